@@ -1,0 +1,125 @@
+# sbx - small Unix tools for code sandboxes. A plain GNU Makefile.
+.DELETE_ON_ERROR:
+.SUFFIXES:
+.SECONDARY:
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBEXECDIR ?= $(PREFIX)/libexec
+MANDIR ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/site-functions
+DESTDIR ?=
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+WARN = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+       -Wformat=2 -Wno-format-nonliteral
+OPT ?= -O2 -g
+# SAN=1: AddressSanitizer and UndefinedBehaviorSanitizer, in a build of
+# its own. sbx-init is static and so stays unsanitized.
+ifeq ($(SAN),1)
+BUILD = build/san
+BIN = build/san/bin
+SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
+	   -fno-sanitize-recover=all
+else
+BUILD = build/default
+BIN = bin
+SANFLAGS =
+endif
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags jansson 2>/dev/null)
+DEPS_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null || echo -ljansson)
+override CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(OPT) $(SANFLAGS) \
+	-Ilib $(DEPS_CFLAGS) $(CFLAGS)
+override LDFLAGS := $(SANFLAGS) $(LDFLAGS)
+LDLIBS = $(DEPS_LIBS)
+
+LIB_SRC = $(wildcard lib/*.c lib/local/*.c)
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
+CMDS = sbx-create sbx-exec sbx-kill sbx-ls
+TOOLS = $(CMDS:%=$(BIN)/%)
+# The agent: only what it needs, linked statically, never sanitized.
+INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/local/proto.c \
+	   lib/local/seccomp.c lib/buf.c
+INIT_OBJ = $(INIT_SRC:%.c=$(BUILD)/init/%.o)
+UNIT_SRC = $(wildcard tests/unit/*.c)
+UNITS = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
+
+all: $(TOOLS) $(BIN)/sbx-init
+
+$(BUILD)/%.o: %.c lib/sbx.h lib/local/local.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/init/%.o: %.c lib/sbx.h lib/local/local.h
+	@mkdir -p $(@D)
+	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -c -o $@ $<
+
+$(BUILD)/libsbx.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BIN)/sbx-init: $(INIT_OBJ)
+	@mkdir -p $(@D)
+	$(CC) -static -o $@ $^
+
+$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The suites: C unit tests, then bats against the binaries just built.
+# Both speak TAP; .ci/run counts it.
+check: all $(UNITS)
+	@for u in $(UNITS); do $$u || exit 1; done
+	SBX_BIN=$(CURDIR)/$(BIN) bats --tap tests
+
+demo: scripts/install-deps
+	@scripts/install-deps
+	@$(MAKE) --no-print-directory all
+	@scripts/demo $(CURDIR)/$(BIN)
+
+lint:
+	@! grep -nE '\b(strcpy|strcat|sprintf|atoi|gets|system|popen)\s*\(' \
+		cmd/*.c lib/*.c lib/local/*.c || \
+		{ echo "lint: banned function above"; exit 1; }
+	mandoc -Tlint -W warning man/*.[1-8]
+	bash -n completions/bash/sbx
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/sbx \
+		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
+	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)
+	install -m 755 $(BIN)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx
+	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1
+	install -m 644 man/*.5 $(DESTDIR)$(MANDIR)/man5
+	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7
+	install -m 644 man/*.8 $(DESTDIR)$(MANDIR)/man8
+	for c in $(CMDS); do \
+		install -m 644 completions/bash/sbx $(DESTDIR)$(BASHCOMPDIR)/$$c; \
+	done
+	install -m 644 completions/zsh/_sbx $(DESTDIR)$(ZSHCOMPDIR)
+
+uninstall:
+	rm -f $(CMDS:%=$(DESTDIR)$(BINDIR)/%) \
+		$(DESTDIR)$(LIBEXECDIR)/sbx/sbx-init \
+		$(CMDS:%=$(DESTDIR)$(BASHCOMPDIR)/%) \
+		$(DESTDIR)$(ZSHCOMPDIR)/_sbx
+	-rmdir $(DESTDIR)$(LIBEXECDIR)/sbx
+	cd man && for m in *.[1-8]; do \
+		rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m; done
+
+clean:
+	rm -rf build bin
+
+.PHONY: all check demo lint install uninstall clean

@@ -1,0 +1,191 @@
+/* sbx-create - create a sandbox and print its ref */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+
+static const char usage[] =
+    "usage: sbx-create [-qv] [-b backend] [-s file] [-i image] [-m size] "
+    "[-c cpus] [-p n]\n"
+    "                  [-n deny|allow] [-T seconds] [-l key=value]... "
+    "[-e name[=value]]...\n"
+    "                  [-w dir] [-N name]\n";
+
+static const struct option longopts[] = {
+	{"backend", required_argument, NULL, 'b'},
+	{"cpus", required_argument, NULL, 'c'},
+	{"env", required_argument, NULL, 'e'},
+	{"help", no_argument, NULL, 'h'},
+	{"image", required_argument, NULL, 'i'},
+	{"label", required_argument, NULL, 'l'},
+	{"memory", required_argument, NULL, 'm'},
+	{"name", required_argument, NULL, 'N'},
+	{"network", required_argument, NULL, 'n'},
+	{"pids", required_argument, NULL, 'p'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"state", required_argument, NULL, 's'},
+	{"timeout", required_argument, NULL, 'T'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{"workdir", required_argument, NULL, 'w'},
+	{NULL, 0, NULL, 0},
+};
+
+static int
+valid_name(const char *s)
+{
+	size_t n = strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789_.-");
+
+	return n == strlen(s) && n > 0 && n < 64 && s[0] != '.' && s[0] != '-';
+}
+
+/* A state file may be reused only when its sandbox is no more. */
+static void
+check_state_free(struct sbx_state *st)
+{
+	json_t *ref = json_object_get(st->root, "ref"), *info;
+	const struct sbx_backend *be;
+	const char *status;
+	struct sbx_err err = {0};
+
+	if (!ref || !(be = sbx_backend_of(ref, &err)))
+		return;
+	if (!(info = be->info(ref, &err)))
+		return;
+	status = sbx_json_str(info, "status");
+	if (status && (!strcmp(status, "running") || !strcmp(status,
+	    "paused")))
+		sbx_die(SBX_EX_FAIL,
+		    "state file '%s' tracks %s sandbox '%s'; kill it first",
+		    st->path, status, sbx_json_str(ref, "id"));
+	json_decref(info);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sbx_spec spec = {0};
+	struct sbx_state st = {0};
+	struct sbx_err err = {0};
+	const struct sbx_backend *be;
+	const char *backend = NULL, *state = NULL;
+	char **env = NULL;
+	size_t nenv = 0;
+	json_t *ref = NULL, *info;
+	int c, rc = SBX_EX_OK;
+
+	sbx_prog_set(argv[0]);
+	spec.labels = json_object();
+	spec.timeout = 3600;
+	while ((c = getopt_long(argc, argv, "b:c:e:hi:l:m:N:n:p:qs:T:vVw:",
+	    longopts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			backend = optarg;
+			break;
+		case 'c':
+			if (sbx_parse_milli(optarg, 1, 4096, &spec.cpus_milli) < 0)
+				sbx_usage_error(usage, "invalid cpus '%s'", optarg);
+			break;
+		case 'e':
+			env = sbx_xrealloc(env, (nenv + 2) * sizeof *env);
+			if (!(env[nenv++] = sbx_parse_env(optarg, &err)))
+				sbx_die_err(&err);
+			env[nenv] = NULL;
+			break;
+		case 'h':
+			sbx_usage(usage, 0);
+		case 'i':
+			spec.image = optarg;
+			break;
+		case 'l':
+			if (sbx_parse_label(optarg, spec.labels, &err) < 0)
+				sbx_die_err(&err);
+			break;
+		case 'm':
+			if (sbx_parse_size(optarg, &spec.memory) < 0 ||
+			    spec.memory < (4u << 20))
+				sbx_usage_error(usage,
+				    "invalid memory size '%s' (at least 4M)",
+				    optarg);
+			break;
+		case 'N':
+			if (!valid_name(optarg))
+				sbx_usage_error(usage, "invalid name '%s'", optarg);
+			spec.name = optarg;
+			break;
+		case 'n':
+			if (!strcmp(optarg, "deny"))
+				spec.network = SBX_NET_DENY;
+			else if (!strcmp(optarg, "allow"))
+				spec.network = SBX_NET_ALLOW;
+			else
+				sbx_usage_error(usage,
+				    "invalid network '%s' (deny or allow)", optarg);
+			break;
+		case 'p':
+			if (sbx_parse_u64(optarg, 2, 4194304, &spec.pids) < 0)
+				sbx_usage_error(usage, "invalid pids '%s'", optarg);
+			break;
+		case 'q':
+			sbx_quiet = 1;
+			break;
+		case 's':
+			state = optarg;
+			break;
+		case 'T':
+			if (sbx_parse_u64(optarg, 0, 31536000, &spec.timeout) < 0)
+				sbx_usage_error(usage, "invalid timeout '%s'",
+				    optarg);
+			break;
+		case 'v':
+			sbx_verbose = 1;
+			break;
+		case 'V':
+			sbx_version();
+		case 'w':
+			spec.workdir = optarg;
+			break;
+		default:
+			sbx_usage(usage, SBX_EX_USAGE);
+		}
+	}
+	if (optind < argc)
+		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
+	spec.env = env;
+	if (!state && getenv("SBX_STATE") && *getenv("SBX_STATE"))
+		state = getenv("SBX_STATE");
+	if (!(be = sbx_backend_get(backend ? backend : sbx_backend_default(),
+	    &err)))
+		sbx_die_err(&err);
+	if (state) {
+		if (sbx_state_open(&st, state, &err) < 0)
+			sbx_die_err(&err);
+		check_state_free(&st);
+	}
+	if (be->create(&spec, &ref, &err) < 0)
+		sbx_die_err(&err);
+	if (state) {
+		info = be->info(ref, &err);
+		json_decref(st.root);
+		st.root = sbx_state_new_root(ref, info);
+		json_decref(info);
+		if (sbx_state_save(&st, &err) < 0) {
+			struct sbx_err kerr;
+
+			/* No sandbox without its state: it would be lost. */
+			be->kill(ref, 0, &kerr);
+			sbx_die_err(&err);
+		}
+		sbx_state_release(&st);
+	}
+	sbx_out_json(ref);
+	json_decref(ref);
+	json_decref(spec.labels);
+	for (nenv = 0; env && env[nenv]; nenv++)
+		free(env[nenv]);
+	free(env);
+	return sbx_out_close(rc);
+}

@@ -1,0 +1,196 @@
+/* sbx-exec - run one command in a sandbox and exit with its status */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+
+static const char usage[] =
+    "usage: sbx-exec [-ijtqv] [-b backend] [-I id | -s file] [-w dir] "
+    "[-e name[=value]]...\n"
+    "                [-T seconds] [-M bytes] [--] command [arg ...]\n";
+
+static const struct option longopts[] = {
+	{"backend", required_argument, NULL, 'b'},
+	{"env", required_argument, NULL, 'e'},
+	{"help", no_argument, NULL, 'h'},
+	{"id", required_argument, NULL, 'I'},
+	{"interactive", no_argument, NULL, 'i'},
+	{"json", no_argument, NULL, 'j'},
+	{"max-output", required_argument, NULL, 'M'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"state", required_argument, NULL, 's'},
+	{"timeout", required_argument, NULL, 'T'},
+	{"tty", no_argument, NULL, 't'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{"workdir", required_argument, NULL, 'w'},
+	{NULL, 0, NULL, 0},
+};
+
+/* Our own failures use env(1)'s codes, so they cannot pass for the
+ * command's: 125 for a usage error too. */
+static void __attribute__((noreturn))
+fail(int json, const struct sbx_err *err)
+{
+	int code = err->code;
+
+	if (code < SBX_EX_TIMEOUT)
+		code = SBX_EX_EXECFAIL;
+	fprintf(stderr, "%s: %s\n", sbx_prog_get(), err->msg);
+	if (json) {
+		json_t *o = json_pack("{sisnssssbbbbbbsi}", "exit_code", code,
+		    "signal", "stdout", "", "stderr", "", "stdout_truncated", 0,
+		    "stderr_truncated", 0, "timed_out", 0, "duration_ms", 0);
+
+		json_object_set_new(o, "error", json_string(err->msg));
+		sbx_out_json(o);
+		json_decref(o);
+	}
+	exit(sbx_out_close(code));
+}
+
+static void __attribute__((noreturn, format(printf, 1, 2)))
+bad(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", sbx_prog_get());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n%s", usage);
+	exit(SBX_EX_EXECFAIL);
+}
+
+static void
+print_json(const struct sbx_exec_result *r)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "exit_code", json_integer(r->exit_code));
+	json_object_set_new(o, "signal", r->signal ? json_integer(r->signal) :
+	    json_null());
+	json_object_set_new(o, "stdout", sbx_json_bytes(r->out.data ?
+	    r->out.data : "", r->out.len));
+	json_object_set_new(o, "stderr", sbx_json_bytes(r->err.data ?
+	    r->err.data : "", r->err.len));
+	json_object_set_new(o, "stdout_truncated",
+	    json_boolean(r->out.truncated));
+	json_object_set_new(o, "stderr_truncated",
+	    json_boolean(r->err.truncated));
+	json_object_set_new(o, "timed_out", json_boolean(r->timed_out));
+	json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
+	sbx_out_json(o);
+	json_decref(o);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sbx_target t = {0};
+	struct sbx_exec_opts o = {0};
+	struct sbx_exec_result r;
+	struct sbx_err err = {0};
+	const struct sbx_backend *be;
+	uint64_t v;
+	char **env = NULL;
+	size_t nenv = 0;
+	json_t *ref;
+	int c, json = 0;
+
+	sbx_prog_set(argv[0]);
+	o.max_output = 1u << 20;
+	while ((c = getopt_long(argc, argv, "+b:e:hI:ijM:qs:tT:vVw:", longopts,
+	    NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			t.backend = optarg;
+			break;
+		case 'e':
+			env = sbx_xrealloc(env, (nenv + 2) * sizeof *env);
+			if (!(env[nenv++] = sbx_parse_env(optarg, &err)))
+				fail(json, &err);
+			env[nenv] = NULL;
+			break;
+		case 'h':
+			sbx_usage(usage, 0);
+		case 'I':
+			t.id = optarg;
+			break;
+		case 'i':
+			o.interactive = 1;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'M':
+			if (sbx_parse_size(optarg, &v) < 0 || v > (1u << 30))
+				bad("invalid max-output '%s'",
+				    optarg);
+			o.max_output = (size_t)v;
+			break;
+		case 'q':
+			sbx_quiet = 1;
+			break;
+		case 's':
+			t.state_path = optarg;
+			break;
+		case 't':
+			o.tty = 1;
+			break;
+		case 'T':
+			if (sbx_parse_u64(optarg, 1, 31536000, &v) < 0)
+				bad("invalid timeout '%s'",
+				    optarg);
+			o.timeout_ms = v * 1000;
+			break;
+		case 'v':
+			sbx_verbose = 1;
+			break;
+		case 'V':
+			sbx_version();
+		case 'w':
+			o.cwd = optarg;
+			break;
+		default:
+			fputs(usage, stderr);
+			exit(SBX_EX_EXECFAIL);
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "%s: no command given\n%s", sbx_prog_get(),
+		    usage);
+		exit(SBX_EX_EXECFAIL);
+	}
+	if (json && o.tty) {
+		fprintf(stderr, "%s: --json and --tty do not go together\n",
+		    sbx_prog_get());
+		exit(SBX_EX_EXECFAIL);
+	}
+	if (o.cwd && o.cwd[0] != '/') {
+		fprintf(stderr, "%s: workdir '%s' is not absolute\n",
+		    sbx_prog_get(), o.cwd);
+		exit(SBX_EX_EXECFAIL);
+	}
+	o.env = env;
+	o.capture = json;
+	if (!(ref = sbx_ref_resolve(&t, NULL, &err)) ||
+	    !(be = sbx_backend_of(ref, &err)))
+		fail(json, &err);
+	if (be->exec(ref, argv + optind, &o, &r, &err) < 0)
+		fail(json, &err);
+	if (json)
+		print_json(&r);
+	else if (r.timed_out)
+		sbx_warn("'%s' timed out after %llu s", argv[optind],
+		    (unsigned long long)(o.timeout_ms / 1000));
+	sbx_buf_release(&r.out);
+	sbx_buf_release(&r.err);
+	json_decref(ref);
+	for (nenv = 0; env && env[nenv]; nenv++)
+		free(env[nenv]);
+	free(env);
+	return sbx_out_close(r.exit_code);
+}

@@ -1,0 +1,155 @@
+/* sbx-ls - list sandboxes as JSON Lines, or a table on a terminal */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+static const char usage[] =
+    "usage: sbx-ls [-jqv] [-b backend] [-l key=value]...\n";
+
+static const struct option longopts[] = {
+	{"backend", required_argument, NULL, 'b'},
+	{"help", no_argument, NULL, 'h'},
+	{"json", no_argument, NULL, 'j'},
+	{"label", required_argument, NULL, 'l'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+struct ctx {
+	json_t *want; /* labels that must match */
+	int table, rows;
+};
+
+static void
+fmt_age(long long s, char *buf, size_t n)
+{
+	if (s < 120)
+		snprintf(buf, n, "%llds", s);
+	else if (s < 7200)
+		snprintf(buf, n, "%lldm", s / 60);
+	else if (s < 172800)
+		snprintf(buf, n, "%lldh", s / 3600);
+	else
+		snprintf(buf, n, "%lldd", s / 86400);
+}
+
+static void
+fmt_bytes(json_t *v, char *buf, size_t n)
+{
+	double b;
+
+	if (!json_is_integer(v)) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	b = (double)json_integer_value(v);
+	if (b < 1024 * 1024)
+		snprintf(buf, n, "%.0fK", b / 1024);
+	else if (b < 1024.0 * 1024 * 1024)
+		snprintf(buf, n, "%.1fM", b / (1024 * 1024));
+	else
+		snprintf(buf, n, "%.1fG", b / (1024.0 * 1024 * 1024));
+}
+
+static void
+print_row(json_t *o)
+{
+	char age[32], idle[32], mem[32], procs[32], labels[256] = "";
+	const char *k, *name = sbx_json_str(o, "name");
+	json_t *v, *p = json_object_get(o, "processes");
+	size_t len = 0;
+
+	fmt_age(sbx_json_int(o, "age", 0), age, sizeof age);
+	fmt_age(sbx_json_int(o, "idle", 0), idle, sizeof idle);
+	fmt_bytes(json_object_get(o, "memory_bytes"), mem, sizeof mem);
+	if (json_is_integer(p))
+		snprintf(procs, sizeof procs, "%lld",
+		    (long long)json_integer_value(p));
+	else
+		snprintf(procs, sizeof procs, "-");
+	json_object_foreach(json_object_get(o, "labels"), k, v)
+		if (len < sizeof labels)
+			len += (size_t)snprintf(labels + len, sizeof labels - len,
+			    "%s%s=%s", len ? "," : "", k, json_string_value(v));
+	printf("%-12s  %-14.14s  %-8s  %5s  %5s  %-12.12s  %5s  %7s  %s\n",
+	    sbx_json_str(o, "id"), name ? name : "-", sbx_json_str(o, "status"),
+	    age, idle, sbx_json_str(o, "image") ? sbx_json_str(o, "image") :
+	    "-", procs, mem, labels);
+}
+
+static int
+one(json_t *o, void *arg)
+{
+	struct ctx *ctx = arg;
+	json_t *labels = json_object_get(o, "labels"), *v;
+	const char *k;
+
+	json_object_foreach(ctx->want, k, v)
+		if (!json_equal(json_object_get(labels, k), v))
+			return 0;
+	if (ctx->table) {
+		if (!ctx->rows++)
+			printf("%-12s  %-14s  %-8s  %5s  %5s  %-12s  %5s  %7s  %s\n",
+			    "ID", "NAME", "STATUS", "AGE", "IDLE", "IMAGE",
+			    "PROCS", "MEM", "LABELS");
+		print_row(o);
+	} else {
+		sbx_out_json(o);
+	}
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ctx ctx = {0};
+	struct sbx_err err = {0};
+	const struct sbx_backend *be;
+	const char *backend = NULL;
+	int c, json = 0;
+
+	sbx_prog_set(argv[0]);
+	ctx.want = json_object();
+	while ((c = getopt_long(argc, argv, "b:hjl:qvV", longopts, NULL)) !=
+	    -1) {
+		switch (c) {
+		case 'b':
+			backend = optarg;
+			break;
+		case 'h':
+			sbx_usage(usage, 0);
+		case 'j':
+			json = 1;
+			break;
+		case 'l':
+			if (sbx_parse_label(optarg, ctx.want, &err) < 0)
+				sbx_die_err(&err);
+			break;
+		case 'q':
+			sbx_quiet = 1;
+			break;
+		case 'v':
+			sbx_verbose = 1;
+			break;
+		case 'V':
+			sbx_version();
+		default:
+			sbx_usage(usage, SBX_EX_USAGE);
+		}
+	}
+	if (optind < argc)
+		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
+	if (!(be = sbx_backend_get(backend ? backend : sbx_backend_default(),
+	    &err)))
+		sbx_die_err(&err);
+	ctx.table = !json && isatty(1);
+	if (be->list(one, &ctx, &err) < 0)
+		sbx_die_err(&err);
+	json_decref(ctx.want);
+	return sbx_out_close(SBX_EX_OK);
+}

@@ -1,0 +1,99 @@
+/* buf.c - the program name, allocators that die, the growable buffer */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+
+static const char *prog = "sbx";
+
+void
+sbx_prog_set(const char *argv0)
+{
+	const char *p = strrchr(argv0, '/');
+
+	prog = p ? p + 1 : argv0;
+	/* A write to a closed pipe is an error we report, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+const char *
+sbx_prog_get(void)
+{
+	return prog;
+}
+
+static void *
+oom(void *p)
+{
+	if (!p) {
+		fprintf(stderr, "%s: out of memory\n", prog);
+		exit(SBX_EX_FAIL);
+	}
+	return p;
+}
+
+void *
+sbx_xmalloc(size_t n)
+{
+	return oom(malloc(n ? n : 1));
+}
+
+void *
+sbx_xcalloc(size_t n, size_t m)
+{
+	return oom(calloc(n ? n : 1, m ? m : 1));
+}
+
+void *
+sbx_xrealloc(void *p, size_t n)
+{
+	return oom(realloc(p, n ? n : 1));
+}
+
+char *
+sbx_xstrdup(const char *s)
+{
+	return oom(strdup(s));
+}
+
+char *
+sbx_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		oom(NULL);
+	return s;
+}
+
+void
+sbx_buf_add(struct sbx_buf *b, const void *p, size_t n)
+{
+	if (b->limit && b->len + n > b->limit) {
+		b->truncated = 1;
+		n = b->limit - b->len;
+	}
+	if (!n)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		b->cap = (b->len + n + 1) * 2;
+		b->data = sbx_xrealloc(b->data, b->cap);
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+}
+
+void
+sbx_buf_release(struct sbx_buf *b)
+{
+	free(b->data);
+	memset(b, 0, sizeof *b);
+}

@@ -1,0 +1,323 @@
+/* cli.c - program name, diagnostics, option value parsing, stdout */
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+int sbx_quiet, sbx_verbose;
+
+static void
+vmsg(const char *fmt, va_list ap, int errnum)
+{
+	size_t n = strlen(fmt);
+
+	fprintf(stderr, "%s: ", sbx_prog_get());
+	vfprintf(stderr, fmt, ap);
+	if (n && fmt[n - 1] == ':')
+		fprintf(stderr, " %s", strerror(errnum));
+	fputc('\n', stderr);
+}
+
+void
+sbx_die(int code, const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap, e);
+	va_end(ap);
+	exit(code);
+}
+
+void
+sbx_warn(const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	if (sbx_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg(fmt, ap, e);
+	va_end(ap);
+}
+
+void
+sbx_note(const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	if (!sbx_verbose || sbx_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg(fmt, ap, e);
+	va_end(ap);
+}
+
+int
+sbx_err_set(struct sbx_err *err, int code, const char *fmt, ...)
+{
+	int e = errno;
+	size_t n = strlen(fmt), len;
+	va_list ap;
+
+	if (!err)
+		return -1;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	len = strlen(err->msg);
+	if (n && fmt[n - 1] == ':' && len < sizeof err->msg)
+		snprintf(err->msg + len, sizeof err->msg - len, " %s",
+		    strerror(e));
+	errno = e;
+	return -1;
+}
+
+void
+sbx_die_err(const struct sbx_err *err)
+{
+	fprintf(stderr, "%s: %s\n", sbx_prog_get(), err->msg);
+	exit(err->code ? err->code : SBX_EX_FAIL);
+}
+
+void
+sbx_usage(const char *text, int code)
+{
+	fputs(text, code ? stderr : stdout);
+	exit(code ? code : sbx_out_close(0));
+}
+
+void
+sbx_usage_error(const char *text, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", sbx_prog_get());
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fputs(text, stderr);
+	exit(SBX_EX_USAGE);
+}
+
+void
+sbx_version(void)
+{
+	printf("%s %s\n", sbx_prog_get(), SBX_VERSION);
+	exit(sbx_out_close(0));
+}
+
+int
+sbx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int
+sbx_parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "kmgt";
+	char *end;
+	unsigned long long v;
+	const char *u;
+	int shift = 0;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	if (*end && (u = strchr(units, tolower((unsigned char)*end)))) {
+		shift = 10 * (int)(u - units + 1);
+		end++;
+		if (*end == 'i' && end[1] == 'B')
+			end += 2;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int
+sbx_parse_milli(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t whole = 0, frac = 0;
+	int digits = 0;
+	const char *p = s;
+
+	if (!s || !isdigit((unsigned char)*p))
+		return -1;
+	for (; isdigit((unsigned char)*p); p++) {
+		whole = whole * 10 + (uint64_t)(*p - '0');
+		if (whole > max)
+			return -1;
+	}
+	if (*p == '.') {
+		for (p++; isdigit((unsigned char)*p); p++)
+			if (digits < 3) {
+				frac = frac * 10 + (uint64_t)(*p - '0');
+				digits++;
+			}
+		if (!digits)
+			return -1;
+	}
+	if (*p)
+		return -1;
+	while (digits++ < 3)
+		frac *= 10;
+	whole = whole * 1000 + frac;
+	if (whole < min || whole > max * 1000)
+		return -1;
+	*out = whole;
+	return 0;
+}
+
+static int
+valid_key(const char *k, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 63)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)k[i]) && !strchr("_.-/", k[i]))
+			return 0;
+	return 1;
+}
+
+int
+sbx_parse_label(const char *s, json_t *obj, struct sbx_err *err)
+{
+	const char *eq = strchr(s, '=');
+	char key[64];
+
+	if (!eq || !valid_key(s, (size_t)(eq - s)))
+		return sbx_err_set(err, SBX_EX_USAGE,
+		    "invalid label '%s' (want key=value)", s);
+	if (strlen(eq + 1) > 255)
+		return sbx_err_set(err, SBX_EX_USAGE,
+		    "label value too long in '%s'", s);
+	memcpy(key, s, (size_t)(eq - s));
+	key[eq - s] = '\0';
+	if (json_object_set_new(obj, key, sbx_json_bytes(eq + 1,
+	    strlen(eq + 1))) < 0)
+		return sbx_err_set(err, SBX_EX_USAGE, "invalid label '%s'", s);
+	return 0;
+}
+
+char *
+sbx_parse_env(const char *s, struct sbx_err *err)
+{
+	const char *eq = strchr(s, '='), *v;
+	size_t n = eq ? (size_t)(eq - s) : strlen(s), i;
+
+	for (i = 0; i < n; i++)
+		if (!(isalnum((unsigned char)s[i]) || s[i] == '_') ||
+		    (i == 0 && isdigit((unsigned char)s[i])))
+			break;
+	if (n == 0 || i < n) {
+		sbx_err_set(err, SBX_EX_USAGE,
+		    "invalid environment variable name in '%.*s'", (int)n, s);
+		return NULL;
+	}
+	if (eq)
+		return sbx_xstrdup(s);
+	if (!(v = getenv(s))) {
+		sbx_err_set(err, SBX_EX_USAGE,
+		    "environment variable '%s' is not set", s);
+		return NULL;
+	}
+	return sbx_xasprintf("%s=%s", s, v);
+}
+
+int
+sbx_out_close(int rc)
+{
+	if (fflush(stdout) == EOF || ferror(stdout)) {
+		if (errno == EPIPE)
+			return rc;
+		sbx_warn("write error on stdout:");
+		return rc ? rc : SBX_EX_FAIL;
+	}
+	return rc;
+}
+
+void
+sbx_out_json(json_t *obj)
+{
+	json_dumpf(obj, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	putchar('\n');
+}
+
+static char *
+trim(char *s)
+{
+	char *e;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int
+sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count)
+{
+	char *line = NULL, *s;
+	size_t cap = 0;
+	int rc = 0, r;
+
+	*count = 0;
+	while (getline(&line, &cap, stdin) > 0) {
+		s = trim(line);
+		if (!*s)
+			continue;
+		if (*s == '{') {
+			json_t *o = json_loads(s, 0, NULL);
+			const char *id = sbx_json_str(o, "id");
+
+			if (!id) {
+				sbx_warn("no \"id\" in input line '%.60s'", s);
+				r = SBX_EX_DATA;
+			} else {
+				r = fn(id, arg);
+				(*count)++;
+			}
+			json_decref(o);
+		} else {
+			r = fn(s, arg);
+			(*count)++;
+		}
+		if (r > rc)
+			rc = r;
+	}
+	free(line);
+	return rc;
+}
+

@@ -1,0 +1,77 @@
+/* config.c - settings: SBX_* environment > config files > defaults */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+
+static json_t *settings; /* key -> value from the config files */
+
+static void
+load_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL, *k, *v, *e;
+	size_t cap = 0;
+
+	if (!f)
+		return;
+	while (getline(&line, &cap, f) > 0) {
+		k = line;
+		while (isspace((unsigned char)*k))
+			k++;
+		if (*k == '#' || *k == ';' || !*k || !(v = strchr(k, '=')))
+			continue;
+		for (e = v; e > k && isspace((unsigned char)e[-1]); e--)
+			;
+		*e = '\0';
+		for (v++; isspace((unsigned char)*v); v++)
+			;
+		for (e = v + strlen(v); e > v && isspace((unsigned char)e[-1]);
+		    e--)
+			;
+		*e = '\0';
+		/* The first file read wins: it has the higher precedence. */
+		if (*k && !json_object_get(settings, k))
+			json_object_set_new(settings, k, json_string(v));
+	}
+	free(line);
+	fclose(f);
+}
+
+static void
+load(void)
+{
+	const char *x = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char *p = NULL;
+
+	settings = json_object();
+	if (x && *x)
+		p = sbx_xasprintf("%s/sbx/config", x);
+	else if (home && *home)
+		p = sbx_xasprintf("%s/.config/sbx/config", home);
+	if (p)
+		load_file(p);
+	free(p);
+	load_file(".sbxrc");
+}
+
+const char *
+sbx_config_get(const char *key, const char *def)
+{
+	char env[64];
+	const char *v;
+	size_t i;
+
+	if (snprintf(env, sizeof env, "SBX_%s", key) >= (int)sizeof env)
+		return def;
+	for (i = 4; env[i]; i++)
+		env[i] = env[i] == '.' ? '_' :
+		    (char)toupper((unsigned char)env[i]);
+	if ((v = getenv(env)) && *v)
+		return v;
+	if (!settings)
+		load();
+	v = sbx_json_str(settings, key);
+	return v ? v : def;
+}

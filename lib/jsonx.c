@@ -1,0 +1,178 @@
+/* jsonx.c - thin helpers over jansson, times, atomic file writes */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+json_t *
+sbx_json_load_object(const char *path, struct sbx_err *err)
+{
+	json_error_t je;
+	json_t *o;
+
+	if (access(path, F_OK) < 0) {
+		sbx_err_set(err, errno == ENOENT ? SBX_EX_NOSANDBOX :
+		    SBX_EX_FAIL, "cannot open '%s':", path);
+		return NULL;
+	}
+	o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!o) {
+		if (je.position == 0 && access(path, R_OK) < 0)
+			sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':",
+			    path);
+		else
+			sbx_err_set(err, SBX_EX_DATA,
+			    "'%s' is not valid JSON: %s (line %d)", path,
+			    je.text, je.line);
+		return NULL;
+	}
+	if (!json_is_object(o)) {
+		json_decref(o);
+		sbx_err_set(err, SBX_EX_DATA, "'%s' does not hold a JSON object",
+		    path);
+		return NULL;
+	}
+	return o;
+}
+
+const char *
+sbx_json_str(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
+
+long long
+sbx_json_int(const json_t *obj, const char *key, long long def)
+{
+	json_t *v = json_object_get(obj, key);
+
+	return json_is_integer(v) ? (long long)json_integer_value(v) : def;
+}
+
+/* Length of the valid UTF-8 sequence at p, or 0. */
+static size_t
+utf8_len(const unsigned char *p, size_t n)
+{
+	size_t len, i;
+	unsigned cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+json_t *
+sbx_json_bytes(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	struct sbx_buf b = SBX_BUF_INIT;
+	size_t i = 0, k;
+	json_t *j;
+
+	while (i < n) {
+		if ((k = utf8_len(p + i, n - i))) {
+			sbx_buf_add(&b, p + i, k);
+			i += k;
+		} else {
+			sbx_buf_add(&b, "\xef\xbf\xbd", 3);
+			i++;
+		}
+	}
+	j = json_stringn(b.data ? b.data : "", b.len);
+	sbx_buf_release(&b);
+	return j;
+}
+
+void
+sbx_time_fmt(long long epoch, char *buf, size_t n)
+{
+	time_t t = (time_t)epoch;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+long long
+sbx_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec;
+}
+
+int
+sbx_file_write_atomic(const char *path, const char *data, size_t n, int mode,
+    struct sbx_err *err)
+{
+	char *tmp = sbx_xasprintf("%s.tmpXXXXXX", path), *dup, *dir;
+	int fd, rc = -1, dfd;
+	size_t off = 0;
+	ssize_t w;
+
+	if ((fd = mkstemp(tmp)) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", tmp);
+		goto out;
+	}
+	fchmod(fd, (mode_t)mode);
+	while (off < n) {
+		if ((w = write(fd, data + off, n - off)) < 0) {
+			if (errno == EINTR)
+				continue;
+			sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s':", tmp);
+			goto fail;
+		}
+		off += (size_t)w;
+	}
+	if (fsync(fd) < 0 || close(fd) < 0) {
+		fd = -1;
+		sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s':", tmp);
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot rename to '%s':", path);
+		goto fail;
+	}
+	dup = sbx_xstrdup(path);
+	dir = dirname(dup);
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	free(dup);
+	rc = 0;
+	goto out;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+out:
+	free(tmp);
+	return rc;
+}

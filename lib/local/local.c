@@ -1,0 +1,958 @@
+/* local.c - the local backend: create, kill and list sandboxes made of
+ * Linux namespaces, cgroups and an overlay, each run by its sbx-init */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "local.h"
+
+int sbx_local_exec(const json_t *ref, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err);
+
+static int
+mkdir_p(const char *path, mode_t mode)
+{
+	char *p = sbx_xstrdup(path), *s;
+	int rc = 0;
+
+	for (s = p + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST)
+			rc = -1;
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		rc = -1;
+	free(p);
+	return rc;
+}
+
+/* The sbx-init binary: beside our own, or in ../libexec/sbx/. */
+static int
+open_init(struct sbx_err *err)
+{
+	char self[PATH_MAX], *slash, *p;
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	int fd;
+
+	if (n <= 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot find myself:");
+	self[n] = '\0';
+	if ((slash = strrchr(self, '/')))
+		*slash = '\0';
+	p = sbx_xasprintf("%s/sbx-init", self);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	if (fd >= 0)
+		return fd;
+	p = sbx_xasprintf("%s/../libexec/sbx/sbx-init", self);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", p);
+	free(p);
+	return fd;
+}
+
+static void
+new_id(char *id)
+{
+	unsigned char r[SBX_ID_LEN / 2];
+	size_t i;
+
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		for (i = 0; i < sizeof r; i++)
+			r[i] = (unsigned char)(rand() ^ getpid() ^ time(NULL));
+	for (i = 0; i < sizeof r; i++)
+		snprintf(id + 2 * i, 3, "%02x", r[i]);
+}
+
+/* Claim a uid range slot with an exclusive create: no lock needed. */
+static int
+claim_slot(const char *root, const char *id, uint32_t *slot)
+{
+	char *dir = sbx_xasprintf("%s/.slots", root), *p;
+	uint32_t start, i, s;
+	int fd;
+
+	mkdir(dir, 0700);
+	getrandom(&start, sizeof start, 0);
+	for (i = 0; i < SBX_UID_SLOTS; i++) {
+		s = (start + i) % SBX_UID_SLOTS;
+		p = sbx_xasprintf("%s/%u", dir, s);
+		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		free(p);
+		if (fd >= 0) {
+			dprintf(fd, "%s\n", id);
+			close(fd);
+			*slot = s;
+			free(dir);
+			return 0;
+		}
+	}
+	free(dir);
+	return -1;
+}
+
+static void
+release_slot(const char *root, json_t *meta)
+{
+	json_t *s = json_object_get(meta, "slot");
+	char *p;
+
+	if (!json_is_integer(s))
+		return;
+	p = sbx_xasprintf("%s/.slots/%lld", root,
+	    (long long)json_integer_value(s));
+	unlink(p);
+	free(p);
+}
+
+static int
+claim_name(const char *root, const char *name, const char *id,
+    struct sbx_err *err)
+{
+	char *dir = sbx_xasprintf("%s/.names", root);
+	char *p = sbx_xasprintf("%s/%s", dir, name), *other;
+	int rc = 0;
+
+	mkdir(dir, 0700);
+	if (symlink(id, p) < 0) {
+		if (errno == EEXIST && !(other = sbx_local_find(name, NULL))) {
+			/* The name points at a sandbox that is gone. */
+			unlink(p);
+			if (symlink(id, p) < 0)
+				rc = sbx_err_set(err, SBX_EX_FAIL,
+				    "cannot claim name '%s':", name);
+		} else if (errno == EEXIST) {
+			free(other);
+			rc = sbx_err_set(err, SBX_EX_FAIL,
+			    "the name '%s' is in use", name);
+		} else {
+			rc = sbx_err_set(err, SBX_EX_FAIL,
+			    "cannot claim name '%s':", name);
+		}
+	}
+	free(p);
+	free(dir);
+	return rc;
+}
+
+static void
+release_name(const char *root, const char *name, const char *id)
+{
+	char *p, target[64];
+	ssize_t n;
+
+	if (!name)
+		return;
+	p = sbx_xasprintf("%s/.names/%s", root, name);
+	n = readlink(p, target, sizeof target - 1);
+	if (n > 0) {
+		target[n] = '\0';
+		if (!strcmp(target, id))
+			unlink(p);
+	}
+	free(p);
+}
+
+static int
+write_map(pid_t pid, const char *file, const char *map)
+{
+	char path[64];
+	int fd, rc = 0;
+
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if (write(fd, map, strlen(map)) != (ssize_t)strlen(map))
+		rc = -1;
+	close(fd);
+	return rc;
+}
+
+static int
+lo_up(void)
+{
+	struct ifreq ifr = {0};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
+
+	if (fd < 0)
+		return -1;
+	snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		rc = ioctl(fd, SIOCSIFFLAGS, &ifr);
+	}
+	close(fd);
+	return rc;
+}
+
+/* Move fd to number to. */
+static int
+place(int fd, int to)
+{
+	return fd == to ? fcntl(fd, F_SETFD, 0) : dup2(fd, to);
+}
+
+/* The child of clone: sandbox root in the new namespaces. It builds the
+ * rootfs, then becomes sbx-init. Never returns. */
+static void
+sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
+{
+	struct sbx_err err = {0};
+	char c;
+	char *const argv[] = {"sbx-init", NULL}, *const envp[] = {NULL};
+	int fds[5], i;
+
+	if (read(go_fd, &c, 1) != 1)
+		_exit(1);
+	close(go_fd);
+	if (img_sock >= 0) {
+		struct sbx_msg m;
+
+		if (sbx_msg_recv(img_sock, &m) > 0 && m.nfds == 1) {
+			s->image_fd = m.fds[0];
+			m.nfds = 0;
+		}
+		sbx_msg_release(&m);
+		close(img_sock);
+	}
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL, "cannot become sandbox root:");
+		goto fail;
+	}
+	if (!s->rootless)
+		setgroups(0, NULL);
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL,
+		    "cannot create a cgroup namespace:");
+		goto fail;
+	}
+	if (sethostname(s->hostname, strlen(s->hostname)) < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL, "cannot set the hostname:");
+		goto fail;
+	}
+	if (s->network_deny && lo_up() < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL, "cannot bring up loopback:");
+		goto fail;
+	}
+	if (sbx_local_mount_rootfs(s, &err) < 0)
+		goto fail;
+	/* Lift the fds the agent needs above any target, then place them. */
+	fds[0] = fcntl(s->config_fd, F_DUPFD_CLOEXEC, 100);
+	fds[1] = fcntl(s->listen_fd, F_DUPFD_CLOEXEC, 100);
+	fds[2] = fcntl(s->status_fd, F_DUPFD_CLOEXEC, 100);
+	fds[3] = fcntl(s->log_fd, F_DUPFD_CLOEXEC, 100);
+	fds[4] = fcntl(s->init_fd, F_DUPFD_CLOEXEC, 100);
+	for (i = 0; i < 5; i++)
+		if (fds[i] < 0) {
+			sbx_err_set(&err, SBX_EX_FAIL, "cannot pass fds:");
+			goto fail;
+		}
+	if (place(fds[0], 3) < 0 || place(fds[1], 4) < 0 ||
+	    place(fds[2], 5) < 0 || place(fds[3], 2) < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL, "cannot pass fds:");
+		goto fail;
+	}
+	syscall(SYS_close_range, 6, ~0U, CLOSE_RANGE_CLOEXEC);
+	fexecve(fds[4], argv, envp);
+	sbx_err_set(&err, SBX_EX_FAIL, "cannot start sbx-init:");
+fail:
+	if (write(err_fd, err.msg, strlen(err.msg)) < 0)
+		_exit(2);
+	_exit(1);
+}
+
+/* An idmapped view of the image, so that its root owns it in the
+ * sandbox: copy-up and new files work without touching the image. */
+static int
+idmapped_image(const char *image, pid_t pid, struct sbx_err *err)
+{
+	char path[64];
+	struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP |
+	    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+	int fd, ns;
+
+	snprintf(path, sizeof path, "/proc/%d/ns/user", (int)pid);
+	if ((ns = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", path);
+	a.userns_fd = (uint64_t)ns;
+	fd = open_tree(AT_FDCWD, image, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (fd < 0 || mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot idmap the image '%s':",
+		    image);
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	close(ns);
+	return fd;
+}
+
+static int
+check_image(const char *image, char **real, struct sbx_err *err)
+{
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT};
+	struct stat st;
+	int dfd, fd;
+
+	*real = NULL;
+	if (!(*real = realpath(image, NULL)) || stat(*real, &st) < 0 ||
+	    !S_ISDIR(st.st_mode))
+		return sbx_err_set(err, SBX_EX_USAGE,
+		    "image '%s' is not a directory", image);
+	if ((dfd = open(*real, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return sbx_err_set(err, SBX_EX_USAGE, "cannot open image '%s':",
+		    image);
+	/* Resolved inside the image, as the sandbox will see it. */
+	fd = (int)syscall(SYS_openat2, dfd, "bin/sh", &how, sizeof how);
+	close(dfd);
+	if (fd < 0)
+		return sbx_err_set(err, SBX_EX_USAGE,
+		    "image '%s' has no /bin/sh", image);
+	close(fd);
+	return 0;
+}
+
+/* Sandbox root mounts its overlay from paths under root: every directory
+ * above must let others search it. */
+static int
+searchable(const char *root, struct sbx_err *err)
+{
+	char *p = sbx_xstrdup(root), *s;
+	struct stat st;
+	int rc = 0;
+
+	for (s = p + strlen(p); s > p; ) {
+		if (stat(p, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+			rc = sbx_err_set(err, SBX_EX_FAIL,
+			    "'%s' is not searchable by sandbox users "
+			    "(chmod o+x it, or choose another SBX_LOCAL_DIR)", p);
+			break;
+		}
+		while (s > p && *s != '/')
+			s--;
+		*s = '\0';
+	}
+	free(p);
+	return rc;
+}
+
+static int
+valid_workdir(const char *w)
+{
+	return w[0] == '/' && w[1] && !strstr(w, "/../") && !strstr(w, "//")
+	    && strcmp(w + strlen(w) - 3, "/..") && !strstr(w, "/./") &&
+	    strlen(w) < 1024;
+}
+
+/* Everything create made, undone. */
+static void
+undo(const char *root, const char *dir, struct sbx_cgroups *cg,
+    json_t *meta, const char *name, const char *id)
+{
+	if (cg) {
+		sbx_cg_kill(cg, 2000);
+		sbx_cg_remove(cg);
+	}
+	if (dir)
+		sbx_local_rmtree(dir);
+	release_slot(root, meta);
+	release_name(root, name, id);
+}
+
+static int
+send_config(int fd, const struct sbx_spec *spec, const char *workdir)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	uint32_t n = 0;
+	size_t i;
+	int rc;
+	static const char *const base[] = {
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:"
+		"/bin", "HOME=/root", "LANG=C.UTF-8",
+	};
+
+	while (spec->env && spec->env[n])
+		n++;
+	sbx_msg_put_u64(&b, spec->timeout);
+	sbx_msg_put_str(&b, workdir);
+	sbx_msg_put_u32(&b, n + 3);
+	for (i = 0; i < 3; i++)
+		sbx_msg_put_str(&b, base[i]);
+	for (i = 0; i < n; i++)
+		sbx_msg_put_str(&b, spec->env[i]);
+	rc = sbx_msg_send(fd, SBX_MSG_EXEC, b.data, b.len, NULL, 0);
+	/* Values of --env may be secrets: leave no copy in our heap. */
+	explicit_bzero(b.data, b.len);
+	sbx_buf_release(&b);
+	return rc;
+}
+
+static json_t *
+make_meta(const struct sbx_spec *spec, const char *id, const char *image,
+    const char *workdir, pid_t pid, uid_t base, long long slot)
+{
+	json_t *m = json_object(), *envk = json_array();
+	size_t i;
+
+	for (i = 0; spec->env && spec->env[i]; i++)
+		json_array_append_new(envk, json_stringn(spec->env[i],
+		    strcspn(spec->env[i], "=")));
+	json_object_set_new(m, "id", json_string(id));
+	json_object_set_new(m, "name", spec->name ? json_string(spec->name) :
+	    json_null());
+	json_object_set_new(m, "image", json_string(image));
+	json_object_set_new(m, "workdir", json_string(workdir));
+	json_object_set_new(m, "created_at_epoch", json_integer(sbx_now()));
+	json_object_set_new(m, "timeout", json_integer((json_int_t)
+	    spec->timeout));
+	json_object_set_new(m, "network", json_string(spec->network ==
+	    SBX_NET_ALLOW ? "allow" : "deny"));
+	json_object_set_new(m, "memory", json_integer((json_int_t)
+	    spec->memory));
+	json_object_set_new(m, "cpus_milli", json_integer((json_int_t)
+	    spec->cpus_milli));
+	json_object_set_new(m, "pids_max", json_integer((json_int_t)
+	    spec->pids));
+	json_object_set(m, "labels", spec->labels ? spec->labels :
+	    json_object());
+	json_object_set_new(m, "env_names", envk);
+	json_object_set_new(m, "pid", json_integer(pid));
+	json_object_set_new(m, "starttime", json_integer((json_int_t)
+	    sbx_local_starttime(pid)));
+	json_object_set_new(m, "uid_base", json_integer((json_int_t)base));
+	json_object_set_new(m, "slot", slot >= 0 ? json_integer(slot) :
+	    json_null());
+	return m;
+}
+
+static int
+local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
+{
+	const char *root = sbx_local_root();
+	const char *workdir = spec->workdir ? spec->workdir : "/workspace";
+	int host = !spec->image || !strcmp(spec->image, "host");
+	int rootless = geteuid() != 0, rc = -1, cg_made = 0;
+	struct sbx_local_setup s = {0};
+	struct sbx_cgroups cg = {0};
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char id[SBX_ID_LEN + 1], *dir = NULL, *image = NULL, *p, msg[512];
+	char hostname[64], map[64], c = 'g';
+	int go[2] = {-1, -1}, ep[2] = {-1, -1}, cp[2] = {-1, -1};
+	int is[2] = {-1, -1}, img = -1, i, named = 0;
+	json_t *meta = NULL;
+	uint32_t slot = 0;
+	ssize_t n;
+	pid_t pid = -1;
+
+	*ref = NULL;
+	s.listen_fd = s.status_fd = s.log_fd = s.init_fd = s.image_fd = -1;
+	if (!valid_workdir(workdir))
+		return sbx_err_set(err, SBX_EX_USAGE,
+		    "invalid workdir '%s' (want an absolute, plain path)",
+		    workdir);
+	if (!host && check_image(spec->image, &image, err) < 0) {
+		free(image);
+		return -1;
+	}
+	if ((s.init_fd = open_init(err)) < 0)
+		goto out;
+	if (mkdir_p(root, rootless ? 0700 : 0711) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", root);
+		goto out;
+	}
+	if (!rootless && searchable(root, err) < 0)
+		goto out;
+	for (i = 0; i < 16; i++) {
+		new_id(id);
+		free(dir);
+		dir = sbx_xasprintf("%s/%s", root, id);
+		if (mkdir(dir, 0700) == 0)
+			break;
+		if (errno != EEXIST) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", dir);
+			free(dir);
+			dir = NULL;
+			goto out;
+		}
+	}
+	if (spec->name) {
+		if (claim_name(root, spec->name, id, err) < 0)
+			goto fail;
+		named = 1;
+	}
+	s.dir = dir;
+	s.id = id;
+	s.rootless = rootless;
+	s.image = host ? NULL : image;
+	s.network_deny = spec->network == SBX_NET_DENY;
+	if (rootless) {
+		s.uid_base = getuid();
+		s.gid_base = getgid();
+	} else {
+		if (claim_slot(root, id, &slot) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "no free uid range");
+			goto fail;
+		}
+		meta = json_pack("{sI}", "slot", (json_int_t)slot);
+		s.uid_base = SBX_UID_BASE + slot * SBX_UID_RANGE;
+		s.gid_base = s.uid_base;
+		/* Only we and this sandbox's root may pass through. */
+		if (chown(dir, 0, s.gid_base) < 0 || chmod(dir, 0710) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot set up '%s':", dir);
+			goto fail;
+		}
+	}
+	snprintf(hostname, sizeof hostname, "%s", spec->name ? spec->name : id);
+	s.hostname = hostname;
+	{
+		static const char *const sub[] = {"upper", "work", "rootfs",
+		    "lower"};
+
+		for (i = 0; i < 4; i++) {
+			p = sbx_xasprintf("%s/%s", dir, sub[i]);
+			if (mkdir(p, 0755) < 0 || lchown(p, s.uid_base,
+			    s.gid_base) < 0) {
+				sbx_err_set(err, SBX_EX_FAIL,
+				    "cannot create '%s':", p);
+				free(p);
+				goto fail;
+			}
+			free(p);
+		}
+	}
+	if (host) {
+		p = sbx_xasprintf("%s/lower", dir);
+		rc = sbx_local_make_skeleton(p, s.uid_base, s.gid_base, workdir,
+		    err);
+		free(p);
+		if (rc < 0)
+			goto fail;
+		rc = -1;
+	}
+	/* The agent's socket: only we may connect to it. */
+	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", dir) >=
+	    (int)sizeof sa.sun_path) {
+		sbx_err_set(err, SBX_EX_USAGE,
+		    "sandbox directory '%s' is too long for a socket path", dir);
+		goto fail;
+	}
+	s.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s.listen_fd < 0 || bind(s.listen_fd, (struct sockaddr *)&sa,
+	    sizeof sa) < 0 || chmod(sa.sun_path, 0600) < 0 ||
+	    listen(s.listen_fd, 128) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot listen on '%s':",
+		    sa.sun_path);
+		goto fail;
+	}
+	p = sbx_xasprintf("%s/status", dir);
+	s.status_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	free(p);
+	p = sbx_xasprintf("%s/init.log", dir);
+	s.log_fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	free(p);
+	if (s.status_fd < 0 || s.log_fd < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create files in '%s':",
+		    dir);
+		goto fail;
+	}
+	if (sbx_cg_create(&cg, id, spec, err) < 0)
+		goto fail;
+	cg_made = 1;
+	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0 ||
+	    (!host && !rootless && socketpair(AF_UNIX, SOCK_STREAM |
+	    SOCK_CLOEXEC, 0, is) < 0)) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create pipes:");
+		goto fail;
+	}
+	s.config_fd = cp[1];
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS |
+	    CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+	    (s.network_deny ? CLONE_NEWNET : 0) | SIGCHLD, NULL, NULL, NULL,
+	    NULL);
+	if (pid < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create namespaces:");
+		goto fail;
+	}
+	if (pid == 0) {
+		close(go[1]);
+		close(ep[0]);
+		close(cp[0]);
+		if (is[0] >= 0)
+			close(is[0]);
+		sandbox_child(&s, go[0], ep[1], is[1]);
+	}
+	close(go[0]);
+	close(ep[1]);
+	close(cp[1]);
+	go[0] = ep[1] = cp[1] = -1;
+	if (is[1] >= 0) {
+		close(is[1]);
+		is[1] = -1;
+	}
+	if (rootless) {
+		snprintf(map, sizeof map, "0 %u 1\n", (unsigned)s.uid_base);
+		rc = write_map(pid, "uid_map", map);
+		if (!rc)
+			rc = write_map(pid, "setgroups", "deny");
+		snprintf(map, sizeof map, "0 %u 1\n", (unsigned)s.gid_base);
+		if (!rc)
+			rc = write_map(pid, "gid_map", map);
+	} else {
+		snprintf(map, sizeof map, "0 %u %u\n", (unsigned)s.uid_base,
+		    SBX_UID_RANGE);
+		rc = write_map(pid, "uid_map", map);
+		if (!rc)
+			rc = write_map(pid, "gid_map", map);
+	}
+	if (rc < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot write the uid map:");
+		goto fail;
+	}
+	rc = -1;
+	if (sbx_cg_attach(&cg, pid, err) < 0)
+		goto fail;
+	if (is[0] >= 0) {
+		if ((img = idmapped_image(image, pid, err)) < 0)
+			goto fail;
+		if (sbx_msg_send(is[0], 0, NULL, 0, &img, 1) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot pass the image:");
+			goto fail;
+		}
+	}
+	if (write(go[1], &c, 1) != 1 || send_config(cp[0], spec, workdir) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
+		goto fail;
+	}
+	n = read(ep[0], msg, sizeof msg - 1);
+	if (n > 0) {
+		msg[n] = '\0';
+		sbx_err_set(err, SBX_EX_FAIL, "%s", msg);
+		goto fail;
+	}
+	json_decref(meta);
+	meta = make_meta(spec, id, host ? "host" : image, workdir, pid,
+	    s.uid_base, rootless ? -1 : (long long)slot);
+	p = sbx_xasprintf("%s/meta.json", dir);
+	{
+		char *text = json_dumps(meta, JSON_COMPACT |
+		    JSON_PRESERVE_ORDER);
+
+		rc = sbx_file_write_atomic(p, text, strlen(text), 0600, err);
+		free(text);
+	}
+	free(p);
+	if (rc < 0)
+		goto fail;
+	*ref = json_pack("{ssssss}", "backend", "local", "id", id, "dir", dir);
+	goto out;
+fail:
+	rc = -1;
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	undo(root, dir, cg_made ? &cg : NULL, meta, named ? spec->name : NULL,
+	    id);
+out:
+	{
+		int fds[] = {go[0], go[1], ep[0], ep[1], cp[0], cp[1], is[0],
+		    is[1], img, s.listen_fd, s.status_fd, s.log_fd, s.init_fd};
+
+		for (i = 0; i < (int)(sizeof fds / sizeof fds[0]); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
+	sbx_cg_release(&cg);
+	json_decref(meta);
+	free(image);
+	free(dir);
+	return rc;
+}
+
+/* --- kill ----------------------------------------------------------------- */
+
+static json_t *
+load_meta(const char *dir)
+{
+	char *p = sbx_xasprintf("%s/meta.json", dir);
+	json_t *m = json_load_file(p, 0, NULL);
+
+	free(p);
+	return m;
+}
+
+static pid_t
+live_init(json_t *meta)
+{
+	pid_t pid = (pid_t)sbx_json_int(meta, "pid", 0);
+	unsigned long long st = (unsigned long long)sbx_json_int(meta,
+	    "starttime", 0);
+
+	if (pid <= 0 || !st || sbx_local_starttime(pid) != st)
+		return 0;
+	return pid;
+}
+
+static int
+local_kill(const json_t *ref, int keep, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = sbx_local_find(want, &id), *p;
+	struct sbx_cgroups cg;
+	json_t *meta;
+	pid_t pid;
+	int i, rc = 0;
+
+	if (!dir)
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want);
+	meta = load_meta(dir);
+	sbx_cg_find(&cg, id);
+	pid = live_init(meta);
+	if (cg.n && sbx_cg_kill(&cg, 5000) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL,
+		    "processes of '%s' did not die", id);
+	if (pid && live_init(meta)) {
+		kill(pid, SIGKILL);
+		/* Killing the pid namespace's init kills all in it. */
+		for (i = 0; i < 2500 && live_init(meta); i++)
+			usleep(2000);
+	}
+	if (sbx_cg_remove(&cg) < 0 && !rc)
+		rc = sbx_err_set(err, SBX_EX_FAIL,
+		    "cannot remove the cgroups of '%s':", id);
+	sbx_cg_release(&cg);
+	if (keep) {
+		p = sbx_xasprintf("%s/status", dir);
+		FILE *f = fopen(p, "ae");
+
+		if (f) {
+			fprintf(f, "killed %lld\n", sbx_now());
+			fclose(f);
+		}
+		free(p);
+		p = sbx_xasprintf("%s/sock", dir);
+		unlink(p);
+		free(p);
+	} else {
+		if (!rc && sbx_local_rmtree(dir) < 0)
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':",
+			    dir);
+		release_slot(sbx_local_root(), meta);
+		release_name(sbx_local_root(), sbx_json_str(meta, "name"), id);
+	}
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return rc;
+}
+
+/* --- list ----------------------------------------------------------------- */
+
+static char *
+read_small(const char *dir, const char *file)
+{
+	char *p = sbx_xasprintf("%s/%s", dir, file), buf[256];
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	free(p);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return sbx_xstrdup(buf);
+}
+
+static int
+ask_agent(const char *dir, long long *activity, long long *procs)
+{
+	struct timeval tv = {1, 0};
+	struct sbx_msg m;
+	uint64_t act;
+	uint32_t np, nh;
+	int fd = sbx_local_connect(dir), rc = -1;
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	if (sbx_msg_send(fd, SBX_MSG_INFO, NULL, 0, NULL, 0) == 0 &&
+	    sbx_msg_recv(fd, &m) > 0) {
+		if (m.type == SBX_MSG_INFOREP && !sbx_msg_get_u64(&m, &act) &&
+		    !sbx_msg_get_u32(&m, &np) && !sbx_msg_get_u32(&m, &nh)) {
+			*activity = (long long)act;
+			*procs = np;
+			rc = 0;
+		}
+		sbx_msg_release(&m);
+	}
+	close(fd);
+	return rc;
+}
+
+static int
+frozen(const struct sbx_cgroups *cg)
+{
+	char *s = NULL;
+	int f = 0;
+
+	if (cg->unified && (s = read_small(cg->unified, "cgroup.freeze")))
+		f = s[0] == '1';
+	else if (cg->freezer && (s = read_small(cg->freezer,
+	    "freezer.state")))
+		f = !strncmp(s, "FROZEN", 6);
+	free(s);
+	return f;
+}
+
+static json_t *
+info_of(const char *id)
+{
+	char *dir = sbx_xasprintf("%s/%s", sbx_local_root(), id), *status;
+	json_t *meta = load_meta(dir), *o = json_object();
+	long long now = sbx_now(), created, act = 0, procs = -1, mem = -1;
+	const char *st = "dead";
+	struct sbx_cgroups cg;
+	char ts[32];
+
+	created = sbx_json_int(meta, "created_at_epoch", 0);
+	sbx_cg_find(&cg, id);
+	if (live_init(meta)) {
+		st = frozen(&cg) ? "paused" : "running";
+		if (!strcmp(st, "running"))
+			ask_agent(dir, &act, &procs);
+		if (cg.memory)
+			mem = sbx_cg_read_ll(cg.memory, cg.memory == cg.unified ?
+			    "memory.current" : "memory.usage_in_bytes");
+	} else if ((status = read_small(dir, "status"))) {
+		if (strstr(status, "killed"))
+			st = "killed";
+		else if (strstr(status, "expired"))
+			st = "expired";
+		free(status);
+	}
+	if (!act)
+		act = created;
+	json_object_set_new(o, "backend", json_string("local"));
+	json_object_set_new(o, "id", json_string(id));
+	json_object_set(o, "name", json_object_get(meta, "name") ?
+	    json_object_get(meta, "name") : json_null());
+	json_object_set_new(o, "status", json_string(st));
+	json_object_set(o, "image", json_object_get(meta, "image") ?
+	    json_object_get(meta, "image") : json_null());
+	sbx_time_fmt(created, ts, sizeof ts);
+	json_object_set_new(o, "created_at", json_string(ts));
+	json_object_set_new(o, "created_at_epoch", json_integer(created));
+	sbx_time_fmt(act, ts, sizeof ts);
+	json_object_set_new(o, "last_activity_at", json_string(ts));
+	json_object_set_new(o, "last_activity_epoch", json_integer(act));
+	json_object_set_new(o, "age", json_integer(now - created));
+	json_object_set_new(o, "idle", json_integer(now - act));
+	json_object_set_new(o, "timeout", json_integer(sbx_json_int(meta,
+	    "timeout", 0)));
+	json_object_set(o, "labels", json_is_object(json_object_get(meta,
+	    "labels")) ? json_object_get(meta, "labels") : json_object());
+	json_object_set_new(o, "processes", procs >= 0 ? json_integer(procs) :
+	    json_null());
+	json_object_set_new(o, "memory_bytes", mem >= 0 ? json_integer(mem) :
+	    json_null());
+	json_object_set_new(o, "dir", json_string(dir));
+	sbx_cg_release(&cg);
+	json_decref(meta);
+	free(dir);
+	return o;
+}
+
+static int
+by_id(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+local_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
+{
+	DIR *d = opendir(sbx_local_root());
+	struct dirent *e;
+	char **ids = NULL;
+	size_t n = 0, i;
+	int rc = 0;
+
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':",
+		    sbx_local_root());
+	}
+	while ((e = readdir(d)))
+		if (sbx_local_valid_id(e->d_name)) {
+			ids = sbx_xrealloc(ids, (n + 1) * sizeof *ids);
+			ids[n++] = sbx_xstrdup(e->d_name);
+		}
+	closedir(d);
+	qsort(ids, n, sizeof *ids, by_id);
+	for (i = 0; i < n; i++) {
+		json_t *o = info_of(ids[i]);
+
+		if (!rc && fn(o, arg) < 0)
+			rc = -1;
+		json_decref(o);
+		free(ids[i]);
+	}
+	free(ids);
+	return rc;
+}
+
+static json_t *
+local_info(const json_t *ref, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL;
+	json_t *o;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+		return NULL;
+	}
+	o = info_of(id);
+	free(dir);
+	free(id);
+	return o;
+}
+
+const struct sbx_backend sbx_local_backend = {
+	.name = "local",
+	.create = local_create,
+	.exec = sbx_local_exec,
+	.kill = local_kill,
+	.list = local_list,
+	.info = local_info,
+};

@@ -1,0 +1,130 @@
+/* local.h - internals of the local backend, shared by its files only */
+#ifndef SBX_LOCAL_H
+#define SBX_LOCAL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../sbx.h"
+
+/* Sandbox root uid/gid of a sandbox created by root: a per-sandbox range
+ * of 65536 ids starting far above any real user's. */
+#define SBX_UID_BASE 1000000000u
+#define SBX_UID_RANGE 65536u
+#define SBX_UID_SLOTS 30000u
+
+#define SBX_ID_LEN 12
+
+/* --- proto.c: frames between sbx-exec/sbx-ls and the agent ------------- */
+
+enum {
+	SBX_MSG_EXEC = 1, /* client -> agent: run a command */
+	SBX_MSG_INFO,     /* client -> agent: report activity */
+	SBX_MSG_SIGNAL,   /* client -> agent: signal the command */
+	SBX_MSG_STARTED,  /* agent -> client: running (pty master attached) */
+	SBX_MSG_EXIT,     /* agent -> client: wait status */
+	SBX_MSG_ERROR,    /* agent -> client: could not start */
+	SBX_MSG_INFOREP,  /* agent -> client: activity */
+};
+
+enum {
+	SBX_EXEC_TTY = 1,
+	SBX_EXEC_STDIN = 2,  /* an fd for stdin is attached */
+	SBX_EXEC_CGROUP = 4, /* cgroup.procs and cgroup.kill fds attached */
+};
+
+#define SBX_MSG_MAX (16u << 20)
+#define SBX_MSG_FDS 8
+
+struct sbx_msg {
+	uint32_t type;
+	char *data;
+	size_t len, off; /* off: read position for the get helpers */
+	int fds[SBX_MSG_FDS];
+	int nfds;
+};
+
+int sbx_msg_send(int sock, uint32_t type, const void *data, size_t len,
+    const int *fds, int nfds);
+/* 1 on a message, 0 on EOF, -1 on error. */
+int sbx_msg_recv(int sock, struct sbx_msg *m);
+void sbx_msg_release(struct sbx_msg *m);
+void sbx_msg_put_u32(struct sbx_buf *b, uint32_t v);
+void sbx_msg_put_u64(struct sbx_buf *b, uint64_t v);
+void sbx_msg_put_str(struct sbx_buf *b, const char *s);
+int sbx_msg_get_u32(struct sbx_msg *m, uint32_t *v);
+int sbx_msg_get_u64(struct sbx_msg *m, uint64_t *v);
+const char *sbx_msg_get_str(struct sbx_msg *m);
+
+/* --- paths.c: where sandboxes live --------------------------------------- */
+
+const char *sbx_local_root(void);
+int sbx_local_valid_id(const char *id);
+/* The sandbox directory for an id or a name; NULL when there is none. */
+char *sbx_local_find(const char *id_or_name, char **id_out);
+/* Connect to the agent's socket in dir; -1 with errno. */
+int sbx_local_connect(const char *dir);
+/* A process's start time (clock ticks since boot), 0 if it is gone. */
+unsigned long long sbx_local_starttime(pid_t pid);
+int sbx_local_rmtree(const char *path);
+
+/* --- cgroup.c ------------------------------------------------------------ */
+
+struct sbx_cgroups {
+	char *paths[8]; /* one directory per hierarchy we use */
+	int n;
+	char *unified;  /* the cgroup v2 directory, or NULL */
+	char *memory, *pids, *freezer, *cpuacct; /* borrowed from paths */
+};
+
+/* Create the sandbox's cgroups and apply the limits. */
+int sbx_cg_create(struct sbx_cgroups *cg, const char *id,
+    const struct sbx_spec *spec, struct sbx_err *err);
+/* Find the existing cgroups of a sandbox. */
+void sbx_cg_find(struct sbx_cgroups *cg, const char *id);
+int sbx_cg_attach(const struct sbx_cgroups *cg, pid_t pid,
+    struct sbx_err *err);
+/* Kill everything in it and wait (up to ms) for it to empty. */
+int sbx_cg_kill(const struct sbx_cgroups *cg, int ms);
+int sbx_cg_remove(const struct sbx_cgroups *cg);
+long long sbx_cg_read_ll(const char *dir, const char *file);
+void sbx_cg_release(struct sbx_cgroups *cg);
+/* A per-exec child of the unified cgroup, for kill on timeout. */
+char *sbx_cg_exec_new(const struct sbx_cgroups *cg, int *procs_fd,
+    int *kill_fd);
+void sbx_cg_exec_free(char *path, int killed);
+
+/* --- ns.c: the namespaces, the uid range, the rootfs -------------------- */
+
+struct sbx_local_setup {
+	const char *dir;    /* the sandbox directory */
+	const char *id;
+	const char *hostname;
+	const char *image;  /* NULL: host */
+	int network_deny;
+	int rootless;
+	uid_t uid_base;     /* sandbox root on the host */
+	gid_t gid_base;
+	int init_fd;        /* the sbx-init binary */
+	int config_fd;      /* the agent's configuration */
+	int listen_fd;
+	int status_fd;
+	int log_fd;
+	int image_fd;       /* an idmapped mount of the image, or -1 */
+};
+
+/* Build the rootfs and pivot into it; called in the child, as sandbox
+ * root in the new namespaces. Returns -1 with a message in err. */
+int sbx_local_mount_rootfs(const struct sbx_local_setup *s,
+    struct sbx_err *err);
+/* Fill the skeleton lower directory of the host image. */
+int sbx_local_make_skeleton(const char *lower, uid_t uid, gid_t gid,
+    const char *workdir, struct sbx_err *err);
+
+/* --- seccomp.c and harden ------------------------------------------------ */
+
+/* Drop every capability, lock securebits, no_new_privs, the seccomp
+ * denylist. For a command about to exec. */
+int sbx_local_harden(void);
+
+#endif

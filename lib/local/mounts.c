@@ -1,0 +1,318 @@
+/* mounts.c - the sandbox's root filesystem: an overlay over the image (or
+ * a skeleton with the host's system directories bound read-only), a fresh
+ * /proc with its sensitive entries masked, a minimal /dev; then pivot */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "local.h"
+
+/* What the host image shows of the host, read-only. */
+static const char *const host_dirs[] = {
+	"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
+};
+
+/* Empty and private in every sandbox (1777 for tmp). */
+static const char *const private_dirs[] = {
+	"home", "root", "tmp", "var", "run", "proc", "dev", "sys",
+};
+
+int
+sbx_local_make_skeleton(const char *lower, uid_t uid, gid_t gid,
+    const char *workdir, struct sbx_err *err)
+{
+	char link[256], *p;
+	struct stat st;
+	size_t i;
+	ssize_t n;
+	int rc = 0;
+
+	for (i = 0; i < sizeof host_dirs / sizeof host_dirs[0] && !rc; i++) {
+		char *host = sbx_xasprintf("/%s", host_dirs[i]);
+
+		p = sbx_xasprintf("%s/%s", lower, host_dirs[i]);
+		if (lstat(host, &st) < 0) {
+			/* not on this host */
+		} else if (S_ISLNK(st.st_mode)) {
+			n = readlink(host, link, sizeof link - 1);
+			if (n > 0) {
+				link[n] = '\0';
+				if (symlink(link, p) < 0)
+					rc = sbx_err_set(err, SBX_EX_FAIL,
+					    "cannot create '%s':", p);
+			}
+		} else if (S_ISDIR(st.st_mode) && mkdir(p, 0755) < 0) {
+			rc = sbx_err_set(err, SBX_EX_FAIL,
+			    "cannot create '%s':", p);
+		}
+		free(host);
+		free(p);
+	}
+	for (i = 0; i < sizeof private_dirs / sizeof private_dirs[0] && !rc;
+	    i++) {
+		int tmp = !strcmp(private_dirs[i], "tmp");
+
+		p = sbx_xasprintf("%s/%s", lower, private_dirs[i]);
+		if (mkdir(p, tmp ? 01777 : 0755) < 0 ||
+		    chmod(p, tmp ? 01777 : 0755) < 0 ||
+		    lchown(p, uid, gid) < 0)
+			rc = sbx_err_set(err, SBX_EX_FAIL,
+			    "cannot create '%s':", p);
+		free(p);
+	}
+	if (!rc) {
+		/* The workdir and its parents, owned by sandbox root. */
+		char *w = sbx_xasprintf("%s%s", lower, workdir), *s;
+
+		for (s = w + strlen(lower) + 1; !rc; s++) {
+			int last = !(s = strchr(s, '/'));
+
+			if (!last)
+				*s = '\0';
+			if ((mkdir(w, 0755) < 0 && errno != EEXIST) ||
+			    lchown(w, uid, gid) < 0)
+				rc = sbx_err_set(err, SBX_EX_FAIL,
+				    "cannot create '%s':", w);
+			if (last)
+				break;
+			*s = '/';
+		}
+		free(w);
+	}
+	if (!rc && lchown(lower, uid, gid) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot chown '%s':", lower);
+	return rc;
+}
+
+static int
+bind_ro(const char *src, const char *dst, struct sbx_err *err)
+{
+	struct mount_attr a = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+		    MOUNT_ATTR_NODEV,
+	};
+
+	if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot bind '%s':", src);
+	if (mount_setattr(AT_FDCWD, dst, AT_RECURSIVE, &a, sizeof a) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL,
+		    "cannot make '%s' read-only:", dst);
+	return 0;
+}
+
+/* Mask one /proc entry: /dev/null over files, a read-only bind over
+ * directories. Entries this kernel lacks are skipped. */
+static int
+mask_proc(const char *root, const char *entry, int ro, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/proc/%s", root, entry);
+	struct stat st;
+	int rc = 0;
+
+	if (lstat(p, &st) == 0) {
+		if (ro)
+			rc = bind_ro(p, p, err);
+		else if (mount(S_ISDIR(st.st_mode) ? "tmpfs" : "/dev/null", p,
+		    S_ISDIR(st.st_mode) ? "tmpfs" : NULL,
+		    S_ISDIR(st.st_mode) ? MS_RDONLY : MS_BIND, NULL) < 0)
+			rc = sbx_err_set(err, SBX_EX_FAIL,
+			    "cannot mask '%s':", p);
+	}
+	free(p);
+	return rc;
+}
+
+static int
+mount_proc(const char *root, struct sbx_err *err)
+{
+	static const char *const ro[] = {
+		"sys", "sysrq-trigger", "irq", "bus", "fs",
+	};
+	static const char *const hidden[] = {
+		"kcore", "keys", "timer_list", "sched_debug", "kallsyms",
+		"acpi", "scsi", "latency_stats", "kpagecount", "kpageflags",
+		"kpagecgroup",
+	};
+	char *p = sbx_xasprintf("%s/proc", root);
+	size_t i;
+	int rc;
+
+	rc = mount("proc", p, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+	if (rc < 0)
+		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /proc:");
+	free(p);
+	for (i = 0; !rc && i < sizeof ro / sizeof ro[0]; i++)
+		rc = mask_proc(root, ro[i], 1, err);
+	for (i = 0; !rc && i < sizeof hidden / sizeof hidden[0]; i++)
+		rc = mask_proc(root, hidden[i], 0, err);
+	return rc;
+}
+
+static int
+mount_dev(const char *root, struct sbx_err *err)
+{
+	static const char *const nodes[] = {
+		"null", "zero", "full", "random", "urandom", "tty",
+	};
+	static const char *const links[][2] = {
+		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"},
+		{"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
+		{"/proc/self/fd/2", "stderr"},
+	};
+	char *dev = sbx_xasprintf("%s/dev", root), *p, *src;
+	size_t i;
+	int fd, rc = -1;
+
+	if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
+	    "mode=0755,size=64k,nr_inodes=64") < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev:");
+		goto out;
+	}
+	for (i = 0; i < sizeof nodes / sizeof nodes[0]; i++) {
+		p = sbx_xasprintf("%s/%s", dev, nodes[i]);
+		src = sbx_xasprintf("/dev/%s", nodes[i]);
+		fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			close(fd);
+		if (fd < 0 || mount(src, p, NULL, MS_BIND, NULL) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot bind '%s':", src);
+			free(p);
+			free(src);
+			goto out;
+		}
+		free(p);
+		free(src);
+	}
+	p = sbx_xasprintf("%s/pts", dev);
+	if (mkdir(p, 0755) < 0 || mount("devpts", p, "devpts",
+	    MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev/pts:");
+		free(p);
+		goto out;
+	}
+	free(p);
+	p = sbx_xasprintf("%s/shm", dev);
+	if (mkdir(p, 01777) < 0 || mount("tmpfs", p, "tmpfs",
+	    MS_NOSUID | MS_NODEV, "mode=1777") < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev/shm:");
+		free(p);
+		goto out;
+	}
+	free(p);
+	for (i = 0; i < sizeof links / sizeof links[0]; i++) {
+		p = sbx_xasprintf("%s/%s", dev, links[i][1]);
+		if (symlink(links[i][0], p) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", p);
+			free(p);
+			goto out;
+		}
+		free(p);
+	}
+	/* Nothing more may be created in /dev. */
+	if (mount(NULL, dev, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+	    MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot make /dev read-only:");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(dev);
+	return rc;
+}
+
+/* Only characters that mount's option syntax leaves alone. */
+static int
+plain_path(const char *p)
+{
+	return !strpbrk(p, ",:\\\n");
+}
+
+int
+sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
+{
+	char *root = sbx_xasprintf("%s/rootfs", s->dir);
+	char *lower = sbx_xasprintf("%s/lower", s->dir);
+	char *opts = NULL, *p;
+	size_t i;
+	int rc = -1;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot make mounts private:");
+		goto out;
+	}
+	if (s->image_fd >= 0 && move_mount(s->image_fd, "", AT_FDCWD, lower,
+	    MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the image:");
+		goto out;
+	}
+	if (!plain_path(s->dir) || (s->image && s->image_fd < 0 &&
+	    !plain_path(s->image))) {
+		sbx_err_set(err, SBX_EX_USAGE,
+		    "paths with ',', ':' or '\\' cannot be overlay layers");
+		goto out;
+	}
+	opts = sbx_xasprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work%s",
+	    s->image && s->image_fd < 0 ? s->image : lower, s->dir, s->dir,
+	    s->rootless || s->uid_base ? ",userxattr" : "");
+	if (mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, opts) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the overlay:");
+		goto out;
+	}
+	if (!s->image) {
+		struct stat st;
+
+		for (i = 0; i < sizeof host_dirs / sizeof host_dirs[0]; i++) {
+			char *host = sbx_xasprintf("/%s", host_dirs[i]);
+
+			p = sbx_xasprintf("%s/%s", root, host_dirs[i]);
+			rc = 0;
+			if (lstat(host, &st) == 0 && S_ISDIR(st.st_mode))
+				rc = bind_ro(host, p, err);
+			free(host);
+			free(p);
+			if (rc < 0)
+				goto out;
+		}
+	} else {
+		/* An image may lack the mount points; make them. */
+		for (i = 0; i < sizeof private_dirs / sizeof private_dirs[0];
+		    i++) {
+			p = sbx_xasprintf("%s/%s", root, private_dirs[i]);
+			mkdir(p, !strcmp(private_dirs[i], "tmp") ? 01777 : 0755);
+			free(p);
+		}
+	}
+	rc = -1;
+	if (mount_proc(root, err) < 0 || mount_dev(root, err) < 0)
+		goto out;
+	p = sbx_xasprintf("%s/sys", root);
+	/* sysfs goes with a network namespace of our own; else no /sys. */
+	if (s->network_deny && mount("sysfs", p, "sysfs", MS_RDONLY |
+	    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /sys:");
+		free(p);
+		goto out;
+	}
+	free(p);
+	if (chdir(root) < 0 || syscall(SYS_pivot_root, ".", ".") < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot pivot into the rootfs:");
+		goto out;
+	}
+	/* The old root sits under the new one: detach it, nothing of the
+	 * host remains reachable by path. */
+	if (umount2(".", MNT_DETACH) < 0 || chdir("/") < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot detach the old root:");
+		goto out;
+	}
+	rc = 0;
+out:
+	free(opts);
+	free(root);
+	free(lower);
+	return rc;
+}

@@ -1,0 +1,177 @@
+/* paths.c - where local sandboxes live, and finding one */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "local.h"
+
+const char *
+sbx_local_root(void)
+{
+	static char *root;
+	const char *x, *home;
+
+	if (root)
+		return root;
+	if (geteuid() == 0)
+		root = sbx_xstrdup(sbx_config_get("local.dir",
+		    "/var/lib/sbx/local"));
+	else if ((x = sbx_config_get("local.dir", NULL)))
+		root = sbx_xstrdup(x);
+	else if ((x = getenv("XDG_DATA_HOME")) && *x == '/')
+		root = sbx_xasprintf("%s/sbx/local", x);
+	else if ((home = getenv("HOME")) && *home)
+		root = sbx_xasprintf("%s/.local/share/sbx/local", home);
+	else
+		root = sbx_xasprintf("/tmp/sbx-%u/local", (unsigned)geteuid());
+	return root;
+}
+
+int
+sbx_local_valid_id(const char *id)
+{
+	size_t i;
+
+	for (i = 0; id[i]; i++)
+		if (!isxdigit((unsigned char)id[i]) || isupper((unsigned char)id[i]))
+			return 0;
+	return i == SBX_ID_LEN;
+}
+
+char *
+sbx_local_find(const char *id_or_name, char **id_out)
+{
+	char *dir, *link, target[64];
+	ssize_t n;
+	struct stat st;
+
+	if (sbx_local_valid_id(id_or_name)) {
+		dir = sbx_xasprintf("%s/%s", sbx_local_root(), id_or_name);
+		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+			if (id_out)
+				*id_out = sbx_xstrdup(id_or_name);
+			return dir;
+		}
+		free(dir);
+	}
+	if (strchr(id_or_name, '/') || !*id_or_name || *id_or_name == '.')
+		return NULL;
+	/* Names are symlinks name -> id in the names directory. */
+	link = sbx_xasprintf("%s/.names/%s", sbx_local_root(), id_or_name);
+	n = readlink(link, target, sizeof target - 1);
+	free(link);
+	if (n <= 0)
+		return NULL;
+	target[n] = '\0';
+	if (!sbx_local_valid_id(target))
+		return NULL;
+	dir = sbx_xasprintf("%s/%s", sbx_local_root(), target);
+	if (stat(dir, &st) < 0) {
+		free(dir);
+		return NULL;
+	}
+	if (id_out)
+		*id_out = sbx_xstrdup(target);
+	return dir;
+}
+
+int
+sbx_local_connect(const char *dir)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, dfd = -1, rc, e;
+
+	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", dir) >=
+	    (int)sizeof sa.sun_path) {
+		/* Too long for sun_path: go through the directory's fd. */
+		if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			return -1;
+		snprintf(sa.sun_path, sizeof sa.sun_path,
+		    "/proc/self/fd/%d/sock", dfd);
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		goto fail;
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
+	if (rc < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		fd = -1;
+	}
+fail:
+	if (dfd >= 0) {
+		e = errno;
+		close(dfd);
+		errno = e;
+	}
+	return fd;
+}
+
+unsigned long long
+sbx_local_starttime(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long t = 0;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* comm may hold spaces and parens: fields count from the last ')'. */
+	if (!(p = strrchr(buf, ')')))
+		return 0;
+	p += 2;
+	if (*p == 'Z' || *p == 'X')
+		return 0; /* a zombie is gone for our purposes */
+	for (field = 3; field < 22 && p; field++)
+		if ((p = strchr(p, ' ')))
+			p++;
+	if (p)
+		t = strtoull(p, NULL, 10);
+	return t;
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* Directories without write or search permission (overlay's work/work)
+ * are opened up first so that nftw can descend. */
+static int
+open_up(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)ftw;
+	if ((flag == FTW_D || flag == FTW_DNR) && (st->st_mode & 0700) != 0700)
+		chmod(path, st->st_mode | 0700);
+	return 0;
+}
+
+int
+sbx_local_rmtree(const char *path)
+{
+	nftw(path, open_up, 32, FTW_PHYS | FTW_MOUNT);
+	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 &&
+	    errno != ENOENT)
+		return -1;
+	return 0;
+}

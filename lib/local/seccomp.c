@@ -1,0 +1,115 @@
+/* seccomp.c - what a command gives up before exec: capabilities, setuid
+ * gains, and the syscalls of the denylist */
+#include <errno.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <linux/securebits.h>
+#include <sched.h>
+#include <stddef.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "local.h"
+
+#define DENY (SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
+#define NOSYS (SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA))
+#define ARG_LO(n) (offsetof(struct seccomp_data, args) + 8 * (n))
+
+static const int denied[] = {
+	SYS_init_module, SYS_finit_module, SYS_delete_module,
+	SYS_kexec_load, SYS_kexec_file_load,
+	SYS_bpf, SYS_perf_event_open,
+	SYS_keyctl, SYS_add_key, SYS_request_key,
+	SYS_io_uring_setup, SYS_io_uring_enter, SYS_io_uring_register,
+	SYS_mount, SYS_umount2, SYS_pivot_root, SYS_open_tree,
+	SYS_move_mount, SYS_fsopen, SYS_fsconfig, SYS_fsmount, SYS_fspick,
+	SYS_mount_setattr, SYS_setns,
+	SYS_swapon, SYS_swapoff, SYS_reboot, SYS_acct, SYS_syslog,
+	SYS_iopl, SYS_ioperm, SYS_open_by_handle_at, SYS_userfaultfd,
+	SYS_uselib, SYS_quotactl, SYS_lookup_dcookie, SYS_vhangup,
+	SYS_settimeofday, SYS_clock_settime, SYS_clock_adjtime, SYS_adjtimex,
+};
+
+static int
+install_filter(void)
+{
+	struct sock_filter f[128];
+	size_t n = 0, i, nd = sizeof denied / sizeof denied[0];
+	struct sock_fprog prog;
+
+	/* Only native syscalls: a foreign arch or x32 would bypass the
+	 * numbers below. */
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	    offsetof(struct seccomp_data, arch));
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+	    AUDIT_ARCH_X86_64, 1, 0);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, NOSYS);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	    offsetof(struct seccomp_data, nr));
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K,
+	    0x40000000, 0, 1);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, NOSYS);
+	for (i = 0; i < nd; i++)
+		f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+		    (unsigned)denied[i], (unsigned char)(nd - i + 11),
+		    0);
+	/* clone3 hides its flags in memory: make libc fall back to clone. */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+	    SYS_clone3, 0, 1);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, NOSYS);
+	/* No nested user namespaces, through clone or unshare. */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+	    SYS_clone, 1, 0);
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+	    SYS_unshare, 0, 2);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	    ARG_LO(0));
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
+	    CLONE_NEWUSER, 6, 5);
+	/* ioctl: no TIOCSTI or TIOCLINUX, judged on the low 32 bits only
+	 * as the kernel does (CVE-2019-10063). */
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+	    SYS_ioctl, 0, 4);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	    ARG_LO(1));
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+	    TIOCSTI, 3, 0);
+	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+	    TIOCLINUX, 2, 1);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+	    SECCOMP_RET_ALLOW);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K,
+	    SECCOMP_RET_ALLOW);
+	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, DENY);
+	prog.len = (unsigned short)n;
+	prog.filter = f;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+int
+sbx_local_harden(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct d[2] = {{0, 0, 0}, {0, 0, 0}};
+	int cap;
+
+	/* Sandbox root must not regain capabilities through exec. */
+	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
+	    SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+	    SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+	    SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
+		return -1;
+	for (cap = 0; prctl(PR_CAPBSET_READ, cap) >= 0; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap) < 0)
+			return -1;
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (syscall(SYS_capset, &h, d) < 0)
+		return -1;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	return install_filter();
+}

@@ -1,0 +1,176 @@
+/* state.c - the state file: locked, atomic, schema-versioned (sbx-state(5)) */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+static int
+mkdir_parents(const char *path, struct sbx_err *err)
+{
+	char *p = sbx_xstrdup(path), *s;
+	int rc = 0;
+
+	for (s = p + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			rc = sbx_err_set(err, SBX_EX_FAIL,
+			    "cannot create directory '%s':", p);
+			break;
+		}
+		*s = '/';
+	}
+	free(p);
+	return rc;
+}
+
+static int
+check_schema(json_t *root, const char *path, struct sbx_err *err)
+{
+	long long v = sbx_json_int(root, "schema", 0);
+
+	if (v != SBX_STATE_SCHEMA || !json_is_object(json_object_get(root,
+	    "ref")))
+		return sbx_err_set(err, SBX_EX_DATA,
+		    "'%s' is not an sbx state file (schema %d with a ref)",
+		    path, SBX_STATE_SCHEMA);
+	return 0;
+}
+
+int
+sbx_state_read(struct sbx_state *st, const char *path, struct sbx_err *err)
+{
+	memset(st, 0, sizeof *st);
+	st->lockfd = -1;
+	st->path = sbx_xstrdup(path);
+	if (!(st->root = sbx_json_load_object(path, err)) ||
+	    check_schema(st->root, path, err) < 0) {
+		sbx_state_release(st);
+		return -1;
+	}
+	return 0;
+}
+
+int
+sbx_state_open(struct sbx_state *st, const char *path, struct sbx_err *err)
+{
+	char *lock = sbx_xasprintf("%s.lock", path);
+	int rc = -1;
+
+	memset(st, 0, sizeof *st);
+	st->lockfd = -1;
+	st->path = sbx_xstrdup(path);
+	if (mkdir_parents(path, err) < 0)
+		goto out;
+	st->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (st->lockfd < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", lock);
+		goto out;
+	}
+	if (flock(st->lockfd, LOCK_EX) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot lock '%s':", lock);
+		goto out;
+	}
+	if (access(path, F_OK) < 0 && errno == ENOENT) {
+		st->root = json_object();
+		rc = 0;
+		goto out;
+	}
+	if (!(st->root = sbx_json_load_object(path, err)))
+		goto out;
+	if (json_object_size(st->root) && check_schema(st->root, path,
+	    err) < 0)
+		goto out;
+	rc = 0;
+out:
+	free(lock);
+	if (rc < 0)
+		sbx_state_release(st);
+	return rc;
+}
+
+int
+sbx_state_save(struct sbx_state *st, struct sbx_err *err)
+{
+	char ts[32], *s;
+	long long now = sbx_now();
+	int rc;
+
+	sbx_time_fmt(now, ts, sizeof ts);
+	json_object_set_new(st->root, "updated_at", json_string(ts));
+	json_object_set_new(st->root, "updated_at_epoch", json_integer(now));
+	s = json_dumps(st->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (!s)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot encode state");
+	/* The newline keeps the file friendly to cat and diff. */
+	char *text = sbx_xasprintf("%s\n", s);
+	rc = sbx_file_write_atomic(st->path, text, strlen(text), 0600, err);
+	free(text);
+	free(s);
+	return rc;
+}
+
+void
+sbx_state_release(struct sbx_state *st)
+{
+	if (st->lockfd >= 0)
+		close(st->lockfd);
+	json_decref(st->root);
+	free(st->path);
+	memset(st, 0, sizeof *st);
+	st->lockfd = -1;
+}
+
+json_t *
+sbx_state_new_root(json_t *ref, json_t *info)
+{
+	long long now = sbx_now();
+	char ts[32];
+	json_t *root = json_object(), *seg = json_array();
+
+	sbx_time_fmt(now, ts, sizeof ts);
+	json_object_set_new(root, "schema", json_integer(SBX_STATE_SCHEMA));
+	json_object_set(root, "ref", ref);
+	json_object_set_new(root, "status", json_string("running"));
+	json_object_set(root, "template", json_object_get(info, "image"));
+	json_object_set(root, "workdir", json_object_get(info, "workdir"));
+	json_object_set(root, "timeout", json_object_get(info, "timeout"));
+	json_object_set(root, "labels", json_object_get(info, "labels"));
+	json_object_set_new(root, "created_at", json_string(ts));
+	json_object_set_new(root, "created_at_epoch", json_integer(now));
+	json_object_set_new(root, "updated_at", json_string(ts));
+	json_object_set_new(root, "updated_at_epoch", json_integer(now));
+	json_array_append_new(seg, json_pack("[In]", (json_int_t)now));
+	json_object_set_new(root, "segments", seg);
+	json_object_set_new(root, "accrued_cost", json_integer(0));
+	json_object_set_new(root, "cost_alerted", json_false());
+	json_object_set_new(root, "sync", json_object());
+	return root;
+}
+
+void
+sbx_state_set_status(json_t *root, const char *status)
+{
+	json_t *segs = json_object_get(root, "segments"), *last;
+	int running = !strcmp(status, "running");
+	size_t n;
+
+	json_object_set_new(root, "status", json_string(status));
+	if (!json_is_array(segs)) {
+		segs = json_array();
+		json_object_set_new(root, "segments", segs);
+	}
+	n = json_array_size(segs);
+	last = n ? json_array_get(segs, n - 1) : NULL;
+	if (last && json_is_null(json_array_get(last, 1))) {
+		if (!running)
+			json_array_set_new(last, 1, json_integer(sbx_now()));
+	} else if (running) {
+		json_array_append_new(segs, json_pack("[In]",
+		    (json_int_t)sbx_now()));
+	}
+}
