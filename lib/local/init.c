@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,17 +25,26 @@
 
 enum { FD_CONFIG = 3, FD_LISTEN = 4, FD_STATUS = 5 };
 
-#define MAX_HANDLERS 1024
+#define MAX_EXECS 1024
+
+/* One command running for one client. */
+struct run {
+	int sock;           /* the client; -1 once it has gone */
+	pid_t pid;
+	long long deadline; /* monotonic ms, 0: none */
+	int cg_kill;        /* the exec's cgroup.kill, or -1 */
+	int timed_out;
+};
 
 static struct {
 	uint64_t timeout;   /* idle seconds, 0: none */
 	char *workdir;
 	char **env;         /* the sandbox's environment for commands */
 	size_t nenv;
-	pid_t handlers[MAX_HANDLERS];
-	int nhandlers;
+	struct run runs[MAX_EXECS];
+	int nruns;
 	long long last_activity;    /* wall clock, for reports */
-	struct timespec last_mono;  /* monotonic, for the idle timer */
+	long long last_mono;        /* monotonic ms, for the idle timer */
 } ag;
 
 static void
@@ -45,11 +55,20 @@ logmsg(const char *fmt, const char *arg)
 	dprintf(2, "\n");
 }
 
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
 static void
 touch(void)
 {
 	ag.last_activity = (long long)time(NULL);
-	clock_gettime(CLOCK_MONOTONIC, &ag.last_mono);
+	ag.last_mono = mono_ms();
 }
 
 static int
@@ -86,7 +105,7 @@ struct req {
 	uint64_t timeout_ms;
 	uint32_t rows, cols;
 	const char *cwd, *term;
-	char **argv, **env;
+	char **argv, **env, *term_env;
 	int in, out, err, cg_procs, cg_kill;
 };
 
@@ -118,7 +137,7 @@ parse_req(struct sbx_msg *m, struct req *r)
 	for (i = 0; i < ag.nenv; i++)
 		r->env[k++] = ag.env[i];
 	if (*r->term)
-		r->env[k++] = sbx_xasprintf("TERM=%s", r->term);
+		r->env[k++] = r->term_env = sbx_xasprintf("TERM=%s", r->term);
 	for (i = 0; i < envc; i++) {
 		char *e = (char *)sbx_msg_get_str(m);
 		size_t j, n;
@@ -159,65 +178,104 @@ send_error(int sock, uint32_t code, const char *msg)
 	sbx_buf_release(&b);
 }
 
-/* The command's side of the fork: never returns. Errors go to errfd as
- * a code and a message. */
+/* What the command's side of the spawn reports, in memory it shares with
+ * the agent until it execs. */
+struct spawn {
+	struct req *r;
+	int tty_slave;
+	volatile uint32_t code;
+	char msg[512];
+};
+
 static void
-child(struct req *r, int tty_slave, int errfd)
+spawn_fail(struct spawn *sp, uint32_t code, const char *what, int err)
 {
-	struct {
-		uint32_t code;
-		char msg[500];
-	} e;
+	snprintf(sp->msg, sizeof sp->msg, "%s: %s", what, strerror(err));
+	sp->code = code;
+	_exit((int)code);
+}
+
+/* execvp without touching the agent's memory: PATH from the command's
+ * own environment, candidates built on this stack. */
+static void
+exec_path(struct spawn *sp, char **argv, char **env)
+{
+	const char *path = "/usr/local/bin:/usr/bin:/bin", *p, *e;
+	char buf[4096];
+	size_t i, n, an = strlen(argv[0]);
+	int err = ENOENT, seen_eacces = 0;
+
+	if (strchr(argv[0], '/')) {
+		execve(argv[0], argv, env);
+		err = errno;
+	} else {
+		for (i = 0; env[i]; i++)
+			if (!strncmp(env[i], "PATH=", 5))
+				path = env[i] + 5;
+		for (p = path; ; p = e + 1) {
+			e = strchr(p, ':');
+			n = e ? (size_t)(e - p) : strlen(p);
+			if (n + an + 2 <= sizeof buf) {
+				memcpy(buf, n ? p : ".", n ? n : 1);
+				n = n ? n : 1;
+				buf[n] = '/';
+				memcpy(buf + n + 1, argv[0], an + 1);
+				execve(buf, argv, env);
+				if (errno == EACCES)
+					seen_eacces = 1;
+				else if (errno != ENOENT && errno != ENOTDIR)
+					break;
+			}
+			if (!e)
+				break;
+		}
+		err = seen_eacces ? EACCES : errno == ENOTDIR ? ENOENT : errno;
+	}
+	snprintf(buf, sizeof buf, "'%s'", argv[0]);
+	spawn_fail(sp, err == ENOENT ? SBX_EX_NOTFOUND : SBX_EX_NOEXEC, buf,
+	    err);
+}
+
+/* The command's side: runs on its own stack in the agent's memory until
+ * execve, so it makes only system calls. */
+static int
+spawn_child(void *arg)
+{
+	struct spawn *sp = arg;
+	struct req *r = sp->r;
 	sigset_t none;
-	int i;
+	char what[600];
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (i = 1; i < NSIG; i++)
-		signal(i, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
 	setsid();
-	if (tty_slave >= 0) {
-		ioctl(tty_slave, TIOCSCTTY, 0);
-		dup2(tty_slave, 0);
-		dup2(tty_slave, 1);
-		dup2(tty_slave, 2);
+	if (sp->tty_slave >= 0) {
+		ioctl(sp->tty_slave, TIOCSCTTY, 0);
+		dup2(sp->tty_slave, 0);
+		dup2(sp->tty_slave, 1);
+		dup2(sp->tty_slave, 2);
 	} else {
-		if (r->in < 0)
-			r->in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (r->in < 0 && (r->in = open("/dev/null", O_RDONLY)) < 0)
+			spawn_fail(sp, SBX_EX_EXECFAIL, "/dev/null", errno);
 		dup2(r->in, 0);
 		dup2(r->out, 1);
 		dup2(r->err, 2);
 	}
-	if (r->cg_procs >= 0 && write(r->cg_procs, "0", 1) < 0) {
-		/* The timeout will fall back to the process group. */
-	}
-	/* Only 0, 1, 2 and the error pipe survive; the pipe closes on exec. */
-	if (dup2(errfd, 3) < 0)
-		_exit(SBX_EX_EXECFAIL);
-	fcntl(3, F_SETFD, FD_CLOEXEC);
-	syscall(SYS_close_range, 4, ~0U, 0);
-	errfd = 3;
+	/* Into the exec's own cgroup; without one the timeout falls back
+	 * to the process group. */
+	if (r->cg_procs >= 0 && write(r->cg_procs, "0", 1) < 0)
+		r->cg_procs = -1;
+	syscall(SYS_close_range, 3, ~0U, 0);
 	if (chdir(r->cwd) < 0) {
-		e.code = SBX_EX_EXECFAIL;
-		snprintf(e.msg, sizeof e.msg, "cannot change directory to '%s': %s",
-		    r->cwd, strerror(errno));
-		goto fail;
+		snprintf(what, sizeof what, "cannot change directory to '%s'",
+		    r->cwd);
+		spawn_fail(sp, SBX_EX_EXECFAIL, what, errno);
 	}
-	if (sbx_local_harden() < 0) {
-		e.code = SBX_EX_EXECFAIL;
-		snprintf(e.msg, sizeof e.msg, "cannot drop privileges: %s",
-		    strerror(errno));
-		goto fail;
-	}
-	environ = r->env;
-	execvp(r->argv[0], r->argv);
-	e.code = errno == ENOENT || errno == ENOTDIR ? SBX_EX_NOTFOUND :
-	    SBX_EX_NOEXEC;
-	snprintf(e.msg, sizeof e.msg, "'%s': %s", r->argv[0], strerror(errno));
-fail:
-	if (write(errfd, &e, sizeof e) < 0)
-		_exit(SBX_EX_EXECFAIL);
-	_exit((int)e.code);
+	if (sbx_local_harden() < 0)
+		spawn_fail(sp, SBX_EX_EXECFAIL, "cannot drop privileges", errno);
+	exec_path(sp, r->argv, r->env);
+	return 0;
 }
 
 static int
@@ -240,118 +298,122 @@ open_pty(struct req *r, int *master, int *slave)
 	return 0;
 }
 
-/* Kill the command and, with a cgroup, all it started. */
+/* Kill the command and, with a cgroup, everything it started. */
 static void
-kill_all(struct req *r, pid_t pid)
+kill_all(struct run *run)
 {
-	if (r->cg_kill >= 0 && write(r->cg_kill, "1", 1) == 1)
+	if (run->cg_kill >= 0 && write(run->cg_kill, "1", 1) == 1)
 		return;
-	kill(-pid, SIGKILL);
-	kill(pid, SIGKILL);
+	kill(-run->pid, SIGKILL);
+	kill(run->pid, SIGKILL);
 }
 
+static char spawn_stack[256 * 1024] __attribute__((aligned(16)));
+
 static void
-handle_exec(int sock, struct sbx_msg *m)
+start_exec(int sock, struct sbx_msg *m)
 {
 	struct req r;
-	int master = -1, slave = -1, ep[2], pfd = -1, tfd = -1, status = 0;
-	int timed_out = 0, gone = 0, fds[1];
-	struct {
-		uint32_t code;
-		char msg[500];
-	} e;
+	struct spawn sp = {0};
 	struct sbx_buf b = SBX_BUF_INIT;
+	int master = -1, slave = -1, i;
+	struct run *run;
 	pid_t pid;
-	ssize_t n;
 
 	if (parse_req(m, &r) < 0) {
 		send_error(sock, SBX_EX_EXECFAIL, "malformed exec request");
-		return;
+		goto out;
+	}
+	if (ag.nruns == MAX_EXECS) {
+		send_error(sock, SBX_EX_EXECFAIL, "too many commands at once");
+		goto out;
 	}
 	if ((r.flags & SBX_EXEC_TTY) && open_pty(&r, &master, &slave) < 0) {
 		send_error(sock, SBX_EX_EXECFAIL, "cannot allocate a pty");
-		return;
+		goto out;
 	}
-	if (pipe2(ep, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
-		send_error(sock, SBX_EX_EXECFAIL, "cannot fork");
-		return;
-	}
-	if (pid == 0) {
-		close(ep[0]);
-		child(&r, slave, ep[1]);
-	}
-	close(ep[1]);
+	sp.r = &r;
+	sp.tty_slave = slave;
+	/* vfork-style: no page tables to copy, we wait until it execs. */
+	pid = clone(spawn_child, spawn_stack + sizeof spawn_stack,
+	    CLONE_VM | CLONE_VFORK | SIGCHLD, &sp);
 	if (slave >= 0)
 		close(slave);
-	n = read(ep[0], &e, sizeof e);
-	close(ep[0]);
-	if (n == (ssize_t)sizeof e) {
-		waitpid(pid, NULL, 0);
-		e.msg[sizeof e.msg - 1] = '\0';
-		send_error(sock, e.code, e.msg);
-		return;
+	if (pid < 0) {
+		send_error(sock, SBX_EX_EXECFAIL, "cannot start the command");
+		goto out;
 	}
-	/* The pty master goes to the client; we keep no copy, so when the
-	 * client goes the command gets a hangup, as on a terminal. */
+	if (sp.code) {
+		waitpid(pid, NULL, 0);
+		send_error(sock, sp.code, sp.msg);
+		goto out;
+	}
+	/* The pty master goes to the client and we keep no copy: when the
+	 * client goes, the command gets a hangup, as on a terminal. */
 	sbx_msg_put_u32(&b, (uint32_t)pid);
-	fds[0] = master;
-	sbx_msg_send(sock, SBX_MSG_STARTED, b.data, b.len, fds,
+	sbx_msg_send(sock, SBX_MSG_STARTED, b.data, b.len, &master,
 	    master >= 0 ? 1 : 0);
 	sbx_buf_release(&b);
+	run = &ag.runs[ag.nruns++];
+	run->sock = sock;
+	run->pid = pid;
+	run->timed_out = 0;
+	run->deadline = r.timeout_ms ? mono_ms() + (long long)r.timeout_ms : 0;
+	run->cg_kill = r.cg_kill;
+	/* Only the command keeps the caller's stdio. */
+	for (i = 0; i < m->nfds; i++)
+		if (m->fds[i] == r.cg_kill)
+			m->fds[i] = -1;
+	touch();
+	sock = -1;
+out:
 	if (master >= 0)
 		close(master);
-	/* Only the command keeps the caller's stdio. */
-	for (int i = 0; i < m->nfds; i++)
-		if (m->fds[i] != r.cg_kill) {
-			close(m->fds[i]);
-			m->fds[i] = -1;
-		}
-	pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (r.timeout_ms) {
-		struct itimerspec its = {{0, 0}, {(time_t)(r.timeout_ms / 1000),
-		    (long)(r.timeout_ms % 1000) * 1000000L}};
+	if (sock >= 0)
+		close(sock);
+	free(r.argv);
+	free(r.env);
+	free(r.term_env);
+}
 
-		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-		timerfd_settime(tfd, 0, &its, NULL);
-	}
-	for (;;) {
-		struct pollfd p[3] = {{pfd, POLLIN, 0},
-		    {gone ? -1 : sock, POLLIN, 0}, {tfd, POLLIN, 0}};
+static void
+end_run(int i, int status)
+{
+	struct run *run = &ag.runs[i];
+	struct sbx_buf b = SBX_BUF_INIT;
 
-		if (poll(p, 3, -1) < 0 && errno != EINTR)
-			break;
-		if (p[0].revents) {
-			if (waitpid(pid, &status, 0) == pid)
-				break;
-		}
-		if (p[2].revents & POLLIN) {
-			timed_out = 1;
-			kill_all(&r, pid);
-			close(tfd);
-			tfd = -1;
-		}
-		if (p[1].revents) {
-			struct sbx_msg in;
-			uint32_t sig;
-
-			if (sbx_msg_recv(sock, &in) <= 0) {
-				/* The caller is gone: so is its command. */
-				gone = 1;
-				kill_all(&r, pid);
-				continue;
-			}
-			if (in.type == SBX_MSG_SIGNAL &&
-			    sbx_msg_get_u32(&in, &sig) == 0 && sig < NSIG)
-				kill(-pid, (int)sig);
-			sbx_msg_release(&in);
-		}
-	}
-	if (!gone) {
+	if (run->sock >= 0) {
 		sbx_msg_put_u32(&b, (uint32_t)status);
-		sbx_msg_put_u32(&b, (uint32_t)timed_out);
-		sbx_msg_send(sock, SBX_MSG_EXIT, b.data, b.len, NULL, 0);
+		sbx_msg_put_u32(&b, (uint32_t)run->timed_out);
+		sbx_msg_send(run->sock, SBX_MSG_EXIT, b.data, b.len, NULL, 0);
 		sbx_buf_release(&b);
+		close(run->sock);
 	}
+	if (run->cg_kill >= 0)
+		close(run->cg_kill);
+	ag.runs[i] = ag.runs[--ag.nruns];
+	touch();
+}
+
+/* A message from the client of run i: a signal, or its going away. */
+static void
+client_msg(int i)
+{
+	struct run *run = &ag.runs[i];
+	struct sbx_msg in;
+	uint32_t sig;
+
+	if (sbx_msg_recv(run->sock, &in) <= 0) {
+		/* The caller is gone: so is its command. */
+		close(run->sock);
+		run->sock = -1;
+		kill_all(run);
+		return;
+	}
+	if (in.type == SBX_MSG_SIGNAL && sbx_msg_get_u32(&in, &sig) == 0 &&
+	    sig > 0 && sig < NSIG)
+		kill(-run->pid, (int)sig);
+	sbx_msg_release(&in);
 }
 
 /* --- the agent ----------------------------------------------------------- */
@@ -379,7 +441,7 @@ reply_info(int sock)
 
 	sbx_msg_put_u64(&b, (uint64_t)ag.last_activity);
 	sbx_msg_put_u32(&b, count_procs());
-	sbx_msg_put_u32(&b, (uint32_t)ag.nhandlers);
+	sbx_msg_put_u32(&b, (uint32_t)ag.nruns);
 	sbx_msg_send(sock, SBX_MSG_INFOREP, b.data, b.len, NULL, 0);
 	sbx_buf_release(&b);
 }
@@ -389,73 +451,87 @@ serve(int sock)
 {
 	struct timeval tv = {2, 0};
 	struct sbx_msg m;
-	pid_t pid;
 
 	/* A stuck client must not stall the agent. */
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	if (sbx_msg_recv(sock, &m) <= 0)
+	if (sbx_msg_recv(sock, &m) <= 0) {
+		close(sock);
 		return;
-	if (m.type == SBX_MSG_INFO) {
-		reply_info(sock);
-	} else if (m.type == SBX_MSG_EXEC) {
-		if (ag.nhandlers == MAX_HANDLERS) {
-			send_error(sock, SBX_EX_EXECFAIL, "too many commands");
-		} else if ((pid = fork()) == 0) {
-			sigset_t none;
-
-			sigemptyset(&none);
-			sigprocmask(SIG_SETMASK, &none, NULL);
-			tv.tv_sec = 0;
-			setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-			close(FD_LISTEN);
-			handle_exec(sock, &m);
-			_exit(0);
-		} else if (pid > 0) {
-			ag.handlers[ag.nhandlers++] = pid;
-			touch();
-		}
+	}
+	tv.tv_sec = 0;
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	if (m.type == SBX_MSG_EXEC) {
+		start_exec(sock, &m);
+	} else {
+		if (m.type == SBX_MSG_INFO)
+			reply_info(sock);
+		close(sock);
 	}
 	sbx_msg_release(&m);
 }
 
+/* Collect every child that ended: our commands report to their clients,
+ * orphans of the sandbox are just reaped. */
 static void
 reap(void)
 {
-	pid_t pid;
-	int i;
+	siginfo_t si;
+	int i, status;
 
-	while ((pid = waitpid(-1, NULL, WNOHANG)) > 0)
-		for (i = 0; i < ag.nhandlers; i++)
-			if (ag.handlers[i] == pid) {
-				ag.handlers[i] = ag.handlers[--ag.nhandlers];
-				touch();
+	for (;;) {
+		si.si_pid = 0;
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+		    si.si_pid == 0)
+			return;
+		if (waitpid(si.si_pid, &status, 0) != si.si_pid)
+			return;
+		for (i = 0; i < ag.nruns; i++)
+			if (ag.runs[i].pid == si.si_pid) {
+				end_run(i, status);
 				break;
 			}
+	}
 }
 
-/* Milliseconds until the sandbox is idle for its timeout; -1: never. */
+/* Milliseconds until the next deadline (a timeout or the idle end), or
+ * -1 for none; runs out of time are killed here. */
 static int
-idle_wait(void)
+next_wait(int *expired)
 {
-	struct timespec now;
-	long long ms;
+	long long now = mono_ms(), ms = -1, left;
+	int i;
 
-	if (!ag.timeout || ag.nhandlers)
-		return -1;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	ms = (long long)ag.timeout * 1000 -
-	    ((now.tv_sec - ag.last_mono.tv_sec) * 1000LL +
-	    (now.tv_nsec - ag.last_mono.tv_nsec) / 1000000);
-	if (ms <= 0)
-		return 0;
+	*expired = 0;
+	for (i = 0; i < ag.nruns; i++) {
+		struct run *run = &ag.runs[i];
+
+		if (!run->deadline)
+			continue;
+		if ((left = run->deadline - now) <= 0) {
+			run->timed_out = 1;
+			run->deadline = 0;
+			kill_all(run);
+			continue;
+		}
+		if (ms < 0 || left < ms)
+			ms = left;
+	}
+	if (ag.timeout && !ag.nruns) {
+		left = (long long)ag.timeout * 1000 - (now - ag.last_mono);
+		if (left <= 0)
+			*expired = 1;
+		else if (ms < 0 || left < ms)
+			ms = left;
+	}
 	return ms > 3600000 ? 3600000 : (int)ms;
 }
 
 int
 sbx_local_init_main(int argc, char **argv)
 {
+	struct pollfd p[2 + MAX_EXECS];
 	sigset_t mask;
-	int sfd, null, ms;
+	int sfd, null, ms, expired, i, n;
 
 	(void)argc;
 	sbx_prog_set(argv[0]);
@@ -478,31 +554,35 @@ sbx_local_init_main(int argc, char **argv)
 	fcntl(FD_STATUS, F_SETFD, FD_CLOEXEC);
 	touch();
 	for (;;) {
-		struct pollfd p[2] = {{FD_LISTEN, POLLIN, 0}, {sfd, POLLIN, 0}};
 		struct signalfd_siginfo si;
-		int c;
 
-		ms = idle_wait();
-		if (ms == 0) {
+		ms = next_wait(&expired);
+		if (expired) {
 			dprintf(FD_STATUS, "expired %lld\n", (long long)time(NULL));
-			logmsg("idle for %s seconds: the sandbox ends",
-			    sbx_xasprintf("%llu",
-			    (unsigned long long)ag.timeout));
+			logmsg("%s", "idle for its timeout: the sandbox ends");
 			return 0;
 		}
-		if (poll(p, 2, ms) < 0 && errno != EINTR)
+		p[0] = (struct pollfd){FD_LISTEN, POLLIN, 0};
+		p[1] = (struct pollfd){sfd, POLLIN, 0};
+		n = ag.nruns;
+		for (i = 0; i < n; i++)
+			p[2 + i] = (struct pollfd){ag.runs[i].sock, POLLIN, 0};
+		if (poll(p, (nfds_t)(2 + n), ms) < 0)
 			continue;
+		/* Client messages first: reaping reorders the runs. */
+		for (i = n - 1; i >= 0; i--)
+			if (p[2 + i].revents && ag.runs[i].sock == p[2 + i].fd)
+				client_msg(i);
 		if (p[1].revents & POLLIN) {
 			while (read(sfd, &si, sizeof si) > 0)
 				;
 			reap();
 		}
 		if (p[0].revents & POLLIN) {
-			c = accept4(FD_LISTEN, NULL, NULL, SOCK_CLOEXEC);
-			if (c >= 0) {
+			int c = accept4(FD_LISTEN, NULL, NULL, SOCK_CLOEXEC);
+
+			if (c >= 0)
 				serve(c);
-				close(c);
-			}
 		}
 	}
 }
