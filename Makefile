@@ -28,7 +28,8 @@ BUILD = build/default
 BIN = bin
 SANFLAGS =
 endif
-ifeq ($(WERROR),1)
+# The suites build with -Werror, as CI does.
+ifneq ($(filter check,$(MAKECMDGOALS))$(filter 1,$(WERROR)),)
 WARN += -Werror
 endif
 

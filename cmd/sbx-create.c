@@ -73,12 +73,17 @@ main(int argc, char **argv)
 	const char *backend = NULL, *state = NULL;
 	char **env = NULL;
 	size_t nenv = 0;
-	json_t *ref = NULL, *info;
+	json_t *ref = NULL;
 	int c, rc = SBX_EX_OK;
 
 	sbx_prog_set(argv[0]);
 	spec.labels = json_object();
-	spec.timeout = 3600;
+	spec.image = "host";
+	spec.workdir = "/workspace";
+	if (sbx_parse_u64(sbx_config_get("timeout", "3600"), 0, 31536000,
+	    &spec.timeout) < 0)
+		sbx_die(SBX_EX_USAGE, "invalid timeout '%s' in the configuration",
+		    sbx_config_get("timeout", ""));
 	while ((c = getopt_long(argc, argv, "b:c:e:hi:l:m:N:n:p:qs:T:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
@@ -168,10 +173,8 @@ main(int argc, char **argv)
 	if (be->create(&spec, &ref, &err) < 0)
 		sbx_die_err(&err);
 	if (state) {
-		info = be->info(ref, &err);
 		json_decref(st.root);
-		st.root = sbx_state_new_root(ref, info);
-		json_decref(info);
+		st.root = sbx_state_new_root(ref, &spec);
 		if (sbx_state_save(&st, &err) < 0) {
 			struct sbx_err kerr;
 

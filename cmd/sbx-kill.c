@@ -2,6 +2,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sbx.h"
@@ -100,6 +101,15 @@ kill_state(const char *path, struct ctx *ctx)
 	return rc;
 }
 
+static int
+stdin_has_ids(void)
+{
+	struct stat st;
+
+	return fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) ||
+	    S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -149,10 +159,13 @@ main(int argc, char **argv)
 				rc = r;
 		return sbx_out_close(rc);
 	}
-	if (!sbx_ref_explicit(&t) && !isatty(0)) {
+	/* Ids come down a pipe or from a file; an empty one means nothing
+	 * to kill, never the sandbox of the current directory. */
+	if (!sbx_ref_explicit(&t) && stdin_has_ids()) {
 		rc = sbx_each_stdin_id(kill_id, &ctx, &count);
-		if (count)
-			return sbx_out_close(rc);
+		if (!count)
+			sbx_note("no ids on standard input");
+		return sbx_out_close(rc);
 	}
 	if (!t.state_path)
 		t.state_path = getenv("SBX_STATE") && *getenv("SBX_STATE") ?

@@ -128,7 +128,7 @@ sbx_now(void)
 
 int
 sbx_file_write_atomic(const char *path, const char *data, size_t n, int mode,
-    struct sbx_err *err)
+    int durable, struct sbx_err *err)
 {
 	char *tmp = sbx_xasprintf("%s.tmpXXXXXX", path), *dup, *dir;
 	int fd, rc = -1, dfd;
@@ -149,7 +149,7 @@ sbx_file_write_atomic(const char *path, const char *data, size_t n, int mode,
 		}
 		off += (size_t)w;
 	}
-	if (fsync(fd) < 0 || close(fd) < 0) {
+	if ((durable && fsync(fd) < 0) || close(fd) < 0) {
 		fd = -1;
 		sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s':", tmp);
 		goto fail;
@@ -159,13 +159,15 @@ sbx_file_write_atomic(const char *path, const char *data, size_t n, int mode,
 		sbx_err_set(err, SBX_EX_FAIL, "cannot rename to '%s':", path);
 		goto fail;
 	}
-	dup = sbx_xstrdup(path);
-	dir = dirname(dup);
-	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		fsync(dfd);
-		close(dfd);
+	if (durable) {
+		dup = sbx_xstrdup(path);
+		dir = dirname(dup);
+		if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+			fsync(dfd);
+			close(dfd);
+		}
+		free(dup);
 	}
-	free(dup);
 	rc = 0;
 	goto out;
 fail:

@@ -103,9 +103,10 @@ json_t *sbx_json_bytes(const char *p, size_t n);
 /* RFC 3339 UTC ("2026-12-02T11:35:34Z") into buf of at least 21 bytes. */
 void sbx_time_fmt(long long epoch, char *buf, size_t n);
 long long sbx_now(void);
-/* Write the whole of data to path atomically (temp, fsync, rename). */
+/* Write the whole of data to path atomically (temp, rename); durable
+ * adds the fsyncs that make it survive a crash. */
 int sbx_file_write_atomic(const char *path, const char *data, size_t n,
-    int mode, struct sbx_err *err);
+    int mode, int durable, struct sbx_err *err);
 
 /* --- config: flags > SBX_* environment > config files > defaults ------ */
 
@@ -133,8 +134,9 @@ int sbx_state_read(struct sbx_state *st, const char *path,
 /* Stamp updated_at and write atomically. */
 int sbx_state_save(struct sbx_state *st, struct sbx_err *err);
 void sbx_state_release(struct sbx_state *st);
-/* A new state object for a freshly created sandbox. */
-json_t *sbx_state_new_root(json_t *ref, json_t *info);
+/* A new state object for a sandbox just created from spec. */
+struct sbx_spec;
+json_t *sbx_state_new_root(json_t *ref, const struct sbx_spec *spec);
 /* Set status, closing (or opening) the running segment. */
 void sbx_state_set_status(json_t *root, const char *status);
 

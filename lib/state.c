@@ -108,7 +108,7 @@ sbx_state_save(struct sbx_state *st, struct sbx_err *err)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot encode state");
 	/* The newline keeps the file friendly to cat and diff. */
 	char *text = sbx_xasprintf("%s\n", s);
-	rc = sbx_file_write_atomic(st->path, text, strlen(text), 0600, err);
+	rc = sbx_file_write_atomic(st->path, text, strlen(text), 0600, 1, err);
 	free(text);
 	free(s);
 	return rc;
@@ -126,7 +126,7 @@ sbx_state_release(struct sbx_state *st)
 }
 
 json_t *
-sbx_state_new_root(json_t *ref, json_t *info)
+sbx_state_new_root(json_t *ref, const struct sbx_spec *spec)
 {
 	long long now = sbx_now();
 	char ts[32];
@@ -136,10 +136,11 @@ sbx_state_new_root(json_t *ref, json_t *info)
 	json_object_set_new(root, "schema", json_integer(SBX_STATE_SCHEMA));
 	json_object_set(root, "ref", ref);
 	json_object_set_new(root, "status", json_string("running"));
-	json_object_set(root, "template", json_object_get(info, "image"));
-	json_object_set(root, "workdir", json_object_get(info, "workdir"));
-	json_object_set(root, "timeout", json_object_get(info, "timeout"));
-	json_object_set(root, "labels", json_object_get(info, "labels"));
+	json_object_set_new(root, "template", json_string(spec->image));
+	json_object_set_new(root, "workdir", json_string(spec->workdir));
+	json_object_set_new(root, "timeout", json_integer((json_int_t)
+	    spec->timeout));
+	json_object_set(root, "labels", spec->labels);
 	json_object_set_new(root, "created_at", json_string(ts));
 	json_object_set_new(root, "created_at_epoch", json_integer(now));
 	json_object_set_new(root, "updated_at", json_string(ts));

@@ -661,7 +661,7 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		char *text = json_dumps(meta, JSON_COMPACT |
 		    JSON_PRESERVE_ORDER);
 
-		rc = sbx_file_write_atomic(p, text, strlen(text), 0600, err);
+		rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
 		free(text);
 	}
 	free(p);
@@ -867,6 +867,8 @@ info_of(const char *id)
 	json_object_set_new(o, "status", json_string(st));
 	json_object_set(o, "image", json_object_get(meta, "image") ?
 	    json_object_get(meta, "image") : json_null());
+	json_object_set(o, "workdir", json_object_get(meta, "workdir") ?
+	    json_object_get(meta, "workdir") : json_null());
 	sbx_time_fmt(created, ts, sizeof ts);
 	json_object_set_new(o, "created_at", json_string(ts));
 	json_object_set_new(o, "created_at_epoch", json_integer(created));

@@ -15,6 +15,14 @@
 
 #include "local.h"
 
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#else
+#error "sbx: no seccomp arch for this machine"
+#endif
+
 #define DENY (SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
 #define NOSYS (SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA))
 #define ARG_LO(n) (offsetof(struct seccomp_data, args) + 8 * (n))
@@ -29,8 +37,11 @@ static const int denied[] = {
 	SYS_move_mount, SYS_fsopen, SYS_fsconfig, SYS_fsmount, SYS_fspick,
 	SYS_mount_setattr, SYS_setns,
 	SYS_swapon, SYS_swapoff, SYS_reboot, SYS_acct, SYS_syslog,
-	SYS_iopl, SYS_ioperm, SYS_open_by_handle_at, SYS_userfaultfd,
-	SYS_uselib, SYS_quotactl, SYS_lookup_dcookie, SYS_vhangup,
+#ifdef __x86_64__
+	SYS_iopl, SYS_ioperm, SYS_uselib,
+#endif
+	SYS_open_by_handle_at, SYS_userfaultfd, SYS_quotactl,
+	SYS_lookup_dcookie, SYS_vhangup,
 	SYS_settimeofday, SYS_clock_settime, SYS_clock_adjtime, SYS_adjtimex,
 };
 
@@ -46,7 +57,7 @@ install_filter(void)
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 	    offsetof(struct seccomp_data, arch));
 	f[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
-	    AUDIT_ARCH_X86_64, 1, 0);
+	    NATIVE_ARCH, 1, 0);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, NOSYS);
 	f[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
 	    offsetof(struct seccomp_data, nr));

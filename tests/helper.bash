@@ -1,0 +1,46 @@
+# helper.bash - shared setup for the bats suites: the freshly built tools
+# first in PATH, and a private sandbox store that is emptied afterwards.
+bats_require_minimum_version 1.5.0
+load '/usr/lib/bats/bats-support/load'
+load '/usr/lib/bats/bats-assert/load'
+
+SBX_BIN=${SBX_BIN:-$(cd "$BATS_TEST_DIRNAME/.." && pwd)/bin}
+PATH=$SBX_BIN:$PATH
+export PATH
+
+# One store per test file; sandbox root must be able to search its path.
+sbx_setup_file() {
+	SBX_LOCAL_DIR=$(mktemp -d /tmp/sbx-test.XXXXXX)
+	chmod 711 "$SBX_LOCAL_DIR"
+	export SBX_LOCAL_DIR
+}
+
+# Kill whatever a file's tests left running, then remove the store.
+sbx_teardown_file() {
+	[ -n "${SBX_LOCAL_DIR:-}" ] && [ -d "$SBX_LOCAL_DIR" ] || return 0
+	sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
+	rm -rf "$SBX_LOCAL_DIR"
+}
+
+# Each test works in its own directory (state files go there).
+sbx_setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	unset SBX_STATE
+}
+
+# A sandbox for this test: its state file is $BATS_TEST_TMPDIR/s.json.
+new_sandbox() {
+	sbx-create -s "$BATS_TEST_TMPDIR/s.json" "$@" >/dev/null
+}
+
+# The host pid of a sandbox's init, from its directory.
+init_pid() {
+	jq -r .pid "$(jq -r .ref.dir "${1:-$BATS_TEST_TMPDIR/s.json}")/meta.json"
+}
+
+# True when the process exists and is not a zombie.
+alive() {
+	local st
+	st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ "$st" != Z ] && [ "$st" != X ]
+}

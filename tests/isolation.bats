@@ -1,0 +1,510 @@
+#!/usr/bin/env bats
+# Isolation: what a sandbox can see and do of the host, and what sbx-kill
+# leaves behind (nothing).
+
+load helper
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+setup() {
+	sbx_setup
+	HOST_PIDS=()
+	MARKERS=()
+}
+
+# Everything a test started on the host, by pid; marker files it made.
+teardown() {
+	local p
+	for p in "${HOST_PIDS[@]}"; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	[ "${#MARKERS[@]}" -eq 0 ] || rm -f "${MARKERS[@]}"
+}
+
+# Run a command in this test's sandbox (s.json).
+sx() {
+	sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -- "$@"
+}
+
+sid() {
+	jq -r .ref.id "${1:-$BATS_TEST_TMPDIR/s.json}"
+}
+
+sdir() {
+	jq -r .ref.dir "${1:-$BATS_TEST_TMPDIR/s.json}"
+}
+
+# Host pids of every process in a sandbox's cgroups.
+sandbox_procs() {
+	cat /sys/fs/cgroup/pids/sbx/"$1"/cgroup.procs \
+	    /sys/fs/cgroup/unified/sbx/"$1"/cgroup.procs \
+	    /sys/fs/cgroup/unified/sbx/"$1"/*/cgroup.procs 2>/dev/null | sort -un
+}
+
+# The host pid of the sandbox process whose command line is exactly "$2".
+host_pid_of() {
+	local p
+	for p in $(sandbox_procs "$1"); do
+		if [ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" = "$2 " ]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# The host's python3 (not a slow shim); inside, PATH finds /usr/bin/python3.
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+
+# A server on host loopback that greets and hangs up; sets PORT.
+SERVER='import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(16)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(s.getsockname()[1]))
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+while True:
+    c, _ = s.accept()
+    c.sendall(b"hello from host\n")
+    c.close()'
+
+CONNECT='import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=3)
+sys.stdout.write(s.recv(100).decode())'
+
+start_server() {
+	local i
+	"$PY" -c "$SERVER" "$BATS_TEST_TMPDIR/port" >/dev/null 2>&1 3>&- &
+	HOST_PIDS+=("$!")
+	for i in $(seq 100); do
+		[ -s "$BATS_TEST_TMPDIR/port" ] && break
+		sleep 0.05
+	done
+	PORT=$(cat "$BATS_TEST_TMPDIR/port")
+	[ -n "$PORT" ]
+}
+
+# --- processes and /proc ----------------------------------------------------
+
+@test "host processes are invisible inside: pid 1 is sbx-init, ps shows only the sandbox" {
+	sleep 4711 3>&- &
+	HOST_PIDS+=("$!")
+	new_sandbox
+	run sx ps -eo pid=,comm=,args=
+	assert_success
+	refute_output --partial "sleep 4711"
+	[ "$(awk '$1 == 1 {print $2}' <<<"$output")" = sbx-init ]
+	# sbx-init, and ps itself: nothing else
+	[ "$(awk '{print $2}' <<<"$output" | sort | tr '\n' ' ')" = "ps sbx-init " ]
+	run sx sh -c 'ls /proc | grep -E "^[0-9]+$" | while read -r p; do
+	    tr "\0" " " </proc/$p/cmdline; echo; done'
+	assert_success
+	refute_output --partial "sleep 4711"
+	assert_line --index 0 "sbx-init "
+}
+
+@test "/proc is the sandbox's own: its pid namespace, its pid 1" {
+	new_sandbox
+	run sx readlink /proc/self/ns/pid
+	assert_success
+	[ "$output" != "$(readlink /proc/self/ns/pid)" ]
+	run sx cat /proc/1/comm
+	assert_output sbx-init
+	run sx sh -c 'grep " /proc " /proc/self/mountinfo'
+	assert_success
+	assert_output --regexp ' - proc proc '
+}
+
+@test "sensitive /proc entries are masked and /proc/sys is read-only" {
+	new_sandbox
+	local f
+	for f in kcore keys timer_list kallsyms sysrq-trigger; do
+		[ -e "/proc/$f" ] || continue
+		run sx sh -c "wc -c < /proc/$f"
+		# unreadable, or empty
+		[ "$status" -ne 0 ] || [ "$output" = 0 ] || {
+			echo "/proc/$f readable inside: $output bytes"
+			return 1
+		}
+	done
+	local before
+	before=$(cat /proc/sys/kernel/hostname)
+	run sx sh -c 'echo evil > /proc/sys/kernel/hostname'
+	assert_failure
+	assert_output --partial "Read-only file system"
+	run sx sh -c 'echo 1 > /proc/sys/vm/drop_caches'
+	assert_failure
+	[ "$(cat /proc/sys/kernel/hostname)" = "$before" ]
+}
+
+# --- files ------------------------------------------------------------------
+
+@test "host files are unchanged after the sandbox writes everywhere it can" {
+	local m=sbx-iso-marker.$$.$BATS_TEST_NUMBER f
+	for f in /etc/$m /usr/bin/$m /tmp/$m /root/$m; do
+		echo original >"$f"
+		MARKERS+=("$f")
+	done
+	host_listing() {
+		find /etc /usr/bin /usr/sbin -maxdepth 1 \
+		    -printf '%p %y %m %U %G %s %T@ %C@\n' | sort
+		stat -c '%n %a %u %g' / /etc /usr /usr/bin /bin /tmp /root /var \
+		    /home
+		sha256sum /etc/passwd /etc/shadow /etc/hosts /etc/hostname \
+		    "${MARKERS[@]}"
+		stat -c '%n %a %u %g %s %Y %Z' "${MARKERS[@]}"
+	}
+	local before
+	before=$(host_listing)
+	new_sandbox
+	run sx sh -c '
+	    m=$1
+	    for d in / /etc /usr /usr/bin /bin /sbin /lib /opt /tmp /root /var \
+	        /home /workspace /run /dev /dev/shm /sys /proc/sys \
+	        /proc/sys/kernel; do
+	        p=${d%/}/sbx-probe
+	        if (echo pwned > "$p") 2>/dev/null; then echo "wrote $p"; fi
+	    done
+	    for f in /etc/$m /usr/bin/$m /tmp/$m /root/$m; do
+	        echo pwned >> "$f"; chmod 777 "$f"; chown 1:1 "$f"
+	        touch -d @0 "$f"; mv "$f" "$f.moved"; rm -f "$f"
+	        echo pwned > "$f"
+	    done
+	    touch /etc/passwd /etc/hostname; chmod 777 /etc/hostname
+	    mkdir /etc/sbx-probe.d /usr/sbx-probe.d
+	    ln -s /etc/passwd /usr/bin/sbx-probe-link
+	    rm -f /etc/sbx-probe /usr/bin/sbx-probe
+	    exit 0' sh "$m"
+	assert_success
+	# Exactly the private, writable places took the probe.
+	assert_equal "$(grep '^wrote ' <<<"$output" | sort | tr '\n' ' ')" \
+	    "wrote /dev/shm/sbx-probe wrote /home/sbx-probe wrote /root/sbx-probe wrote /run/sbx-probe wrote /sbx-probe wrote /tmp/sbx-probe wrote /var/sbx-probe wrote /workspace/sbx-probe " ]
+	assert_equal "$(host_listing)" "$before"
+	for f in / /etc /usr /usr/bin /tmp /root /var /home /run /dev/shm; do
+		[ ! -e "${f%/}/sbx-probe" ]
+	done
+	[ ! -e /workspace/sbx-probe ]
+	# What was written landed in the sandbox's upper layer (/dev/shm is
+	# a tmpfs of its own).
+	local up
+	up=$(sdir)/upper
+	for f in sbx-probe home/sbx-probe root/sbx-probe run/sbx-probe \
+	    tmp/sbx-probe var/sbx-probe workspace/sbx-probe "tmp/$m" "root/$m"; do
+		[ "$(cat "$up/$f")" = pwned ] || {
+			echo "missing in upper: $f"
+			return 1
+		}
+	done
+	[ "$(cat "/tmp/$m")" = original ]
+	[ "$(cat "/root/$m")" = original ]
+}
+
+@test "files created by sandbox root belong to the sandbox's uid range on the host, not root" {
+	new_sandbox
+	run sx sh -c 'echo x > /workspace/f && mkdir /tmp/d && id -u'
+	assert_success
+	assert_output 0
+	local base up
+	base=$(jq -r .uid_base "$(sdir)/meta.json")
+	[ "$base" -ge 1000000000 ]
+	up=$(sdir)/upper
+	[ "$(stat -c %u "$up/workspace/f")" = "$base" ]
+	[ "$(stat -c %g "$up/workspace/f")" = "$base" ]
+	[ "$(stat -c %u "$up/tmp/d")" = "$base" ]
+	[ "$(stat -c %u "$up/workspace/f")" -ge 1000000000 ]
+}
+
+@test "/etc/shadow is unreadable inside" {
+	new_sandbox
+	run sx cat /etc/shadow
+	assert_failure
+	assert_output --partial "Permission denied"
+	run sx sh -c 'head -c1 /etc/shadow >/dev/null'
+	assert_failure
+}
+
+@test "the host image shows /usr read-only; /workspace /tmp /root /home /var /run are writable and start empty" {
+	new_sandbox
+	run sx touch /usr/x
+	assert_failure
+	assert_output --partial "Read-only file system"
+	run sx touch /etc/x
+	assert_failure
+	run sx touch /bin/x
+	assert_failure
+	local d
+	for d in /workspace /tmp /root /home /var /run; do
+		run sx sh -c "ls -A $d"
+		assert_success
+		assert_output ""
+		run sx sh -c "touch $d/x && rm $d/x"
+		assert_success
+	done
+	run sx stat -c %a /tmp
+	assert_output 1777
+}
+
+# --- privilege ----------------------------------------------------------------
+
+@test "mount, remount and bind mounts fail" {
+	new_sandbox
+	run sx mount -t tmpfs none /tmp
+	assert_failure
+	run sx mount -o remount,rw /usr
+	assert_failure
+	run sx mount --bind /tmp /workspace
+	assert_failure
+	run sx mount -t proc proc /tmp
+	assert_failure
+	# and nothing changed: /usr is still read-only
+	run sx touch /usr/x
+	assert_failure
+	assert_output --partial "Read-only file system"
+}
+
+@test "commands run with no capabilities, no new privileges and a seccomp filter" {
+	new_sandbox
+	run sx cat /proc/self/status
+	assert_success
+	assert_line --regexp '^CapEff:[[:space:]]+0000000000000000$'
+	assert_line --regexp '^CapPrm:[[:space:]]+0000000000000000$'
+	assert_line --regexp '^CapBnd:[[:space:]]+0000000000000000$'
+	assert_line --regexp '^CapAmb:[[:space:]]+0000000000000000$'
+	assert_line --regexp '^NoNewPrivs:[[:space:]]+1$'
+	assert_line --regexp '^Seccomp:[[:space:]]+2$'
+}
+
+@test "mknod of char and block devices fails" {
+	new_sandbox
+	run sx mknod /tmp/null c 1 3
+	assert_failure
+	run sx mknod /tmp/disk b 8 0
+	assert_failure
+	run sx sh -c 'ls -A /tmp'
+	assert_output ""
+}
+
+@test "setuid binaries give no privilege" {
+	new_sandbox
+	# A setuid copy owned by sandbox root: still no capabilities.
+	run sx sh -c 'cp /usr/bin/cat /tmp/scat && chmod 4755 /tmp/scat &&
+	    /tmp/scat /proc/self/status'
+	assert_success
+	assert_line --regexp '^CapEff:[[:space:]]+0000000000000000$'
+	assert_line --regexp '^CapPrm:[[:space:]]+0000000000000000$'
+	# The host's setuid su: no identity change.
+	run sx su -s /bin/sh -c 'id -u' nobody
+	assert_failure
+	refute_output 65534
+}
+
+@test "nested user namespaces are denied: unshare -U and unshare -r fail" {
+	new_sandbox
+	run sx unshare -U true
+	assert_failure
+	run sx unshare -r true
+	assert_failure
+	run sx unshare -rm true
+	assert_failure
+}
+
+@test "the TIOCSTI ioctl is denied on the sandbox's terminal" {
+	new_sandbox
+	run sbx-exec -s s.json -t -- python3 -c '
+import fcntl, os, termios
+assert os.isatty(0)
+try:
+    fcntl.ioctl(0, termios.TIOCSTI, b"x")
+    print("allowed")
+except PermissionError:
+    print("denied")
+except OSError as e:
+    print("error", e.errno)' </dev/null
+	assert_success
+	assert_output --partial denied
+	refute_output --partial allowed
+}
+
+@test "keyctl, bpf, perf_event_open and io_uring_setup fail with EPERM" {
+	[ "$(uname -m)" = x86_64 ] || skip "syscall numbers are for x86_64"
+	new_sandbox
+	run sx python3 -c '
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+for name, nr in (("keyctl", 250), ("add_key", 248), ("bpf", 321),
+                 ("perf_event_open", 298), ("io_uring_setup", 425)):
+    ctypes.set_errno(0)
+    r = libc.syscall(nr, 0, 0, 0, 0, 0, 0)
+    print(name, r, errno.errorcode.get(ctypes.get_errno(), "0"))'
+	assert_success
+	assert_line "keyctl -1 EPERM"
+	assert_line "add_key -1 EPERM"
+	assert_line "bpf -1 EPERM"
+	assert_line "perf_event_open -1 EPERM"
+	assert_line "io_uring_setup -1 EPERM"
+}
+
+# --- network and names --------------------------------------------------------
+
+@test "network deny: only lo exists" {
+	new_sandbox --network deny
+	run sx ip -o link
+	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	assert_output --regexp '^1: lo: '
+	run sx ls /sys/class/net
+	assert_success
+	assert_output lo
+}
+
+@test "network deny: a server on host loopback is unreachable inside, reachable from the host" {
+	start_server
+	run "$PY" -c "$CONNECT" "$PORT"
+	assert_success
+	assert_output "hello from host"
+	new_sandbox
+	run sx python3 -c "$CONNECT" "$PORT"
+	assert_failure
+	refute_output --partial "hello from host"
+}
+
+@test "network allow: the host loopback server is reachable inside" {
+	start_server
+	new_sandbox --network allow
+	run sx python3 -c "$CONNECT" "$PORT"
+	assert_success
+	assert_output "hello from host"
+}
+
+@test "the hostname is the sandbox's id, or its --name; the host's is unchanged" {
+	local host
+	host=$(hostname)
+	new_sandbox
+	run sx hostname
+	assert_output "$(sid)"
+	sbx-create -s named.json --name iso-host-$$ >/dev/null
+	run sbx-exec -s named.json -- hostname
+	assert_output "iso-host-$$"
+	run sbx-exec -s named.json -- cat /proc/sys/kernel/hostname
+	assert_output "iso-host-$$"
+	[ "$(hostname)" = "$host" ]
+	sbx-kill -q -s named.json >/dev/null
+}
+
+# --- two sandboxes ------------------------------------------------------------
+
+@test "two sandboxes cannot see each other's processes or files" {
+	sbx-create -s a.json >/dev/null
+	sbx-create -s b.json >/dev/null
+	run sbx-exec -s a.json -- sh -c 'sleep 4712 >/dev/null 2>&1 &
+	    echo a > /workspace/only-a; echo a > /tmp/only-a; echo a > /root/only-a'
+	assert_success
+	run sbx-exec -s a.json -- ps -eo args=
+	assert_output --partial "sleep 4712"
+	run sbx-exec -s b.json -- ps -eo args=
+	assert_success
+	refute_output --partial "sleep 4712"
+	run sbx-exec -s b.json -- sh -c 'ls -A /workspace /tmp /root'
+	assert_success
+	refute_output --partial only-a
+	run sbx-exec -s b.json -- sh -c 'cat /proc/*/cmdline 2>/dev/null | tr "\0" " "'
+	refute_output --partial "sleep 4712"
+	sbx-kill -q -s a.json >/dev/null
+	sbx-kill -q -s b.json >/dev/null
+}
+
+# --- sbx-kill -----------------------------------------------------------------
+
+@test "after sbx-kill no process, cgroup, mount or directory of the sandbox remains" {
+	new_sandbox
+	local id dir init sleeper p
+	id=$(sid)
+	dir=$(sdir)
+	init=$(init_pid)
+	run sx sh -c 'sleep 1001 >/dev/null 2>&1 &'
+	assert_success
+	sleeper=$(host_pid_of "$id" "sleep 1001")
+	alive "$init"
+	alive "$sleeper"
+	[ -n "$(ls -d /sys/fs/cgroup/*/sbx/"$id" 2>/dev/null)" ]
+	run sbx-kill -s s.json
+	assert_success
+	assert_output "{\"backend\":\"local\",\"id\":\"$id\",\"status\":\"killed\"}"
+	! alive "$init"
+	! alive "$sleeper"
+	run ls -d /sys/fs/cgroup/*/sbx/"$id"
+	assert_failure
+	run grep -F "$id" /proc/self/mountinfo
+	assert_failure
+	for p in $(grep -lF "$dir" /proc/[0-9]*/mountinfo 2>/dev/null); do
+		p=${p#/proc/}
+		p=${p%/mountinfo}
+		if alive "$p"; then
+			echo "a mount of $id remains in process $p"
+			return 1
+		fi
+	done
+	[ ! -e "$dir" ]
+	[ "$(jq -r .status s.json)" = killed ]
+}
+
+@test "sbx-kill --keep keeps the directory and kills everything" {
+	new_sandbox
+	local id dir init sleeper
+	id=$(sid)
+	dir=$(sdir)
+	init=$(init_pid)
+	run sx sh -c 'echo kept > /workspace/f; sleep 1002 >/dev/null 2>&1 &'
+	assert_success
+	sleeper=$(host_pid_of "$id" "sleep 1002")
+	alive "$sleeper"
+	run sbx-kill --keep -s s.json
+	assert_success
+	! alive "$init"
+	! alive "$sleeper"
+	run ls -d /sys/fs/cgroup/*/sbx/"$id"
+	assert_failure
+	run grep -F "$id" /proc/self/mountinfo
+	assert_failure
+	[ -d "$dir" ]
+	[ "$(cat "$dir/upper/workspace/f")" = kept ]
+	grep -q '^killed ' "$dir/status"
+	run sx true
+	[ "$status" -eq 125 ]
+	rm -rf "$dir"
+}
+
+# --- cgroups and /dev ---------------------------------------------------------
+
+@test "the cgroup fs is not reachable or mountable inside" {
+	new_sandbox
+	run sx sh -c 'ls -A /sys/fs/cgroup 2>/dev/null'
+	assert_output ""
+	run sx mount -t cgroup2 none /tmp
+	assert_failure
+	run sx mount -t cgroup -o pids none /tmp
+	assert_failure
+	run sx sh -c 'echo 0 > /sys/fs/cgroup/cgroup.procs'
+	assert_failure
+	run sx cat /proc/self/cgroup
+	assert_success
+	refute_output --partial sbx
+}
+
+@test "/dev has only the listed device nodes" {
+	new_sandbox
+	run sx sh -c 'ls -A /dev | tr "\n" " "'
+	assert_output "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero "
+	# d_type lies about bind-mounted nodes: stat each entry
+	run sx sh -c 'find /dev ! -type l | while read -r f; do
+	    if [ -c "$f" ] || [ -b "$f" ]; then echo "$f"; fi; done | sort | tr "\n" " "'
+	assert_output "/dev/full /dev/null /dev/pts/ptmx /dev/random /dev/tty /dev/urandom /dev/zero "
+	run sx sh -c 'find /dev ! -type l | while read -r f; do
+	    [ -b "$f" ] && echo "$f"; done'
+	assert_output ""
+	run sx touch /dev/sda
+	assert_failure
+}
