@@ -88,8 +88,8 @@ $(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libsbx.a
 # The suites: C unit tests, then bats against the binaries just built.
 # Both speak TAP; .ci/run counts it.
 check: all $(UNITS)
-	@for u in $(UNITS); do $$u || exit 1; done
-	SBX_BIN=$(CURDIR)/$(BIN) bats --tap tests
+	@rc=0; for u in $(UNITS); do $$u || rc=1; done; \
+	SBX_BIN=$(CURDIR)/$(BIN) bats --tap tests || rc=1; exit $$rc
 
 demo: scripts/install-deps
 	@scripts/install-deps

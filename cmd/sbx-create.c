@@ -76,7 +76,7 @@ main(int argc, char **argv)
 	json_t *ref = NULL;
 	int c, rc = SBX_EX_OK;
 
-	sbx_prog_set(argv[0]);
+	sbx_prog_set(argv);
 	spec.labels = json_object();
 	spec.image = "host";
 	spec.workdir = "/workspace";

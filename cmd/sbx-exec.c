@@ -100,7 +100,7 @@ main(int argc, char **argv)
 	json_t *ref;
 	int c, json = 0;
 
-	sbx_prog_set(argv[0]);
+	sbx_prog_set(argv);
 	o.max_output = 1u << 20;
 	while ((c = getopt_long(argc, argv, "+b:e:hI:ijM:qs:tT:vVw:", longopts,
 	    NULL)) != -1) {

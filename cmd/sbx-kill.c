@@ -38,7 +38,7 @@ print_result(const json_t *ref, const char *status)
 }
 
 static int
-kill_ref(const json_t *ref, struct ctx *ctx)
+kill_ref(json_t *ref, struct ctx *ctx)
 {
 	const struct sbx_backend *be;
 	struct sbx_err err = {0};
@@ -118,7 +118,7 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	int c, i, r, rc = SBX_EX_OK, count;
 
-	sbx_prog_set(argv[0]);
+	sbx_prog_set(argv);
 	while ((c = getopt_long(argc, argv, "b:hI:kqs:vV", longopts, NULL)) !=
 	    -1) {
 		switch (c) {

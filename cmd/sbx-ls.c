@@ -113,7 +113,7 @@ main(int argc, char **argv)
 	const char *backend = NULL;
 	int c, json = 0;
 
-	sbx_prog_set(argv[0]);
+	sbx_prog_set(argv);
 	ctx.want = json_object();
 	while ((c = getopt_long(argc, argv, "b:hjl:qvV", longopts, NULL)) !=
 	    -1) {

@@ -9,11 +9,13 @@
 static const char *prog = "sbx";
 
 void
-sbx_prog_set(const char *argv0)
+sbx_prog_set(char **argv)
 {
-	const char *p = strrchr(argv0, '/');
+	const char *p = strrchr(argv[0], '/');
 
-	prog = p ? p + 1 : argv0;
+	prog = p ? p + 1 : argv[0];
+	/* getopt's own messages name the tool the same way. */
+	argv[0] = (char *)prog;
 	/* A write to a closed pipe is an error we report, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
 }

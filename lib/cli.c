@@ -153,9 +153,11 @@ sbx_parse_size(const char *s, uint64_t *out)
 		end++;
 		if (*end == 'i' && end[1] == 'B')
 			end += 2;
-	}
-	if (*end == 'B' || *end == 'b')
+		else if (*end == 'B' || *end == 'b')
+			end++;
+	} else if (*end == 'B' || *end == 'b') {
 		end++;
+	}
 	if (*end || (shift && v > (UINT64_MAX >> shift)))
 		return -1;
 	*out = (uint64_t)v << shift;
@@ -172,8 +174,9 @@ sbx_parse_milli(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	if (!s || !isdigit((unsigned char)*p))
 		return -1;
 	for (; isdigit((unsigned char)*p); p++) {
+		/* whole <= UINT64_MAX / 1000 here: no overflow below. */
 		whole = whole * 10 + (uint64_t)(*p - '0');
-		if (whole > max)
+		if (whole > max || whole > UINT64_MAX / 1000)
 			return -1;
 	}
 	if (*p == '.') {
@@ -189,8 +192,12 @@ sbx_parse_milli(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 		return -1;
 	while (digits++ < 3)
 		frac *= 10;
-	whole = whole * 1000 + frac;
-	if (whole < min || whole > max * 1000)
+	whole *= 1000;
+	if (frac > UINT64_MAX - whole)
+		return -1;
+	whole += frac;
+	if (whole < min || whole / 1000 > max ||
+	    (whole / 1000 == max && whole % 1000))
 		return -1;
 	*out = whole;
 	return 0;

@@ -36,7 +36,7 @@ struct sbx_err {
 
 extern int sbx_quiet, sbx_verbose;
 
-void sbx_prog_set(const char *argv0);
+void sbx_prog_set(char **argv);
 const char *sbx_prog_get(void);
 __attribute__((noreturn, format(printf, 2, 3))) void sbx_die(int code,
     const char *fmt, ...);
@@ -198,7 +198,8 @@ struct sbx_backend {
 	int (*exec)(const json_t *ref, char *const argv[],
 	    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
 	    struct sbx_err *err);
-	int (*kill)(const json_t *ref, int keep, struct sbx_err *err);
+	/* Sets the ref's "id" to the sandbox's own when it named it. */
+	int (*kill)(json_t *ref, int keep, struct sbx_err *err);
 	/* The listing entry of one sandbox; SBX_EX_NOSANDBOX when gone. */
 	json_t *(*info)(const json_t *ref, struct sbx_err *err);
 	/* Calls fn with one info object per sandbox. */

@@ -117,8 +117,17 @@ sbx_state_save(struct sbx_state *st, struct sbx_err *err)
 void
 sbx_state_release(struct sbx_state *st)
 {
-	if (st->lockfd >= 0)
+	char *lock;
+
+	if (st->lockfd >= 0) {
+		/* No state file came of it: leave no lock file either. */
+		if (st->path && access(st->path, F_OK) < 0 && errno == ENOENT) {
+			lock = sbx_xasprintf("%s.lock", st->path);
+			unlink(lock);
+			free(lock);
+		}
 		close(st->lockfd);
+	}
 	json_decref(st->root);
 	free(st->path);
 	memset(st, 0, sizeof *st);

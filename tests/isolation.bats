@@ -22,6 +22,12 @@ teardown() {
 	[ "${#MARKERS[@]}" -eq 0 ] || rm -f "${MARKERS[@]}"
 }
 
+# True when the process is gone (or a zombie); a plain `! alive` would
+# not fail a test.
+dead() {
+	! alive "$1"
+}
+
 # Run a command in this test's sandbox (s.json).
 sx() {
 	sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -- "$@"
@@ -433,8 +439,8 @@ for name, nr in (("keyctl", 250), ("add_key", 248), ("bpf", 321),
 	run sbx-kill -s s.json
 	assert_success
 	assert_output "{\"backend\":\"local\",\"id\":\"$id\",\"status\":\"killed\"}"
-	! alive "$init"
-	! alive "$sleeper"
+	dead "$init"
+	dead "$sleeper"
 	run ls -d /sys/fs/cgroup/*/sbx/"$id"
 	assert_failure
 	run grep -F "$id" /proc/self/mountinfo
@@ -463,8 +469,8 @@ for name, nr in (("keyctl", 250), ("add_key", 248), ("bpf", 321),
 	alive "$sleeper"
 	run sbx-kill --keep -s s.json
 	assert_success
-	! alive "$init"
-	! alive "$sleeper"
+	dead "$init"
+	dead "$sleeper"
 	run ls -d /sys/fs/cgroup/*/sbx/"$id"
 	assert_failure
 	run grep -F "$id" /proc/self/mountinfo

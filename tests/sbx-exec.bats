@@ -42,6 +42,7 @@ in_term() {
 	script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
 	kill "$p" 2>/dev/null
 	wait "$p" 2>/dev/null
+	rm -f "$BATS_TEST_TMPDIR/bg.pids"
 	return "$rc"
 }
 
@@ -431,7 +432,8 @@ no_sleep_runs() {
 @test "sbx-exec --timeout kills every process the command started" {
 	new_sandbox
 	run sbx-exec -s s.json --timeout 1 -- \
-	    sh -c 'setsid sleep 300 & sleep 300 & sleep 300'
+	    sh -c 'setsid sleep 300 >/dev/null 2>&1 &
+	    sleep 300 >/dev/null 2>&1 & sleep 300'
 	assert_failure 124
 	run sbx-exec -s s.json -- ps -eo comm=
 	assert_success
@@ -552,6 +554,7 @@ no_sleep_runs() {
 	retry test -s out
 	kill -TERM "$p"
 	wait "$p" || rc=$?
+	BG_PIDS=()
 	[ "$rc" -eq 9 ]
 	[ "$(cat out)" = $'ready\ngot' ]
 }
@@ -566,5 +569,6 @@ no_sleep_runs() {
 	retry sleep_runs
 	kill -KILL "$p"
 	wait "$p" 2>/dev/null || true
+	BG_PIDS=()
 	retry no_sleep_runs
 }

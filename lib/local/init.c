@@ -534,7 +534,7 @@ sbx_local_init_main(int argc, char **argv)
 	int sfd, null, ms, expired, i, n;
 
 	(void)argc;
-	sbx_prog_set(argv[0]);
+	sbx_prog_set(argv);
 	/* Nothing in the sandbox may trace us or read our memory. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	if (read_config() < 0) {

@@ -136,21 +136,19 @@ claim_name(const char *root, const char *name, const char *id,
 	int rc = 0;
 
 	mkdir(dir, 0700);
-	if (symlink(id, p) < 0) {
-		if (errno == EEXIST && !(other = sbx_local_find(name, NULL))) {
-			/* The name points at a sandbox that is gone. */
-			unlink(p);
-			if (symlink(id, p) < 0)
-				rc = sbx_err_set(err, SBX_EX_FAIL,
-				    "cannot claim name '%s':", name);
-		} else if (errno == EEXIST) {
-			free(other);
-			rc = sbx_err_set(err, SBX_EX_FAIL,
-			    "the name '%s' is in use", name);
-		} else {
-			rc = sbx_err_set(err, SBX_EX_FAIL,
-			    "cannot claim name '%s':", name);
-		}
+	if (symlink(id, p) == 0) {
+		/* claimed */
+	} else if (errno != EEXIST) {
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot claim name '%s':",
+		    name);
+	} else if ((other = sbx_local_find(name, NULL))) {
+		free(other);
+		rc = sbx_err_set(err, SBX_EX_FAIL, "the name '%s' is in use",
+		    name);
+	} else if (unlink(p) < 0 || symlink(id, p) < 0) {
+		/* It named a sandbox that is gone: take it over. */
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot claim name '%s':",
+		    name);
 	}
 	free(p);
 	free(dir);
@@ -718,7 +716,7 @@ live_init(json_t *meta)
 }
 
 static int
-local_kill(const json_t *ref, int keep, struct sbx_err *err)
+local_kill(json_t *ref, int keep, struct sbx_err *err)
 {
 	const char *want = sbx_json_str(ref, "id");
 	char *id = NULL, *dir = sbx_local_find(want, &id), *p;
@@ -730,6 +728,7 @@ local_kill(const json_t *ref, int keep, struct sbx_err *err)
 	if (!dir)
 		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
 		    want);
+	json_object_set_new(ref, "id", json_string(id));
 	meta = load_meta(dir);
 	sbx_cg_find(&cg, id);
 	pid = live_init(meta);
