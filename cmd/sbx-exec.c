@@ -1,4 +1,5 @@
 /* sbx-exec - run one command in a sandbox and exit with its status */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -40,7 +41,7 @@ fail(int json, const struct sbx_err *err)
 		code = SBX_EX_EXECFAIL;
 	fprintf(stderr, "%s: %s\n", sbx_prog_get(), err->msg);
 	if (json) {
-		json_t *o = json_pack("{sisnssssbbbbbbsi}", "exit_code", code,
+		json_t *o = json_pack("{sisnsssssbsbsbsi}", "exit_code", code,
 		    "signal", "stdout", "", "stderr", "", "stdout_truncated", 0,
 		    "stderr_truncated", 0, "timed_out", 0, "duration_ms", 0);
 
@@ -101,6 +102,12 @@ main(int argc, char **argv)
 	int c, json = 0;
 
 	sbx_prog_set(argv);
+	/* A closed 0, 1 or 2 must not be taken by our own socket and then
+	 * handed to the command as its stdio: fill it with /dev/null. */
+	for (c = 0; c < 3; c++)
+		if (fcntl(c, F_GETFD) < 0 && open("/dev/null", c ? O_WRONLY :
+		    O_RDONLY) != c)
+			exit(SBX_EX_EXECFAIL);
 	o.max_output = 1u << 20;
 	while ((c = getopt_long(argc, argv, "+b:e:hI:ijM:qs:tT:vVw:", longopts,
 	    NULL)) != -1) {
