@@ -245,7 +245,7 @@ for p in kids:
 
 @test "--timeout also ends what a command leaves running in the background" {
 	new_sandbox
-	local i pid id
+	local i p pid id
 	id=$(sid)
 	# sh returns at once; its sleep would go on.
 	run sbx-exec -s s.json -T 2 -- sh -c 'sleep 1006 >/dev/null 2>&1 &'
@@ -253,10 +253,14 @@ for p in kids:
 	for i in $(seq 40); do
 		pid=
 		for p in $(cat /sys/fs/cgroup/pids/sbx/"$id"/cgroup.procs); do
-			[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" = "sleep 1006 " ] &&
-			    pid=$p
+			if [ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" = \
+			    "sleep 1006 " ]; then
+				pid=$p
+			fi
 		done
-		[ -z "$pid" ] && break
+		if [ -z "$pid" ]; then
+			break
+		fi
 		sleep 0.25
 	done
 	if [ -n "$pid" ]; then

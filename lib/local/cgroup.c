@@ -498,6 +498,8 @@ sbx_cg_exec_new(const struct sbx_cgroups *cg, int *procs_fd, int *kill_fd)
 	*procs_fd = *kill_fd = -1;
 	if (!cg->unified)
 		return NULL;
+	/* Earlier timed execs whose cgroups emptied since. */
+	rmdir_children(cg->unified);
 	dir = sbx_xasprintf("%s/x%d", cg->unified, (int)getpid());
 	if (mkdir(dir, 0755) < 0) {
 		free(dir);

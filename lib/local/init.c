@@ -36,6 +36,13 @@ struct run {
 	int timed_out;
 };
 
+/* The cgroup of a timed exec whose command ended before its deadline:
+ * what it left running is killed at the deadline all the same. */
+struct lingerer {
+	int cg_kill;
+	long long deadline;
+};
+
 static struct {
 	uint64_t timeout;   /* idle seconds, 0: none */
 	char *workdir;
@@ -43,6 +50,8 @@ static struct {
 	size_t nenv;
 	struct run runs[MAX_EXECS];
 	int nruns;
+	struct lingerer lingers[MAX_EXECS];
+	int nlingers;
 	long long last_activity;    /* wall clock, for reports */
 	long long last_mono;        /* monotonic ms, for the idle timer */
 } ag;
@@ -389,7 +398,10 @@ end_run(int i, int status)
 		sbx_buf_release(&b);
 		close(run->sock);
 	}
-	if (run->cg_kill >= 0)
+	if (run->cg_kill >= 0 && run->deadline && ag.nlingers < MAX_EXECS)
+		ag.lingers[ag.nlingers++] = (struct lingerer){run->cg_kill,
+		    run->deadline};
+	else if (run->cg_kill >= 0)
 		close(run->cg_kill);
 	ag.runs[i] = ag.runs[--ag.nruns];
 	touch();
@@ -515,6 +527,18 @@ next_wait(int *expired)
 		}
 		if (ms < 0 || left < ms)
 			ms = left;
+	}
+	for (i = ag.nlingers - 1; i >= 0; i--) {
+		struct lingerer *l = &ag.lingers[i];
+
+		if ((left = l->deadline - now) <= 0) {
+			if (write(l->cg_kill, "1", 1) < 0)
+				logmsg("%s", "cannot kill a timed-out cgroup");
+			close(l->cg_kill);
+			ag.lingers[i] = ag.lingers[--ag.nlingers];
+		} else if (ms < 0 || left < ms) {
+			ms = left;
+		}
 	}
 	if (ag.timeout && !ag.nruns) {
 		left = (long long)ag.timeout * 1000 - (now - ag.last_mono);

@@ -505,6 +505,7 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	s.id = id;
 	s.rootless = rootless;
 	s.image = host ? NULL : image;
+	s.workdir = workdir;
 	s.network_deny = spec->network == SBX_NET_DENY;
 	if (rootless) {
 		s.uid_base = getuid();

@@ -101,6 +101,7 @@ struct sbx_local_setup {
 	const char *id;
 	const char *hostname;
 	const char *image;  /* NULL: host */
+	const char *workdir;
 	int network_deny;
 	int rootless;
 	uid_t uid_base;     /* sandbox root on the host */

@@ -279,13 +279,29 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 				goto out;
 		}
 	} else {
-		/* An image may lack the mount points; make them. */
+		/* An image may lack the mount points and the workdir. */
 		for (i = 0; i < sizeof private_dirs / sizeof private_dirs[0];
 		    i++) {
+			int tmp = !strcmp(private_dirs[i], "tmp");
+
 			p = sbx_xasprintf("%s/%s", root, private_dirs[i]);
-			mkdir(p, !strcmp(private_dirs[i], "tmp") ? 01777 : 0755);
+			if (mkdir(p, 0755) == 0 && tmp)
+				chmod(p, 01777);
 			free(p);
 		}
+		p = sbx_xasprintf("%s%s", root, s->workdir);
+		for (char *c = p + strlen(root) + 1; (c = strchr(c, '/')); c++) {
+			*c = '\0';
+			mkdir(p, 0755);
+			*c = '/';
+		}
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':",
+			    s->workdir);
+			free(p);
+			goto out;
+		}
+		free(p);
 	}
 	rc = -1;
 	if (mount_proc(root, err) < 0 || mount_dev(root, err) < 0)
