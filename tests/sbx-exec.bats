@@ -295,7 +295,9 @@ no_sleep_runs() {
 
 @test "sbx-exec -i with stdin closed gives the command EOF" {
 	new_sandbox
-	run timeout 10 sbx-exec -s s.json -i -- cat 0<&-
+	# Closed inside the final shell: closed around `run`, bash would hand
+	# the read end of its own capture pipe to the command as fd 0.
+	run timeout 10 bash -c 'exec 0<&-; exec sbx-exec -s s.json -i -- cat'
 	assert_success
 	assert_output ''
 }
