@@ -919,7 +919,8 @@ local_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
 			ids[n++] = sbx_xstrdup(e->d_name);
 		}
 	closedir(d);
-	qsort(ids, n, sizeof *ids, by_id);
+	if (n)
+		qsort(ids, n, sizeof *ids, by_id);
 	for (i = 0; i < n; i++) {
 		json_t *o = info_of(ids[i]);
 
