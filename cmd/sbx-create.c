@@ -100,8 +100,6 @@ main(int argc, char **argv)
 				sbx_die_err(&err);
 			env[nenv] = NULL;
 			break;
-		case 'h':
-			sbx_usage(usage, 0);
 		case 'i':
 			spec.image = optarg;
 			break;
@@ -134,9 +132,6 @@ main(int argc, char **argv)
 			if (sbx_parse_u64(optarg, 2, 4194304, &spec.pids) < 0)
 				sbx_usage_error(usage, "invalid pids '%s'", optarg);
 			break;
-		case 'q':
-			sbx_quiet = 1;
-			break;
 		case 's':
 			state = optarg;
 			break;
@@ -145,16 +140,12 @@ main(int argc, char **argv)
 				sbx_usage_error(usage, "invalid timeout '%s'",
 				    optarg);
 			break;
-		case 'v':
-			sbx_verbose = 1;
-			break;
-		case 'V':
-			sbx_version();
 		case 'w':
 			spec.workdir = optarg;
 			break;
 		default:
-			sbx_usage(usage, SBX_EX_USAGE);
+			if (!sbx_opt_common(c, usage))
+				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}
 	if (optind < argc)

@@ -121,8 +121,6 @@ main(int argc, char **argv)
 				fail(json, &err);
 			env[nenv] = NULL;
 			break;
-		case 'h':
-			sbx_usage(usage, 0);
 		case 'I':
 			t.id = optarg;
 			break;
@@ -138,9 +136,6 @@ main(int argc, char **argv)
 				    optarg);
 			o.max_output = (size_t)v;
 			break;
-		case 'q':
-			sbx_quiet = 1;
-			break;
 		case 's':
 			t.state_path = optarg;
 			break;
@@ -153,15 +148,12 @@ main(int argc, char **argv)
 				    optarg);
 			o.timeout_ms = v * 1000;
 			break;
-		case 'v':
-			sbx_verbose = 1;
-			break;
-		case 'V':
-			sbx_version();
 		case 'w':
 			o.cwd = optarg;
 			break;
 		default:
+			if (sbx_opt_common(c, usage))
+				break;
 			fputs(usage, stderr);
 			exit(SBX_EX_EXECFAIL);
 		}

@@ -125,27 +125,18 @@ main(int argc, char **argv)
 		case 'b':
 			t.backend = optarg;
 			break;
-		case 'h':
-			sbx_usage(usage, 0);
 		case 'I':
 			t.id = optarg;
 			break;
 		case 'k':
 			ctx.keep = 1;
 			break;
-		case 'q':
-			sbx_quiet = 1;
-			break;
 		case 's':
 			t.state_path = optarg;
 			break;
-		case 'v':
-			sbx_verbose = 1;
-			break;
-		case 'V':
-			sbx_version();
 		default:
-			sbx_usage(usage, SBX_EX_USAGE);
+			if (!sbx_opt_common(c, usage))
+				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}
 	ctx.backend = t.backend ? t.backend : sbx_backend_default();

@@ -121,8 +121,6 @@ main(int argc, char **argv)
 		case 'b':
 			backend = optarg;
 			break;
-		case 'h':
-			sbx_usage(usage, 0);
 		case 'j':
 			json = 1;
 			break;
@@ -130,16 +128,9 @@ main(int argc, char **argv)
 			if (sbx_parse_label(optarg, ctx.want, &err) < 0)
 				sbx_die_err(&err);
 			break;
-		case 'q':
-			sbx_quiet = 1;
-			break;
-		case 'v':
-			sbx_verbose = 1;
-			break;
-		case 'V':
-			sbx_version();
 		default:
-			sbx_usage(usage, SBX_EX_USAGE);
+			if (!sbx_opt_common(c, usage))
+				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}
 	if (optind < argc)

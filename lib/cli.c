@@ -118,6 +118,25 @@ sbx_version(void)
 }
 
 int
+sbx_opt_common(int c, const char *usage)
+{
+	switch (c) {
+	case 'h':
+		sbx_usage(usage, 0);
+	case 'q':
+		sbx_quiet = 1;
+		return 1;
+	case 'v':
+		sbx_verbose = 1;
+		return 1;
+	case 'V':
+		sbx_version();
+	default:
+		return 0;
+	}
+}
+
+int
 sbx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
 	char *end;

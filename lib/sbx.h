@@ -52,6 +52,8 @@ __attribute__((noreturn)) void sbx_usage(const char *text, int code);
 __attribute__((noreturn, format(printf, 2, 3))) void sbx_usage_error(
     const char *text, const char *fmt, ...);
 __attribute__((noreturn)) void sbx_version(void);
+/* The options every tool has (-h -q -v -V): true when c was one. */
+int sbx_opt_common(int c, const char *usage);
 
 int sbx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* "512M", "1G", "4096", "2KiB": binary multiples. */
