@@ -138,6 +138,17 @@ pump(int from, int to, struct sbx_buf *b)
 	return 1;
 }
 
+static void
+reply_error(struct sbx_msg *m, struct sbx_err *err)
+{
+	const char *msg;
+	uint32_t v;
+
+	if (sbx_msg_get_u32(m, &v) < 0 || !(msg = sbx_msg_get_str(m)))
+		v = SBX_EX_EXECFAIL, msg = "malformed reply";
+	sbx_err_set(err, (int)v, "%s", msg);
+}
+
 static int
 build_request(struct sbx_buf *b, char *const argv[],
     const struct sbx_exec_opts *o, uint32_t flags)
@@ -253,25 +264,18 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 		close(errp[1]);
 		outp[1] = errp[1] = -1;
 	}
-	if (sbx_msg_recv(sock, &m) <= 0) {
-		sbx_err_set(err, SBX_EX_EXECFAIL,
-		    "the sandbox closed the connection");
-		goto restore;
-	}
-	if (m.type == SBX_MSG_ERROR) {
-		const char *msg;
-
-		if (sbx_msg_get_u32(&m, &v) < 0 || !(msg = sbx_msg_get_str(&m)))
-			v = SBX_EX_EXECFAIL, msg = "malformed reply";
-		sbx_err_set(err, (int)v, "%s", msg);
-		goto restore;
-	}
-	if (m.type != SBX_MSG_STARTED) {
-		sbx_err_set(err, SBX_EX_EXECFAIL, "unexpected reply");
-		goto restore;
-	}
+	/* Only a pty needs a reply before the end: its master. */
 	if (o->tty) {
-		if (m.nfds != 1) {
+		if (sbx_msg_recv(sock, &m) <= 0) {
+			sbx_err_set(err, SBX_EX_EXECFAIL,
+			    "the sandbox closed the connection");
+			goto restore;
+		}
+		if (m.type == SBX_MSG_ERROR) {
+			reply_error(&m, err);
+			goto restore;
+		}
+		if (m.type != SBX_MSG_STARTED || m.nfds != 1) {
 			sbx_err_set(err, SBX_EX_EXECFAIL, "no pty from sandbox");
 			goto restore;
 		}
@@ -334,6 +338,10 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 				if (sbx_msg_recv(sock, &m) <= 0) {
 					sbx_err_set(err, SBX_EX_EXECFAIL,
 					    "lost the connection to the sandbox");
+					goto restore;
+				}
+				if (m.type == SBX_MSG_ERROR) {
+					reply_error(&m, err);
 					goto restore;
 				}
 				if (m.type == SBX_MSG_EXIT &&

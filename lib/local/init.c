@@ -358,11 +358,13 @@ start_exec(int sock, struct sbx_msg *m)
 		goto out;
 	}
 	/* The pty master goes to the client and we keep no copy: when the
-	 * client goes, the command gets a hangup, as on a terminal. */
-	sbx_msg_put_u32(&b, (uint32_t)pid);
-	sbx_msg_send(sock, SBX_MSG_STARTED, b.data, b.len, &master,
-	    master >= 0 ? 1 : 0);
-	sbx_buf_release(&b);
+	 * client goes, the command gets a hangup, as on a terminal. Without
+	 * a pty the client needs nothing before the exit. */
+	if (master >= 0) {
+		sbx_msg_put_u32(&b, (uint32_t)pid);
+		sbx_msg_send(sock, SBX_MSG_STARTED, b.data, b.len, &master, 1);
+		sbx_buf_release(&b);
+	}
 	run = &ag.runs[ag.nruns++];
 	run->sock = sock;
 	run->pid = pid;
