@@ -441,6 +441,31 @@ sbx_cg_kill(const struct sbx_cgroups *cg, int ms)
 		if (cg->freezer)
 			write_file(cg->freezer, "freezer.state", "THAWED");
 	}
+	/* v2 signals a change of cgroup.events with POLLPRI: no sleeping.
+	 * Reading the file through the polled fd re-arms it. */
+	if (cg->unified) {
+		char *p = sbx_xasprintf("%s/cgroup.events", cg->unified);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		struct pollfd pf = {fd, POLLPRI, 0};
+		struct timespec t0, t1;
+		char buf[256];
+		ssize_t n;
+
+		free(p);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (fd >= 0 && waited < ms) {
+			n = pread(fd, buf, sizeof buf - 1, 0);
+			buf[n > 0 ? n : 0] = '\0';
+			if (n <= 0 || !strstr(buf, "populated 1"))
+				break;
+			poll(&pf, 1, ms - waited);
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			waited = (int)((t1.tv_sec - t0.tv_sec) * 1000 +
+			    (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		}
+		if (fd >= 0)
+			close(fd);
+	}
 	while (populated(cg) && waited < ms) {
 		nanosleep(&ts, NULL);
 		waited += 2;

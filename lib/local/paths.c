@@ -148,28 +148,23 @@ sbx_local_starttime(pid_t pid)
 static int
 rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
-	(void)st;
 	(void)ftw;
+	/* A directory we may not read (overlay's work/work, rootless): open
+	 * it up and empty it on its own. */
+	if (flag == FTW_DNR) {
+		if (chmod(path, (st->st_mode & 07777) | 0700) < 0 ||
+		    sbx_local_rmtree(path) < 0)
+			return -1;
+		return 0;
+	}
 	if (flag == FTW_DP)
 		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
 	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-/* Directories without write or search permission (overlay's work/work)
- * are opened up first so that nftw can descend. */
-static int
-open_up(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)ftw;
-	if ((flag == FTW_D || flag == FTW_DNR) && (st->st_mode & 0700) != 0700)
-		chmod(path, st->st_mode | 0700);
-	return 0;
-}
-
 int
 sbx_local_rmtree(const char *path)
 {
-	nftw(path, open_up, 32, FTW_PHYS | FTW_MOUNT);
 	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 &&
 	    errno != ENOENT)
 		return -1;
