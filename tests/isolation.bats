@@ -514,3 +514,33 @@ for name, nr in (("keyctl", 250), ("add_key", 248), ("bpf", 321),
 	run sx touch /dev/sda
 	assert_failure
 }
+
+@test "a state file whose ref points at a directory not ours gets no stdio handed over" {
+	new_sandbox
+	id=$(jq -r .ref.id s.json)
+	# Someone else's directory with a listening socket of their own,
+	# named like ours; it records any connection.
+	evil=$(mktemp -d /tmp/sbx-evil.XXXXXX)
+	mkdir "$evil/$id"
+	python3 -c 'import socket,sys,time
+s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(5)
+open(sys.argv[2],"w").close(); c,_=s.accept(); open(sys.argv[2],"w").write("connected")
+time.sleep(30)' "$evil/$id/sock" "$BATS_TEST_TMPDIR/seen" &
+	BG=$!
+	for _ in $(seq 50); do [ -e "$BATS_TEST_TMPDIR/seen" ] && break; sleep 0.1; done
+	chown -R 65534:65534 "$evil"
+	jq --arg d "$evil/$id" '.ref.dir = $d' s.json > t.json
+	# With the store at hand the real sandbox is found by its id ...
+	run sbx-exec -s t.json -- echo real
+	assert_success
+	assert_output real
+	# ... and without it the stranger's directory is refused.
+	SBX_LOCAL_DIR=$evil/none run --separate-stderr sbx-exec -s t.json -- echo x
+	kill "$BG"
+	wait "$BG" 2>/dev/null || true
+	seen=$(cat "$BATS_TEST_TMPDIR/seen")
+	rm -rf "$evil"
+	assert_failure 125
+	[[ "$stderr" == *"no sandbox"* ]]
+	[ -z "$seen" ]
+}

@@ -35,12 +35,13 @@ sandbox_dir(const json_t *ref, struct sbx_err *err)
 	    "dir"), *base;
 	char *found;
 
-	/* The ref's dir saves a lookup, if it really is this sandbox's. */
+	/* The store's own copy first; the ref's dir serves a sandbox made
+	 * with another SBX_LOCAL_DIR (connecting checks that it is ours). */
+	if (id && (found = sbx_local_find(id, NULL)))
+		return found;
 	if (dir && id && (base = strrchr(dir, '/')) && !strcmp(base + 1, id) &&
 	    access(dir, F_OK) == 0)
 		return sbx_xstrdup(dir);
-	if (id && (found = sbx_local_find(id, NULL)))
-		return found;
 	sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' does not exist",
 	    id ? id : "?");
 	return NULL;

@@ -83,35 +83,36 @@ sbx_local_find(const char *id_or_name, char **id_out)
 	return dir;
 }
 
+/* The directory and its socket must be ours: a state file that points
+ * elsewhere must not get our stdio handed to someone else's socket. The
+ * directory fd pins what was checked until the connect. */
 int
 sbx_local_connect(const char *dir)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd, dfd = -1, rc, e;
+	struct stat st;
+	int fd = -1, dfd, e;
 
-	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", dir) >=
-	    (int)sizeof sa.sun_path) {
-		/* Too long for sun_path: go through the directory's fd. */
-		if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-			return -1;
-		snprintf(sa.sun_path, sizeof sa.sun_path,
-		    "/proc/self/fd/%d/sock", dfd);
+	if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() ||
+	    fstatat(dfd, "sock", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		close(dfd);
+		errno = ECONNREFUSED;
+		return -1;
 	}
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
-		goto fail;
-	rc = connect(fd, (struct sockaddr *)&sa, sizeof sa);
-	if (rc < 0) {
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/sock", dfd);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0 &&
+	    connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
 		e = errno;
 		close(fd);
 		errno = e;
 		fd = -1;
 	}
-fail:
-	if (dfd >= 0) {
-		e = errno;
-		close(dfd);
-		errno = e;
-	}
+	e = errno;
+	close(dfd);
+	errno = e;
 	return fd;
 }
 
