@@ -61,7 +61,7 @@ bad(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n%s", usage);
+	fputc('\n', stderr);
 	exit(SBX_EX_EXECFAIL);
 }
 
@@ -154,13 +154,12 @@ main(int argc, char **argv)
 		default:
 			if (sbx_opt_common(c, usage))
 				break;
-			fputs(usage, stderr);
-			exit(SBX_EX_EXECFAIL);
+			exit(SBX_EX_EXECFAIL); /* getopt said why */
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "%s: no command given\n%s", sbx_prog_get(),
-		    usage);
+		fprintf(stderr, "%s: no command given (see --help)\n",
+		    sbx_prog_get());
 		exit(SBX_EX_EXECFAIL);
 	}
 	if (json && o.tty) {

@@ -92,7 +92,9 @@ sbx_die_err(const struct sbx_err *err)
 void
 sbx_usage(const char *text, int code)
 {
-	fputs(text, code ? stderr : stdout);
+	/* A usage error already has its one line on stderr (getopt's). */
+	if (!code)
+		fputs(text, stdout);
 	exit(code ? code : sbx_out_close(0));
 }
 
@@ -106,7 +108,7 @@ sbx_usage_error(const char *text, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	fputs(text, stderr);
+	(void)text;
 	exit(SBX_EX_USAGE);
 }
 
