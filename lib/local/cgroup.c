@@ -241,9 +241,11 @@ sbx_cg_create(struct sbx_cgroups *cg, const char *id,
 		struct hier *h = &hiers[i];
 
 		/* A cpu-only hierarchy is used only for a cpu limit, the
-		 * v1 freezer only where v2 cannot freeze. */
+		 * v1 freezer and cpuacct only where v2 cannot freeze and
+		 * account (v2's cpu.stat works without controllers). */
 		if ((!strcmp(h->ctrl, "cpu") && !spec->cpus_milli) ||
-		    (!strcmp(h->ctrl, "freezer") && have_v2()))
+		    (!strcmp(h->ctrl, "freezer") && have_v2()) ||
+		    (!strcmp(h->ctrl, "cpuacct") && have_v2()))
 			continue;
 		if (!(base = base_dir(h)))
 			continue;

@@ -542,15 +542,6 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 			free(p);
 		}
 	}
-	if (host) {
-		p = sbx_xasprintf("%s/lower", dir);
-		rc = sbx_local_make_skeleton(p, s.uid_base, s.gid_base, workdir,
-		    err);
-		free(p);
-		if (rc < 0)
-			goto fail;
-		rc = -1;
-	}
 	/* The agent's socket: only we may connect to it. */
 	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", dir) >=
 	    (int)sizeof sa.sun_path) {

@@ -118,9 +118,6 @@ struct sbx_local_setup {
  * root in the new namespaces. Returns -1 with a message in err. */
 int sbx_local_mount_rootfs(const struct sbx_local_setup *s,
     struct sbx_err *err);
-/* Fill the skeleton lower directory of the host image. */
-int sbx_local_make_skeleton(const char *lower, uid_t uid, gid_t gid,
-    const char *workdir, struct sbx_err *err);
 
 /* --- seccomp.c and harden ------------------------------------------------ */
 

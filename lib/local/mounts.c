@@ -22,9 +22,11 @@ static const char *const private_dirs[] = {
 	"home", "root", "tmp", "var", "run", "proc", "dev", "sys",
 };
 
-int
-sbx_local_make_skeleton(const char *lower, uid_t uid, gid_t gid,
-    const char *workdir, struct sbx_err *err)
+/* The host image's lower layer: mount points, the host's symlinks
+ * (/bin -> usr/bin) and the private directories, on a small tmpfs made
+ * by sandbox root itself, so it owns them and nothing touches the disk. */
+static int
+make_skeleton(const char *lower, const char *workdir, struct sbx_err *err)
 {
 	char link[256], *p;
 	struct stat st;
@@ -58,9 +60,7 @@ sbx_local_make_skeleton(const char *lower, uid_t uid, gid_t gid,
 		int tmp = !strcmp(private_dirs[i], "tmp");
 
 		p = sbx_xasprintf("%s/%s", lower, private_dirs[i]);
-		if (mkdir(p, tmp ? 01777 : 0755) < 0 ||
-		    chmod(p, tmp ? 01777 : 0755) < 0 ||
-		    lchown(p, uid, gid) < 0)
+		if (mkdir(p, 0755) < 0 || (tmp && chmod(p, 01777) < 0))
 			rc = sbx_err_set(err, SBX_EX_FAIL,
 			    "cannot create '%s':", p);
 		free(p);
@@ -74,8 +74,7 @@ sbx_local_make_skeleton(const char *lower, uid_t uid, gid_t gid,
 
 			if (!last)
 				*s = '\0';
-			if ((mkdir(w, 0755) < 0 && errno != EEXIST) ||
-			    lchown(w, uid, gid) < 0)
+			if (mkdir(w, 0755) < 0 && errno != EEXIST)
 				rc = sbx_err_set(err, SBX_EX_FAIL,
 				    "cannot create '%s':", w);
 			if (last)
@@ -84,8 +83,6 @@ sbx_local_make_skeleton(const char *lower, uid_t uid, gid_t gid,
 		}
 		free(w);
 	}
-	if (!rc && lchown(lower, uid, gid) < 0)
-		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot chown '%s':", lower);
 	return rc;
 }
 
@@ -248,6 +245,13 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 	if (s->image_fd >= 0 && move_mount(s->image_fd, "", AT_FDCWD, lower,
 	    MOVE_MOUNT_F_EMPTY_PATH) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the image:");
+		goto out;
+	}
+	if (!s->image && (mount("tmpfs", lower, "tmpfs", MS_NOSUID | MS_NODEV,
+	    "mode=0755,size=64k,nr_inodes=256") < 0 ||
+	    make_skeleton(lower, s->workdir, err) < 0)) {
+		if (!err->msg[0])
+			sbx_err_set(err, SBX_EX_FAIL, "cannot mount the skeleton:");
 		goto out;
 	}
 	if (!plain_path(s->dir) || (s->image && s->image_fd < 0 &&
