@@ -544,3 +544,26 @@ time.sleep(30)' "$evil/$id/sock" "$BATS_TEST_TMPDIR/seen" &
 	[[ "$stderr" == *"no sandbox"* ]]
 	[ -z "$seen" ]
 }
+
+@test "a command gets only fds 0, 1 and 2, whatever the caller had open" {
+	new_sandbox
+	# The caller holds fd 5 and 7 open; none of them may reach the sandbox.
+	run sbx-exec -s s.json -- sh -c 'ls /proc/$$/fd | sort -n | tr "\n" " "' 5</etc/hostname 7>/dev/null
+	assert_success
+	assert_output "0 1 2 "
+}
+
+@test "the agent (pid 1) cannot be read or traced from inside" {
+	new_sandbox
+	run sbx-exec -s s.json -- cat /proc/1/comm
+	assert_output sbx-init
+	run sbx-exec -s s.json -- cat /proc/1/environ
+	assert_failure
+	run sbx-exec -s s.json -- sh -c 'head -c 1 /proc/1/mem'
+	assert_failure
+	run sbx-exec -s s.json -- python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+sys.exit(0 if libc.ptrace(16, 1, 0, 0) == -1 else 1)'
+	assert_success
+}

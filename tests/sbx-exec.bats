@@ -574,3 +574,12 @@ no_sleep_runs() {
 	BG_PIDS=()
 	retry no_sleep_runs
 }
+
+@test "sbx-exec -t passes a window size change on to the command" {
+	new_sandbox
+	# Resize the outer terminal while the command waits; the command
+	# reports the size it sees when its SIGWINCH arrives.
+	run timeout 30 script -qec "stty cols 80 rows 24; (sleep 1; stty cols 120 rows 40 </dev/tty) & sbx-exec -t -s s.json -- sh -c 'trap \"stty size; exit 0\" WINCH; sleep 20 & wait'" /dev/null </dev/null
+	assert_success
+	[[ "$output" == *"40 120"* ]]
+}
