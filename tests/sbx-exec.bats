@@ -583,3 +583,12 @@ no_sleep_runs() {
 	assert_success
 	[[ "$output" == *"40 120"* ]]
 }
+
+@test "sbx-exec --id NAME --timeout also ends what left the command's session" {
+	run sbx-create -s s.json --name "tmo-$BATS_TEST_NUMBER"
+	assert_success
+	run sbx-exec -I "tmo-$BATS_TEST_NUMBER" -T 1 -- sh -c 'setsid sleep 300 & sleep 300'
+	assert_failure 124
+	run sbx-exec -I "tmo-$BATS_TEST_NUMBER" -- sh -c 'ps -eo comm= | grep -c "^sleep$" || true'
+	assert_output 0
+}

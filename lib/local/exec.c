@@ -234,7 +234,8 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	if (o->timeout_ms) {
 		/* A cgroup of its own lets the timeout reach every process
 		 * the command starts, even those that leave its session. */
-		sbx_cg_find(&cg, id);
+		/* By the directory's name: the ref may hold a name. */
+		sbx_cg_find(&cg, strrchr(dir, '/') + 1);
 		if ((cgdir = sbx_cg_exec_new(&cg, &procs_fd, &kill_fd))) {
 			flags |= SBX_EXEC_CGROUP;
 			fds[nfds++] = procs_fd;

@@ -161,6 +161,11 @@ parse_req(struct sbx_msg *m, struct req *r)
 		if (j == k)
 			k++;
 	}
+	/* The fds the flags promise, in order: stdin, stdout, stderr, then
+	 * the exec cgroup's procs and kill files. */
+	if (((r->flags & SBX_EXEC_TTY) ? 0 : 2 + !!(r->flags & SBX_EXEC_STDIN)) +
+	    ((r->flags & SBX_EXEC_CGROUP) ? 2 : 0) != m->nfds)
+		return -1;
 	if (!(r->flags & SBX_EXEC_TTY)) {
 		if (r->flags & SBX_EXEC_STDIN)
 			r->in = m->fds[fi++];
@@ -171,8 +176,6 @@ parse_req(struct sbx_msg *m, struct req *r)
 		r->cg_procs = m->fds[fi++];
 		r->cg_kill = m->fds[fi++];
 	}
-	if (fi > m->nfds)
-		return -1;
 	return 0;
 }
 
