@@ -587,7 +587,7 @@ no_sleep_runs() {
 @test "sbx-exec --id NAME --timeout also ends what left the command's session" {
 	run sbx-create -s s.json --name "tmo-$BATS_TEST_NUMBER"
 	assert_success
-	run sbx-exec -I "tmo-$BATS_TEST_NUMBER" -T 1 -- sh -c 'setsid sleep 300 & sleep 300'
+	run sbx-exec -I "tmo-$BATS_TEST_NUMBER" -T 1 -- sh -c 'setsid sleep 300 >/dev/null 2>&1 & sleep 300'
 	assert_failure 124
 	run sbx-exec -I "tmo-$BATS_TEST_NUMBER" -- sh -c 'ps -eo comm= | grep -c "^sleep$" || true'
 	assert_output 0
