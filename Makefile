@@ -78,9 +78,9 @@ $(BIN)/sbx-init: $(INIT_OBJ)
 	@mkdir -p $(@D)
 	$(CC) -static -o $@ $^
 
-$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libsbx.a
+$(BUILD)/unit/%: tests/unit/%.c tests/unit/tap.h $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsbx.a $(LDLIBS)
 
 # The suites: C unit tests, then bats against the binaries just built.
 # Both speak TAP; .ci/run counts it. The sandboxes' own tests need root

@@ -44,3 +44,40 @@ alive() {
 	st=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
 	[ "$st" != Z ] && [ "$st" != X ]
 }
+
+# True when the process is gone (or a zombie); a plain `! alive` would
+# not fail a test.
+dead() {
+	! alive "$1"
+}
+
+# Run a command in this test's sandbox (s.json).
+sx() {
+	sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -- "$@"
+}
+
+# The id in a state file (this test's s.json by default).
+sid() {
+	jq -r .ref.id "${1:-$BATS_TEST_TMPDIR/s.json}"
+}
+
+# A new sandbox; prints its id. Extra arguments go to sbx-create.
+mk() {
+	sbx-create "$@" | jq -r .id
+}
+
+# sbx-ls's line for sandbox $1.
+ls_line() {
+	sbx-ls -j | jq -c --arg id "$1" 'select(.id == $id)'
+}
+
+# Wait (bounded, 60 s) until sbx-ls gives sandbox $1 the status $2.
+wait_status() {
+	local i
+	for ((i = 0; i < 240; i++)); do
+		[ "$(ls_line "$1" | jq -r .status)" = "$2" ] && return 0
+		sleep 0.25
+	done
+	echo "sandbox $1 never became $2: $(ls_line "$1")" >&2
+	return 1
+}

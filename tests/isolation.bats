@@ -22,21 +22,6 @@ teardown() {
 	[ "${#MARKERS[@]}" -eq 0 ] || rm -f "${MARKERS[@]}"
 }
 
-# True when the process is gone (or a zombie); a plain `! alive` would
-# not fail a test.
-dead() {
-	! alive "$1"
-}
-
-# Run a command in this test's sandbox (s.json).
-sx() {
-	sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -- "$@"
-}
-
-sid() {
-	jq -r .ref.id "${1:-$BATS_TEST_TMPDIR/s.json}"
-}
-
 sdir() {
 	jq -r .ref.dir "${1:-$BATS_TEST_TMPDIR/s.json}"
 }

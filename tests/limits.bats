@@ -19,21 +19,6 @@ teardown() {
 	rm -rf "$ROOTLESS_DIR"
 }
 
-# True when the process is gone (or a zombie); a plain `! alive` would
-# not fail a test.
-dead() {
-	! alive "$1"
-}
-
-# Run a command in this test's sandbox (s.json).
-sx() {
-	sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -- "$@"
-}
-
-sid() {
-	jq -r .ref.id "${1:-$BATS_TEST_TMPDIR/s.json}"
-}
-
 # The host's python3 (not a slow shim).
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
@@ -138,19 +123,6 @@ make_image() {
 image_listing() {
 	(cd "$1" && find . -printf '%p %y %m %U %G %s %T@ %C@ %l\n' | sort &&
 	    find . -type f -exec sha256sum {} + | sort)
-}
-
-# Poll for up to 15 s for the sandbox's sbx-ls status to be $1.
-wait_status() {
-	local id i st
-	id=$(sid)
-	for i in $(seq 75); do
-		st=$(sbx-ls -j | jq -r --arg id "$id" 'select(.id == $id) | .status')
-		[ "$st" = "$1" ] && return 0
-		sleep 0.2
-	done
-	echo "status still '$st', not '$1'"
-	return 1
 }
 
 # --- memory -------------------------------------------------------------------
@@ -369,7 +341,7 @@ refused_cleanly() {
 	local init id
 	init=$(init_pid)
 	id=$(sid)
-	wait_status expired
+	wait_status "$(sid)" expired
 	dead "$init"
 	[ -z "$(cat /sys/fs/cgroup/pids/sbx/"$id"/cgroup.procs 2>/dev/null)" ]
 	run --separate-stderr sbx-exec -s s.json -- true

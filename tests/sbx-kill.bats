@@ -9,11 +9,6 @@ setup() { sbx_setup; }
 # Whatever a test left running; a second kill also removes --keep dirs.
 teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 
-# A new sandbox; prints its id. Extra arguments go to sbx-create.
-mk() {
-	sbx-create "$@" | jq -r .id
-}
-
 # The cgroup directories of sandbox $1 that exist, one per line.
 cgroups_of() {
 	local d
@@ -31,17 +26,6 @@ pids_of() {
 # The status sbx-ls gives sandbox $1 (empty when not listed).
 ls_status() {
 	sbx-ls -j | jq -r --arg id "$1" 'select(.id == $id) | .status'
-}
-
-# Wait (bounded) until sbx-ls gives sandbox $1 the status $2.
-wait_status() {
-	local i
-	for ((i = 0; i < 240; i++)); do
-		[ "$(ls_status "$1")" = "$2" ] && return 0
-		sleep 0.25
-	done
-	echo "sandbox $1 never became $2 (is: $(ls_status "$1"))" >&2
-	return 1
 }
 
 # True when sandbox $1 has no directory and no cgroup left.

@@ -9,27 +9,6 @@ setup() { sbx_setup; }
 # Each test starts from an empty store.
 teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 
-# A new sandbox; prints its id. Extra arguments go to sbx-create.
-mk() {
-	sbx-create "$@" | jq -r .id
-}
-
-# sbx-ls's line for sandbox $1.
-ls_line() {
-	sbx-ls -j | jq -c --arg id "$1" 'select(.id == $id)'
-}
-
-# Wait (bounded) until sbx-ls gives sandbox $1 the status $2.
-wait_status() {
-	local i
-	for ((i = 0; i < 240; i++)); do
-		[ "$(ls_line "$1" | jq -r .status)" = "$2" ] && return 0
-		sleep 0.25
-	done
-	echo "sandbox $1 never became $2: $(ls_line "$1")" >&2
-	return 1
-}
-
 # Run sbx-ls on a terminal; the output without carriage returns.
 on_tty() {
 	script -qec "sbx-ls $*" /dev/null </dev/null | tr -d '\r'

@@ -6,20 +6,10 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "tap.h"
 
 /* Each test runs in a child of its own, so that a crash fails one test
  * and the rest still run. */
-static int fails;
-
-static void
-check(int ok, const char *what, int line)
-{
-	if (!ok) {
-		fails++;
-		printf("# line %d: %s\n", line, what);
-	}
-}
-#define CHECK(c) check(!!(c), #c, __LINE__)
 
 static int
 size_is(const char *s, uint64_t want)
@@ -536,10 +526,7 @@ t_buf_release(void)
 	CHECK(b.len == 0 && b.cap == 0 && b.limit == 0 && !b.truncated);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} tests[] = {
+static const struct tap_test tests[] = {
 	{"sbx_parse_size takes bytes and binary K/M/G/T suffixes", t_size_units},
 	{"sbx_parse_size takes lower case units and 'mb'", t_size_lowercase_mb},
 	{"sbx_parse_size rejects unknown suffixes, junk and the empty string",
@@ -583,31 +570,5 @@ static const struct {
 int
 main(void)
 {
-	size_t n = sizeof tests / sizeof tests[0], i;
-	int bad = 0, status;
-	pid_t pid;
-
-	printf("1..%zu\n", n);
-	for (i = 0; i < n; i++) {
-		fflush(stdout);
-		if ((pid = fork()) == 0) {
-			tests[i].fn();
-			fflush(stdout);
-			exit(fails ? 1 : 0);
-		}
-		if (pid < 0 || waitpid(pid, &status, 0) < 0)
-			status = -1;
-		if (pid > 0 && WIFSIGNALED(status))
-			printf("# killed by signal %d\n", WTERMSIG(status));
-		else if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) > 1)
-			printf("# exit status %d (sanitizer?)\n",
-			    WEXITSTATUS(status));
-		if (status == 0) {
-			printf("ok %zu %s\n", i + 1, tests[i].name);
-		} else {
-			printf("not ok %zu %s\n", i + 1, tests[i].name);
-			bad++;
-		}
-	}
-	return bad ? 1 : 0;
+	return tap_run(tests, sizeof tests / sizeof tests[0]);
 }

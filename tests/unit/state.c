@@ -11,21 +11,10 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "tap.h"
 
-/* Each test runs in a child of its own, in a directory of its own under
- * one mkdtemp directory. */
-static int fails;
+/* Each test works in a directory of its own under one mkdtemp one. */
 static char top[] = "/tmp/sbx-unit-state.XXXXXX";
-
-static void
-check(int ok, const char *what, int line)
-{
-	if (!ok) {
-		fails++;
-		printf("# line %d: %s\n", line, what);
-	}
-}
-#define CHECK(c) check(!!(c), #c, __LINE__)
 
 static char *
 path_in(const char *dir, const char *name)
@@ -549,10 +538,7 @@ t_save_rename_fails(void)
 	free(d);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} tests[] = {
+static const struct tap_test tests[] = {
 	{"sbx_state_open of a missing file gives an empty object and makes "
 	    "the parent directories", t_open_missing},
 	{"sbx_state_open holds an exclusive flock on FILE.lock until release",
@@ -593,36 +579,13 @@ rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 int
 main(void)
 {
-	size_t n = sizeof tests / sizeof tests[0], i;
-	int bad = 0, status;
-	pid_t pid;
+	int bad;
 
 	if (!mkdtemp(top)) {
 		printf("1..0 # cannot create a temporary directory\n");
 		return 1;
 	}
-	printf("1..%zu\n", n);
-	for (i = 0; i < n; i++) {
-		fflush(stdout);
-		if ((pid = fork()) == 0) {
-			tests[i].fn();
-			fflush(stdout);
-			exit(fails ? 1 : 0);
-		}
-		if (pid < 0 || waitpid(pid, &status, 0) < 0)
-			status = -1;
-		if (pid > 0 && WIFSIGNALED(status))
-			printf("# killed by signal %d\n", WTERMSIG(status));
-		else if (pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) > 1)
-			printf("# exit status %d (sanitizer?)\n",
-			    WEXITSTATUS(status));
-		if (status == 0) {
-			printf("ok %zu %s\n", i + 1, tests[i].name);
-		} else {
-			printf("not ok %zu %s\n", i + 1, tests[i].name);
-			bad++;
-		}
-	}
+	bad = tap_run(tests, sizeof tests / sizeof tests[0]);
 	nftw(top, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-	return bad ? 1 : 0;
+	return bad;
 }
