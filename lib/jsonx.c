@@ -127,6 +127,27 @@ sbx_now(void)
 }
 
 int
+sbx_mkdirs(const char *path, int mode, struct sbx_err *err)
+{
+	char *p = sbx_xstrdup(path), *s;
+	int rc = 0;
+
+	for (s = p + 1; (s = strchr(s, '/')); s++) {
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':",
+			    p);
+			break;
+		}
+		*s = '/';
+	}
+	if (!rc && mkdir(p, (mode_t)mode) < 0 && errno != EEXIST)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", p);
+	free(p);
+	return rc;
+}
+
+int
 sbx_file_write_atomic(const char *path, const char *data, size_t n, int mode,
     int durable, struct sbx_err *err)
 {

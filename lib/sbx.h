@@ -105,6 +105,8 @@ json_t *sbx_json_bytes(const char *p, size_t n);
 /* RFC 3339 UTC ("2026-12-02T11:35:34Z") into buf of at least 21 bytes. */
 void sbx_time_fmt(long long epoch, char *buf, size_t n);
 long long sbx_now(void);
+/* mkdir -p: the missing parents (0755), then path itself with mode. */
+int sbx_mkdirs(const char *path, int mode, struct sbx_err *err);
 /* Write the whole of data to path atomically (temp, rename); durable
  * adds the fsyncs that make it survive a crash. */
 int sbx_file_write_atomic(const char *path, const char *data, size_t n,

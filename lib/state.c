@@ -9,20 +9,16 @@
 
 #include "sbx.h"
 
+/* The directories above a state file, made as needed. */
 static int
 mkdir_parents(const char *path, struct sbx_err *err)
 {
-	char *p = sbx_xstrdup(path), *s;
+	char *p = sbx_xstrdup(path), *slash = strrchr(p, '/');
 	int rc = 0;
 
-	for (s = p + 1; (s = strchr(s, '/')); s++) {
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-			rc = sbx_err_set(err, SBX_EX_FAIL,
-			    "cannot create directory '%s':", p);
-			break;
-		}
-		*s = '/';
+	if (slash && slash != p) {
+		*slash = '\0';
+		rc = sbx_mkdirs(p, 0755, err);
 	}
 	free(p);
 	return rc;

@@ -150,6 +150,20 @@ reply_error(struct sbx_msg *m, struct sbx_err *err)
 	sbx_err_set(err, (int)v, "%s", msg);
 }
 
+/* The next reply; an error reply or a lost connection fill err. */
+static int
+recv_reply(int sock, struct sbx_msg *m, struct sbx_err *err)
+{
+	if (sbx_msg_recv(sock, m) <= 0)
+		return sbx_err_set(err, SBX_EX_EXECFAIL,
+		    "lost the connection to the sandbox");
+	if (m->type == SBX_MSG_ERROR) {
+		reply_error(m, err);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 build_request(struct sbx_buf *b, char *const argv[],
     const struct sbx_exec_opts *o, uint32_t flags)
@@ -268,15 +282,8 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	}
 	/* Only a pty needs a reply before the end: its master. */
 	if (o->tty) {
-		if (sbx_msg_recv(sock, &m) <= 0) {
-			sbx_err_set(err, SBX_EX_EXECFAIL,
-			    "the sandbox closed the connection");
+		if (recv_reply(sock, &m, err) < 0)
 			goto restore;
-		}
-		if (m.type == SBX_MSG_ERROR) {
-			reply_error(&m, err);
-			goto restore;
-		}
 		if (m.type != SBX_MSG_STARTED || m.nfds != 1) {
 			sbx_err_set(err, SBX_EX_EXECFAIL, "no pty from sandbox");
 			goto restore;
@@ -337,15 +344,8 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 			if (p[5].revents && !pump(errp[0], -1, &res->err))
 				e_eof = 1;
 			if (p[0].revents) {
-				if (sbx_msg_recv(sock, &m) <= 0) {
-					sbx_err_set(err, SBX_EX_EXECFAIL,
-					    "lost the connection to the sandbox");
+				if (recv_reply(sock, &m, err) < 0)
 					goto restore;
-				}
-				if (m.type == SBX_MSG_ERROR) {
-					reply_error(&m, err);
-					goto restore;
-				}
 				if (m.type == SBX_MSG_EXIT &&
 				    !sbx_msg_get_u32(&m, &v)) {
 					status = (int)v;

@@ -29,24 +29,6 @@ int sbx_local_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err);
 
-static int
-mkdir_p(const char *path, mode_t mode)
-{
-	char *p = sbx_xstrdup(path), *s;
-	int rc = 0;
-
-	for (s = p + 1; (s = strchr(s, '/')); s++) {
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST)
-			rc = -1;
-		*s = '/';
-	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		rc = -1;
-	free(p);
-	return rc;
-}
-
 /* The sbx-init binary: beside our own, or in ../libexec/sbx/. */
 static int
 open_init(struct sbx_err *err)
@@ -477,10 +459,8 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	}
 	if ((s.init_fd = open_init(err)) < 0)
 		goto out;
-	if (mkdir_p(root, rootless ? 0700 : 0711) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", root);
+	if (sbx_mkdirs(root, rootless ? 0700 : 0711, err) < 0)
 		goto out;
-	}
 	if (!rootless && searchable(root, err) < 0)
 		goto out;
 	for (i = 0; i < 16; i++) {

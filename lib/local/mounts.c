@@ -67,21 +67,9 @@ make_skeleton(const char *lower, const char *workdir, struct sbx_err *err)
 	}
 	if (!rc) {
 		/* The workdir and its parents, owned by sandbox root. */
-		char *w = sbx_xasprintf("%s%s", lower, workdir), *s;
-
-		for (s = w + strlen(lower) + 1; !rc; s++) {
-			int last = !(s = strchr(s, '/'));
-
-			if (!last)
-				*s = '\0';
-			if (mkdir(w, 0755) < 0 && errno != EEXIST)
-				rc = sbx_err_set(err, SBX_EX_FAIL,
-				    "cannot create '%s':", w);
-			if (last)
-				break;
-			*s = '/';
-		}
-		free(w);
+		p = sbx_xasprintf("%s%s", lower, workdir);
+		rc = sbx_mkdirs(p, 0755, err);
+		free(p);
 	}
 	return rc;
 }
@@ -294,18 +282,10 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 			free(p);
 		}
 		p = sbx_xasprintf("%s%s", root, s->workdir);
-		for (char *c = p + strlen(root) + 1; (c = strchr(c, '/')); c++) {
-			*c = '\0';
-			mkdir(p, 0755);
-			*c = '/';
-		}
-		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':",
-			    s->workdir);
-			free(p);
-			goto out;
-		}
+		rc = sbx_mkdirs(p, 0755, err);
 		free(p);
+		if (rc < 0)
+			goto out;
 	}
 	rc = -1;
 	if (mount_proc(root, err) < 0 || mount_dev(root, err) < 0)
