@@ -1,8 +1,10 @@
 /* buf.c - the program name, allocators that die, the growable buffer */
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sbx.h"
 
@@ -98,4 +100,22 @@ sbx_buf_release(struct sbx_buf *b)
 {
 	free(b->data);
 	memset(b, 0, sizeof *b);
+}
+
+int
+sbx_write_all(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	ssize_t w;
+
+	while (n) {
+		if ((w = write(fd, p, n)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
 }

@@ -5,6 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -92,6 +95,8 @@ struct sbx_buf {
 #define SBX_BUF_INIT {0}
 void sbx_buf_add(struct sbx_buf *b, const void *p, size_t n);
 void sbx_buf_release(struct sbx_buf *b);
+/* write(2) all of it, through EINTR and short writes; -1 with errno. */
+int sbx_write_all(int fd, const void *buf, size_t n);
 
 /* --- jsonx: small helpers over jansson -------------------------------- */
 
@@ -159,6 +164,32 @@ json_t *sbx_ref_resolve(const struct sbx_target *t, const char **state_out,
 /* True when --id, --state or $SBX_STATE name a sandbox. */
 int sbx_ref_explicit(const struct sbx_target *t);
 
+/* --- ignore: gitignore patterns (.sbxignore, --include, --exclude) --- */
+
+/* Patterns in gitignore(5) syntax, parsed once; the last match wins. */
+struct sbx_ignore;
+struct sbx_ignore *sbx_ignore_new(void);
+void sbx_ignore_free(struct sbx_ignore *ig);
+/* Add one line of gitignore syntax (a pattern, a comment, a blank line). */
+void sbx_ignore_add(struct sbx_ignore *ig, const char *line);
+/* Add the lines of a file; a missing file is not an error (returns 0).
+ * -1 with err (SBX_EX_FAIL, "cannot read 'PATH': ...") on other errors. */
+int sbx_ignore_load(struct sbx_ignore *ig, const char *path,
+    struct sbx_err *err);
+/* The verdict of the last pattern matching path itself: 1 ignored, 0
+ * re-included by a ! pattern, -1 no pattern matched. path is relative to
+ * the root ("src/a.c"); is_dir says whether it is a directory. Does not
+ * look at parent directories. */
+int sbx_ignore_match1(const struct sbx_ignore *ig, const char *path,
+    int is_dir);
+/* Full gitignore semantics: 1 when a parent directory of path is ignored
+ * (a file under an excluded directory cannot be re-included), else when
+ * the last matching pattern is a positive one; 0 otherwise. */
+int sbx_ignore_match(const struct sbx_ignore *ig, const char *path,
+    int is_dir);
+/* Number of patterns held (0: nothing to match, callers skip the work). */
+size_t sbx_ignore_count(const struct sbx_ignore *ig);
+
 /* --- backend: the contract every backend implements (DESIGN.md 4) ----- */
 
 enum sbx_net { SBX_NET_DENY, SBX_NET_ALLOW };
@@ -217,6 +248,158 @@ const struct sbx_backend *sbx_backend_get(const char *name,
 const struct sbx_backend *sbx_backend_of(const json_t *ref,
     struct sbx_err *err);
 const char *sbx_backend_default(void);
+
+/* --- manifest: what a tree holds, and the baseline of a sync ---------- */
+
+struct sbx_fentry {
+	char *path;          /* relative, no leading "./" */
+	char type;           /* 'f' regular file, 'l' symlink */
+	int has_hash;
+	uint32_t mode;       /* permission bits */
+	uint64_t size;
+	int64_t mtime;       /* nanoseconds since the epoch */
+	int64_t hmtime;      /* baseline only: the host's mtime, 0: same */
+	unsigned char hash[32]; /* SHA-256 of the content, with has_hash */
+};
+
+struct sbx_manifest {
+	struct sbx_fentry *e;
+	size_t n, cap;
+	int sorted;
+};
+
+struct sbx_fentry *sbx_manifest_add(struct sbx_manifest *m, const char *path);
+void sbx_manifest_sort(struct sbx_manifest *m);
+/* Lookup in a sorted manifest; NULL when absent. */
+struct sbx_fentry *sbx_manifest_find(const struct sbx_manifest *m,
+    const char *path);
+void sbx_manifest_release(struct sbx_manifest *m);
+/* An entry from lstat(2) data; 0 when st is neither file nor symlink. */
+int sbx_fentry_stat(struct sbx_fentry *e, const struct stat *st);
+int sbx_sha256_fd(int fd, unsigned char out[32]);
+/* Nanoseconds from seconds and nanoseconds (saturating), and back. */
+int64_t sbx_ns(int64_t sec, long nsec);
+struct timespec sbx_ts(int64_t ns);
+/* Relative, without empty, "." or ".." parts, not too long. */
+int sbx_path_valid(const char *path);
+struct sbx_scan_opts;
+/* Whether path, or a directory on its way, is to be left out. */
+int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);
+/* rm -rf, never following a symlink or leaving the filesystem. */
+int sbx_rmtree(const char *path);
+
+/* --- tar: streams of files, made and taken apart with libarchive ------ */
+
+enum sbx_compress { SBX_COMPRESS_NONE, SBX_COMPRESS_GZIP, SBX_COMPRESS_ZSTD };
+
+/* Write a tar of the entries (paths relative to the current directory)
+ * to fd. An entry whose file changed since its stat was taken fails. */
+int sbx_tar_write(int fd, const struct sbx_manifest *m,
+    enum sbx_compress z, struct sbx_err *err);
+/* Extract the tar stream on fd under the current directory, refusing
+ * absolute names, "..", paths through symlinks, and special files. */
+int sbx_tar_extract(int fd, struct sbx_err *err);
+/* Take a stream from a sandbox apart into stage_fd, one file per member
+ * named by the slot want() gives it (-1: not asked for, refused). Refused,
+ * SBX_EX_DATA: absolute names, "..", paths through a symlink of the
+ * stream, hard links, anything but files and symlinks. Nothing is written
+ * outside stage_fd; got() gets each member's metadata. */
+int sbx_tar_stage(int fd, int stage_fd,
+    long (*want)(const char *name, void *arg),
+    void (*got)(long slot, const struct sbx_fentry *e, void *arg), void *arg,
+    struct sbx_err *err);
+
+/* --- progress: files, bytes and rate on stderr (a terminal's) -------- */
+
+void sbx_progress_start(int on);
+void sbx_progress_add(uint64_t files, uint64_t bytes);
+void sbx_progress_end(void);
+
+/* --- files: moving files in and out of a sandbox (DESIGN.md 4, 7) ----- */
+
+/* A transfer running beside the caller (a process, for now). */
+struct sbx_job {
+	pid_t pid;
+	int errfd; /* the job's error message, if it fails */
+};
+
+struct sbx_scan_opts {
+	const char *dir;     /* in the sandbox; NULL: its workdir */
+	/* Leave path (and, for a directory, all below it) out. */
+	int (*skip)(const char *path, int is_dir, void *arg);
+	/* Take a SHA-256 of this file's content inside the sandbox. */
+	int (*want_hash)(const struct sbx_fentry *e, void *arg);
+	void *arg;
+};
+
+struct sbx_files {
+	/* A writable fd: the tar stream to extract into dir. */
+	int (*put_archive)(const json_t *ref, const char *dir, int *fd,
+	    struct sbx_job *job, struct sbx_err *err);
+	/* A readable fd: a tar of paths (relative to dir). */
+	int (*get_archive)(const json_t *ref, const char *dir,
+	    const struct sbx_manifest *paths, int *fd, struct sbx_job *job,
+	    struct sbx_err *err);
+	/* The regular files and symlinks under dir, sorted. */
+	int (*scan)(const json_t *ref, const struct sbx_scan_opts *o,
+	    struct sbx_manifest *out, struct sbx_err *err);
+	/* Remove these files (never directories) under dir. */
+	int (*remove)(const json_t *ref, const char *dir,
+	    const struct sbx_manifest *paths, struct sbx_err *err);
+};
+
+/* The file operations of the ref's backend. */
+const struct sbx_files *sbx_files_of(const json_t *ref, struct sbx_err *err);
+/* Wait for a job; its error, if any, in err. */
+int sbx_job_wait(struct sbx_job *job, struct sbx_err *err);
+extern const struct sbx_files sbx_local_files;
+/* scan and remove through the backend's exec and a POSIX shell. */
+int sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_manifest *out, struct sbx_err *err);
+int sbx_portable_remove(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, struct sbx_err *err);
+/* Walk the tree under dfd (which it closes) as scan does: emit gets each
+ * regular file and symlink, with a hash when o->want_hash asks. */
+void sbx_walk(int dfd, const struct sbx_scan_opts *o,
+    void (*emit)(const struct sbx_fentry *e, void *arg), void *arg);
+
+/* --- sync: push a project into a sandbox, pull changes back (DESIGN 7) - */
+
+struct sbx_ignore;
+
+struct sbx_sync_opts {
+	json_t *ref;
+	const char *state_path;  /* absolute; NULL: no baseline is kept */
+	struct sbx_state *state; /* the state, opened (locked) on state_path */
+	const char *statedir;    /* the state's directory, relative to the
+				  * project (which is the current directory),
+				  * or NULL when it lies outside */
+	const char *statefile;   /* the state file, relative, when it lies in
+				  * the project: it and its siblings (.lock,
+				  * .baseline) never travel */
+	const char *remote_dir;  /* NULL: the sandbox's workdir */
+	struct sbx_ignore *include, *exclude, *sbxignore; /* or NULL */
+	uint64_t max_size;       /* 0: no limit */
+	int large_skip;
+	enum sbx_compress z;
+	int delete, dry_run, theirs, ours, progress;
+	/* status and --dry-run: one call per path */
+	void (*plan)(const char *path, const char *action, uint64_t size,
+	    void *arg);
+	void *arg;
+};
+
+struct sbx_sync_result {
+	uint64_t files, bytes, deleted, conflicts;
+};
+
+/* Both work on the current directory, the project. */
+int sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
+    struct sbx_err *err);
+/* status_only: plan, print, change nothing (pull -n is the same). A pull
+ * that leaves conflicts fails with SBX_EX_FAIL after doing the rest. */
+int sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
+    struct sbx_sync_result *r, struct sbx_err *err);
 
 /* --- local: the native Linux backend --------------------------------- */
 

@@ -104,23 +104,6 @@ set_winsize(int master)
 		ioctl(master, TIOCSWINSZ, &ws);
 }
 
-static int
-write_all(int fd, const char *p, size_t n)
-{
-	ssize_t w;
-
-	while (n) {
-		if ((w = write(fd, p, n)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Read what is there into a buffer (capture) or an fd; 0 at EOF. */
 static int
 pump(int from, int to, struct sbx_buf *b)
@@ -134,7 +117,7 @@ pump(int from, int to, struct sbx_buf *b)
 		return 0;
 	if (b)
 		sbx_buf_add(b, buf, (size_t)n);
-	else if (write_all(to, buf, (size_t)n) < 0)
+	else if (sbx_write_all(to, buf, (size_t)n) < 0)
 		return 0;
 	return 1;
 }

@@ -1,0 +1,353 @@
+/* files.c - moving files in and out of a local sandbox: a child of ours
+ * joins the sandbox's user and mount namespaces, as its root, and reads or
+ * writes there (what `docker cp` does); no tool inside is needed */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "local.h"
+
+/* The child's failure: "CODE message" on the error pipe, then exit. */
+static __attribute__((noreturn)) void
+child_fail(int errfd, const struct sbx_err *err)
+{
+	char line[sizeof err->msg + 16];
+	int n = snprintf(line, sizeof line, "%d %s", err->code ? err->code :
+	    SBX_EX_FAIL, err->msg);
+
+	if (n > 0 && write(errfd, line, (size_t)n) < 0)
+		_exit(SBX_EX_FAIL);
+	_exit(err->code ? err->code : SBX_EX_FAIL);
+}
+
+/* Fork a child inside the sandbox, in dir (default its workdir). Parent:
+ * the pid, with job->errfd; child: 0. */
+static pid_t
+enter(const json_t *ref, const char *dir, struct sbx_job *job,
+    struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *sdir = NULL, *id = NULL, *p;
+	json_t *meta = NULL;
+	pid_t pid = -1, init;
+	int pidfd = -1, ep[2] = {-1, -1};
+	unsigned long long st;
+	struct sbx_err cerr = {0};
+
+	job->pid = -1;
+	job->errfd = -1;
+	if (!want || !(sdir = sbx_local_find(want, &id))) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' does not "
+		    "exist", want ? want : "?");
+		goto out;
+	}
+	p = sbx_xasprintf("%s/meta.json", sdir);
+	meta = json_load_file(p, 0, NULL);
+	free(p);
+	init = (pid_t)sbx_json_int(meta, "pid", 0);
+	st = (unsigned long long)sbx_json_int(meta, "starttime", 0);
+	if (init > 0)
+		pidfd = (int)syscall(SYS_pidfd_open, init, 0);
+	/* Checked after the pidfd is held, so the pid cannot be reused. */
+	if (pidfd < 0 || !st || sbx_local_starttime(init) != st) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is not "
+		    "running", id);
+		goto out;
+	}
+	if (!dir)
+		dir = sbx_json_str(meta, "workdir");
+	if (!dir || *dir != '/') {
+		sbx_err_set(err, SBX_EX_DATA, "'%s': no workdir", id);
+		goto out;
+	}
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "pipe:");
+		goto out;
+	}
+	fflush(NULL);
+	if ((pid = fork()) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "fork:");
+		goto out;
+	}
+	if (pid == 0) {
+		close(ep[0]);
+		signal(SIGPIPE, SIG_DFL);
+		/* Nothing in the sandbox may look into this process. */
+		prctl(PR_SET_DUMPABLE, 0);
+		if (setns(pidfd, CLONE_NEWUSER | CLONE_NEWNS) < 0) {
+			sbx_err_set(&cerr, SBX_EX_FAIL, "cannot enter sandbox "
+			    "'%s':", id);
+			child_fail(ep[1], &cerr);
+		}
+		setgroups(0, NULL); /* refused in a rootless sandbox */
+		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+			sbx_err_set(&cerr, SBX_EX_FAIL, "cannot become the "
+			    "root of sandbox '%s':", id);
+			child_fail(ep[1], &cerr);
+		}
+		umask(022);
+		if (chdir(dir) < 0) {
+			sbx_err_set(&cerr, errno == ENOENT ? SBX_EX_USAGE :
+			    SBX_EX_FAIL, "no directory '%s' in the sandbox:",
+			    dir);
+			child_fail(ep[1], &cerr);
+		}
+		job->errfd = ep[1];
+		goto out;
+	}
+	close(ep[1]);
+	ep[1] = -1;
+	job->pid = pid;
+	job->errfd = ep[0];
+	ep[0] = -1;
+out:
+	if (pid != 0) {
+		if (ep[0] >= 0)
+			close(ep[0]);
+		if (ep[1] >= 0)
+			close(ep[1]);
+	}
+	if (pidfd >= 0)
+		close(pidfd);
+	json_decref(meta);
+	free(sdir);
+	free(id);
+	return pid;
+}
+
+/* enter() with a pipe: the child gets its own end in *child_end (the
+ * read end when to_child), the parent the other in *fd. */
+static pid_t
+enter_piped(const json_t *ref, const char *dir, int to_child, int *fd,
+    int *child_end, struct sbx_job *job, struct sbx_err *err)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "pipe:");
+	if ((pid = enter(ref, dir, job, err)) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	*child_end = to_child ? p[0] : p[1];
+	*fd = to_child ? p[1] : p[0];
+	close(pid == 0 ? *fd : *child_end);
+	return pid;
+}
+
+static int
+local_put(const json_t *ref, const char *dir, int *fd, struct sbx_job *job,
+    struct sbx_err *err)
+{
+	struct sbx_err cerr = {0};
+	int in;
+	pid_t pid = enter_piped(ref, dir, 1, fd, &in, job, err);
+
+	if (pid == 0) {
+		if (sbx_tar_extract(in, &cerr) < 0)
+			child_fail(job->errfd, &cerr);
+		_exit(0);
+	}
+	return pid < 0 ? -1 : 0;
+}
+
+/* The requested paths, with what lstat says now; vanished ones and
+ * anything but files and symlinks are left out. */
+static void
+restat(const struct sbx_manifest *in, struct sbx_manifest *out)
+{
+	struct sbx_fentry e, *x;
+	struct stat st;
+	size_t i;
+
+	for (i = 0; i < in->n; i++) {
+		memset(&e, 0, sizeof e);
+		if (!sbx_path_valid(in->e[i].path) ||
+		    lstat(in->e[i].path, &st) < 0 || !sbx_fentry_stat(&e, &st))
+			continue;
+		x = sbx_manifest_add(out, in->e[i].path);
+		e.path = x->path;
+		*x = e;
+	}
+}
+
+static int
+local_get(const json_t *ref, const char *dir, const struct sbx_manifest *paths,
+    int *fd, struct sbx_job *job, struct sbx_err *err)
+{
+	struct sbx_manifest m = {0};
+	struct sbx_err cerr = {0};
+	int out;
+	pid_t pid = enter_piped(ref, dir, 0, fd, &out, job, err);
+
+	if (pid == 0) {
+		restat(paths, &m);
+		if (sbx_tar_write(out, &m, SBX_COMPRESS_NONE, &cerr) < 0)
+			child_fail(job->errfd, &cerr);
+		_exit(0);
+	}
+	return pid < 0 ? -1 : 0;
+}
+
+/* --- scan ------------------------------------------------------------------ */
+
+static void
+put_entry(const struct sbx_fentry *e, void *arg)
+{
+	FILE *f = arg;
+	uint32_t n = (uint32_t)strlen(e->path);
+
+	fwrite(&n, sizeof n, 1, f);
+	fwrite(e->path, 1, n, f);
+	fwrite(&e->type, 1, 1, f);
+	fwrite(&e->mode, sizeof e->mode, 1, f);
+	fwrite(&e->size, sizeof e->size, 1, f);
+	fwrite(&e->mtime, sizeof e->mtime, 1, f);
+	fwrite(&e->has_hash, sizeof e->has_hash, 1, f);
+	if (e->has_hash)
+		fwrite(e->hash, 1, sizeof e->hash, f);
+}
+
+static int
+get_bytes(const char **p, const char *end, void *out, size_t n)
+{
+	if ((size_t)(end - *p) < n)
+		return -1;
+	memcpy(out, *p, n);
+	*p += n;
+	return 0;
+}
+
+static int
+parse_entries(const struct sbx_buf *b, struct sbx_manifest *out)
+{
+	const char *p = b->data, *end = b->data + b->len;
+	uint32_t n;
+
+	while (p < end) {
+		struct sbx_fentry e = {0}, *x;
+		char *path;
+
+		if (get_bytes(&p, end, &n, sizeof n) < 0 || n >= 4096 ||
+		    (size_t)(end - p) < n)
+			return -1;
+		path = sbx_xmalloc(n + 1);
+		memcpy(path, p, n);
+		path[n] = '\0';
+		p += n;
+		if (get_bytes(&p, end, &e.type, 1) < 0 ||
+		    get_bytes(&p, end, &e.mode, sizeof e.mode) < 0 ||
+		    get_bytes(&p, end, &e.size, sizeof e.size) < 0 ||
+		    get_bytes(&p, end, &e.mtime, sizeof e.mtime) < 0 ||
+		    get_bytes(&p, end, &e.has_hash, sizeof e.has_hash) < 0 ||
+		    (e.has_hash && get_bytes(&p, end, e.hash,
+		    sizeof e.hash) < 0)) {
+			free(path);
+			return -1;
+		}
+		x = sbx_manifest_add(out, path);
+		free(path);
+		e.path = x->path;
+		*x = e;
+	}
+	sbx_manifest_sort(out);
+	return 0;
+}
+
+static int
+local_scan(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_manifest *out, struct sbx_err *err)
+{
+	struct sbx_job job;
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sbx_err cerr = {0};
+	FILE *f;
+	char buf[65536];
+	int p[2], dfd, rc;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "pipe:");
+	if ((pid = enter(ref, o->dir, &job, err)) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		f = fdopen(p[1], "w");
+		dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (!f || dfd < 0) {
+			sbx_err_set(&cerr, SBX_EX_FAIL, "cannot read the "
+			    "sandbox's directory:");
+			child_fail(job.errfd, &cerr);
+		}
+		sbx_walk(dfd, o, put_entry, f);
+		if (fclose(f) != 0)
+			_exit(SBX_EX_FAIL);
+		_exit(0);
+	}
+	close(p[1]);
+	while ((n = read(p[0], buf, sizeof buf)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		sbx_buf_add(&b, buf, (size_t)n);
+	}
+	close(p[0]);
+	rc = sbx_job_wait(&job, err);
+	if (rc == 0 && parse_entries(&b, out) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "bad listing from the "
+		    "sandbox");
+	sbx_buf_release(&b);
+	return rc;
+}
+
+static int
+local_remove(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, struct sbx_err *err)
+{
+	struct sbx_job job;
+	struct stat st;
+	size_t i;
+	pid_t pid;
+
+	if ((pid = enter(ref, dir, &job, err)) < 0)
+		return -1;
+	if (pid == 0) {
+		for (i = 0; i < paths->n; i++) {
+			const char *f = paths->e[i].path;
+
+			if (sbx_path_valid(f) && lstat(f, &st) == 0 &&
+			    !S_ISDIR(st.st_mode) && unlink(f) < 0 &&
+			    errno != ENOENT) {
+				struct sbx_err cerr = {0};
+
+				sbx_err_set(&cerr, SBX_EX_FAIL, "cannot remove "
+				    "'%s' in the sandbox:", f);
+				child_fail(job.errfd, &cerr);
+			}
+		}
+		_exit(0);
+	}
+	return sbx_job_wait(&job, err);
+}
+
+const struct sbx_files sbx_local_files = {
+	.put_archive = local_put,
+	.get_archive = local_get,
+	.scan = local_scan,
+	.remove = local_remove,
+};

@@ -1,0 +1,270 @@
+/* manifest.c - lists of files with their size, mtime, mode and hash */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "sbx.h"
+
+struct sbx_fentry *
+sbx_manifest_add(struct sbx_manifest *m, const char *path)
+{
+	struct sbx_fentry *e;
+
+	if (m->n == m->cap) {
+		m->cap = m->cap ? m->cap * 2 : 256;
+		m->e = sbx_xrealloc(m->e, m->cap * sizeof *m->e);
+	}
+	e = &m->e[m->n++];
+	memset(e, 0, sizeof *e);
+	e->path = sbx_xstrdup(path);
+	m->sorted = 0;
+	return e;
+}
+
+static int
+by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct sbx_fentry *)a)->path,
+	    ((const struct sbx_fentry *)b)->path);
+}
+
+void
+sbx_manifest_sort(struct sbx_manifest *m)
+{
+	size_t i, j;
+
+	if (m->n)
+		qsort(m->e, m->n, sizeof *m->e, by_path);
+	/* A path listed twice (git ls-files -c and -o can) counts once. */
+	for (i = j = 0; i < m->n; i++) {
+		if (j && !strcmp(m->e[j - 1].path, m->e[i].path)) {
+			free(m->e[i].path);
+			continue;
+		}
+		m->e[j++] = m->e[i];
+	}
+	m->n = j;
+	m->sorted = 1;
+}
+
+struct sbx_fentry *
+sbx_manifest_find(const struct sbx_manifest *m, const char *path)
+{
+	struct sbx_fentry key = {.path = (char *)path};
+
+	if (!m->n)
+		return NULL;
+	return bsearch(&key, m->e, m->n, sizeof *m->e, by_path);
+}
+
+void
+sbx_manifest_release(struct sbx_manifest *m)
+{
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		free(m->e[i].path);
+	free(m->e);
+	memset(m, 0, sizeof *m);
+}
+
+int
+sbx_fentry_stat(struct sbx_fentry *e, const struct stat *st)
+{
+	if (S_ISREG(st->st_mode))
+		e->type = 'f';
+	else if (S_ISLNK(st->st_mode))
+		e->type = 'l';
+	else
+		return 0;
+	e->mode = e->type == 'l' ? 0777 : st->st_mode & 07777;
+	e->size = (uint64_t)st->st_size;
+	e->mtime = sbx_ns(st->st_mtim.tv_sec, st->st_mtim.tv_nsec);
+	return 1;
+}
+
+/* Nanoseconds fit in 64 bits from 1678 to 2262; beyond, they saturate
+ * (such a time still compares, and a sandbox cannot make us overflow). */
+int64_t
+sbx_ns(int64_t sec, long nsec)
+{
+	if (sec >= INT64_MAX / 1000000000 - 1)
+		return INT64_MAX;
+	if (sec <= INT64_MIN / 1000000000 + 1)
+		return INT64_MIN;
+	return sec * 1000000000 + nsec;
+}
+
+/* The other way, with tv_nsec in 0..999999999 before 1970 too. */
+struct timespec
+sbx_ts(int64_t ns)
+{
+	struct timespec ts;
+	int64_t r = ns % 1000000000;
+
+	ts.tv_sec = ns / 1000000000 - (r < 0);
+	ts.tv_nsec = r < 0 ? r + 1000000000 : r;
+	return ts;
+}
+
+int
+sbx_sha256_fd(int fd, unsigned char out[32])
+{
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	char buf[65536];
+	ssize_t n;
+	int rc = -1;
+
+	if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL))
+		goto out;
+	while ((n = read(fd, buf, sizeof buf)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			goto out;
+		}
+		EVP_DigestUpdate(c, buf, (size_t)n);
+	}
+	rc = EVP_DigestFinal_ex(c, out, NULL) ? 0 : -1;
+out:
+	EVP_MD_CTX_free(c);
+	return rc;
+}
+
+/* A name a sync may write: relative, no empty, "." or ".." part, within
+ * the limits of the filesystem. */
+int
+sbx_path_valid(const char *p)
+{
+	const char *s = p, *slash;
+	size_t n;
+
+	if (!*p || *p == '/' || strlen(p) >= 4096)
+		return 0;
+	for (;;) {
+		slash = strchr(s, '/');
+		n = slash ? (size_t)(slash - s) : strlen(s);
+		if (!n || n > 255 || (n == 1 && s[0] == '.') ||
+		    (n == 2 && s[0] == '.' && s[1] == '.'))
+			return 0;
+		if (!slash)
+			return 1;
+		s = slash + 1;
+	}
+}
+
+struct walk {
+	const struct sbx_scan_opts *o;
+	void (*emit)(const struct sbx_fentry *e, void *arg);
+	void *earg;
+	char path[4096];
+};
+
+static void
+walk_dir(struct walk *w, int dfd, size_t len)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	struct stat st;
+	size_t n;
+
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		n = strlen(de->d_name);
+		if (len + n + 2 > sizeof w->path)
+			continue;
+		memcpy(w->path + len, de->d_name, n + 1);
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (w->o->skip && w->o->skip(w->path, S_ISDIR(st.st_mode),
+		    w->o->arg))
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), de->d_name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+			if (sub >= 0) {
+				w->path[len + n] = '/';
+				w->path[len + n + 1] = '\0';
+				walk_dir(w, sub, len + n + 1);
+			}
+			continue;
+		}
+		struct sbx_fentry e = {.path = w->path};
+
+		if (!sbx_fentry_stat(&e, &st))
+			continue;
+		if (e.type == 'f' && w->o->want_hash &&
+		    w->o->want_hash(&e, w->o->arg)) {
+			int fd = openat(dirfd(d), de->d_name, O_RDONLY |
+			    O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+
+			if (fd >= 0 && sbx_sha256_fd(fd, e.hash) == 0)
+				e.has_hash = 1;
+			if (fd >= 0)
+				close(fd);
+		}
+		w->emit(&e, w->earg);
+	}
+	closedir(d);
+}
+
+void
+sbx_walk(int dfd, const struct sbx_scan_opts *o,
+    void (*emit)(const struct sbx_fentry *e, void *arg), void *arg)
+{
+	struct walk w = {.o = o, .emit = emit, .earg = arg};
+
+	walk_dir(&w, dfd, 0);
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if (flag == FTW_DP)
+		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int
+sbx_rmtree(const char *path)
+{
+	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 &&
+	    errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+int
+sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path)
+{
+	char buf[4096];
+	size_t i, n = strlen(path);
+
+	if (!o->skip)
+		return 0;
+	if (n >= sizeof buf)
+		return 1;
+	memcpy(buf, path, n + 1);
+	for (i = 0; i < n; i++)
+		if (buf[i] == '/') {
+			buf[i] = '\0';
+			if (o->skip(buf, 1, o->arg))
+				return 1;
+			buf[i] = '/';
+		}
+	return o->skip(path, 0, o->arg);
+}

@@ -1,0 +1,232 @@
+/* portable.c - listing and removing a sandbox's files through its own
+ * shell (find, stat, sha256sum, rm: POSIX sh with coreutils or busybox),
+ * for backends that can only exec; the local backend has faster ways */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sbx.h"
+
+/* Names from find -print0, then a separator no name can hold (they all
+ * start with "./"), then a stat line per name, ending with the name. */
+static const char scan_sh[] =
+    "cd -- \"$1\" || exit 3\n"
+    "t=$(mktemp) || exit 1\n"
+    "find . \\( -name .git -o -name .sbx \\) -prune -o "
+    "\\( -type f -o -type l \\) -print0 >\"$t\"\n"
+    "cat \"$t\"; printf '\\0//\\0'\n"
+    "xargs -0 -r stat -c '%s %y %a %F %n' -- <\"$t\" 2>/dev/null\n"
+    "rm -f \"$t\"\n";
+
+static const char hash_sh[] =
+    "cd -- \"$1\" || exit 3\nshift\nsha256sum -- \"$@\" 2>/dev/null\n";
+
+static const char rm_sh[] =
+    "cd -- \"$1\" || exit 3\nshift\n"
+    "for f; do if [ -L \"$f\" ] || [ ! -d \"$f\" ]; then rm -f -- \"$f\" "
+    "|| exit 1; fi; done\n";
+
+static int
+run_sh(const json_t *ref, const char *script, const char *dir,
+    char **args, size_t nargs, struct sbx_buf *out, struct sbx_err *err)
+{
+	const struct sbx_backend *be = sbx_backend_of(ref, err);
+	struct sbx_exec_opts o = {.capture = 1, .max_output = 1u << 30};
+	struct sbx_exec_result res = {0};
+	char **argv = sbx_xcalloc(nargs + 6, sizeof *argv);
+	size_t i;
+	int rc = -1;
+
+	argv[0] = "sh";
+	argv[1] = "-c";
+	argv[2] = (char *)script;
+	argv[3] = "sh";
+	argv[4] = (char *)(dir ? dir : ".");
+	for (i = 0; i < nargs; i++)
+		argv[5 + i] = args[i];
+	o.cwd = dir;
+	if (!be || be->exec(ref, argv, &o, &res, err) < 0)
+		goto out;
+	if (res.exit_code == 3)
+		sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in the "
+		    "sandbox", dir ? dir : "(workdir)");
+	else if (res.exit_code)
+		sbx_err_set(err, SBX_EX_FAIL, "the sandbox's shell failed "
+		    "(status %d)", res.exit_code);
+	else {
+		*out = res.out;
+		res.out = (struct sbx_buf)SBX_BUF_INIT;
+		rc = 0;
+	}
+out:
+	sbx_buf_release(&res.out);
+	sbx_buf_release(&res.err);
+	free(argv);
+	return rc;
+}
+
+/* "2026-12-02 13:55:45.431110048 +0000" into nanoseconds. */
+static int
+parse_time(const char **p, int64_t *ns)
+{
+	struct tm tm = {0};
+	char frac[10] = "";
+	int sign, n = 0, i, hh, mm;
+	int64_t f = 0;
+	char zs;
+
+	if (sscanf(*p, "%d-%d-%d %d:%d:%d%n", &tm.tm_year, &tm.tm_mon,
+	    &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6)
+		return -1;
+	*p += n;
+	if (**p == '.') {
+		n = 0;
+		if (sscanf(*p, ".%9[0-9]%n", frac, &n) != 1)
+			return -1;
+		*p += n;
+		while (isdigit((unsigned char)**p))
+			(*p)++;
+	}
+	for (i = 0; i < 9; i++)
+		f = f * 10 + (frac[i] ? frac[i] - '0' : 0);
+	if (sscanf(*p, " %c%2d%2d%n", &zs, &hh, &mm, &n) != 3)
+		return -1;
+	*p += n;
+	sign = zs == '-' ? -1 : 1;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	*ns = ((int64_t)timegm(&tm) - sign * (hh * 3600 + mm * 60)) *
+	    1000000000 + f;
+	return 0;
+}
+
+/* One stat line for name at *p: "SIZE TIME MODE TYPE NAME\n". */
+static int
+parse_stat(const char **p, const char *end, const char *name,
+    struct sbx_fentry *e)
+{
+	const char *s = *p, *t;
+	unsigned long long size;
+	unsigned int mode;
+	size_t n = strlen(name);
+	int k = 0;
+
+	if (sscanf(s, "%llu %n", &size, &k) != 1)
+		return -1;
+	s += k;
+	if (parse_time(&s, &e->mtime) < 0 || sscanf(s, " %o %n", &mode, &k) != 1)
+		return -1;
+	s += k;
+	if (!strncmp(s, "regular file ", k = 13) ||
+	    !strncmp(s, "regular empty file ", k = 19))
+		e->type = 'f';
+	else if (!strncmp(s, "symbolic link ", k = 14))
+		e->type = 'l';
+	else
+		return -1;
+	t = s + k;
+	if ((size_t)(end - t) < n + 1 || memcmp(t, name, n) || t[n] != '\n')
+		return -1;
+	e->size = size;
+	e->mode = e->type == 'l' ? 0777 : mode & 07777;
+	*p = t + n + 1;
+	return 0;
+}
+
+static void
+add_hashes(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_manifest *m, struct sbx_err *err)
+{
+	struct sbx_buf out = SBX_BUF_INIT;
+	char **args = NULL, *p, *end;
+	size_t *idx = NULL, n = 0, i, k;
+	unsigned int byte;
+
+	for (i = 0; i < m->n; i++)
+		if (m->e[i].type == 'f' && o->want_hash &&
+		    o->want_hash(&m->e[i], o->arg)) {
+			args = sbx_xrealloc(args, (n + 1) * sizeof *args);
+			idx = sbx_xrealloc(idx, (n + 1) * sizeof *idx);
+			args[n] = m->e[i].path;
+			idx[n++] = i;
+		}
+	/* No hash is no harm: the file then counts as changed. */
+	if (n && run_sh(ref, hash_sh, o->dir, args, n, &out, err) == 0) {
+		sbx_buf_add(&out, "", 1);
+		for (p = out.data, k = 0; k < n && (end = strchr(p, '\n'));
+		    p = end + 1, k++) {
+			if (*p == '\\')
+				p++;
+			if (end - p < 64)
+				break;
+			for (i = 0; i < 32; i++) {
+				if (sscanf(p + 2 * i, "%2x", &byte) != 1)
+					break;
+				m->e[idx[k]].hash[i] = (unsigned char)byte;
+			}
+			m->e[idx[k]].has_hash = i == 32;
+		}
+	}
+	sbx_buf_release(&out);
+	free(args);
+	free(idx);
+}
+
+int
+sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_manifest *out, struct sbx_err *err)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	const char *end, *sep, *name, *sp;
+	struct sbx_err herr = {0};
+
+	if (run_sh(ref, scan_sh, o->dir, NULL, 0, &b, err) < 0)
+		return -1;
+	sbx_buf_add(&b, "", 1);
+	end = b.data + b.len - 1;
+	sep = memmem(b.data, b.len, "//", 3);
+	if (!sep || (sep != b.data && sep[-1] != '\0')) {
+		sbx_buf_release(&b);
+		return sbx_err_set(err, SBX_EX_FAIL, "bad listing from the "
+		    "sandbox");
+	}
+	sp = sep + 3;
+	for (name = b.data; name < sep; name += strlen(name) + 1) {
+		struct sbx_fentry e = {0};
+
+		/* A file gone between find and stat has no line. */
+		if (strncmp(name, "./", 2) || parse_stat(&sp, end, name, &e) < 0)
+			continue;
+		if (!sbx_path_valid(name + 2) || sbx_scan_skipped(o, name + 2))
+			continue;
+		e.path = sbx_manifest_add(out, name + 2)->path;
+		out->e[out->n - 1] = e;
+	}
+	sbx_buf_release(&b);
+	sbx_manifest_sort(out);
+	add_hashes(ref, o, out, &herr);
+	return 0;
+}
+
+int
+sbx_portable_remove(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, struct sbx_err *err)
+{
+	struct sbx_buf out = SBX_BUF_INIT;
+	char **args = sbx_xcalloc(paths->n + 1, sizeof *args);
+	size_t i, n = 0;
+	int rc;
+
+	for (i = 0; i < paths->n; i++)
+		if (sbx_path_valid(paths->e[i].path))
+			args[n++] = paths->e[i].path;
+	/* In chunks that stay far below ARG_MAX. */
+	for (i = 0, rc = 0; rc == 0 && i < n; i += 512) {
+		rc = run_sh(ref, rm_sh, dir, args + i, n - i < 512 ? n - i : 512,
+		    &out, err);
+		sbx_buf_release(&out);
+	}
+	free(args);
+	return rc;
+}

@@ -1,0 +1,1060 @@
+/* sync.c - sbx-sync's work: which files go up, what changed in the sandbox,
+ * and writing it back on the host file by file, at least once */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+/* --- what never travels, and the user's patterns ------------------------- */
+
+static int
+is_conflict_copy(const char *p)
+{
+	size_t n = strlen(p), k = strlen(".sbx-conflict");
+
+	return n > k && !strcmp(p + n - k, ".sbx-conflict");
+}
+
+/* For a walk, which asks about each directory before going into it. */
+static int
+skip1(const char *path, int is_dir, void *arg)
+{
+	const struct sbx_sync_opts *o = arg;
+	const char *base = strrchr(path, '/');
+	size_t n;
+
+	base = base ? base + 1 : path;
+	if (!strcmp(base, ".git"))
+		return 1;
+	if (is_dir && (!strcmp(path, ".sbx") || (o->statedir &&
+	    !strcmp(path, o->statedir))))
+		return 1;
+	if (!is_dir && is_conflict_copy(path))
+		return 1;
+	if (!is_dir && o->statefile && !strncmp(path, o->statefile, n = strlen(
+	    o->statefile)) && (!path[n] || path[n] == '.'))
+		return 1;
+	if (o->exclude && sbx_ignore_match1(o->exclude, path, is_dir) == 1)
+		return 1;
+	if (o->sbxignore && sbx_ignore_match1(o->sbxignore, path, is_dir) == 1)
+		return 1;
+	return 0;
+}
+
+/* For a path met on its own: its parents are asked too. */
+static int
+skip_path(const struct sbx_sync_opts *o, const char *path)
+{
+	struct sbx_scan_opts so = {.skip = skip1, .arg = (void *)o};
+
+	return sbx_scan_skipped(&so, path);
+}
+
+/* --- running git ------------------------------------------------------------ */
+
+/* Run argv with input on stdin; its stdout into out. The exit status, or
+ * -1 when it could not run. */
+static int
+run(char *const argv[], const char *in, size_t inlen, struct sbx_buf *out)
+{
+	int ip[2], op[2], status;
+	pid_t pid;
+	char buf[65536];
+	ssize_t n;
+	size_t off = 0;
+
+	if (pipe2(ip, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(op, O_CLOEXEC) < 0) {
+		close(ip[0]);
+		close(ip[1]);
+		return -1;
+	}
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(ip[0], 0);
+		dup2(op[1], 1);
+		if (null >= 0)
+			dup2(null, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(ip[0]);
+	close(op[1]);
+	if (pid < 0) {
+		close(ip[1]);
+		close(op[0]);
+		return -1;
+	}
+	/* git reads all of stdin before it answers (check-ignore buffers
+	 * its output unless told otherwise), so write first, then read. */
+	while (off < inlen && (n = write(ip[1], in + off, inlen - off)) > 0)
+		off += (size_t)n;
+	close(ip[1]);
+	while ((n = read(op[0], buf, sizeof buf)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		sbx_buf_add(out, buf, (size_t)n);
+	}
+	close(op[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The files of a git work tree: tracked, and untracked but not ignored.
+ * 1 when the project is one, 0 when not. */
+static int
+git_files(struct sbx_buf *out)
+{
+	char *argv[] = {"git", "ls-files", "-coz", "--exclude-standard", NULL};
+
+	return run(argv, NULL, 0, out) == 0;
+}
+
+/* Drop from m the paths git ignores (in a git work tree; tracked files
+ * are never ignored). */
+static void
+git_unignored(struct sbx_manifest *m, int *flags)
+{
+	char *argv[] = {"git", "check-ignore", "-z", "--stdin", NULL};
+	struct sbx_buf in = SBX_BUF_INIT, out = SBX_BUF_INIT;
+	struct sbx_fentry *e;
+	size_t i;
+	char *p;
+
+	for (i = 0; i < m->n; i++)
+		sbx_buf_add(&in, m->e[i].path, strlen(m->e[i].path) + 1);
+	if (m->n && run(argv, in.data, in.len, &out) == 0) {
+		for (p = out.data; p && p < out.data + out.len;
+		    p += strlen(p) + 1)
+			if ((e = sbx_manifest_find(m, p)))
+				flags[e - m->e] = 1;
+	}
+	sbx_buf_release(&in);
+	sbx_buf_release(&out);
+}
+
+/* --- the host side ----------------------------------------------------------- */
+
+static void
+add_entry(const struct sbx_fentry *e, void *arg)
+{
+	struct sbx_manifest *m = arg;
+	struct sbx_fentry *x = sbx_manifest_add(m, e->path);
+	char *p = x->path;
+
+	*x = *e;
+	x->path = p;
+}
+
+static void
+human(uint64_t n, char *buf, size_t len)
+{
+	if (n < 1024)
+		snprintf(buf, len, "%lluB", (unsigned long long)n);
+	else if (n < 1024 * 1024)
+		snprintf(buf, len, "%.1fKiB", n / 1024.0);
+	else if (n < 1024ull * 1024 * 1024)
+		snprintf(buf, len, "%.1fMiB", n / 1048576.0);
+	else
+		snprintf(buf, len, "%.1fGiB", n / 1073741824.0);
+}
+
+/* What push sends: git's list or a walk, then the patterns, then the
+ * size policy. */
+static int
+select_files(const struct sbx_sync_opts *o, struct sbx_manifest *sel,
+    struct sbx_err *err)
+{
+	struct sbx_scan_opts so = {.skip = skip1, .arg = (void *)o};
+	struct sbx_manifest all = {0};
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct stat st;
+	char *p, h1[32], h2[32];
+	size_t i;
+	int dfd;
+
+	if (git_files(&b)) {
+		for (p = b.data; p && p < b.data + b.len; p += strlen(p) + 1) {
+			struct sbx_fentry e = {.path = p};
+
+			if (!skip_path(o, p) && lstat(p, &st) == 0 &&
+			    sbx_fentry_stat(&e, &st))
+				add_entry(&e, &all);
+		}
+	} else {
+		if ((dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+			sbx_buf_release(&b);
+			return sbx_err_set(err, SBX_EX_FAIL,
+			    "cannot read the project:");
+		}
+		sbx_walk(dfd, &so, add_entry, &all);
+	}
+	sbx_buf_release(&b);
+	for (i = 0; i < all.n; i++) {
+		struct sbx_fentry *e = &all.e[i];
+
+		if (o->include && sbx_ignore_count(o->include) &&
+		    sbx_ignore_match(o->include, e->path, 0) != 1)
+			continue;
+		if (o->max_size && e->type == 'f' && e->size > o->max_size) {
+			human(e->size, h1, sizeof h1);
+			human(o->max_size, h2, sizeof h2);
+			sbx_warn("%s large file '%s' (%s > %s)", o->large_skip ?
+			    "skipping" : "pushing", e->path, h1, h2);
+			if (o->large_skip)
+				continue;
+		}
+		add_entry(e, sel);
+	}
+	sbx_manifest_release(&all);
+	sbx_manifest_sort(sel);
+	return 0;
+}
+
+static int
+host_matches(const struct sbx_fentry *b, const struct stat *st)
+{
+	struct sbx_fentry h = {0};
+
+	return sbx_fentry_stat(&h, st) && h.type == b->type &&
+	    h.size == b->size && h.mode == b->mode &&
+	    h.mtime == (b->hmtime ? b->hmtime : b->mtime);
+}
+
+/* --- the baseline: the manifest of the last acknowledged sync ------------ */
+
+static char *
+baseline_path(const struct sbx_sync_opts *o)
+{
+	return o->state_path ? sbx_xasprintf("%s.baseline", o->state_path) :
+	    NULL;
+}
+
+static int
+utf8_ok(const char *p)
+{
+	json_t *j = json_string(p);
+
+	json_decref(j);
+	return j != NULL;
+}
+
+static void
+hex(const unsigned char *p, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = d[p[i] >> 4];
+		out[2 * i + 1] = d[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static char *
+unhex(const char *s)
+{
+	size_t n = strlen(s), i;
+	char *out;
+	unsigned int c;
+
+	if (n % 2)
+		return NULL;
+	out = sbx_xmalloc(n / 2 + 1);
+	for (i = 0; i < n / 2; i++) {
+		if (sscanf(s + 2 * i, "%2x", &c) != 1) {
+			free(out);
+			return NULL;
+		}
+		out[i] = (char)c;
+	}
+	out[n / 2] = '\0';
+	return out;
+}
+
+/* A baseline of another sandbox, or none at all, is an empty one. */
+static int
+baseline_load(const struct sbx_sync_opts *o, struct sbx_manifest *m,
+    struct sbx_err *err)
+{
+	char *path = baseline_path(o), *line, *nl, *text = NULL, *p;
+	const char *id = sbx_json_str(o->ref, "id"), *s;
+	FILE *f;
+	size_t len = 0;
+	json_t *j;
+	int first = 1, rc = 0, other;
+
+	if (!path || !(f = fopen(path, "re"))) {
+		free(path);
+		return 0;
+	}
+	if (getdelim(&text, &len, '\0', f) < 0 && ferror(f))
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':", path);
+	fclose(f);
+	for (line = text; rc == 0 && line && *line; line = nl) {
+		if ((nl = strchr(line, '\n')))
+			*nl++ = '\0';
+		if (!(j = json_loads(line, 0, NULL)) || !json_is_object(j)) {
+			json_decref(j);
+			rc = sbx_err_set(err, SBX_EX_DATA, "'%s' is malformed",
+			    path);
+			break;
+		}
+		if (first) {
+			first = 0;
+			s = sbx_json_str(j, "sandbox");
+			other = !s || !id || strcmp(s, id);
+			json_decref(j);
+			if (other)
+				break; /* another sandbox's */
+			continue;
+		}
+		p = sbx_json_str(j, "ph") ? unhex(sbx_json_str(j, "ph")) :
+		    sbx_json_str(j, "p") ? sbx_xstrdup(sbx_json_str(j, "p")) :
+		    NULL;
+		s = sbx_json_str(j, "t");
+		if (p && s && (*s == 'f' || *s == 'l') && sbx_path_valid(p)) {
+			struct sbx_fentry *e = sbx_manifest_add(m, p);
+
+			e->type = *s;
+			e->size = (uint64_t)sbx_json_int(j, "s", 0);
+			e->mtime = sbx_json_int(j, "m", 0);
+			e->hmtime = sbx_json_int(j, "h", 0);
+			e->mode = (uint32_t)sbx_json_int(j, "x", 0644);
+		}
+		free(p);
+		json_decref(j);
+	}
+	free(text);
+	free(path);
+	if (rc < 0)
+		sbx_manifest_release(m);
+	sbx_manifest_sort(m);
+	return rc;
+}
+
+/* Writing the baseline is the acknowledgement; the state's "sync" object
+ * only tells people about it. */
+static int
+baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
+    struct sbx_err *err)
+{
+	char *path = baseline_path(o), *s, hx[8200], ts[32];
+	struct sbx_buf b = SBX_BUF_INIT;
+	long long now = sbx_now();
+	const char *wd = o->remote_dir;
+	json_t *j, *sync;
+	size_t i;
+	int rc;
+
+	if (!path)
+		return 0;
+	if (!wd && o->state)
+		wd = sbx_json_str(o->state->root, "workdir");
+	sbx_manifest_sort(m);
+	j = json_pack("{sisssssIsI}", "schema", 1, "sandbox",
+	    sbx_json_str(o->ref, "id"), "workdir", wd ? wd : "",
+	    "acked_at_epoch", (json_int_t)now, "files", (json_int_t)m->n);
+	s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	sbx_buf_add(&b, s, strlen(s));
+	sbx_buf_add(&b, "\n", 1);
+	free(s);
+	json_decref(j);
+	for (i = 0; i < m->n; i++) {
+		const struct sbx_fentry *e = &m->e[i];
+		char t[2] = {e->type, '\0'};
+
+		if (utf8_ok(e->path))
+			j = json_pack("{ss}", "p", e->path);
+		else {
+			hex((const unsigned char *)e->path, strlen(e->path), hx);
+			j = json_pack("{ss}", "ph", hx);
+		}
+		json_object_set_new(j, "t", json_string(t));
+		json_object_set_new(j, "s", json_integer((json_int_t)e->size));
+		json_object_set_new(j, "m", json_integer(e->mtime));
+		json_object_set_new(j, "x", json_integer(e->mode));
+		if (e->hmtime && e->hmtime != e->mtime)
+			json_object_set_new(j, "h", json_integer(e->hmtime));
+		s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		sbx_buf_add(&b, s, strlen(s));
+		sbx_buf_add(&b, "\n", 1);
+		free(s);
+		json_decref(j);
+	}
+	rc = sbx_file_write_atomic(path, b.data, b.len, 0600, 1, err);
+	sbx_buf_release(&b);
+	if (rc == 0 && o->state) {
+		s = strrchr(path, '/');
+		sbx_time_fmt(now, ts, sizeof ts);
+		sync = json_pack("{sssssssIsssI}", "baseline", s ? s + 1 : path,
+		    "sandbox", sbx_json_str(o->ref, "id"), "workdir", wd ? wd :
+		    "", "files", (json_int_t)m->n, "acked_at", ts,
+		    "acked_at_epoch", (json_int_t)now);
+		json_object_set_new(o->state->root, "sync", sync);
+		rc = sbx_state_save(o->state, err);
+	}
+	free(path);
+	return rc;
+}
+
+/* --- push -------------------------------------------------------------------- */
+
+static void
+set_entry(struct sbx_manifest *m, const struct sbx_fentry *e)
+{
+	struct sbx_fentry *x = sbx_manifest_find(m, e->path);
+	char *p;
+
+	if (!x) {
+		x = sbx_manifest_add(m, e->path);
+		p = x->path;
+		*x = *e;
+		x->path = p;
+		sbx_manifest_sort(m);
+		return;
+	}
+	p = x->path;
+	*x = *e;
+	x->path = p;
+}
+
+static void
+drop_entry(struct sbx_manifest *m, const char *path)
+{
+	struct sbx_fentry *x = sbx_manifest_find(m, path);
+
+	if (x)
+		x->type = 0; /* left out when saved */
+}
+
+static void
+compact(struct sbx_manifest *m)
+{
+	size_t i, j;
+
+	for (i = j = 0; i < m->n; i++) {
+		if (!m->e[i].type) {
+			free(m->e[i].path);
+			continue;
+		}
+		m->e[j++] = m->e[i];
+	}
+	m->n = j;
+}
+
+int
+sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
+    struct sbx_err *err)
+{
+	const struct sbx_files *f = sbx_files_of(o->ref, err);
+	struct sbx_manifest sel = {0}, base = {0}, send = {0}, dels = {0};
+	struct sbx_job job = {.pid = -1, .errfd = -1};
+	struct sbx_fentry *b;
+	struct sbx_err werr = {0};
+	size_t i;
+	int fd = -1, rc = -1, wrc;
+
+	memset(r, 0, sizeof *r);
+	if (!f || select_files(o, &sel, err) < 0 ||
+	    baseline_load(o, &base, err) < 0)
+		goto out;
+	for (i = 0; i < sel.n; i++) {
+		b = sbx_manifest_find(&base, sel.e[i].path);
+		if (b && b->type == sel.e[i].type && b->size == sel.e[i].size &&
+		    b->mode == sel.e[i].mode && (b->hmtime ? b->hmtime :
+		    b->mtime) == sel.e[i].mtime)
+			continue;
+		add_entry(&sel.e[i], &send);
+		if (!o->dry_run)
+			sbx_note("%s '%s'", b ? "update" : "add", sel.e[i].path);
+		r->files++;
+		r->bytes += sel.e[i].size;
+		if (o->plan)
+			o->plan(sel.e[i].path, b ? "update" : "add",
+			    sel.e[i].size, o->arg);
+	}
+	if (o->delete)
+		for (i = 0; i < base.n; i++)
+			if (!sbx_manifest_find(&sel, base.e[i].path)) {
+				add_entry(&base.e[i], &dels);
+				if (!o->dry_run)
+					sbx_note("delete '%s'", base.e[i].path);
+				r->deleted++;
+				if (o->plan)
+					o->plan(base.e[i].path, "delete",
+					    base.e[i].size, o->arg);
+			}
+	if (o->dry_run) {
+		rc = 0;
+		goto out;
+	}
+	if (send.n) {
+		if (f->put_archive(o->ref, o->remote_dir, &fd, &job, err) < 0)
+			goto out;
+		wrc = sbx_tar_write(fd, &send, o->z, &werr);
+		close(fd);
+		/* The receiver's error explains a broken pipe better. */
+		if (sbx_job_wait(&job, err) < 0)
+			goto out;
+		if (wrc < 0) {
+			*err = werr;
+			goto out;
+		}
+	}
+	if (dels.n && f->remove(o->ref, o->remote_dir, &dels, err) < 0)
+		goto out;
+	for (i = 0; i < send.n; i++)
+		set_entry(&base, &send.e[i]);
+	for (i = 0; i < dels.n; i++)
+		drop_entry(&base, dels.e[i].path);
+	compact(&base);
+	rc = baseline_save(o, &base, err);
+out:
+	sbx_manifest_release(&sel);
+	sbx_manifest_release(&base);
+	sbx_manifest_release(&send);
+	sbx_manifest_release(&dels);
+	return rc;
+}
+
+/* --- pull -------------------------------------------------------------------- */
+
+enum act { A_NONE, A_ADD, A_UPDATE, A_DELETE, A_CONFLICT, A_MAYBE };
+
+struct item {
+	char *path;
+	enum act act;
+	struct sbx_fentry s;  /* the sandbox's (scan, then archive) */
+	int staged;           /* its content is in the stage, as name i */
+	int have_host;
+	struct stat host;
+};
+
+struct pull {
+	const struct sbx_sync_opts *o;
+	struct sbx_manifest base, scan, fetch;
+	struct item *it;
+	size_t n;
+	char *stage;          /* the staging directory */
+	int stage_fd;
+};
+
+static int
+want_hash(const struct sbx_fentry *e, void *arg)
+{
+	const struct pull *p = arg;
+	const struct sbx_fentry *b = sbx_manifest_find(&p->base, e->path);
+
+	return b && b->type == e->type && b->size == e->size &&
+	    b->mtime != e->mtime;
+}
+
+static int
+scan_skip(const char *path, int is_dir, void *arg)
+{
+	return skip1(path, is_dir, (void *)((struct pull *)arg)->o);
+}
+
+static struct item *
+add_item(struct pull *p, const char *path, enum act a)
+{
+	struct item *it;
+
+	p->it = sbx_xrealloc(p->it, (p->n + 1) * sizeof *p->it);
+	it = &p->it[p->n++];
+	memset(it, 0, sizeof *it);
+	it->path = sbx_xstrdup(path);
+	it->act = a;
+	it->have_host = lstat(path, &it->host) == 0;
+	return it;
+}
+
+static int
+same_host_hash(const char *path, const unsigned char hash[32])
+{
+	unsigned char h[32];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY), rc;
+
+	if (fd < 0)
+		return 0;
+	rc = sbx_sha256_fd(fd, h) == 0 && !memcmp(h, hash, 32);
+	close(fd);
+	return rc;
+}
+
+/* Decide, path by path, from the scan and the baseline. */
+static void
+plan_pull(struct pull *p, struct sbx_manifest *refresh)
+{
+	struct sbx_manifest cand = {0};
+	struct sbx_fentry *b, *s;
+	struct stat st;
+	int *ign;
+	size_t i;
+
+	/* The candidates first, so that git is asked about them once. */
+	for (i = 0; i < p->scan.n; i++) {
+		s = &p->scan.e[i];
+		b = sbx_manifest_find(&p->base, s->path);
+		if (b && b->type == s->type && b->size == s->size &&
+		    b->mtime == s->mtime && b->mode == s->mode)
+			continue;
+		add_entry(s, &cand);
+	}
+	for (i = 0; i < p->base.n; i++)
+		if (!sbx_manifest_find(&p->scan, p->base.e[i].path))
+			add_entry(&p->base.e[i], &cand);
+	sbx_manifest_sort(&cand);
+	ign = sbx_xcalloc(cand.n + 1, sizeof *ign);
+	git_unignored(&cand, ign);
+	for (i = 0; i < cand.n; i++) {
+		const char *path = cand.e[i].path;
+		int have;
+
+		if (ign[i] || skip_path(p->o, path))
+			continue;
+		b = sbx_manifest_find(&p->base, path);
+		s = sbx_manifest_find(&p->scan, path);
+		have = lstat(path, &st) == 0;
+		if (!s) { /* deleted in the sandbox */
+			if (!have || !S_ISREG(st.st_mode) || b->type != 'f') {
+				drop_entry(refresh, path);
+				continue;
+			}
+			add_item(p, path, host_matches(b, &st) ? A_DELETE :
+			    A_CONFLICT)->s = *b;
+			continue;
+		}
+		if (b && s->has_hash && b->type == s->type &&
+		    b->size == s->size && b->mode == s->mode && have &&
+		    host_matches(b, &st) && same_host_hash(path, s->hash)) {
+			/* Touched, not changed: remember the new mtime. */
+			struct sbx_fentry e = *s;
+
+			e.hmtime = b->hmtime ? b->hmtime : b->mtime;
+			set_entry(refresh, &e);
+			continue;
+		}
+		if (b ? (have && host_matches(b, &st)) : !have)
+			add_item(p, path, have ? A_UPDATE : A_ADD)->s = *s;
+		else
+			add_item(p, path, have ? A_MAYBE : A_CONFLICT)->s = *s;
+	}
+	free(ign);
+	for (i = 0; i < p->n; i++) {
+		/* The sandbox's entries outlive cand. */
+		p->it[i].s.path = p->it[i].path;
+		if (p->it[i].act != A_DELETE && p->it[i].s.type &&
+		    sbx_manifest_find(&p->scan, p->it[i].path))
+			add_entry(&p->it[i].s, &p->fetch);
+	}
+	sbx_manifest_release(&cand);
+	sbx_manifest_sort(&p->fetch);
+}
+
+static struct item *
+find_item(struct pull *p, const char *path)
+{
+	size_t i;
+
+	/* Items are made in path order. */
+	size_t lo = 0, hi = p->n;
+
+	while (lo < hi) {
+		i = (lo + hi) / 2;
+		int c = strcmp(p->it[i].path, path);
+
+		if (!c)
+			return &p->it[i];
+		if (c < 0)
+			lo = i + 1;
+		else
+			hi = i;
+	}
+	return NULL;
+}
+
+static long
+want_member(const char *name, void *arg)
+{
+	struct pull *p = arg;
+	struct item *it = find_item(p, name);
+
+	if (!it || it->staged || !sbx_manifest_find(&p->fetch, name))
+		return -1;
+	return (long)(it - p->it);
+}
+
+static void
+got_member(long slot, const struct sbx_fentry *e, void *arg)
+{
+	struct pull *p = arg;
+	struct item *it = &p->it[slot];
+
+	it->s.type = e->type;
+	it->s.mode = e->mode;
+	it->s.size = e->size;
+	it->s.mtime = e->mtime;
+	it->s.has_hash = 0;
+	it->staged = 1;
+}
+
+/* Open the directory that holds path, never through a symlink; create
+ * the missing ones when asked. The fd, or -1 (err says why). */
+static int
+open_parent(const char *path, int create, const char **base,
+    struct sbx_err *err)
+{
+	char buf[4096], *s, *slash;
+	int dfd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC), sub;
+
+	snprintf(buf, sizeof buf, "%s", path);
+	for (s = buf; (slash = strchr(s, '/')); s = slash + 1) {
+		*slash = '\0';
+		sub = openat(dfd, s, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+		    O_CLOEXEC);
+		if (sub < 0 && errno == ENOENT && create &&
+		    mkdirat(dfd, s, 0755) == 0)
+			sub = openat(dfd, s, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+		if (sub < 0) {
+			int e = errno;
+			struct stat st;
+
+			*slash = '\0';
+			if (fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			    S_ISLNK(st.st_mode))
+				sbx_err_set(err, SBX_EX_DATA, "refused archive "
+				    "member '%s': path through a symlink",
+				    path);
+			else if (e == ENOENT && !create)
+				sbx_err_set(err, 0, "absent");
+			else {
+				errno = e;
+				sbx_err_set(err, SBX_EX_FAIL, "cannot write "
+				    "'%s': '%s':", path, buf);
+			}
+			close(dfd);
+			return -1;
+		}
+		close(dfd);
+		dfd = sub;
+	}
+	*base = path + (s - buf);
+	return dfd;
+}
+
+/* Before anything moves: every path must be writable as a plain path. */
+static int
+check_target(const char *path, struct sbx_err *err)
+{
+	const char *base;
+	struct stat st;
+	int dfd = open_parent(path, 0, &base, err);
+
+	if (dfd < 0)
+		return err->code == 0 ? 0 : -1; /* parents to be made */
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		close(dfd);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s': a "
+		    "directory is in the way", path);
+	}
+	close(dfd);
+	return 0;
+}
+
+static int
+commit_one(struct pull *p, struct item *it, const char *dest,
+    struct sbx_err *err)
+{
+	char tmp[32];
+	const char *base;
+	int dfd = open_parent(dest, 1, &base, err);
+
+	if (dfd < 0)
+		return -1;
+	snprintf(tmp, sizeof tmp, "%zu", (size_t)(it - p->it));
+	if (renameat(p->stage_fd, tmp, dfd, base) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s':", dest);
+		close(dfd);
+		return -1;
+	}
+	close(dfd);
+	return 0;
+}
+
+static int
+delete_one(const char *path, struct sbx_err *err)
+{
+	const char *base;
+	struct stat st;
+	int dfd = open_parent(path, 0, &base, err), rc = 0;
+
+	if (dfd < 0)
+		return err->code == 0 ? 0 : -1;
+	/* Only a regular file is ever deleted. */
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && unlinkat(dfd, base, 0) < 0 &&
+	    errno != ENOENT)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot delete '%s':", path);
+	close(dfd);
+	return rc;
+}
+
+/* Same content: the staged copy of it against the host's file. */
+static int
+same_as_host(struct pull *p, struct item *it)
+{
+	char tmp[32], a[PATH_MAX], b[PATH_MAX];
+	unsigned char h1[32];
+	ssize_t n1, n2;
+	int fd;
+
+	snprintf(tmp, sizeof tmp, "%zu", (size_t)(it - p->it));
+	if (it->s.type == 'l') {
+		if (!S_ISLNK(it->host.st_mode))
+			return 0;
+		n1 = readlinkat(p->stage_fd, tmp, a, sizeof a);
+		n2 = readlink(it->path, b, sizeof b);
+		return n1 >= 0 && n1 == n2 && !memcmp(a, b, (size_t)n1);
+	}
+	if (!S_ISREG(it->host.st_mode) ||
+	    (uint64_t)it->host.st_size != it->s.size)
+		return 0;
+	if ((fd = openat(p->stage_fd, tmp, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n1 = sbx_sha256_fd(fd, h1);
+	close(fd);
+	return n1 == 0 && same_host_hash(it->path, h1);
+}
+
+static void
+stale_stages(void)
+{
+	DIR *d = opendir(".sbx");
+	struct dirent *de;
+	char *path;
+	long pid;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (sscanf(de->d_name, "pull-%ld-", &pid) == 1 && pid > 0 &&
+		    kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			path = sbx_xasprintf(".sbx/%s", de->d_name);
+			sbx_rmtree(path);
+			free(path);
+		}
+	closedir(d);
+}
+
+static const char *const act_name[] = {
+	[A_ADD] = "add", [A_UPDATE] = "update", [A_DELETE] = "delete",
+	[A_CONFLICT] = "conflict", [A_MAYBE] = "conflict",
+};
+
+int
+sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
+    struct sbx_sync_result *r, struct sbx_err *err)
+{
+	const struct sbx_files *f = sbx_files_of(o->ref, err);
+	struct pull p = {.o = o, .stage_fd = -1};
+	struct sbx_manifest next = {0};
+	struct sbx_scan_opts so = {.dir = o->remote_dir, .skip = scan_skip,
+	    .want_hash = want_hash, .arg = &p};
+	struct sbx_job job = {.pid = -1, .errfd = -1};
+	struct sbx_err jerr = {0};
+	size_t i;
+	int fd, rc = -1, src, conflicts = 0;
+	char *dest;
+
+	memset(r, 0, sizeof *r);
+	if (!f || baseline_load(o, &p.base, err) < 0 ||
+	    f->scan(o->ref, &so, &p.scan, err) < 0)
+		goto out;
+	for (i = 0; i < p.base.n; i++)
+		add_entry(&p.base.e[i], &next);
+	sbx_manifest_sort(&next);
+	plan_pull(&p, &next);
+	if (p.fetch.n) {
+		if (status_only || o->dry_run) {
+			p.stage = sbx_xasprintf("%s/sbx-sync.XXXXXX",
+			    getenv("TMPDIR") && *getenv("TMPDIR") ?
+			    getenv("TMPDIR") : "/tmp");
+			if (!mkdtemp(p.stage)) {
+				sbx_err_set(err, SBX_EX_FAIL, "cannot make a "
+				    "directory in '%s':", p.stage);
+				free(p.stage);
+				p.stage = NULL;
+				goto out;
+			}
+		} else {
+			stale_stages();
+			if (mkdir(".sbx", 0700) < 0 && errno != EEXIST) {
+				sbx_err_set(err, SBX_EX_FAIL, "cannot make "
+				    "'.sbx':");
+				goto out;
+			}
+			p.stage = sbx_xasprintf(".sbx/pull-%ld-XXXXXX",
+			    (long)getpid());
+			if (!mkdtemp(p.stage)) {
+				sbx_err_set(err, SBX_EX_FAIL, "cannot make "
+				    "'%s':", p.stage);
+				free(p.stage);
+				p.stage = NULL;
+				goto out;
+			}
+		}
+		p.stage_fd = open(p.stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (p.stage_fd < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':",
+			    p.stage);
+			goto out;
+		}
+		if (f->get_archive(o->ref, o->remote_dir, &p.fetch, &fd, &job,
+		    err) < 0)
+			goto out;
+		src = sbx_tar_stage(fd, p.stage_fd, want_member, got_member,
+		    &p, err);
+		close(fd);
+		if (sbx_job_wait(&job, &jerr) < 0 && src == 0) {
+			*err = jerr;
+			goto out;
+		}
+		if (src < 0)
+			goto out;
+	}
+	/* Conflicts on paper may be equal files; vanished ones wait. */
+	for (i = 0; i < p.n; i++) {
+		struct item *it = &p.it[i];
+
+		if (it->act != A_DELETE && sbx_manifest_find(&p.fetch,
+		    it->path) && !it->staged) {
+			it->act = A_NONE;
+			continue;
+		}
+		if (it->act == A_MAYBE) {
+			if (same_as_host(&p, it)) {
+				struct sbx_fentry e = it->s;
+
+				e.hmtime = (int64_t)it->host.st_mtim.tv_sec *
+				    1000000000 + it->host.st_mtim.tv_nsec;
+				set_entry(&next, &e);
+				it->act = A_NONE;
+			} else
+				it->act = A_CONFLICT;
+		}
+		if (it->act == A_CONFLICT && o->theirs)
+			it->act = it->staged ? A_UPDATE : A_DELETE;
+		else if (it->act == A_CONFLICT && o->ours) {
+			if (it->staged)
+				set_entry(&next, &it->s);
+			else
+				drop_entry(&next, it->path);
+			it->act = A_NONE;
+		}
+		if (it->act == A_NONE)
+			continue;
+		if (o->plan)
+			o->plan(it->path, act_name[it->act], it->s.size, o->arg);
+		if (it->act == A_CONFLICT)
+			conflicts++;
+	}
+	r->conflicts = (uint64_t)conflicts;
+	if (status_only || o->dry_run) {
+		rc = 0;
+		goto out;
+	}
+	/* Check every target, then move: a refusal writes nothing. */
+	for (i = 0; i < p.n; i++) {
+		struct item *it = &p.it[i];
+
+		if (it->act == A_NONE || it->act == A_DELETE)
+			continue;
+		dest = it->act == A_CONFLICT ? sbx_xasprintf("%s.sbx-conflict",
+		    it->path) : sbx_xstrdup(it->path);
+		rc = it->staged ? check_target(dest, err) : 0;
+		free(dest);
+		if (rc < 0)
+			goto out;
+	}
+	rc = -1;
+	for (i = 0; i < p.n; i++)
+		if (p.it[i].act == A_DELETE) {
+			if (delete_one(p.it[i].path, err) < 0)
+				goto out;
+			sbx_note("delete '%s'", p.it[i].path);
+			drop_entry(&next, p.it[i].path);
+			r->deleted++;
+		}
+	for (i = 0; i < p.n; i++) {
+		struct item *it = &p.it[i];
+
+		if ((it->act != A_ADD && it->act != A_UPDATE &&
+		    it->act != A_CONFLICT) || !it->staged)
+			continue;
+		dest = it->act == A_CONFLICT ? sbx_xasprintf("%s.sbx-conflict",
+		    it->path) : sbx_xstrdup(it->path);
+		src = commit_one(&p, it, dest, err);
+		free(dest);
+		if (src < 0)
+			goto out;
+		if (it->act == A_CONFLICT) {
+			sbx_warn("conflict: '%s' changed on both sides; the "
+			    "sandbox's version is in '%s.sbx-conflict'",
+			    it->path, it->path);
+			continue;
+		}
+		sbx_note("%s '%s'", act_name[it->act], it->path);
+		it->s.hmtime = 0;
+		set_entry(&next, &it->s);
+		r->files++;
+		r->bytes += it->s.size;
+	}
+	for (i = 0; i < p.n; i++)
+		if (p.it[i].act == A_CONFLICT && !p.it[i].staged)
+			sbx_warn("conflict: '%s' was deleted in the sandbox and "
+			    "changed here; kept", p.it[i].path);
+	compact(&next);
+	if (baseline_save(o, &next, err) < 0)
+		goto out;
+	rc = 0;
+	if (conflicts)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "%d conflict%s: keep yours "
+		    "with --ours or take the sandbox's with --theirs",
+		    conflicts, conflicts == 1 ? "" : "s");
+out:
+	if (job.pid > 0)
+		sbx_job_wait(&job, &jerr);
+	if (p.stage_fd >= 0)
+		close(p.stage_fd);
+	if (p.stage) {
+		sbx_rmtree(p.stage);
+		free(p.stage);
+	}
+	for (i = 0; i < p.n; i++)
+		free(p.it[i].path);
+	free(p.it);
+	sbx_manifest_release(&p.base);
+	sbx_manifest_release(&p.scan);
+	sbx_manifest_release(&p.fetch);
+	sbx_manifest_release(&next);
+	return rc;
+}
