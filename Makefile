@@ -52,7 +52,7 @@ SYNC_LIBS := $(shell $(PKG_CONFIG) --libs libarchive libcrypto 2>/dev/null \
 
 LIB_SRC = $(wildcard lib/*.c lib/local/*.c)
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
-CMDS = sbx-create sbx-exec sbx-kill sbx-ls
+CMDS = sbx-create sbx-exec sbx-kill sbx-ls sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
 # The agent: only what it needs, linked statically, never sanitized.
 INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/local/proto.c \
@@ -78,6 +78,10 @@ $(BUILD)/libsbx.a: $(LIB_OBJ)
 $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
 	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BIN)/sbx-sync: $(BUILD)/cmd/sbx-sync.o $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SYNC_LIBS) $(LDLIBS)
 
 $(BIN)/sbx-init: $(INIT_OBJ)
 	@mkdir -p $(@D)

@@ -3,7 +3,7 @@
 
 load helper
 
-TOOLS=(sbx-create sbx-exec sbx-kill sbx-ls)
+TOOLS=(sbx-create sbx-exec sbx-kill sbx-ls sbx-sync)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
 # The long options of tool $1, from the getopt_long table in cmd/$1.c.
@@ -34,21 +34,31 @@ synopsis() {
 	    tr -s ' \n' '  ' | sed 's/^ //; s/ $//'
 }
 
-# What bash completes for "$1 --" (with or without bash-completion).
+# What bash completes for "$1 --" (with or without bash-completion); for
+# sbx-sync, after each of its commands.
 bash_long_completions() {
-	local tool=$1 with=$2
-	bash -c '
-		if [ "$2" = yes ]; then
-			. /usr/share/bash-completion/bash_completion || exit 1
-		fi
-		. "$3/completions/bash/sbx" || exit 1
-		COMP_LINE="$1 --"
-		COMP_POINT=${#COMP_LINE}
-		COMP_WORDS=("$1" --)
-		COMP_CWORD=1
-		_sbx "$1" -- "$1"
-		printf "%s\n" "${COMPREPLY[@]}"
-	' bash "$tool" "$with" "$TOP"
+	local tool=$1 with=$2 sub
+	local subs=("")
+	if [ "$tool" = sbx-sync ]; then subs=(push pull status); fi
+	for sub in "${subs[@]}"; do
+		bash -c '
+			if [ "$2" = yes ]; then
+				. /usr/share/bash-completion/bash_completion || exit 1
+			fi
+			. "$3/completions/bash/sbx" || exit 1
+			if [ -n "$4" ]; then
+				COMP_LINE="$1 $4 --"
+				COMP_WORDS=("$1" "$4" --)
+			else
+				COMP_LINE="$1 --"
+				COMP_WORDS=("$1" --)
+			fi
+			COMP_POINT=${#COMP_LINE}
+			COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+			_sbx "$1" -- "${COMP_WORDS[COMP_CWORD-1]}"
+			printf "%s\n" "${COMPREPLY[@]}"
+		' bash "$tool" "$with" "$TOP" "$sub"
+	done
 }
 
 # The lines of completions/zsh/_sbx that describe tool $1: its own case

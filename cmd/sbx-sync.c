@@ -1,0 +1,273 @@
+/* sbx-sync - push a project into a sandbox, pull changes and deletions back */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+static const char usage[] =
+    "usage: sbx-sync push [-nqv] [--delete] [-z gzip|zstd|none] [-a glob]... "
+    "[-x glob]...\n"
+    "                     [-m size] [-L warn|skip] [-s file | -I id [-b "
+    "backend]] [dir]\n"
+    "       sbx-sync pull [-nqv] [--theirs | --ours] [-x glob]... [-s file | "
+    "-I id [-b backend]] [dir]\n"
+    "       sbx-sync status [-qv] [-x glob]... [-s file | -I id "
+    "[-b backend]] [dir]\n";
+
+enum { OPT_DELETE = 256, OPT_THEIRS, OPT_OURS };
+
+static const struct option longopts[] = {
+	{"backend", required_argument, NULL, 'b'},
+	{"compress", required_argument, NULL, 'z'},
+	{"delete", no_argument, NULL, OPT_DELETE},
+	{"dry-run", no_argument, NULL, 'n'},
+	{"exclude", required_argument, NULL, 'x'},
+	{"help", no_argument, NULL, 'h'},
+	{"id", required_argument, NULL, 'I'},
+	{"include", required_argument, NULL, 'a'},
+	{"large", required_argument, NULL, 'L'},
+	{"max-file-size", required_argument, NULL, 'm'},
+	{"ours", no_argument, NULL, OPT_OURS},
+	{"quiet", no_argument, NULL, 'q'},
+	{"state", required_argument, NULL, 's'},
+	{"theirs", no_argument, NULL, OPT_THEIRS},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+static long long
+ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void
+print_plan(const char *path, const char *action, uint64_t size, void *arg)
+{
+	json_t *o = json_object();
+
+	(void)arg;
+	json_object_set_new(o, "path", sbx_json_bytes(path, strlen(path)));
+	json_object_set_new(o, "action", json_string(action));
+	json_object_set_new(o, "size", json_integer((json_int_t)size));
+	sbx_out_json(o);
+	json_decref(o);
+}
+
+/* The state file's absolute name, and its directory relative to the
+ * project when it lies inside (that directory never travels). */
+static void
+locate_state(const char *state, const char *project, char **abs_out,
+    char **rel_out, char **file_out)
+{
+	char dir[PATH_MAX], proj[PATH_MAX], *copy = sbx_xstrdup(state), *slash;
+	const char *base;
+	size_t n;
+
+	*abs_out = *rel_out = *file_out = NULL;
+	slash = strrchr(copy, '/');
+	if (slash) {
+		*slash = '\0';
+		base = slash + 1;
+	} else
+		base = copy;
+	if (!realpath(slash ? (*copy ? copy : "/") : ".", dir) ||
+	    !realpath(project, proj)) {
+		free(copy);
+		return;
+	}
+	*abs_out = sbx_xasprintf("%s/%s", strcmp(dir, "/") ? dir : "", base);
+	n = strlen(proj);
+	if (!strncmp(dir, proj, n) && dir[n] == '/') {
+		*rel_out = sbx_xstrdup(dir + n + 1);
+		*file_out = sbx_xasprintf("%s/%s", dir + n + 1, base);
+	} else if (!strcmp(dir, proj))
+		*file_out = sbx_xstrdup(base);
+	free(copy);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sbx_sync_opts o = {0};
+	struct sbx_sync_result r;
+	struct sbx_target t = {0};
+	struct sbx_err err = {0};
+	struct sbx_state stb;
+	const char *cmd, *project = ".", *state = NULL, *z = NULL;
+	char *state_abs = NULL, *statedir = NULL, *statefile = NULL;
+	struct stat st;
+	long long t0 = ms_now();
+	int c, rc, status = 0, push = 0;
+	uint64_t u;
+
+	sbx_prog_set(argv);
+	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
+		sbx_usage(usage, SBX_EX_OK);
+	if (argc > 1 && (!strcmp(argv[1], "-V") ||
+	    !strcmp(argv[1], "--version")))
+		sbx_version();
+	if (argc < 2)
+		sbx_usage_error(usage, "a command is required: push, pull "
+		    "or status");
+	cmd = argv[1];
+	if (!strcmp(cmd, "push"))
+		push = 1;
+	else if (!strcmp(cmd, "status"))
+		status = 1;
+	else if (strcmp(cmd, "pull"))
+		sbx_usage_error(usage, "unknown command '%s' (push, pull or "
+		    "status)", cmd);
+	argv++;
+	argc--;
+	o.exclude = sbx_ignore_new();
+	o.include = sbx_ignore_new();
+	while ((c = getopt_long(argc, argv, "a:b:hI:L:m:nqs:vVx:z:", longopts,
+	    NULL)) != -1) {
+		if (sbx_opt_common(c, usage))
+			continue;
+		switch (c) {
+		case 'a':
+		case 'z':
+		case 'm':
+		case 'L':
+			if (!push)
+				sbx_usage_error(usage, "-%c is an option of "
+				    "push", c);
+			if (c == 'a')
+				sbx_ignore_add(o.include, optarg);
+			else if (c == 'z')
+				z = optarg;
+			else if (c == 'm') {
+				if (sbx_parse_size(optarg, &u) < 0)
+					sbx_usage_error(usage, "invalid size "
+					    "'%s'", optarg);
+				o.max_size = u;
+			} else if (!strcmp(optarg, "skip"))
+				o.large_skip = 1;
+			else if (strcmp(optarg, "warn"))
+				sbx_usage_error(usage, "--large must be warn "
+				    "or skip, not '%s'", optarg);
+			break;
+		case 'x':
+			sbx_ignore_add(o.exclude, optarg);
+			break;
+		case 'b':
+			t.backend = optarg;
+			break;
+		case 'I':
+			t.id = optarg;
+			break;
+		case 's':
+			t.state_path = optarg;
+			break;
+		case 'n':
+			if (status)
+				sbx_usage_error(usage, "status changes nothing "
+				    "already; -n is for push and pull");
+			o.dry_run = 1;
+			break;
+		case OPT_DELETE:
+			if (!push)
+				sbx_usage_error(usage, "--delete is an option "
+				    "of push");
+			o.delete = 1;
+			break;
+		case OPT_THEIRS:
+		case OPT_OURS:
+			if (push || status)
+				sbx_usage_error(usage, "--%s is an option of "
+				    "pull", c == OPT_OURS ? "ours" : "theirs");
+			if (c == OPT_OURS)
+				o.ours = 1;
+			else
+				o.theirs = 1;
+			break;
+		default:
+			sbx_usage_error(usage, NULL);
+		}
+	}
+	if (o.ours && o.theirs)
+		sbx_usage_error(usage, "--ours and --theirs exclude each other");
+	if (optind < argc)
+		project = argv[optind++];
+	if (optind < argc)
+		sbx_usage_error(usage, "one directory at most ('%s')",
+		    argv[optind]);
+	if (z && strcmp(z, "gzip") && strcmp(z, "zstd") && strcmp(z, "none"))
+		sbx_usage_error(usage, "--compress must be gzip, zstd or none, "
+		    "not '%s'", z);
+	if (stat(project, &st) < 0 || !S_ISDIR(st.st_mode))
+		sbx_die(SBX_EX_USAGE, "no such directory '%s'", project);
+
+	if (!(o.ref = sbx_ref_resolve(&t, &state, &err)))
+		sbx_die_err(&err);
+	if (state)
+		locate_state(state, project, &state_abs, &statedir,
+		    &statefile);
+	o.state_path = state_abs;
+	o.statedir = statedir;
+	o.statefile = statefile;
+	/* Held to the end: two syncs of one state never interleave. */
+	if (state_abs) {
+		if (sbx_state_open(&stb, state_abs, &err) < 0)
+			sbx_die_err(&err);
+		o.state = &stb;
+	}
+	if (!z)
+		z = !strcmp(sbx_json_str(o.ref, "backend"), "local") ? "none" :
+		    "gzip";
+	o.z = !strcmp(z, "gzip") ? SBX_COMPRESS_GZIP : !strcmp(z, "zstd") ?
+	    SBX_COMPRESS_ZSTD : SBX_COMPRESS_NONE;
+	if (chdir(project) < 0)
+		sbx_die(SBX_EX_FAIL, "cannot enter '%s':", project);
+	o.sbxignore = sbx_ignore_new();
+	if (sbx_ignore_load(o.sbxignore, ".sbxignore", &err) < 0)
+		sbx_die_err(&err);
+	if (status || o.dry_run)
+		o.plan = print_plan;
+	/* A receiver that dies shows as EPIPE, and its message says why. */
+	signal(SIGPIPE, SIG_IGN);
+
+	sbx_progress_start(!status && !o.dry_run && !sbx_quiet &&
+	    isatty(STDERR_FILENO));
+	if (push)
+		rc = sbx_sync_push(&o, &r, &err);
+	else
+		rc = sbx_sync_pull(&o, status, &r, &err);
+	sbx_progress_end();
+	if (rc < 0 && (push || err.code != SBX_EX_FAIL || !r.conflicts))
+		sbx_die_err(&err);
+	if (!status && !o.dry_run) {
+		json_t *j = json_pack("{sIsIsIsIsI}", "files",
+		    (json_int_t)r.files, "bytes", (json_int_t)r.bytes,
+		    "deleted", (json_int_t)r.deleted, "conflicts",
+		    (json_int_t)r.conflicts, "ms", (json_int_t)(ms_now() - t0));
+
+		sbx_out_json(j);
+		json_decref(j);
+	}
+	if (rc < 0)
+		sbx_warn("%s", err.msg);
+	if (o.state)
+		sbx_state_release(o.state);
+	json_decref(o.ref);
+	sbx_ignore_free(o.include);
+	sbx_ignore_free(o.exclude);
+	sbx_ignore_free(o.sbxignore);
+	free(state_abs);
+	free(statedir);
+	free(statefile);
+	return sbx_out_close(rc < 0 ? SBX_EX_FAIL : SBX_EX_OK);
+}
