@@ -26,6 +26,7 @@ sbx_files_of(const json_t *ref, struct sbx_err *err)
 			return &sbx_local_files;
 		portable = sbx_local_files;
 		portable.scan = sbx_portable_scan;
+		portable.hash = sbx_portable_hash;
 		portable.remove = sbx_portable_remove;
 		return &portable;
 	}

@@ -163,6 +163,7 @@ struct walk {
 	const struct sbx_scan_opts *o;
 	void (*emit)(const struct sbx_fentry *e, void *arg);
 	void *earg;
+	unsigned part, parts, nth; /* this walker's share of the top */
 	char path[4096];
 };
 
@@ -185,6 +186,11 @@ walk_dir(struct walk *w, int dfd, size_t len)
 		if (len + n + 2 > sizeof w->path)
 			continue;
 		memcpy(w->path + len, de->d_name, n + 1);
+		/* Walkers share the top level: directories dealt out in
+		 * turn, plain entries all to the first. */
+		if (!len && w->parts > 1 && (de->d_type == DT_DIR ?
+		    w->nth++ % w->parts != w->part : w->part != 0))
+			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (w->o->skip && w->o->skip(w->path, S_ISDIR(st.st_mode),
@@ -205,26 +211,17 @@ walk_dir(struct walk *w, int dfd, size_t len)
 
 		if (!sbx_fentry_stat(&e, &st))
 			continue;
-		if (e.type == 'f' && w->o->want_hash &&
-		    w->o->want_hash(&e, w->o->arg)) {
-			int fd = openat(dirfd(d), de->d_name, O_RDONLY |
-			    O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-
-			if (fd >= 0 && sbx_sha256_fd(fd, e.hash) == 0)
-				e.has_hash = 1;
-			if (fd >= 0)
-				close(fd);
-		}
 		w->emit(&e, w->earg);
 	}
 	closedir(d);
 }
 
 void
-sbx_walk(int dfd, const struct sbx_scan_opts *o,
+sbx_walk(int dfd, const struct sbx_scan_opts *o, unsigned part, unsigned parts,
     void (*emit)(const struct sbx_fentry *e, void *arg), void *arg)
 {
-	struct walk w = {.o = o, .emit = emit, .earg = arg};
+	struct walk w = {.o = o, .emit = emit, .earg = arg, .part = part,
+	    .parts = parts};
 
 	walk_dir(&w, dfd, 0);
 }

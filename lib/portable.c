@@ -134,27 +134,23 @@ parse_stat(const char **p, const char *end, const char *name,
 	return 0;
 }
 
-static void
-add_hashes(const json_t *ref, const struct sbx_scan_opts *o,
-    struct sbx_manifest *m, struct sbx_err *err)
+int
+sbx_portable_hash(const json_t *ref, const char *dir, struct sbx_manifest *m,
+    struct sbx_err *err)
 {
 	struct sbx_buf out = SBX_BUF_INIT;
-	char **args = NULL, *p, *end;
-	size_t *idx = NULL, n = 0, i, k;
+	char **args = sbx_xcalloc(m->n + 1, sizeof *args), *p, *end;
+	size_t i, k;
 	unsigned int byte;
 
 	for (i = 0; i < m->n; i++)
-		if (m->e[i].type == 'f' && o->want_hash &&
-		    o->want_hash(&m->e[i], o->arg)) {
-			args = sbx_xrealloc(args, (n + 1) * sizeof *args);
-			idx = sbx_xrealloc(idx, (n + 1) * sizeof *idx);
-			args[n] = m->e[i].path;
-			idx[n++] = i;
-		}
-	/* No hash is no harm: the file then counts as changed. */
-	if (n && run_sh(ref, hash_sh, o->dir, args, n, &out, err) == 0) {
+		args[i] = m->e[i].path;
+	/* One line per file in order; a vanished one has none, and the
+	 * rest is not trusted. No hash is no harm: the file counts as
+	 * changed. */
+	if (m->n && run_sh(ref, hash_sh, dir, args, m->n, &out, err) == 0) {
 		sbx_buf_add(&out, "", 1);
-		for (p = out.data, k = 0; k < n && (end = strchr(p, '\n'));
+		for (p = out.data, k = 0; k < m->n && (end = strchr(p, '\n'));
 		    p = end + 1, k++) {
 			if (*p == '\\')
 				p++;
@@ -163,14 +159,14 @@ add_hashes(const json_t *ref, const struct sbx_scan_opts *o,
 			for (i = 0; i < 32; i++) {
 				if (sscanf(p + 2 * i, "%2x", &byte) != 1)
 					break;
-				m->e[idx[k]].hash[i] = (unsigned char)byte;
+				m->e[k].hash[i] = (unsigned char)byte;
 			}
-			m->e[idx[k]].has_hash = i == 32;
+			m->e[k].has_hash = i == 32;
 		}
 	}
 	sbx_buf_release(&out);
 	free(args);
-	free(idx);
+	return 0;
 }
 
 int
@@ -179,8 +175,9 @@ sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,
 {
 	struct sbx_buf b = SBX_BUF_INIT;
 	const char *end, *sep, *name, *sp;
-	struct sbx_err herr = {0};
 
+	if (o->meanwhile)
+		o->meanwhile(o->arg);
 	if (run_sh(ref, scan_sh, o->dir, NULL, 0, &b, err) < 0)
 		return -1;
 	sbx_buf_add(&b, "", 1);
@@ -205,7 +202,6 @@ sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,
 	}
 	sbx_buf_release(&b);
 	sbx_manifest_sort(out);
-	add_hashes(ref, o, out, &herr);
 	return 0;
 }
 

@@ -327,8 +327,8 @@ struct sbx_scan_opts {
 	const char *dir;     /* in the sandbox; NULL: its workdir */
 	/* Leave path (and, for a directory, all below it) out. */
 	int (*skip)(const char *path, int is_dir, void *arg);
-	/* Take a SHA-256 of this file's content inside the sandbox. */
-	int (*want_hash)(const struct sbx_fentry *e, void *arg);
+	/* Called while the sandbox lists (for work that can overlap). */
+	void (*meanwhile)(void *arg);
 	void *arg;
 };
 
@@ -343,6 +343,10 @@ struct sbx_files {
 	/* The regular files and symlinks under dir, sorted. */
 	int (*scan)(const json_t *ref, const struct sbx_scan_opts *o,
 	    struct sbx_manifest *out, struct sbx_err *err);
+	/* A SHA-256 of each of these files' content, taken inside the
+	 * sandbox (has_hash stays 0 for one that is gone). */
+	int (*hash)(const json_t *ref, const char *dir, struct sbx_manifest *m,
+	    struct sbx_err *err);
 	/* Remove these files (never directories) under dir. */
 	int (*remove)(const json_t *ref, const char *dir,
 	    const struct sbx_manifest *paths, struct sbx_err *err);
@@ -356,12 +360,16 @@ extern const struct sbx_files sbx_local_files;
 /* scan and remove through the backend's exec and a POSIX shell. */
 int sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,
     struct sbx_manifest *out, struct sbx_err *err);
+int sbx_portable_hash(const json_t *ref, const char *dir,
+    struct sbx_manifest *m, struct sbx_err *err);
 int sbx_portable_remove(const json_t *ref, const char *dir,
     const struct sbx_manifest *paths, struct sbx_err *err);
 /* Walk the tree under dfd (which it closes) as scan does: emit gets each
- * regular file and symlink, with a hash when o->want_hash asks. */
-void sbx_walk(int dfd, const struct sbx_scan_opts *o,
-    void (*emit)(const struct sbx_fentry *e, void *arg), void *arg);
+ * regular file and symlink. Walker part of parts takes its share of the
+ * top directories (and, the first, the top's other entries). */
+void sbx_walk(int dfd, const struct sbx_scan_opts *o, unsigned part,
+    unsigned parts, void (*emit)(const struct sbx_fentry *e, void *arg),
+    void *arg);
 
 /* --- sync: push a project into a sandbox, pull changes back (DESIGN 7) - */
 

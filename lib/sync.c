@@ -114,6 +114,35 @@ run(char *const argv[], const char *in, size_t inlen, struct sbx_buf *out)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* Whether the project lies in a git work tree: a .git here or above.
+ * Asked first so that a project without one never waits for git. */
+static int
+in_git_tree(void)
+{
+	static int known = -1;
+	char path[PATH_MAX], *slash;
+	struct stat st;
+
+	if (known >= 0)
+		return known;
+	known = 0;
+	if (!getcwd(path, sizeof path - 8))
+		return known = 1; /* let git decide */
+	for (;;) {
+		size_t n = strlen(path);
+
+		snprintf(path + n, sizeof path - n, "%s.git",
+		    n && path[n - 1] == '/' ? "" : "/");
+		if (lstat(path, &st) == 0)
+			return known = 1;
+		path[n] = '\0';
+		if (!(slash = strrchr(path, '/')) || slash == path)
+			break;
+		*slash = '\0';
+	}
+	return known = lstat("/.git", &st) == 0;
+}
+
 /* The files of a git work tree: tracked, and untracked but not ignored.
  * 1 when the project is one, 0 when not. */
 static int
@@ -121,7 +150,7 @@ git_files(struct sbx_buf *out)
 {
 	char *argv[] = {"git", "ls-files", "-coz", "--exclude-standard", NULL};
 
-	return run(argv, NULL, 0, out) == 0;
+	return in_git_tree() && run(argv, NULL, 0, out) == 0;
 }
 
 /* Drop from m the paths git ignores (in a git work tree; tracked files
@@ -137,7 +166,7 @@ git_unignored(struct sbx_manifest *m, int *flags)
 
 	for (i = 0; i < m->n; i++)
 		sbx_buf_add(&in, m->e[i].path, strlen(m->e[i].path) + 1);
-	if (m->n && run(argv, in.data, in.len, &out) == 0) {
+	if (m->n && in_git_tree() && run(argv, in.data, in.len, &out) == 0) {
 		for (p = out.data; p && p < out.data + out.len;
 		    p += strlen(p) + 1)
 			if ((e = sbx_manifest_find(m, p)))
@@ -201,7 +230,7 @@ select_files(const struct sbx_sync_opts *o, struct sbx_manifest *sel,
 			return sbx_err_set(err, SBX_EX_FAIL,
 			    "cannot read the project:");
 		}
-		sbx_walk(dfd, &so, add_entry, &all);
+		sbx_walk(dfd, &so, 0, 1, add_entry, &all);
 	}
 	sbx_buf_release(&b);
 	for (i = 0; i < all.n; i++) {
@@ -244,47 +273,67 @@ baseline_path(const struct sbx_sync_opts *o)
 	    NULL;
 }
 
-static int
-utf8_ok(const char *p)
-{
-	json_t *j = json_string(p);
-
-	json_decref(j);
-	return j != NULL;
-}
-
+/* The baseline is a text file, as quick to read and write as we can make
+ * it (pull reads and writes it whole each time; 10,000 lines of JSON
+ * cost more than the rest of a pull):
+ *   sbx-baseline 1 TAB sandbox TAB workdir TAB acked_epoch TAB count
+ *   type TAB size TAB mtime_ns TAB mode(octal) TAB host_mtime_ns TAB path
+ * with backslash, tab, newline and CR in text written as \\ \t \n \r. */
 static void
-hex(const unsigned char *p, size_t n, char *out)
+put_escaped(struct sbx_buf *b, const char *s)
 {
-	static const char d[] = "0123456789abcdef";
-	size_t i;
+	const char *run = s;
 
-	for (i = 0; i < n; i++) {
-		out[2 * i] = d[p[i] >> 4];
-		out[2 * i + 1] = d[p[i] & 15];
-	}
-	out[2 * n] = '\0';
+	for (; *s; s++)
+		if (*s == '\\' || *s == '\t' || *s == '\n' || *s == '\r') {
+			sbx_buf_add(b, run, (size_t)(s - run));
+			sbx_buf_add(b, *s == '\\' ? "\\\\" : *s == '\t' ? "\\t" :
+			    *s == '\n' ? "\\n" : "\\r", 2);
+			run = s + 1;
+		}
+	sbx_buf_add(b, run, (size_t)(s - run));
 }
 
+/* Unescape the field at p (up to a tab or the line's end) in place. */
 static char *
-unhex(const char *s)
+get_escaped(char **p)
 {
-	size_t n = strlen(s), i;
-	char *out;
-	unsigned int c;
+	char *in = *p, *out = *p, *start = *p;
 
-	if (n % 2)
-		return NULL;
-	out = sbx_xmalloc(n / 2 + 1);
-	for (i = 0; i < n / 2; i++) {
-		if (sscanf(s + 2 * i, "%2x", &c) != 1) {
-			free(out);
-			return NULL;
+	for (; *in && *in != '\t'; in++) {
+		if (*in != '\\') {
+			*out++ = *in;
+			continue;
 		}
-		out[i] = (char)c;
+		in++;
+		*out++ = *in == 't' ? '\t' : *in == 'n' ? '\n' : *in == 'r' ?
+		    '\r' : *in;
+		if (!*in)
+			return NULL;
 	}
-	out[n / 2] = '\0';
-	return out;
+	*p = *in ? in + 1 : in;
+	*out = '\0';
+	return start;
+}
+
+/* A number and a tab at q; snprintf is slow enough to show here. */
+static char *
+put_num(char *q, long long v, int base)
+{
+	char tmp[24];
+	unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v :
+	    (unsigned long long)v;
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + u % (unsigned)base);
+	while ((u /= (unsigned)base));
+	if (v < 0)
+		*q++ = '-';
+	while (n)
+		*q++ = tmp[--n];
+	*q++ = '\t';
+	return q;
 }
 
 /* A baseline of another sandbox, or none at all, is an empty one. */
@@ -292,73 +341,86 @@ static int
 baseline_load(const struct sbx_sync_opts *o, struct sbx_manifest *m,
     struct sbx_err *err)
 {
-	char *path = baseline_path(o), *line, *nl, *text = NULL, *p;
-	const char *id = sbx_json_str(o->ref, "id"), *s;
-	FILE *f;
+	char *path = baseline_path(o), *text = NULL, *line, *nl, *q, *f;
+	const char *id = sbx_json_str(o->ref, "id");
+	unsigned long long size, mode;
+	long long mt, ht;
+	struct sbx_fentry *e;
 	size_t len = 0;
-	json_t *j;
-	int first = 1, rc = 0, other;
+	FILE *fp;
+	int rc = 0, unsorted = 0;
 
-	if (!path || !(f = fopen(path, "re"))) {
+	if (!path || !(fp = fopen(path, "re"))) {
 		free(path);
 		return 0;
 	}
-	if (getdelim(&text, &len, '\0', f) < 0 && ferror(f))
+	if (getdelim(&text, &len, '\0', fp) < 0 && ferror(fp))
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':", path);
-	fclose(f);
-	for (line = text; rc == 0 && line && *line; line = nl) {
+	fclose(fp);
+	line = text;
+	if (rc == 0 && line) {
 		if ((nl = strchr(line, '\n')))
 			*nl++ = '\0';
-		if (!(j = json_loads(line, 0, NULL)) || !json_is_object(j)) {
-			json_decref(j);
+		q = line;
+		if (strncmp(line, "sbx-baseline 1\t", 15) || (q += 15,
+		    !(f = get_escaped(&q))) || !id || strcmp(f, id))
+			line = NULL; /* another sandbox's, or another format */
+		else
+			line = nl;
+	}
+	for (; rc == 0 && line && *line; line = nl) {
+		if ((nl = strchr(line, '\n')))
+			*nl++ = '\0';
+		q = line + 2;
+		errno = 0;
+		size = strtoull(q, &q, 10);
+		mt = *q == '\t' ? strtoll(q + 1, &q, 10) : 0;
+		mode = *q == '\t' ? strtoull(q + 1, &q, 8) : 0;
+		ht = *q == '\t' ? strtoll(q + 1, &q, 10) : 0;
+		f = NULL;
+		if (*q == '\t' && (line[0] == 'f' || line[0] == 'l') &&
+		    line[1] == '\t' && !errno) {
+			q++;
+			f = get_escaped(&q);
+		}
+		if (!f || !sbx_path_valid(f)) {
 			rc = sbx_err_set(err, SBX_EX_DATA, "'%s' is malformed",
 			    path);
 			break;
 		}
-		if (first) {
-			first = 0;
-			s = sbx_json_str(j, "sandbox");
-			other = !s || !id || strcmp(s, id);
-			json_decref(j);
-			if (other)
-				break; /* another sandbox's */
-			continue;
-		}
-		p = sbx_json_str(j, "ph") ? unhex(sbx_json_str(j, "ph")) :
-		    sbx_json_str(j, "p") ? sbx_xstrdup(sbx_json_str(j, "p")) :
-		    NULL;
-		s = sbx_json_str(j, "t");
-		if (p && s && (*s == 'f' || *s == 'l') && sbx_path_valid(p)) {
-			struct sbx_fentry *e = sbx_manifest_add(m, p);
-
-			e->type = *s;
-			e->size = (uint64_t)sbx_json_int(j, "s", 0);
-			e->mtime = sbx_json_int(j, "m", 0);
-			e->hmtime = sbx_json_int(j, "h", 0);
-			e->mode = (uint32_t)sbx_json_int(j, "x", 0644);
-		}
-		free(p);
-		json_decref(j);
+		if (m->n && strcmp(m->e[m->n - 1].path, f) >= 0)
+			unsorted = 1;
+		e = sbx_manifest_add(m, f);
+		e->type = line[0];
+		e->size = size;
+		e->mtime = mt;
+		e->hmtime = ht;
+		e->mode = (uint32_t)mode & 07777;
 	}
 	free(text);
 	free(path);
 	if (rc < 0)
 		sbx_manifest_release(m);
-	sbx_manifest_sort(m);
+	/* We write it sorted; sorting 10,000 names again costs. */
+	if (unsorted)
+		sbx_manifest_sort(m);
+	else
+		m->sorted = 1;
 	return rc;
 }
 
 /* Writing the baseline is the acknowledgement; the state's "sync" object
- * only tells people about it. */
+ * only tells people about it. No fsync: losing an acknowledgement only
+ * means delivering again, which is harmless. */
 static int
 baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
     struct sbx_err *err)
 {
-	char *path = baseline_path(o), *s, hx[8200], ts[32];
+	char *path = baseline_path(o), *s, num[128], ts[32];
 	struct sbx_buf b = SBX_BUF_INIT;
 	long long now = sbx_now();
 	const char *wd = o->remote_dir;
-	json_t *j, *sync;
+	json_t *sync;
 	size_t i;
 	int rc;
 
@@ -367,37 +429,29 @@ baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
 	if (!wd && o->state)
 		wd = sbx_json_str(o->state->root, "workdir");
 	sbx_manifest_sort(m);
-	j = json_pack("{sisssssIsI}", "schema", 1, "sandbox",
-	    sbx_json_str(o->ref, "id"), "workdir", wd ? wd : "",
-	    "acked_at_epoch", (json_int_t)now, "files", (json_int_t)m->n);
-	s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	sbx_buf_add(&b, s, strlen(s));
-	sbx_buf_add(&b, "\n", 1);
-	free(s);
-	json_decref(j);
+	sbx_buf_add(&b, "sbx-baseline 1\t", 15);
+	put_escaped(&b, sbx_json_str(o->ref, "id"));
+	sbx_buf_add(&b, "\t", 1);
+	put_escaped(&b, wd ? wd : "");
+	snprintf(num, sizeof num, "\t%lld\t%zu\n", now, m->n);
+	sbx_buf_add(&b, num, strlen(num));
 	for (i = 0; i < m->n; i++) {
 		const struct sbx_fentry *e = &m->e[i];
-		char t[2] = {e->type, '\0'};
 
-		if (utf8_ok(e->path))
-			j = json_pack("{ss}", "p", e->path);
-		else {
-			hex((const unsigned char *)e->path, strlen(e->path), hx);
-			j = json_pack("{ss}", "ph", hx);
-		}
-		json_object_set_new(j, "t", json_string(t));
-		json_object_set_new(j, "s", json_integer((json_int_t)e->size));
-		json_object_set_new(j, "m", json_integer(e->mtime));
-		json_object_set_new(j, "x", json_integer(e->mode));
-		if (e->hmtime && e->hmtime != e->mtime)
-			json_object_set_new(j, "h", json_integer(e->hmtime));
-		s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		sbx_buf_add(&b, s, strlen(s));
+		char *q = num;
+
+		*q++ = e->type;
+		*q++ = '\t';
+		q = put_num(q, (long long)e->size, 10);
+		q = put_num(q, (long long)e->mtime, 10);
+		q = put_num(q, (long long)e->mode, 8);
+		q = put_num(q, e->hmtime && e->hmtime != e->mtime ?
+		    (long long)e->hmtime : 0LL, 10);
+		sbx_buf_add(&b, num, (size_t)(q - num));
+		put_escaped(&b, e->path);
 		sbx_buf_add(&b, "\n", 1);
-		free(s);
-		json_decref(j);
 	}
-	rc = sbx_file_write_atomic(path, b.data, b.len, 0600, 1, err);
+	rc = sbx_file_write_atomic(path, b.data, b.len, 0600, 0, err);
 	sbx_buf_release(&b);
 	if (rc == 0 && o->state) {
 		s = strrchr(path, '/');
@@ -415,18 +469,17 @@ baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
 
 /* --- push -------------------------------------------------------------------- */
 
+/* Replace path's entry, or add it to adds (sorted in once, at the end:
+ * adding one by one to a sorted list would sort it each time). */
 static void
-set_entry(struct sbx_manifest *m, const struct sbx_fentry *e)
+set_entry(struct sbx_manifest *m, struct sbx_manifest *adds,
+    const struct sbx_fentry *e)
 {
 	struct sbx_fentry *x = sbx_manifest_find(m, e->path);
 	char *p;
 
 	if (!x) {
-		x = sbx_manifest_add(m, e->path);
-		p = x->path;
-		*x = *e;
-		x->path = p;
-		sbx_manifest_sort(m);
+		add_entry(e, adds);
 		return;
 	}
 	p = x->path;
@@ -443,8 +496,9 @@ drop_entry(struct sbx_manifest *m, const char *path)
 		x->type = 0; /* left out when saved */
 }
 
+/* Drop the dropped entries, take in the added ones. */
 static void
-compact(struct sbx_manifest *m)
+compact(struct sbx_manifest *m, struct sbx_manifest *adds)
 {
 	size_t i, j;
 
@@ -456,6 +510,12 @@ compact(struct sbx_manifest *m)
 		m->e[j++] = m->e[i];
 	}
 	m->n = j;
+	for (i = 0; i < adds->n; i++)
+		add_entry(&adds->e[i], m);
+	if (adds->n)
+		sbx_manifest_sort(m);
+	else
+		m->sorted = 1;
 }
 
 int
@@ -464,6 +524,7 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 {
 	const struct sbx_files *f = sbx_files_of(o->ref, err);
 	struct sbx_manifest sel = {0}, base = {0}, send = {0}, dels = {0};
+	struct sbx_manifest adds = {0};
 	struct sbx_job job = {.pid = -1, .errfd = -1};
 	struct sbx_fentry *b;
 	struct sbx_err werr = {0};
@@ -520,16 +581,17 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 	if (dels.n && f->remove(o->ref, o->remote_dir, &dels, err) < 0)
 		goto out;
 	for (i = 0; i < send.n; i++)
-		set_entry(&base, &send.e[i]);
+		set_entry(&base, &adds, &send.e[i]);
 	for (i = 0; i < dels.n; i++)
 		drop_entry(&base, dels.e[i].path);
-	compact(&base);
+	compact(&base, &adds);
 	rc = baseline_save(o, &base, err);
 out:
 	sbx_manifest_release(&sel);
 	sbx_manifest_release(&base);
 	sbx_manifest_release(&send);
 	sbx_manifest_release(&dels);
+	sbx_manifest_release(&adds);
 	return rc;
 }
 
@@ -548,21 +610,50 @@ struct item {
 
 struct pull {
 	const struct sbx_sync_opts *o;
-	struct sbx_manifest base, scan, fetch;
+	struct sbx_manifest base, scan, fetch, adds;
+	int load_rc;
+	struct sbx_err load_err;
 	struct item *it;
 	size_t n;
 	char *stage;          /* the staging directory */
 	int stage_fd;
 };
 
-static int
-want_hash(const struct sbx_fentry *e, void *arg)
+/* While the sandbox lists its files. */
+static void
+load_meanwhile(void *arg)
 {
-	const struct pull *p = arg;
-	const struct sbx_fentry *b = sbx_manifest_find(&p->base, e->path);
+	struct pull *p = arg;
 
-	return b && b->type == e->type && b->size == e->size &&
-	    b->mtime != e->mtime;
+	p->load_rc = baseline_load(p->o, &p->base, &p->load_err);
+}
+
+/* Same size, other mtime: only the content can tell, and the sandbox
+ * hashes it where it is. */
+static int
+hash_touched(struct pull *p, const struct sbx_files *f, struct sbx_err *err)
+{
+	struct sbx_manifest h = {0};
+	struct sbx_fentry *b, *s;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < p->scan.n; i++) {
+		s = &p->scan.e[i];
+		b = sbx_manifest_find(&p->base, s->path);
+		if (b && s->type == 'f' && b->type == 'f' && b->size == s->size &&
+		    b->mtime != s->mtime)
+			add_entry(s, &h);
+	}
+	rc = f->hash(p->o->ref, p->o->remote_dir, &h, err);
+	for (i = 0; rc == 0 && i < h.n; i++)
+		if (h.e[i].has_hash &&
+		    (s = sbx_manifest_find(&p->scan, h.e[i].path))) {
+			memcpy(s->hash, h.e[i].hash, sizeof s->hash);
+			s->has_hash = 1;
+		}
+	sbx_manifest_release(&h);
+	return rc;
 }
 
 static int
@@ -606,21 +697,22 @@ plan_pull(struct pull *p, struct sbx_manifest *refresh)
 	struct sbx_fentry *b, *s;
 	struct stat st;
 	int *ign;
-	size_t i;
+	size_t i, j;
 
-	/* The candidates first, so that git is asked about them once. */
-	for (i = 0; i < p->scan.n; i++) {
-		s = &p->scan.e[i];
-		b = sbx_manifest_find(&p->base, s->path);
-		if (b && b->type == s->type && b->size == s->size &&
+	/* The candidates first, so that git is asked about them once: one
+	 * walk down both sorted lists. */
+	for (i = j = 0; i < p->scan.n || j < p->base.n;) {
+		int c = i == p->scan.n ? 1 : j == p->base.n ? -1 :
+		    strcmp(p->scan.e[i].path, p->base.e[j].path);
+
+		s = c <= 0 ? &p->scan.e[i++] : NULL;
+		b = c >= 0 ? &p->base.e[j++] : NULL;
+		if (s && b && b->type == s->type && b->size == s->size &&
 		    b->mtime == s->mtime && b->mode == s->mode)
 			continue;
-		add_entry(s, &cand);
+		add_entry(s ? s : b, &cand);
 	}
-	for (i = 0; i < p->base.n; i++)
-		if (!sbx_manifest_find(&p->scan, p->base.e[i].path))
-			add_entry(&p->base.e[i], &cand);
-	sbx_manifest_sort(&cand);
+	cand.sorted = 1;
 	ign = sbx_xcalloc(cand.n + 1, sizeof *ign);
 	git_unignored(&cand, ign);
 	for (i = 0; i < cand.n; i++) {
@@ -648,7 +740,7 @@ plan_pull(struct pull *p, struct sbx_manifest *refresh)
 			struct sbx_fentry e = *s;
 
 			e.hmtime = b->hmtime ? b->hmtime : b->mtime;
-			set_entry(refresh, &e);
+			set_entry(refresh, &p->adds, &e);
 			continue;
 		}
 		if (b ? (have && host_matches(b, &st)) : !have)
@@ -876,23 +968,26 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 {
 	const struct sbx_files *f = sbx_files_of(o->ref, err);
 	struct pull p = {.o = o, .stage_fd = -1};
-	struct sbx_manifest next = {0};
 	struct sbx_scan_opts so = {.dir = o->remote_dir, .skip = scan_skip,
-	    .want_hash = want_hash, .arg = &p};
+	    .meanwhile = load_meanwhile, .arg = &p};
 	struct sbx_job job = {.pid = -1, .errfd = -1};
 	struct sbx_err jerr = {0};
 	size_t i;
-	int fd, rc = -1, src, conflicts = 0;
+	int fd, rc = -1, src, conflicts = 0, made_sbx = 0;
 	char *dest;
 
 	memset(r, 0, sizeof *r);
-	if (!f || baseline_load(o, &p.base, err) < 0 ||
-	    f->scan(o->ref, &so, &p.scan, err) < 0)
+	if (!f || f->scan(o->ref, &so, &p.scan, err) < 0)
 		goto out;
-	for (i = 0; i < p.base.n; i++)
-		add_entry(&p.base.e[i], &next);
-	sbx_manifest_sort(&next);
-	plan_pull(&p, &next);
+	if (p.load_rc < 0) {
+		*err = p.load_err;
+		goto out;
+	}
+	if (hash_touched(&p, f, err) < 0)
+		goto out;
+	/* The next baseline is this one, changed in place: each path is
+	 * looked at once, before it is changed. */
+	plan_pull(&p, &p.base);
 	if (p.fetch.n) {
 		if (status_only || o->dry_run) {
 			p.stage = sbx_xasprintf("%s/sbx-sync.XXXXXX",
@@ -907,7 +1002,9 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 			}
 		} else {
 			stale_stages();
-			if (mkdir(".sbx", 0700) < 0 && errno != EEXIST) {
+			if (mkdir(".sbx", 0700) == 0)
+				made_sbx = 1;
+			else if (errno != EEXIST) {
 				sbx_err_set(err, SBX_EX_FAIL, "cannot make "
 				    "'.sbx':");
 				goto out;
@@ -956,7 +1053,7 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 
 				e.hmtime = (int64_t)it->host.st_mtim.tv_sec *
 				    1000000000 + it->host.st_mtim.tv_nsec;
-				set_entry(&next, &e);
+				set_entry(&p.base, &p.adds, &e);
 				it->act = A_NONE;
 			} else
 				it->act = A_CONFLICT;
@@ -965,9 +1062,9 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 			it->act = it->staged ? A_UPDATE : A_DELETE;
 		else if (it->act == A_CONFLICT && o->ours) {
 			if (it->staged)
-				set_entry(&next, &it->s);
+				set_entry(&p.base, &p.adds, &it->s);
 			else
-				drop_entry(&next, it->path);
+				drop_entry(&p.base, it->path);
 			it->act = A_NONE;
 		}
 		if (it->act == A_NONE)
@@ -1001,7 +1098,7 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 			if (delete_one(p.it[i].path, err) < 0)
 				goto out;
 			sbx_note("delete '%s'", p.it[i].path);
-			drop_entry(&next, p.it[i].path);
+			drop_entry(&p.base, p.it[i].path);
 			r->deleted++;
 		}
 	for (i = 0; i < p.n; i++) {
@@ -1024,7 +1121,7 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 		}
 		sbx_note("%s '%s'", act_name[it->act], it->path);
 		it->s.hmtime = 0;
-		set_entry(&next, &it->s);
+		set_entry(&p.base, &p.adds, &it->s);
 		r->files++;
 		r->bytes += it->s.size;
 	}
@@ -1032,8 +1129,8 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 		if (p.it[i].act == A_CONFLICT && !p.it[i].staged)
 			sbx_warn("conflict: '%s' was deleted in the sandbox and "
 			    "changed here; kept", p.it[i].path);
-	compact(&next);
-	if (baseline_save(o, &next, err) < 0)
+	compact(&p.base, &p.adds);
+	if (baseline_save(o, &p.base, err) < 0)
 		goto out;
 	rc = 0;
 	if (conflicts)
@@ -1049,12 +1146,14 @@ out:
 		sbx_rmtree(p.stage);
 		free(p.stage);
 	}
+	if (made_sbx)
+		rmdir(".sbx"); /* only if nothing else went there */
 	for (i = 0; i < p.n; i++)
 		free(p.it[i].path);
 	free(p.it);
 	sbx_manifest_release(&p.base);
 	sbx_manifest_release(&p.scan);
 	sbx_manifest_release(&p.fetch);
-	sbx_manifest_release(&next);
+	sbx_manifest_release(&p.adds);
 	return rc;
 }

@@ -359,6 +359,7 @@ make_tree() {
 	assert_equal "$(cat "$P/src/main.c")" host
 	assert_equal "$(cat "$P/src/main.c.sbx-conflict")" sandbox
 	[ -f "$P/new" ]
+	[ ! -e "$P/.sbx" ]
 	# Reported again until resolved; the conflict copy never goes up.
 	run pull
 	assert_failure 1

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -260,8 +261,26 @@ parse_entries(const struct sbx_buf *b, struct sbx_manifest *out)
 		e.path = x->path;
 		*x = e;
 	}
-	sbx_manifest_sort(out);
 	return 0;
+}
+
+/* Two walkers (this machine's stat(2) is the cost; a second CPU halves
+ * it), each on its own pipe, read here side by side. */
+static void
+walker(const struct sbx_scan_opts *o, unsigned part, int out, int errfd)
+{
+	struct sbx_err cerr = {0};
+	FILE *f = fdopen(out, "w");
+	int dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (!f || dfd < 0) {
+		sbx_err_set(&cerr, SBX_EX_FAIL, "cannot read the sandbox's "
+		    "directory:");
+		child_fail(errfd, &cerr);
+	}
+	sbx_walk(dfd, o, part, 2, put_entry, f);
+	if (fclose(f) != 0)
+		_exit(SBX_EX_FAIL);
 }
 
 static int
@@ -269,49 +288,126 @@ local_scan(const json_t *ref, const struct sbx_scan_opts *o,
     struct sbx_manifest *out, struct sbx_err *err)
 {
 	struct sbx_job job;
-	struct sbx_buf b = SBX_BUF_INIT;
-	struct sbx_err cerr = {0};
-	FILE *f;
+	struct sbx_buf bufs[2] = {SBX_BUF_INIT, SBX_BUF_INIT};
+	struct pollfd pf[2];
 	char buf[65536];
-	int p[2], dfd, rc;
+	int p[2][2] = {{-1, -1}, {-1, -1}}, rc = -1, k, open_n, st;
 	ssize_t n;
-	pid_t pid;
+	pid_t pid, second;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "pipe:");
-	if ((pid = enter(ref, o->dir, &job, err)) < 0) {
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
-	if (pid == 0) {
-		close(p[0]);
-		f = fdopen(p[1], "w");
-		dfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (!f || dfd < 0) {
-			sbx_err_set(&cerr, SBX_EX_FAIL, "cannot read the "
-			    "sandbox's directory:");
-			child_fail(job.errfd, &cerr);
+	for (k = 0; k < 2; k++) {
+		if (pipe2(p[k], O_CLOEXEC) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "pipe:");
+			goto out;
 		}
-		sbx_walk(dfd, o, put_entry, f);
-		if (fclose(f) != 0)
+		/* Room for a big tree's listing while we do other work. */
+		fcntl(p[k][1], F_SETPIPE_SZ, 1 << 20);
+	}
+	if ((pid = enter(ref, o->dir, &job, err)) < 0)
+		goto out;
+	if (pid == 0) {
+		close(p[0][0]);
+		close(p[1][0]);
+		if ((second = fork()) == 0) {
+			close(p[0][1]);
+			walker(o, 1, p[1][1], job.errfd);
+			_exit(0);
+		}
+		close(p[1][1]);
+		walker(o, 0, p[0][1], job.errfd);
+		if (second < 0 || waitpid(second, &st, 0) < 0 ||
+		    !WIFEXITED(st) || WEXITSTATUS(st))
 			_exit(SBX_EX_FAIL);
 		_exit(0);
 	}
-	close(p[1]);
-	while ((n = read(p[0], buf, sizeof buf)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		sbx_buf_add(&b, buf, (size_t)n);
+	for (k = 0; k < 2; k++) {
+		close(p[k][1]);
+		p[k][1] = -1;
 	}
-	close(p[0]);
+	if (o->meanwhile)
+		o->meanwhile(o->arg);
+	for (open_n = 2; open_n;) {
+		for (k = 0; k < 2; k++)
+			pf[k] = (struct pollfd){p[k][0], POLLIN, 0};
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		for (k = 0; k < 2; k++) {
+			if (p[k][0] < 0 || !pf[k].revents)
+				continue;
+			n = read(p[k][0], buf, sizeof buf);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				close(p[k][0]);
+				p[k][0] = -1;
+				open_n--;
+				continue;
+			}
+			/* Each walker's records, whole, one after the other. */
+			sbx_buf_add(&bufs[k], buf, (size_t)n);
+		}
+	}
 	rc = sbx_job_wait(&job, err);
-	if (rc == 0 && parse_entries(&b, out) < 0)
+	if (rc == 0 && (parse_entries(&bufs[0], out) < 0 ||
+	    parse_entries(&bufs[1], out) < 0))
 		rc = sbx_err_set(err, SBX_EX_FAIL, "bad listing from the "
 		    "sandbox");
-	sbx_buf_release(&b);
+	sbx_manifest_sort(out);
+out:
+	for (k = 0; k < 2; k++) {
+		if (p[k][0] >= 0)
+			close(p[k][0]);
+		if (p[k][1] >= 0)
+			close(p[k][1]);
+		sbx_buf_release(&bufs[k]);
+	}
+	return rc;
+}
+
+/* The child writes one record per file: its index and a hash, or
+ * nothing for one that is gone. */
+static int
+local_hash(const json_t *ref, const char *dir, struct sbx_manifest *m,
+    struct sbx_err *err)
+{
+	struct sbx_job job;
+	unsigned char rec[4 + 32];
+	uint32_t k;
+	size_t i;
+	int p[2], fd, rc;
+	pid_t pid;
+
+	if (!m->n)
+		return 0;
+	if ((pid = enter_piped(ref, dir, 0, &fd, &p[1], &job, err)) < 0)
+		return -1;
+	if (pid == 0) {
+		for (i = 0; i < m->n; i++) {
+			int f = sbx_path_valid(m->e[i].path) ? open(m->e[i].path,
+			    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC |
+			    O_NOCTTY) : -1;
+			struct stat st;
+
+			k = (uint32_t)i;
+			memcpy(rec, &k, 4);
+			if (f >= 0 && fstat(f, &st) == 0 && S_ISREG(st.st_mode) &&
+			    sbx_sha256_fd(f, rec + 4) == 0 &&
+			    sbx_write_all(p[1], rec, sizeof rec) < 0)
+				_exit(SBX_EX_FAIL);
+			if (f >= 0)
+				close(f);
+		}
+		_exit(0);
+	}
+	while (read(fd, rec, sizeof rec) == (ssize_t)sizeof rec) {
+		memcpy(&k, rec, 4);
+		if (k < m->n) {
+			memcpy(m->e[k].hash, rec + 4, 32);
+			m->e[k].has_hash = 1;
+		}
+	}
+	close(fd);
+	rc = sbx_job_wait(&job, err);
 	return rc;
 }
 
@@ -349,5 +445,6 @@ const struct sbx_files sbx_local_files = {
 	.put_archive = local_put,
 	.get_archive = local_get,
 	.scan = local_scan,
+	.hash = local_hash,
 	.remove = local_remove,
 };
