@@ -52,7 +52,7 @@ SYNC_LIBS := $(shell $(PKG_CONFIG) --libs libarchive libcrypto 2>/dev/null \
 
 LIB_SRC = $(wildcard lib/*.c lib/local/*.c)
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
-CMDS = sbx-create sbx-exec sbx-kill sbx-ls sbx-sync
+CMDS = sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-pause sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
 # The agent: only what it needs, linked statically, never sanitized.
 INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/local/proto.c \

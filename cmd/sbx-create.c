@@ -10,7 +10,7 @@ static const char usage[] =
     "[-c cpus] [-p n]\n"
     "                  [-n deny|allow] [-T seconds] [-l key=value]... "
     "[-e name[=value]]...\n"
-    "                  [-w dir] [-N name]\n";
+    "                  [-w dir] [-N name] [-r]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
@@ -24,6 +24,7 @@ static const struct option longopts[] = {
 	{"network", required_argument, NULL, 'n'},
 	{"pids", required_argument, NULL, 'p'},
 	{"quiet", no_argument, NULL, 'q'},
+	{"reuse", no_argument, NULL, 'r'},
 	{"state", required_argument, NULL, 's'},
 	{"timeout", required_argument, NULL, 'T'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -63,6 +64,78 @@ check_state_free(struct sbx_state *st)
 	json_decref(info);
 }
 
+/* --reuse: a sandbox that lives is kept (a paused one resumed), and
+ * its ref printed; 1 then, 0 when a new one must be made. */
+static int
+reuse_state(struct sbx_state *st)
+{
+	json_t *ref = json_object_get(st->root, "ref"), *info, *out;
+	const struct sbx_backend *be;
+	const char *status;
+	struct sbx_err err = {0};
+	int live = 0;
+
+	if (!json_is_object(ref) || !(be = sbx_backend_of(ref, &err)))
+		return 0;
+	if (!(info = be->info(ref, &err)))
+		return 0;
+	status = sbx_json_str(info, "status");
+	out = json_deep_copy(ref);
+	if (status && !strcmp(status, "running")) {
+		live = 1;
+	} else if (status && (!strcmp(status, "paused") ||
+	    !strcmp(status, "stopped"))) {
+		if (be->resume(ref, &err) < 0)
+			sbx_die(err.code ? err.code : SBX_EX_FAIL, "cannot "
+			    "resume '%s': %s", sbx_json_str(ref, "id"), err.msg);
+		sbx_state_set_status(st->root, "running");
+		if (sbx_state_save(st, &err) < 0)
+			sbx_die_err(&err);
+		json_object_set_new(out, "resumed", json_true());
+		live = 1;
+	} else {
+		/* Ended: what is left of it goes before its replacement. */
+		be->kill(ref, 0, &err);
+	}
+	if (live) {
+		json_object_set_new(out, "replaced", json_false());
+		sbx_out_json(out);
+		sbx_state_release(st);
+	}
+	json_decref(out);
+	json_decref(info);
+	return live;
+}
+
+/* A replacement keeps what the budget needs: the old sandbox's billable
+ * segments (closed now) and money, and a record that it was lost. */
+static void
+replaced(json_t *root, json_t *old)
+{
+	json_t *segs, *nsegs = json_object_get(root, "segments"), *list;
+	char ts[32];
+	size_t i;
+
+	sbx_state_set_status(old, "lost");
+	segs = json_deep_copy(json_object_get(old, "segments"));
+	if (!json_is_array(segs))
+		segs = json_array();
+	for (i = 0; i < json_array_size(nsegs); i++)
+		json_array_append(segs, json_array_get(nsegs, i));
+	json_object_set_new(root, "segments", segs);
+	json_object_set(root, "accrued_cost", json_object_get(old,
+	    "accrued_cost"));
+	json_object_set(root, "cost_alerted", json_object_get(old,
+	    "cost_alerted"));
+	list = json_deep_copy(json_object_get(old, "replaced"));
+	if (!json_is_array(list))
+		list = json_array();
+	sbx_time_fmt(sbx_now(), ts, sizeof ts);
+	json_array_append_new(list, json_pack("{sOssss}", "ref",
+	    json_object_get(old, "ref"), "status", "lost", "at", ts));
+	json_object_set_new(root, "replaced", list);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -73,8 +146,8 @@ main(int argc, char **argv)
 	const char *backend = NULL, *state = NULL;
 	char **env = NULL;
 	size_t nenv = 0;
-	json_t *ref = NULL;
-	int c, rc = SBX_EX_OK;
+	json_t *ref = NULL, *old = NULL;
+	int c, rc = SBX_EX_OK, reuse = 0;
 
 	sbx_prog_set(argv);
 	spec.labels = json_object();
@@ -84,7 +157,7 @@ main(int argc, char **argv)
 	    &spec.timeout) < 0)
 		sbx_die(SBX_EX_USAGE, "invalid timeout '%s' in the configuration",
 		    sbx_config_get("timeout", ""));
-	while ((c = getopt_long(argc, argv, "b:c:e:hi:l:m:N:n:p:qs:T:vVw:",
+	while ((c = getopt_long(argc, argv, "b:c:e:hi:l:m:N:n:p:qrs:T:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
@@ -132,6 +205,9 @@ main(int argc, char **argv)
 			if (sbx_parse_u64(optarg, 2, 4194304, &spec.pids) < 0)
 				sbx_usage_error(usage, "invalid pids '%s'", optarg);
 			break;
+		case 'r':
+			reuse = 1;
+			break;
 		case 's':
 			state = optarg;
 			break;
@@ -156,16 +232,30 @@ main(int argc, char **argv)
 	if (!(be = sbx_backend_get(backend ? backend : sbx_backend_default(),
 	    &err)))
 		sbx_die_err(&err);
+	if (reuse && !state)
+		sbx_usage_error(usage, "--reuse needs a state file (--state or "
+		    "SBX_STATE)");
 	if (state) {
 		if (sbx_state_open(&st, state, &err) < 0)
 			sbx_die_err(&err);
-		check_state_free(&st);
+		if (!reuse)
+			check_state_free(&st);
+		else if (reuse_state(&st))
+			goto done;
+		else if (json_object_get(st.root, "ref") && (!sbx_json_str(
+		    st.root, "status") || strcmp(sbx_json_str(st.root,
+		    "status"), "killed")))
+			/* Lost, not killed on purpose: replaced, and the
+			 * budget goes on. A killed one starts afresh. */
+			old = json_incref(st.root);
 	}
 	if (be->create(&spec, &ref, &err) < 0)
 		sbx_die_err(&err);
 	if (state) {
 		json_decref(st.root);
 		st.root = sbx_state_new_root(ref, &spec);
+		if (old)
+			replaced(st.root, old);
 		if (sbx_state_save(&st, &err) < 0) {
 			struct sbx_err kerr;
 
@@ -175,8 +265,18 @@ main(int argc, char **argv)
 		}
 		sbx_state_release(&st);
 	}
-	sbx_out_json(ref);
+	if (old) {
+		/* Printed, not kept: the state holds the ref itself. */
+		json_t *out = json_deep_copy(ref);
+
+		json_object_set_new(out, "replaced", json_true());
+		sbx_out_json(out);
+		json_decref(out);
+	} else
+		sbx_out_json(ref);
+done:
 	json_decref(ref);
+	json_decref(old);
 	json_decref(spec.labels);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);

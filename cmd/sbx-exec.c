@@ -8,7 +8,7 @@
 #include "sbx.h"
 
 static const char usage[] =
-    "usage: sbx-exec [-ijtqv] [-b backend] [-I id | -s file] [-w dir] "
+    "usage: sbx-exec [-ijRtqv] [-b backend] [-I id | -s file] [-w dir] "
     "[-e name[=value]]...\n"
     "                [-T seconds] [-M bytes] [--] command [arg ...]\n";
 
@@ -21,6 +21,7 @@ static const struct option longopts[] = {
 	{"json", no_argument, NULL, 'j'},
 	{"max-output", required_argument, NULL, 'M'},
 	{"quiet", no_argument, NULL, 'q'},
+	{"resume", no_argument, NULL, 'R'},
 	{"state", required_argument, NULL, 's'},
 	{"timeout", required_argument, NULL, 'T'},
 	{"tty", no_argument, NULL, 't'},
@@ -87,6 +88,29 @@ print_json(const struct sbx_exec_result *r)
 	json_decref(o);
 }
 
+/* --resume: as sbx-pause --resume does, state file included (its status
+ * and billable segments). */
+static int
+resume_first(const struct sbx_backend *be, json_t *ref, const char *state,
+    struct sbx_err *err)
+{
+	struct sbx_state st;
+	const char *s;
+
+	if (be->resume(ref, err) < 0)
+		return -1;
+	if (!state || sbx_state_open(&st, state, err) < 0)
+		return 0;
+	s = sbx_json_str(st.root, "status");
+	if (s && (!strcmp(s, "paused") || !strcmp(s, "stopped"))) {
+		sbx_state_set_status(st.root, "running");
+		if (sbx_state_save(&st, err) < 0)
+			sbx_warn("%s", err->msg);
+	}
+	sbx_state_release(&st);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -99,7 +123,8 @@ main(int argc, char **argv)
 	char **env = NULL;
 	size_t nenv = 0;
 	json_t *ref;
-	int c, json = 0;
+	int c, json = 0, resume = 0;
+	const char *state = NULL;
 
 	sbx_prog_set(argv);
 	/* A closed 0, 1 or 2 must not be taken by our own socket and then
@@ -109,7 +134,7 @@ main(int argc, char **argv)
 		    O_RDONLY) != c)
 			exit(SBX_EX_EXECFAIL);
 	o.max_output = 1u << 20;
-	while ((c = getopt_long(argc, argv, "+b:e:hI:ijM:qs:tT:vVw:", longopts,
+	while ((c = getopt_long(argc, argv, "+b:e:hI:ijM:qRs:tT:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (c) {
 		case 'b':
@@ -151,6 +176,9 @@ main(int argc, char **argv)
 		case 'w':
 			o.cwd = optarg;
 			break;
+		case 'R':
+			resume = 1;
+			break;
 		default:
 			if (sbx_opt_common(c, usage))
 				break;
@@ -174,8 +202,10 @@ main(int argc, char **argv)
 	}
 	o.env = env;
 	o.capture = json;
-	if (!(ref = sbx_ref_resolve(&t, NULL, &err)) ||
+	if (!(ref = sbx_ref_resolve(&t, &state, &err)) ||
 	    !(be = sbx_backend_of(ref, &err)))
+		fail(json, &err);
+	if (resume && be->resume && resume_first(be, ref, state, &err) < 0)
 		fail(json, &err);
 	if (be->exec(ref, argv + optind, &o, &r, &err) < 0)
 		fail(json, &err);

@@ -3,15 +3,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sbx.h"
 
 static const char usage[] =
-    "usage: sbx-kill [-kqv] [-b backend] [-I id | -s file] [id ...]\n";
+    "usage: sbx-kill [-kqv] [-b backend] [-I id | -s file] [-F dir] "
+    "[id ...]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
+	{"final-sync", required_argument, NULL, 'F'},
 	{"help", no_argument, NULL, 'h'},
 	{"id", required_argument, NULL, 'I'},
 	{"keep", no_argument, NULL, 'k'},
@@ -24,8 +27,60 @@ static const struct option longopts[] = {
 
 struct ctx {
 	const char *backend;
+	const char *final_sync; /* a project to pull into first, or NULL */
 	int keep;
 };
+
+/* --final-sync: sbx-sync pull, the one beside us (or on PATH), before
+ * the sandbox goes; a pull that fails keeps it. */
+static int
+final_sync(const struct ctx *ctx, const char *state, const char *id)
+{
+	char self[4096], *slash, *argv[10];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
+	int i = 0, status;
+	pid_t pid;
+
+	if (n > 0) {
+		self[n] = '\0';
+		if ((slash = strrchr(self, '/')))
+			snprintf(slash + 1, sizeof self - (size_t)(slash + 1 -
+			    self), "sbx-sync");
+	}
+	argv[i++] = n > 0 && access(self, X_OK) == 0 ? self : "sbx-sync";
+	argv[i++] = "pull";
+	if (sbx_quiet)
+		argv[i++] = "-q";
+	if (state) {
+		argv[i++] = "-s";
+		argv[i++] = (char *)state;
+	} else {
+		argv[i++] = "-b";
+		argv[i++] = (char *)ctx->backend;
+		argv[i++] = "-I";
+		argv[i++] = (char *)id;
+	}
+	argv[i++] = (char *)ctx->final_sync;
+	argv[i] = NULL;
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		/* Our stdout carries kill results only: its summary goes
+		 * with the diagnostics. */
+		dup2(2, 1);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return SBX_EX_FAIL;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return SBX_EX_OK;
+	/* Gone already: nothing to pull, and kill says so. */
+	if (WIFEXITED(status) && WEXITSTATUS(status) == SBX_EX_NOSANDBOX)
+		return -1;
+	sbx_warn("'%s' not killed: the final sync into '%s' failed", state ?
+	    state : id, ctx->final_sync);
+	return SBX_EX_FAIL;
+}
 
 static void
 print_result(const json_t *ref, const char *status)
@@ -64,8 +119,14 @@ static int
 kill_id(const char *id, void *arg)
 {
 	struct ctx *ctx = arg;
-	json_t *ref = json_pack("{ssss}", "backend", ctx->backend, "id", id);
-	int rc = kill_ref(ref, ctx);
+	json_t *ref;
+	int rc;
+
+	/* A sandbox already gone has nothing to pull: kill reports it. */
+	if (ctx->final_sync && (rc = final_sync(ctx, NULL, id)) > 0)
+		return rc;
+	ref = json_pack("{ssss}", "backend", ctx->backend, "id", id);
+	rc = kill_ref(ref, ctx);
 
 	json_decref(ref);
 	return rc;
@@ -79,6 +140,10 @@ kill_state(const char *path, struct ctx *ctx)
 	struct sbx_err err = {0};
 	int rc;
 
+	/* Before the state is locked: sbx-sync locks it too. */
+	if (ctx->final_sync && access(path, F_OK) == 0 &&
+	    (rc = final_sync(ctx, path, NULL)) > 0)
+		return rc;
 	if (sbx_state_open(&st, path, &err) < 0) {
 		if (err.code == SBX_EX_NOSANDBOX)
 			sbx_err_set(&err, SBX_EX_NOSANDBOX,
@@ -101,15 +166,6 @@ kill_state(const char *path, struct ctx *ctx)
 	return rc;
 }
 
-static int
-stdin_has_ids(void)
-{
-	struct stat st;
-
-	return fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) ||
-	    S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode));
-}
-
 int
 main(int argc, char **argv)
 {
@@ -119,7 +175,7 @@ main(int argc, char **argv)
 	int c, i, r, rc = SBX_EX_OK, count;
 
 	sbx_prog_set(argv);
-	while ((c = getopt_long(argc, argv, "b:hI:kqs:vV", longopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "b:F:hI:kqs:vV", longopts, NULL)) !=
 	    -1) {
 		switch (c) {
 		case 'b':
@@ -130,6 +186,9 @@ main(int argc, char **argv)
 			break;
 		case 'k':
 			ctx.keep = 1;
+			break;
+		case 'F':
+			ctx.final_sync = optarg;
 			break;
 		case 's':
 			t.state_path = optarg;
@@ -142,6 +201,9 @@ main(int argc, char **argv)
 	ctx.backend = t.backend ? t.backend : sbx_backend_default();
 	if (!sbx_backend_get(ctx.backend, &err))
 		sbx_die_err(&err);
+	if (ctx.final_sync && argc - optind + (t.id != NULL) > 1)
+		sbx_usage_error(usage, "--final-sync pulls into one project: "
+		    "name one sandbox");
 	if (optind < argc || t.id) {
 		if (t.id && (r = kill_id(t.id, &ctx)) > rc)
 			rc = r;
@@ -152,7 +214,10 @@ main(int argc, char **argv)
 	}
 	/* Ids come down a pipe or from a file; an empty one means nothing
 	 * to kill, never the sandbox of the current directory. */
-	if (!sbx_ref_explicit(&t) && stdin_has_ids()) {
+	if (!sbx_ref_explicit(&t) && sbx_stdin_has_ids()) {
+		if (ctx.final_sync)
+			sbx_usage_error(usage, "--final-sync pulls into one "
+			    "project: name one sandbox");
 		rc = sbx_each_stdin_id(kill_id, &ctx, &count);
 		if (!count)
 			sbx_note("no ids on standard input");

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sbx.h"
@@ -224,6 +225,45 @@ sbx_parse_milli(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+int
+sbx_parse_duration(const char *s, uint64_t *seconds)
+{
+	static const char units[] = "dhms";
+	static const uint64_t mult[] = {86400, 3600, 60, 1};
+	uint64_t total = 0, v, d;
+	const char *p = s, *u;
+	size_t next = 0; /* the units must come largest first, once each */
+
+	if (!s || !isdigit((unsigned char)*p))
+		return -1;
+	while (*p) {
+		if (!isdigit((unsigned char)*p))
+			return -1;
+		for (v = 0; isdigit((unsigned char)*p); p++) {
+			d = (uint64_t)(*p - '0');
+			if (v > UINT64_MAX / 10 || v * 10 > UINT64_MAX - d)
+				return -1;
+			v = v * 10 + d;
+		}
+		/* A bare number is seconds, but only as the whole value:
+		 * "1h30" could mean seconds or minutes. */
+		if (!*p && total == 0 && next == 0) {
+			*seconds = v;
+			return 0;
+		}
+		if (!*p || !(u = strchr(units, *p)) ||
+		    (size_t)(u - units) < next)
+			return -1;
+		next = (size_t)(u - units) + 1;
+		if (v > (UINT64_MAX - total) / mult[u - units])
+			return -1;
+		total += v * mult[u - units];
+		p++;
+	}
+	*seconds = total;
+	return 0;
+}
+
 static int
 valid_key(const char *k, size_t n)
 {
@@ -297,7 +337,8 @@ sbx_out_close(int rc)
 void
 sbx_out_json(json_t *obj)
 {
-	json_dumpf(obj, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_dumpf(obj, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_REAL_PRECISION(15));
 	putchar('\n');
 }
 
@@ -349,3 +390,14 @@ sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count)
 	return rc;
 }
 
+
+/* Ids may come down a pipe, a socket or from a file; never from a
+ * terminal, and an empty stdin of a cron job must not count. */
+int
+sbx_stdin_has_ids(void)
+{
+	struct stat st;
+
+	return fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) ||
+	    S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode));
+}

@@ -63,6 +63,9 @@ int sbx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int sbx_parse_size(const char *s, uint64_t *out);
 /* A decimal such as "0.5" or "2", into millis (500, 2000). */
 int sbx_parse_milli(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* "90", "90s", "5m", "2h", "1d", "1h30m" (units largest first) into
+ * seconds; a bare number is seconds. */
+int sbx_parse_duration(const char *s, uint64_t *seconds);
 /* "key=value" with a key of [A-Za-z0-9_.-/] (1-63); adds to obj. */
 int sbx_parse_label(const char *s, json_t *obj, struct sbx_err *err);
 /* "NAME=VALUE" or "NAME" (taken from our environment) -> "NAME=VALUE". */
@@ -77,6 +80,8 @@ void sbx_out_json(json_t *obj);
  * object with "id") when there are none and stdin is not a terminal. */
 typedef int (*sbx_id_fn)(const char *id, void *arg);
 int sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count);
+/* Whether stdin is a pipe, socket or file that may hold ids. */
+int sbx_stdin_has_ids(void);
 
 void *sbx_xmalloc(size_t n);
 void *sbx_xcalloc(size_t n, size_t m);
@@ -190,6 +195,44 @@ int sbx_ignore_match(const struct sbx_ignore *ig, const char *path,
 /* Number of patterns held (0: nothing to match, callers skip the work). */
 size_t sbx_ignore_count(const struct sbx_ignore *ig);
 
+/* --- cost: running time, rates and money (DESIGN.md 6) ---------------- */
+
+/* Money is counted in integers: an amount in units of 0.0001, a rate in
+ * units of 10^-12, so that 7200 s at 0.10 an hour is exactly 0.2000. */
+#define SBX_COST_DECIMALS 4
+#define SBX_RATE_DECIMALS 12
+#define SBX_COST_MAX_WHOLE 1000000 /* the largest amount or rate */
+
+struct sbx_rate {
+	uint64_t per_hour;    /* 10^-12 an hour, unless per_second */
+	int per_second;       /* vcpu_second and gib_second apply */
+	uint64_t vcpu_second; /* 10^-12 a vCPU-second */
+	uint64_t gib_second;  /* 10^-12 a GiB-second */
+	uint64_t vcpu_milli;  /* what they apply to */
+	uint64_t memory_mib;
+	char source[256];     /* "flag", "config cost.local.per_hour", ... */
+};
+
+/* A decimal amount, digits with at most one '.' and no sign or exponent
+ * ("5", "0.10"), with at most decimals digits after the point (trailing
+ * zeros aside), in units of 10^-decimals. */
+int sbx_cost_parse(const char *s, int decimals, uint64_t *out);
+/* Units of 0.0001 as "0.2000"; buf of at least 32 bytes. */
+void sbx_cost_fmt(uint64_t units, char *buf, size_t n);
+/* The seconds a state's segments have run, an open one up to now.
+ * SBX_EX_DATA when the segments are malformed. */
+int sbx_cost_running(const json_t *root, long long now, uint64_t *seconds,
+    struct sbx_err *err);
+/* The rate for a backend, the first found: flag (--rate, or NULL), env
+ * SBX_COST_PER_HOUR, cost.BACKEND.per_hour, cost.BACKEND.vcpu_second and
+ * gib_second with the state's "resources", 0 for local. SBX_EX_USAGE
+ * when a value is malformed or there is no rate. */
+int sbx_cost_rate(const char *backend, const char *flag, const json_t *root,
+    struct sbx_rate *r, struct sbx_err *err);
+/* What seconds at the rate cost, in units of 0.0001, rounded half up. */
+int sbx_cost_estimate(const struct sbx_rate *r, uint64_t seconds,
+    uint64_t *units, struct sbx_err *err);
+
 /* --- backend: the contract every backend implements (DESIGN.md 4) ----- */
 
 enum sbx_net { SBX_NET_DENY, SBX_NET_ALLOW };
@@ -237,6 +280,14 @@ struct sbx_backend {
 	int (*kill)(json_t *ref, int keep, struct sbx_err *err);
 	/* The listing entry of one sandbox; SBX_EX_NOSANDBOX when gone. */
 	json_t *(*info)(const json_t *ref, struct sbx_err *err);
+	/* What pause does by default: "suspend" (memory and processes
+	 * survive), "stop" (files survive) or "none" (pause is NULL). */
+	const char *pause_semantics;
+	/* Pause (stop: end the processes, keep the files); a no-op on a
+	 * paused sandbox. resume: a no-op on a running one. Both set the
+	 * ref's "id" to the sandbox's own. */
+	int (*pause)(json_t *ref, int stop, struct sbx_err *err);
+	int (*resume)(json_t *ref, struct sbx_err *err);
 	/* Calls fn with one info object per sandbox. */
 	int (*list)(int (*fn)(json_t *info, void *arg), void *arg,
 	    struct sbx_err *err);
@@ -412,6 +463,8 @@ int sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 /* --- local: the native Linux backend --------------------------------- */
 
 extern const struct sbx_backend sbx_local_backend;
+/* The local backend's store: the directory its sandboxes live in. */
+const char *sbx_local_root(void);
 /* The agent's main(): PID 1 of a local sandbox (sbx-init). */
 int sbx_local_init_main(int argc, char **argv);
 

@@ -99,7 +99,8 @@ sbx_state_save(struct sbx_state *st, struct sbx_err *err)
 	sbx_time_fmt(now, ts, sizeof ts);
 	json_object_set_new(st->root, "updated_at", json_string(ts));
 	json_object_set_new(st->root, "updated_at_epoch", json_integer(now));
-	s = json_dumps(st->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	s = json_dumps(st->root, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+	    JSON_REAL_PRECISION(15));
 	if (!s)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot encode state");
 	/* The newline keeps the file friendly to cat and diff. */
@@ -155,6 +156,12 @@ sbx_state_new_root(json_t *ref, const struct sbx_spec *spec)
 	json_object_set_new(root, "accrued_cost", json_integer(0));
 	json_object_set_new(root, "cost_alerted", json_false());
 	json_object_set_new(root, "sync", json_object());
+	/* What a per-vCPU or per-GiB rate is applied to (sbx-cost). */
+	json_object_set_new(root, "resources", json_pack("{s:f,s:o}",
+	    "vcpus", spec->cpus_milli ? spec->cpus_milli / 1000.0 :
+	    (double)sysconf(_SC_NPROCESSORS_ONLN), "memory_mib",
+	    spec->memory ? json_integer((json_int_t)(spec->memory >> 20)) :
+	    json_null()));
 	return root;
 }
 

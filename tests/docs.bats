@@ -3,7 +3,7 @@
 
 load helper
 
-TOOLS=(sbx-create sbx-exec sbx-kill sbx-ls sbx-sync)
+TOOLS=(sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-pause sbx-sync)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
 # The long options of tool $1, from the getopt_long table in cmd/$1.c.

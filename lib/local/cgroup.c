@@ -579,3 +579,58 @@ sbx_cg_exec_free(char *dir, int killed)
 	rmdir(dir);
 	free(dir);
 }
+
+/* v2: cgroup.freeze, and cgroup.events says when it is done (POLLPRI);
+ * v1: freezer.state, read back until it says so. */
+int
+sbx_cg_freeze(const struct sbx_cgroups *cg, int on, int ms)
+{
+	struct timespec ts = {0, 1000 * 1000};
+	char buf[256], *p;
+	int fd, waited = 0;
+	ssize_t n;
+
+	if (cg->unified) {
+		if (write_file(cg->unified, "cgroup.freeze", on ? "1" : "0") < 0)
+			return -1;
+		p = sbx_xasprintf("%s/cgroup.events", cg->unified);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		free(p);
+		if (fd < 0)
+			return -1;
+		for (;;) {
+			struct pollfd pf = {fd, POLLPRI, 0};
+
+			n = pread(fd, buf, sizeof buf - 1, 0);
+			buf[n > 0 ? n : 0] = '\0';
+			if (n <= 0 || strstr(buf, on ? "frozen 1" : "frozen 0"))
+				break;
+			if (waited >= ms) {
+				close(fd);
+				return -1;
+			}
+			poll(&pf, 1, 10);
+			waited += 10;
+		}
+		close(fd);
+		return 0;
+	}
+	if (!cg->freezer || write_file(cg->freezer, "freezer.state", on ?
+	    "FROZEN" : "THAWED") < 0)
+		return -1;
+	for (;;) {
+		p = sbx_xasprintf("%s/freezer.state", cg->freezer);
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		free(p);
+		n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+		if (fd >= 0)
+			close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		if (!strncmp(buf, on ? "FROZEN" : "THAWED", 6))
+			return 0;
+		if (waited >= ms)
+			return -1;
+		nanosleep(&ts, NULL);
+		waited++;
+	}
+}

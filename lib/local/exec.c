@@ -63,6 +63,16 @@ not_running(const char *dir, const char *id, struct sbx_err *err)
 	    "killed" : "not running");
 }
 
+/* One access(2): the exec path stays as short as it was. */
+static int
+paused(const char *dir)
+{
+	char p[4096];
+
+	snprintf(p, sizeof p, "%s/" SBX_PAUSED_FILE, dir);
+	return access(p, F_OK) == 0;
+}
+
 static int
 fd_open(int fd)
 {
@@ -197,6 +207,11 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	memset(res, 0, sizeof *res);
 	if (!(dir = sandbox_dir(ref, err)))
 		goto out;
+	if (paused(dir)) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
+		    "(sbx-exec --resume, or sbx-pause --resume)", id);
+		goto out;
+	}
 	if ((sock = sbx_local_connect(dir)) < 0) {
 		not_running(dir, id, err);
 		goto out;

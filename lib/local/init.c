@@ -463,11 +463,32 @@ reply_info(int sock)
 	sbx_buf_release(&b);
 }
 
+/* Time frozen does not count: not for the idle timeout, not for an
+ * exec's. The host says how long it was (it sends this before it thaws
+ * us, so it is read before any deadline is looked at). */
+static void
+resumed(long long ms)
+{
+	int i;
+
+	if (ms <= 0)
+		return;
+	ag.last_mono += ms;
+	if (ag.last_mono > mono_ms())
+		ag.last_mono = mono_ms();
+	for (i = 0; i < ag.nruns; i++)
+		if (ag.runs[i].deadline)
+			ag.runs[i].deadline += ms;
+	for (i = 0; i < ag.nlingers; i++)
+		ag.lingers[i].deadline += ms;
+}
+
 static void
 serve(int sock)
 {
 	struct timeval tv = {2, 0};
 	struct sbx_msg m;
+	uint64_t frozen_ms;
 
 	/* A stuck client must not stall the agent. */
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -482,6 +503,9 @@ serve(int sock)
 	} else {
 		if (m.type == SBX_MSG_INFO)
 			reply_info(sock);
+		else if (m.type == SBX_MSG_RESUMED && !sbx_msg_get_u64(&m,
+		    &frozen_ms))
+			resumed((long long)frozen_ms);
 		close(sock);
 	}
 	sbx_msg_release(&m);
@@ -587,6 +611,18 @@ sbx_local_init_main(int argc, char **argv)
 
 		ms = next_wait(&expired);
 		if (expired) {
+			/* A resume may be waiting right behind the thaw. */
+			struct pollfd lp = {FD_LISTEN, POLLIN, 0};
+
+			if (poll(&lp, 1, 0) == 1) {
+				int c = accept4(FD_LISTEN, NULL, NULL,
+				    SOCK_CLOEXEC);
+
+				if (c >= 0) {
+					serve(c);
+					continue;
+				}
+			}
 			dprintf(FD_STATUS, "expired %lld\n", (long long)time(NULL));
 			logmsg("%s", "idle for its timeout: the sandbox ends");
 			return 0;

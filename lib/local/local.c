@@ -28,6 +28,7 @@
 int sbx_local_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err);
+static int paused_how(const char *dir, long long *when);
 
 /* The sbx-init binary: beside our own, or in ../libexec/sbx/. */
 static int
@@ -428,8 +429,11 @@ make_meta(const struct sbx_spec *spec, const char *id, const char *image,
 	return m;
 }
 
+/* Create a sandbox, or (rid) start a stopped one again over its files:
+ * the same id, directory, uid range and name. */
 static int
-local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
+start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
+    json_t **ref, struct sbx_err *err)
 {
 	const char *root = sbx_local_root();
 	const char *workdir = spec->workdir ? spec->workdir : "/workspace";
@@ -463,7 +467,7 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		goto out;
 	if (!rootless && searchable(root, err) < 0)
 		goto out;
-	for (i = 0; i < 16; i++) {
+	for (i = 0; i < 16 && !rid; i++) {
 		new_id(id);
 		free(dir);
 		dir = sbx_xasprintf("%s/%s", root, id);
@@ -476,7 +480,10 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 			goto out;
 		}
 	}
-	if (spec->name) {
+	if (rid) {
+		snprintf(id, sizeof id, "%s", rid);
+		dir = sbx_xasprintf("%s/%s", root, id);
+	} else if (spec->name) {
 		if (claim_name(root, spec->name, id, err) < 0)
 			goto fail;
 		named = 1;
@@ -490,6 +497,10 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (rootless) {
 		s.uid_base = getuid();
 		s.gid_base = getgid();
+	} else if (rid) {
+		slot = (uint32_t)sbx_json_int(oldmeta, "slot", 0);
+		s.uid_base = SBX_UID_BASE + slot * SBX_UID_RANGE;
+		s.gid_base = s.uid_base;
 	} else {
 		if (claim_slot(root, id, &slot) < 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "no free uid range");
@@ -510,7 +521,7 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		static const char *const sub[] = {"upper", "work", "rootfs",
 		    "lower"};
 
-		for (i = 0; i < 4; i++) {
+		for (i = 0; i < 4 && !rid; i++) {
 			p = sbx_xasprintf("%s/%s", dir, sub[i]);
 			if (mkdir(p, 0755) < 0 || lchown(p, s.uid_base,
 			    s.gid_base) < 0) {
@@ -529,6 +540,8 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		    "sandbox directory '%s' is too long for a socket path", dir);
 		goto fail;
 	}
+	if (rid)
+		unlink(sa.sun_path); /* the stopped agent's */
 	s.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s.listen_fd < 0 || bind(s.listen_fd, (struct sockaddr *)&sa,
 	    sizeof sa) < 0 || chmod(sa.sun_path, 0600) < 0 ||
@@ -626,6 +639,9 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	json_decref(meta);
 	meta = make_meta(spec, id, host ? "host" : image, workdir, pid,
 	    s.uid_base, rootless ? -1 : (long long)slot);
+	if (rid)
+		json_object_set(meta, "created_at_epoch", json_object_get(
+		    oldmeta, "created_at_epoch"));
 	p = sbx_xasprintf("%s/meta.json", dir);
 	{
 		char *text = json_dumps(meta, JSON_COMPACT |
@@ -645,8 +661,11 @@ fail:
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	}
-	undo(root, dir, cg_made ? &cg : NULL, meta, named ? spec->name : NULL,
-	    id);
+	if (!rid)
+		undo(root, dir, cg_made ? &cg : NULL, meta, named ?
+		    spec->name : NULL, id);
+	else if (cg_made)
+		sbx_cg_remove(&cg);
 out:
 	{
 		int fds[] = {go[0], go[1], ep[0], ep[1], cp[0], cp[1], is[0],
@@ -729,6 +748,9 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 		p = sbx_xasprintf("%s/sock", dir);
 		unlink(p);
 		free(p);
+		p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+		unlink(p);
+		free(p);
 	} else {
 		if (!rc && sbx_local_rmtree(dir) < 0)
 			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':",
@@ -803,17 +825,49 @@ frozen(const struct sbx_cgroups *cg)
 	return f;
 }
 
+/* The CPU time the sandbox's processes used, in microseconds: v2
+ * cpu.stat counts without a cpu controller, v1 cpuacct in nanoseconds;
+ * -1 when unknown. */
+static long long
+cpu_usec(const struct sbx_cgroups *cg)
+{
+	char *p, line[128];
+	long long v = -1;
+	FILE *f;
+
+	if (cg->unified) {
+		p = sbx_xasprintf("%s/cpu.stat", cg->unified);
+		f = fopen(p, "re");
+		free(p);
+		while (f && v < 0 && fgets(line, sizeof line, f))
+			if (sscanf(line, "usage_usec %lld", &v) != 1)
+				v = -1;
+		if (f)
+			fclose(f);
+	}
+	if (v < 0 && cg->cpuacct &&
+	    (v = sbx_cg_read_ll(cg->cpuacct, "cpuacct.usage")) >= 0)
+		v /= 1000;
+	return v;
+}
+
 static json_t *
 info_of(const char *id)
 {
 	char *dir = sbx_xasprintf("%s/%s", sbx_local_root(), id), *status;
 	json_t *meta = load_meta(dir), *o = json_object();
 	long long now = sbx_now(), created, act = 0, procs = -1, mem = -1;
+	long long cpu;
 	const char *st = "dead";
 	struct sbx_cgroups cg;
+	struct stat sb;
 	char ts[32];
 
 	created = sbx_json_int(meta, "created_at_epoch", 0);
+	/* No meta.json: sbx-create is still at work on it (or died at it),
+	 * since the directory's time. sbx-gc must leave it alone. */
+	if (!meta && stat(dir, &sb) == 0)
+		created = sb.st_mtime;
 	sbx_cg_find(&cg, id);
 	if (live_init(meta)) {
 		st = frozen(&cg) ? "paused" : "running";
@@ -822,6 +876,8 @@ info_of(const char *id)
 		if (cg.memory)
 			mem = sbx_cg_read_ll(cg.memory, cg.memory == cg.unified ?
 			    "memory.current" : "memory.usage_in_bytes");
+	} else if (paused_how(dir, NULL) == 't') {
+		st = "stopped";
 	} else if ((status = read_small(dir, "status"))) {
 		if (strstr(status, "killed"))
 			st = "killed";
@@ -850,17 +906,223 @@ info_of(const char *id)
 	json_object_set_new(o, "idle", json_integer(now - act));
 	json_object_set_new(o, "timeout", json_integer(sbx_json_int(meta,
 	    "timeout", 0)));
-	json_object_set(o, "labels", json_is_object(json_object_get(meta,
-	    "labels")) ? json_object_get(meta, "labels") : json_object());
+	json_object_set_new(o, "labels", json_is_object(json_object_get(meta,
+	    "labels")) ? json_incref(json_object_get(meta, "labels")) :
+	    json_object());
 	json_object_set_new(o, "processes", procs >= 0 ? json_integer(procs) :
 	    json_null());
 	json_object_set_new(o, "memory_bytes", mem >= 0 ? json_integer(mem) :
 	    json_null());
+	cpu = cpu_usec(&cg);
+	json_object_set_new(o, "cpu_s", cpu >= 0 ? json_real((double)cpu /
+	    1e6) : json_null());
 	json_object_set_new(o, "dir", json_string(dir));
+	if (!meta)
+		json_object_set_new(o, "creating", json_true());
 	sbx_cg_release(&cg);
 	json_decref(meta);
 	free(dir);
 	return o;
+}
+
+/* --- pause and resume ------------------------------------------------------ */
+
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* How a sandbox was paused ('s' suspend, 't' stop, 0 not) and when. */
+static int
+paused_how(const char *dir, long long *when)
+{
+	char *t = read_small(dir, SBX_PAUSED_FILE);
+	int how = 0;
+
+	if (t) {
+		how = !strncmp(t, "stop", 4) ? 't' : 's';
+		if (when)
+			*when = strtoll(t + (how == 't' ? 4 : 7), NULL, 10);
+		free(t);
+	}
+	return how;
+}
+
+static int
+mark_paused(const char *dir, const char *how, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+	char *text = sbx_xasprintf("%s %lld\n", how, mono_ms());
+	int rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+
+	free(p);
+	free(text);
+	return rc;
+}
+
+static void
+unmark_paused(const char *dir)
+{
+	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+
+	unlink(p);
+	free(p);
+}
+
+/* The spec a stopped sandbox was made with, from its meta.json (all but
+ * the -e environment, whose values are never written down). */
+static void
+spec_of(json_t *meta, struct sbx_spec *spec)
+{
+	const char *net = sbx_json_str(meta, "network");
+
+	memset(spec, 0, sizeof *spec);
+	spec->image = sbx_json_str(meta, "image");
+	spec->workdir = sbx_json_str(meta, "workdir");
+	spec->name = sbx_json_str(meta, "name");
+	spec->memory = (uint64_t)sbx_json_int(meta, "memory", 0);
+	spec->cpus_milli = (uint64_t)sbx_json_int(meta, "cpus_milli", 0);
+	spec->pids = (uint64_t)sbx_json_int(meta, "pids_max", 0);
+	spec->timeout = (uint64_t)sbx_json_int(meta, "timeout", 0);
+	spec->network = net && !strcmp(net, "allow") ? SBX_NET_ALLOW :
+	    SBX_NET_DENY;
+	spec->labels = json_object_get(meta, "labels");
+}
+
+static int
+local_pause(json_t *ref, int stop, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL;
+	struct sbx_cgroups cg = {0};
+	json_t *meta = NULL;
+	int rc = -1, how;
+	pid_t pid;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+		goto out;
+	}
+	json_object_set_new(ref, "id", json_string(id));
+	meta = load_meta(dir);
+	how = paused_how(dir, NULL);
+	pid = live_init(meta);
+	if (how == 't' || (how == 's' && pid)) {
+		rc = 0; /* already paused: nothing to do */
+		goto out;
+	}
+	if (!pid) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is not "
+		    "running", id);
+		goto out;
+	}
+	sbx_cg_find(&cg, id);
+	/* Marked first: an exec that comes meanwhile fails fast instead of
+	 * waiting on a frozen agent. */
+	if (mark_paused(dir, stop ? "stop" : "suspend", err) < 0)
+		goto out;
+	if (stop) {
+		if (sbx_cg_kill(&cg, 5000) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "processes of '%s' did "
+			    "not die", id);
+			goto out;
+		}
+		kill(pid, SIGKILL);
+		for (int i = 0; i < 2500 && live_init(meta); i++)
+			usleep(2000);
+		sbx_cg_remove(&cg);
+	} else if (sbx_cg_freeze(&cg, 1, 5000) < 0) {
+		sbx_cg_freeze(&cg, 0, 1000);
+		unmark_paused(dir);
+		sbx_err_set(err, SBX_EX_FAIL, "cannot freeze '%s':", id);
+		goto out;
+	}
+	rc = 0;
+out:
+	sbx_cg_release(&cg);
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return rc;
+}
+
+static int
+local_resume(json_t *ref, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL;
+	struct sbx_cgroups cg = {0};
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sbx_spec spec;
+	json_t *meta = NULL, *nref = NULL;
+	long long when = 0;
+	int rc = -1, how, sock;
+	pid_t pid;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+		goto out;
+	}
+	json_object_set_new(ref, "id", json_string(id));
+	meta = load_meta(dir);
+	how = paused_how(dir, &when);
+	pid = live_init(meta);
+	if (how == 't') {
+		/* Stopped: a new agent over the same files. */
+		spec_of(meta, &spec);
+		if (start_sandbox(&spec, id, meta, &nref, err) < 0)
+			goto out;
+		unmark_paused(dir);
+		json_decref(nref);
+		rc = 0;
+		goto out;
+	}
+	if (!pid) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is not "
+		    "running", id);
+		goto out;
+	}
+	if (!how) {
+		rc = 0; /* running: nothing to do */
+		goto out;
+	}
+	sbx_cg_find(&cg, id);
+	/* Told before it thaws, so that the agent reads it before it looks
+	 * at a deadline: the time frozen does not count as idle. */
+	if ((sock = sbx_local_connect(dir)) >= 0) {
+		sbx_msg_put_u64(&b, (uint64_t)(when > 0 && mono_ms() > when ?
+		    mono_ms() - when : 0));
+		sbx_msg_send(sock, SBX_MSG_RESUMED, b.data, b.len, NULL, 0);
+	}
+	if (sbx_cg_freeze(&cg, 0, 5000) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot thaw '%s':", id);
+		if (sock >= 0)
+			close(sock);
+		goto out;
+	}
+	if (sock >= 0)
+		close(sock);
+	unmark_paused(dir);
+	rc = 0;
+out:
+	sbx_buf_release(&b);
+	sbx_cg_release(&cg);
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return rc;
+}
+
+static int
+local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
+{
+	return start_sandbox(spec, NULL, NULL, ref, err);
 }
 
 static int
@@ -924,6 +1186,9 @@ local_info(const json_t *ref, struct sbx_err *err)
 
 const struct sbx_backend sbx_local_backend = {
 	.name = "local",
+	.pause_semantics = "suspend",
+	.pause = local_pause,
+	.resume = local_resume,
 	.create = local_create,
 	.exec = sbx_local_exec,
 	.kill = local_kill,

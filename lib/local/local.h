@@ -25,6 +25,7 @@ enum {
 	SBX_MSG_EXIT,     /* agent -> client: wait status */
 	SBX_MSG_ERROR,    /* agent -> client: could not start */
 	SBX_MSG_INFOREP,  /* agent -> client: activity */
+	SBX_MSG_RESUMED,  /* client -> agent: thawed after u64 ms frozen */
 };
 
 enum {
@@ -68,6 +69,10 @@ int sbx_local_connect(const char *dir);
 unsigned long long sbx_local_starttime(pid_t pid);
 int sbx_local_rmtree(const char *path);
 
+/* A paused sandbox's directory holds this file: "suspend MS" or "stop MS"
+ * (MS: CLOCK_MONOTONIC milliseconds when it was paused). */
+#define SBX_PAUSED_FILE "paused"
+
 /* --- cgroup.c ------------------------------------------------------------ */
 
 struct sbx_cgroups {
@@ -87,6 +92,8 @@ int sbx_cg_attach(const struct sbx_cgroups *cg, pid_t pid,
 /* Kill everything in it and wait (up to ms) for it to empty. */
 int sbx_cg_kill(const struct sbx_cgroups *cg, int ms);
 int sbx_cg_remove(const struct sbx_cgroups *cg);
+/* Freeze (on) or thaw the whole sandbox and wait (up to ms) for it. */
+int sbx_cg_freeze(const struct sbx_cgroups *cg, int on, int ms);
 long long sbx_cg_read_ll(const char *dir, const char *file);
 void sbx_cg_release(struct sbx_cgroups *cg);
 /* A per-exec child of the unified cgroup, for kill on timeout. */

@@ -526,6 +526,69 @@ t_buf_release(void)
 	CHECK(b.len == 0 && b.cap == 0 && b.limit == 0 && !b.truncated);
 }
 
+static int
+dur_is(const char *s, uint64_t want)
+{
+	uint64_t v = 12345;
+
+	return sbx_parse_duration(s, &v) == 0 && v == want;
+}
+
+static int
+dur_bad(const char *s)
+{
+	uint64_t v = 12345;
+
+	return sbx_parse_duration(s, &v) == -1 && v == 12345;
+}
+
+static void
+t_duration_values(void)
+{
+	CHECK(dur_is("90", 90));
+	CHECK(dur_is("0", 0));
+	CHECK(dur_is("90s", 90));
+	CHECK(dur_is("5m", 300));
+	CHECK(dur_is("2h", 7200));
+	CHECK(dur_is("1d", 86400));
+	CHECK(dur_is("1h30m", 5400));
+	CHECK(dur_is("1d2h3m4s", 93784));
+	CHECK(dur_is("0s", 0));
+	CHECK(dur_is("120m", 7200));
+	CHECK(dur_is("007s", 7));
+}
+
+static void
+t_duration_junk(void)
+{
+	CHECK(dur_bad(""));
+	CHECK(dur_bad(NULL));
+	CHECK(dur_bad("5x"));
+	CHECK(dur_bad("-1"));
+	CHECK(dur_bad("+1"));
+	CHECK(dur_bad(" 1"));
+	CHECK(dur_bad("1 "));
+	CHECK(dur_bad("s"));
+	CHECK(dur_bad("h1"));
+	CHECK(dur_bad("1.5h"));
+	CHECK(dur_bad("1H"));
+	CHECK(dur_bad("1h30"));
+	CHECK(dur_bad("30m1h"));
+	CHECK(dur_bad("1h1h"));
+	CHECK(dur_bad("1hm"));
+	CHECK(dur_bad("1w"));
+}
+
+static void
+t_duration_overflow(void)
+{
+	CHECK(dur_is("18446744073709551615", UINT64_MAX));
+	CHECK(dur_bad("18446744073709551616"));
+	CHECK(dur_bad("213503982334602d"));
+	CHECK(dur_is("213503982334601d", 213503982334601ULL * 86400));
+	CHECK(dur_bad("213503982334601d1000000h"));
+}
+
 static const struct tap_test tests[] = {
 	{"sbx_parse_size takes bytes and binary K/M/G/T suffixes", t_size_units},
 	{"sbx_parse_size takes lower case units and 'mb'", t_size_lowercase_mb},
@@ -565,6 +628,12 @@ static const struct tap_test tests[] = {
 	{"sbx_buf filled exactly to its limit is not truncated",
 	    t_buf_exact_limit},
 	{"sbx_buf_release frees and zeroes the buffer", t_buf_release},
+	{"sbx_parse_duration takes 90, 90s, 5m, 2h, 1d and 1h30m",
+	    t_duration_values},
+	{"sbx_parse_duration rejects 5x, -1, empty, 1h30 and units out of order",
+	    t_duration_junk},
+	{"sbx_parse_duration rejects durations past 64 bits",
+	    t_duration_overflow},
 };
 
 int

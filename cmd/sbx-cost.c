@@ -1,0 +1,298 @@
+/* sbx-cost - estimate what sandboxes have cost; enforce a budget */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+static const char usage[] =
+    "usage: sbx-cost [-qv] [-r rate] [-m amount] [-a amount] [-l file]\n"
+    "                [-s file]... [file ...]\n";
+
+static const struct option longopts[] = {
+	{"alert", required_argument, NULL, 'a'},
+	{"help", no_argument, NULL, 'h'},
+	{"log", required_argument, NULL, 'l'},
+	{"max", required_argument, NULL, 'm'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"rate", required_argument, NULL, 'r'},
+	{"state", required_argument, NULL, 's'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+struct ctx {
+	const char *rate;   /* --rate, checked */
+	const char *log;
+	uint64_t max, alert; /* units of 0.0001 */
+	int has_max, has_alert;
+	long long now;
+	json_t *lines;      /* what was printed, for --log */
+	uint64_t total, total_s;
+	int count;
+	char *last_id;
+};
+
+static uint64_t
+amount(const char *s, int decimals)
+{
+	uint64_t v;
+
+	if (sbx_cost_parse(s, decimals, &v) < 0)
+		sbx_die(SBX_EX_USAGE, "invalid amount '%s'", s);
+	return v;
+}
+
+/* Floats print with 15 digits, so that 0.213 stays 0.213. */
+static void
+print_line(json_t *o)
+{
+	json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER |
+	    JSON_REAL_PRECISION(15));
+	putchar('\n');
+}
+
+/* The CPU seconds the backend reports, or null. */
+static json_t *
+cpu_of(const json_t *ref)
+{
+	const struct sbx_backend *be;
+	struct sbx_err err = {0};
+	json_t *info, *v = NULL;
+
+	if ((be = sbx_backend_of(ref, &err)) && be->info &&
+	    (info = be->info(ref, &err))) {
+		v = json_object_get(info, "cpu_s");
+		v = json_is_number(v) ? json_incref(v) : NULL;
+		json_decref(info);
+	}
+	return v ? v : json_null();
+}
+
+/* Update what the state remembers: the estimate, and that the alert was
+ * given. 1 when something changed. */
+static int
+remember(json_t *root, uint64_t units, const char *id, struct ctx *ctx)
+{
+	json_t *prev = json_object_get(root, "accrued_cost");
+	double v = json_number_value(prev);
+	char est[32], lim[32];
+	int changed = 0;
+
+	if (!json_is_number(prev) || !(v >= 0 && v < 1e12) ||
+	    (uint64_t)(v * 10000 + 0.5) != units) {
+		json_object_set_new(root, "accrued_cost", json_real((double)
+		    units / 10000));
+		changed = 1;
+	}
+	if (ctx->has_alert && units >= ctx->alert &&
+	    !json_is_true(json_object_get(root, "cost_alerted"))) {
+		sbx_cost_fmt(units, est, sizeof est);
+		sbx_cost_fmt(ctx->alert, lim, sizeof lim);
+		sbx_warn("cost alert: %s >= %s (%s)", est, lim, id);
+		json_object_set_new(root, "cost_alerted", json_true());
+		changed = 1;
+	}
+	return changed;
+}
+
+static int
+cost_state(const char *path, struct ctx *ctx)
+{
+	struct sbx_state st;
+	struct sbx_err err = {0};
+	struct sbx_rate r;
+	uint64_t secs, units, hourly;
+	const char *id, *backend;
+	char est[32], rate[32], msg[sizeof err.msg];
+	json_t *ref, *o;
+	int rc = SBX_EX_OK;
+
+	/* Looked at first: opening would make the directory and a lock. */
+	if (access(path, F_OK) < 0 && errno == ENOENT) {
+		sbx_warn("no sandbox: no state file '%s'", path);
+		return SBX_EX_NOSANDBOX;
+	}
+	if (sbx_state_open(&st, path, &err) < 0) {
+		sbx_warn("%s", err.msg);
+		return err.code ? err.code : SBX_EX_FAIL;
+	}
+	/* Held past the state's release: the backend is asked without
+	 * the lock. */
+	ref = json_incref(json_object_get(st.root, "ref"));
+	id = sbx_json_str(ref, "id");
+	backend = sbx_json_str(ref, "backend");
+	if (!json_object_size(st.root)) {
+		sbx_err_set(&err, SBX_EX_NOSANDBOX,
+		    "no sandbox: no state file '%s'", path);
+		goto fail;
+	}
+	if (!id || !backend) {
+		sbx_err_set(&err, SBX_EX_DATA, "'%s': ref has no backend or id",
+		    path);
+		goto fail;
+	}
+	if (sbx_cost_running(st.root, ctx->now, &secs, &err) < 0 ||
+	    sbx_cost_rate(backend, ctx->rate, st.root, &r, &err) < 0 ||
+	    sbx_cost_estimate(&r, secs, &units, &err) < 0 ||
+	    sbx_cost_estimate(&r, 3600, &hourly, &err) < 0) {
+		if (err.code == SBX_EX_DATA) {
+			memcpy(msg, err.msg, sizeof msg);
+			sbx_err_set(&err, SBX_EX_DATA, "'%s': %.400s", path,
+			    msg);
+		}
+		goto fail;
+	}
+	if (remember(st.root, units, id, ctx) &&
+	    sbx_state_save(&st, &err) < 0) {
+		sbx_warn("%s", err.msg);
+		rc = SBX_EX_FAIL;
+	}
+	sbx_state_release(&st);
+	sbx_cost_fmt(units, est, sizeof est);
+	sbx_cost_fmt(hourly, rate, sizeof rate);
+	sbx_note("%s: %llu s at %s an hour from %s", id,
+	    (unsigned long long)secs, rate, r.source);
+	o = json_pack("{sssssIssssssso}", "id", id, "backend", backend,
+	    "running_s", (json_int_t)secs, "estimated", est, "rate", rate,
+	    "rate_source", r.source, "cpu_s", cpu_of(ref));
+	print_line(o);
+	json_array_append_new(ctx->lines, o);
+	ctx->total += units;
+	ctx->total_s += secs;
+	ctx->count++;
+	free(ctx->last_id);
+	ctx->last_id = sbx_xstrdup(id);
+	json_decref(ref);
+	return rc;
+fail:
+	sbx_warn("%s", err.msg);
+	sbx_state_release(&st);
+	json_decref(ref);
+	return err.code;
+}
+
+/* One line per sandbox, with the time, appended to the log at once. */
+static int
+write_log(struct ctx *ctx)
+{
+	char ts[32], *s;
+	json_t *o, *line;
+	size_t i;
+	int fd, rc = 0;
+	struct sbx_buf b = SBX_BUF_INIT;
+
+	sbx_time_fmt(ctx->now, ts, sizeof ts);
+	json_array_foreach(ctx->lines, i, o) {
+		line = json_pack("{ss}", "at", ts);
+		json_object_update(line, o);
+		s = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER |
+		    JSON_REAL_PRECISION(15));
+		if (s) {
+			sbx_buf_add(&b, s, strlen(s));
+			sbx_buf_add(&b, "\n", 1);
+		}
+		free(s);
+		json_decref(line);
+	}
+	fd = open(ctx->log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || sbx_write_all(fd, b.data, b.len) < 0 ||
+	    close(fd) < 0) {
+		sbx_warn("cannot write '%s':", ctx->log);
+		rc = -1;
+	}
+	sbx_buf_release(&b);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ctx ctx = {0};
+	const char **paths = NULL, *env;
+	size_t n = 0, i;
+	char est[32], lim[32], who[128];
+	uint64_t spent;
+	int c, r, rc = SBX_EX_OK;
+	json_t *o;
+
+	sbx_prog_set(argv);
+	paths = sbx_xcalloc((size_t)argc + 1, sizeof *paths);
+	while ((c = getopt_long(argc, argv, "a:hl:m:qr:s:vV", longopts,
+	    NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			ctx.alert = amount(optarg, SBX_COST_DECIMALS);
+			ctx.has_alert = 1;
+			break;
+		case 'l':
+			ctx.log = optarg;
+			break;
+		case 'm':
+			ctx.max = amount(optarg, SBX_COST_DECIMALS);
+			ctx.has_max = 1;
+			break;
+		case 'r':
+			amount(optarg, SBX_RATE_DECIMALS);
+			ctx.rate = optarg;
+			break;
+		case 's':
+			paths[n++] = optarg;
+			break;
+		default:
+			if (!sbx_opt_common(c, usage))
+				sbx_usage(usage, SBX_EX_USAGE);
+		}
+	}
+	for (; optind < argc; optind++)
+		paths[n++] = argv[optind];
+	if (!n) {
+		env = getenv("SBX_STATE");
+		if (env && *env)
+			paths[n++] = env;
+		else if (access(SBX_STATE_DEFAULT, F_OK) == 0)
+			paths[n++] = SBX_STATE_DEFAULT;
+		else
+			sbx_die(SBX_EX_NOSANDBOX,
+			    "no sandbox: no --state, and no '%s'",
+			    SBX_STATE_DEFAULT);
+	}
+
+	ctx.now = sbx_now();
+	ctx.lines = json_array();
+	for (i = 0; i < n; i++)
+		if ((r = cost_state(paths[i], &ctx)) > rc)
+			rc = r;
+	if (n > 1) {
+		sbx_cost_fmt(ctx.total, est, sizeof est);
+		o = json_pack("{sbsIsssi}", "total", 1, "running_s",
+		    (json_int_t)ctx.total_s, "estimated", est, "count",
+		    ctx.count);
+		print_line(o);
+		json_decref(o);
+	}
+	/* With several sandboxes, the budget is for all of them. */
+	spent = ctx.total;
+	if (ctx.has_max && ctx.count && spent >= ctx.max) {
+		sbx_cost_fmt(spent, est, sizeof est);
+		sbx_cost_fmt(ctx.max, lim, sizeof lim);
+		if (n > 1)
+			snprintf(who, sizeof who, "total of %d", ctx.count);
+		else
+			snprintf(who, sizeof who, "%s", ctx.last_id);
+		sbx_warn("budget reached: %s >= %s (%s)", est, lim, who);
+		if (rc < SBX_EX_BUDGET)
+			rc = SBX_EX_BUDGET;
+	}
+	if (ctx.log && json_array_size(ctx.lines) && write_log(&ctx) < 0 &&
+	    rc < SBX_EX_FAIL)
+		rc = SBX_EX_FAIL;
+	json_decref(ctx.lines);
+	free(ctx.last_id);
+	free(paths);
+	return sbx_out_close(rc);
+}

@@ -1,0 +1,204 @@
+/* sbx-pause - pause a sandbox, or resume it; print its ref */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+static const char usage[] =
+    "usage: sbx-pause [-qrv] [-m suspend|stop] [-b backend] [-I id | -s file] "
+    "[id ...]\n"
+    "       sbx-pause -S [-b backend]\n";
+
+static const struct option longopts[] = {
+	{"backend", required_argument, NULL, 'b'},
+	{"help", no_argument, NULL, 'h'},
+	{"id", required_argument, NULL, 'I'},
+	{"mode", required_argument, NULL, 'm'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"resume", no_argument, NULL, 'r'},
+	{"semantics", no_argument, NULL, 'S'},
+	{"state", required_argument, NULL, 's'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+struct ctx {
+	const char *backend;
+	int resume, stop;
+};
+
+/* The ref, secret-free as refs are, with what became of the sandbox. */
+static void
+print_ref(const json_t *ref, const char *status)
+{
+	json_t *o = json_deep_copy(ref);
+
+	json_object_set_new(o, "status", json_string(status));
+	sbx_out_json(o);
+	json_decref(o);
+}
+
+static const char *
+act(json_t *ref, const struct ctx *ctx, int *rc)
+{
+	const struct sbx_backend *be;
+	struct sbx_err err = {0};
+
+	*rc = SBX_EX_OK;
+	if (!(be = sbx_backend_of(ref, &err))) {
+		sbx_warn("%s", err.msg);
+		*rc = err.code;
+		return NULL;
+	}
+	if (!be->pause) {
+		sbx_warn("backend '%s' cannot pause", be->name);
+		*rc = SBX_EX_USAGE;
+		return NULL;
+	}
+	if ((ctx->resume ? be->resume(ref, &err) : be->pause(ref, ctx->stop,
+	    &err)) < 0) {
+		sbx_warn("cannot %s '%s': %s", ctx->resume ? "resume" : "pause",
+		    sbx_json_str(ref, "id"), err.msg);
+		*rc = err.code ? err.code : SBX_EX_FAIL;
+		return NULL;
+	}
+	return ctx->resume ? "running" : ctx->stop ? "stopped" : "paused";
+}
+
+static int
+act_id(const char *id, void *arg)
+{
+	struct ctx *ctx = arg;
+	json_t *ref = json_pack("{ssss}", "backend", ctx->backend, "id", id);
+	const char *st;
+	int rc;
+
+	if ((st = act(ref, ctx, &rc)))
+		print_ref(ref, st);
+	json_decref(ref);
+	return rc;
+}
+
+/* The sandbox of a state file; its status and billable segments follow
+ * (a pause closes a segment, a resume opens one). */
+static int
+act_state(const char *path, struct ctx *ctx)
+{
+	struct sbx_state st;
+	struct sbx_err err = {0};
+	const char *status;
+	json_t *ref;
+	int rc;
+
+	if (sbx_state_open(&st, path, &err) < 0) {
+		if (err.code == SBX_EX_NOSANDBOX)
+			sbx_err_set(&err, SBX_EX_NOSANDBOX,
+			    "no sandbox: no state file '%s'", path);
+		sbx_die_err(&err);
+	}
+	if (!json_is_object(ref = json_object_get(st.root, "ref"))) {
+		sbx_state_release(&st);
+		if (!json_object_size(st.root))
+			unlink(path);
+		sbx_die(SBX_EX_NOSANDBOX, "no sandbox: no state file '%s'",
+		    path);
+	}
+	if ((status = act(ref, ctx, &rc))) {
+		sbx_state_set_status(st.root, status);
+		if (sbx_state_save(&st, &err) < 0) {
+			sbx_warn("%s", err.msg);
+			rc = SBX_EX_FAIL;
+		}
+		print_ref(ref, status);
+	}
+	sbx_state_release(&st);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sbx_target t = {0};
+	struct ctx ctx = {0};
+	struct sbx_err err = {0};
+	const struct sbx_backend *be;
+	const char *mode = NULL;
+	int c, i, r, rc = SBX_EX_OK, count, semantics = 0;
+
+	sbx_prog_set(argv);
+	while ((c = getopt_long(argc, argv, "b:hI:m:qrSs:vV", longopts,
+	    NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			t.backend = optarg;
+			break;
+		case 'I':
+			t.id = optarg;
+			break;
+		case 'm':
+			mode = optarg;
+			break;
+		case 'r':
+			ctx.resume = 1;
+			break;
+		case 'S':
+			semantics = 1;
+			break;
+		case 's':
+			t.state_path = optarg;
+			break;
+		default:
+			if (!sbx_opt_common(c, usage))
+				sbx_usage(usage, SBX_EX_USAGE);
+		}
+	}
+	if (mode && strcmp(mode, "suspend") && strcmp(mode, "stop"))
+		sbx_usage_error(usage, "--mode must be suspend or stop, not "
+		    "'%s'", mode);
+	if (mode && ctx.resume)
+		sbx_usage_error(usage, "--mode is for pausing; --resume "
+		    "resumes however it was paused");
+	ctx.stop = mode && !strcmp(mode, "stop");
+	ctx.backend = t.backend ? t.backend : sbx_backend_default();
+	if (!(be = sbx_backend_get(ctx.backend, &err)))
+		sbx_die_err(&err);
+	if (semantics) {
+		json_t *o = json_pack("{sssss[s]}", "backend", be->name, "pause",
+		    be->pause ? be->pause_semantics : "none", "modes",
+		    be->pause ? be->pause_semantics : "none");
+
+		if (be->pause && strcmp(be->pause_semantics, "stop"))
+			json_array_append_new(json_object_get(o, "modes"),
+			    json_string("stop"));
+		sbx_out_json(o);
+		json_decref(o);
+		return sbx_out_close(SBX_EX_OK);
+	}
+	if (optind < argc || t.id) {
+		if (t.id && (r = act_id(t.id, &ctx)) > rc)
+			rc = r;
+		for (i = optind; i < argc; i++)
+			if ((r = act_id(argv[i], &ctx)) > rc)
+				rc = r;
+		return sbx_out_close(rc);
+	}
+	if (!sbx_ref_explicit(&t) && sbx_stdin_has_ids()) {
+		rc = sbx_each_stdin_id(act_id, &ctx, &count);
+		if (!count)
+			sbx_note("no ids on standard input");
+		return sbx_out_close(rc);
+	}
+	if (!t.state_path)
+		t.state_path = getenv("SBX_STATE") && *getenv("SBX_STATE") ?
+		    getenv("SBX_STATE") : SBX_STATE_DEFAULT;
+	if (!strcmp(t.state_path, SBX_STATE_DEFAULT) &&
+	    access(SBX_STATE_DEFAULT, F_OK) < 0)
+		sbx_die(SBX_EX_NOSANDBOX,
+		    "no sandbox: no ids, no --state, and no '%s'",
+		    SBX_STATE_DEFAULT);
+	return sbx_out_close(act_state(t.state_path, &ctx));
+}

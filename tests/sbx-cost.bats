@@ -1,0 +1,367 @@
+#!/usr/bin/env bats
+# sbx-cost: the arithmetic, where rates come from, budgets, alerts, the log,
+# refusing bad input, and a real local sandbox.
+
+load helper
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+setup() {
+	sbx_setup
+	# No rate from the user's own configuration or environment.
+	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
+	unset SBX_COST_PER_HOUR SBX_COST_LOCAL_PER_HOUR SBX_COST_E2B_PER_HOUR \
+	    SBX_COST_E2B_VCPU_SECOND SBX_COST_E2B_GIB_SECOND
+}
+teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
+
+# A hand-made state file $1 with the segments $2 (JSON), backend $3 (local)
+# and more fields $4 (a jq object).
+mkstate() {
+	local more='{}'
+	if [ -n "${4:-}" ]; then more=$4; fi
+	jq -n --argjson segs "$2" --arg be "${3:-local}" --argjson more "$more" \
+	    '{schema: 1, ref: {backend: $be, id: "0123456789ab"},
+	      status: "killed", segments: $segs, accrued_cost: 0,
+	      cost_alerted: false} + $more' >"$1"
+}
+
+# A line of the configuration file.
+config() {
+	mkdir -p "$XDG_CONFIG_HOME/sbx"
+	echo "$1" >>"$XDG_CONFIG_HOME/sbx/config"
+}
+
+@test "sbx-cost: 7200 s at 0.10 an hour is exactly \"0.2000\"" {
+	mkstate a.json '[[1000, 8200]]'
+	run --separate-stderr sbx-cost --rate 0.10 a.json
+	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$(jq -c 'keys_unsorted' <<<"$output")" = \
+	    '["id","backend","running_s","estimated","rate","rate_source","cpu_s"]' ]
+	[ "$(jq -r .id <<<"$output")" = 0123456789ab ]
+	[ "$(jq -r .backend <<<"$output")" = local ]
+	[ "$(jq .running_s <<<"$output")" = 7200 ]
+	[ "$(jq .estimated <<<"$output")" = '"0.2000"' ]
+	[ "$(jq .rate <<<"$output")" = '"0.1000"' ]
+	[ "$(jq -r .rate_source <<<"$output")" = flag ]
+	[ "$(jq -c .cpu_s <<<"$output")" = null ]
+	[ -z "$stderr" ]
+}
+
+@test "sbx-cost prints money as strings with exactly 4 decimals" {
+	mkstate a.json '[[0, 1]]'
+	run sbx-cost -r 0.10 a.json
+	assert_success
+	[[ $(jq -r .estimated <<<"$output") =~ ^[0-9]+\.[0-9]{4}$ ]]
+	[ "$(jq -r .estimated <<<"$output")" = 0.0000 ]
+	[ "$(jq -r '.estimated | type' <<<"$output")" = string ]
+	[ "$(jq -r '.rate | type' <<<"$output")" = string ]
+	# 1 s at 0.18 an hour is 0.00005: rounded half up.
+	run sbx-cost -r 0.18 a.json
+	[ "$(jq -r .estimated <<<"$output")" = 0.0001 ]
+}
+
+@test "sbx-cost sums several segments" {
+	mkstate a.json '[[1000, 2800], [5000, 5900], [10000, 10900]]'
+	run sbx-cost -r 2 a.json
+	assert_success
+	[ "$(jq .running_s <<<"$output")" = 3600 ]
+	[ "$(jq -r .estimated <<<"$output")" = 2.0000 ]
+}
+
+@test "sbx-cost counts an open segment up to now" {
+	local now
+	now=$(date +%s)
+	mkstate a.json "[[$((now - 3600)), null]]"
+	run sbx-cost --rate 1 a.json
+	assert_success
+	[ "$(jq '.running_s >= 3600 and .running_s <= 3610' <<<"$output")" = true ]
+	[ "$(jq '.estimated | tonumber | . >= 1 and . <= 1.003' <<<"$output")" = true ]
+}
+
+@test "sbx-cost of a state without segments costs nothing" {
+	mkstate a.json '[]'
+	run sbx-cost -r 1 a.json
+	assert_success
+	[ "$(jq .running_s <<<"$output")" = 0 ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.0000 ]
+}
+
+@test "sbx-cost --max exits 4 when the estimate reaches it exactly" {
+	mkstate a.json '[[1000, 8200]]'
+	run --separate-stderr sbx-cost -r 0.10 --max 0.2 a.json
+	assert_failure 4
+	[ "$(jq -r .estimated <<<"$output")" = 0.2000 ]
+	[ "$stderr" = "sbx-cost: budget reached: 0.2000 >= 0.2000 (0123456789ab)" ]
+}
+
+@test "sbx-cost --max exits 0 just below the budget" {
+	mkstate a.json '[[1000, 8200]]'
+	run --separate-stderr sbx-cost -r 0.10 --max 0.2001 a.json
+	assert_success
+	[ "$(jq -r .estimated <<<"$output")" = 0.2000 ]
+	[ -z "$stderr" ]
+}
+
+@test "sbx-cost --max compares the total of several state files" {
+	mkstate a.json '[[1000, 4600]]'
+	mkstate b.json '[[1000, 4600]]'
+	run --separate-stderr sbx-cost -r 1 -m 1.5 a.json
+	assert_success
+	run --separate-stderr sbx-cost -r 1 -m 1.5 a.json -s b.json
+	assert_failure 4
+	[ "${#lines[@]}" -eq 3 ]
+	[ "$stderr" = "sbx-cost: budget reached: 2.0000 >= 1.5000 (total of 2)" ]
+}
+
+@test "sbx-cost prints a total line after several state files" {
+	mkstate a.json '[[1000, 4600]]'
+	mkstate b.json '[[1000, 8200]]' local '{"ref":{"backend":"local","id":"bbbbbbbbbbbb"}}'
+	run --separate-stderr sbx-cost -r 0.10 -s a.json b.json
+	assert_success
+	[ "${#lines[@]}" -eq 3 ]
+	[ "$(jq -r .id <<<"${lines[0]}")" = 0123456789ab ]
+	[ "$(jq -r .id <<<"${lines[1]}")" = bbbbbbbbbbbb ]
+	[ "${lines[2]}" = '{"total":true,"running_s":10800,"estimated":"0.3000","count":2}' ]
+}
+
+@test "sbx-cost --alert warns once across calls and remembers it in the state" {
+	mkstate a.json '[[1000, 8200]]'
+	run --separate-stderr sbx-cost -r 0.10 --alert 0.15 a.json
+	assert_success
+	[ "$stderr" = "sbx-cost: cost alert: 0.2000 >= 0.1500 (0123456789ab)" ]
+	[ "$(jq .cost_alerted a.json)" = true ]
+	run --separate-stderr sbx-cost -r 0.10 --alert 0.15 a.json
+	assert_success
+	[ -z "$stderr" ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.2000 ]
+	run --separate-stderr sbx-cost -r 0.10 -a 0.15 a.json
+	[ -z "$stderr" ]
+	[ "$(jq .cost_alerted a.json)" = true ]
+}
+
+@test "sbx-cost --alert below the amount neither warns nor records" {
+	mkstate a.json '[[1000, 8200]]'
+	run --separate-stderr sbx-cost -r 0.10 --alert 0.2001 a.json
+	assert_success
+	[ -z "$stderr" ]
+	[ "$(jq .cost_alerted a.json)" = false ]
+}
+
+@test "sbx-cost records the estimate in the state as accrued_cost" {
+	mkstate a.json '[[1000, 8200]]' local '{"sync":{"kept":1}}'
+	run sbx-cost -r 0.10 a.json
+	assert_success
+	[ "$(jq .accrued_cost a.json)" = 0.2 ]
+	[ "$(jq -c .sync a.json)" = '{"kept":1}' ]
+	[ "$(jq .schema a.json)" = 1 ]
+	run sbx-cost -r 1 a.json
+	[ "$(jq .accrued_cost a.json)" = 2 ]
+}
+
+@test "sbx-cost: rate_source flag, env, config and default, first found wins" {
+	mkstate a.json '[[1000, 8200]]'
+	config 'cost.local.per_hour = 0.5'
+	run sbx-cost a.json
+	[ "$(jq -r .rate_source <<<"$output")" = "config cost.local.per_hour" ]
+	[ "$(jq -r .estimated <<<"$output")" = 1.0000 ]
+	SBX_COST_LOCAL_PER_HOUR=0.25 run sbx-cost a.json
+	[ "$(jq -r .rate_source <<<"$output")" = "env SBX_COST_LOCAL_PER_HOUR" ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.5000 ]
+	SBX_COST_PER_HOUR=2 run sbx-cost a.json
+	[ "$(jq -r .rate_source <<<"$output")" = "env SBX_COST_PER_HOUR" ]
+	[ "$(jq -r .estimated <<<"$output")" = 4.0000 ]
+	SBX_COST_PER_HOUR=2 run sbx-cost -r 0.10 a.json
+	[ "$(jq -r .rate_source <<<"$output")" = flag ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.2000 ]
+	rm -r "$XDG_CONFIG_HOME"
+	run sbx-cost a.json
+	assert_success
+	[ "$(jq -r .rate_source <<<"$output")" = default ]
+	[ "$(jq -r .rate <<<"$output")" = 0.0000 ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.0000 ]
+}
+
+@test "sbx-cost takes a rate from ./.sbxrc too" {
+	mkstate a.json '[[1000, 8200]]'
+	echo 'cost.local.per_hour = 1' >.sbxrc
+	run sbx-cost a.json
+	assert_success
+	[ "$(jq -r .rate_source <<<"$output")" = "config cost.local.per_hour" ]
+	[ "$(jq -r .estimated <<<"$output")" = 2.0000 ]
+}
+
+@test "sbx-cost applies per-second rates to the state's resources" {
+	config 'cost.e2b.vcpu_second = 0.000014'
+	config 'cost.e2b.gib_second = 0.0000045'
+	mkstate a.json '[[1000, 8200]]' e2b '{"resources":{"vcpus":4,"memory_mib":1024}}'
+	run sbx-cost a.json
+	assert_success
+	# 4 x 0.000014 x 3600 + 1 x 0.0000045 x 3600 = 0.2178 an hour
+	[ "$(jq -r .rate <<<"$output")" = 0.2178 ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.4356 ]
+	[ "$(jq -r .rate_source <<<"$output")" = \
+	    "config cost.e2b.vcpu_second+gib_second (4 vCPU, 1 GiB)" ]
+}
+
+@test "sbx-cost assumes 2 vCPU and 0.5 GiB where the state has no resources, and says so" {
+	config 'cost.e2b.vcpu_second = 0.000014'
+	config 'cost.e2b.gib_second = 0.0000045'
+	mkstate a.json '[[1000, 8200]]' e2b
+	run sbx-cost a.json
+	assert_success
+	# 2 x 0.0504 + 0.5 x 0.0162 = 0.1089 an hour
+	[ "$(jq -r .rate <<<"$output")" = 0.1089 ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.2178 ]
+	[ "$(jq -r .rate_source <<<"$output")" = \
+	    "config cost.e2b.vcpu_second+gib_second (2 vCPU, 0.5 GiB assumed)" ]
+	mkstate b.json '[[1000, 8200]]' e2b '{"resources":{"vcpus":1.5,"memory_mib":null}}'
+	run sbx-cost b.json
+	[ "$(jq -r .rate_source <<<"$output")" = \
+	    "config cost.e2b.vcpu_second+gib_second (1.5 vCPU; 0.5 GiB assumed)" ]
+}
+
+@test "sbx-cost without a rate for a remote backend exits 2 and changes nothing" {
+	mkstate a.json '[[1000, 8200]]' e2b
+	cp a.json before.json
+	run --separate-stderr sbx-cost a.json
+	assert_failure 2
+	[ -z "$output" ]
+	[[ $stderr == "sbx-cost: no rate for backend 'e2b'"* ]]
+	cmp a.json before.json
+}
+
+@test "sbx-cost --log appends one line per call with the time" {
+	mkstate a.json '[[1000, 8200]]'
+	run sbx-cost -r 0.10 --log cost.log a.json
+	assert_success
+	[ "$(stat -c %a cost.log)" = 644 ]
+	[ "$(wc -l <cost.log)" -eq 1 ]
+	run sbx-cost -r 1 -l cost.log a.json
+	assert_success
+	[ "$(wc -l <cost.log)" -eq 2 ]
+	[ "$(sed -n 1p cost.log | jq -r .estimated)" = 0.2000 ]
+	[ "$(sed -n 2p cost.log | jq -r .estimated)" = 2.0000 ]
+	[[ $(sed -n 2p cost.log | jq -r .at) =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]]
+	# The printed line, with "at" in front.
+	[ "$(sed -n 2p cost.log | jq -c 'del(.at)')" = "$output" ]
+}
+
+@test "sbx-cost refuses malformed or negative amounts with exit 2 and changes nothing" {
+	local a o
+	mkstate a.json '[[1000, 8200]]'
+	cp a.json before.json
+	for o in --max --alert --rate; do
+		for a in -1 1e3 abc 0.1.2 '' .5 5. +1 ' 1' 0x10 1,5 1000001; do
+			run --separate-stderr sbx-cost -r 0.10 "$o" "$a" -l cost.log a.json
+			[ "$status" -eq 2 ] || fail "$o '$a': exit $status"
+			[ -z "$output" ] || fail "$o '$a' printed: $output"
+			[ "$stderr" = "sbx-cost: invalid amount '$a'" ] ||
+			    fail "$o '$a': $stderr"
+		done
+	done
+	run --separate-stderr sbx-cost --max 5.00001 a.json
+	assert_failure 2
+	cmp a.json before.json
+	[ ! -e cost.log ]
+}
+
+@test "sbx-cost refuses a malformed rate in the configuration with exit 2" {
+	mkstate a.json '[[1000, 8200]]'
+	cp a.json before.json
+	config 'cost.local.per_hour = 0.1.2'
+	run --separate-stderr sbx-cost a.json
+	assert_failure 2
+	[ "$stderr" = "sbx-cost: invalid amount '0.1.2' (config cost.local.per_hour)" ]
+	SBX_COST_PER_HOUR=-1 run --separate-stderr sbx-cost a.json
+	assert_failure 2
+	[ "$stderr" = "sbx-cost: invalid amount '-1' (env SBX_COST_PER_HOUR)" ]
+	cmp a.json before.json
+}
+
+@test "sbx-cost on a state file that does not exist exits 3 and creates nothing" {
+	run --separate-stderr sbx-cost -r 1 sub/none.json
+	assert_failure 3
+	[ "$stderr" = "sbx-cost: no sandbox: no state file 'sub/none.json'" ]
+	[ -z "$output" ]
+	[ ! -e sub ]
+}
+
+@test "sbx-cost with nothing naming a state file exits 3 with 'no sandbox'" {
+	run --separate-stderr sbx-cost
+	assert_failure 3
+	[[ $stderr == "sbx-cost: no sandbox"* ]]
+	[ ! -e .sbx ]
+}
+
+@test "sbx-cost uses \$SBX_STATE, then ./.sbx/state.json" {
+	mkdir .sbx
+	mkstate .sbx/state.json '[[1000, 4600]]'
+	mkstate a.json '[[1000, 8200]]'
+	run sbx-cost -r 1
+	assert_success
+	[ "$(jq .running_s <<<"$output")" = 3600 ]
+	SBX_STATE=a.json run sbx-cost -r 1
+	assert_success
+	[ "$(jq .running_s <<<"$output")" = 7200 ]
+}
+
+@test "sbx-cost on a malformed state file exits 6 and leaves it unchanged" {
+	printf '{"schema": 1, "ref": {"backend": "local", "id": ' >bad.json
+	cp bad.json before.json
+	run --separate-stderr sbx-cost -r 1 bad.json
+	assert_failure 6
+	[[ $stderr == sbx-cost:*bad.json* ]]
+	[ -z "$output" ]
+	cmp bad.json before.json
+}
+
+@test "sbx-cost on malformed segments exits 6 and leaves the file unchanged" {
+	local segs
+	for segs in '"x"' '[[1000]]' '[[2000, 1000]]' '[["a", 2]]' '[[-5, 2]]'; do
+		mkstate bad.json "$segs"
+		cp bad.json before.json
+		run --separate-stderr sbx-cost -r 1 -a 0 bad.json
+		[ "$status" -eq 6 ] || fail "$segs: exit $status"
+		[[ $stderr == sbx-cost:*bad.json* ]] || fail "$segs: $stderr"
+		[ -z "$output" ]
+		cmp bad.json before.json
+	done
+}
+
+@test "sbx-cost goes on after a bad state file and returns the worst status" {
+	mkstate a.json '[[1000, 4600]]'
+	echo '{' >bad.json
+	run --separate-stderr sbx-cost -r 1 none.json a.json bad.json
+	assert_failure 6
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(jq -r .estimated <<<"${lines[0]}")" = 1.0000 ]
+	[ "$(jq -c . <<<"${lines[1]}")" = '{"total":true,"running_s":3600,"estimated":"1.0000","count":1}' ]
+}
+
+@test "sbx-cost of a local sandbox: running, CPU seconds, and after sbx-kill" {
+	new_sandbox
+	local id
+	id=$(sid)
+	run --separate-stderr sbx-cost -s s.json
+	assert_success
+	[ "$(jq -r .id <<<"$output")" = "$id" ]
+	[ "$(jq '.running_s >= 0' <<<"$output")" = true ]
+	[ "$(jq -r .rate_source <<<"$output")" = default ]
+	[ "$(jq -r '.cpu_s | type' <<<"$output")" = number ]
+	sx sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'
+	run --separate-stderr sbx-cost -s s.json -r 3600
+	assert_success
+	[ "$(jq '.cpu_s > 0' <<<"$output")" = true ]
+	sbx-kill -s s.json >/dev/null
+	[ "$(jq -r '.segments[-1][1] | type' s.json)" = number ]
+	run --separate-stderr sbx-cost -s s.json -r 3600
+	assert_success
+	[ "$(jq -r .id <<<"$output")" = "$id" ]
+	[ "$(jq -c .cpu_s <<<"$output")" = null ]
+	# 3600 an hour is 1 a second: the estimate is the running time.
+	[ "$(jq '(.estimated | tonumber) == .running_s' <<<"$output")" = true ]
+	[ "$(jq .running_s <<<"$output")" = \
+	    "$(jq '[.segments[] | .[1] - .[0]] | add' s.json)" ]
+}
