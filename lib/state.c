@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -24,16 +25,39 @@ mkdir_parents(const char *path, struct sbx_err *err)
 	return rc;
 }
 
+/* A ref is written to state files and printed: a key that names a
+ * credential means someone put one there, and we will not use it. */
+static const char *
+secret_key(const json_t *ref)
+{
+	static const char *const bad[] = {"token", "api_key", "apikey",
+	    "secret", "password", "authorization", "access_token", NULL};
+	const char *key;
+	json_t *v;
+	size_t i;
+
+	json_object_foreach((json_t *)ref, key, v)
+		for (i = 0; bad[i]; i++)
+			if (!strcasecmp(key, bad[i]))
+				return key;
+	return NULL;
+}
+
 static int
 check_schema(json_t *root, const char *path, struct sbx_err *err)
 {
 	long long v = sbx_json_int(root, "schema", 0);
+	const char *secret;
 
 	if (v != SBX_STATE_SCHEMA || !json_is_object(json_object_get(root,
 	    "ref")))
 		return sbx_err_set(err, SBX_EX_DATA,
 		    "'%s' is not an sbx state file (schema %d with a ref)",
 		    path, SBX_STATE_SCHEMA);
+	/* Never written, never used, never repeated in a message. */
+	if ((secret = secret_key(json_object_get(root, "ref"))))
+		return sbx_err_set(err, SBX_EX_DATA, "'%s': the ref holds a "
+		    "credential ('%s'); refs must be secret-free", path, secret);
 	return 0;
 }
 

@@ -280,3 +280,18 @@ cleaned_up() {
 	[ "$(jq -r .status s.json)" = killed ]
 	[ -z "$(ls_status "$id")" ]
 }
+
+@test "a state file whose ref holds a credential is refused by every tool, unchanged" {
+	printf '{"schema":1,"ref":{"backend":"local","id":"000000000000","token":"t0ps3cret"},"status":"running"}\n' >bad.json
+	cp bad.json before.json
+	for t in sbx-kill sbx-pause sbx-cost; do
+		run "$t" -s bad.json
+		assert_failure 6
+		assert_output --partial "the ref holds a credential ('token'); refs must be secret-free"
+		refute_output --partial t0ps3cret
+	done
+	run sbx-exec -s bad.json -- true
+	assert_failure 125
+	refute_output --partial t0ps3cret
+	cmp bad.json before.json
+}
