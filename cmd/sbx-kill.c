@@ -27,6 +27,7 @@ static const struct option longopts[] = {
 
 struct ctx {
 	const char *backend;
+	const char *explicit_backend; /* -b, when given */
 	const char *final_sync; /* a project to pull into first, or NULL */
 	int keep;
 };
@@ -154,6 +155,11 @@ kill_state(const char *path, struct ctx *ctx)
 		unlink(path);
 		sbx_die(SBX_EX_NOSANDBOX, "no sandbox: no state file '%s'", path);
 	}
+	if (sbx_ref_check_backend(json_object_get(st.root, "ref"),
+	    ctx->explicit_backend, path, &err) < 0) {
+		sbx_state_release(&st);
+		sbx_die_err(&err);
+	}
 	rc = kill_ref(json_object_get(st.root, "ref"), ctx);
 	if (rc == SBX_EX_OK) {
 		sbx_state_set_status(st.root, "killed");
@@ -199,6 +205,7 @@ main(int argc, char **argv)
 		}
 	}
 	ctx.backend = t.backend ? t.backend : sbx_backend_default();
+	ctx.explicit_backend = t.backend;
 	if (!sbx_backend_get(ctx.backend, &err))
 		sbx_die_err(&err);
 	if (ctx.final_sync && argc - optind + (t.id != NULL) > 1)

@@ -28,6 +28,7 @@ static const struct option longopts[] = {
 
 struct ctx {
 	const char *backend;
+	const char *explicit_backend; /* -b, when given */
 	int resume, stop;
 };
 
@@ -107,6 +108,11 @@ act_state(const char *path, struct ctx *ctx)
 		sbx_die(SBX_EX_NOSANDBOX, "no sandbox: no state file '%s'",
 		    path);
 	}
+	if (sbx_ref_check_backend(json_object_get(st.root, "ref"),
+	    ctx->explicit_backend, path, &err) < 0) {
+		sbx_state_release(&st);
+		sbx_die_err(&err);
+	}
 	if ((status = act(ref, ctx, &rc))) {
 		sbx_state_set_status(st.root, status);
 		if (sbx_state_save(&st, &err) < 0) {
@@ -164,6 +170,7 @@ main(int argc, char **argv)
 		    "resumes however it was paused");
 	ctx.stop = mode && !strcmp(mode, "stop");
 	ctx.backend = t.backend ? t.backend : sbx_backend_default();
+	ctx.explicit_backend = t.backend;
 	if (!(be = sbx_backend_get(ctx.backend, &err)))
 		sbx_die_err(&err);
 	if (semantics) {

@@ -59,3 +59,15 @@ sbx_ref_resolve(const struct sbx_target *t, const char **state_out,
 		*state_out = path;
 	return ref;
 }
+
+int
+sbx_ref_check_backend(const json_t *ref, const char *want, const char *path,
+    struct sbx_err *err)
+{
+	const char *have = sbx_json_str(ref, "backend");
+
+	if (!want || (have && !strcmp(have, want)))
+		return 0;
+	return sbx_err_set(err, SBX_EX_USAGE, "state file '%s' is of backend "
+	    "'%s', not '%s'", path, have ? have : "?", want);
+}

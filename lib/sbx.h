@@ -166,6 +166,10 @@ struct sbx_target {
  * order. *state_path_out names the state file used (or NULL). */
 json_t *sbx_ref_resolve(const struct sbx_target *t, const char **state_out,
     struct sbx_err *err);
+/* A state file's ref against an explicit --backend: SBX_EX_USAGE when
+ * they differ (want NULL: no --backend, anything goes). */
+int sbx_ref_check_backend(const json_t *ref, const char *want,
+    const char *path, struct sbx_err *err);
 /* True when --id, --state or $SBX_STATE name a sandbox. */
 int sbx_ref_explicit(const struct sbx_target *t);
 

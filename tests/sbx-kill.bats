@@ -295,3 +295,14 @@ cleaned_up() {
 	refute_output --partial t0ps3cret
 	cmp bad.json before.json
 }
+
+@test "a state file of another backend than --backend says so, exit 2, unchanged" {
+	printf '{"schema":1,"ref":{"backend":"e2b","id":"abc"},"status":"running"}\n' >other.json
+	cp other.json before.json
+	for t in sbx-kill sbx-pause; do
+		run "$t" -b local -s other.json
+		assert_failure 2
+		assert_output "$t: state file 'other.json' is of backend 'e2b', not 'local'"
+	done
+	cmp other.json before.json
+}
