@@ -993,25 +993,35 @@ spec_of(json_t *meta, struct sbx_spec *spec)
 	spec->labels = json_object_get(meta, "labels");
 }
 
+/* The sandbox a ref names (the ref's id made its own), its meta, how it
+ * is paused and its live agent, for pause and resume. */
+static int
+find_paused(json_t *ref, char **id, char **dir, json_t **meta, int *how,
+    long long *when, pid_t *pid, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+
+	if (!want || !(*dir = sbx_local_find(want, id)))
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+	json_object_set_new(ref, "id", json_string(*id));
+	*meta = load_meta(*dir);
+	*how = paused_how(*dir, when);
+	*pid = live_init(*meta);
+	return 0;
+}
+
 static int
 local_pause(json_t *ref, int stop, struct sbx_err *err)
 {
-	const char *want = sbx_json_str(ref, "id");
-	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL;
+	char *id = NULL, *dir = NULL;
 	struct sbx_cgroups cg = {0};
 	json_t *meta = NULL;
 	int rc = -1, how;
 	pid_t pid;
 
-	if (!dir) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
-		    want ? want : "?");
+	if (find_paused(ref, &id, &dir, &meta, &how, NULL, &pid, err) < 0)
 		goto out;
-	}
-	json_object_set_new(ref, "id", json_string(id));
-	meta = load_meta(dir);
-	how = paused_how(dir, NULL);
-	pid = live_init(meta);
 	if (how == 't' || (how == 's' && pid)) {
 		rc = 0; /* already paused: nothing to do */
 		goto out;
@@ -1054,8 +1064,7 @@ out:
 static int
 local_resume(json_t *ref, struct sbx_err *err)
 {
-	const char *want = sbx_json_str(ref, "id");
-	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL;
+	char *id = NULL, *dir = NULL;
 	struct sbx_cgroups cg = {0};
 	struct sbx_buf b = SBX_BUF_INIT;
 	struct sbx_spec spec;
@@ -1064,15 +1073,8 @@ local_resume(json_t *ref, struct sbx_err *err)
 	int rc = -1, how, sock;
 	pid_t pid;
 
-	if (!dir) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
-		    want ? want : "?");
+	if (find_paused(ref, &id, &dir, &meta, &how, &when, &pid, err) < 0)
 		goto out;
-	}
-	json_object_set_new(ref, "id", json_string(id));
-	meta = load_meta(dir);
-	how = paused_how(dir, &when);
-	pid = live_init(meta);
 	if (how == 't') {
 		/* Stopped: a new agent over the same files. */
 		spec_of(meta, &spec);
