@@ -135,6 +135,7 @@ const char *sbx_config_get(const char *key, const char *def);
 struct sbx_state {
 	char *path;
 	int lockfd;
+	int lazy;     /* save without fsync: what it says can be lost */
 	json_t *root; /* the whole object, unknown fields included */
 };
 

@@ -129,7 +129,8 @@ sbx_state_save(struct sbx_state *st, struct sbx_err *err)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot encode state");
 	/* The newline keeps the file friendly to cat and diff. */
 	char *text = sbx_xasprintf("%s\n", s);
-	rc = sbx_file_write_atomic(st->path, text, strlen(text), 0600, 1, err);
+	rc = sbx_file_write_atomic(st->path, text, strlen(text), 0600,
+	    !st->lazy, err);
 	free(text);
 	free(s);
 	return rc;

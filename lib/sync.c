@@ -461,7 +461,10 @@ baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
 		    "", "files", (json_int_t)m->n, "acked_at", ts,
 		    "acked_at_epoch", (json_int_t)now);
 		json_object_set_new(o->state->root, "sync", sync);
+		/* It only reports the baseline, which is not flushed either. */
+		o->state->lazy = 1;
 		rc = sbx_state_save(o->state, err);
+		o->state->lazy = 0;
 	}
 	free(path);
 	return rc;
@@ -635,13 +638,20 @@ hash_touched(struct pull *p, const struct sbx_files *f, struct sbx_err *err)
 {
 	struct sbx_manifest h = {0};
 	struct sbx_fentry *b, *s;
-	size_t i;
+	size_t i, j;
 	int rc;
 
-	for (i = 0; i < p->scan.n; i++) {
-		s = &p->scan.e[i];
-		b = sbx_manifest_find(&p->base, s->path);
-		if (b && s->type == 'f' && b->type == 'f' && b->size == s->size &&
+	/* One walk down both sorted lists. */
+	for (i = j = 0; i < p->scan.n && j < p->base.n;) {
+		int c = strcmp(p->scan.e[i].path, p->base.e[j].path);
+
+		if (c) {
+			c < 0 ? i++ : j++;
+			continue;
+		}
+		s = &p->scan.e[i++];
+		b = &p->base.e[j++];
+		if (s->type == 'f' && b->type == 'f' && b->size == s->size &&
 		    b->mtime != s->mtime)
 			add_entry(s, &h);
 	}
