@@ -135,8 +135,9 @@ kill_id(const char *id, void *arg)
 
 /* Kill the sandbox of a state file, and mark the state killed. */
 static int
-kill_state(const char *path, struct ctx *ctx)
+kill_state(const char *path, void *arg)
 {
+	struct ctx *ctx = arg;
 	struct sbx_state st;
 	struct sbx_err err = {0};
 	int rc;
@@ -178,7 +179,7 @@ main(int argc, char **argv)
 	struct sbx_target t = {0};
 	struct ctx ctx = {0};
 	struct sbx_err err = {0};
-	int c, i, r, rc = SBX_EX_OK, count;
+	int c, rc;
 
 	sbx_prog_set(argv);
 	while ((c = getopt_long(argc, argv, "b:F:hI:kqs:vV", longopts, NULL)) !=
@@ -208,35 +209,14 @@ main(int argc, char **argv)
 	ctx.explicit_backend = t.backend;
 	if (!sbx_backend_get(ctx.backend, &err))
 		sbx_die_err(&err);
-	if (ctx.final_sync && argc - optind + (t.id != NULL) > 1)
+	/* More than one named, or ids from stdin: more than one project. */
+	if (ctx.final_sync && (argc - optind + (t.id != NULL) > 1 ||
+	    (optind == argc && !sbx_ref_explicit(&t) && sbx_stdin_has_ids())))
 		sbx_usage_error(usage, "--final-sync pulls into one project: "
 		    "name one sandbox");
-	if (optind < argc || t.id) {
-		if (t.id && (r = kill_id(t.id, &ctx)) > rc)
-			rc = r;
-		for (i = optind; i < argc; i++)
-			if ((r = kill_id(argv[i], &ctx)) > rc)
-				rc = r;
-		return sbx_out_close(rc);
-	}
-	/* Ids come down a pipe or from a file; an empty one means nothing
-	 * to kill, never the sandbox of the current directory. */
-	if (!sbx_ref_explicit(&t) && sbx_stdin_has_ids()) {
-		if (ctx.final_sync)
-			sbx_usage_error(usage, "--final-sync pulls into one "
-			    "project: name one sandbox");
-		rc = sbx_each_stdin_id(kill_id, &ctx, &count);
-		if (!count)
-			sbx_note("no ids on standard input");
-		return sbx_out_close(rc);
-	}
-	if (!t.state_path)
-		t.state_path = getenv("SBX_STATE") && *getenv("SBX_STATE") ?
-		    getenv("SBX_STATE") : SBX_STATE_DEFAULT;
-	if (!strcmp(t.state_path, SBX_STATE_DEFAULT) &&
-	    access(SBX_STATE_DEFAULT, F_OK) < 0)
-		sbx_die(SBX_EX_NOSANDBOX,
-		    "no sandbox: no ids, no --state, and no '%s'",
-		    SBX_STATE_DEFAULT);
-	return sbx_out_close(kill_state(t.state_path, &ctx));
+	rc = sbx_each_target(&t, argv + optind, argc - optind, kill_id,
+	    kill_state, &ctx, &err);
+	if (rc < 0)
+		sbx_die_err(&err);
+	return sbx_out_close(rc);
 }

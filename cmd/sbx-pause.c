@@ -87,8 +87,9 @@ act_id(const char *id, void *arg)
 /* The sandbox of a state file; its status and billable segments follow
  * (a pause closes a segment, a resume opens one). */
 static int
-act_state(const char *path, struct ctx *ctx)
+act_state(const char *path, void *arg)
 {
+	struct ctx *ctx = arg;
 	struct sbx_state st;
 	struct sbx_err err = {0};
 	const char *status;
@@ -133,7 +134,7 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
 	const char *mode = NULL;
-	int c, i, r, rc = SBX_EX_OK, count, semantics = 0;
+	int c, rc, semantics = 0;
 
 	sbx_prog_set(argv);
 	while ((c = getopt_long(argc, argv, "b:hI:m:qrSs:vV", longopts,
@@ -185,27 +186,9 @@ main(int argc, char **argv)
 		json_decref(o);
 		return sbx_out_close(SBX_EX_OK);
 	}
-	if (optind < argc || t.id) {
-		if (t.id && (r = act_id(t.id, &ctx)) > rc)
-			rc = r;
-		for (i = optind; i < argc; i++)
-			if ((r = act_id(argv[i], &ctx)) > rc)
-				rc = r;
-		return sbx_out_close(rc);
-	}
-	if (!sbx_ref_explicit(&t) && sbx_stdin_has_ids()) {
-		rc = sbx_each_stdin_id(act_id, &ctx, &count);
-		if (!count)
-			sbx_note("no ids on standard input");
-		return sbx_out_close(rc);
-	}
-	if (!t.state_path)
-		t.state_path = getenv("SBX_STATE") && *getenv("SBX_STATE") ?
-		    getenv("SBX_STATE") : SBX_STATE_DEFAULT;
-	if (!strcmp(t.state_path, SBX_STATE_DEFAULT) &&
-	    access(SBX_STATE_DEFAULT, F_OK) < 0)
-		sbx_die(SBX_EX_NOSANDBOX,
-		    "no sandbox: no ids, no --state, and no '%s'",
-		    SBX_STATE_DEFAULT);
-	return sbx_out_close(act_state(t.state_path, &ctx));
+	rc = sbx_each_target(&t, argv + optind, argc - optind, act_id, act_state,
+	    &ctx, &err);
+	if (rc < 0)
+		sbx_die_err(&err);
+	return sbx_out_close(rc);
 }

@@ -401,3 +401,36 @@ sbx_stdin_has_ids(void)
 	return fstat(0, &st) == 0 && (S_ISFIFO(st.st_mode) ||
 	    S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode));
 }
+
+int
+sbx_each_target(const struct sbx_target *t, char *const *ids, int nids,
+    sbx_id_fn on_id, int (*on_state)(const char *path, void *arg), void *arg,
+    struct sbx_err *err)
+{
+	const char *path = t->state_path, *env = getenv("SBX_STATE");
+	int i, r, rc = SBX_EX_OK, count;
+
+	if (nids || t->id) {
+		if (t->id && (r = on_id(t->id, arg)) > rc)
+			rc = r;
+		for (i = 0; i < nids; i++)
+			if ((r = on_id(ids[i], arg)) > rc)
+				rc = r;
+		return rc;
+	}
+	/* Ids come down a pipe or from a file; an empty one means nothing
+	 * to act on, never the sandbox of the current directory. */
+	if (!sbx_ref_explicit(t) && sbx_stdin_has_ids()) {
+		rc = sbx_each_stdin_id(on_id, arg, &count);
+		if (!count)
+			sbx_note("no ids on standard input");
+		return rc;
+	}
+	if (!path)
+		path = env && *env ? env : SBX_STATE_DEFAULT;
+	if (!strcmp(path, SBX_STATE_DEFAULT) &&
+	    access(SBX_STATE_DEFAULT, F_OK) < 0)
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: no ids, "
+		    "no --state, and no '%s'", SBX_STATE_DEFAULT);
+	return on_state(path, arg);
+}

@@ -82,6 +82,14 @@ typedef int (*sbx_id_fn)(const char *id, void *arg);
 int sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count);
 /* Whether stdin is a pipe, socket or file that may hold ids. */
 int sbx_stdin_has_ids(void);
+struct sbx_target;
+/* What a batch command (sbx-kill, sbx-pause) acts on: --id and the ids
+ * given, else one per stdin line when it is piped, else one state file
+ * (--state, $SBX_STATE, ./.sbx/state.json). The worst status of the
+ * calls, or -1 with err when nothing names a sandbox. */
+int sbx_each_target(const struct sbx_target *t, char *const *ids, int nids,
+    sbx_id_fn on_id, int (*on_state)(const char *path, void *arg), void *arg,
+    struct sbx_err *err);
 
 void *sbx_xmalloc(size_t n);
 void *sbx_xcalloc(size_t n, size_t m);
