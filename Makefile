@@ -44,18 +44,23 @@ override CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(OPT) $(SANFLAGS) \
 	-Ilib $(DEPS_CFLAGS) $(CFLAGS)
 override LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LDLIBS = $(DEPS_LIBS)
-# sbx-sync alone needs libarchive and libcrypto, whose static builds want
-# libraries Debian does not ship as .a: it links dynamically. Its work is
-# I/O, where a millisecond of start-up does not show.
+# sbx-sync alone needs libarchive and libcrypto. Linked dynamically they
+# cost 10-20 ms at every start (libarchive brings libxml2, ICU and
+# libstdc++), a tenth of a pull; so it is static too. libarchive's tar
+# writer reaches its table of every format (xar wants libxml2), which
+# --gc-sections drops with the rest of what is never called.
 SYNC_LIBS := $(shell $(PKG_CONFIG) --libs libarchive libcrypto 2>/dev/null \
 	|| echo -larchive -lcrypto)
+SYNC_STATIC_LIBS := -Wl,--gc-sections $(filter-out -lxml2,$(shell \
+	$(PKG_CONFIG) --static --libs libarchive libcrypto 2>/dev/null \
+	|| echo -larchive -lcrypto))
 
 LIB_SRC = $(wildcard lib/*.c lib/local/*.c)
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMDS = sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-pause sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
 # The agent: only what it needs, linked statically, never sanitized.
-INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/local/proto.c \
+INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/local/proto.c lib/local/watch.c \
 	   lib/local/seccomp.c lib/buf.c
 INIT_OBJ = $(INIT_SRC:%.c=$(BUILD)/init/%.o)
 UNIT_SRC = $(wildcard tests/unit/*.c)
@@ -81,7 +86,8 @@ $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 
 $(BIN)/sbx-sync: $(BUILD)/cmd/sbx-sync.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(SYNC_LIBS) $(LDLIBS)
+	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
+		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
 
 $(BIN)/sbx-init: $(INIT_OBJ)
 	@mkdir -p $(@D)

@@ -16,12 +16,13 @@ static const char usage[] =
     "[-x glob]...\n"
     "                     [-m size] [-L warn|skip] [-s file | -I id [-b "
     "backend]] [dir]\n"
-    "       sbx-sync pull [-nqv] [--theirs | --ours] [-x glob]... [-s file | "
-    "-I id [-b backend]] [dir]\n"
-    "       sbx-sync status [-qv] [-x glob]... [-s file | -I id "
+    "       sbx-sync pull [-nqv] [--theirs | --ours] [--full] [-x glob]... "
+    "[-s file |\n"
+    "                     -I id [-b backend]] [dir]\n"
+    "       sbx-sync status [-qv] [--full] [-x glob]... [-s file | -I id "
     "[-b backend]] [dir]\n";
 
-enum { OPT_DELETE = 256, OPT_THEIRS, OPT_OURS };
+enum { OPT_DELETE = 256, OPT_THEIRS, OPT_OURS, OPT_FULL };
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
@@ -29,6 +30,7 @@ static const struct option longopts[] = {
 	{"delete", no_argument, NULL, OPT_DELETE},
 	{"dry-run", no_argument, NULL, 'n'},
 	{"exclude", required_argument, NULL, 'x'},
+	{"full", no_argument, NULL, OPT_FULL},
 	{"help", no_argument, NULL, 'h'},
 	{"id", required_argument, NULL, 'I'},
 	{"include", required_argument, NULL, 'a'},
@@ -184,6 +186,12 @@ main(int argc, char **argv)
 				    "of push");
 			o.delete = 1;
 			break;
+		case OPT_FULL:
+			if (push)
+				sbx_usage_error(usage, "--full is an option of "
+				    "pull and status");
+			o.full = 1;
+			break;
 		case OPT_THEIRS:
 		case OPT_OURS:
 			if (push || status)
@@ -254,6 +262,10 @@ main(int argc, char **argv)
 		    (json_int_t)r.files, "bytes", (json_int_t)r.bytes,
 		    "deleted", (json_int_t)r.deleted, "conflicts",
 		    (json_int_t)r.conflicts, "ms", (json_int_t)(ms_now() - t0));
+
+		if (!push)
+			json_object_set_new(j, "listed", json_string(r.partial ?
+			    "changed" : "all"));
 
 		sbx_out_json(j);
 		json_decref(j);

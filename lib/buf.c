@@ -119,3 +119,15 @@ sbx_write_all(int fd, const void *buf, size_t n)
 	}
 	return 0;
 }
+
+uint64_t
+sbx_fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	if (!p)
+		return 0xcbf29ce484222325ULL;
+	while (n--)
+		h = (h ^ *c++) * 0x100000001b3ULL;
+	return h;
+}

@@ -23,6 +23,7 @@ struct pat {
 struct sbx_ignore {
 	struct pat *p;
 	size_t n, cap;
+	uint64_t digest; /* of every line added, in order */
 };
 
 /* FNM_LEADING_DIR lets a glob of k segments match the first k segments
@@ -32,7 +33,16 @@ struct sbx_ignore {
 struct sbx_ignore *
 sbx_ignore_new(void)
 {
-	return sbx_xcalloc(1, sizeof(struct sbx_ignore));
+	struct sbx_ignore *ig = sbx_xcalloc(1, sizeof(struct sbx_ignore));
+
+	ig->digest = sbx_fnv1a(0, NULL, 0);
+	return ig;
+}
+
+uint64_t
+sbx_ignore_digest(const struct sbx_ignore *ig)
+{
+	return ig ? ig->digest : 0;
 }
 
 void
@@ -93,6 +103,7 @@ sbx_ignore_add(struct sbx_ignore *ig, const char *line)
 	struct pat p = {0};
 	const char *s = line;
 
+	ig->digest = sbx_fnv1a(sbx_fnv1a(ig->digest, line, len), "\n", 1);
 	if (len && line[len - 1] == '\r')
 		len--;
 	/* Trailing spaces go, unless the last one is escaped: "a\ " keeps

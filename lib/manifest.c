@@ -27,6 +27,15 @@ sbx_manifest_add(struct sbx_manifest *m, const char *path)
 	return e;
 }
 
+void
+sbx_manifest_reserve(struct sbx_manifest *m, size_t n)
+{
+	if (n <= m->cap)
+		return;
+	m->cap = n;
+	m->e = sbx_xrealloc(m->e, m->cap * sizeof *m->e);
+}
+
 static int
 by_path(const void *a, const void *b)
 {
@@ -61,6 +70,33 @@ sbx_manifest_find(const struct sbx_manifest *m, const char *path)
 	if (!m->n)
 		return NULL;
 	return bsearch(&key, m->e, m->n, sizeof *m->e, by_path);
+}
+
+int
+sbx_dirs_cover(const struct sbx_manifest *dirs, const char *dir,
+    uint32_t bits, int self)
+{
+	const struct sbx_fentry *e;
+	char buf[4096];
+	size_t i, n = strlen(dir);
+
+	if (n >= sizeof buf)
+		return 1;
+	/* The top is above everything but itself. */
+	if ((n || self) && (e = sbx_manifest_find(dirs, "")) && e->mode & bits)
+		return 1;
+	memcpy(buf, dir, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (i < n ? buf[i] != '/' : !self)
+			continue;
+		buf[i] = '\0';
+		e = sbx_manifest_find(dirs, buf);
+		if (i < n)
+			buf[i] = '/';
+		if (e && e->mode & bits)
+			return 1;
+	}
+	return 0;
 }
 
 void
@@ -164,6 +200,8 @@ struct walk {
 	void (*emit)(const struct sbx_fentry *e, void *arg);
 	void *earg;
 	unsigned part, parts, nth; /* this walker's share of the top */
+	int flat;                  /* not into subdirectories */
+	size_t top;                /* the length of the prefix */
 	char path[4096];
 };
 
@@ -188,7 +226,9 @@ walk_dir(struct walk *w, int dfd, size_t len)
 		memcpy(w->path + len, de->d_name, n + 1);
 		/* Walkers share the top level: directories dealt out in
 		 * turn, plain entries all to the first. */
-		if (!len && w->parts > 1 && (de->d_type == DT_DIR ?
+		if (w->flat && de->d_type == DT_DIR)
+			continue;
+		if (len == w->top && w->parts > 1 && (de->d_type == DT_DIR ?
 		    w->nth++ % w->parts != w->part : w->part != 0))
 			continue;
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -197,8 +237,8 @@ walk_dir(struct walk *w, int dfd, size_t len)
 		    w->o->arg))
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd(d), de->d_name, O_RDONLY |
-			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int sub = w->flat ? -1 : openat(dirfd(d), de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 			if (sub >= 0) {
 				w->path[len + n] = '/';
@@ -224,6 +264,27 @@ sbx_walk(int dfd, const struct sbx_scan_opts *o, unsigned part, unsigned parts,
 	    .parts = parts};
 
 	walk_dir(&w, dfd, 0);
+}
+
+void
+sbx_walk_at(int dfd, const char *prefix, int flat,
+    const struct sbx_scan_opts *o,
+    void (*emit)(const struct sbx_fentry *e, void *arg), void *arg)
+{
+	struct walk w = {.o = o, .emit = emit, .earg = arg, .parts = 1,
+	    .flat = flat};
+	size_t n = strlen(prefix);
+
+	if (n + 2 > sizeof w.path) {
+		close(dfd);
+		return;
+	}
+	memcpy(w.path, prefix, n);
+	if (n)
+		w.path[n++] = '/';
+	w.path[n] = '\0';
+	w.top = n;
+	walk_dir(&w, dfd, n);
 }
 
 static int

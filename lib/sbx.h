@@ -110,6 +110,9 @@ void sbx_buf_add(struct sbx_buf *b, const void *p, size_t n);
 void sbx_buf_release(struct sbx_buf *b);
 /* write(2) all of it, through EINTR and short writes; -1 with errno. */
 int sbx_write_all(int fd, const void *buf, size_t n);
+/* FNV-1a, 64 bits, continuing from h (start with sbx_fnv1a(0, NULL, 0)):
+ * to tell whether two things are the same, never for security. */
+uint64_t sbx_fnv1a(uint64_t h, const void *p, size_t n);
 
 /* --- jsonx: small helpers over jansson -------------------------------- */
 
@@ -207,6 +210,8 @@ int sbx_ignore_match(const struct sbx_ignore *ig, const char *path,
     int is_dir);
 /* Number of patterns held (0: nothing to match, callers skip the work). */
 size_t sbx_ignore_count(const struct sbx_ignore *ig);
+/* A digest of the lines added (to tell whether two sets are the same). */
+uint64_t sbx_ignore_digest(const struct sbx_ignore *ig);
 
 /* --- cost: running time, rates and money (DESIGN.md 6) ---------------- */
 
@@ -333,10 +338,17 @@ struct sbx_manifest {
 };
 
 struct sbx_fentry *sbx_manifest_add(struct sbx_manifest *m, const char *path);
+/* Room for n entries in all, so that adding them does not move any. */
+void sbx_manifest_reserve(struct sbx_manifest *m, size_t n);
 void sbx_manifest_sort(struct sbx_manifest *m);
 /* Lookup in a sorted manifest; NULL when absent. */
 struct sbx_fentry *sbx_manifest_find(const struct sbx_manifest *m,
     const char *path);
+/* In a sorted list of directories whose modes are bits (as the dirs of
+ * struct sbx_scan_delta): whether one above dir ("" the top), or with
+ * self dir itself, has one of bits. */
+int sbx_dirs_cover(const struct sbx_manifest *dirs, const char *dir,
+    uint32_t bits, int self);
 void sbx_manifest_release(struct sbx_manifest *m);
 /* An entry from lstat(2) data; 0 when st is neither file nor symlink. */
 int sbx_fentry_stat(struct sbx_fentry *e, const struct stat *st);
@@ -387,6 +399,19 @@ struct sbx_job {
 	int errfd; /* the job's error message, if it fails */
 };
 
+/* What a scan that knows what changed listed: only some directories;
+ * below the others the files are as the last complete scan found them. */
+struct sbx_scan_delta {
+	char *token;  /* of this listing, for the next one; NULL: none kept */
+	int partial;  /* only dirs were listed */
+	/* Sorted; each path is a directory ("" the top) and its mode the
+	 * SBX_SCAN_* bits: */
+	struct sbx_manifest dirs;
+};
+#define SBX_SCAN_FLAT 1 /* its files were listed, not its subdirectories */
+#define SBX_SCAN_TREE 2 /* all below it was listed */
+#define SBX_SCAN_GONE 4 /* it is gone, and all below it */
+
 struct sbx_scan_opts {
 	const char *dir;     /* in the sandbox; NULL: its workdir */
 	/* Leave path (and, for a directory, all below it) out. */
@@ -394,6 +419,11 @@ struct sbx_scan_opts {
 	/* Called while the sandbox lists (for work that can overlap). */
 	void (*meanwhile)(void *arg);
 	void *arg;
+	/* The token of the last complete listing: a backend that keeps
+	 * track may list only what changed since, and says so in delta.
+	 * NULL: list everything (delta still gets a token). */
+	const char *since;
+	struct sbx_scan_delta *delta; /* or NULL */
 };
 
 struct sbx_files {
@@ -434,6 +464,11 @@ int sbx_portable_remove(const json_t *ref, const char *dir,
 void sbx_walk(int dfd, const struct sbx_scan_opts *o, unsigned part,
     unsigned parts, void (*emit)(const struct sbx_fentry *e, void *arg),
     void *arg);
+/* The same for the directory dfd at path prefix (relative, "" the top),
+ * and only its own entries when flat. */
+void sbx_walk_at(int dfd, const char *prefix, int flat,
+    const struct sbx_scan_opts *o,
+    void (*emit)(const struct sbx_fentry *e, void *arg), void *arg);
 
 /* --- sync: push a project into a sandbox, pull changes back (DESIGN 7) - */
 
@@ -455,6 +490,7 @@ struct sbx_sync_opts {
 	int large_skip;
 	enum sbx_compress z;
 	int delete, dry_run, theirs, ours, progress;
+	int full;                /* pull: list everything in the sandbox */
 	/* status and --dry-run: one call per path */
 	void (*plan)(const char *path, const char *action, uint64_t size,
 	    void *arg);
@@ -463,6 +499,7 @@ struct sbx_sync_opts {
 
 struct sbx_sync_result {
 	uint64_t files, bytes, deleted, conflicts;
+	int partial; /* pull: the sandbox listed only what changed */
 };
 
 /* Both work on the current directory, the project. */

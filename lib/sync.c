@@ -277,8 +277,16 @@ baseline_path(const struct sbx_sync_opts *o)
  * it (pull reads and writes it whole each time; 10,000 lines of JSON
  * cost more than the rest of a pull):
  *   sbx-baseline 1 TAB sandbox TAB workdir TAB acked_epoch TAB count
+ *       [TAB listing_token TAB selection_digest(hex)]
  *   type TAB size TAB mtime_ns TAB mode(octal) TAB host_mtime_ns TAB path
- * with backslash, tab, newline and CR in text written as \\ \t \n \r. */
+ * with backslash, tab, newline and CR in text written as \\ \t \n \r.
+ * The token names the sandbox's listing the files are from, so that the
+ * next pull lists only what changed since (sbx_scan_opts.since), if the
+ * same files are selected (the digest). */
+struct bl_meta {
+	char *token;
+	uint64_t digest;
+};
 static void
 put_escaped(struct sbx_buf *b, const char *s)
 {
@@ -336,27 +344,67 @@ put_num(char *q, long long v, int base)
 	return q;
 }
 
+/* A number and its tab at *q, as put_num wrote it (strtoll would cost
+ * more than all the rest of a line). */
+static int
+get_num(char **q, int base, long long *v)
+{
+	char *p = *q;
+	int neg = *p == '-';
+	unsigned long long u = 0;
+
+	p += neg;
+	if (*p < '0' || *p >= '0' + base)
+		return -1;
+	for (; *p >= '0' && *p < '0' + base; p++) {
+		if (u > (ULLONG_MAX >> 4))
+			return -1;
+		u = u * (unsigned)base + (unsigned)(*p - '0');
+	}
+	if (*p != '\t' || u > LLONG_MAX)
+		return -1;
+	*v = neg ? -(long long)u : (long long)u;
+	*q = p + 1;
+	return 0;
+}
+
 /* A baseline of another sandbox, or none at all, is an empty one. */
 static int
 baseline_load(const struct sbx_sync_opts *o, struct sbx_manifest *m,
-    struct sbx_err *err)
+    struct bl_meta *meta, struct sbx_err *err)
 {
 	char *path = baseline_path(o), *text = NULL, *line, *nl, *q, *f;
 	const char *id = sbx_json_str(o->ref, "id");
-	unsigned long long size, mode;
-	long long mt, ht;
+	long long size, mode, mt, ht, epoch;
+	unsigned long long count;
 	struct sbx_fentry *e;
+	struct stat st;
 	size_t len = 0;
-	FILE *fp;
-	int rc = 0, unsorted = 0;
+	ssize_t n;
+	int fd, rc = 0, unsorted = 0;
 
-	if (!path || !(fp = fopen(path, "re"))) {
+	if (!path || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		free(path);
 		return 0;
 	}
-	if (getdelim(&text, &len, '\0', fp) < 0 && ferror(fp))
+	/* In one piece: it is read whole and parsed in place. */
+	if (fstat(fd, &st) < 0 || st.st_size > (off_t)1 << 32)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':", path);
-	fclose(fp);
+	else
+		text = sbx_xmalloc((size_t)st.st_size + 1);
+	while (rc == 0 && (n = read(fd, text + len, (size_t)st.st_size -
+	    len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':",
+			    path);
+		else
+			len += (size_t)n;
+	}
+	close(fd);
+	if (text)
+		text[len] = '\0';
 	line = text;
 	if (rc == 0 && line) {
 		if ((nl = strchr(line, '\n')))
@@ -367,22 +415,27 @@ baseline_load(const struct sbx_sync_opts *o, struct sbx_manifest *m,
 			line = NULL; /* another sandbox's, or another format */
 		else
 			line = nl;
+		/* workdir, epoch, count, then maybe the token and digest */
+		if (line && get_escaped(&q) && get_num(&q, 10, &epoch) == 0) {
+			count = strtoull(q, &q, 10);
+			if (count < ((size_t)st.st_size / 12) + 1)
+				sbx_manifest_reserve(m, (size_t)count);
+			if (*q == '\t' && (q++, f = get_escaped(&q)) && *f &&
+			    *q) {
+				meta->token = sbx_xstrdup(f);
+				meta->digest = strtoull(q, NULL, 16);
+			}
+		}
 	}
 	for (; rc == 0 && line && *line; line = nl) {
 		if ((nl = strchr(line, '\n')))
 			*nl++ = '\0';
 		q = line + 2;
-		errno = 0;
-		size = strtoull(q, &q, 10);
-		mt = *q == '\t' ? strtoll(q + 1, &q, 10) : 0;
-		mode = *q == '\t' ? strtoull(q + 1, &q, 8) : 0;
-		ht = *q == '\t' ? strtoll(q + 1, &q, 10) : 0;
 		f = NULL;
-		if (*q == '\t' && (line[0] == 'f' || line[0] == 'l') &&
-		    line[1] == '\t' && !errno) {
-			q++;
+		if ((line[0] == 'f' || line[0] == 'l') && line[1] == '\t' &&
+		    get_num(&q, 10, &size) == 0 && get_num(&q, 10, &mt) == 0 &&
+		    get_num(&q, 8, &mode) == 0 && get_num(&q, 10, &ht) == 0)
 			f = get_escaped(&q);
-		}
 		if (!f || !sbx_path_valid(f)) {
 			rc = sbx_err_set(err, SBX_EX_DATA, "'%s' is malformed",
 			    path);
@@ -414,7 +467,7 @@ baseline_load(const struct sbx_sync_opts *o, struct sbx_manifest *m,
  * means delivering again, which is harmless. */
 static int
 baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
-    struct sbx_err *err)
+    const struct bl_meta *meta, struct sbx_err *err)
 {
 	char *path = baseline_path(o), *s, num[128], ts[32];
 	struct sbx_buf b = SBX_BUF_INIT;
@@ -428,13 +481,22 @@ baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
 		return 0;
 	if (!wd && o->state)
 		wd = sbx_json_str(o->state->root, "workdir");
-	sbx_manifest_sort(m);
+	if (!m->sorted)
+		sbx_manifest_sort(m);
 	sbx_buf_add(&b, "sbx-baseline 1\t", 15);
 	put_escaped(&b, sbx_json_str(o->ref, "id"));
 	sbx_buf_add(&b, "\t", 1);
 	put_escaped(&b, wd ? wd : "");
-	snprintf(num, sizeof num, "\t%lld\t%zu\n", now, m->n);
+	snprintf(num, sizeof num, "\t%lld\t%zu", now, m->n);
 	sbx_buf_add(&b, num, strlen(num));
+	if (meta->token) {
+		sbx_buf_add(&b, "\t", 1);
+		put_escaped(&b, meta->token);
+		snprintf(num, sizeof num, "\t%016llx",
+		    (unsigned long long)meta->digest);
+		sbx_buf_add(&b, num, strlen(num));
+	}
+	sbx_buf_add(&b, "\n", 1);
 	for (i = 0; i < m->n; i++) {
 		const struct sbx_fentry *e = &m->e[i];
 
@@ -510,7 +572,9 @@ compact(struct sbx_manifest *m, struct sbx_manifest *adds)
 			free(m->e[i].path);
 			continue;
 		}
-		m->e[j++] = m->e[i];
+		if (j != i)
+			m->e[j] = m->e[i];
+		j++;
 	}
 	m->n = j;
 	for (i = 0; i < adds->n; i++)
@@ -531,12 +595,13 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 	struct sbx_job job = {.pid = -1, .errfd = -1};
 	struct sbx_fentry *b;
 	struct sbx_err werr = {0};
+	struct bl_meta meta = {0};
 	size_t i;
 	int fd = -1, rc = -1, wrc;
 
 	memset(r, 0, sizeof *r);
 	if (!f || select_files(o, &sel, err) < 0 ||
-	    baseline_load(o, &base, err) < 0)
+	    baseline_load(o, &base, &meta, err) < 0)
 		goto out;
 	for (i = 0; i < sel.n; i++) {
 		b = sbx_manifest_find(&base, sel.e[i].path);
@@ -588,8 +653,11 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 	for (i = 0; i < dels.n; i++)
 		drop_entry(&base, dels.e[i].path);
 	compact(&base, &adds);
-	rc = baseline_save(o, &base, err);
+	/* What the push wrote changed directories in the sandbox: the next
+	 * pull lists them again, against this baseline. */
+	rc = baseline_save(o, &base, &meta, err);
 out:
+	free(meta.token);
 	sbx_manifest_release(&sel);
 	sbx_manifest_release(&base);
 	sbx_manifest_release(&send);
@@ -614,21 +682,80 @@ struct item {
 struct pull {
 	const struct sbx_sync_opts *o;
 	struct sbx_manifest base, scan, fetch, adds;
-	int load_rc;
-	struct sbx_err load_err;
+	struct bl_meta meta;
+	struct sbx_scan_delta delta;
 	struct item *it;
 	size_t n;
 	char *stage;          /* the staging directory */
 	int stage_fd;
 };
 
-/* While the sandbox lists its files. */
-static void
-load_meanwhile(void *arg)
+/* What decides which files a pull looks at: when it differs from the
+ * baseline's, the sandbox lists everything again. Nested .gitignore
+ * files count by their size and mtime. */
+static uint64_t
+selection_digest(const struct sbx_sync_opts *o, const struct sbx_manifest *base)
 {
-	struct pull *p = arg;
+	static const char *const files[] = {".gitignore", ".git/info/exclude"};
+	const char *strs[] = {o->statedir, o->statefile, o->remote_dir};
+	uint64_t h = sbx_fnv1a(0, NULL, 0), v[3];
+	char buf[65536];
+	struct stat st;
+	const char *b;
+	ssize_t got;
+	size_t i, n;
+	int fd;
 
-	p->load_rc = baseline_load(p->o, &p->base, &p->load_err);
+	v[0] = sbx_ignore_digest(o->exclude);
+	v[1] = sbx_ignore_digest(o->sbxignore);
+	h = sbx_fnv1a(h, v, 2 * sizeof v[0]);
+	for (i = 0; i < sizeof strs / sizeof strs[0]; i++)
+		h = sbx_fnv1a(h, strs[i] ? strs[i] : "", strs[i] ?
+		    strlen(strs[i]) + 1 : 0);
+	for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+		if ((fd = open(files[i], O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		while ((got = read(fd, buf, sizeof buf)) > 0)
+			h = sbx_fnv1a(h, buf, (size_t)got);
+		close(fd);
+	}
+	for (i = 0; i < base->n; i++) {
+		b = base->e[i].path;
+		n = strlen(b);
+		if (n < 10 || memcmp(b + n - 10, ".gitignore", 10) ||
+		    (n > 10 && b[n - 11] != '/') || lstat(b, &st) < 0)
+			continue;
+		v[0] = (uint64_t)st.st_size;
+		v[1] = (uint64_t)sbx_ns(st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+		v[2] = (uint64_t)st.st_ino;
+		h = sbx_fnv1a(sbx_fnv1a(h, base->e[i].path,
+		    strlen(base->e[i].path)), v, sizeof v);
+	}
+	return h;
+}
+
+/* Whether the sandbox listed where path lies. A partial listing leaves
+ * out directories in which nothing changed since the listing the
+ * baseline is from: a file there is as the baseline says. */
+static int
+listed(const struct pull *p, char *path)
+{
+	const struct sbx_manifest *dirs = &p->delta.dirs;
+	const struct sbx_fentry *x;
+	char *slash = strrchr(path, '/');
+	const char *dir = slash ? path : "";
+	int r;
+
+	if (!p->delta.partial)
+		return 1;
+	if (slash)
+		*slash = '\0';
+	r = ((x = sbx_manifest_find(dirs, dir)) && x->mode & (SBX_SCAN_FLAT |
+	    SBX_SCAN_TREE)) || sbx_dirs_cover(dirs, dir, SBX_SCAN_TREE |
+	    SBX_SCAN_GONE, 1);
+	if (slash)
+		*slash = '/';
+	return r;
 }
 
 /* Same size, other mtime: only the content can tell, and the sandbox
@@ -720,6 +847,8 @@ plan_pull(struct pull *p, struct sbx_manifest *refresh)
 		if (s && b && b->type == s->type && b->size == s->size &&
 		    b->mtime == s->mtime && b->mode == s->mode)
 			continue;
+		if (!s && !listed(p, b->path))
+			continue; /* unchanged since the last listing */
 		add_entry(s ? s : b, &cand);
 	}
 	cand.sorted = 1;
@@ -979,7 +1108,8 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 	const struct sbx_files *f = sbx_files_of(o->ref, err);
 	struct pull p = {.o = o, .stage_fd = -1};
 	struct sbx_scan_opts so = {.dir = o->remote_dir, .skip = scan_skip,
-	    .meanwhile = load_meanwhile, .arg = &p};
+	    .arg = &p, .delta = &p.delta};
+	uint64_t digest = 0;
 	struct sbx_job job = {.pid = -1, .errfd = -1};
 	struct sbx_err jerr = {0};
 	size_t i;
@@ -987,12 +1117,17 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 	char *dest;
 
 	memset(r, 0, sizeof *r);
-	if (!f || f->scan(o->ref, &so, &p.scan, err) < 0)
+	if (!f || baseline_load(o, &p.base, &p.meta, err) < 0)
 		goto out;
-	if (p.load_rc < 0) {
-		*err = p.load_err;
+	digest = selection_digest(o, &p.base);
+	if (!o->full && p.meta.token && p.meta.digest == digest)
+		so.since = p.meta.token;
+	if (f->scan(o->ref, &so, &p.scan, err) < 0)
 		goto out;
-	}
+	r->partial = p.delta.partial;
+	if (p.delta.partial)
+		sbx_note("the sandbox listed %zu changed director%s",
+		    p.delta.dirs.n, p.delta.dirs.n == 1 ? "y" : "ies");
 	if (hash_touched(&p, f, err) < 0)
 		goto out;
 	/* The next baseline is this one, changed in place: each path is
@@ -1140,7 +1275,13 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 			sbx_warn("conflict: '%s' was deleted in the sandbox and "
 			    "changed here; kept", p.it[i].path);
 	compact(&p.base, &p.adds);
-	if (baseline_save(o, &p.base, err) < 0)
+	/* Where a conflict stays, the sandbox's side is not in the
+	 * baseline: the next pull lists everything again. */
+	free(p.meta.token);
+	p.meta.token = conflicts ? NULL : p.delta.token;
+	p.delta.token = NULL;
+	p.meta.digest = digest;
+	if (baseline_save(o, &p.base, &p.meta, err) < 0)
 		goto out;
 	rc = 0;
 	if (conflicts)
@@ -1165,5 +1306,8 @@ out:
 	sbx_manifest_release(&p.scan);
 	sbx_manifest_release(&p.fetch);
 	sbx_manifest_release(&p.adds);
+	sbx_manifest_release(&p.delta.dirs);
+	free(p.delta.token);
+	free(p.meta.token);
 	return rc;
 }

@@ -582,3 +582,98 @@ make_tree() {
 	assert_success
 	assert_equal "$stderr" "$(printf "sbx-sync: delete 'b'\nsbx-sync: update 'a'")"
 }
+
+# The "listed" field of a pull's summary: "changed" or "all".
+listed() { jq -r .listed <<<"${output##*$'\n'}"; }
+
+@test "sbx-sync: a pull after a pull lists only changed directories, and misses nothing" {
+	make_tree
+	mkdir -p "$P/keep/a" "$P/gone/b"
+	echo k >"$P/keep/a/k"
+	echo g >"$P/gone/b/g"
+	new_sandbox
+	push
+	run pull
+	assert_success
+	[ "$(listed)" = all ]
+	# Files changed, made in new nested directories, a directory removed,
+	# a mode changed, a file replaced by a symlink, a file at the top.
+	in_sbx 'echo more >>src/deep/er/x.txt && mkdir -p new/a/b &&
+	    echo c >new/a/b/c.txt && rm -r gone && chmod 700 run.sh &&
+	    rm empty && ln -s run.sh empty && echo top >top.txt'
+	run pull -v
+	assert_success
+	[ "$(listed)" = changed ]
+	assert_output --partial "sbx-sync: the sandbox listed"
+	assert_output --partial "add 'new/a/b/c.txt'"
+	assert_output --partial "delete 'gone/b/g'"
+	[ "$(tree_sum "$P")" = "$(sandbox_sum)" ]
+	# A directory moved, then a file in it changed: the watcher learns
+	# the new paths.
+	in_sbx 'mv src src2 && echo moved >>src2/deep/er/x.txt'
+	run pull
+	assert_success
+	[ "$(tree_sum "$P" | grep -v '^\./src/')" = "$(sandbox_sum | grep -v '^\./src/')" ]
+	[ "$(cat "$P/src2/deep/er/x.txt")" = "$(in_sbx 'cat src2/deep/er/x.txt')" ]
+	in_sbx 'echo again >>src2/deep/er/x.txt && echo k2 >>keep/a/k'
+	run pull
+	assert_success
+	[ "$(listed)" = changed ]
+	[ "$(tail -n 1 "$P/src2/deep/er/x.txt")" = again ]
+	[ "$(cat "$P/keep/a/k")" = "$(printf 'k\nk2')" ]
+	# Nothing changed: nothing listed, nothing written.
+	run pull
+	assert_success
+	[ "$(listed)" = changed ]
+	[ "$(jq -r .files <<<"${output##*$'\n'}")" = 0 ]
+}
+
+@test "sbx-sync: --full, other excludes, a conflict or a restarted sandbox list everything again" {
+	make_tree
+	new_sandbox
+	push
+	run pull
+	[ "$(listed)" = all ]
+	run pull
+	[ "$(listed)" = changed ]
+	run pull --full
+	assert_success
+	[ "$(listed)" = all ]
+	run pull -x '*.tmp'
+	[ "$(listed)" = all ]
+	run pull -x '*.tmp'
+	[ "$(listed)" = changed ]
+	run pull
+	[ "$(listed)" = all ]
+	echo '*.log' >"$P/.sbxignore"
+	run pull
+	[ "$(listed)" = all ]
+	run pull
+	[ "$(listed)" = changed ]
+	# A conflict stays until resolved: every pull looks at everything.
+	echo host >>"$P/src/main.c"
+	in_sbx 'echo sandbox >>src/main.c'
+	run pull
+	assert_failure 1
+	run pull
+	assert_failure 1
+	[ "$(listed)" = all ]
+	run pull --theirs
+	assert_success
+	run pull
+	[ "$(listed)" = changed ]
+	# A sandbox stopped and started again has a new agent, which knows
+	# nothing of the old one's listing.
+	sbx-pause -q -m stop -s "$S" >/dev/null
+	sbx-pause -q -r -s "$S" >/dev/null
+	in_sbx 'echo after >>src/main.c'
+	run pull
+	assert_success
+	[ "$(listed)" = all ]
+	[ "$(tail -n 1 "$P/src/main.c")" = after ]
+	run pull --full -x x
+	assert_success
+	run sbx-sync push --full -s "$S" "$P"
+	assert_failure 2
+	assert_output --partial 'sbx-sync: --full is an option of pull and status'
+}

@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -283,6 +285,183 @@ walker(const struct sbx_scan_opts *o, unsigned part, int out, int errfd)
 		_exit(SBX_EX_FAIL);
 }
 
+/* --- what changed since the last listing: the agent knows (watch.c) --- */
+
+static int
+by_path(const void *a, const void *b)
+{
+	return strcmp(((const struct sbx_fentry *)a)->path,
+	    ((const struct sbx_fentry *)b)->path);
+}
+
+/* Ask the agent; 1 when d lists the directories that changed (then the
+ * rest is as the listing of o->since found it), 0 when all must be
+ * listed. d->token is set whenever the agent answered. */
+static int
+ask_dirty(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_scan_delta *d)
+{
+	const char *want = sbx_json_str(ref, "id"), *tok, *path;
+	struct timeval tv = {2, 0};
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sbx_msg m;
+	struct sbx_fentry *e;
+	char *sdir, *p;
+	uint32_t all = 1, n = 0, kind, i;
+	size_t j, k;
+	int fd = -1, got = 0;
+
+	if (!want || !(sdir = sbx_local_find(want, NULL)))
+		return 0;
+	/* A frozen agent cannot answer. */
+	p = sbx_xasprintf("%s/%s", sdir, SBX_PAUSED_FILE);
+	if (access(p, F_OK) == 0 || (fd = sbx_local_connect(sdir)) < 0)
+		goto out;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+	sbx_msg_put_str(&b, o->since ? o->since : "");
+	sbx_msg_put_str(&b, o->dir ? o->dir : "");
+	if (sbx_msg_send(fd, SBX_MSG_DIRTY, b.data, b.len, NULL, 0) < 0 ||
+	    sbx_msg_recv(fd, &m) <= 0)
+		goto out;
+	got = 1;
+	if (m.type != SBX_MSG_DIRTYREP || !(tok = sbx_msg_get_str(&m)) ||
+	    sbx_msg_get_u32(&m, &all) < 0 || sbx_msg_get_u32(&m, &n) < 0)
+		all = 1;
+	else
+		d->token = sbx_xstrdup(tok);
+	for (i = 0; !all && i < n; i++) {
+		if (sbx_msg_get_u32(&m, &kind) < 0 ||
+		    !(path = sbx_msg_get_str(&m)) || (*path &&
+		    !sbx_path_valid(path))) {
+			all = 1;
+			break;
+		}
+		e = sbx_manifest_add(&d->dirs, path);
+		e->mode = (kind & SBX_DIRTY_FLAT ? SBX_SCAN_FLAT : 0) |
+		    (kind & SBX_DIRTY_TREE ? SBX_SCAN_TREE : 0) |
+		    (kind & SBX_DIRTY_GONE ? SBX_SCAN_GONE : 0);
+	}
+	sbx_msg_release(&m);
+	/* One entry a directory, what was said of it together. */
+	if (d->dirs.n)
+		qsort(d->dirs.e, d->dirs.n, sizeof *d->dirs.e, by_path);
+	for (j = k = 0; j < d->dirs.n; j++) {
+		if (k && !strcmp(d->dirs.e[k - 1].path, d->dirs.e[j].path)) {
+			d->dirs.e[k - 1].mode |= d->dirs.e[j].mode;
+			free(d->dirs.e[j].path);
+			continue;
+		}
+		d->dirs.e[k++] = d->dirs.e[j];
+	}
+	d->dirs.n = k;
+	d->dirs.sorted = 1;
+out:
+	if (fd >= 0)
+		close(fd);
+	sbx_buf_release(&b);
+	free(p);
+	free(sdir);
+	if (!got || all) {
+		sbx_manifest_release(&d->dirs);
+		return 0;
+	}
+	d->partial = 1;
+	return 1;
+}
+
+/* Whether a directory, or one on its way, is left out. */
+static int
+dir_skipped(const struct sbx_scan_opts *o, const char *dir)
+{
+	char buf[4096];
+	size_t i, n = strlen(dir);
+
+	if (!o->skip || !n)
+		return 0;
+	if (n >= sizeof buf)
+		return 1;
+	memcpy(buf, dir, n + 1);
+	for (i = 0; i <= n; i++)
+		if (buf[i] == '/' || !buf[i]) {
+			buf[i] = '\0';
+			if (o->skip(buf, 1, o->arg))
+				return 1;
+			if (i < n)
+				buf[i] = '/';
+		}
+	return 0;
+}
+
+/* In the sandbox: list the directories the agent named, each flat or
+ * whole, never through a symlink. */
+static void
+list_dirty(const struct sbx_scan_opts *o, const struct sbx_manifest *dirs,
+    int out, int errfd)
+{
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+	    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV |
+	    RESOLVE_BENEATH};
+	struct sbx_err cerr = {0};
+	FILE *f = fdopen(out, "w");
+	size_t i;
+	int dfd;
+
+	if (!f) {
+		sbx_err_set(&cerr, SBX_EX_FAIL, "cannot list:");
+		child_fail(errfd, &cerr);
+	}
+	for (i = 0; i < dirs->n; i++) {
+		const struct sbx_fentry *e = &dirs->e[i];
+		int tree = e->mode & SBX_SCAN_TREE;
+
+		if (!(e->mode & (SBX_SCAN_FLAT | SBX_SCAN_TREE)) ||
+		    sbx_dirs_cover(dirs, e->path, SBX_SCAN_TREE, 0) || dir_skipped(o, e->path))
+			continue;
+		dfd = (int)syscall(SYS_openat2, AT_FDCWD, *e->path ? e->path :
+		    ".", &how, sizeof how);
+		if (dfd >= 0)
+			sbx_walk_at(dfd, e->path, !tree, o, put_entry, f);
+	}
+	if (fclose(f) != 0)
+		_exit(SBX_EX_FAIL);
+}
+
+static int
+scan_dirty(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_manifest *out, struct sbx_err *err)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sbx_job job;
+	char buf[65536];
+	int fd, child_end, rc;
+	ssize_t n;
+	pid_t pid = enter_piped(ref, o->dir, 0, &fd, &child_end, &job, err);
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		list_dirty(o, &o->delta->dirs, child_end, job.errfd);
+		_exit(0);
+	}
+	if (o->meanwhile)
+		o->meanwhile(o->arg);
+	while ((n = read(fd, buf, sizeof buf)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		sbx_buf_add(&b, buf, (size_t)n);
+	}
+	close(fd);
+	rc = sbx_job_wait(&job, err);
+	if (rc == 0 && parse_entries(&b, out) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "bad listing from the "
+		    "sandbox");
+	sbx_manifest_sort(out);
+	sbx_buf_release(&b);
+	return rc;
+}
+
 static int
 local_scan(const json_t *ref, const struct sbx_scan_opts *o,
     struct sbx_manifest *out, struct sbx_err *err)
@@ -295,6 +474,8 @@ local_scan(const json_t *ref, const struct sbx_scan_opts *o,
 	ssize_t n;
 	pid_t pid, second;
 
+	if (o->delta && ask_dirty(ref, o, o->delta))
+		return scan_dirty(ref, o, out, err);
 	for (k = 0; k < 2; k++) {
 		if (pipe2(p[k], O_CLOEXEC) < 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "pipe:");

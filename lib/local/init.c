@@ -26,6 +26,7 @@
 enum { FD_CONFIG = 3, FD_LISTEN = 4, FD_STATUS = 5 };
 
 #define MAX_EXECS 1024
+#define WATCH_MS 25
 
 /* One command running for one client. */
 struct run {
@@ -503,6 +504,8 @@ serve(int sock)
 	} else {
 		if (m.type == SBX_MSG_INFO)
 			reply_info(sock);
+		else if (m.type == SBX_MSG_DIRTY)
+			sbx_watch_reply(sock, &m);
 		else if (m.type == SBX_MSG_RESUMED && !sbx_msg_get_u64(&m,
 		    &frozen_ms))
 			resumed((long long)frozen_ms);
@@ -582,9 +585,10 @@ next_wait(int *expired)
 int
 sbx_local_init_main(int argc, char **argv)
 {
-	struct pollfd p[2 + MAX_EXECS];
+	struct pollfd p[3 + MAX_EXECS];
 	sigset_t mask;
-	int sfd, null, ms, expired, i, n;
+	int sfd, wfd, null, ms, expired, i, n, wpoll;
+	long long wnext = 0, now;
 
 	(void)argc;
 	sbx_prog_set(argv);
@@ -605,6 +609,7 @@ sbx_local_init_main(int argc, char **argv)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	fcntl(FD_LISTEN, F_SETFD, FD_CLOEXEC);
 	fcntl(FD_STATUS, F_SETFD, FD_CLOEXEC);
+	wfd = sbx_watch_start(ag.workdir);
 	touch();
 	for (;;) {
 		struct signalfd_siginfo si;
@@ -629,14 +634,25 @@ sbx_local_init_main(int argc, char **argv)
 		}
 		p[0] = (struct pollfd){FD_LISTEN, POLLIN, 0};
 		p[1] = (struct pollfd){sfd, POLLIN, 0};
+		/* inotify events are taken in at most every WATCH_MS: a
+		 * writer of many files would wake us for each one. */
+		now = mono_ms();
+		wpoll = wfd >= 0 && now >= wnext;
+		if (wfd >= 0 && !wpoll && (ms < 0 || wnext - now < ms))
+			ms = (int)(wnext - now);
+		p[2] = (struct pollfd){wpoll ? wfd : -1, POLLIN, 0};
 		n = ag.nruns;
 		for (i = 0; i < n; i++)
-			p[2 + i] = (struct pollfd){ag.runs[i].sock, POLLIN, 0};
-		if (poll(p, (nfds_t)(2 + n), ms) < 0)
+			p[3 + i] = (struct pollfd){ag.runs[i].sock, POLLIN, 0};
+		if (poll(p, (nfds_t)(3 + n), ms) < 0)
 			continue;
+		if (p[2].revents & POLLIN) {
+			sbx_watch_read();
+			wnext = mono_ms() + WATCH_MS;
+		}
 		/* Client messages first: reaping reorders the runs. */
 		for (i = n - 1; i >= 0; i--)
-			if (p[2 + i].revents && ag.runs[i].sock == p[2 + i].fd)
+			if (p[3 + i].revents && ag.runs[i].sock == p[3 + i].fd)
 				client_msg(i);
 		if (p[1].revents & POLLIN) {
 			while (read(sfd, &si, sizeof si) > 0)

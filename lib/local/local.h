@@ -26,6 +26,15 @@ enum {
 	SBX_MSG_ERROR,    /* agent -> client: could not start */
 	SBX_MSG_INFOREP,  /* agent -> client: activity */
 	SBX_MSG_RESUMED,  /* client -> agent: thawed after u64 ms frozen */
+	SBX_MSG_DIRTY,    /* client -> agent: what changed since a token */
+	SBX_MSG_DIRTYREP, /* agent -> client: token, all?, directories */
+};
+
+/* What SBX_MSG_DIRTYREP says of a directory (relative to the workdir). */
+enum {
+	SBX_DIRTY_FLAT = 1, /* files in it changed: list it */
+	SBX_DIRTY_TREE = 2, /* made or moved in: list all below it */
+	SBX_DIRTY_GONE = 4, /* removed or moved away: nothing below is left */
 };
 
 enum {
@@ -56,6 +65,17 @@ void sbx_msg_put_str(struct sbx_buf *b, const char *s);
 int sbx_msg_get_u32(struct sbx_msg *m, uint32_t *v);
 int sbx_msg_get_u64(struct sbx_msg *m, uint64_t *v);
 const char *sbx_msg_get_str(struct sbx_msg *m);
+
+/* --- watch.c: the agent's record of changed directories (inotify) ----- */
+
+/* Watch workdir; the inotify fd to poll, or -1 (then every answer is
+ * "list it all"). */
+int sbx_watch_start(const char *workdir);
+/* Take in the events that are waiting. */
+void sbx_watch_read(void);
+/* Answer SBX_MSG_DIRTY (strings: the token of the last complete listing,
+ * the directory to be listed). */
+void sbx_watch_reply(int sock, struct sbx_msg *m);
 
 /* --- paths.c: where sandboxes live --------------------------------------- */
 
