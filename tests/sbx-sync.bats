@@ -677,3 +677,19 @@ listed() { jq -r .listed <<<"${output##*$'\n'}"; }
 	assert_failure 2
 	assert_output --partial 'sbx-sync: --full is an option of pull and status'
 }
+
+@test "sbx-sync: a file changed right after each pull arrives with the next, round after round" {
+	mkdir -p "$P/a/b"
+	echo 0 >"$P/a/b/f"
+	new_sandbox
+	push
+	run pull
+	assert_success
+	for i in 1 2 3 4 5 6; do
+		in_sbx "echo $i >>a/b/f"
+		run pull
+		assert_success
+		[ "$(tail -n 1 "$P/a/b/f")" = "$i" ]
+	done
+	[ "$(listed)" = changed ]
+}

@@ -281,14 +281,16 @@ sbx_watch_reply(int sock, struct sbx_msg *m)
 	uint32_t n = 0, all;
 	size_t i, idlen = strlen(wt.id);
 
-	/* Changes from now on must show again, at a later generation. */
+	/* What happened so far, then every watch in full again: a change
+	 * from now on shows at a later generation than this answer's (one
+	 * in between, unseen, is in a directory listed after this). */
+	sbx_watch_read();
 	for (i = 0; i < wt.nw; i++)
 		if (wt.w[i].path && wt.w[i].quiet) {
 			if (set_mask((int)i, WATCH_MASK) < 0)
 				wt.stale = 1;
 			wt.w[i].quiet = 0;
 		}
-	sbx_watch_read();
 	if (wt.stale)
 		relearn();
 	/* dir "": the workdir, which is all we watch. */
