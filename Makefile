@@ -54,11 +54,23 @@ SYNC_LIBS := $(shell $(PKG_CONFIG) --libs libarchive libcrypto 2>/dev/null \
 SYNC_STATIC_LIBS := -Wl,--gc-sections $(filter-out -lxml2,$(shell \
 	$(PKG_CONFIG) --static --libs libarchive libcrypto 2>/dev/null \
 	|| echo -larchive -lcrypto))
+# Each tool is built twice. $(BIN)/sbx-X: static, the local backend only.
+# $(BIN)/remote/sbx-X: dynamic, with libcurl and every backend; the static
+# one runs it when asked for a backend it lacks. libcurl pulls some thirty
+# shared libraries (18 ms to start) and Debian ships no static one, so the
+# local hot path must not carry it.
+CURL_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null)
+# libcrypto for the docker backend's sync (libcurl loads it anyway).
+REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto 2>/dev/null \
+	|| echo -lcurl -lcrypto)
+REMOTE_SRC = lib/http.c lib/docker.c
+REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
-LIB_SRC = $(wildcard lib/*.c lib/local/*.c)
+LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMDS = sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-pause sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
+REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.
 INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/local/proto.c lib/local/watch.c \
 	   lib/local/seccomp.c lib/buf.c
@@ -66,7 +78,7 @@ INIT_OBJ = $(INIT_SRC:%.c=$(BUILD)/init/%.o)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNITS = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
 
-all: $(TOOLS) $(BIN)/sbx-init
+all: $(TOOLS) $(REMOTE_TOOLS) $(BIN)/sbx-init
 
 $(BUILD)/%.o: %.c lib/sbx.h lib/local/local.h
 	@mkdir -p $(@D)
@@ -79,6 +91,26 @@ $(BUILD)/init/%.o: %.c lib/sbx.h lib/local/local.h
 $(BUILD)/libsbx.a: $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
+
+# The remote flavour: backend.c again, with every backend in its table.
+$(BUILD)/remote/%.o: %.c lib/sbx.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CURL_CFLAGS) -DSBX_REMOTE -c -o $@ $<
+
+$(BUILD)/libsbx-remote.a: $(REMOTE_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+REMOTE_LINK = $(BUILD)/remote/lib/backend.o $(BUILD)/libsbx-remote.a \
+	$(BUILD)/libsbx.a
+
+$(BIN)/remote/%: $(BUILD)/cmd/%.o $(REMOTE_LINK)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(REMOTE_LIBS) $(LDLIBS)
+
+$(BIN)/remote/sbx-sync: $(BUILD)/cmd/sbx-sync.o $(REMOTE_LINK)
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -o $@ $^ $(SYNC_LIBS) $(REMOTE_LIBS) $(LDLIBS)
 
 $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
@@ -129,6 +161,8 @@ install: all
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)
 	install -m 755 $(BIN)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx
+	install -d $(DESTDIR)$(LIBEXECDIR)/sbx/remote
+	install -m 755 $(REMOTE_TOOLS) $(DESTDIR)$(LIBEXECDIR)/sbx/remote
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1
 	install -m 644 man/*.5 $(DESTDIR)$(MANDIR)/man5
 	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7
@@ -141,8 +175,10 @@ install: all
 uninstall:
 	rm -f $(CMDS:%=$(DESTDIR)$(BINDIR)/%) \
 		$(DESTDIR)$(LIBEXECDIR)/sbx/sbx-init \
+		$(CMDS:%=$(DESTDIR)$(LIBEXECDIR)/sbx/remote/%) \
 		$(CMDS:%=$(DESTDIR)$(BASHCOMPDIR)/%) \
 		$(DESTDIR)$(ZSHCOMPDIR)/_sbx
+	-rmdir $(DESTDIR)$(LIBEXECDIR)/sbx/remote
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/sbx
 	cd man && for m in *.[1-8]; do \
 		rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m; done

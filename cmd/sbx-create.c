@@ -10,7 +10,7 @@ static const char usage[] =
     "[-c cpus] [-p n]\n"
     "                  [-n deny|allow] [-T seconds] [-l key=value]... "
     "[-e name[=value]]...\n"
-    "                  [-w dir] [-N name] [-r]\n";
+    "                  [-w dir] [-N name] [-r] [-R runtime] [-P]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
@@ -23,8 +23,10 @@ static const struct option longopts[] = {
 	{"name", required_argument, NULL, 'N'},
 	{"network", required_argument, NULL, 'n'},
 	{"pids", required_argument, NULL, 'p'},
+	{"pull", no_argument, NULL, 'P'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"reuse", no_argument, NULL, 'r'},
+	{"runtime", required_argument, NULL, 'R'},
 	{"state", required_argument, NULL, 's'},
 	{"timeout", required_argument, NULL, 'T'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -157,7 +159,7 @@ main(int argc, char **argv)
 	    &spec.timeout) < 0)
 		sbx_die(SBX_EX_USAGE, "invalid timeout '%s' in the configuration",
 		    sbx_config_get("timeout", ""));
-	while ((c = getopt_long(argc, argv, "b:c:e:hi:l:m:N:n:p:qrs:T:vVw:",
+	while ((c = getopt_long(argc, argv, "b:c:e:hi:l:m:N:n:Pp:qR:rs:T:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
@@ -204,6 +206,15 @@ main(int argc, char **argv)
 		case 'p':
 			if (sbx_parse_u64(optarg, 2, 4194304, &spec.pids) < 0)
 				sbx_usage_error(usage, "invalid pids '%s'", optarg);
+			break;
+		case 'P':
+			spec.pull = 1;
+			break;
+		case 'R':
+			if (!valid_name(optarg))
+				sbx_usage_error(usage, "invalid runtime '%s'",
+				    optarg);
+			spec.runtime = optarg;
 			break;
 		case 'r':
 			reuse = 1;

@@ -104,7 +104,9 @@ kill_ref(json_t *ref, struct ctx *ctx)
 		return err.code;
 	}
 	if (be->kill(ref, ctx->keep, &err) < 0) {
-		if (err.code == SBX_EX_NOSANDBOX) {
+		/* Gone is done; one that is not ours is not gone. */
+		if (err.code == SBX_EX_NOSANDBOX && !strstr(err.msg,
+		    SBX_NOT_OURS)) {
 			sbx_warn("'%s' is already gone", sbx_json_str(ref, "id"));
 			print_result(ref, "gone");
 			return SBX_EX_OK;
@@ -142,6 +144,12 @@ kill_state(const char *path, void *arg)
 	struct sbx_err err = {0};
 	int rc;
 
+	/* The backend before the final sync: one that this flavour lacks
+	 * runs the other flavour of us from the start. */
+	if (sbx_state_read(&st, path, &err) == 0) {
+		sbx_backend_of(json_object_get(st.root, "ref"), &err);
+		sbx_state_release(&st);
+	}
 	/* Before the state is locked: sbx-sync locks it too. */
 	if (ctx->final_sync && access(path, F_OK) == 0 &&
 	    (rc = final_sync(ctx, path, NULL)) > 0)

@@ -219,7 +219,10 @@ main(int argc, char **argv)
 	if (stat(project, &st) < 0 || !S_ISDIR(st.st_mode))
 		sbx_die(SBX_EX_USAGE, "no such directory '%s'", project);
 
-	if (!(o.ref = sbx_ref_resolve(&t, &state, &err)))
+	/* The backend now, before anything is read or written: one that
+	 * this flavour lacks runs the other flavour of us from the start. */
+	if (!(o.ref = sbx_ref_resolve(&t, &state, &err)) ||
+	    !sbx_backend_of(o.ref, &err))
 		sbx_die_err(&err);
 	if (state)
 		locate_state(state, project, &state_abs, &statedir,

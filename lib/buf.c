@@ -9,11 +9,14 @@
 #include "sbx.h"
 
 static const char *prog = "sbx";
+static char **prog_argv;
 
 void
 sbx_prog_set(char **argv)
 {
 	const char *p = strrchr(argv[0], '/');
+
+	prog_argv = argv;
 
 	prog = p ? p + 1 : argv[0];
 	/* getopt's own messages name the tool the same way. */
@@ -26,6 +29,12 @@ const char *
 sbx_prog_get(void)
 {
 	return prog;
+}
+
+char **
+sbx_prog_argv(void)
+{
+	return prog_argv;
 }
 
 static void *

@@ -30,6 +30,8 @@ sbx_files_of(const json_t *ref, struct sbx_err *err)
 		portable.remove = sbx_portable_remove;
 		return &portable;
 	}
+	if (b->files)
+		return b->files;
 	sbx_err_set(err, SBX_EX_USAGE, "backend '%s' cannot move files yet",
 	    b->name);
 	return NULL;

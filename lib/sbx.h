@@ -41,6 +41,8 @@ extern int sbx_quiet, sbx_verbose;
 
 void sbx_prog_set(char **argv);
 const char *sbx_prog_get(void);
+/* The argv sbx_prog_set saw, to run the tool again (another flavour). */
+char **sbx_prog_argv(void);
 __attribute__((noreturn, format(printf, 2, 3))) void sbx_die(int code,
     const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void sbx_warn(const char *fmt, ...);
@@ -266,6 +268,8 @@ struct sbx_spec {
 	char **env;           /* "K=V", NULL-terminated */
 	const char *workdir;
 	const char *name;
+	const char *runtime;  /* an OCI runtime (docker); NULL: default */
+	int pull;             /* fetch the image first (docker) */
 };
 
 struct sbx_exec_opts {
@@ -309,8 +313,13 @@ struct sbx_backend {
 	/* Calls fn with one info object per sandbox. */
 	int (*list)(int (*fn)(json_t *info, void *arg), void *arg,
 	    struct sbx_err *err);
+	/* Its file operations (sbx-sync), or NULL. */
+	const struct sbx_files *files;
 };
 
+/* In the message of a NOSANDBOX error for something that exists but is
+ * not a sandbox of sbx (sbx-kill must not call it gone). */
+#define SBX_NOT_OURS "is not an sbx "
 const struct sbx_backend *sbx_backend_get(const char *name,
     struct sbx_err *err);
 /* The backend a ref names. */
@@ -509,6 +518,57 @@ int sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
  * that leaves conflicts fails with SBX_EX_FAIL after doing the rest. */
 int sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
     struct sbx_sync_result *r, struct sbx_err *err);
+
+/* --- http: the libcurl wrapper (the remote flavour only) -------------- */
+
+/* A client of one endpoint: "unix:///path/to.sock", "tcp://host:port",
+ * "http://..." or "https://...". Requests reuse its connection. */
+struct sbx_http;
+
+struct sbx_http_req {
+	const char *method;   /* "GET", "POST", "PUT", "DELETE", "HEAD" */
+	const char *path;     /* "/v1.41/containers/json?all=1" */
+	json_t *body;         /* sent as JSON, or NULL */
+	const char *const *headers; /* "Name: value", NULL-terminated;
+				     * never logged nor put in an error */
+	int in_fd;            /* >= 0: the body, streamed from this fd */
+	const char *in_type;  /* its Content-Type */
+	int out_fd;           /* >= 0: a 2xx body goes here, not to body */
+	long timeout_ms;      /* the whole request; 0: the client's */
+	int idempotent;       /* may be retried on 429/502/503/504 */
+};
+
+struct sbx_http_resp {
+	long status;
+	struct sbx_buf body;  /* capped; not for a 2xx with out_fd */
+	json_t *json;         /* body, when it parsed as JSON */
+	struct sbx_buf head;  /* the response's header lines, capped */
+};
+
+struct sbx_http *sbx_http_new(const char *endpoint, struct sbx_err *err);
+void sbx_http_free(struct sbx_http *h);
+const char *sbx_http_endpoint(const struct sbx_http *h);
+/* A transport failure fails (SBX_EX_FAIL, naming the endpoint); any
+ * status the server gave is a success for this call: look at it. */
+int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *rq,
+    struct sbx_http_resp *rs, struct sbx_err *err);
+void sbx_http_resp_release(struct sbx_http_resp *rs);
+/* The value of a response header (case-insensitive name) into buf, or
+ * NULL. */
+const char *sbx_http_header(const struct sbx_http_resp *rs, const char *name,
+    char *buf, size_t n);
+/* s percent-encoded for a URL's path or query (malloc'd). */
+char *sbx_http_escape(const char *s);
+/* Send a request and take the connection over (HTTP upgrade, Docker's
+ * attach): *fd is the plain socket, *status the reply's status, and rest
+ * what came after the reply's head. The fd lives until sbx_http_free;
+ * plain transports only (unix:, tcp:, http:). */
+int sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq,
+    int *fd, long *status, struct sbx_buf *rest, struct sbx_err *err);
+
+/* --- docker: the Docker Engine API backend (the remote flavour only) --- */
+
+extern const struct sbx_backend sbx_docker_backend;
 
 /* --- local: the native Linux backend --------------------------------- */
 

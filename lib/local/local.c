@@ -30,7 +30,8 @@ int sbx_local_exec(const json_t *ref, char *const argv[],
     struct sbx_err *err);
 static int paused_how(const char *dir, long long *when);
 
-/* The sbx-init binary: beside our own, or in ../libexec/sbx/. */
+/* The sbx-init binary: beside our own, or one up (the remote flavour's
+ * bin/remote/ and libexec/sbx/remote/), or in ../libexec/sbx/. */
 static int
 open_init(struct sbx_err *err)
 {
@@ -44,6 +45,11 @@ open_init(struct sbx_err *err)
 	if ((slash = strrchr(self, '/')))
 		*slash = '\0';
 	p = sbx_xasprintf("%s/sbx-init", self);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	if (fd >= 0)
+		return fd;
+	p = sbx_xasprintf("%s/../sbx-init", self);
 	fd = open(p, O_RDONLY | O_CLOEXEC);
 	free(p);
 	if (fd >= 0)
@@ -1124,6 +1130,12 @@ out:
 static int
 local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
+	if (spec->runtime)
+		return sbx_err_set(err, SBX_EX_USAGE, "backend 'local' has no "
+		    "--runtime (it is for docker)");
+	if (spec->pull)
+		return sbx_err_set(err, SBX_EX_USAGE, "backend 'local' pulls "
+		    "no images (--pull is for docker)");
 	return start_sandbox(spec, NULL, NULL, ref, err);
 }
 

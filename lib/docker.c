@@ -1,0 +1,1325 @@
+/* docker.c - the docker backend: containers of a Docker engine, driven
+ * through its Engine API over libcurl (no docker CLI) */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+#define API_MAJOR 1
+#define API_WANT 41   /* written against 1.41 (Docker 20.10) */
+#define API_MIN 35    /* exec's WorkingDir */
+#define DEFAULT_HOST "unix:///var/run/docker.sock"
+#define MANAGED "io.sbx.managed"
+#define LABEL_PREFIX "io.sbx."
+#define EXPIRED_CODE 124 /* how the keep-alive says the idle time ran out */
+#define TAG_VAR "SBX_EXEC_TAG"
+
+/* PID 2 of the container (docker's init is PID 1): it keeps the container
+ * alive, and ends it with EXPIRED_CODE once nothing else has run in it
+ * for $1 seconds (0: never). It counts its own sleeps, so time the
+ * container spends paused does not count. Needs sh and sleep. */
+static const char keepalive_sh[] =
+    "t=$1 i=0\n"
+    "while sleep 2; do\n"
+    "\t[ \"$t\" -gt 0 ] || continue\n"
+    "\tset -- /proc/[0-9]*\n"
+    "\tif [ $# -gt 2 ]; then i=0; else i=$((i + 2)); fi\n"
+    "\t[ $i -lt \"$t\" ] || exit " "124" "\n"
+    "done\n";
+
+/* Sends signal $1 to every process whose environment holds the tag $2:
+ * all an exec started, even what left its session. Rounds until none is
+ * left, for what forked meanwhile. Needs sh, tr and kill. */
+static const char killtag_sh[] =
+    "n=0\n"
+    "while [ $n -lt 20 ]; do\n"
+    "\tfound=\n"
+    "\tfor d in /proc/[0-9]*; do\n"
+    "\t\tcase \"$(tr '\\0' '\\n' <\"$d/environ\" 2>/dev/null)\" in\n"
+    "\t\t*\"" TAG_VAR "=$2\"*) kill -\"$1\" \"${d#/proc/}\" 2>/dev/null "
+    "&& found=1 ;;\n"
+    "\t\tesac\n"
+    "\tdone\n"
+    "\t[ -n \"$found\" ] && [ \"$1\" = 9 ] || exit 0\n"
+    "\tn=$((n + 1))\n"
+    "\tsleep 0.05\n"
+    "done\n";
+
+struct dk {
+	struct sbx_http *h;
+	char *endpoint;
+	int minor; /* the API version spoken: 1.minor */
+};
+
+static void
+dk_close(struct dk *d)
+{
+	sbx_http_free(d->h);
+	free(d->endpoint);
+	memset(d, 0, sizeof *d);
+}
+
+/* Reach the engine of endpoint (NULL: $DOCKER_HOST, or the default) and
+ * agree on an API version. */
+static int
+dk_open(struct dk *d, const char *endpoint, struct sbx_err *err)
+{
+	struct sbx_http_req rq = {.method = "GET", .path = "/_ping",
+	    .in_fd = -1, .out_fd = -1, .idempotent = 1};
+	struct sbx_http_resp rs;
+	const char *v, *env = getenv("DOCKER_HOST");
+	char ver[32];
+	int major, minor;
+
+	memset(d, 0, sizeof *d);
+	if (!endpoint)
+		endpoint = env && *env ? env : DEFAULT_HOST;
+	d->endpoint = sbx_xstrdup(endpoint);
+	if (!(d->h = sbx_http_new(endpoint, err)))
+		goto fail;
+	if (sbx_http_do(d->h, &rq, &rs, err) < 0) {
+		char why[sizeof err->msg];
+		const char *p = strstr(err->msg, "': ");
+
+		snprintf(why, sizeof why, "%s", p ? p + 3 : err->msg);
+		sbx_err_set(err, SBX_EX_FAIL, "cannot reach the Docker engine "
+		    "at '%s': %s", endpoint, why);
+		goto fail;
+	}
+	/* The cheapest request there is, and it says the version. */
+	v = sbx_http_header(&rs, "Api-Version", ver, sizeof ver);
+	if (rs.status != 200 || !v || sscanf(v, "%d.%d", &major, &minor) != 2) {
+		sbx_err_set(err, SBX_EX_FAIL, "'%s' does not answer as a "
+		    "Docker engine (status %ld)", endpoint, rs.status);
+		sbx_http_resp_release(&rs);
+		goto fail;
+	}
+	sbx_http_resp_release(&rs);
+	if (major != API_MAJOR || minor < API_MIN) {
+		sbx_err_set(err, SBX_EX_FAIL, "the Docker engine at '%s' "
+		    "speaks API %d.%d; sbx needs %d.%d or later", endpoint,
+		    major, minor, API_MAJOR, API_MIN);
+		goto fail;
+	}
+	d->minor = minor < API_WANT ? minor : API_WANT;
+	return 0;
+fail:
+	dk_close(d);
+	return -1;
+}
+
+/* A request to the versioned API; fmt gives the path. */
+static int __attribute__((format(printf, 6, 7)))
+dk_req(struct dk *d, const char *method, json_t *body,
+    struct sbx_http_resp *rs, struct sbx_err *err, const char *fmt, ...)
+{
+	struct sbx_http_req rq = {.method = method, .body = body, .in_fd = -1,
+	    .out_fd = -1};
+	char *path, *full;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	if (vasprintf(&path, fmt, ap) < 0)
+		path = NULL;
+	va_end(ap);
+	if (!path)
+		return sbx_err_set(err, SBX_EX_FAIL, "out of memory");
+	full = sbx_xasprintf("/v%d.%d%s", API_MAJOR, d->minor, path);
+	rq.path = full;
+	rq.idempotent = !strcmp(method, "GET");
+	rc = sbx_http_do(d->h, &rq, rs, err);
+	free(full);
+	free(path);
+	return rc;
+}
+
+/* The engine's own words for a failed request. */
+static const char *
+dk_msg(const struct sbx_http_resp *rs)
+{
+	const char *m = sbx_json_str(rs->json, "message");
+
+	return m ? m : rs->body.data ? rs->body.data : "no reason given";
+}
+
+static int
+dk_fail(const struct sbx_http_resp *rs, int code, const char *what,
+    struct sbx_err *err)
+{
+	return sbx_err_set(err, code, "%s: %s (status %ld)", what, dk_msg(rs),
+	    rs->status);
+}
+
+static int
+valid_ref_id(const char *id)
+{
+	return id && *id && strlen(id) < 128 && strspn(id,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+	    == strlen(id);
+}
+
+/* Inspect the container a ref names, which must be one of ours: its
+ * inspect object in *out, and the ref's id made its full one. */
+static int
+dk_find(struct dk *d, const json_t *ref, json_t **out, struct sbx_err *err)
+{
+	const char *id = sbx_json_str(ref, "id"), *m;
+	struct sbx_http_resp rs;
+	json_t *labels;
+
+	*out = NULL;
+	if (!valid_ref_id(id))
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    id ? id : "?");
+	if (dk_req(d, "GET", NULL, &rs, err, "/containers/%s/json", id) < 0)
+		return -1;
+	if (rs.status == 404) {
+		sbx_http_resp_release(&rs);
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    id);
+	}
+	if (rs.status != 200 || !json_is_object(rs.json)) {
+		dk_fail(&rs, SBX_EX_FAIL, "cannot inspect a container", err);
+		sbx_http_resp_release(&rs);
+		return -1;
+	}
+	labels = json_object_get(json_object_get(rs.json, "Config"), "Labels");
+	m = sbx_json_str(labels, MANAGED);
+	if (!m || strcmp(m, "1")) {
+		sbx_http_resp_release(&rs);
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' "
+		    SBX_NOT_OURS "container", id);
+	}
+	*out = json_incref(rs.json);
+	sbx_http_resp_release(&rs);
+	return 0;
+}
+
+static int
+ref_open(struct dk *d, const json_t *ref, json_t **c, struct sbx_err *err)
+{
+	if (dk_open(d, sbx_json_str(ref, "endpoint"), err) < 0)
+		return -1;
+	if (dk_find(d, ref, c, err) < 0) {
+		dk_close(d);
+		return -1;
+	}
+	return 0;
+}
+
+/* "2026-12-02T16:21:49.582636182Z" into seconds since the epoch. */
+static long long
+parse_time(const char *s)
+{
+	struct tm tm = {0};
+
+	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+		return 0;
+	return (long long)timegm(&tm);
+}
+
+static const char *
+status_of(const json_t *c)
+{
+	json_t *st = json_object_get(c, "State");
+	const char *s = sbx_json_str(st, "Status");
+	long long code = sbx_json_int(st, "ExitCode", 0);
+
+	if (!s)
+		return "dead";
+	if (json_is_true(json_object_get(st, "Paused")) || !strcmp(s,
+	    "paused"))
+		return "paused";
+	if (!strcmp(s, "running") || !strcmp(s, "restarting") ||
+	    !strcmp(s, "created"))
+		return "running";
+	if (!strcmp(s, "removing"))
+		return "killed";
+	if (code == EXPIRED_CODE)
+		return "expired";
+	/* Stopped on purpose (sbx-pause --mode stop, kill --keep): docker's
+	 * init ends on the signal it forwards. */
+	if ((code == 143 || code == 137) && !json_is_true(json_object_get(st,
+	    "OOMKilled")))
+		return "stopped";
+	return "dead";
+}
+
+/* The listing entry, shaped as the local backend's. */
+static json_t *
+info_of(const json_t *c, const char *endpoint)
+{
+	json_t *cfg = json_object_get(c, "Config"), *o = json_object();
+	json_t *labels = json_object_get(cfg, "Labels"), *mine = json_object();
+	const char *k, *name = sbx_json_str(c, "Name");
+	long long now = sbx_now(), created;
+	json_t *v;
+	char ts[32];
+
+	json_object_foreach(labels, k, v)
+		if (strncmp(k, LABEL_PREFIX, strlen(LABEL_PREFIX)))
+			json_object_set(mine, k, v);
+	created = parse_time(sbx_json_str(c, "Created"));
+	json_object_set_new(o, "backend", json_string("docker"));
+	json_object_set_new(o, "id", json_string(sbx_json_str(c, "Id")));
+	json_object_set_new(o, "name", name && name[0] == '/' && name[1] &&
+	    sbx_json_str(labels, "io.sbx.named") ? json_string(name + 1) :
+	    json_null());
+	json_object_set_new(o, "status", json_string(status_of(c)));
+	json_object_set(o, "image", json_object_get(cfg, "Image") ?
+	    json_object_get(cfg, "Image") : json_null());
+	json_object_set(o, "workdir", json_object_get(cfg, "WorkingDir") ?
+	    json_object_get(cfg, "WorkingDir") : json_null());
+	sbx_time_fmt(created, ts, sizeof ts);
+	json_object_set_new(o, "created_at", json_string(ts));
+	json_object_set_new(o, "created_at_epoch", json_integer(created));
+	/* The engine does not say when an exec last ran: never "idle". */
+	json_object_set_new(o, "last_activity_at", json_null());
+	json_object_set_new(o, "last_activity_epoch", json_null());
+	json_object_set_new(o, "age", json_integer(now - created));
+	json_object_set_new(o, "idle", json_null());
+	json_object_set_new(o, "timeout", json_integer(strtoll(
+	    sbx_json_str(labels, "io.sbx.timeout") ? sbx_json_str(labels,
+	    "io.sbx.timeout") : "0", NULL, 10)));
+	json_object_set_new(o, "labels", mine);
+	json_object_set_new(o, "processes", json_null());
+	json_object_set_new(o, "memory_bytes", json_null());
+	json_object_set_new(o, "cpu_s", json_null());
+	json_object_set_new(o, "runtime", json_incref(json_object_get(
+	    json_object_get(c, "HostConfig"), "Runtime")));
+	json_object_set_new(o, "endpoint", json_string(endpoint));
+	return o;
+}
+
+/* --- create --------------------------------------------------------------- */
+
+static int
+has_runtime(struct dk *d, const char *runtime, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	int rc;
+
+	if (dk_req(d, "GET", NULL, &rs, err, "/info") < 0)
+		return -1;
+	if (rs.status != 200) {
+		dk_fail(&rs, SBX_EX_FAIL, "cannot ask the engine for its "
+		    "runtimes", err);
+		sbx_http_resp_release(&rs);
+		return -1;
+	}
+	rc = json_object_get(json_object_get(rs.json, "Runtimes"), runtime) ?
+	    0 : sbx_err_set(err, SBX_EX_USAGE, "the engine knows no runtime "
+	    "'%s'", runtime);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
+/* POST /images/create streams progress; a failure comes as an "error"
+ * line in it, after a 200. */
+static int
+pull(struct dk *d, const char *image, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	char *q = sbx_http_escape(image), *e;
+	int rc = 0;
+
+	if (dk_req(d, "POST", NULL, &rs, err, "/images/create?fromImage=%s",
+	    q) < 0) {
+		free(q);
+		return -1;
+	}
+	free(q);
+	if (rs.status != 200)
+		rc = dk_fail(&rs, SBX_EX_FAIL, "cannot pull the image", err);
+	else if (rs.body.data && (e = strstr(rs.body.data, "\"error\":")))
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot pull '%s': %.300s",
+		    image, e + 8);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
+/* Remove a container whatever its state; 404 counts as done. */
+static int
+dk_remove(struct dk *d, const char *id, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	int rc = 0;
+
+	if (dk_req(d, "DELETE", NULL, &rs, err, "/containers/%s?force=1&v=1",
+	    id) < 0)
+		return -1;
+	if (rs.status == 404)
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'", id);
+	else if (rs.status >= 300 && !(rs.status == 409 &&
+	    strstr(dk_msg(&rs), "already in progress")))
+		rc = dk_fail(&rs, SBX_EX_FAIL, "cannot remove the container",
+		    err);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
+static json_t *
+create_body(const struct sbx_spec *spec)
+{
+	json_t *b = json_object(), *hc = json_object(), *labels = json_object();
+	json_t *env = json_array();
+	char t[32];
+	size_t i;
+
+	snprintf(t, sizeof t, "%llu", (unsigned long long)spec->timeout);
+	json_object_update(labels, spec->labels);
+	json_object_set_new(labels, MANAGED, json_string("1"));
+	json_object_set_new(labels, "io.sbx.timeout", json_string(t));
+	if (spec->name)
+		json_object_set_new(labels, "io.sbx.named", json_string("1"));
+	for (i = 0; spec->env && spec->env[i]; i++)
+		json_array_append_new(env, json_string(spec->env[i]));
+	json_object_set_new(b, "Image", json_string(spec->image));
+	json_object_set_new(b, "Entrypoint", json_pack("[ssss]", "sh", "-c",
+	    keepalive_sh, "sbx-keepalive"));
+	json_object_set_new(b, "Cmd", json_pack("[s]", t));
+	json_object_set_new(b, "Env", env);
+	json_object_set_new(b, "Labels", labels);
+	json_object_set_new(b, "WorkingDir", json_string(spec->workdir));
+	json_object_set_new(b, "AttachStdin", json_false());
+	json_object_set_new(b, "AttachStdout", json_false());
+	json_object_set_new(b, "AttachStderr", json_false());
+	json_object_set_new(hc, "Init", json_true());
+	json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
+	json_object_set_new(hc, "SecurityOpt", json_pack("[s]",
+	    "no-new-privileges"));
+	json_object_set_new(hc, "NetworkMode", json_string(spec->network ==
+	    SBX_NET_ALLOW ? "default" : "none"));
+	if (spec->memory)
+		json_object_set_new(hc, "Memory", json_integer((json_int_t)
+		    spec->memory));
+	if (spec->cpus_milli)
+		json_object_set_new(hc, "NanoCpus", json_integer((json_int_t)
+		    spec->cpus_milli * 1000000));
+	if (spec->pids)
+		json_object_set_new(hc, "PidsLimit", json_integer((json_int_t)
+		    spec->pids));
+	if (spec->runtime)
+		json_object_set_new(hc, "Runtime", json_string(spec->runtime));
+	json_object_set_new(b, "HostConfig", hc);
+	return b;
+}
+
+static int
+valid_workdir(const char *w)
+{
+	return w[0] == '/' && !strstr(w, "/../") && !strstr(w, "/./") &&
+	    strlen(w) < 1024 && (strlen(w) < 3 || strcmp(w + strlen(w) - 3,
+	    "/.."));
+}
+
+static int
+docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
+{
+	struct sbx_http_resp rs = {0};
+	struct dk d;
+	json_t *body = NULL;
+	char *id = NULL, *q = NULL;
+	int rc = -1;
+
+	*ref = NULL;
+	if (!spec->image || !strcmp(spec->image, "host"))
+		return sbx_err_set(err, SBX_EX_USAGE, "backend 'docker' needs "
+		    "--image (an image of the engine)");
+	if (!valid_workdir(spec->workdir))
+		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
+		    "(want an absolute, plain path)", spec->workdir);
+	if (dk_open(&d, NULL, err) < 0)
+		return -1;
+	if (spec->runtime && has_runtime(&d, spec->runtime, err) < 0)
+		goto out;
+	if (spec->pull && pull(&d, spec->image, err) < 0)
+		goto out;
+	body = create_body(spec);
+	q = spec->name ? sbx_http_escape(spec->name) : NULL;
+	if (dk_req(&d, "POST", body, &rs, err, "/containers/create%s%s",
+	    q ? "?name=" : "", q ? q : "") < 0)
+		goto out;
+	if (rs.status == 404) {
+		sbx_err_set(err, SBX_EX_FAIL, "no such image '%s' (pull it, or "
+		    "use --pull)", spec->image);
+		goto out;
+	}
+	if (rs.status == 409) {
+		sbx_err_set(err, SBX_EX_FAIL, "the name '%s' is in use",
+		    spec->name ? spec->name : "?");
+		goto out;
+	}
+	if (rs.status != 201 || !sbx_json_str(rs.json, "Id")) {
+		dk_fail(&rs, SBX_EX_FAIL, "cannot create a container", err);
+		goto out;
+	}
+	id = sbx_xstrdup(sbx_json_str(rs.json, "Id"));
+	sbx_http_resp_release(&rs);
+	if (dk_req(&d, "POST", NULL, &rs, err, "/containers/%s/start",
+	    id) < 0 ||
+	    (rs.status != 204 && rs.status != 304 &&
+	    dk_fail(&rs, SBX_EX_FAIL, "cannot start the container", err))) {
+		struct sbx_err rerr;
+
+		/* Nothing half-made is left behind. */
+		dk_remove(&d, id, &rerr);
+		goto out;
+	}
+	*ref = json_pack("{ssssss}", "backend", "docker", "id", id, "endpoint",
+	    d.endpoint);
+	rc = 0;
+out:
+	sbx_http_resp_release(&rs);
+	if (body) {
+		/* It holds the values of --env. */
+		json_object_clear(body);
+		json_decref(body);
+	}
+	free(q);
+	free(id);
+	dk_close(&d);
+	return rc;
+}
+
+/* --- kill, info, list, pause ---------------------------------------------- */
+
+/* POST /containers/ID/VERB; 304 (nothing to do) is no error. */
+static int
+dk_post(struct dk *d, const char *id, const char *verb, const char *what,
+    struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	int rc = 0;
+
+	if (dk_req(d, "POST", NULL, &rs, err, "/containers/%s/%s", id,
+	    verb) < 0)
+		return -1;
+	if (rs.status >= 300 && rs.status != 304)
+		rc = dk_fail(&rs, SBX_EX_FAIL, what, err);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
+static int
+docker_kill(json_t *ref, int keep, struct sbx_err *err)
+{
+	struct dk d;
+	json_t *c;
+	const char *id;
+	int rc;
+
+	if (ref_open(&d, ref, &c, err) < 0)
+		return -1;
+	id = sbx_json_str(c, "Id");
+	json_object_set_new(ref, "id", json_string(id));
+	if (keep)
+		/* The container stays, stopped, with its files. */
+		rc = dk_post(&d, id, "stop?t=1", "cannot stop the container",
+		    err);
+	else
+		rc = dk_remove(&d, id, err);
+	json_decref(c);
+	dk_close(&d);
+	return rc;
+}
+
+static json_t *
+docker_info(const json_t *ref, struct sbx_err *err)
+{
+	struct dk d;
+	json_t *c, *o;
+
+	if (ref_open(&d, ref, &c, err) < 0)
+		return NULL;
+	o = info_of(c, d.endpoint);
+	json_decref(c);
+	dk_close(&d);
+	return o;
+}
+
+static int
+docker_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	struct dk d;
+	json_t *one, *ref, *c, *o;
+	size_t i;
+	int rc = 0;
+	char *q;
+
+	if (dk_open(&d, NULL, err) < 0)
+		return -1;
+	q = sbx_http_escape("{\"label\":[\"" MANAGED "=1\"]}");
+	rc = dk_req(&d, "GET", NULL, &rs, err, "/containers/json?all=1&"
+	    "filters=%s", q);
+	free(q);
+	if (rc < 0)
+		goto out;
+	if (rs.status != 200 || !json_is_array(rs.json)) {
+		rc = dk_fail(&rs, SBX_EX_FAIL, "cannot list containers", err);
+		sbx_http_resp_release(&rs);
+		goto out;
+	}
+	json_array_foreach(rs.json, i, one) {
+		struct sbx_err e2;
+
+		ref = json_pack("{ss}", "id", sbx_json_str(one, "Id"));
+		/* One that went meanwhile is not listed. */
+		if (dk_find(&d, ref, &c, &e2) == 0) {
+			o = info_of(c, d.endpoint);
+			if (!rc && fn(o, arg) < 0)
+				rc = -1;
+			json_decref(o);
+			json_decref(c);
+		}
+		json_decref(ref);
+	}
+	sbx_http_resp_release(&rs);
+out:
+	dk_close(&d);
+	return rc;
+}
+
+static int
+docker_pause(json_t *ref, int stop, struct sbx_err *err)
+{
+	struct dk d;
+	json_t *c;
+	const char *st, *id;
+	int rc = 0;
+
+	if (ref_open(&d, ref, &c, err) < 0)
+		return -1;
+	id = sbx_json_str(c, "Id");
+	json_object_set_new(ref, "id", json_string(id));
+	st = status_of(c);
+	if (!strcmp(st, "stopped") || (!stop && !strcmp(st, "paused")))
+		goto out; /* already paused: nothing to do */
+	if (strcmp(st, "running") && strcmp(st, "paused")) {
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is "
+		    "not running", id);
+		goto out;
+	}
+	if (stop) {
+		if (!strcmp(st, "paused") && dk_post(&d, id, "unpause",
+		    "cannot unpause the container", err) < 0)
+			rc = -1;
+		else
+			rc = dk_post(&d, id, "stop?t=2", "cannot stop the "
+			    "container", err);
+	} else {
+		rc = dk_post(&d, id, "pause", "cannot pause the container",
+		    err);
+	}
+out:
+	json_decref(c);
+	dk_close(&d);
+	return rc;
+}
+
+static int
+docker_resume(json_t *ref, struct sbx_err *err)
+{
+	struct dk d;
+	json_t *c;
+	const char *st, *id;
+	int rc = 0;
+
+	if (ref_open(&d, ref, &c, err) < 0)
+		return -1;
+	id = sbx_json_str(c, "Id");
+	json_object_set_new(ref, "id", json_string(id));
+	st = status_of(c);
+	if (!strcmp(st, "paused"))
+		rc = dk_post(&d, id, "unpause", "cannot unpause the container",
+		    err);
+	else if (!strcmp(st, "stopped"))
+		rc = dk_post(&d, id, "start", "cannot start the container",
+		    err);
+	else if (strcmp(st, "running"))
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is "
+		    "%s", id, st);
+	json_decref(c);
+	dk_close(&d);
+	return rc;
+}
+
+/* --- exec ----------------------------------------------------------------- */
+
+struct demux {
+	unsigned char hdr[8];
+	size_t hlen;     /* header bytes held */
+	size_t left;     /* payload bytes still to come of this frame */
+	int stream;      /* 1 stdout, 2 stderr */
+	int first;       /* no frame seen yet */
+	int holding;     /* the first frame may be the engine's error */
+	struct sbx_buf held;
+};
+
+struct xrun {
+	struct dk *d;
+	const char *cid;
+	const struct sbx_exec_opts *o;
+	struct sbx_exec_result *res;
+	char tag[33];
+	struct demux dm;
+	int outs_dead;   /* a write to our stdout or stderr failed */
+};
+
+static long long
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void
+emit(struct xrun *x, int stream, const char *p, size_t n)
+{
+	if (x->o->capture) {
+		sbx_buf_add(stream == 2 ? &x->res->err : &x->res->out, p, n);
+		return;
+	}
+	if (sbx_write_all(stream == 2 ? 2 : 1, p, n) < 0)
+		x->outs_dead = 1;
+}
+
+/* The engine reports a command it cannot start as text in the first
+ * stdout frame: held until the exit code says which it was. */
+static const char oci_err[] = "OCI runtime ";
+
+static void
+payload(struct xrun *x, const char *p, size_t n)
+{
+	struct demux *m = &x->dm;
+
+	if (m->first) {
+		m->first = 0;
+		m->holding = m->stream == 1 && n >= 4 && !strncmp(p, oci_err,
+		    n < sizeof oci_err - 1 ? n : sizeof oci_err - 1);
+	}
+	if (m->holding) {
+		if (m->held.len < 4096) {
+			sbx_buf_add(&m->held, p, n);
+			return;
+		}
+		m->holding = 0;
+		emit(x, 1, m->held.data, m->held.len);
+	}
+	emit(x, m->stream, p, n);
+}
+
+/* Split the multiplexed stream into its frames as the bytes come. */
+static void
+demux(struct xrun *x, const char *p, size_t n)
+{
+	struct demux *m = &x->dm;
+	size_t k;
+
+	if (x->o->tty) {
+		emit(x, 1, p, n);
+		return;
+	}
+	while (n) {
+		if (m->left) {
+			k = n < m->left ? n : m->left;
+			payload(x, p, k);
+			m->left -= k;
+			p += k;
+			n -= k;
+			continue;
+		}
+		k = 8 - m->hlen;
+		k = n < k ? n : k;
+		memcpy(m->hdr + m->hlen, p, k);
+		m->hlen += k;
+		p += k;
+		n -= k;
+		if (m->hlen == 8) {
+			m->stream = m->hdr[0] == 2 ? 2 : 1;
+			m->left = (size_t)m->hdr[4] << 24 |
+			    (size_t)m->hdr[5] << 16 | (size_t)m->hdr[6] << 8 |
+			    m->hdr[7];
+			m->hlen = 0;
+		}
+	}
+}
+
+/* Create an exec; its id in *eid. */
+static int
+exec_create(struct dk *d, const char *cid, char *const argv[], char **env,
+    const char *cwd, int in, int tty, char **eid, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	json_t *b = json_object(), *cmd = json_array(), *e = json_array();
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; argv[i]; i++)
+		json_array_append_new(cmd, json_string(argv[i]));
+	for (i = 0; env && env[i]; i++)
+		json_array_append_new(e, json_string(env[i]));
+	json_object_set_new(b, "AttachStdin", json_boolean(in));
+	json_object_set_new(b, "AttachStdout", json_true());
+	json_object_set_new(b, "AttachStderr", json_true());
+	json_object_set_new(b, "Tty", json_boolean(tty));
+	json_object_set_new(b, "Cmd", cmd);
+	json_object_set_new(b, "Env", e);
+	if (cwd)
+		json_object_set_new(b, "WorkingDir", json_string(cwd));
+	*eid = NULL;
+	if (dk_req(d, "POST", b, &rs, err, "/containers/%s/exec", cid) < 0) {
+		rc = -1;
+	} else if (rs.status == 404) {
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' does "
+		    "not exist", cid);
+	} else if (rs.status == 409) {
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is "
+		    "not running (%s)", cid, dk_msg(&rs));
+	} else if (rs.status != 201 || !sbx_json_str(rs.json, "Id")) {
+		rc = dk_fail(&rs, SBX_EX_EXECFAIL, "cannot create an exec",
+		    err);
+	} else {
+		*eid = sbx_xstrdup(sbx_json_str(rs.json, "Id"));
+	}
+	if (rc == 0 || rs.status)
+		sbx_http_resp_release(&rs);
+	json_object_clear(b);
+	json_decref(b);
+	return rc;
+}
+
+/* The exec's exit code, once it has ended (bounded wait). */
+static int
+exec_wait(struct dk *d, const char *eid, long long *code, int wait_ms,
+    struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	long long until = mono_ms() + wait_ms;
+
+	for (;;) {
+		if (dk_req(d, "GET", NULL, &rs, err, "/exec/%s/json", eid) < 0)
+			return -1;
+		if (rs.status != 200) {
+			dk_fail(&rs, SBX_EX_EXECFAIL, "cannot inspect the exec",
+			    err);
+			sbx_http_resp_release(&rs);
+			return -1;
+		}
+		if (!json_is_true(json_object_get(rs.json, "Running")) &&
+		    json_is_integer(json_object_get(rs.json, "ExitCode"))) {
+			*code = sbx_json_int(rs.json, "ExitCode", 0);
+			sbx_http_resp_release(&rs);
+			return 0;
+		}
+		sbx_http_resp_release(&rs);
+		if (mono_ms() > until)
+			return sbx_err_set(err, SBX_EX_EXECFAIL, "the exec did "
+			    "not end");
+		usleep(10000);
+	}
+}
+
+/* Signal everything an exec started (by its tag), in a second exec. */
+static int
+signal_tagged(struct dk *d, const char *cid, int sig, const char *tag,
+    struct sbx_err *err)
+{
+	char s[16], *eid = NULL;
+	char *const argv[] = {"sh", "-c", (char *)killtag_sh, "sbx-kill", s,
+	    (char *)tag, NULL};
+	struct sbx_http_resp rs;
+	json_t *b;
+	long long code;
+	int rc;
+
+	snprintf(s, sizeof s, "%d", sig);
+	if (exec_create(d, cid, argv, NULL, "/", 0, 0, &eid, err) < 0)
+		return -1;
+	b = json_pack("{sbsb}", "Detach", 1, "Tty", 0);
+	rc = dk_req(d, "POST", b, &rs, err, "/exec/%s/start", eid);
+	json_decref(b);
+	if (rc == 0) {
+		if (rs.status >= 300)
+			rc = dk_fail(&rs, SBX_EX_EXECFAIL, "cannot stop the "
+			    "command", err);
+		sbx_http_resp_release(&rs);
+	}
+	if (rc == 0)
+		rc = exec_wait(d, eid, &code, 10000, err);
+	free(eid);
+	return rc;
+}
+
+static void
+resize(struct dk *d, const char *eid)
+{
+	struct winsize ws;
+	struct sbx_http_resp rs;
+	struct sbx_err err;
+
+	if (ioctl(1, TIOCGWINSZ, &ws) < 0 && ioctl(0, TIOCGWINSZ, &ws) < 0)
+		return;
+	if (dk_req(d, "POST", NULL, &rs, &err, "/exec/%s/resize?h=%u&w=%u",
+	    eid, ws.ws_row, ws.ws_col) == 0)
+		sbx_http_resp_release(&rs);
+}
+
+/* What the engine said when it could not start the command. */
+static int
+start_error(struct xrun *x, char *const argv[], long long code,
+    struct sbx_err *err)
+{
+	const char *t = x->dm.held.data;
+
+	if (strstr(t, "chdir to cwd") || strstr(t, "chdir"))
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "workdir '%s' does "
+		    "not exist in the sandbox", x->o->cwd ? x->o->cwd :
+		    "(default)");
+	if (strstr(t, "not found") || strstr(t, "no such file"))
+		return sbx_err_set(err, SBX_EX_NOTFOUND, "'%s': No such file "
+		    "or directory", argv[0]);
+	if (strstr(t, "permission denied") || code == SBX_EX_NOEXEC)
+		return sbx_err_set(err, SBX_EX_NOEXEC, "'%s': Permission "
+		    "denied", argv[0]);
+	return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start '%s': %.300s",
+	    argv[0], t);
+}
+
+static void
+tag_new(char *tag)
+{
+	unsigned char r[16];
+	size_t i;
+
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+		for (i = 0; i < sizeof r; i++)
+			r[i] = (unsigned char)(rand() ^ getpid());
+	for (i = 0; i < sizeof r; i++)
+		snprintf(tag + 2 * i, 3, "%02x", r[i]);
+}
+
+static int
+docker_exec(const json_t *ref, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err)
+{
+	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1};
+	struct sbx_buf rest = SBX_BUF_INIT;
+	struct termios saved;
+	struct xrun x = {0};
+	struct dk d;
+	char **env = NULL, *eid = NULL, *path = NULL, buf[65536];
+	char inb[65536];
+	size_t inlen = 0, inoff = 0;
+	ssize_t r;
+	const char *cid;
+	json_t *c = NULL, *b = NULL;
+	long long t0 = mono_ms(), deadline = 0, code = 0, drain_until = 0;
+	long status;
+	size_t n = 0, i;
+	int sock = -1, sfd = -1, rc = -1, in_eof, raw = 0, sock_eof = 0;
+	int resized = 0;
+	int forward_in = o->interactive || o->tty;
+	sigset_t sigs, old;
+
+	memset(res, 0, sizeof *res);
+	if (ref_open(&d, ref, &c, err) < 0) {
+		if (err->code != SBX_EX_NOSANDBOX)
+			err->code = SBX_EX_EXECFAIL;
+		return -1;
+	}
+	cid = sbx_json_str(c, "Id");
+	if (!strcmp(status_of(c), "paused")) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
+		    "(sbx-exec --resume, or sbx-pause --resume)",
+		    sbx_json_str(ref, "id"));
+		goto out;
+	}
+	if (strcmp(status_of(c), "running")) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is %s",
+		    sbx_json_str(ref, "id"), status_of(c));
+		goto out;
+	}
+	x.d = &d;
+	x.cid = cid;
+	x.o = o;
+	x.res = res;
+	x.dm.first = 1;
+	res->out.limit = o->max_output;
+	res->err.limit = o->max_output;
+	/* Everything the command starts carries the tag: --timeout and our
+	 * signals reach them all through it. */
+	tag_new(x.tag);
+	while (o->env && o->env[n])
+		n++;
+	env = sbx_xcalloc(n + 2, sizeof *env);
+	for (i = 0; i < n; i++)
+		env[i] = o->env[i];
+	env[n] = sbx_xasprintf(TAG_VAR "=%s", x.tag);
+	if (exec_create(&d, cid, argv, env, o->cwd, forward_in, o->tty, &eid,
+	    err) < 0)
+		goto out;
+	path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR, d.minor, eid);
+	rq.path = path;
+	rq.body = b = json_pack("{sbsb}", "Detach", 0, "Tty", o->tty);
+	if (sbx_http_hijack(d.h, &rq, &sock, &status, &rest, err) < 0) {
+		err->code = SBX_EX_EXECFAIL;
+		goto out;
+	}
+	if (status >= 300) {
+		sbx_err_set(err, status == 409 ? SBX_EX_NOSANDBOX :
+		    SBX_EX_EXECFAIL, "cannot start the command: %.300s (status "
+		    "%ld)", rest.data ? rest.data : "", status);
+		goto out;
+	}
+	if (o->tty) {
+		resize(&d, eid);
+		if (isatty(0) && tcgetattr(0, &saved) == 0) {
+			struct termios t = saved;
+
+			cfmakeraw(&t);
+			raw = tcsetattr(0, TCSANOW, &t) == 0;
+		}
+	}
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGQUIT);
+	sigaddset(&sigs, SIGWINCH);
+	sigprocmask(SIG_BLOCK, &sigs, &old);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (rest.len)
+		demux(&x, rest.data, rest.len);
+	in_eof = !forward_in || fcntl(0, F_GETFD) < 0;
+	/* Never blocked on a write: an engine that stops reading our stdin
+	 * must not keep us from seeing the command end. */
+	if ((r = fcntl(sock, F_GETFL)) >= 0)
+		fcntl(sock, F_SETFL, (int)r | O_NONBLOCK);
+	if (o->timeout_ms)
+		deadline = t0 + (long long)o->timeout_ms;
+	while (!sock_eof) {
+		struct pollfd p[3] = {
+			{sock, POLLIN | (inlen ? POLLOUT : 0), 0},
+			{sfd, POLLIN, 0},
+			{in_eof || inlen ? -1 : 0, POLLIN, 0},
+		};
+		long long now = mono_ms(), wait = -1;
+
+		if (drain_until)
+			wait = drain_until > now ? drain_until - now : 0;
+		else if (deadline)
+			wait = deadline > now ? deadline - now : 0;
+		r = poll(p, 3, (int)wait);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r == 0 && drain_until)
+			break; /* a process that left its tag holds it open */
+		if (r == 0 && deadline && !drain_until) {
+			res->timed_out = 1;
+			if (signal_tagged(&d, cid, 9, x.tag, err) < 0)
+				goto restore;
+			drain_until = mono_ms() + 5000;
+			continue;
+		}
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof si) == sizeof si) {
+				struct sbx_err e2;
+
+				if (si.ssi_signo == SIGWINCH)
+					resize(&d, eid);
+				else
+					signal_tagged(&d, cid,
+					    (int)si.ssi_signo, x.tag, &e2);
+			}
+		}
+		if (p[2].revents) {
+			r = read(0, inb, sizeof inb);
+			if (r > 0) {
+				inlen = (size_t)r;
+				inoff = 0;
+			} else if (r == 0 || (errno != EINTR &&
+			    errno != EAGAIN)) {
+				/* EOF on our stdin: the command's too. */
+				in_eof = 1;
+				shutdown(sock, SHUT_WR);
+			}
+		}
+		if (inlen && (p[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
+			r = write(sock, inb + inoff, inlen - inoff);
+			if (r > 0 && (inoff += (size_t)r) == inlen)
+				inlen = 0;
+			if (r < 0 && errno != EINTR && errno != EAGAIN) {
+				/* The command takes no more. */
+				inlen = 0;
+				in_eof = 1;
+			}
+		}
+		if (p[0].revents) {
+			r = read(sock, buf, sizeof buf);
+			/* The first resize may come before the command's
+			 * pty exists: once it writes, it surely does. */
+			if (r > 0 && o->tty && !resized) {
+				resize(&d, eid);
+				resized = 1;
+			}
+			if (r > 0)
+				demux(&x, buf, (size_t)r);
+			else if (r == 0 || (errno != EINTR && errno != EAGAIN))
+				sock_eof = 1;
+		}
+	}
+	if (exec_wait(&d, eid, &code, 10000, err) < 0)
+		goto restore;
+	if (x.dm.holding) {
+		if ((code == SBX_EX_NOEXEC || code == SBX_EX_NOTFOUND) &&
+		    !res->out.len && !res->err.len) {
+			start_error(&x, argv, code, err);
+			goto restore;
+		}
+		emit(&x, 1, x.dm.held.data, x.dm.held.len);
+	}
+	if (res->timed_out) {
+		res->exit_code = SBX_EX_TIMEOUT;
+	} else {
+		res->exit_code = (int)(code & 255);
+		if (code > 128 && code < 128 + 65)
+			res->signal = (int)code - 128;
+	}
+	rc = 0;
+restore:
+	if (raw)
+		tcsetattr(0, TCSANOW, &saved);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+out:
+	res->duration_ms = mono_ms() - t0;
+	if (sfd >= 0)
+		close(sfd);
+	if (env) {
+		free(env[n]);
+		free(env);
+	}
+	sbx_buf_release(&x.dm.held);
+	sbx_buf_release(&rest);
+	json_decref(b);
+	json_decref(c);
+	free(eid);
+	free(path);
+	dk_close(&d);
+	return rc;
+}
+
+/* --- files: sbx-sync's transfers ----------------------------------------- */
+
+/* Lists the files it is given that are files or symlinks (a path gone
+ * since the scan is no error) as a tar on stdout, from directory $1. */
+static const char get_sh[] =
+    "cd -- \"$1\" || exit 3\n"
+    "shift\n"
+    "n=$#\n"
+    "while [ $n -gt 0 ]; do\n"
+    "\tif [ -f \"$1\" ] || [ -L \"$1\" ]; then set -- \"$@\" \"$1\"; fi\n"
+    "\tshift\n"
+    "\tn=$((n - 1))\n"
+    "done\n"
+    "[ $# -gt 0 ] || exec dd if=/dev/zero bs=512 count=2 2>/dev/null\n"
+    "exec tar -cf - -- \"$@\"\n";
+
+/* The child's failure: "CODE message" on the error pipe, then exit. */
+static void __attribute__((noreturn))
+job_fail(int errfd, const struct sbx_err *err)
+{
+	char line[sizeof err->msg + 16];
+	int n = snprintf(line, sizeof line, "%d %s", err->code ? err->code :
+	    SBX_EX_FAIL, err->msg);
+
+	if (n > 0 && write(errfd, line, (size_t)n) < 0)
+		_exit(SBX_EX_FAIL);
+	_exit(err->code ? err->code : SBX_EX_FAIL);
+}
+
+/* Fork the process a transfer runs in, with a pipe: the parent gets
+ * its end in *fd and the job; the child (0) its end in *child_end and
+ * the error pipe in job->errfd. */
+static pid_t
+job_fork(int to_child, int *fd, int *child_end, struct sbx_job *job,
+    struct sbx_err *err)
+{
+	int p[2], ep[2];
+	pid_t pid;
+
+	job->pid = -1;
+	job->errfd = -1;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "pipe:");
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "pipe:");
+	}
+	fflush(NULL);
+	if ((pid = fork()) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "fork:");
+		close(p[0]);
+		close(p[1]);
+		close(ep[0]);
+		close(ep[1]);
+		return -1;
+	}
+	*child_end = to_child ? p[0] : p[1];
+	*fd = to_child ? p[1] : p[0];
+	if (pid == 0) {
+		close(*fd);
+		close(ep[0]);
+		job->errfd = ep[1];
+		return 0;
+	}
+	close(*child_end);
+	close(ep[1]);
+	job->pid = pid;
+	job->errfd = ep[0];
+	return pid;
+}
+
+/* The tar on in goes to the engine, which unpacks it in dir. */
+static int
+put_child(const json_t *ref, const char *dir, int in, struct sbx_err *err)
+{
+	struct sbx_http_req rq = {.method = "PUT", .in_fd = in, .out_fd = -1,
+	    .in_type = "application/x-tar"};
+	struct sbx_http_resp rs;
+	struct dk d;
+	json_t *c;
+	char *q, *path;
+	int rc;
+
+	if (ref_open(&d, ref, &c, err) < 0)
+		return -1;
+	if (!dir)
+		dir = sbx_json_str(json_object_get(c, "Config"), "WorkingDir");
+	q = sbx_http_escape(dir && *dir ? dir : "/");
+	path = sbx_xasprintf("/v%d.%d/containers/%s/archive?path=%s",
+	    API_MAJOR, d.minor, sbx_json_str(c, "Id"), q);
+	rq.path = path;
+	rc = sbx_http_do(d.h, &rq, &rs, err);
+	if (rc == 0 && rs.status == 404)
+		rc = sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in the "
+		    "sandbox", dir);
+	else if (rc == 0 && rs.status >= 300)
+		rc = dk_fail(&rs, SBX_EX_FAIL, "cannot put files in the "
+		    "sandbox", err);
+	if (rc == 0 || rs.status)
+		sbx_http_resp_release(&rs);
+	free(path);
+	free(q);
+	json_decref(c);
+	dk_close(&d);
+	return rc;
+}
+
+static int
+docker_put(const json_t *ref, const char *dir, int *fd, struct sbx_job *job,
+    struct sbx_err *err)
+{
+	struct sbx_err cerr = {0};
+	int in;
+	pid_t pid = job_fork(1, fd, &in, job, err);
+
+	if (pid == 0) {
+		if (put_child(ref, dir, in, &cerr) < 0)
+			job_fail(job->errfd, &cerr);
+		_exit(0);
+	}
+	return pid < 0 ? -1 : 0;
+}
+
+/* A tar of paths, made by tar in the sandbox, goes to out. */
+static int
+get_child(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int out, struct sbx_err *err)
+{
+	struct sbx_exec_opts o = {0};
+	struct sbx_exec_result res;
+	char **argv = sbx_xcalloc(paths->n + 6, sizeof *argv);
+	size_t i;
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC), rc;
+
+	argv[0] = "sh";
+	argv[1] = "-c";
+	argv[2] = (char *)get_sh;
+	argv[3] = "sh";
+	argv[4] = (char *)(dir ? dir : ".");
+	for (i = 0; i < paths->n; i++)
+		argv[5 + i] = paths->e[i].path;
+	if (dup2(out, 1) < 0 || null < 0 || dup2(null, 2) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot set up a "
+		    "transfer:");
+	rc = docker_exec(ref, argv, &o, &res, err);
+	free(argv);
+	if (rc < 0)
+		return -1;
+	if (res.exit_code == 3)
+		return sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in "
+		    "the sandbox", dir ? dir : "(workdir)");
+	if (res.exit_code)
+		return sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox "
+		    "failed (status %d)", res.exit_code);
+	return 0;
+}
+
+static int
+docker_get(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int *fd, struct sbx_job *job,
+    struct sbx_err *err)
+{
+	struct sbx_err cerr = {0};
+	int out;
+	pid_t pid = job_fork(0, fd, &out, job, err);
+
+	if (pid == 0) {
+		if (get_child(ref, dir, paths, out, &cerr) < 0)
+			job_fail(job->errfd, &cerr);
+		_exit(0);
+	}
+	return pid < 0 ? -1 : 0;
+}
+
+static const struct sbx_files docker_files = {
+	.put_archive = docker_put,
+	.get_archive = docker_get,
+	.scan = sbx_portable_scan,
+	.hash = sbx_portable_hash,
+	.remove = sbx_portable_remove,
+};
+
+const struct sbx_backend sbx_docker_backend = {
+	.name = "docker",
+	.pause_semantics = "suspend",
+	.pause = docker_pause,
+	.resume = docker_resume,
+	.create = docker_create,
+	.exec = docker_exec,
+	.kill = docker_kill,
+	.list = docker_list,
+	.info = docker_info,
+	.files = &docker_files,
+};

@@ -1,0 +1,469 @@
+/* http.c - the libcurl wrapper: JSON requests, streamed bodies, unix
+ * sockets, timeouts, retries of idempotent requests; never logs headers */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "sbx.h"
+
+#define BODY_MAX (64u << 20)     /* a response body we keep in memory */
+#define HEAD_MAX (64u << 10)     /* a hijacked reply's head */
+#define CONNECT_MS 10000L
+#define DEFAULT_MS 120000L
+#define RETRIES 3
+
+struct sbx_http {
+	char *endpoint;   /* as given: what messages name */
+	char *base;       /* "http://localhost", "http://host:port", ... */
+	char *host;       /* for the Host header of a hijack */
+	char *unix_path;  /* or NULL */
+	int plain;        /* no TLS: a hijack may use the socket itself */
+	CURL *c;          /* requests; it keeps its connection */
+	CURL *hj;         /* a connection taken over */
+};
+
+struct xfer {
+	CURL *c;
+	struct sbx_http_resp *rs;
+	int in_fd, out_fd;
+	int rerr, werr;   /* errno of a failed read or write */
+};
+
+struct sbx_http *
+sbx_http_new(const char *endpoint, struct sbx_err *err)
+{
+	static int inited;
+	struct sbx_http *h;
+	const char *rest;
+	size_t n;
+
+	if (!inited) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot initialise "
+			    "libcurl");
+			return NULL;
+		}
+		inited = 1;
+	}
+	h = sbx_xcalloc(1, sizeof *h);
+	h->endpoint = sbx_xstrdup(endpoint);
+	h->plain = 1;
+	if (!strncmp(endpoint, "unix://", 7) && endpoint[7] == '/') {
+		h->unix_path = sbx_xstrdup(endpoint + 7);
+		h->base = sbx_xstrdup("http://localhost");
+		h->host = sbx_xstrdup("localhost");
+	} else if (!strncmp(endpoint, "tcp://", 6) && endpoint[6]) {
+		rest = endpoint + 6;
+		n = strcspn(rest, "/");
+		h->host = sbx_xasprintf("%.*s", (int)n, rest);
+		h->base = sbx_xasprintf("http://%s", h->host);
+	} else if ((!strncmp(endpoint, "http://", 7) && endpoint[7]) ||
+	    (!strncmp(endpoint, "https://", 8) && endpoint[8])) {
+		h->plain = endpoint[4] == ':';
+		rest = strstr(endpoint, "//") + 2;
+		h->host = sbx_xasprintf("%.*s", (int)strcspn(rest, "/"), rest);
+		h->base = sbx_xstrdup(endpoint);
+		n = strlen(h->base);
+		while (n > 0 && h->base[n - 1] == '/')
+			h->base[--n] = '\0';
+	} else {
+		sbx_err_set(err, SBX_EX_USAGE, "invalid endpoint '%s' (unix:///"
+		    "path, tcp://host:port, http:// or https://)", endpoint);
+		sbx_http_free(h);
+		return NULL;
+	}
+	if (!(h->c = curl_easy_init())) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot initialise libcurl");
+		sbx_http_free(h);
+		return NULL;
+	}
+	return h;
+}
+
+void
+sbx_http_free(struct sbx_http *h)
+{
+	if (!h)
+		return;
+	if (h->c)
+		curl_easy_cleanup(h->c);
+	if (h->hj)
+		curl_easy_cleanup(h->hj);
+	free(h->endpoint);
+	free(h->base);
+	free(h->host);
+	free(h->unix_path);
+	free(h);
+}
+
+const char *
+sbx_http_endpoint(const struct sbx_http *h)
+{
+	return h->endpoint;
+}
+
+char *
+sbx_http_escape(const char *s)
+{
+	char *out = sbx_xmalloc(strlen(s) * 3 + 1), *p = out;
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("-._~", c)) {
+			*p++ = (char)c;
+		} else {
+			*p++ = '%';
+			*p++ = hex[c >> 4];
+			*p++ = hex[c & 15];
+		}
+	}
+	*p = '\0';
+	return out;
+}
+
+const char *
+sbx_http_header(const struct sbx_http_resp *rs, const char *name, char *buf,
+    size_t n)
+{
+	const char *p = rs->head.data, *end, *v;
+	size_t len = strlen(name);
+
+	for (; p && *p; p = end + (*end != '\0')) {
+		end = p + strcspn(p, "\n");
+		if ((size_t)(end - p) > len && !strncasecmp(p, name, len) &&
+		    p[len] == ':') {
+			v = p + len + 1;
+			v += strspn(v, " \t");
+			len = (size_t)(end - v);
+			while (len && (v[len - 1] == '\r' || v[len - 1] == ' '))
+				len--;
+			if (len >= n)
+				return NULL;
+			memcpy(buf, v, len);
+			buf[len] = '\0';
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+void
+sbx_http_resp_release(struct sbx_http_resp *rs)
+{
+	sbx_buf_release(&rs->head);
+	sbx_buf_release(&rs->body);
+	json_decref(rs->json);
+	memset(rs, 0, sizeof *rs);
+}
+
+static void
+setup(struct sbx_http *h, CURL *c, const char *path, char *errbuf)
+{
+	char *url = sbx_xasprintf("%s%s", h->base, path);
+
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	free(url);
+	if (h->unix_path)
+		curl_easy_setopt(c, CURLOPT_UNIX_SOCKET_PATH, h->unix_path);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_MS);
+}
+
+/* Why a transfer failed, naming the endpoint: the system's reason for
+ * a refused connection rather than curl's "localhost port 80". */
+static int
+transport_err(struct sbx_http *h, CURL *c, CURLcode res, const char *errbuf,
+    struct sbx_err *err)
+{
+	long oserr = 0;
+
+	curl_easy_getinfo(c, CURLINFO_OS_ERRNO, &oserr);
+	if (res == CURLE_COULDNT_CONNECT && oserr > 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot reach '%s': %s",
+		    h->endpoint, strerror((int)oserr));
+	if (res == CURLE_OPERATION_TIMEDOUT)
+		return sbx_err_set(err, SBX_EX_FAIL, "'%s' did not answer in "
+		    "time", h->endpoint);
+	return sbx_err_set(err, SBX_EX_FAIL, "cannot reach '%s': %s",
+	    h->endpoint, errbuf[0] ? errbuf : curl_easy_strerror(res));
+}
+
+static size_t
+on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n;
+	long status = 0;
+
+	if (x->out_fd >= 0) {
+		curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
+		if (status >= 200 && status < 300) {
+			if (sbx_write_all(x->out_fd, p, len) < 0) {
+				x->werr = errno;
+				return 0;
+			}
+			return len;
+		}
+	}
+	sbx_buf_add(&x->rs->body, p, len);
+	return len;
+}
+
+static size_t
+on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+
+	/* A new response (after a 100 or a redirect) starts afresh. */
+	if (n * size > 5 && !strncmp(p, "HTTP/", 5))
+		x->rs->head.len = 0;
+	sbx_buf_add(&x->rs->head, p, size * n);
+	return size * n;
+}
+
+static size_t
+on_read(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	ssize_t r;
+
+	while ((r = read(x->in_fd, p, size * n)) < 0 && errno == EINTR)
+		;
+	if (r < 0) {
+		x->rerr = errno;
+		return CURL_READFUNC_ABORT;
+	}
+	return (size_t)r;
+}
+
+static int
+once(struct sbx_http *h, const struct sbx_http_req *rq,
+    struct sbx_http_resp *rs, struct sbx_err *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "", *body = NULL;
+	struct curl_slist *hdrs = NULL;
+	struct xfer x = {h->c, rs, rq->in_fd, rq->out_fd, 0, 0};
+	const char *const *hp;
+	char *ct = NULL;
+	CURLcode res;
+	int rc = 0;
+
+	memset(rs, 0, sizeof *rs);
+	rs->body.limit = BODY_MAX;
+	rs->head.limit = HEAD_MAX;
+	setup(h, h->c, rq->path, errbuf);
+	hdrs = curl_slist_append(hdrs, "Expect:");
+	if (rq->body) {
+		if (!(body = json_dumps(rq->body, JSON_COMPACT))) {
+			curl_slist_free_all(hdrs);
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot encode a "
+			    "request");
+		}
+		curl_easy_setopt(h->c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h->c, CURLOPT_POSTFIELDSIZE,
+		    (long)strlen(body));
+		hdrs = curl_slist_append(hdrs,
+		    "Content-Type: application/json");
+	} else if (rq->in_fd >= 0) {
+		curl_easy_setopt(h->c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(h->c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(h->c, CURLOPT_READDATA, &x);
+		ct = sbx_xasprintf("Content-Type: %s", rq->in_type ?
+		    rq->in_type : "application/octet-stream");
+		hdrs = curl_slist_append(hdrs, ct);
+	} else if (!strcmp(rq->method, "POST")) {
+		curl_easy_setopt(h->c, CURLOPT_POSTFIELDS, "");
+		curl_easy_setopt(h->c, CURLOPT_POSTFIELDSIZE, 0L);
+	}
+	if (!strcmp(rq->method, "HEAD"))
+		curl_easy_setopt(h->c, CURLOPT_NOBODY, 1L);
+	else
+		curl_easy_setopt(h->c, CURLOPT_CUSTOMREQUEST, rq->method);
+	for (hp = rq->headers; hp && *hp; hp++)
+		hdrs = curl_slist_append(hdrs, *hp);
+	curl_easy_setopt(h->c, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h->c, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h->c, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(h->c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h->c, CURLOPT_HEADERDATA, &x);
+	curl_easy_setopt(h->c, CURLOPT_TIMEOUT_MS, rq->timeout_ms ?
+	    rq->timeout_ms : (rq->in_fd >= 0 || rq->out_fd >= 0) ? 0L :
+	    DEFAULT_MS);
+	res = curl_easy_perform(h->c);
+	curl_easy_getinfo(h->c, CURLINFO_RESPONSE_CODE, &rs->status);
+	if (res != CURLE_OK) {
+		if (x.werr) {
+			errno = x.werr;
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write what "
+			    "'%s' sent:", h->endpoint);
+		} else if (x.rerr) {
+			errno = x.rerr;
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot read "
+			    "what to send to '%s':", h->endpoint);
+		} else {
+			rc = transport_err(h, h->c, res, errbuf, err);
+		}
+	} else if (rs->body.len && !rs->body.truncated) {
+		rs->json = json_loadb(rs->body.data, rs->body.len, 0, NULL);
+	}
+	/* Request bodies carry environment values: no copy is left. */
+	if (body) {
+		explicit_bzero(body, strlen(body));
+		free(body);
+	}
+	curl_easy_setopt(h->c, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdrs);
+	free(ct);
+	return rc;
+}
+
+static int
+retryable(long status)
+{
+	return status == 429 || status == 502 || status == 503 ||
+	    status == 504;
+}
+
+int
+sbx_http_do(struct sbx_http *h, const struct sbx_http_req *rq,
+    struct sbx_http_resp *rs, struct sbx_err *err)
+{
+	int attempt, rc;
+
+	for (attempt = 0;; attempt++) {
+		rc = once(h, rq, rs, err);
+		/* A streamed body cannot be sent twice. */
+		if (rc < 0 || !rq->idempotent || rq->in_fd >= 0 ||
+		    attempt >= RETRIES || !retryable(rs->status))
+			return rc;
+		sbx_http_resp_release(rs);
+		usleep(250000u << attempt);
+	}
+}
+
+/* Read up to the end of a reply's head; what follows goes to rest. */
+static int
+read_head(int fd, struct sbx_buf *head, struct sbx_buf *rest)
+{
+	char buf[4096], *end;
+	ssize_t n;
+	struct pollfd p = {fd, POLLIN, 0};
+
+	for (;;) {
+		if (poll(&p, 1, (int)DEFAULT_MS) <= 0)
+			return -1;
+		if ((n = read(fd, buf, sizeof buf)) < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		sbx_buf_add(head, buf, (size_t)n);
+		if (head->truncated)
+			return -1;
+		if ((end = strstr(head->data, "\r\n\r\n"))) {
+			end += 4;
+			sbx_buf_add(rest, end, head->len - (size_t)(end -
+			    head->data));
+			head->len = (size_t)(end - head->data);
+			return 0;
+		}
+	}
+}
+
+int
+sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq, int *fd,
+    long *status, struct sbx_buf *rest, struct sbx_err *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "", *body = NULL, *cl;
+	struct sbx_buf req = SBX_BUF_INIT, head = SBX_BUF_INIT;
+	const char *const *hp;
+	curl_socket_t s = CURL_SOCKET_BAD;
+	CURLcode res;
+	int rc = -1, fl;
+	size_t want;
+	char *line;
+
+	*fd = -1;
+	*status = 0;
+	if (!h->plain || h->hj)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot take over a "
+		    "connection to '%s'", h->endpoint);
+	if (!(h->hj = curl_easy_init()))
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot initialise "
+		    "libcurl");
+	setup(h, h->hj, rq->path, errbuf);
+	curl_easy_setopt(h->hj, CURLOPT_CONNECT_ONLY, 1L);
+	if ((res = curl_easy_perform(h->hj)) != CURLE_OK)
+		return transport_err(h, h->hj, res, errbuf, err);
+	if (curl_easy_getinfo(h->hj, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK ||
+	    s == CURL_SOCKET_BAD)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot reach '%s'",
+		    h->endpoint);
+	/* Ours from now on, until sbx_http_free: blocking, as we poll. */
+	if ((fl = fcntl(s, F_GETFL)) >= 0)
+		fcntl(s, F_SETFL, fl & ~O_NONBLOCK);
+	if (rq->body && !(body = json_dumps(rq->body, JSON_COMPACT)))
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot encode a request");
+	line = sbx_xasprintf("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: "
+	    "Upgrade\r\nUpgrade: tcp\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n", rq->method, rq->path, h->host,
+	    body ? strlen(body) : 0);
+	sbx_buf_add(&req, line, strlen(line));
+	free(line);
+	for (hp = rq->headers; hp && *hp; hp++) {
+		sbx_buf_add(&req, *hp, strlen(*hp));
+		sbx_buf_add(&req, "\r\n", 2);
+	}
+	sbx_buf_add(&req, "\r\n", 2);
+	if (body)
+		sbx_buf_add(&req, body, strlen(body));
+	if (sbx_write_all(s, req.data, req.len) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot send to '%s':",
+		    h->endpoint);
+		goto out;
+	}
+	head.limit = HEAD_MAX;
+	if (read_head(s, &head, rest) < 0 || sscanf(head.data,
+	    "HTTP/1.%*d %ld", status) != 1) {
+		sbx_err_set(err, SBX_EX_FAIL, "no answer from '%s'",
+		    h->endpoint);
+		goto out;
+	}
+	/* An error's body is short and has a length: read all of it. */
+	if (*status >= 300 && (cl = strcasestr(head.data,
+	    "\r\ncontent-length:"))) {
+		want = strtoul(cl + 17, NULL, 10);
+		rest->limit = HEAD_MAX;
+		while (rest->len < want && !rest->truncated) {
+			char buf[4096];
+			ssize_t n = read(s, buf, sizeof buf);
+
+			if (n <= 0)
+				break;
+			sbx_buf_add(rest, buf, (size_t)n);
+		}
+	}
+	*fd = s;
+	rc = 0;
+out:
+	if (body) {
+		explicit_bzero(body, strlen(body));
+		free(body);
+	}
+	if (req.data)
+		explicit_bzero(req.data, req.len);
+	sbx_buf_release(&req);
+	sbx_buf_release(&head);
+	return rc;
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bats
+# The two flavours of the tools: bin/sbx-X, static with the local backend,
+# runs bin/remote/sbx-X (libcurl, every backend) for a backend it lacks.
+
+load helper
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+setup() { sbx_setup; }
+
+# The sanitized build links dynamically (the sanitizers need it).
+sanitized() {
+	ldd "$SBX_BIN/sbx-exec" 2>/dev/null | grep -q libasan
+}
+
+@test "bin/sbx-exec is static and holds no libcurl" {
+	if ! sanitized; then
+		run file -L "$SBX_BIN/sbx-exec"
+		assert_output --partial 'statically linked'
+		run ldd "$SBX_BIN/sbx-exec"
+		assert_output --partial 'not a dynamic executable'
+	fi
+	run ! grep -q curl_easy_perform "$SBX_BIN/sbx-exec"
+	run ! grep -q curl_easy_perform "$SBX_BIN/sbx-sync"
+	run ldd "$SBX_BIN/remote/sbx-exec"
+	assert_output --partial libcurl
+}
+
+@test "sbx-ls --backend docker runs the remote flavour, which names the engine it cannot reach" {
+	sock=$BATS_TEST_TMPDIR/missing.sock
+	DOCKER_HOST=unix://$sock run --separate-stderr sbx-ls --backend docker
+	assert_failure 1
+	assert_output ''
+	[ "$stderr" = "sbx-ls: cannot reach the Docker engine at 'unix://$sock': No such file or directory" ]
+}
+
+@test "every tool reaches the remote flavour for a docker ref, from --id or a state file" {
+	sock=$BATS_TEST_TMPDIR/missing.sock
+	export DOCKER_HOST=unix://$sock
+	want="cannot reach the Docker engine at 'unix://$sock'"
+	run --separate-stderr sbx-exec -b docker -I abc -- true
+	assert_failure 125
+	[[ "$stderr" == "sbx-exec: $want"* ]]
+	jq -n --arg ep "unix://$sock" '{schema: 1, status: "running",
+	    ref: {backend: "docker", id: "abc", endpoint: $ep}}' >s.json
+	run --separate-stderr sbx-exec -s s.json -- true
+	assert_failure 125
+	[[ "$stderr" == "sbx-exec: $want"* ]]
+	for t in sbx-kill sbx-pause; do
+		run --separate-stderr "$t" -s s.json
+		assert_failure 1
+		assert_output ''
+		[[ "$stderr" == *"$want"* ]] || fail "$t: $stderr"
+	done
+	run --separate-stderr sbx-create -b docker -i img
+	assert_failure 1
+	[[ "$stderr" == "sbx-create: $want"* ]]
+}
+
+@test "without the remote flavour, a docker backend names the missing file and exits 1" {
+	mkdir bin
+	cp "$SBX_BIN"/sbx-* bin/
+	DOCKER_HOST=unix:///nonexistent.sock run --separate-stderr \
+	    bin/sbx-ls --backend docker
+	assert_failure 1
+	assert_output ''
+	[ "$stderr" = "sbx-ls: backend 'docker' needs '$PWD/bin/remote/sbx-ls': No such file or directory" ]
+	run --separate-stderr bin/sbx-exec -b docker -I abc -- true
+	assert_failure 1
+	[ "$stderr" = "sbx-exec: backend 'docker' needs '$PWD/bin/remote/sbx-exec': No such file or directory" ]
+}
+
+@test "an unknown backend is a usage error (2) in both flavours" {
+	for t in "$SBX_BIN/sbx-ls" "$SBX_BIN/remote/sbx-ls"; do
+		run --separate-stderr "$t" --backend nosuch
+		assert_failure 2
+		assert_output ''
+		[ "$stderr" = "sbx-ls: unknown backend 'nosuch'" ]
+	done
+}
+
+@test "the remote flavour runs local sandboxes too (it finds sbx-init one up)" {
+	r=$SBX_BIN/remote
+	run "$r/sbx-create" -s s.json
+	assert_success
+	run "$r/sbx-exec" -s s.json -- echo remote
+	assert_success
+	assert_output remote
+	run "$SBX_BIN/sbx-exec" -s s.json -- echo static
+	assert_output static
+	run "$r/sbx-kill" -s s.json
+	assert_success
+}
+
+@test "installed, the static tools find the remote flavour in libexec/sbx/remote" {
+	top=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+	make -s -C "$top" install DESTDIR="$BATS_TEST_TMPDIR/pkg" PREFIX=/usr
+	p=$BATS_TEST_TMPDIR/pkg/usr
+	[ -x "$p/libexec/sbx/remote/sbx-exec" ]
+	DOCKER_HOST=unix:///nonexistent.sock run --separate-stderr \
+	    "$p/bin/sbx-ls" -b docker
+	assert_failure 1
+	[ "$stderr" = "sbx-ls: cannot reach the Docker engine at 'unix:///nonexistent.sock': No such file or directory" ]
+	run "$p/libexec/sbx/remote/sbx-create" -s s.json
+	assert_success
+	run "$p/libexec/sbx/remote/sbx-exec" -s s.json -- echo installed
+	assert_output installed
+	run "$p/bin/sbx-kill" -s s.json
+	assert_success
+}
