@@ -1278,8 +1278,11 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 	/* Where a conflict stays, the sandbox's side is not in the
 	 * baseline: the next pull lists everything again. */
 	free(p.meta.token);
-	p.meta.token = conflicts ? NULL : p.delta.token;
-	p.delta.token = NULL;
+	p.meta.token = NULL;
+	if (!conflicts) {
+		p.meta.token = p.delta.token;
+		p.delta.token = NULL;
+	}
 	p.meta.digest = digest;
 	if (baseline_save(o, &p.base, &p.meta, err) < 0)
 		goto out;
