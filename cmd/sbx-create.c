@@ -241,7 +241,7 @@ main(int argc, char **argv)
 	if (!state && getenv("SBX_STATE") && *getenv("SBX_STATE"))
 		state = getenv("SBX_STATE");
 	if (!(be = sbx_backend_get(backend ? backend : sbx_backend_default(),
-	    &err)))
+	    &err)) || sbx_backend_check_spec(be, &spec, &err) < 0)
 		sbx_die_err(&err);
 	if (reuse && !state)
 		sbx_usage_error(usage, "--reuse needs a state file (--state or "

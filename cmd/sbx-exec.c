@@ -203,7 +203,9 @@ main(int argc, char **argv)
 	o.env = env;
 	o.capture = json;
 	if (!(ref = sbx_ref_resolve(&t, &state, &err)) ||
-	    !(be = sbx_backend_of(ref, &err)))
+	    !(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
+	    (o.tty ? SBX_CAP_PTY : 0) | (o.interactive ? SBX_CAP_STDIN : 0),
+	    &err) < 0)
 		fail(json, &err);
 	if (resume && be->resume && resume_first(be, ref, state, &err) < 0)
 		fail(json, &err);

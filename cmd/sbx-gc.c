@@ -450,7 +450,8 @@ main(int argc, char **argv)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
 	if (!ctx.backend)
 		ctx.backend = sbx_backend_default();
-	if (!(be = sbx_backend_get(ctx.backend, &err)))
+	if (!(be = sbx_backend_get(ctx.backend, &err)) || sbx_backend_need(be,
+	    ctx.idle ? SBX_CAP_IDLE : 0, &err) < 0)
 		sbx_die_err(&err);
 	for (i = 0; i < ndirs; i++)
 		check_dir(dirs[i]);

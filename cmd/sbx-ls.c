@@ -7,10 +7,12 @@
 #include "sbx.h"
 
 static const char usage[] =
-    "usage: sbx-ls [-jqv] [-b backend] [-l key=value]...\n";
+    "usage: sbx-ls [-jqv] [-b backend] [-l key=value]...\n"
+    "       sbx-ls -B [-j]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
+	{"backends", no_argument, NULL, 'B'},
 	{"help", no_argument, NULL, 'h'},
 	{"json", no_argument, NULL, 'j'},
 	{"label", required_argument, NULL, 'l'},
@@ -104,6 +106,32 @@ one(json_t *o, void *arg)
 	return 0;
 }
 
+/* One backend of sbx-ls --backends. */
+static int
+backend_row(json_t *o, void *arg)
+{
+	struct ctx *ctx = arg;
+	const char *k;
+	json_t *v;
+	int n = 0;
+
+	if (!ctx->table) {
+		sbx_out_json(o);
+		return 0;
+	}
+	if (!ctx->rows++)
+		printf("%-8s  %-7s  %-7s  %s\n", "BACKEND", "DEFAULT", "PAUSE",
+		    "CAPABILITIES");
+	printf("%-8s  %-7s  %-7s  ", sbx_json_str(o, "backend"),
+	    json_is_true(json_object_get(o, "default")) ? "yes" : "-",
+	    sbx_json_str(o, "pause"));
+	json_object_foreach(json_object_get(o, "caps"), k, v)
+		if (json_is_true(v))
+			printf("%s%s", n++ ? "," : "", k);
+	putchar('\n');
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -111,15 +139,18 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
 	const char *backend = NULL;
-	int c, json = 0;
+	int c, json = 0, backends = 0;
 
 	sbx_prog_set(argv);
 	ctx.want = json_object();
-	while ((c = getopt_long(argc, argv, "b:hjl:qvV", longopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "Bb:hjl:qvV", longopts, NULL)) !=
 	    -1) {
 		switch (c) {
 		case 'b':
 			backend = optarg;
+			break;
+		case 'B':
+			backends = 1;
 			break;
 		case 'j':
 			json = 1;
@@ -135,10 +166,18 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
+	ctx.table = !json && isatty(1);
+	if (backends) {
+		if (backend || json_object_size(ctx.want))
+			sbx_usage_error(usage, "--backends takes no --backend "
+			    "or --label");
+		sbx_backend_each(backend_row, &ctx);
+		json_decref(ctx.want);
+		return sbx_out_close(SBX_EX_OK);
+	}
 	if (!(be = sbx_backend_get(backend ? backend : sbx_backend_default(),
 	    &err)))
 		sbx_die_err(&err);
-	ctx.table = !json && isatty(1);
 	if (be->list(one, &ctx, &err) < 0)
 		sbx_die_err(&err);
 	json_decref(ctx.want);

@@ -29,7 +29,8 @@ static const struct option longopts[] = {
 struct ctx {
 	const char *backend;
 	const char *explicit_backend; /* -b, when given */
-	int resume, stop;
+	int resume;
+	int mode, stop; /* --mode given; it is stop */
 };
 
 /* The ref, secret-free as refs are, with what became of the sandbox. */
@@ -48,6 +49,7 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 {
 	const struct sbx_backend *be;
 	struct sbx_err err = {0};
+	int stop;
 
 	*rc = SBX_EX_OK;
 	if (!(be = sbx_backend_of(ref, &err))) {
@@ -55,19 +57,27 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 		*rc = err.code;
 		return NULL;
 	}
-	if (!be->pause) {
-		sbx_warn("backend '%s' cannot pause", be->name);
-		*rc = SBX_EX_USAGE;
+	/* Without --mode, pause does what the backend does by default. */
+	stop = ctx->mode ? ctx->stop : !(be->caps & SBX_CAP_SUSPEND);
+	if (!(be->caps & (SBX_CAP_SUSPEND | SBX_CAP_STOP)))
+		sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' cannot pause",
+		    be->name);
+	else if (!ctx->resume)
+		sbx_backend_need(be, stop ? SBX_CAP_STOP : SBX_CAP_SUSPEND,
+		    &err);
+	if (err.code) {
+		sbx_warn("%s", err.msg);
+		*rc = err.code;
 		return NULL;
 	}
-	if ((ctx->resume ? be->resume(ref, &err) : be->pause(ref, ctx->stop,
+	if ((ctx->resume ? be->resume(ref, &err) : be->pause(ref, stop,
 	    &err)) < 0) {
 		sbx_warn("cannot %s '%s': %s", ctx->resume ? "resume" : "pause",
 		    sbx_json_str(ref, "id"), err.msg);
 		*rc = err.code ? err.code : SBX_EX_FAIL;
 		return NULL;
 	}
-	return ctx->resume ? "running" : ctx->stop ? "stopped" : "paused";
+	return ctx->resume ? "running" : stop ? "stopped" : "paused";
 }
 
 static int
@@ -169,17 +179,20 @@ main(int argc, char **argv)
 	if (mode && ctx.resume)
 		sbx_usage_error(usage, "--mode is for pausing; --resume "
 		    "resumes however it was paused");
+	ctx.mode = mode != NULL;
 	ctx.stop = mode && !strcmp(mode, "stop");
 	ctx.backend = t.backend ? t.backend : sbx_backend_default();
 	ctx.explicit_backend = t.backend;
 	if (!(be = sbx_backend_get(ctx.backend, &err)))
 		sbx_die_err(&err);
 	if (semantics) {
-		json_t *o = json_pack("{sssss[s]}", "backend", be->name, "pause",
-		    be->pause ? be->pause_semantics : "none", "modes",
-		    be->pause ? be->pause_semantics : "none");
+		json_t *o = json_pack("{sssss[]}", "backend", be->name, "pause",
+		    sbx_backend_pause_default(be), "modes");
 
-		if (be->pause && strcmp(be->pause_semantics, "stop"))
+		if (be->caps & SBX_CAP_SUSPEND)
+			json_array_append_new(json_object_get(o, "modes"),
+			    json_string("suspend"));
+		if (be->caps & SBX_CAP_STOP)
 			json_array_append_new(json_object_get(o, "modes"),
 			    json_string("stop"));
 		sbx_out_json(o);

@@ -107,6 +107,7 @@ main(int argc, char **argv)
 	struct sbx_target t = {0};
 	struct sbx_err err = {0};
 	struct sbx_state stb;
+	const struct sbx_backend *be;
 	const char *cmd, *project = ".", *state = NULL, *z = NULL;
 	char *state_abs = NULL, *statedir = NULL, *statefile = NULL;
 	struct stat st;
@@ -222,7 +223,8 @@ main(int argc, char **argv)
 	/* The backend now, before anything is read or written: one that
 	 * this flavour lacks runs the other flavour of us from the start. */
 	if (!(o.ref = sbx_ref_resolve(&t, &state, &err)) ||
-	    !sbx_backend_of(o.ref, &err))
+	    !(be = sbx_backend_of(o.ref, &err)) ||
+	    sbx_backend_need(be, SBX_CAP_FILES, &err) < 0)
 		sbx_die_err(&err);
 	if (state)
 		locate_state(state, project, &state_abs, &statedir,

@@ -1313,7 +1313,11 @@ static const struct sbx_files docker_files = {
 
 const struct sbx_backend sbx_docker_backend = {
 	.name = "docker",
-	.pause_semantics = "suspend",
+	/* The engine does not say when an exec last ran: no IDLE. */
+	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
+	    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS |
+	    SBX_CAP_TIMEOUT | SBX_CAP_RUNTIME | SBX_CAP_PULL | SBX_CAP_SUSPEND |
+	    SBX_CAP_STOP | SBX_CAP_FILES,
 	.pause = docker_pause,
 	.resume = docker_resume,
 	.create = docker_create,

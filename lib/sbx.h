@@ -290,8 +290,29 @@ struct sbx_exec_result {
 	struct sbx_buf out, err; /* with capture */
 };
 
+/* What a backend can do. A tool asked for something its backend lacks
+ * refuses it before it acts (sbx_backend_need: SBX_EX_USAGE); nothing
+ * falls back quietly. sbx-ls --backends prints them by name. */
+enum {
+	SBX_CAP_PTY = 1 << 0,        /* sbx-exec -t */
+	SBX_CAP_STDIN = 1 << 1,      /* sbx-exec -i */
+	SBX_CAP_NET_DENY = 1 << 2,   /* sbx-create --network deny */
+	SBX_CAP_NET_ALLOW = 1 << 3,  /* sbx-create --network allow */
+	SBX_CAP_MEMORY = 1 << 4,     /* sbx-create --memory */
+	SBX_CAP_CPUS = 1 << 5,       /* sbx-create --cpus */
+	SBX_CAP_PIDS = 1 << 6,       /* sbx-create --pids */
+	SBX_CAP_TIMEOUT = 1 << 7,    /* sbx-create --timeout */
+	SBX_CAP_RUNTIME = 1 << 8,    /* sbx-create --runtime */
+	SBX_CAP_PULL = 1 << 9,       /* sbx-create --pull */
+	SBX_CAP_SUSPEND = 1 << 10,   /* sbx-pause: memory and processes kept */
+	SBX_CAP_STOP = 1 << 11,      /* sbx-pause -m stop: files kept */
+	SBX_CAP_FILES = 1 << 12,     /* sbx-sync */
+	SBX_CAP_IDLE = 1 << 13,      /* reports idle time: sbx-gc -i */
+};
+
 struct sbx_backend {
 	const char *name;
+	unsigned caps;  /* SBX_CAP_* */
 	int (*create)(const struct sbx_spec *spec, json_t **ref,
 	    struct sbx_err *err);
 	/* Fails with SBX_EX_NOSANDBOX when the sandbox is gone. */
@@ -302,12 +323,10 @@ struct sbx_backend {
 	int (*kill)(json_t *ref, int keep, struct sbx_err *err);
 	/* The listing entry of one sandbox; SBX_EX_NOSANDBOX when gone. */
 	json_t *(*info)(const json_t *ref, struct sbx_err *err);
-	/* What pause does by default: "suspend" (memory and processes
-	 * survive), "stop" (files survive) or "none" (pause is NULL). */
-	const char *pause_semantics;
-	/* Pause (stop: end the processes, keep the files); a no-op on a
-	 * paused sandbox. resume: a no-op on a running one. Both set the
-	 * ref's "id" to the sandbox's own. */
+	/* Pause: suspend, or with stop end the processes and keep the
+	 * files (as its caps allow); a no-op on a paused sandbox. resume: a
+	 * no-op on a running one. Both set the ref's "id" to the sandbox's
+	 * own. */
 	int (*pause)(json_t *ref, int stop, struct sbx_err *err);
 	int (*resume)(json_t *ref, struct sbx_err *err);
 	/* Calls fn with one info object per sandbox. */
@@ -326,6 +345,19 @@ const struct sbx_backend *sbx_backend_get(const char *name,
 const struct sbx_backend *sbx_backend_of(const json_t *ref,
     struct sbx_err *err);
 const char *sbx_backend_default(void);
+/* 0 when the backend has every capability in caps; else SBX_EX_USAGE
+ * with err naming the first it lacks and the flag that asked for it. */
+int sbx_backend_need(const struct sbx_backend *be, unsigned caps,
+    struct sbx_err *err);
+/* sbx_backend_need for what a spec asks of sbx-create. */
+int sbx_backend_check_spec(const struct sbx_backend *be,
+    const struct sbx_spec *spec, struct sbx_err *err);
+/* What pause does without --mode: "suspend", "stop" or "none". */
+const char *sbx_backend_pause_default(const struct sbx_backend *be);
+/* {"backend","default","caps":{name:bool...}}, one for each backend
+ * this flavour of the tools can run; fn's result ends the walk when
+ * not 0. The static flavour hands the question to the remote one. */
+int sbx_backend_each(int (*fn)(json_t *o, void *arg), void *arg);
 
 /* --- manifest: what a tree holds, and the baseline of a sync ---------- */
 

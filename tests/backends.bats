@@ -108,3 +108,50 @@ sanitized() {
 	run "$p/bin/sbx-kill" -s s.json
 	assert_success
 }
+
+@test "sbx-ls --backends: every backend, its default pause and what it can do, in both flavours" {
+	for t in "$SBX_BIN/sbx-ls" "$SBX_BIN/remote/sbx-ls"; do
+		run --separate-stderr "$t" --backends
+		assert_success
+		[ "${#lines[@]}" -eq 2 ]
+		jq -se 'map(.backend) == ["local", "docker"] and
+		    map(.default) == [true, false] and
+		    all(.pause == "suspend") and
+		    all(.caps | length == 14 and all(type == "boolean"))' \
+		    <<<"$output"
+		jq -se '.[0].caps | .idle and .files and .pty and .stop and
+		    (.runtime | not) and (.pull | not)' <<<"$output"
+		jq -se '.[1].caps | .runtime and .pull and .files and
+		    (.idle | not)' <<<"$output"
+	done
+	# The default is the configured one.
+	SBX_BACKEND=docker run "$SBX_BIN/sbx-ls" --backends
+	jq -se 'map(.default) == [false, true]' <<<"$output"
+	run --separate-stderr sbx-ls --backends -b local
+	assert_failure 2
+	[ "$stderr" = "sbx-ls: --backends takes no --backend or --label" ]
+}
+
+@test "sbx-ls --backends without the remote flavour lists what is there: local" {
+	mkdir bin
+	cp "$SBX_BIN"/sbx-ls bin/
+	run --separate-stderr bin/sbx-ls --backends
+	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	jq -e '.backend == "local"' <<<"$output"
+}
+
+@test "a backend refuses what it cannot do, with exit 2 and nothing made" {
+	run --separate-stderr sbx-create -R runsc
+	assert_failure 2
+	[ "$stderr" = "sbx-create: backend 'local' cannot choose a runtime (--runtime)" ]
+	run --separate-stderr sbx-create --pull
+	assert_failure 2
+	[ "$stderr" = "sbx-create: backend 'local' cannot pull images (--pull)" ]
+	run sbx-ls -j
+	assert_output ''
+	DOCKER_HOST=unix:///nonexistent.sock run --separate-stderr \
+	    sbx-gc -b docker --idle-for 1h
+	assert_failure 2
+	[ "$stderr" = "sbx-gc: backend 'docker' cannot tell how long a sandbox was idle (--idle-for)" ]
+}

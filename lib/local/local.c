@@ -1130,12 +1130,6 @@ out:
 static int
 local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
-	if (spec->runtime)
-		return sbx_err_set(err, SBX_EX_USAGE, "backend 'local' has no "
-		    "--runtime (it is for docker)");
-	if (spec->pull)
-		return sbx_err_set(err, SBX_EX_USAGE, "backend 'local' pulls "
-		    "no images (--pull is for docker)");
 	return start_sandbox(spec, NULL, NULL, ref, err);
 }
 
@@ -1200,7 +1194,10 @@ local_info(const json_t *ref, struct sbx_err *err)
 
 const struct sbx_backend sbx_local_backend = {
 	.name = "local",
-	.pause_semantics = "suspend",
+	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
+	    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS |
+	    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_STOP | SBX_CAP_FILES |
+	    SBX_CAP_IDLE,
 	.pause = local_pause,
 	.resume = local_resume,
 	.create = local_create,
