@@ -132,7 +132,10 @@ $(BUILD)/unit/%: tests/unit/%.c tests/unit/tap.h $(BUILD)/libsbx.a
 
 # The suites: C unit tests, then bats against the binaries just built.
 # Both speak TAP; .ci/run counts it. The sandboxes' own tests need root
-# (uid ranges, cgroups): a normal user's run goes through sudo.
+# (uid ranges, cgroups): a normal user's run goes through sudo. Then the
+# conformance suite (tests/conformance), once for each backend here.
+BACKENDS ?= local docker docker:runsc
+
 check: all $(UNITS)
 	@rc=0; for u in $(UNITS); do $$u || rc=1; done; \
 	if [ "$$(id -u)" = 0 ]; then asroot=; \
@@ -140,6 +143,11 @@ check: all $(UNITS)
 	else echo "make check: the suites need root; run as root or install sudo" >&2; \
 		exit 1; fi; \
 	$$asroot env SBX_BIN=$(CURDIR)/$(BIN) bats --tap tests || rc=1; \
+	for b in $(BACKENDS); do \
+		echo "# conformance: $$b"; \
+		$$asroot env SBX_BIN=$(CURDIR)/$(BIN) SBX_TEST_BACKEND=$$b \
+			bats --tap tests/conformance || rc=1; \
+	done; \
 	exit $$rc
 
 demo: scripts/install-deps

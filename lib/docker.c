@@ -343,7 +343,8 @@ pull(struct dk *d, const char *image, struct sbx_err *err)
 	}
 	free(q);
 	if (rs.status != 200)
-		rc = dk_fail(&rs, SBX_EX_FAIL, "cannot pull the image", err);
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot pull '%s': %s "
+		    "(status %ld)", image, dk_msg(&rs), rs.status);
 	else if (rs.body.data && (e = strstr(rs.body.data, "\"error\":")))
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot pull '%s': %.300s",
 		    image, e + 8);

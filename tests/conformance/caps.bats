@@ -1,0 +1,77 @@
+#!/usr/bin/env bats
+# What the backend under test declares it can do, and that the tools hold
+# it to that: what it lacks is refused with nothing made; what it has works.
+# (The other files ask has_cap where a backend may differ.)
+
+load conformance
+
+setup_file() { conf_setup_file; }
+teardown_file() { conf_teardown_file; }
+setup() { conf_setup; }
+
+# Nothing of the backend under test is left.
+no_sandboxes() {
+	run sbx-ls -j -b "$BACKEND"
+	assert_success
+	assert_output ''
+}
+
+@test "$B: the backend declares every capability, each true or false" {
+	run sbx-ls -B -j
+	assert_success
+	jq -se --arg b "$BACKEND" 'map(select(.backend == $b)) | length == 1
+	    and (.[0].caps | length == 14 and all(type == "boolean"))
+	    and (.[0].pause | IN("suspend", "stop", "none"))' <<<"$output"
+	run sbx-pause -S -b "$BACKEND"
+	assert_success
+	[ "$(jq -r .pause <<<"$output")" = "$(sbx-ls -B | jq -r --arg b \
+	    "$BACKEND" 'select(.backend == $b) | .pause')" ]
+}
+
+@test "$B: --runtime is refused (2) with nothing made, or a runtime the backend lacks is" {
+	run --separate-stderr create -R nosuchruntime -s s.json
+	assert_failure 2
+	assert_output ''
+	if has_cap runtime; then
+		[[ "$stderr" == *"nosuchruntime"* ]]
+	else
+		[ "$stderr" = "sbx-create: backend '$BACKEND' cannot choose a runtime (--runtime)" ]
+	fi
+	[ ! -e s.json ]
+	no_sandboxes
+}
+
+@test "$B: --pull is refused (2), or an image it cannot pull fails (1) naming it, with nothing made" {
+	if has_cap pull; then
+		# A registry on loopback that is not there: no traffic leaves.
+		run --separate-stderr sbx-create -b "$BACKEND" -i \
+		    127.0.0.1:9/sbx/none:1 --pull -s s.json
+		assert_failure 1
+		[[ "$stderr" == *"127.0.0.1:9/sbx/none:1"* ]]
+	else
+		run --separate-stderr create --pull -s s.json
+		assert_failure 2
+		[ "$stderr" = "sbx-create: backend '$BACKEND' cannot pull images (--pull)" ]
+	fi
+	assert_output ''
+	[ ! -e s.json ]
+	no_sandboxes
+}
+
+@test "$B: idle time is reported and sbx-gc --idle-for uses it, or both say they cannot" {
+	new_sandbox
+	if has_cap idle; then
+		jq -e '.idle | type == "number"' <<<"$(ls_line "$(sid)")"
+		run sbx-gc --idle-for 1h
+		assert_success
+		run sx true
+		assert_success
+	else
+		jq -e '.idle == null' <<<"$(ls_line "$(sid)")"
+		run --separate-stderr sbx-gc --idle-for 1s
+		assert_failure 2
+		[ "$stderr" = "sbx-gc: backend '$BACKEND' cannot tell how long a sandbox was idle (--idle-for)" ]
+		run sx true
+		assert_success
+	fi
+}

@@ -1,0 +1,94 @@
+# conformance.bash - what every file of the conformance suite loads: the
+# backend under test, and how to make sandboxes on it.
+#
+# The suite holds what every backend must do the same way. It runs against
+# the backend SBX_TEST_BACKEND names:
+#   local          (the default)
+#   docker         a private Docker engine (../dockerd.bash), started once
+#                  for the whole run by setup_suite.bash
+#   docker:runsc   the same, each sandbox under gVisor (--runtime runsc)
+# `make check` runs it for each of them (BACKENDS= narrows that).
+#
+# A file:
+#   load conformance
+#   setup_file()    { conf_setup_file; }
+#   teardown_file() { conf_teardown_file; }
+#   setup()         { conf_setup; }
+#   @test "$B: sbx-exec passes exit codes through" { ... }
+#
+# Test names start with "$B: " so that a failure says which backend.
+# A capability a backend may lack is asked of it (has_cap NAME, from
+# sbx-ls -B): where it has it, the test checks that it works; where it
+# does not, that the tool refuses it cleanly (exit 2, or 125 for
+# sbx-exec). Nothing is skipped.
+
+load ../helper
+load ../dockerd
+
+B=${SBX_TEST_BACKEND:-local}
+case $B in
+local)
+	BACKEND=local
+	CREATE=()
+	;;
+docker)
+	BACKEND=docker
+	CREATE=(-b docker -i "$SBX_TEST_IMAGE")
+	;;
+docker:runsc)
+	BACKEND=docker
+	CREATE=(-b docker -i "$SBX_TEST_IMAGE" -R runsc)
+	;;
+*)
+	echo "conformance: unknown SBX_TEST_BACKEND '$B' (local, docker or docker:runsc)" >&2
+	exit 1
+	;;
+esac
+export BACKEND
+
+conf_setup_file() {
+	sbx_setup_file
+	# The tools' default backend: sbx-ls, sbx-gc, sbx-kill -I see it.
+	export SBX_BACKEND=$BACKEND
+	if [ "$BACKEND" = docker ] && [ -z "${DOCKER_HOST:-}" ]; then
+		echo "conformance: no private engine (setup_suite.bash)" >&2
+		return 1
+	fi
+}
+
+conf_teardown_file() {
+	sbx_teardown_file
+}
+
+conf_setup() {
+	sbx_setup
+}
+
+# A sandbox for this test on the backend under test: its state file is
+# $BATS_TEST_TMPDIR/s.json. Extra arguments go to sbx-create.
+new_sandbox() {
+	sbx-create "${CREATE[@]}" -s "$BATS_TEST_TMPDIR/s.json" "$@" >/dev/null
+}
+
+# A new sandbox on the backend under test; prints its id.
+mk() {
+	sbx-create "${CREATE[@]}" "$@" | jq -r .id
+}
+
+# sbx-create with the flags the backend under test needs.
+create() {
+	sbx-create "${CREATE[@]}" "$@"
+}
+
+# True when the backend under test declares capability $1 (sbx-ls -B).
+has_cap() {
+	local v
+	v=$(sbx-ls -B | jq -rs --arg b "$BACKEND" --arg c "$1" \
+	    'map(select(.backend == $b))[0].caps[$c]')
+	case $v in
+	true) return 0 ;;
+	false) return 1 ;;
+	esac
+	echo "has_cap: backend '$BACKEND' declares no capability '$1'" >&2
+	exit 1
+}
