@@ -45,15 +45,6 @@ static const struct option longopts[] = {
 	{NULL, 0, NULL, 0},
 };
 
-static long long
-ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void
 print_plan(const char *path, const char *action, uint64_t size, void *arg)
 {
@@ -111,7 +102,7 @@ main(int argc, char **argv)
 	const char *cmd, *project = ".", *state = NULL, *z = NULL;
 	char *state_abs = NULL, *statedir = NULL, *statefile = NULL;
 	struct stat st;
-	long long t0 = ms_now();
+	long long t0 = sbx_mono_ms();
 	int c, rc, status = 0, push = 0;
 	uint64_t u;
 
@@ -266,7 +257,8 @@ main(int argc, char **argv)
 		json_t *j = json_pack("{sIsIsIsIsI}", "files",
 		    (json_int_t)r.files, "bytes", (json_int_t)r.bytes,
 		    "deleted", (json_int_t)r.deleted, "conflicts",
-		    (json_int_t)r.conflicts, "ms", (json_int_t)(ms_now() - t0));
+		    (json_int_t)r.conflicts, "ms",
+		    (json_int_t)(sbx_mono_ms() - t0));
 
 		if (!push)
 			json_object_set_new(j, "listed", json_string(r.partial ?

@@ -1,9 +1,11 @@
-/* buf.c - the program name, allocators that die, the growable buffer */
+/* buf.c - the program name, allocators that die, the growable buffer,
+ * and the small helpers sbx-init shares */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbx.h"
@@ -139,4 +141,13 @@ sbx_fnv1a(uint64_t h, const void *p, size_t n)
 	while (n--)
 		h = (h ^ *c++) * 0x100000001b3ULL;
 	return h;
+}
+
+long long
+sbx_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }

@@ -115,6 +115,8 @@ int sbx_write_all(int fd, const void *buf, size_t n);
 /* FNV-1a, 64 bits, continuing from h (start with sbx_fnv1a(0, NULL, 0)):
  * to tell whether two things are the same, never for security. */
 uint64_t sbx_fnv1a(uint64_t h, const void *p, size_t n);
+/* CLOCK_MONOTONIC in milliseconds: for durations and deadlines. */
+long long sbx_mono_ms(void);
 
 /* --- jsonx: small helpers over jansson -------------------------------- */
 

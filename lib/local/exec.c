@@ -19,15 +19,6 @@ int sbx_local_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err);
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static char *
 sandbox_dir(const json_t *ref, struct sbx_err *err)
 {
@@ -201,7 +192,7 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, procs_fd = -1, kill_fd = -1;
 	int sfd = -1, rc = -1, done = 0, status = 0, timed_out = 0, in_open;
 	uint32_t flags = 0, v;
-	long long t0 = now_ms();
+	long long t0 = sbx_mono_ms();
 	sigset_t sigs, old;
 
 	memset(res, 0, sizeof *res);
@@ -369,7 +360,7 @@ restore:
 	tty_restore(&tty);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out:
-	res->duration_ms = now_ms() - t0;
+	res->duration_ms = sbx_mono_ms() - t0;
 	sbx_msg_release(&m);
 	{
 		int all[] = {sock, null, master, outp[0], outp[1], errp[0],

@@ -65,20 +65,11 @@ logmsg(const char *fmt, const char *arg)
 	dprintf(2, "\n");
 }
 
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void
 touch(void)
 {
 	ag.last_activity = (long long)time(NULL);
-	ag.last_mono = mono_ms();
+	ag.last_mono = sbx_mono_ms();
 }
 
 static int
@@ -373,7 +364,8 @@ start_exec(int sock, struct sbx_msg *m)
 	run->sock = sock;
 	run->pid = pid;
 	run->timed_out = 0;
-	run->deadline = r.timeout_ms ? mono_ms() + (long long)r.timeout_ms : 0;
+	run->deadline = r.timeout_ms ? sbx_mono_ms() +
+	    (long long)r.timeout_ms : 0;
 	run->cg_kill = r.cg_kill;
 	/* Only the command keeps the caller's stdio. */
 	for (i = 0; i < m->nfds; i++)
@@ -475,8 +467,8 @@ resumed(long long ms)
 	if (ms <= 0)
 		return;
 	ag.last_mono += ms;
-	if (ag.last_mono > mono_ms())
-		ag.last_mono = mono_ms();
+	if (ag.last_mono > sbx_mono_ms())
+		ag.last_mono = sbx_mono_ms();
 	for (i = 0; i < ag.nruns; i++)
 		if (ag.runs[i].deadline)
 			ag.runs[i].deadline += ms;
@@ -542,7 +534,7 @@ reap(void)
 static int
 next_wait(int *expired)
 {
-	long long now = mono_ms(), ms = -1, left;
+	long long now = sbx_mono_ms(), ms = -1, left;
 	int i;
 
 	*expired = 0;
@@ -636,7 +628,7 @@ sbx_local_init_main(int argc, char **argv)
 		p[1] = (struct pollfd){sfd, POLLIN, 0};
 		/* inotify events are taken in at most every WATCH_MS: a
 		 * writer of many files would wake us for each one. */
-		now = mono_ms();
+		now = sbx_mono_ms();
 		wpoll = wfd >= 0 && now >= wnext;
 		if (wfd >= 0 && !wpoll && (ms < 0 || wnext - now < ms))
 			ms = (int)(wnext - now);
@@ -648,7 +640,7 @@ sbx_local_init_main(int argc, char **argv)
 			continue;
 		if (p[2].revents & POLLIN) {
 			sbx_watch_read();
-			wnext = mono_ms() + WATCH_MS;
+			wnext = sbx_mono_ms() + WATCH_MS;
 		}
 		/* Client messages first: reaping reorders the runs. */
 		for (i = n - 1; i >= 0; i--)

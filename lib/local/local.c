@@ -933,15 +933,6 @@ info_of(const char *id)
 
 /* --- pause and resume ------------------------------------------------------ */
 
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 /* How a sandbox was paused ('s' suspend, 't' stop, 0 not) and when. */
 static int
 paused_how(const char *dir, long long *when)
@@ -962,7 +953,7 @@ static int
 mark_paused(const char *dir, const char *how, struct sbx_err *err)
 {
 	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
-	char *text = sbx_xasprintf("%s %lld\n", how, mono_ms());
+	char *text = sbx_xasprintf("%s %lld\n", how, sbx_mono_ms());
 	int rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
 
 	free(p);
@@ -1104,8 +1095,8 @@ local_resume(json_t *ref, struct sbx_err *err)
 	/* Told before it thaws, so that the agent reads it before it looks
 	 * at a deadline: the time frozen does not count as idle. */
 	if ((sock = sbx_local_connect(dir)) >= 0) {
-		sbx_msg_put_u64(&b, (uint64_t)(when > 0 && mono_ms() > when ?
-		    mono_ms() - when : 0));
+		sbx_msg_put_u64(&b, (uint64_t)(when > 0 && sbx_mono_ms() > when ?
+		    sbx_mono_ms() - when : 0));
 		sbx_msg_send(sock, SBX_MSG_RESUMED, b.data, b.len, NULL, 0);
 	}
 	if (sbx_cg_freeze(&cg, 0, 5000) < 0) {
