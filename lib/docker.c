@@ -1314,7 +1314,9 @@ static const struct sbx_files docker_files = {
 
 const struct sbx_backend sbx_docker_backend = {
 	.name = "docker",
-	/* The engine does not say when an exec last ran: no IDLE. */
+	/* The engine does not say when an exec last ran: no IDLE. Engines
+	 * before Docker 23 cannot unpack a zstd tar (a 500 "unexpected
+	 * EOF"): no ZSTD. */
 	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
 	    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS |
 	    SBX_CAP_TIMEOUT | SBX_CAP_RUNTIME | SBX_CAP_PULL | SBX_CAP_SUSPEND |
