@@ -395,6 +395,13 @@ create_body(const struct sbx_spec *spec)
 	json_object_set_new(b, "Env", env);
 	json_object_set_new(b, "Labels", labels);
 	json_object_set_new(b, "WorkingDir", json_string(spec->workdir));
+	/* The workdir is a volume of its own (removed with the container):
+	 * gVisor caches its root filesystem and would not see what
+	 * sbx-sync puts there through the engine, but a mount it checks
+	 * again. "/" cannot be one. */
+	if (strcmp(spec->workdir, "/"))
+		json_object_set_new(b, "Volumes", json_pack("{s{}}",
+		    spec->workdir));
 	json_object_set_new(b, "AttachStdin", json_false());
 	json_object_set_new(b, "AttachStdout", json_false());
 	json_object_set_new(b, "AttachStderr", json_false());
