@@ -954,10 +954,11 @@ docker_exec(const json_t *ref, char *const argv[],
 		return -1;
 	}
 	cid = sbx_json_str(c, "Id");
-	if (!strcmp(status_of(c), "paused")) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
+	if (!strcmp(status_of(c), "paused") || !strcmp(status_of(c),
+	    "stopped")) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is %s "
 		    "(sbx-exec --resume, or sbx-pause --resume)",
-		    sbx_json_str(ref, "id"));
+		    sbx_json_str(ref, "id"), status_of(c));
 		goto out;
 	}
 	if (strcmp(status_of(c), "running")) {
