@@ -525,6 +525,7 @@ dk_post(struct dk *d, const char *id, const char *verb, const char *what,
 static int
 docker_kill(json_t *ref, int keep, struct sbx_err *err)
 {
+	struct sbx_err uerr;
 	struct dk d;
 	json_t *c;
 	const char *id;
@@ -534,6 +535,12 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 		return -1;
 	id = sbx_json_str(c, "Id");
 	json_object_set_new(ref, "id", json_string(id));
+	/* A paused gVisor container cannot be killed (the engine answers
+	 * 500, "PID ... is zombie and can not be killed"): thawed first.
+	 * Should that fail, what follows says why. */
+	if (!strcmp(status_of(c), "paused"))
+		dk_post(&d, id, "unpause", "cannot unpause the container",
+		    &uerr);
 	if (keep)
 		/* The container stays, stopped, with its files. */
 		rc = dk_post(&d, id, "stop?t=1", "cannot stop the container",
