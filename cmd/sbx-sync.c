@@ -215,7 +215,8 @@ main(int argc, char **argv)
 	 * this flavour lacks runs the other flavour of us from the start. */
 	if (!(o.ref = sbx_ref_resolve(&t, &state, &err)) ||
 	    !(be = sbx_backend_of(o.ref, &err)) ||
-	    sbx_backend_need(be, SBX_CAP_FILES, &err) < 0)
+	    sbx_backend_need(be, SBX_CAP_FILES | (z && !strcmp(z, "zstd") ?
+	    SBX_CAP_ZSTD : 0), &err) < 0)
 		sbx_die_err(&err);
 	if (state)
 		locate_state(state, project, &state_abs, &statedir,

@@ -130,6 +130,7 @@ static const struct {
 	{SBX_CAP_FILES, "files", "move files (sbx-sync)"},
 	{SBX_CAP_IDLE, "idle", "tell how long a sandbox was idle "
 	    "(--idle-for)"},
+	{SBX_CAP_ZSTD, "zstd", "take a zstd stream (--compress zstd)"},
 };
 
 int

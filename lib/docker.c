@@ -395,6 +395,13 @@ create_body(const struct sbx_spec *spec)
 	json_object_set_new(b, "Env", env);
 	json_object_set_new(b, "Labels", labels);
 	json_object_set_new(b, "WorkingDir", json_string(spec->workdir));
+	/* The workdir is a volume of its own (removed with the container):
+	 * gVisor caches its root filesystem and would not see what
+	 * sbx-sync puts there through the engine, but a mount it checks
+	 * again. "/" cannot be one. */
+	if (strcmp(spec->workdir, "/"))
+		json_object_set_new(b, "Volumes", json_pack("{s{}}",
+		    spec->workdir));
 	json_object_set_new(b, "AttachStdin", json_false());
 	json_object_set_new(b, "AttachStdout", json_false());
 	json_object_set_new(b, "AttachStderr", json_false());
@@ -518,6 +525,7 @@ dk_post(struct dk *d, const char *id, const char *verb, const char *what,
 static int
 docker_kill(json_t *ref, int keep, struct sbx_err *err)
 {
+	struct sbx_err uerr;
 	struct dk d;
 	json_t *c;
 	const char *id;
@@ -527,6 +535,12 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 		return -1;
 	id = sbx_json_str(c, "Id");
 	json_object_set_new(ref, "id", json_string(id));
+	/* A paused gVisor container cannot be killed (the engine answers
+	 * 500, "PID ... is zombie and can not be killed"): thawed first.
+	 * Should that fail, what follows says why. */
+	if (!strcmp(status_of(c), "paused"))
+		dk_post(&d, id, "unpause", "cannot unpause the container",
+		    &uerr);
 	if (keep)
 		/* The container stays, stopped, with its files. */
 		rc = dk_post(&d, id, "stop?t=1", "cannot stop the container",
@@ -947,10 +961,11 @@ docker_exec(const json_t *ref, char *const argv[],
 		return -1;
 	}
 	cid = sbx_json_str(c, "Id");
-	if (!strcmp(status_of(c), "paused")) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
+	if (!strcmp(status_of(c), "paused") || !strcmp(status_of(c),
+	    "stopped")) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is %s "
 		    "(sbx-exec --resume, or sbx-pause --resume)",
-		    sbx_json_str(ref, "id"));
+		    sbx_json_str(ref, "id"), status_of(c));
 		goto out;
 	}
 	if (strcmp(status_of(c), "running")) {
@@ -1314,7 +1329,9 @@ static const struct sbx_files docker_files = {
 
 const struct sbx_backend sbx_docker_backend = {
 	.name = "docker",
-	/* The engine does not say when an exec last ran: no IDLE. */
+	/* The engine does not say when an exec last ran: no IDLE. Engines
+	 * before Docker 23 cannot unpack a zstd tar (a 500 "unexpected
+	 * EOF"): no ZSTD. */
 	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
 	    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS |
 	    SBX_CAP_TIMEOUT | SBX_CAP_RUNTIME | SBX_CAP_PULL | SBX_CAP_SUSPEND |

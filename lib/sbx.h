@@ -310,6 +310,7 @@ enum {
 	SBX_CAP_STOP = 1 << 11,      /* sbx-pause -m stop: files kept */
 	SBX_CAP_FILES = 1 << 12,     /* sbx-sync */
 	SBX_CAP_IDLE = 1 << 13,      /* reports idle time: sbx-gc -i */
+	SBX_CAP_ZSTD = 1 << 14,      /* sbx-sync push -z zstd */
 };
 
 struct sbx_backend {

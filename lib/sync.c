@@ -937,11 +937,23 @@ got_member(long slot, const struct sbx_fentry *e, void *arg)
 {
 	struct pull *p = arg;
 	struct item *it = &p->it[slot];
+	struct timespec times[2] = {{0, UTIME_OMIT}, {0, 0}};
+	char name[32];
 
+	/* A tar of whole seconds (busybox's): the listing's mtime, of that
+	 * second, is the exact one, or the next pull would fetch it again. */
+	if (e->type == it->s.type && e->mtime % 1000000000 == 0 &&
+	    it->s.mtime - e->mtime > 0 && it->s.mtime - e->mtime < 1000000000) {
+		snprintf(name, sizeof name, "%ld", slot);
+		times[1] = sbx_ts(it->s.mtime);
+		if (utimensat(p->stage_fd, name, times,
+		    AT_SYMLINK_NOFOLLOW) < 0)
+			it->s.mtime = e->mtime;
+	} else
+		it->s.mtime = e->mtime;
 	it->s.type = e->type;
 	it->s.mode = e->mode;
 	it->s.size = e->size;
-	it->s.mtime = e->mtime;
 	it->s.has_hash = 0;
 	it->staged = 1;
 }

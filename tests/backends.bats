@@ -117,7 +117,7 @@ sanitized() {
 		jq -se 'map(.backend) == ["local", "docker"] and
 		    map(.default) == [true, false] and
 		    all(.pause == "suspend") and
-		    all(.caps | length == 14 and all(type == "boolean"))' \
+		    all(.caps | length == 15 and all(type == "boolean"))' \
 		    <<<"$output"
 		jq -se '.[0].caps | .idle and .files and .pty and .stop and
 		    (.runtime | not) and (.pull | not)' <<<"$output"

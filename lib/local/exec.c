@@ -64,6 +64,23 @@ paused(const char *dir)
 	return access(p, F_OK) == 0;
 }
 
+/* Whether a paused sandbox is "paused" or "stopped" (sbx-pause -m stop),
+ * from what its mark says. */
+static const char *
+paused_as(const char *dir)
+{
+	char p[4096], how[4];
+	int fd;
+	ssize_t n = 0;
+
+	snprintf(p, sizeof p, "%s/" SBX_PAUSED_FILE, dir);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, how, sizeof how);
+		close(fd);
+	}
+	return n == 4 && !memcmp(how, "stop", 4) ? "stopped" : "paused";
+}
+
 static int
 fd_open(int fd)
 {
@@ -199,8 +216,9 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	if (!(dir = sandbox_dir(ref, err)))
 		goto out;
 	if (paused(dir)) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
-		    "(sbx-exec --resume, or sbx-pause --resume)", id);
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is %s "
+		    "(sbx-exec --resume, or sbx-pause --resume)", id,
+		    paused_as(dir));
 		goto out;
 	}
 	if ((sock = sbx_local_connect(dir)) < 0) {
