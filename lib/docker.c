@@ -527,7 +527,11 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 		return -1;
 	id = sbx_json_str(c, "Id");
 	json_object_set_new(ref, "id", json_string(id));
-	if (keep)
+	/* runsc can neither signal nor remove a paused container. */
+	if (!strcmp(status_of(c), "paused") && dk_post(&d, id, "unpause",
+	    "cannot unpause the container", err) < 0)
+		rc = -1;
+	else if (keep)
 		/* The container stays, stopped, with its files. */
 		rc = dk_post(&d, id, "stop?t=1", "cannot stop the container",
 		    err);
