@@ -24,6 +24,10 @@
 #define MANAGED "io.sbx.managed"
 #define LABEL_PREFIX "io.sbx."
 #define EXPIRED_CODE 124 /* how the keep-alive says the idle time ran out */
+/* sbx-kill --keep ends the keep-alive with this signal, so that the exit
+ * code tells it from a stop (sbx-pause) and from a death. */
+#define KILLED_SIGNAL "SIGUSR1"
+#define KILLED_CODE (128 + SIGUSR1)
 #define TAG_VAR "SBX_EXEC_TAG"
 
 /* PID 2 of the container (docker's init is PID 1): it keeps the container
@@ -250,10 +254,11 @@ status_of(const json_t *c)
 		return "killed";
 	if (code == EXPIRED_CODE)
 		return "expired";
-	/* Stopped on purpose (sbx-pause --mode stop, kill --keep): docker's
-	 * init ends on the signal it forwards. */
-	if ((code == 143 || code == 137) && !json_is_true(json_object_get(st,
-	    "OOMKilled")))
+	if (code == KILLED_CODE)
+		return "killed";
+	/* Stopped on purpose (sbx-pause --mode stop): docker's init ends on
+	 * the SIGTERM it forwards. A SIGKILL, or an OOM kill, is a death. */
+	if (code == 128 + SIGTERM)
 		return "stopped";
 	return "dead";
 }
@@ -515,6 +520,21 @@ dk_post(struct dk *d, const char *id, const char *verb, const char *what,
 	return rc;
 }
 
+/* kill --keep: the container stays, with its files, ended by
+ * KILLED_SIGNAL (its init passes it to the keep-alive). One that has
+ * ended already is left as it is. */
+static int
+kill_keep(struct dk *d, const char *id, const char *st, struct sbx_err *err)
+{
+	if (strcmp(st, "running") && strcmp(st, "paused"))
+		return 0;
+	if (dk_post(d, id, "kill?signal=" KILLED_SIGNAL, "cannot kill the "
+	    "container", err) < 0)
+		return -1;
+	return dk_post(d, id, "wait?condition=not-running", "cannot wait for "
+	    "the container", err);
+}
+
 static int
 docker_kill(json_t *ref, int keep, struct sbx_err *err)
 {
@@ -532,9 +552,7 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 	    "cannot unpause the container", err) < 0)
 		rc = -1;
 	else if (keep)
-		/* The container stays, stopped, with its files. */
-		rc = dk_post(&d, id, "stop?t=1", "cannot stop the container",
-		    err);
+		rc = kill_keep(&d, id, status_of(c), err);
 	else
 		rc = dk_remove(&d, id, err);
 	json_decref(c);
