@@ -389,8 +389,10 @@ create_body(const struct sbx_spec *spec)
 	json_object_update(labels, spec->labels);
 	json_object_set_new(labels, MANAGED, json_string("1"));
 	json_object_set_new(labels, "io.sbx.timeout", json_string(t));
-	if (spec->name)
+	if (spec->name) {
 		json_object_set_new(labels, "io.sbx.named", json_string("1"));
+		json_object_set_new(b, "Hostname", json_string(spec->name));
+	}
 	for (i = 0; spec->env && spec->env[i]; i++)
 		json_array_append_new(env, json_string(spec->env[i]));
 	json_object_set_new(b, "Image", json_string(spec->image));
