@@ -303,6 +303,7 @@ info_of(const json_t *c, const char *endpoint)
 	json_object_set_new(o, "processes", json_null());
 	json_object_set_new(o, "memory_bytes", json_null());
 	json_object_set_new(o, "cpu_s", json_null());
+	json_object_set_new(o, "dir", json_null());
 	json_object_set_new(o, "runtime", json_incref(json_object_get(
 	    json_object_get(c, "HostConfig"), "Runtime")));
 	json_object_set_new(o, "endpoint", json_string(endpoint));
