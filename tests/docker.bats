@@ -332,12 +332,15 @@ dk() {
 	no_containers
 }
 
-@test "docker: --timeout ends a sandbox left idle; sbx-gc then removes it" {
-	dk --timeout 2
+@test "docker: sbx-gc collects with no local store yet, and makes one for its lock" {
+	dk --timeout 1
 	id=$(sid)
 	wait_status "$id" expired
-	run sbx-gc -b docker
+	SBX_LOCAL_DIR=$BATS_TEST_TMPDIR/none/store run --separate-stderr \
+	    sbx-gc -b docker
 	assert_success
+	[ "$output" = "{\"id\":\"$id\",\"reason\":\"expired\",\"action\":\"killed\"}" ]
+	[ -f "$BATS_TEST_TMPDIR/none/store/.gc.lock" ]
 	no_containers
 }
 
