@@ -363,16 +363,22 @@ report(size_t i, const struct outcome *out, struct ctx *ctx)
 	return SBX_EX_OK;
 }
 
-/* No two runs act at once: an exclusive flock on a file in the store,
- * held until we exit. 1 with the lock, 0 when another sbx-gc holds it,
- * -1 when there is no store (and so nothing to collect). */
+/* No two runs act at once: an exclusive flock on a file in the local
+ * store, held until we exit, whatever the backend. 1 with the lock, 0
+ * when another sbx-gc holds it, -1 when there is no store: nothing to
+ * collect for local; for another backend (make), the store is made. */
 static int
-lock_store(void)
+lock_store(int make)
 {
-	char *path = sbx_xasprintf("%s/.gc.lock", sbx_local_root());
-	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int rc = 1;
+	const char *root = sbx_local_root();
+	char *path = sbx_xasprintf("%s/.gc.lock", root);
+	struct sbx_err err = {0};
+	int fd, rc = 1;
 
+	/* As the local backend makes it: sandbox users may search it. */
+	if (make && sbx_mkdirs(root, geteuid() ? 0700 : 0711, &err) < 0)
+		sbx_die_err(&err);
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 && errno == ENOENT) {
 		rc = -1;
 	} else if (fd < 0) {
@@ -456,7 +462,8 @@ main(int argc, char **argv)
 	for (i = 0; i < ndirs; i++)
 		check_dir(dirs[i]);
 	/* A dry run changes nothing: it needs no lock. */
-	if (!ctx.dry_run && !(locked = lock_store())) {
+	if (!ctx.dry_run && !(locked = lock_store(strcmp(be->name,
+	    "local") != 0))) {
 		sbx_warn("another sbx-gc is running: leaving the work to it");
 		goto out;
 	}

@@ -24,6 +24,10 @@
 #define MANAGED "io.sbx.managed"
 #define LABEL_PREFIX "io.sbx."
 #define EXPIRED_CODE 124 /* how the keep-alive says the idle time ran out */
+/* sbx-kill --keep ends the keep-alive with this signal, so that the exit
+ * code tells it from a stop (sbx-pause) and from a death. */
+#define KILLED_SIGNAL "SIGUSR1"
+#define KILLED_CODE (128 + SIGUSR1)
 #define TAG_VAR "SBX_EXEC_TAG"
 
 /* PID 2 of the container (docker's init is PID 1): it keeps the container
@@ -250,10 +254,11 @@ status_of(const json_t *c)
 		return "killed";
 	if (code == EXPIRED_CODE)
 		return "expired";
-	/* Stopped on purpose (sbx-pause --mode stop, kill --keep): docker's
-	 * init ends on the signal it forwards. */
-	if ((code == 143 || code == 137) && !json_is_true(json_object_get(st,
-	    "OOMKilled")))
+	if (code == KILLED_CODE)
+		return "killed";
+	/* Stopped on purpose (sbx-pause --mode stop): docker's init ends on
+	 * the SIGTERM it forwards. A SIGKILL, or an OOM kill, is a death. */
+	if (code == 128 + SIGTERM)
 		return "stopped";
 	return "dead";
 }
@@ -298,6 +303,7 @@ info_of(const json_t *c, const char *endpoint)
 	json_object_set_new(o, "processes", json_null());
 	json_object_set_new(o, "memory_bytes", json_null());
 	json_object_set_new(o, "cpu_s", json_null());
+	json_object_set_new(o, "dir", json_null());
 	json_object_set_new(o, "runtime", json_incref(json_object_get(
 	    json_object_get(c, "HostConfig"), "Runtime")));
 	json_object_set_new(o, "endpoint", json_string(endpoint));
@@ -384,8 +390,10 @@ create_body(const struct sbx_spec *spec)
 	json_object_update(labels, spec->labels);
 	json_object_set_new(labels, MANAGED, json_string("1"));
 	json_object_set_new(labels, "io.sbx.timeout", json_string(t));
-	if (spec->name)
+	if (spec->name) {
 		json_object_set_new(labels, "io.sbx.named", json_string("1"));
+		json_object_set_new(b, "Hostname", json_string(spec->name));
+	}
 	for (i = 0; spec->env && spec->env[i]; i++)
 		json_array_append_new(env, json_string(spec->env[i]));
 	json_object_set_new(b, "Image", json_string(spec->image));
@@ -522,10 +530,24 @@ dk_post(struct dk *d, const char *id, const char *verb, const char *what,
 	return rc;
 }
 
+/* kill --keep: the container stays, with its files, ended by
+ * KILLED_SIGNAL (its init passes it to the keep-alive). One that has
+ * ended already is left as it is. */
+static int
+kill_keep(struct dk *d, const char *id, const char *st, struct sbx_err *err)
+{
+	if (strcmp(st, "running") && strcmp(st, "paused"))
+		return 0;
+	if (dk_post(d, id, "kill?signal=" KILLED_SIGNAL, "cannot kill the "
+	    "container", err) < 0)
+		return -1;
+	return dk_post(d, id, "wait?condition=not-running", "cannot wait for "
+	    "the container", err);
+}
+
 static int
 docker_kill(json_t *ref, int keep, struct sbx_err *err)
 {
-	struct sbx_err uerr;
 	struct dk d;
 	json_t *c;
 	const char *id;
@@ -535,16 +557,12 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 		return -1;
 	id = sbx_json_str(c, "Id");
 	json_object_set_new(ref, "id", json_string(id));
-	/* A paused gVisor container cannot be killed (the engine answers
-	 * 500, "PID ... is zombie and can not be killed"): thawed first.
-	 * Should that fail, what follows says why. */
-	if (!strcmp(status_of(c), "paused"))
-		dk_post(&d, id, "unpause", "cannot unpause the container",
-		    &uerr);
-	if (keep)
-		/* The container stays, stopped, with its files. */
-		rc = dk_post(&d, id, "stop?t=1", "cannot stop the container",
-		    err);
+	/* runsc can neither signal nor remove a paused container. */
+	if (!strcmp(status_of(c), "paused") && dk_post(&d, id, "unpause",
+	    "cannot unpause the container", err) < 0)
+		rc = -1;
+	else if (keep)
+		rc = kill_keep(&d, id, status_of(c), err);
 	else
 		rc = dk_remove(&d, id, err);
 	json_decref(c);

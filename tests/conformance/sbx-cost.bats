@@ -1,0 +1,44 @@
+#!/usr/bin/env bats
+# sbx-cost of a sandbox of the backend under test: the running time of its
+# state file's segments, open while it runs and closed by sbx-kill. (The
+# arithmetic, rates, budgets and the log need no sandbox: ../sbx-cost.bats.)
+
+load conformance
+
+setup_file() { conf_setup_file; }
+teardown_file() { conf_teardown_file; }
+setup() {
+	conf_setup
+	# No rate from the user's own configuration or environment.
+	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
+	unset SBX_COST_PER_HOUR SBX_COST_LOCAL_PER_HOUR SBX_COST_DOCKER_PER_HOUR
+}
+teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
+
+@test "$B: sbx-cost of a live sandbox counts its open segment; after sbx-kill, its closed ones" {
+	new_sandbox
+	local id
+	id=$(sid)
+	run --separate-stderr sbx-cost -s s.json -r 3600
+	assert_success
+	[ -z "$stderr" ]
+	[ "${#lines[@]}" -eq 1 ]
+	[ "$(jq -r .id <<<"$output")" = "$id" ]
+	[ "$(jq -r .backend <<<"$output")" = "$BACKEND" ]
+	[ "$(jq '.running_s | type == "number" and . == floor and . >= 0' <<<"$output")" = true ]
+	[ "$(jq -r .rate <<<"$output")" = 3600.0000 ]
+	[ "$(jq -r .rate_source <<<"$output")" = flag ]
+	# Where the backend accounts for CPU time, a number.
+	[ "$(jq '.cpu_s | (type == "number" and . >= 0) or . == null' <<<"$output")" = true ]
+	[ "$(jq -r .accrued_cost s.json)" = "$(jq -r '.estimated | tonumber' <<<"$output")" ]
+	sbx-kill -s s.json >/dev/null
+	[ "$(jq -r '.segments[-1][1] | type' s.json)" = number ]
+	run --separate-stderr sbx-cost -s s.json -r 3600
+	assert_success
+	[ "$(jq -r .id <<<"$output")" = "$id" ]
+	[ "$(jq -c .cpu_s <<<"$output")" = null ]
+	# 3600 an hour is 1 a second: the estimate is the running time.
+	[ "$(jq '(.estimated | tonumber) == .running_s' <<<"$output")" = true ]
+	[ "$(jq .running_s <<<"$output")" = \
+	    "$(jq '[.segments[] | .[1] - .[0]] | add' s.json)" ]
+}
