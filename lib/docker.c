@@ -927,14 +927,15 @@ docker_exec(const json_t *ref, char *const argv[],
 	struct xrun x = {0};
 	struct dk d;
 	char **env = NULL, *eid = NULL, *path = NULL, buf[65536];
+	char *term = NULL, *tag = NULL;
 	char inb[65536];
 	size_t inlen = 0, inoff = 0;
 	ssize_t r;
-	const char *cid;
+	const char *cid, *tv = getenv("TERM");
 	json_t *c = NULL, *b = NULL;
 	long long t0 = mono_ms(), deadline = 0, code = 0, drain_until = 0;
 	long status;
-	size_t n = 0, i;
+	size_t n = 0, i, k = 0;
 	int sock = -1, sfd = -1, rc = -1, in_eof, raw = 0, sock_eof = 0;
 	int resized = 0;
 	int forward_in = o->interactive || o->tty;
@@ -970,10 +971,15 @@ docker_exec(const json_t *ref, char *const argv[],
 	tag_new(x.tag);
 	while (o->env && o->env[n])
 		n++;
-	env = sbx_xcalloc(n + 2, sizeof *env);
+	env = sbx_xcalloc(n + 3, sizeof *env);
+	/* With a tty the engine sets TERM=xterm: the caller's replaces it,
+	 * and -e TERM=..., later in the list, replaces that. */
+	if (o->tty)
+		env[k++] = term = sbx_xasprintf("TERM=%s", tv && *tv ? tv :
+		    "xterm");
 	for (i = 0; i < n; i++)
-		env[i] = o->env[i];
-	env[n] = sbx_xasprintf(TAG_VAR "=%s", x.tag);
+		env[k++] = o->env[i];
+	env[k] = tag = sbx_xasprintf(TAG_VAR "=%s", x.tag);
 	if (exec_create(&d, cid, argv, env, o->cwd, forward_in, o->tty, &eid,
 	    err) < 0)
 		goto out;
@@ -1115,10 +1121,9 @@ out:
 	res->duration_ms = mono_ms() - t0;
 	if (sfd >= 0)
 		close(sfd);
-	if (env) {
-		free(env[n]);
-		free(env);
-	}
+	free(term);
+	free(tag);
+	free(env);
 	sbx_buf_release(&x.dm.held);
 	sbx_buf_release(&rest);
 	json_decref(b);
