@@ -916,6 +916,21 @@ tag_new(char *tag)
 		snprintf(tag + 2 * i, 3, "%02x", r[i]);
 }
 
+/* Whether the container's environment (the image's and create's) sets
+ * the variable "name=" names. */
+static int
+has_env(const json_t *c, const char *name)
+{
+	json_t *e = json_object_get(json_object_get(c, "Config"), "Env"), *v;
+	size_t i;
+
+	json_array_foreach(e, i, v)
+		if (json_is_string(v) && !strncmp(json_string_value(v), name,
+		    strlen(name)))
+			return 1;
+	return 0;
+}
+
 static int
 docker_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
@@ -971,12 +986,15 @@ docker_exec(const json_t *ref, char *const argv[],
 	tag_new(x.tag);
 	while (o->env && o->env[n])
 		n++;
-	env = sbx_xcalloc(n + 3, sizeof *env);
+	env = sbx_xcalloc(n + 4, sizeof *env);
 	/* With a tty the engine sets TERM=xterm: the caller's replaces it,
 	 * and -e TERM=..., later in the list, replaces that. */
 	if (o->tty)
 		env[k++] = term = sbx_xasprintf("TERM=%s", tv && *tv ? tv :
 		    "xterm");
+	/* As on every backend, a UTF-8 locale, unless the image has one. */
+	if (!has_env(c, "LANG="))
+		env[k++] = "LANG=C.UTF-8";
 	for (i = 0; i < n; i++)
 		env[k++] = o->env[i];
 	env[k] = tag = sbx_xasprintf(TAG_VAR "=%s", x.tag);
