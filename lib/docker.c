@@ -40,19 +40,22 @@ static const char keepalive_sh[] =
     "done\n";
 
 /* Sends signal $1 to every process whose environment holds the tag $2:
- * all an exec started, even what left its session. Rounds until none is
- * left, for what forked meanwhile. Needs sh, tr and kill. */
+ * all an exec started, even what left its session. In pid order, the
+ * order they came in: the command gets it before its children, whose end
+ * it might otherwise see first and exit on, its own signal still on the
+ * way (a shell in `wait`). Rounds until none is left, for what forked
+ * meanwhile. Needs sh, tr, sort and kill. */
 static const char killtag_sh[] =
     "n=0\n"
     "while [ $n -lt 20 ]; do\n"
-    "\tfound=\n"
-    "\tfor d in /proc/[0-9]*; do\n"
+    "\tpids=$(for d in /proc/[0-9]*; do\n"
     "\t\tcase \"$(tr '\\0' '\\n' <\"$d/environ\" 2>/dev/null)\" in\n"
-    "\t\t*\"" TAG_VAR "=$2\"*) kill -\"$1\" \"${d#/proc/}\" 2>/dev/null "
-    "&& found=1 ;;\n"
+    "\t\t*\"" TAG_VAR "=$2\"*) echo \"${d#/proc/}\" ;;\n"
     "\t\tesac\n"
-    "\tdone\n"
-    "\t[ -n \"$found\" ] && [ \"$1\" = 9 ] || exit 0\n"
+    "\tdone | sort -n)\n"
+    "\t[ -n \"$pids\" ] || exit 0\n"
+    "\tkill -\"$1\" $pids 2>/dev/null\n"
+    "\t[ \"$1\" = 9 ] || exit 0\n"
     "\tn=$((n + 1))\n"
     "\tsleep 0.05\n"
     "done\n";
