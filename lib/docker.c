@@ -45,20 +45,30 @@ static const char keepalive_sh[] =
  * it might otherwise see first and exit on, its own signal still on the
  * way (a shell in `wait`). Rounds until none is left, for what forked
  * meanwhile. Needs sh, tr, sort and kill. */
-static const char killtag_sh[] =
-    "n=0\n"
-    "while [ $n -lt 20 ]; do\n"
-    "\tpids=$(for d in /proc/[0-9]*; do\n"
-    "\t\tcase \"$(tr '\\0' '\\n' <\"$d/environ\" 2>/dev/null)\" in\n"
-    "\t\t*\"" TAG_VAR "=$2\"*) echo \"${d#/proc/}\" ;;\n"
-    "\t\tesac\n"
-    "\tdone | sort -n)\n"
-    "\t[ -n \"$pids\" ] || exit 0\n"
-    "\tkill -\"$1\" $pids 2>/dev/null\n"
-    "\t[ \"$1\" = 9 ] || exit 0\n"
-    "\tn=$((n + 1))\n"
-    "\tsleep 0.05\n"
-    "done\n";
+#define KILLTAG_SH \
+    "n=0\n" \
+    "while [ $n -lt 20 ]; do\n" \
+    "\tpids=$(for d in /proc/[0-9]*; do\n" \
+    "\t\tcase \"$(tr '\\0' '\\n' <\"$d/environ\" 2>/dev/null)\" in\n" \
+    "\t\t*\"" TAG_VAR "=$2\"*) echo \"${d#/proc/}\" ;;\n" \
+    "\t\tesac\n" \
+    "\tdone | sort -n)\n" \
+    "\t[ -n \"$pids\" ] || exit 0\n" \
+    "\tkill -\"$1\" $pids 2>/dev/null\n" \
+    "\t[ \"$1\" = 9 ] || exit 0\n" \
+    "\tn=$((n + 1))\n" \
+    "\tsleep 0.05\n" \
+    "done\n"
+static const char killtag_sh[] = KILLTAG_SH;
+
+/* The guard of an exec: a second exec that reads its stdin, our
+ * connection, and kills everything tagged $2 unless "ok" comes first,
+ * which we send once the command has ended. So the command ends with
+ * sbx-exec, even one killed by SIGKILL: the engine closes the stdin of an
+ * exec whose client is gone, but never ends the exec itself. */
+static const char guard_sh[] =
+    "read -r a && [ \"$a\" = ok ] && exit 0\n"
+    KILLTAG_SH;
 
 struct dk {
 	struct sbx_http *h;
@@ -919,6 +929,49 @@ tag_new(char *tag)
 		snprintf(tag + 2 * i, 3, "%02x", r[i]);
 }
 
+/* Start the guard of the exec tagged tag, on a connection of its own:
+ * *h holds it, *fd is its socket. */
+static int
+guard_start(struct dk *d, const char *cid, const char *tag,
+    struct sbx_http **h, int *fd, struct sbx_err *err)
+{
+	char *const argv[] = {"sh", "-c", (char *)guard_sh, "sbx-guard", "9",
+	    (char *)tag, NULL};
+	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1};
+	struct sbx_buf rest = SBX_BUF_INIT;
+	char *eid = NULL, *path = NULL;
+	long status;
+	int rc = -1;
+
+	*h = NULL;
+	if (exec_create(d, cid, argv, NULL, "/", 1, 0, &eid, err) < 0)
+		return -1;
+	if (!(*h = sbx_http_new(d->endpoint, err)))
+		goto out;
+	path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR, d->minor,
+	    eid);
+	rq.path = path;
+	rq.body = json_pack("{sbsb}", "Detach", 0, "Tty", 0);
+	if (sbx_http_hijack(*h, &rq, fd, &status, &rest, err) == 0 &&
+	    status >= 300)
+		sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start the guard of "
+		    "the command: %.300s (status %ld)", rest.data ? rest.data :
+		    "", status);
+	else if (*fd >= 0)
+		rc = 0;
+	json_decref(rq.body);
+out:
+	if (rc < 0) {
+		sbx_http_free(*h);
+		*h = NULL;
+		err->code = SBX_EX_EXECFAIL;
+	}
+	sbx_buf_release(&rest);
+	free(path);
+	free(eid);
+	return rc;
+}
+
 /* Whether the container's environment (the image's and create's) sets
  * the variable "name=" names. */
 static int
@@ -946,6 +999,7 @@ docker_exec(const json_t *ref, char *const argv[],
 	struct dk d;
 	char **env = NULL, *eid = NULL, *path = NULL, buf[65536];
 	char *term = NULL, *tag = NULL;
+	struct sbx_http *guard = NULL;
 	char inb[65536];
 	size_t inlen = 0, inoff = 0;
 	ssize_t r;
@@ -955,7 +1009,7 @@ docker_exec(const json_t *ref, char *const argv[],
 	long status;
 	size_t n = 0, i, k = 0;
 	int sock = -1, sfd = -1, rc = -1, in_eof, raw = 0, sock_eof = 0;
-	int resized = 0;
+	int resized = 0, gfd = -1;
 	int forward_in = o->interactive || o->tty;
 	sigset_t sigs, old;
 
@@ -1001,7 +1055,8 @@ docker_exec(const json_t *ref, char *const argv[],
 	for (i = 0; i < n; i++)
 		env[k++] = o->env[i];
 	env[k] = tag = sbx_xasprintf(TAG_VAR "=%s", x.tag);
-	if (exec_create(&d, cid, argv, env, o->cwd, forward_in, o->tty, &eid,
+	if (guard_start(&d, cid, x.tag, &guard, &gfd, err) < 0 ||
+	    exec_create(&d, cid, argv, env, o->cwd, forward_in, o->tty, &eid,
 	    err) < 0)
 		goto out;
 	path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR, d.minor, eid);
@@ -1118,6 +1173,8 @@ docker_exec(const json_t *ref, char *const argv[],
 	}
 	if (exec_wait(&d, eid, &code, 10000, err) < 0)
 		goto restore;
+	/* It has ended: what it left running stays. */
+	send(gfd, "ok\n", 3, MSG_NOSIGNAL);
 	if (x.dm.holding) {
 		if ((code == SBX_EX_NOEXEC || code == SBX_EX_NOTFOUND) &&
 		    !res->out.len && !res->err.len) {
@@ -1142,6 +1199,7 @@ out:
 	res->duration_ms = mono_ms() - t0;
 	if (sfd >= 0)
 		close(sfd);
+	sbx_http_free(guard);
 	free(term);
 	free(tag);
 	free(env);
