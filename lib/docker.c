@@ -61,6 +61,15 @@ static const char keepalive_sh[] =
     "done\n"
 static const char killtag_sh[] = KILLTAG_SH;
 
+/* With -t: the engine can size an exec's terminal only once the exec
+ * runs (before API 1.42), and by then the command may have looked at it
+ * (a 0x0 terminal). So the terminal is sized in the sandbox first, with
+ * rows $1 and columns $2, and the command takes the shell's place. */
+static const char tty_sh[] =
+    "stty rows \"$1\" cols \"$2\" 2>/dev/null\n"
+    "shift 2\n"
+    "exec \"$@\"\n";
+
 /* The guard of an exec: a second exec that reads its stdin, our
  * connection, and kills everything tagged $2 unless "ok" comes first,
  * which we send once the command has ended. So the command ends with
@@ -881,6 +890,15 @@ signal_tagged(struct dk *d, const char *cid, int sig, const char *tag,
 	return rc;
 }
 
+/* The size of the caller's terminal. */
+static int
+term_size(struct winsize *ws)
+{
+	if (ioctl(1, TIOCGWINSZ, ws) < 0 && ioctl(0, TIOCGWINSZ, ws) < 0)
+		return -1;
+	return ws->ws_row && ws->ws_col ? 0 : -1;
+}
+
 static void
 resize(struct dk *d, const char *eid)
 {
@@ -888,7 +906,7 @@ resize(struct dk *d, const char *eid)
 	struct sbx_http_resp rs;
 	struct sbx_err err;
 
-	if (ioctl(1, TIOCGWINSZ, &ws) < 0 && ioctl(0, TIOCGWINSZ, &ws) < 0)
+	if (term_size(&ws) < 0)
 		return;
 	if (dk_req(d, "POST", NULL, &rs, &err, "/exec/%s/resize?h=%u&w=%u",
 	    eid, ws.ws_row, ws.ws_col) == 0)
@@ -1000,6 +1018,8 @@ docker_exec(const json_t *ref, char *const argv[],
 	char **env = NULL, *eid = NULL, *path = NULL, buf[65536];
 	char *term = NULL, *tag = NULL;
 	struct sbx_http *guard = NULL;
+	struct winsize ws;
+	char **cmd = NULL, rows[12], cols[12];
 	char inb[65536];
 	size_t inlen = 0, inoff = 0;
 	ssize_t r;
@@ -1055,9 +1075,23 @@ docker_exec(const json_t *ref, char *const argv[],
 	for (i = 0; i < n; i++)
 		env[k++] = o->env[i];
 	env[k] = tag = sbx_xasprintf(TAG_VAR "=%s", x.tag);
+	if (o->tty && term_size(&ws) == 0) {
+		for (i = 0; argv[i]; i++)
+			;
+		cmd = sbx_xcalloc(i + 7, sizeof *cmd);
+		cmd[0] = "sh";
+		cmd[1] = "-c";
+		cmd[2] = (char *)tty_sh;
+		cmd[3] = "sbx-exec";
+		cmd[4] = rows;
+		cmd[5] = cols;
+		snprintf(rows, sizeof rows, "%u", ws.ws_row);
+		snprintf(cols, sizeof cols, "%u", ws.ws_col);
+		memcpy(cmd + 6, argv, (i + 1) * sizeof *argv);
+	}
 	if (guard_start(&d, cid, x.tag, &guard, &gfd, err) < 0 ||
-	    exec_create(&d, cid, argv, env, o->cwd, forward_in, o->tty, &eid,
-	    err) < 0)
+	    exec_create(&d, cid, cmd ? cmd : argv, env, o->cwd, forward_in,
+	    o->tty, &eid, err) < 0)
 		goto out;
 	path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR, d.minor, eid);
 	rq.path = path;
@@ -1200,6 +1234,7 @@ out:
 	if (sfd >= 0)
 		close(sfd);
 	sbx_http_free(guard);
+	free(cmd);
 	free(term);
 	free(tag);
 	free(env);
