@@ -920,7 +920,9 @@ start_error(struct xrun *x, char *const argv[], long long code,
 {
 	const char *t = x->dm.held.data;
 
-	if (strstr(t, "chdir to cwd") || strstr(t, "chdir"))
+	/* runc: "chdir to cwd ... failed"; runsc: "failed to find initial
+	 * working directory" (and "no such file", as for a command). */
+	if (strstr(t, "chdir") || strstr(t, "initial working directory"))
 		return sbx_err_set(err, SBX_EX_EXECFAIL, "workdir '%s' does "
 		    "not exist in the sandbox", x->o->cwd ? x->o->cwd :
 		    "(default)");
