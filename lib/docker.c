@@ -756,7 +756,10 @@ demux(struct xrun *x, const char *p, size_t n)
 	size_t k;
 
 	if (x->o->tty) {
-		emit(x, 1, p, n);
+		/* One stream, no frames: its start may be the engine's
+		 * error all the same. */
+		m->stream = 1;
+		payload(x, p, n);
 		return;
 	}
 	while (n) {
