@@ -588,7 +588,12 @@ refused() {
 
 @test "$B: sbx-exec leaves a background process running for the next exec" {
 	shared_sandbox
-	sx sh -c 'setsid sleep 306 >/dev/null 2>&1 &'
+	# The exec ends once its background process shows as the sleep (and
+	# no longer as the shell that forked it).
+	sx sh -c 'setsid sleep 306 >/dev/null 2>&1 & i=0
+	    until ps -e -o args= | grep -qx "sleep 306"; do
+		i=$((i + 1)); [ $i -lt 100 ] || exit 1; sleep 0.1
+	    done'
 	runs sleep 306
 }
 
