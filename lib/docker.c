@@ -44,22 +44,44 @@ static const char keepalive_sh[] =
     "done\n";
 
 /* Sends signal $1 to every process whose environment holds the tag $2:
- * all an exec started, even what left its session. Rounds until none is
- * left, for what forked meanwhile. Needs sh, tr and kill. */
-static const char killtag_sh[] =
-    "n=0\n"
-    "while [ $n -lt 20 ]; do\n"
-    "\tfound=\n"
-    "\tfor d in /proc/[0-9]*; do\n"
-    "\t\tcase \"$(tr '\\0' '\\n' <\"$d/environ\" 2>/dev/null)\" in\n"
-    "\t\t*\"" TAG_VAR "=$2\"*) kill -\"$1\" \"${d#/proc/}\" 2>/dev/null "
-    "&& found=1 ;;\n"
-    "\t\tesac\n"
-    "\tdone\n"
-    "\t[ -n \"$found\" ] && [ \"$1\" = 9 ] || exit 0\n"
-    "\tn=$((n + 1))\n"
-    "\tsleep 0.05\n"
-    "done\n";
+ * all an exec started, even what left its session. In pid order, the
+ * order they came in: the command gets it before its children, whose end
+ * it might otherwise see first and exit on, its own signal still on the
+ * way (a shell in `wait`). Rounds until none is left, for what forked
+ * meanwhile. Needs sh, tr, sort and kill. */
+#define KILLTAG_SH \
+    "n=0\n" \
+    "while [ $n -lt 20 ]; do\n" \
+    "\tpids=$(for d in /proc/[0-9]*; do\n" \
+    "\t\tcase \"$(tr '\\0' '\\n' <\"$d/environ\" 2>/dev/null)\" in\n" \
+    "\t\t*\"" TAG_VAR "=$2\"*) echo \"${d#/proc/}\" ;;\n" \
+    "\t\tesac\n" \
+    "\tdone | sort -n)\n" \
+    "\t[ -n \"$pids\" ] || exit 0\n" \
+    "\tkill -\"$1\" $pids 2>/dev/null\n" \
+    "\t[ \"$1\" = 9 ] || exit 0\n" \
+    "\tn=$((n + 1))\n" \
+    "\tsleep 0.05\n" \
+    "done\n"
+static const char killtag_sh[] = KILLTAG_SH;
+
+/* With -t: the engine can size an exec's terminal only once the exec
+ * runs (before API 1.42), and by then the command may have looked at it
+ * (a 0x0 terminal). So the terminal is sized in the sandbox first, with
+ * rows $1 and columns $2, and the command takes the shell's place. */
+static const char tty_sh[] =
+    "stty rows \"$1\" cols \"$2\" 2>/dev/null\n"
+    "shift 2\n"
+    "exec \"$@\"\n";
+
+/* The guard of an exec: a second exec that reads its stdin, our
+ * connection, and kills everything tagged $2 unless "ok" comes first,
+ * which we send once the command has ended. So the command ends with
+ * sbx-exec, even one killed by SIGKILL: the engine closes the stdin of an
+ * exec whose client is gone, but never ends the exec itself. */
+static const char guard_sh[] =
+    "read -r a && [ \"$a\" = ok ] && exit 0\n"
+    KILLTAG_SH;
 
 struct dk {
 	struct sbx_http *h;
@@ -766,7 +788,10 @@ demux(struct xrun *x, const char *p, size_t n)
 	size_t k;
 
 	if (x->o->tty) {
-		emit(x, 1, p, n);
+		/* One stream, no frames: its start may be the engine's
+		 * error all the same. */
+		m->stream = 1;
+		payload(x, p, n);
 		return;
 	}
 	while (n) {
@@ -900,6 +925,15 @@ signal_tagged(struct dk *d, const char *cid, int sig, const char *tag,
 	return rc;
 }
 
+/* The size of the caller's terminal. */
+static int
+term_size(struct winsize *ws)
+{
+	if (ioctl(1, TIOCGWINSZ, ws) < 0 && ioctl(0, TIOCGWINSZ, ws) < 0)
+		return -1;
+	return ws->ws_row && ws->ws_col ? 0 : -1;
+}
+
 static void
 resize(struct dk *d, const char *eid)
 {
@@ -907,7 +941,7 @@ resize(struct dk *d, const char *eid)
 	struct sbx_http_resp rs;
 	struct sbx_err err;
 
-	if (ioctl(1, TIOCGWINSZ, &ws) < 0 && ioctl(0, TIOCGWINSZ, &ws) < 0)
+	if (term_size(&ws) < 0)
 		return;
 	if (dk_req(d, "POST", NULL, &rs, &err, "/exec/%s/resize?h=%u&w=%u",
 	    eid, ws.ws_row, ws.ws_col) == 0)
@@ -921,7 +955,9 @@ start_error(struct xrun *x, char *const argv[], long long code,
 {
 	const char *t = x->dm.held.data;
 
-	if (strstr(t, "chdir to cwd") || strstr(t, "chdir"))
+	/* runc: "chdir to cwd ... failed"; runsc: "failed to find initial
+	 * working directory" (and "no such file", as for a command). */
+	if (strstr(t, "chdir") || strstr(t, "initial working directory"))
 		return sbx_err_set(err, SBX_EX_EXECFAIL, "workdir '%s' does "
 		    "not exist in the sandbox", x->o->cwd ? x->o->cwd :
 		    "(default)");
@@ -948,6 +984,64 @@ tag_new(char *tag)
 		snprintf(tag + 2 * i, 3, "%02x", r[i]);
 }
 
+/* Start the guard of the exec tagged tag, on a connection of its own:
+ * *h holds it, *fd is its socket. */
+static int
+guard_start(struct dk *d, const char *cid, const char *tag,
+    struct sbx_http **h, int *fd, struct sbx_err *err)
+{
+	char *const argv[] = {"sh", "-c", (char *)guard_sh, "sbx-guard", "9",
+	    (char *)tag, NULL};
+	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1};
+	struct sbx_buf rest = SBX_BUF_INIT;
+	char *eid = NULL, *path = NULL;
+	long status;
+	int rc = -1;
+
+	*h = NULL;
+	if (exec_create(d, cid, argv, NULL, "/", 1, 0, &eid, err) < 0)
+		return -1;
+	if (!(*h = sbx_http_new(d->endpoint, err)))
+		goto out;
+	path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR, d->minor,
+	    eid);
+	rq.path = path;
+	rq.body = json_pack("{sbsb}", "Detach", 0, "Tty", 0);
+	if (sbx_http_hijack(*h, &rq, fd, &status, &rest, err) == 0 &&
+	    status >= 300)
+		sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start the guard of "
+		    "the command: %.300s (status %ld)", rest.data ? rest.data :
+		    "", status);
+	else if (*fd >= 0)
+		rc = 0;
+	json_decref(rq.body);
+out:
+	if (rc < 0) {
+		sbx_http_free(*h);
+		*h = NULL;
+		err->code = SBX_EX_EXECFAIL;
+	}
+	sbx_buf_release(&rest);
+	free(path);
+	free(eid);
+	return rc;
+}
+
+/* Whether the container's environment (the image's and create's) sets
+ * the variable "name=" names. */
+static int
+has_env(const json_t *c, const char *name)
+{
+	json_t *e = json_object_get(json_object_get(c, "Config"), "Env"), *v;
+	size_t i;
+
+	json_array_foreach(e, i, v)
+		if (json_is_string(v) && !strncmp(json_string_value(v), name,
+		    strlen(name)))
+			return 1;
+	return 0;
+}
+
 static int
 docker_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
@@ -959,16 +1053,20 @@ docker_exec(const json_t *ref, char *const argv[],
 	struct xrun x = {0};
 	struct dk d;
 	char **env = NULL, *eid = NULL, *path = NULL, buf[65536];
+	char *term = NULL, *tag = NULL;
+	struct sbx_http *guard = NULL;
+	struct winsize ws;
+	char **cmd = NULL, rows[12], cols[12];
 	char inb[65536];
 	size_t inlen = 0, inoff = 0;
 	ssize_t r;
-	const char *cid;
+	const char *cid, *tv = getenv("TERM");
 	json_t *c = NULL, *b = NULL;
 	long long t0 = mono_ms(), deadline = 0, code = 0, drain_until = 0;
 	long status;
-	size_t n = 0, i;
+	size_t n = 0, i, k = 0;
 	int sock = -1, sfd = -1, rc = -1, in_eof, raw = 0, sock_eof = 0;
-	int resized = 0;
+	int resized = 0, gfd = -1;
 	int forward_in = o->interactive || o->tty;
 	sigset_t sigs, old;
 
@@ -1003,12 +1101,35 @@ docker_exec(const json_t *ref, char *const argv[],
 	tag_new(x.tag);
 	while (o->env && o->env[n])
 		n++;
-	env = sbx_xcalloc(n + 2, sizeof *env);
+	env = sbx_xcalloc(n + 4, sizeof *env);
+	/* With a tty the engine sets TERM=xterm: the caller's replaces it,
+	 * and -e TERM=..., later in the list, replaces that. */
+	if (o->tty)
+		env[k++] = term = sbx_xasprintf("TERM=%s", tv && *tv ? tv :
+		    "xterm");
+	/* As on every backend, a UTF-8 locale, unless the image has one. */
+	if (!has_env(c, "LANG="))
+		env[k++] = "LANG=C.UTF-8";
 	for (i = 0; i < n; i++)
-		env[i] = o->env[i];
-	env[n] = sbx_xasprintf(TAG_VAR "=%s", x.tag);
-	if (exec_create(&d, cid, argv, env, o->cwd, forward_in, o->tty, &eid,
-	    err) < 0)
+		env[k++] = o->env[i];
+	env[k] = tag = sbx_xasprintf(TAG_VAR "=%s", x.tag);
+	if (o->tty && term_size(&ws) == 0) {
+		for (i = 0; argv[i]; i++)
+			;
+		cmd = sbx_xcalloc(i + 7, sizeof *cmd);
+		cmd[0] = "sh";
+		cmd[1] = "-c";
+		cmd[2] = (char *)tty_sh;
+		cmd[3] = "sbx-exec";
+		cmd[4] = rows;
+		cmd[5] = cols;
+		snprintf(rows, sizeof rows, "%u", ws.ws_row);
+		snprintf(cols, sizeof cols, "%u", ws.ws_col);
+		memcpy(cmd + 6, argv, (i + 1) * sizeof *argv);
+	}
+	if (guard_start(&d, cid, x.tag, &guard, &gfd, err) < 0 ||
+	    exec_create(&d, cid, cmd ? cmd : argv, env, o->cwd, forward_in,
+	    o->tty, &eid, err) < 0)
 		goto out;
 	path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR, d.minor, eid);
 	rq.path = path;
@@ -1124,6 +1245,8 @@ docker_exec(const json_t *ref, char *const argv[],
 	}
 	if (exec_wait(&d, eid, &code, 10000, err) < 0)
 		goto restore;
+	/* It has ended: what it left running stays. */
+	send(gfd, "ok\n", 3, MSG_NOSIGNAL);
 	if (x.dm.holding) {
 		if ((code == SBX_EX_NOEXEC || code == SBX_EX_NOTFOUND) &&
 		    !res->out.len && !res->err.len) {
@@ -1148,10 +1271,11 @@ out:
 	res->duration_ms = mono_ms() - t0;
 	if (sfd >= 0)
 		close(sfd);
-	if (env) {
-		free(env[n]);
-		free(env);
-	}
+	sbx_http_free(guard);
+	free(cmd);
+	free(term);
+	free(tag);
+	free(env);
 	sbx_buf_release(&x.dm.held);
 	sbx_buf_release(&rest);
 	json_decref(b);

@@ -89,10 +89,22 @@ read_config(void)
 	}
 	ag.workdir = sbx_xstrdup(s);
 	ag.env = sbx_xcalloc(n + 1, sizeof *ag.env);
+	/* The defaults, then --env: a name given again replaces its value
+	 * (a second entry would hide behind the first). */
 	for (i = 0; i < n; i++) {
-		if (!(s = sbx_msg_get_str(&m)))
+		size_t j, len;
+
+		if (!(s = sbx_msg_get_str(&m)) || !strchr(s, '='))
 			break;
-		ag.env[ag.nenv++] = sbx_xstrdup(s);
+		len = (size_t)(strchr(s, '=') - s) + 1;
+		for (j = 0; j < ag.nenv; j++)
+			if (!strncmp(ag.env[j], s, len))
+				break;
+		if (j < ag.nenv)
+			free(ag.env[j]);
+		else
+			ag.nenv++;
+		ag.env[j] = sbx_xstrdup(s);
 	}
 	sbx_msg_release(&m);
 	close(FD_CONFIG);
