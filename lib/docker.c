@@ -11,6 +11,7 @@
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,15 +74,6 @@ static const char tty_sh[] =
     "stty rows \"$1\" cols \"$2\" 2>/dev/null\n"
     "shift 2\n"
     "exec \"$@\"\n";
-
-/* The guard of an exec: a second exec that reads its stdin, our
- * connection, and kills everything tagged $2 unless "ok" comes first,
- * which we send once the command has ended. So the command ends with
- * sbx-exec, even one killed by SIGKILL: the engine closes the stdin of an
- * exec whose client is gone, but never ends the exec itself. */
-static const char guard_sh[] =
-    "read -r a && [ \"$a\" = ok ] && exit 0\n"
-    KILLTAG_SH;
 
 struct dk {
 	struct sbx_http *h;
@@ -735,15 +727,6 @@ struct xrun {
 	int outs_dead;   /* a write to our stdout or stderr failed */
 };
 
-static long long
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void
 emit(struct xrun *x, int stream, const char *p, size_t n)
 {
@@ -869,7 +852,7 @@ exec_wait(struct dk *d, const char *eid, long long *code, int wait_ms,
     struct sbx_err *err)
 {
 	struct sbx_http_resp rs;
-	long long until = mono_ms() + wait_ms;
+	long long until = sbx_mono_ms() + wait_ms;
 
 	for (;;) {
 		if (dk_req(d, "GET", NULL, &rs, err, "/exec/%s/json", eid) < 0)
@@ -887,7 +870,7 @@ exec_wait(struct dk *d, const char *eid, long long *code, int wait_ms,
 			return 0;
 		}
 		sbx_http_resp_release(&rs);
-		if (mono_ms() > until)
+		if (sbx_mono_ms() > until)
 			return sbx_err_set(err, SBX_EX_EXECFAIL, "the exec did "
 			    "not end");
 		usleep(10000);
@@ -984,47 +967,54 @@ tag_new(char *tag)
 		snprintf(tag + 2 * i, 3, "%02x", r[i]);
 }
 
-/* Start the guard of the exec tagged tag, on a connection of its own:
- * *h holds it, *fd is its socket. */
-static int
-guard_start(struct dk *d, const char *cid, const char *tag,
-    struct sbx_http **h, int *fd, struct sbx_err *err)
+/* The guard of an exec: a child of ours, in a session of its own, that
+ * waits on a socket from us. "ok" comes once the command has ended; an
+ * end without it means we died (even by SIGKILL), and the guard kills
+ * everything tagged tag on a connection of its own, for the engine never
+ * ends an exec whose client is gone. So a command ends with sbx-exec, at
+ * the cost of a fork. *fd is our end; the guard's pid is returned. */
+static pid_t
+guard_start(const struct dk *d, const char *cid, const char *tag, int *fd,
+    struct sbx_err *err)
 {
-	char *const argv[] = {"sh", "-c", (char *)guard_sh, "sbx-guard", "9",
-	    (char *)tag, NULL};
-	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1};
-	struct sbx_buf rest = SBX_BUF_INIT;
-	char *eid = NULL, *path = NULL;
-	long status;
-	int rc = -1;
+	static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+	struct sbx_err e2;
+	struct dk g;
+	char ok[2] = "";
+	int sv[2], null;
+	size_t i, n;
+	ssize_t r;
+	pid_t pid;
 
-	*h = NULL;
-	if (exec_create(d, cid, argv, NULL, "/", 1, 0, &eid, err) < 0)
-		return -1;
-	if (!(*h = sbx_http_new(d->endpoint, err)))
-		goto out;
-	path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR, d->minor,
-	    eid);
-	rq.path = path;
-	rq.body = json_pack("{sbsb}", "Detach", 0, "Tty", 0);
-	if (sbx_http_hijack(*h, &rq, fd, &status, &rest, err) == 0 &&
-	    status >= 300)
-		sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start the guard of "
-		    "the command: %.300s (status %ld)", rest.data ? rest.data :
-		    "", status);
-	else if (*fd >= 0)
-		rc = 0;
-	json_decref(rq.body);
-out:
-	if (rc < 0) {
-		sbx_http_free(*h);
-		*h = NULL;
-		err->code = SBX_EX_EXECFAIL;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "socketpair:");
+	if ((pid = fork()) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "fork:");
 	}
-	sbx_buf_release(&rest);
-	free(path);
-	free(eid);
-	return rc;
+	if (pid > 0) {
+		close(sv[1]);
+		*fd = sv[0];
+		return pid;
+	}
+	close(sv[0]);
+	setsid();
+	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
+		signal(quiet[i], SIG_IGN);
+	/* Holding no pipe of the caller's open: a reader sees our EOF. */
+	if ((null = open("/dev/null", O_RDWR)) >= 0)
+		for (i = 0; i < 3; i++)
+			dup2(null, (int)i);
+	for (n = 0; n < 2; n += (size_t)r)
+		if ((r = read(sv[1], ok + n, 2 - n)) <= 0 && !(r < 0 &&
+		    errno == EINTR))
+			break;
+		else if (r < 0)
+			r = 0;
+	if (memcmp(ok, "ok", 2) && dk_open(&g, d->endpoint, &e2) == 0)
+		signal_tagged(&g, cid, 9, tag, &e2);
+	_exit(0);
 }
 
 /* Whether the container's environment (the image's and create's) sets
@@ -1042,6 +1032,30 @@ has_env(const json_t *c, const char *name)
 	return 0;
 }
 
+/* How often a running exec asks whether its container still runs: an
+ * engine may hold the stream of a container that ended open (runsc). */
+#define LIVE_MS 2000
+
+/* 0 while the sandbox a command runs in is running or paused. */
+static int
+still_running(struct dk *d, const json_t *ref, struct sbx_err *err)
+{
+	const char *st;
+	json_t *c;
+	int rc = 0;
+
+	if (dk_find(d, ref, &c, err) < 0)
+		return err->code != SBX_EX_NOSANDBOX ? -1 : sbx_err_set(err,
+		    SBX_EX_NOSANDBOX, "sandbox '%s' ended under the command "
+		    "(gone)", sbx_json_str(ref, "id"));
+	st = status_of(c);
+	if (strcmp(st, "running") && strcmp(st, "paused"))
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' ended "
+		    "under the command (%s)", sbx_json_str(ref, "id"), st);
+	json_decref(c);
+	return rc;
+}
+
 static int
 docker_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
@@ -1054,7 +1068,6 @@ docker_exec(const json_t *ref, char *const argv[],
 	struct dk d;
 	char **env = NULL, *eid = NULL, *path = NULL, buf[65536];
 	char *term = NULL, *tag = NULL;
-	struct sbx_http *guard = NULL;
 	struct winsize ws;
 	char **cmd = NULL, rows[12], cols[12];
 	char inb[65536];
@@ -1062,11 +1075,13 @@ docker_exec(const json_t *ref, char *const argv[],
 	ssize_t r;
 	const char *cid, *tv = getenv("TERM");
 	json_t *c = NULL, *b = NULL;
-	long long t0 = mono_ms(), deadline = 0, code = 0, drain_until = 0;
+	long long t0 = sbx_mono_ms(), deadline = 0, code = 0, drain_until = 0;
+	long long live_at = t0 + LIVE_MS;
 	long status;
 	size_t n = 0, i, k = 0;
 	int sock = -1, sfd = -1, rc = -1, in_eof, raw = 0, sock_eof = 0;
-	int resized = 0, gfd = -1;
+	int resized = 0, gfd = -1, started = 0, slow;
+	pid_t guard = -1;
 	int forward_in = o->interactive || o->tty;
 	sigset_t sigs, old;
 
@@ -1127,13 +1142,14 @@ docker_exec(const json_t *ref, char *const argv[],
 		snprintf(cols, sizeof cols, "%u", ws.ws_col);
 		memcpy(cmd + 6, argv, (i + 1) * sizeof *argv);
 	}
-	if (guard_start(&d, cid, x.tag, &guard, &gfd, err) < 0 ||
+	if ((guard = guard_start(&d, cid, x.tag, &gfd, err)) < 0 ||
 	    exec_create(&d, cid, cmd ? cmd : argv, env, o->cwd, forward_in,
 	    o->tty, &eid, err) < 0)
 		goto out;
 	path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR, d.minor, eid);
 	rq.path = path;
 	rq.body = b = json_pack("{sbsb}", "Detach", 0, "Tty", o->tty);
+	started = 1;
 	if (sbx_http_hijack(d.h, &rq, &sock, &status, &rest, err) < 0) {
 		err->code = SBX_EX_EXECFAIL;
 		goto out;
@@ -1176,22 +1192,30 @@ docker_exec(const json_t *ref, char *const argv[],
 			{sfd, POLLIN, 0},
 			{in_eof || inlen ? -1 : 0, POLLIN, 0},
 		};
-		long long now = mono_ms(), wait = -1;
+		long long now = sbx_mono_ms(), wait = -1;
 
 		if (drain_until)
 			wait = drain_until > now ? drain_until - now : 0;
 		else if (deadline)
 			wait = deadline > now ? deadline - now : 0;
+		if (!drain_until && (wait < 0 || wait > live_at - now))
+			wait = live_at > now ? live_at - now : 0;
 		r = poll(p, 3, (int)wait);
 		if (r < 0 && errno != EINTR)
 			break;
+		if (!drain_until && sbx_mono_ms() >= live_at) {
+			if (still_running(&d, ref, err) < 0)
+				goto restore;
+			live_at = sbx_mono_ms() + LIVE_MS;
+		}
 		if (r == 0 && drain_until)
 			break; /* a process that left its tag holds it open */
-		if (r == 0 && deadline && !drain_until) {
+		if (r == 0 && deadline && !drain_until &&
+		    sbx_mono_ms() >= deadline) {
 			res->timed_out = 1;
 			if (signal_tagged(&d, cid, 9, x.tag, err) < 0)
 				goto restore;
-			drain_until = mono_ms() + 5000;
+			drain_until = sbx_mono_ms() + 5000;
 			continue;
 		}
 		if (p[1].revents & POLLIN) {
@@ -1245,6 +1269,17 @@ docker_exec(const json_t *ref, char *const argv[],
 	}
 	if (exec_wait(&d, eid, &code, 10000, err) < 0)
 		goto restore;
+	/* A command killed with its sandbox: the sandbox is what failed.
+	 * The engine may tell the exec's end (137, or 126 as the container
+	 * stops) before the container's, so for those it waits half a
+	 * second. */
+	slow = code == 128 + SIGKILL || code == SBX_EX_NOEXEC;
+	for (i = 0; (code > 128 || slow) && i < (slow ? 10u : 1u); i++) {
+		if (i)
+			usleep(50000);
+		if (still_running(&d, ref, err) < 0)
+			goto restore;
+	}
 	/* It has ended: what it left running stays. */
 	send(gfd, "ok\n", 3, MSG_NOSIGNAL);
 	if (x.dm.holding) {
@@ -1268,10 +1303,16 @@ restore:
 		tcsetattr(0, TCSANOW, &saved);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out:
-	res->duration_ms = mono_ms() - t0;
+	res->duration_ms = sbx_mono_ms() - t0;
 	if (sfd >= 0)
 		close(sfd);
-	sbx_http_free(guard);
+	if (guard > 0) {
+		/* A command that never started needs no killing. */
+		if (!started)
+			send(gfd, "ok\n", 3, MSG_NOSIGNAL);
+		close(gfd);
+		waitpid(guard, NULL, 0);
+	}
 	free(cmd);
 	free(term);
 	free(tag);

@@ -746,3 +746,40 @@ refused() {
 	BG_PIDS=()
 	retry runs_not sleep 308
 }
+
+# Run a long command in this test's sandbox in the background, wait until
+# it runs, end the sandbox with "$@", and check sbx-exec ends too (bounded:
+# 30 s), with 125 and one line of its own.
+ended_under() {
+	local p i rc=0
+
+	rm -f out err
+	sx sh -c 'echo started; exec sleep 309' >out 2>err 3>&- &
+	p=$!
+	BG_PIDS+=("$p")
+	retry test -s out
+	"$@" >/dev/null
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$p" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$p" 2>/dev/null && fail "sbx-exec still runs after: $*"
+	wait "$p" || rc=$?
+	BG_PIDS=()
+	[ "$rc" -eq 125 ] || fail "exit $rc after $*: $(cat err)"
+	[ "$(cat out)" = started ] || fail "out: $(cat out) err: $(cat err)"
+	[ "$(wc -l <err)" -eq 1 ]
+	[[ "$(cat err)" == "sbx-exec: "* ]]
+}
+
+@test "$B: sbx-exec whose sandbox is killed or stopped under the command ends, with 125" {
+	new_sandbox
+	ended_under sbx-kill -s s.json
+	new_sandbox
+	if has_cap stop; then
+		ended_under sbx-pause -m stop -s s.json
+	else
+		run sbx-pause -m stop -s s.json
+		assert_failure 2
+	fi
+}
