@@ -78,7 +78,12 @@ INIT_OBJ = $(INIT_SRC:%.c=$(BUILD)/init/%.o)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNITS = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
 
-all: $(TOOLS) $(REMOTE_TOOLS) $(BIN)/sbx-init
+# sbxd: the server, dynamic (libmicrohttpd, threads), the local backend.
+SBXD_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard lib/sbxd/*.c))
+SBXD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd libcrypto 2>/dev/null \
+	|| echo -lmicrohttpd -lcrypto) -lpthread
+
+all: $(TOOLS) $(REMOTE_TOOLS) $(BIN)/sbx-init $(BIN)/sbxd
 
 $(BUILD)/%.o: %.c lib/sbx.h lib/local/local.h
 	@mkdir -p $(@D)
@@ -120,6 +125,14 @@ $(BIN)/sbx-sync: $(BUILD)/cmd/sbx-sync.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
 	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
 		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
+
+$(BUILD)/lib/sbxd/%.o: lib/sbxd/%.c lib/sbx.h lib/sbxd/sbxd.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -pthread -c -o $@ $<
+
+$(BIN)/sbxd: $(BUILD)/cmd/sbxd.o $(SBXD_OBJ) $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -pthread -o $@ $^ $(SBXD_LIBS) $(SYNC_LIBS) $(LDLIBS)
 
 $(BIN)/sbx-init: $(INIT_OBJ)
 	@mkdir -p $(@D)

@@ -601,6 +601,47 @@ char *sbx_http_escape(const char *s);
 int sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq,
     int *fd, long *status, struct sbx_buf *rest, struct sbx_err *err);
 
+/* --- e2bproto: the E2B wire protocol (DESIGN.md 3), client and server -- */
+
+#define SBX_E2B_FRAME_END 0x02 /* the flag of a stream's last envelope */
+#define SBX_E2B_ENVD_PORT 49983
+/* A Connect code ("not_found") and the HTTP status of its unary error;
+ * 0 for a string that is not a code. */
+int sbx_e2b_code_status(const char *code);
+/* The code for an HTTP status that is not Connect's own (a proxy's 502),
+ * as the SDKs map them; NULL for a success. */
+const char *sbx_e2b_status_code(int status);
+/* Append one envelope (flags, 32-bit big-endian length, payload). */
+void sbx_e2b_frame(struct sbx_buf *b, int flags, const char *p, size_t n);
+void sbx_e2b_frame_json(struct sbx_buf *b, int flags, const json_t *msg);
+/* The first whole envelope of p[0..n): bytes it takes, 0 when it is not
+ * all there yet, -1 when its payload would be over max. */
+long sbx_e2b_unframe(const char *p, size_t n, size_t max, int *flags,
+    const char **payload, size_t *len);
+/* {"code":code,"message":msg}: Connect's error body. */
+json_t *sbx_e2b_error(const char *code, const char *msg);
+
+/* --- sbxd: the sandbox server (sbxd(8)) ------------------------------- */
+
+struct sbx_sbxd_opts {
+	const char *listen;       /* "127.0.0.1:3000", "[::1]:3000" */
+	const char *key_file;     /* API keys, one a line */
+	const char *store;        /* sbxd's own records; NULL: default */
+	const char *backend;      /* what it serves; NULL: local */
+	const char *on_exit;      /* "leave", "kill" or "pause" */
+	unsigned max_sandboxes;   /* 0: none */
+	unsigned create_rate;     /* creates a second, 0: no limit */
+	uint64_t max_body;        /* bytes of a JSON body */
+	uint64_t max_upload;      /* bytes of a file upload, 0: none */
+	uint64_t max_timeout;     /* seconds a sandbox may live */
+	const char *domain;       /* in the Sandbox responses, or NULL */
+	char **templates;         /* "NAME=IMAGE", NULL-terminated */
+	int access_log;           /* a line per request on stderr */
+};
+
+/* Serve until SIGTERM or SIGINT; SIGHUP reloads the key file. */
+int sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err);
+
 /* --- docker: the Docker Engine API backend (the remote flavour only) --- */
 
 extern const struct sbx_backend sbx_docker_backend;

@@ -1,0 +1,124 @@
+/* sbxd - serve sandboxes over the E2B API */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+
+static const char usage[] =
+    "usage: sbxd [-qv] [-l addr] -k file [-S dir] [-t name=image]...\n"
+    "            [-m count] [-r rate] [-B bytes] [-U bytes] [-T seconds]\n"
+    "            [-d domain] [-x leave|kill|pause] [-A]\n";
+
+static const struct option longopts[] = {
+	{"listen", required_argument, NULL, 'l'},
+	{"api-key-file", required_argument, NULL, 'k'},
+	{"store", required_argument, NULL, 'S'},
+	{"template", required_argument, NULL, 't'},
+	{"max-sandboxes", required_argument, NULL, 'm'},
+	{"create-rate", required_argument, NULL, 'r'},
+	{"max-body", required_argument, NULL, 'B'},
+	{"max-upload", required_argument, NULL, 'U'},
+	{"max-timeout", required_argument, NULL, 'T'},
+	{"domain", required_argument, NULL, 'd'},
+	{"on-exit", required_argument, NULL, 'x'},
+	{"no-access-log", no_argument, NULL, 'A'},
+	{"help", no_argument, NULL, 'h'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+int
+main(int argc, char **argv)
+{
+	struct sbx_sbxd_opts o = {
+		.listen = "127.0.0.1:3000",
+		.on_exit = "leave",
+		.max_body = 1 << 20,
+		.max_timeout = 86400,
+		.access_log = 1,
+	};
+	struct sbx_err err;
+	char **tmpl = sbx_xcalloc((size_t)argc + 1, sizeof *tmpl);
+	size_t nt = 0;
+	uint64_t v;
+	int c;
+
+	sbx_prog_set(argv);
+	while ((c = getopt_long(argc, argv, "Ad:B:hk:l:m:qr:S:t:T:U:vVx:",
+	    longopts, NULL)) != -1) {
+		if (sbx_opt_common(c, usage))
+			continue;
+		switch (c) {
+		case 'A':
+			o.access_log = 0;
+			break;
+		case 'd':
+			o.domain = optarg;
+			break;
+		case 'B':
+			if (sbx_parse_size(optarg, &o.max_body) < 0 ||
+			    o.max_body < 1024)
+				sbx_usage_error(usage, "bad size '%s' for "
+				    "--max-body (at least 1K)", optarg);
+			break;
+		case 'k':
+			o.key_file = optarg;
+			break;
+		case 'l':
+			o.listen = optarg;
+			break;
+		case 'm':
+			if (sbx_parse_u64(optarg, 1, 100000, &v) < 0)
+				sbx_usage_error(usage, "bad count '%s' for "
+				    "--max-sandboxes", optarg);
+			o.max_sandboxes = (unsigned)v;
+			break;
+		case 'r':
+			if (sbx_parse_u64(optarg, 1, 100000, &v) < 0)
+				sbx_usage_error(usage, "bad rate '%s' for "
+				    "--create-rate", optarg);
+			o.create_rate = (unsigned)v;
+			break;
+		case 'S':
+			o.store = optarg;
+			break;
+		case 't':
+			tmpl[nt++] = optarg;
+			break;
+		case 'T':
+			if (sbx_parse_duration(optarg, &o.max_timeout) < 0 ||
+			    !o.max_timeout)
+				sbx_usage_error(usage, "bad duration '%s' for "
+				    "--max-timeout", optarg);
+			break;
+		case 'U':
+			if (sbx_parse_size(optarg, &o.max_upload) < 0)
+				sbx_usage_error(usage, "bad size '%s' for "
+				    "--max-upload", optarg);
+			break;
+		case 'x':
+			if (strcmp(optarg, "leave") && strcmp(optarg, "kill") &&
+			    strcmp(optarg, "pause"))
+				sbx_usage_error(usage, "bad value '%s' for "
+				    "--on-exit (leave, kill, pause)", optarg);
+			o.on_exit = optarg;
+			break;
+		default:
+			sbx_usage(usage, SBX_EX_USAGE);
+		}
+	}
+	if (optind < argc)
+		sbx_usage_error(usage, "unexpected operand '%s'", argv[optind]);
+	if (!o.key_file && !(o.key_file = getenv("SBXD_API_KEY_FILE")))
+		sbx_usage_error(usage, "no API key file (--api-key-file)");
+	o.templates = tmpl;
+	if (sbx_quiet)
+		o.access_log = 0;
+	if (sbx_sbxd_run(&o, &err) < 0)
+		sbx_die_err(&err);
+	free(tmpl);
+	return SBX_EX_OK;
+}

@@ -1,0 +1,749 @@
+/* control.c - sbxd's control plane: E2B's /sandboxes API */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbxd.h"
+
+#define SBXD_DEFAULT_TIMEOUT 15 /* seconds, when a create names none */
+
+static void
+fmt_ms(long long ms, char *buf, size_t n)
+{
+	char s[32];
+
+	sbx_time_fmt(ms / 1000, s, sizeof s);
+	/* "2026-12-02T11:35:34Z" -> "...34.123Z", as E2B prints them */
+	if (strlen(s) == 20)
+		snprintf(buf, n, "%.19s.%03lldZ", s, ms % 1000);
+	else
+		snprintf(buf, n, "%s", s);
+}
+
+/* The Sandbox of create, connect and resume (mu not held). */
+static json_t *
+sandbox_json(struct sbxd_box *b)
+{
+	json_t *j;
+
+	j = json_pack("{s:s,s:s,s:s,s:s}", "templateID", b->template,
+	    "sandboxID", b->id, "clientID", SBXD_CLIENT_ID, "envdVersion",
+	    SBXD_ENVD_VERSION);
+	if (b->token[0])
+		json_object_set_new(j, "envdAccessToken",
+		    json_string(b->token));
+	json_object_set_new(j, "trafficAccessToken", json_null());
+	json_object_set_new(j, "domain", sbxd.o.domain ?
+	    json_string(sbxd.o.domain) : json_null());
+	return j;
+}
+
+/* A ListedSandbox, or with detail a SandboxDetail (mu held). */
+static json_t *
+listed_json(struct sbxd_box *b, int detail)
+{
+	char st[40], en[40];
+	json_t *j;
+
+	fmt_ms(b->started_ms, st, sizeof st);
+	fmt_ms(b->end_ms, en, sizeof en);
+	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:s,s:O}",
+	    "templateID", b->template, "sandboxID", b->id,
+	    "clientID", SBXD_CLIENT_ID, "startedAt", st, "endAt", en,
+	    "state", b->paused ? "paused" : "running", "cpuCount", 1,
+	    "memoryMB", 512, "diskSizeMB", 0, "envdVersion",
+	    SBXD_ENVD_VERSION, "metadata", b->metadata);
+	if (detail) {
+		if (b->token[0])
+			json_object_set_new(j, "envdAccessToken",
+			    json_string(b->token));
+		json_object_set_new(j, "allowInternetAccess",
+		    json_boolean(b->internet));
+		json_object_set_new(j, "domain", sbxd.o.domain ?
+		    json_string(sbxd.o.domain) : json_null());
+		json_object_set_new(j, "lifecycle", json_pack("{s:b,s:s}",
+		    "autoResume", 0, "onTimeout", b->auto_pause ? "pause" :
+		    "kill"));
+	}
+	return j;
+}
+
+static enum MHD_Result
+not_found(struct sbxd_req *r, const char *id)
+{
+	return sbxd_reply_err(r, 404, "Sandbox \"%s\" doesn't exist or you "
+	    "don't have access to it", id);
+}
+
+/* The box the path's second segment names, with a ref; NULL after
+ * answering 404. */
+static struct sbxd_box *
+path_box(struct sbxd_req *r, int seg, enum MHD_Result *ret)
+{
+	char *id = sbxd_path_seg(r, seg);
+	struct sbxd_box *b = NULL;
+
+	/* The legacy "<id>-<clientID>" form. */
+	if (id && strlen(id) > SBXD_ID_LEN && id[SBXD_ID_LEN] == '-')
+		id[SBXD_ID_LEN] = 0;
+	if (id)
+		b = sbxd_box_get(id);
+	if (!b)
+		*ret = not_found(r, id ? id : "");
+	free(id);
+	return b;
+}
+
+static const char *
+template_image(const char *t)
+{
+	size_t i;
+
+	for (i = 0; sbxd.tmpl[i]; i += 2)
+		if (!strcmp(sbxd.tmpl[i], t))
+			return sbxd.tmpl[i + 1];
+	return NULL;
+}
+
+static int
+strmap_ok(const json_t *o)
+{
+	const char *k;
+	json_t *v;
+
+	if (!o)
+		return 1;
+	if (!json_is_object(o))
+		return 0;
+	json_object_foreach((json_t *)o, k, v)
+		if (!json_is_string(v))
+			return 0;
+	return 1;
+}
+
+/* Room for one more sandbox, and a create within the rate (mu held):
+ * a message for 429, or NULL. */
+static const char *
+admit(char *msg, size_t n)
+{
+	long long now = sbx_mono_ms();
+
+	if (sbxd.o.max_sandboxes && sbxd.nboxes >= sbxd.o.max_sandboxes) {
+		snprintf(msg, n, "you have reached the maximum number of "
+		    "concurrent E2B sandboxes (%u). If you need more, please "
+		    "visit 'https://e2b.dev/docs/billing'",
+		    sbxd.o.max_sandboxes);
+		return msg;
+	}
+	if (sbxd.o.create_rate) {
+		if (now - sbxd.rate_t0 >= 1000) {
+			sbxd.rate_t0 = now;
+			sbxd.rate_n = 0;
+		}
+		if (sbxd.rate_n >= sbxd.o.create_rate) {
+			snprintf(msg, n, "Rate limit exceeded: at most %u "
+			    "sandboxes a second", sbxd.o.create_rate);
+			return msg;
+		}
+		sbxd.rate_n++;
+	}
+	return NULL;
+}
+
+static enum MHD_Result
+h_create(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	json_t *j = sbxd_body_json(r, &ret), *v, *ref = NULL;
+	const char *tid, *image;
+	struct sbx_spec spec = {0};
+	struct sbx_err err;
+	struct sbxd_box *b;
+	long long timeout = SBXD_DEFAULT_TIMEOUT;
+	char msg[256], **env = NULL;
+	int secure, internet = 1;
+
+	if (!j)
+		return ret;
+	tid = sbx_json_str(j, "templateID");
+	if (!tid || !*tid) {
+		ret = sbxd_reply_err(r, 400, "Error when parsing request: "
+		    "property \"templateID\" is missing");
+		goto out;
+	}
+	if (!(image = template_image(tid))) {
+		ret = sbxd_reply_err(r, 404, "template '%s' not found", tid);
+		goto out;
+	}
+	if ((v = json_object_get(j, "timeout"))) {
+		if (!json_is_integer(v)) {
+			ret = sbxd_reply_err(r, 400, "Error when parsing "
+			    "request: \"timeout\" must be an integer");
+			goto out;
+		}
+		timeout = json_integer_value(v);
+	}
+	if (timeout <= 0) {
+		ret = sbxd_reply_err(r, 400, "Timeout must be greater than 0");
+		goto out;
+	}
+	if ((uint64_t)timeout > sbxd.o.max_timeout) {
+		ret = sbxd_reply_err(r, 400, "Timeout cannot be greater than "
+		    "%llu hours", (unsigned long long)sbxd.o.max_timeout /
+		    3600);
+		goto out;
+	}
+	if (!strmap_ok(json_object_get(j, "metadata")) ||
+	    !strmap_ok(json_object_get(j, "envVars"))) {
+		ret = sbxd_reply_err(r, 400, "Error when parsing request: "
+		    "\"metadata\" and \"envVars\" must map strings to strings");
+		goto out;
+	}
+	v = json_object_get(j, "secure");
+	secure = v ? json_is_true(v) : 0;
+	if ((v = json_object_get(j, "allow_internet_access")) &&
+	    json_is_false(v))
+		internet = 0;
+	if ((v = json_object_get(j, "network")) && json_is_object(v) &&
+	    json_is_false(json_object_get(v, "allowPublicTraffic")) &&
+	    !secure) {
+		ret = sbxd_reply_err(r, 400, "You cannot create a sandbox "
+		    "without public access unless you enable secure envd "
+		    "access via 'secure' flag.");
+		goto out;
+	}
+	pthread_mutex_lock(&sbxd.mu);
+	if (admit(msg, sizeof msg)) {
+		pthread_mutex_unlock(&sbxd.mu);
+		ret = sbxd_reply_err(r, 429, "%s", msg);
+		goto out;
+	}
+	/* Counted now, so that creates under way count against the cap. */
+	sbxd.nboxes++;
+	pthread_mutex_unlock(&sbxd.mu);
+
+	b = sbx_xcalloc(1, sizeof *b);
+	sbxd_random_id(b->id, SBXD_ID_LEN);
+	if (secure)
+		sbxd_random_id(b->token, 40);
+	b->template = sbx_xstrdup(tid);
+	b->metadata = json_object_get(j, "metadata") ?
+	    json_deep_copy(json_object_get(j, "metadata")) : json_object();
+	b->envs = json_object_get(j, "envVars") ?
+	    json_deep_copy(json_object_get(j, "envVars")) : json_object();
+	b->auto_pause = json_is_true(json_object_get(j, "autoPause"));
+	b->internet = internet;
+	b->next_pid = 100;
+	spec.image = image;
+	spec.network = internet ? SBX_NET_ALLOW : SBX_NET_DENY;
+	spec.workdir = "/home/user";
+	spec.labels = json_pack("{s:s}", "sbxd", b->id);
+	env = sbxd_box_env(b, NULL);
+	spec.env = env;
+	if (sbxd.be->create(&spec, &ref, &err) < 0) {
+		pthread_mutex_lock(&sbxd.mu);
+		sbxd.nboxes--;
+		pthread_mutex_unlock(&sbxd.mu);
+		sbxd_log("cannot create a sandbox: %s", err.msg);
+		ret = sbxd_reply_err(r, 500, "Failed to create sandbox: %s",
+		    err.msg);
+		b->refs = 1;
+		sbxd_box_put(b);
+		goto out;
+	}
+	b->ref = ref;
+	b->started_ms = sbxd_now_ms();
+	b->end_ms = b->started_ms + timeout * 1000;
+	pthread_mutex_lock(&sbxd.mu);
+	sbxd.nboxes--;
+	pthread_mutex_unlock(&sbxd.mu);
+	sbxd_box_add(b);
+	ret = sbxd_reply_json(r, 201, sandbox_json(b));
+out:
+	sbxd_env_free(env);
+	json_decref(spec.labels);
+	json_decref(j);
+	return ret;
+}
+
+static enum MHD_Result
+h_get(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b = path_box(r, 1, &ret);
+	json_t *j;
+
+	if (!b)
+		return ret;
+	pthread_mutex_lock(&sbxd.mu);
+	j = listed_json(b, 1);
+	pthread_mutex_unlock(&sbxd.mu);
+	sbxd_box_put(b);
+	return sbxd_reply_json(r, 200, j);
+}
+
+/* The metadata filter: "k=v&k2=v2", each part escaped once more. */
+static json_t *
+parse_meta(const char *q)
+{
+	json_t *m = json_object();
+	char *s = sbx_xstrdup(q), *p, *save = NULL, *eq;
+
+	for (p = strtok_r(s, "&", &save); p; p = strtok_r(NULL, "&", &save)) {
+		if (!(eq = strchr(p, '=')) || strchr(eq + 1, '=')) {
+			json_decref(m);
+			m = NULL;
+			break;
+		}
+		*eq = 0;
+		MHD_http_unescape(p);
+		MHD_http_unescape(eq + 1);
+		json_object_set_new(m, p, json_string(eq + 1));
+	}
+	free(s);
+	return m;
+}
+
+static int
+meta_match(const json_t *have, const json_t *want)
+{
+	const char *k;
+	json_t *v;
+	const char *h;
+
+	json_object_foreach((json_t *)want, k, v) {
+		h = sbx_json_str(have, k);
+		if (!h || strcmp(h, json_string_value(v)))
+			return 0;
+	}
+	return 1;
+}
+
+static int
+by_start_desc(const void *a, const void *b)
+{
+	const struct sbxd_box *x = *(struct sbxd_box *const *)a;
+	const struct sbxd_box *y = *(struct sbxd_box *const *)b;
+
+	if (x->started_ms != y->started_ms)
+		return x->started_ms < y->started_ms ? 1 : -1;
+	return strcmp(x->id, y->id);
+}
+
+static enum MHD_Result
+list(struct sbxd_req *r, int v2)
+{
+	const char *q = sbxd_query(r, "metadata"), *st = sbxd_query(r, "state");
+	const char *lim = sbxd_query(r, "limit"), *tok = sbxd_query(r,
+	    "nextToken"), *order = sbxd_query(r, "order");
+	json_t *want = NULL, *arr;
+	struct sbxd_box *b, **all = NULL;
+	int running = 1, paused = v2, asc = 0;
+	uint64_t limit = 100;
+	size_t n = 0, i, start = 0, total_running = 0;
+	struct MHD_Response *rs;
+	enum MHD_Result ret;
+	char *s, next[64] = "", rbuf[32];
+
+	if (q && *q && !(want = parse_meta(q)))
+		return sbxd_reply_err(r, 400, "Error parsing metadata");
+	if (v2 && st && *st) {
+		running = !!strstr(st, "running");
+		paused = !!strstr(st, "paused");
+		if (!running && !paused) {
+			json_decref(want);
+			return sbxd_reply_err(r, 400, "bad state '%s' (want "
+			    "running, paused)", st);
+		}
+	}
+	if (v2 && lim && sbx_parse_u64(lim, 1, 100, &limit) < 0) {
+		json_decref(want);
+		return sbxd_reply_err(r, 400, "limit must be 1 to 100");
+	}
+	if (order && !strcmp(order, "asc"))
+		asc = 1;
+	pthread_mutex_lock(&sbxd.mu);
+	for (b = sbxd.boxes; b; b = b->next) {
+		if (!b->paused)
+			total_running++;
+		if ((b->paused ? !paused : !running) ||
+		    (want && !meta_match(b->metadata, want)))
+			continue;
+		all = sbx_xrealloc(all, (n + 1) * sizeof *all);
+		all[n++] = b;
+	}
+	if (n)
+		qsort(all, n, sizeof *all, by_start_desc);
+	if (asc)
+		for (i = 0; i < n / 2; i++) {
+			b = all[i];
+			all[i] = all[n - 1 - i];
+			all[n - 1 - i] = b;
+		}
+	/* The token is the id of the first sandbox of the next page. */
+	if (v2 && tok && *tok) {
+		for (start = 0; start < n; start++)
+			if (!strcmp(all[start]->id, tok))
+				break;
+	}
+	arr = json_array();
+	for (i = start; i < n && (!v2 || i - start < limit); i++)
+		json_array_append_new(arr, listed_json(all[i], 0));
+	if (v2 && i < n)
+		snprintf(next, sizeof next, "%s", all[i]->id);
+	pthread_mutex_unlock(&sbxd.mu);
+	free(all);
+	json_decref(want);
+	s = json_dumps(arr, JSON_COMPACT);
+	json_decref(arr);
+	rs = MHD_create_response_from_buffer(strlen(s), s,
+	    MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(rs, "Content-Type", "application/json");
+	if (v2 && *next)
+		MHD_add_response_header(rs, "X-Next-Token", next);
+	if (running) {
+		snprintf(rbuf, sizeof rbuf, "%zu", total_running);
+		MHD_add_response_header(rs, "X-Total-Running", rbuf);
+	}
+	r->status = 200;
+	ret = MHD_queue_response(r->c, 200, rs);
+	MHD_destroy_response(rs);
+	return ret;
+}
+
+static enum MHD_Result
+h_list1(struct sbxd_req *r)
+{
+	return list(r, 0);
+}
+
+static enum MHD_Result
+h_list2(struct sbxd_req *r)
+{
+	return list(r, 1);
+}
+
+/* Take a box for a change of state: NULL (after answering 409) when one
+ * is under way. */
+static int
+box_begin(struct sbxd_req *r, struct sbxd_box *b, enum MHD_Result *ret)
+{
+	pthread_mutex_lock(&sbxd.mu);
+	if (b->busy || b->gone) {
+		pthread_mutex_unlock(&sbxd.mu);
+		*ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" is %s", b->id,
+		    b->gone ? "being killed" : "changing state");
+		return -1;
+	}
+	b->busy = 1;
+	pthread_mutex_unlock(&sbxd.mu);
+	return 0;
+}
+
+static void
+box_end(struct sbxd_box *b)
+{
+	pthread_mutex_lock(&sbxd.mu);
+	b->busy = 0;
+	pthread_cond_broadcast(&sbxd.cv);
+	pthread_mutex_unlock(&sbxd.mu);
+}
+
+static enum MHD_Result
+h_kill(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b = path_box(r, 1, &ret);
+	struct sbx_err err;
+
+	if (!b)
+		return ret;
+	if (box_begin(r, b, &ret) < 0) {
+		sbxd_box_put(b);
+		return ret;
+	}
+	sbxd_proc_end_all(b);
+	if (sbxd.be->kill(b->ref, 0, &err) < 0 &&
+	    err.code != SBX_EX_NOSANDBOX) {
+		box_end(b);
+		sbxd_box_put(b);
+		return sbxd_reply_err(r, 500, "Error killing sandbox: %s",
+		    err.msg);
+	}
+	sbxd_box_unlink(b);
+	box_end(b);
+	sbxd_box_put(b);
+	return sbxd_reply_empty(r, 204);
+}
+
+/* The seconds of a body's key; -1 after answering 400. */
+static long long
+body_secs(struct sbxd_req *r, const char *key, int required,
+    long long def, enum MHD_Result *ret)
+{
+	json_t *j, *v;
+	long long s = def;
+
+	if (!r->body.len && !required)
+		return def;
+	if (!(j = sbxd_body_json(r, ret)))
+		return -1;
+	v = json_object_get(j, key);
+	if (v && json_is_integer(v))
+		s = json_integer_value(v);
+	else if (v || required) {
+		json_decref(j);
+		*ret = sbxd_reply_err(r, 400, "Error when parsing request: "
+		    "\"%s\" must be an integer", key);
+		return -1;
+	}
+	json_decref(j);
+	return s;
+}
+
+/* A new end for a box, capped by the longest life; 0, or -1 when the
+ * cap is already past. allow_shorter as set-timeout. */
+static int
+set_end(struct sbxd_box *b, long long secs, int allow_shorter)
+{
+	long long now = sbxd_now_ms(), end = now + secs * 1000;
+	long long cap = b->started_ms + (long long)sbxd.o.max_timeout * 1000;
+	int rc = 0;
+
+	pthread_mutex_lock(&sbxd.mu);
+	if (now >= cap) {
+		rc = -1;
+	} else {
+		if (end > cap)
+			end = cap;
+		if (allow_shorter || end > b->end_ms)
+			b->end_ms = end;
+	}
+	pthread_cond_broadcast(&sbxd.cv);
+	pthread_mutex_unlock(&sbxd.mu);
+	return rc;
+}
+
+static enum MHD_Result
+h_timeout(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	long long s = body_secs(r, "timeout", 1, 0, &ret);
+	struct sbxd_box *b;
+
+	if (s < 0)
+		return ret;
+	if (!(b = path_box(r, 1, &ret)))
+		return ret;
+	if (b->paused) {
+		ret = not_found(r, b->id);
+	} else if (s <= 0) {
+		ret = sbxd_reply_err(r, 400, "Timeout must be greater than 0");
+	} else if (set_end(b, s, 1) < 0) {
+		ret = sbxd_reply_err(r, 400, "Max instance length exceeded");
+	} else {
+		sbxd_box_save(b);
+		ret = sbxd_reply_empty(r, 204);
+	}
+	sbxd_box_put(b);
+	return ret;
+}
+
+static enum MHD_Result
+h_refresh(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	long long s = body_secs(r, "duration", 0, 15, &ret);
+	struct sbxd_box *b;
+
+	if (s < 0)
+		return ret;
+	if (s < 15)
+		s = 15;
+	if (s > 3600)
+		return sbxd_reply_err(r, 400, "Duration cannot be greater "
+		    "than 3600 seconds");
+	if (!(b = path_box(r, 1, &ret)))
+		return ret;
+	if (b->paused)
+		ret = not_found(r, b->id);
+	else if (set_end(b, s, 0) < 0)
+		ret = sbxd_reply_err(r, 400, "Max instance length exceeded");
+	else {
+		sbxd_box_save(b);
+		ret = sbxd_reply_empty(r, 204);
+	}
+	sbxd_box_put(b);
+	return ret;
+}
+
+static enum MHD_Result
+h_pause(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b = path_box(r, 1, &ret);
+	struct sbx_err err;
+
+	if (!b)
+		return ret;
+	if (box_begin(r, b, &ret) < 0) {
+		sbxd_box_put(b);
+		return ret;
+	}
+	if (b->paused) {
+		ret = sbxd_reply_err(r, 409, "Error pausing sandbox - sandbox "
+		    "'%s' is already paused", b->id);
+	} else if (sbxd.be->pause(b->ref, 0, &err) < 0) {
+		ret = sbxd_reply_err(r, 500, "Error pausing sandbox: %s",
+		    err.msg);
+	} else {
+		pthread_mutex_lock(&sbxd.mu);
+		b->paused = 1;
+		pthread_mutex_unlock(&sbxd.mu);
+		sbxd_box_save(b);
+		ret = sbxd_reply_empty(r, 204);
+	}
+	box_end(b);
+	sbxd_box_put(b);
+	return ret;
+}
+
+/* connect (resume or attach) and the older resume. */
+static enum MHD_Result
+resume(struct sbxd_req *r, int connect)
+{
+	enum MHD_Result ret;
+	long long s = body_secs(r, "timeout", connect, 15, &ret);
+	struct sbxd_box *b;
+	struct sbx_err err;
+	json_t *j;
+
+	if (s < 0)
+		return ret;
+	if (s <= 0)
+		return sbxd_reply_err(r, 400, "Timeout must be greater than 0");
+	if (!(b = path_box(r, 1, &ret)))
+		return ret;
+	if (box_begin(r, b, &ret) < 0) {
+		sbxd_box_put(b);
+		return ret;
+	}
+	if (!b->paused) {
+		box_end(b);
+		if (!connect) {
+			ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" is already "
+			    "running", b->id);
+		} else {
+			set_end(b, s, 0);
+			sbxd_box_save(b);
+			ret = sbxd_reply_json(r, 200, sandbox_json(b));
+		}
+		sbxd_box_put(b);
+		return ret;
+	}
+	if (!connect && r->body.len) {
+		j = json_loadb(r->body.data, r->body.len, 0, NULL);
+		if (j && json_is_boolean(json_object_get(j, "autoPause")))
+			b->auto_pause = json_is_true(json_object_get(j,
+			    "autoPause"));
+		json_decref(j);
+	}
+	if (sbxd.be->resume(b->ref, &err) < 0) {
+		ret = sbxd_reply_err(r, 500, "Error resuming sandbox: %s",
+		    err.msg);
+	} else {
+		pthread_mutex_lock(&sbxd.mu);
+		b->paused = 0;
+		/* A resumed sandbox's life starts again. */
+		b->started_ms = sbxd_now_ms();
+		b->end_ms = b->started_ms + s * 1000;
+		pthread_mutex_unlock(&sbxd.mu);
+		sbxd_box_save(b);
+		ret = sbxd_reply_json(r, 201, sandbox_json(b));
+	}
+	box_end(b);
+	sbxd_box_put(b);
+	return ret;
+}
+
+static enum MHD_Result
+h_connect(struct sbxd_req *r)
+{
+	return resume(r, 1);
+}
+
+static enum MHD_Result
+h_resume(struct sbxd_req *r)
+{
+	return resume(r, 0);
+}
+
+static enum MHD_Result
+h_health(struct sbxd_req *r)
+{
+	return sbxd_reply_empty(r, 204);
+}
+
+static enum MHD_Result
+h_unsupported(struct sbxd_req *r)
+{
+	char *first = sbxd_path_seg(r, 0), *third = sbxd_path_seg(r, 2);
+	const char *what = "this endpoint";
+	enum MHD_Result ret;
+
+	if (first && (strstr(first, "templates") || !strcmp(first, "v2") ||
+	    !strcmp(first, "v3")))
+		what = "templates (template builds)";
+	if (third && !strcmp(third, "snapshots"))
+		what = "snapshots";
+	else if (third && !strcmp(third, "fork"))
+		what = "forks";
+	else if (third && !strcmp(third, "metrics"))
+		what = "metrics";
+	else if (third && !strcmp(third, "logs"))
+		what = "logs";
+	else if (third && !strcmp(third, "network"))
+		what = "network updates";
+	else if (first && !strcmp(first, "snapshots"))
+		what = "snapshots";
+	else if (first && !strcmp(first, "volumes"))
+		what = "volumes";
+	else if (first && !strcmp(first, "teams"))
+		what = "team metrics";
+	ret = sbxd_reply_err(r, 501, "sbxd does not support %s (see sbxd(8))",
+	    what);
+	free(first);
+	free(third);
+	return ret;
+}
+
+const struct sbxd_route sbxd_control_routes[] = {
+	{"GET", "/health", 0, h_health, NULL},
+	{"POST", "/sandboxes", 0, h_create, NULL},
+	{"GET", "/sandboxes", 0, h_list1, NULL},
+	{"GET", "/v2/sandboxes", 0, h_list2, NULL},
+	{"GET", "/sandboxes/metrics", 0, h_unsupported, NULL},
+	{"GET", "/sandboxes/*", 0, h_get, NULL},
+	{"DELETE", "/sandboxes/*", 0, h_kill, NULL},
+	{"POST", "/sandboxes/*/timeout", 0, h_timeout, NULL},
+	{"POST", "/sandboxes/*/refreshes", 0, h_refresh, NULL},
+	{"POST", "/sandboxes/*/pause", 0, h_pause, NULL},
+	{"POST", "/sandboxes/*/connect", 0, h_connect, NULL},
+	{"POST", "/sandboxes/*/resume", 0, h_resume, NULL},
+	{"POST", "/sandboxes/*/fork", 0, h_unsupported, NULL},
+	{"POST", "/sandboxes/*/snapshots", 0, h_unsupported, NULL},
+	{"GET", "/snapshots", 0, h_unsupported, NULL},
+	{"PUT", "/sandboxes/*/network", 0, h_unsupported, NULL},
+	{"GET", "/sandboxes/*/metrics", 0, h_unsupported, NULL},
+	{"GET", "/sandboxes/*/logs", 0, h_unsupported, NULL},
+	{"GET", "/v2/sandboxes/*/logs", 0, h_unsupported, NULL},
+	{"GET", "/templates", 0, h_unsupported, NULL},
+	{"POST", "/templates", 0, h_unsupported, NULL},
+	{"GET", "/templates/*", 0, h_unsupported, NULL},
+	{"DELETE", "/templates/*", 0, h_unsupported, NULL},
+	{"GET", "/v2/templates", 0, h_unsupported, NULL},
+	{"POST", "/v2/templates", 0, h_unsupported, NULL},
+	{"POST", "/v3/templates", 0, h_unsupported, NULL},
+	{"GET", "/volumes", 0, h_unsupported, NULL},
+	{"POST", "/volumes", 0, h_unsupported, NULL},
+	{NULL, NULL, 0, NULL, NULL},
+};

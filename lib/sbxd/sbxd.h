@@ -1,0 +1,128 @@
+/* sbxd.h - the inside of sbxd: its sandboxes, processes and requests */
+#ifndef SBXD_H
+#define SBXD_H
+
+#include <pthread.h>
+#include <microhttpd.h>
+
+#include "sbx.h"
+
+#define SBXD_ID_LEN 20
+#define SBXD_CLIENT_ID "6532622b"
+/* What the SDKs gate features on: 0.5.7 has octet-stream uploads,
+ * 0.6.x file metadata and watch entries. */
+#define SBXD_ENVD_VERSION "0.5.7"
+
+struct sbxd_proc;
+
+/* A sandbox sbxd made. Its fields are under sbxd.mu; ref and id never
+ * change. Held by refs: the table's one, and each request's. */
+struct sbxd_box {
+	char id[SBXD_ID_LEN + 1];
+	char token[48];        /* the envd access token ("" : not secure) */
+	json_t *ref;           /* the backend's ref */
+	char *template;
+	json_t *metadata;      /* object of strings */
+	json_t *envs;          /* object of strings: every process's */
+	long long started_ms, end_ms;
+	int paused, auto_pause, internet;
+	int gone;              /* killed: out of the table */
+	int busy;              /* a pause, resume or kill is under way */
+	int refs;
+	unsigned next_pid;
+	struct sbxd_proc *procs;
+	struct sbxd_box *next;
+};
+
+struct sbxd {
+	struct sbx_sbxd_opts o;
+	const struct sbx_backend *be;
+	char *store;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;     /* an event, an exit, a box's change */
+	struct sbxd_box *boxes;
+	unsigned nboxes;
+	unsigned char (*keys)[32]; /* SHA-256 of each API key */
+	size_t nkeys;
+	long long rate_t0;     /* the create rate's window */
+	unsigned rate_n;
+	int stopping;
+	unsigned long long reqs;
+	char **tmpl;           /* NAME, IMAGE, NAME, IMAGE, ... NULL */
+};
+
+extern struct sbxd sbxd;
+
+/* One request. */
+struct sbxd_req {
+	struct MHD_Connection *c;
+	const char *method;
+	char *path;            /* without the query */
+	char rid[17];
+	long long t0;
+	int status;
+	struct sbx_buf body;   /* a JSON body, up to max_body */
+	int too_big;
+	struct sbxd_box *box;  /* envd: the sandbox it is for (a ref) */
+	const struct sbxd_route *route;
+	/* A route that takes its body as it comes (uploads). */
+	void *up;
+	void (*up_free)(struct sbxd_req *r);
+};
+
+struct sbxd_route {
+	const char *method;
+	const char *path;      /* "/sandboxes/X": X (a star) one segment */
+	int envd;
+	/* Called when the body is all there; queues the response. */
+	enum MHD_Result (*fn)(struct sbxd_req *r);
+	/* Optional: called for each piece of the body instead of
+	 * buffering it; -1 stops taking it (fn still answers). */
+	int (*data)(struct sbxd_req *r, const char *p, size_t n);
+};
+
+/* server.c: answers */
+enum MHD_Result sbxd_reply(struct sbxd_req *r, int status, const char *type,
+    const void *p, size_t n);
+enum MHD_Result sbxd_reply_json(struct sbxd_req *r, int status, json_t *j);
+/* E2B's error body {"code":status,"message":...} */
+__attribute__((format(printf, 3, 4))) enum MHD_Result sbxd_reply_err(
+    struct sbxd_req *r, int status, const char *fmt, ...);
+/* Connect's unary error {"code":"not_found","message":...} */
+__attribute__((format(printf, 3, 4))) enum MHD_Result sbxd_reply_connect(
+    struct sbxd_req *r, const char *code, const char *fmt, ...);
+enum MHD_Result sbxd_reply_empty(struct sbxd_req *r, int status);
+const char *sbxd_header(struct sbxd_req *r, const char *name);
+const char *sbxd_query(struct sbxd_req *r, const char *name);
+/* The body as a JSON object; NULL after answering 400. */
+json_t *sbxd_body_json(struct sbxd_req *r, enum MHD_Result *ret);
+/* The segment i (0 the first) of the path, malloc'd, or NULL. */
+char *sbxd_path_seg(const struct sbxd_req *r, int i);
+void sbxd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* box.c: the table, the store, the clock */
+long long sbxd_now_ms(void);
+void sbxd_random_id(char *out, size_t n); /* n chars of [a-z0-9] */
+/* Find a live box by id and take a ref on it (mu not held); NULL. */
+struct sbxd_box *sbxd_box_get(const char *id);
+void sbxd_box_put(struct sbxd_box *b);
+void sbxd_box_put_locked(struct sbxd_box *b); /* mu held */
+/* Save a box's record (mu held or not: it copies under mu). */
+int sbxd_box_save(struct sbxd_box *b);
+void sbxd_box_unlink(struct sbxd_box *b); /* out of the table and store */
+int sbxd_box_add(struct sbxd_box *b);
+int sbxd_store_adopt(struct sbx_err *err);
+/* Kill (or pause, with auto_pause) what has run out of time. */
+void *sbxd_reaper(void *arg);
+/* The box's env for a process: its envs, then the request's. */
+char **sbxd_box_env(struct sbxd_box *b, const json_t *more);
+void sbxd_env_free(char **env);
+
+/* control.c, proc.c, fs.c: the routes */
+extern const struct sbxd_route sbxd_control_routes[];
+extern const struct sbxd_route sbxd_proc_routes[];
+extern const struct sbxd_route sbxd_fs_routes[];
+/* End a box's processes (it is being killed). */
+void sbxd_proc_end_all(struct sbxd_box *b);
+
+#endif

@@ -1,0 +1,652 @@
+/* server.c - sbxd's HTTP side: libmicrohttpd, routing, auth, answers */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+
+#include "sbxd.h"
+
+struct sbxd sbxd;
+
+void
+sbxd_log(const char *fmt, ...)
+{
+	va_list ap;
+	char line[1024];
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof line - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof line - 2)
+		n = sizeof line - 2;
+	line[n++] = '\n';
+	/* One write: lines of two threads never mix. */
+	if (sbx_write_all(2, "sbxd: ", 6) < 0 || sbx_write_all(2, line, n) < 0)
+		return;
+}
+
+enum MHD_Result
+sbxd_reply(struct sbxd_req *r, int status, const char *type, const void *p,
+    size_t n)
+{
+	struct MHD_Response *rs;
+	enum MHD_Result ret;
+
+	rs = MHD_create_response_from_buffer(n, (void *)p,
+	    MHD_RESPMEM_MUST_COPY);
+	if (!rs)
+		return MHD_NO;
+	if (type)
+		MHD_add_response_header(rs, "Content-Type", type);
+	r->status = status;
+	ret = MHD_queue_response(r->c, status, rs);
+	MHD_destroy_response(rs);
+	return ret;
+}
+
+enum MHD_Result
+sbxd_reply_json(struct sbxd_req *r, int status, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	enum MHD_Result ret;
+
+	json_decref(j);
+	if (!s)
+		return sbxd_reply_err(r, 500, "out of memory");
+	ret = sbxd_reply(r, status, "application/json", s, strlen(s));
+	free(s);
+	return ret;
+}
+
+enum MHD_Result
+sbxd_reply_empty(struct sbxd_req *r, int status)
+{
+	return sbxd_reply(r, status, NULL, "", 0);
+}
+
+enum MHD_Result
+sbxd_reply_err(struct sbxd_req *r, int status, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return sbxd_reply_json(r, status, json_pack("{s:i,s:s}", "code", status,
+	    "message", msg));
+}
+
+enum MHD_Result
+sbxd_reply_connect(struct sbxd_req *r, const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return sbxd_reply_json(r, sbx_e2b_code_status(code),
+	    sbx_e2b_error(code, msg));
+}
+
+const char *
+sbxd_header(struct sbxd_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, name);
+}
+
+const char *
+sbxd_query(struct sbxd_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+json_t *
+sbxd_body_json(struct sbxd_req *r, enum MHD_Result *ret)
+{
+	json_error_t e;
+	json_t *j;
+
+	if (!r->body.len) {
+		*ret = sbxd_reply_err(r, 400,
+		    "Error when parsing request: request body has no content");
+		return NULL;
+	}
+	j = json_loadb(r->body.data, r->body.len, 0, &e);
+	if (!j || !json_is_object(j)) {
+		json_decref(j);
+		*ret = sbxd_reply_err(r, 400,
+		    "Error when parsing request: %s", j ? "not an object" :
+		    e.text);
+		return NULL;
+	}
+	return j;
+}
+
+char *
+sbxd_path_seg(const struct sbxd_req *r, int i)
+{
+	const char *p = r->path, *e;
+
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return NULL;
+		e = strchr(p, '/');
+		if (!e)
+			e = p + strlen(p);
+		if (i-- == 0)
+			return strndup(p, (size_t)(e - p));
+		p = e;
+	}
+}
+
+/* --- auth -------------------------------------------------------------- */
+
+static int
+load_keys(struct sbx_err *err)
+{
+	FILE *f = fopen(sbxd.o.key_file, "r");
+	unsigned char (*keys)[32] = NULL;
+	size_t n = 0, cap = 0;
+	char *line = NULL;
+	size_t lcap = 0;
+	ssize_t len;
+
+	if (!f)
+		return sbx_err_set(err, SBX_EX_CRED, "cannot open '%s':",
+		    sbxd.o.key_file);
+	while ((len = getline(&line, &lcap, f)) >= 0) {
+		while (len > 0 && (line[len - 1] == '\n' ||
+		    line[len - 1] == '\r' || line[len - 1] == ' '))
+			line[--len] = 0;
+		if (!len || line[0] == '#')
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 4;
+			keys = sbx_xrealloc(keys, cap * sizeof *keys);
+		}
+		SHA256((unsigned char *)line, (size_t)len, keys[n++]);
+	}
+	if (line)
+		OPENSSL_cleanse(line, lcap);
+	free(line);
+	fclose(f);
+	if (!n) {
+		free(keys);
+		return sbx_err_set(err, SBX_EX_CRED, "no API key in '%s'",
+		    sbxd.o.key_file);
+	}
+	pthread_mutex_lock(&sbxd.mu);
+	free(sbxd.keys);
+	sbxd.keys = keys;
+	sbxd.nkeys = n;
+	pthread_mutex_unlock(&sbxd.mu);
+	return 0;
+}
+
+/* Whether the request carries one of the keys: compared as digests, in
+ * constant time, every key tried. */
+static int
+key_ok(struct sbxd_req *r)
+{
+	const char *k = sbxd_header(r, "X-API-Key");
+	const char *a = sbxd_header(r, "Authorization");
+	unsigned char d[32];
+	size_t i;
+	int ok = 0;
+
+	if (!k && a && !strncasecmp(a, "Bearer ", 7))
+		k = a + 7;
+	if (!k || !*k)
+		return 0;
+	SHA256((const unsigned char *)k, strlen(k), d);
+	pthread_mutex_lock(&sbxd.mu);
+	for (i = 0; i < sbxd.nkeys; i++)
+		ok |= !CRYPTO_memcmp(d, sbxd.keys[i], 32);
+	pthread_mutex_unlock(&sbxd.mu);
+	return ok;
+}
+
+static int
+token_ok(struct sbxd_req *r)
+{
+	const char *t = sbxd_header(r, "X-Access-Token");
+	unsigned char a[32], b[32];
+
+	if (!r->box->token[0])
+		return 1;
+	if (!t)
+		return 0;
+	SHA256((const unsigned char *)t, strlen(t), a);
+	SHA256((const unsigned char *)r->box->token, strlen(r->box->token), b);
+	return !CRYPTO_memcmp(a, b, 32);
+}
+
+/* --- routing ----------------------------------------------------------- */
+
+static int
+path_match(const char *pat, const char *path)
+{
+	while (*pat && *path) {
+		if (*pat == '*') {
+			while (*path && *path != '/')
+				path++;
+			pat++;
+			continue;
+		}
+		if (*pat++ != *path++)
+			return 0;
+	}
+	while (*path == '/')
+		path++;
+	return !*pat && !*path;
+}
+
+static const struct sbxd_route *
+route_find(const char *method, const char *path, int envd, int *allowed)
+{
+	const struct sbxd_route *tabs[] = {sbxd_control_routes,
+	    sbxd_proc_routes, sbxd_fs_routes};
+	size_t t;
+	const struct sbxd_route *rt;
+
+	*allowed = 0;
+	for (t = 0; t < sizeof tabs / sizeof tabs[0]; t++)
+		for (rt = tabs[t]; rt->path; rt++) {
+			if (rt->envd != envd || !path_match(rt->path, path))
+				continue;
+			*allowed = 1;
+			if (!strcmp(rt->method, method))
+				return rt;
+		}
+	return NULL;
+}
+
+/* envd's requests name their sandbox by headers, or by a host of the
+ * form <port>-<id>.<domain>. */
+static int
+envd_target(struct sbxd_req *r, char *id, size_t n, long *port)
+{
+	const char *sid = sbxd_header(r, "E2b-Sandbox-Id");
+	const char *sport = sbxd_header(r, "E2b-Sandbox-Port");
+	const char *host = sbxd_header(r, "Host");
+	const char *dash, *dot;
+	char *end;
+
+	if (sid) {
+		snprintf(id, n, "%s", sid);
+		*port = sport ? strtol(sport, &end, 10) : -1;
+		if (sport && (*end || end == sport))
+			*port = -1;
+		return 1;
+	}
+	if (!host || !(dash = strchr(host, '-')) ||
+	    !(dot = strchr(dash, '.')))
+		return 0;
+	*port = strtol(host, &end, 10);
+	if (end != dash || *port <= 0)
+		return 0;
+	if ((size_t)(dot - dash - 1) >= n)
+		return 0;
+	memcpy(id, dash + 1, (size_t)(dot - dash - 1));
+	id[dot - dash - 1] = 0;
+	return 1;
+}
+
+static enum MHD_Result
+proxy_err(struct sbxd_req *r, const char *id, const char *msg)
+{
+	return sbxd_reply_json(r, 502, json_pack("{s:s,s:s,s:i}",
+	    "sandboxId", id, "message", msg, "code", 502));
+}
+
+/* Pick the route and the sandbox; answers and returns NULL when there
+ * is none, or the caller may not. */
+static const struct sbxd_route *
+dispatch(struct sbxd_req *r, enum MHD_Result *ret)
+{
+	char id[64];
+	long port = 0;
+	int envd, allowed;
+	const struct sbxd_route *rt;
+
+	envd = envd_target(r, id, sizeof id, &port);
+	if (envd && !sbxd_header(r, "E2b-Sandbox-Port") &&
+	    sbxd_header(r, "E2b-Sandbox-Id")) {
+		*ret = sbxd_reply_err(r, 400, "Missing header: E2b-Sandbox-Port");
+		return NULL;
+	}
+	rt = route_find(r->method, r->path, envd, &allowed);
+	if (envd) {
+		struct sbxd_box *b = sbxd_box_get(id);
+
+		if (!b) {
+			*ret = proxy_err(r, id, "The sandbox was not found");
+			return NULL;
+		}
+		r->box = b;
+		pthread_mutex_lock(&sbxd.mu);
+		if (b->paused) {
+			pthread_mutex_unlock(&sbxd.mu);
+			*ret = proxy_err(r, id, "The sandbox was not found");
+			return NULL;
+		}
+		pthread_mutex_unlock(&sbxd.mu);
+		if (port != SBX_E2B_ENVD_PORT) {
+			*ret = proxy_err(r, id,
+			    "The sandbox is running but port is not open");
+			return NULL;
+		}
+		if (!(rt && !strcmp(rt->path, "/health")) && !token_ok(r)) {
+			*ret = sbxd_reply_err(r, 401, "unauthorized access, "
+			    "please provide a valid access token or method "
+			    "signing if supported");
+			return NULL;
+		}
+	} else if (strcmp(r->path, "/health") && !key_ok(r)) {
+		*ret = sbxd_reply_err(r, 401, "Invalid API key");
+		return NULL;
+	}
+	if (!rt) {
+		if (allowed)
+			*ret = sbxd_reply_err(r, 405, "method %s not allowed",
+			    r->method);
+		else if (envd)
+			*ret = sbxd_reply_err(r, 404, "no such route: %s",
+			    r->path);
+		else
+			*ret = sbxd_reply_err(r, 404, "sbxd does not serve "
+			    "%s %s (see sbxd(8))", r->method, r->path);
+		return NULL;
+	}
+	return rt;
+}
+
+static void
+req_free(struct sbxd_req *r)
+{
+	if (r->up_free)
+		r->up_free(r);
+	if (r->box)
+		sbxd_box_put(r->box);
+	sbx_buf_release(&r->body);
+	free(r->path);
+	free(r);
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url,
+    const char *method, const char *version, const char *upload,
+    size_t *upload_size, void **ctx)
+{
+	struct sbxd_req *r = *ctx;
+	enum MHD_Result ret = MHD_YES;
+	unsigned char rnd[8];
+	const char *q;
+	int i;
+
+	(void)cls;
+	(void)version;
+	if (!r) {
+		r = sbx_xcalloc(1, sizeof *r);
+		*ctx = r;
+		r->c = c;
+		r->method = method;
+		r->t0 = sbx_mono_ms();
+		q = strchr(url, '?');
+		r->path = q ? strndup(url, (size_t)(q - url)) :
+		    sbx_xstrdup(url);
+		if (RAND_bytes(rnd, sizeof rnd) != 1)
+			memset(rnd, 0, sizeof rnd);
+		for (i = 0; i < 8; i++)
+			snprintf(r->rid + 2 * i, 3, "%02x", rnd[i]);
+		if (!(r->route = dispatch(r, &ret)))
+			r->status = r->status ? r->status : 500;
+		return ret;
+	}
+	if (r->status) {
+		/* Answered already: let the rest of the body go. */
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (r->route->data) {
+			if (!r->too_big && r->route->data(r, upload,
+			    *upload_size) < 0)
+				r->too_big = 1;
+		} else if (r->body.len + *upload_size > sbxd.o.max_body) {
+			r->too_big = 1;
+		} else if (!r->too_big) {
+			sbx_buf_add(&r->body, upload, *upload_size);
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (r->too_big && !r->route->data)
+		return sbxd_reply_err(r, 413, "request body is over %llu bytes",
+		    (unsigned long long)sbxd.o.max_body);
+	return r->route->fn(r);
+}
+
+static void
+on_done(void *cls, struct MHD_Connection *c, void **ctx,
+    enum MHD_RequestTerminationCode toe)
+{
+	struct sbxd_req *r = *ctx;
+
+	(void)cls;
+	(void)c;
+	if (!r)
+		return;
+	if (sbxd.o.access_log)
+		sbxd_log("%s %s %s %d %lldms%s", r->rid, r->method, r->path,
+		    r->status, sbx_mono_ms() - r->t0,
+		    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" :
+		    " (cut)");
+	req_free(r);
+	*ctx = NULL;
+}
+
+static void
+on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char msg[512];
+	size_t n;
+
+	(void)cls;
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	n = strlen(msg);
+	while (n && msg[n - 1] == '\n')
+		msg[--n] = 0;
+	sbxd_log("%s", msg);
+}
+
+/* "127.0.0.1:3000", "[::1]:3000", ":3000" (loopback). */
+static int
+parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len,
+    struct sbx_err *err)
+{
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	char host[128];
+	const char *colon = strrchr(s, ':');
+	uint64_t port;
+
+	memset(ss, 0, sizeof *ss);
+	if (!colon || sbx_parse_u64(colon + 1, 1, 65535, &port) < 0 ||
+	    (size_t)(colon - s) >= sizeof host)
+		return sbx_err_set(err, SBX_EX_USAGE, "bad address '%s' "
+		    "(want HOST:PORT)", s);
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		memmove(host, host + 1, strlen(host));
+		host[strlen(host) - 1] = 0;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+			return sbx_err_set(err, SBX_EX_USAGE,
+			    "bad address '%s'", s);
+		*len = sizeof *in6;
+		return 0;
+	}
+	in4->sin_family = AF_INET;
+	in4->sin_port = htons((uint16_t)port);
+	if (!*host)
+		snprintf(host, sizeof host, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &in4->sin_addr) != 1)
+		return sbx_err_set(err, SBX_EX_USAGE, "bad address '%s'", s);
+	*len = sizeof *in4;
+	return 0;
+}
+
+static int
+templates_init(struct sbx_err *err)
+{
+	size_t n = 0, i;
+	char *eq;
+
+	while (sbxd.o.templates && sbxd.o.templates[n])
+		n++;
+	sbxd.tmpl = sbx_xcalloc(2 * n + 3, sizeof *sbxd.tmpl);
+	sbxd.tmpl[0] = sbx_xstrdup("base");
+	sbxd.tmpl[1] = sbx_xstrdup("host");
+	for (i = 0; i < n; i++) {
+		eq = strchr(sbxd.o.templates[i], '=');
+		if (!eq || eq == sbxd.o.templates[i] || !eq[1])
+			return sbx_err_set(err, SBX_EX_USAGE, "bad template "
+			    "'%s' (want NAME=IMAGE)", sbxd.o.templates[i]);
+		sbxd.tmpl[2 + 2 * i] = strndup(sbxd.o.templates[i],
+		    (size_t)(eq - sbxd.o.templates[i]));
+		sbxd.tmpl[3 + 2 * i] = sbx_xstrdup(eq + 1);
+	}
+	return 0;
+}
+
+static void
+on_exit_boxes(void)
+{
+	struct sbxd_box *b, **all = NULL;
+	size_t n = 0, i;
+	struct sbx_err err;
+
+	if (!strcmp(sbxd.o.on_exit, "leave"))
+		return;
+	pthread_mutex_lock(&sbxd.mu);
+	for (b = sbxd.boxes; b; b = b->next) {
+		all = sbx_xrealloc(all, (n + 1) * sizeof *all);
+		b->refs++;
+		all[n++] = b;
+	}
+	pthread_mutex_unlock(&sbxd.mu);
+	for (i = 0; i < n; i++) {
+		b = all[i];
+		if (!strcmp(sbxd.o.on_exit, "kill")) {
+			sbxd_proc_end_all(b);
+			if (sbxd.be->kill(b->ref, 0, &err) < 0 &&
+			    err.code != SBX_EX_NOSANDBOX)
+				sbxd_log("cannot kill sandbox %s: %s", b->id,
+				    err.msg);
+			sbxd_box_unlink(b);
+		} else if (!b->paused) {
+			if (sbxd.be->pause(b->ref, 0, &err) < 0)
+				sbxd_log("cannot pause sandbox %s: %s", b->id,
+				    err.msg);
+			pthread_mutex_lock(&sbxd.mu);
+			b->paused = 1;
+			pthread_mutex_unlock(&sbxd.mu);
+			sbxd_box_save(b);
+		}
+		sbxd_box_put(b);
+	}
+	free(all);
+}
+
+int
+sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
+{
+	struct sockaddr_storage ss;
+	socklen_t sslen;
+	struct MHD_Daemon *d;
+	sigset_t sigs;
+	pthread_t reaper;
+	unsigned flags;
+	int sig;
+
+	sbxd.o = *o;
+	pthread_mutex_init(&sbxd.mu, NULL);
+	pthread_cond_init(&sbxd.cv, NULL);
+	if (!(sbxd.be = sbx_backend_get(o->backend ? o->backend : "local",
+	    err)))
+		return -1;
+	if (parse_listen(o->listen, &ss, &sslen, err) < 0 ||
+	    templates_init(err) < 0 || load_keys(err) < 0)
+		return -1;
+	if (sbxd_store_adopt(err) < 0)
+		return -1;
+	/* Every thread starts with these blocked: main takes them. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
+	    | MHD_USE_ERROR_LOG;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
+	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+	    MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
+	    MHD_OPTION_END);
+	if (!d)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot listen on '%s'",
+		    o->listen);
+	if (pthread_create(&reaper, NULL, sbxd_reaper, NULL)) {
+		MHD_stop_daemon(d);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread");
+	}
+	sbxd_log("listening on %s (%s backend)", o->listen, sbxd.be->name);
+	for (;;) {
+		if (sigwait(&sigs, &sig))
+			continue;
+		if (sig == SIGHUP) {
+			if (load_keys(err) < 0)
+				sbxd_log("keys not reloaded: %s", err->msg);
+			else
+				sbxd_log("keys reloaded");
+			continue;
+		}
+		break;
+	}
+	sbxd_log("stopping (%s)", strsignal(sig));
+	MHD_quiesce_daemon(d);
+	pthread_mutex_lock(&sbxd.mu);
+	sbxd.stopping = 1;
+	pthread_cond_broadcast(&sbxd.cv);
+	pthread_mutex_unlock(&sbxd.mu);
+	pthread_join(reaper, NULL);
+	MHD_stop_daemon(d);
+	on_exit_boxes();
+	return 0;
+}
