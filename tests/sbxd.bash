@@ -1,0 +1,90 @@
+# sbxd.bash - start and stop a private sbxd for a test file: on loopback,
+# a free port, a throwaway API key, its own store; stopped by its pid.
+
+# A free TCP port on 127.0.0.1.
+sbxd_free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# sbxd_start [sbxd options...]: sets SBXD_PID, SBXD_URL, SBXD_KEY,
+# SBXD_DIR (key file, store, log at $SBXD_DIR/log).
+sbxd_start() {
+	local i
+	SBXD_DIR=${SBXD_DIR:-$(mktemp -d /tmp/sbxd-test.XXXXXX)}
+	SBXD_KEY=e2b_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+	(umask 077; printf '%s\n' "$SBXD_KEY" >"$SBXD_DIR/key")
+	SBXD_PORT=$(sbxd_free_port)
+	SBXD_URL=http://127.0.0.1:$SBXD_PORT
+	sbxd -l "127.0.0.1:$SBXD_PORT" -k "$SBXD_DIR/key" -S "$SBXD_DIR/store" \
+		"$@" >>"$SBXD_DIR/log" 2>&1 &
+	SBXD_PID=$!
+	export SBXD_PID SBXD_URL SBXD_KEY SBXD_DIR SBXD_PORT
+	for ((i = 0; i < 100; i++)); do
+		curl -s -o /dev/null "$SBXD_URL/health" && return 0
+		kill -0 "$SBXD_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "sbxd did not start:" >&2
+	cat "$SBXD_DIR/log" >&2
+	return 1
+}
+
+# Stop it (SIGTERM, then SIGKILL after 10 s), by pid.
+sbxd_stop() {
+	local i
+	[ -n "${SBXD_PID:-}" ] || return 0
+	kill -TERM "$SBXD_PID" 2>/dev/null || true
+	for ((i = 0; i < 200; i++)); do
+		kill -0 "$SBXD_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	kill -KILL "$SBXD_PID" 2>/dev/null || true
+	wait "$SBXD_PID" 2>/dev/null || true
+	SBXD_PID=
+}
+
+# curl against the control plane with the key: sbxd_api METHOD PATH [JSON]
+sbxd_api() {
+	local m=$1 p=$2
+	shift 2
+	curl -s -X "$m" -H "X-API-Key: $SBXD_KEY" ${1:+-H 'Content-Type: application/json' -d "$1"} "$SBXD_URL$p"
+}
+
+# A sandbox through the API: prints its Sandbox JSON. [JSON body]
+sbxd_create() {
+	sbxd_api POST /sandboxes "${1:-{\"templateID\":\"base\",\"timeout\":300,\"secure\":true\}}"
+}
+
+# curl against a sandbox's envd: sbxd_envd ID TOKEN PATH [curl args...]
+sbxd_envd() {
+	local id=$1 tok=$2 p=$3
+	shift 3
+	curl -s -H "E2b-Sandbox-Id: $id" -H 'E2b-Sandbox-Port: 49983' \
+		${tok:+-H "X-Access-Token: $tok"} "$@" "$SBXD_URL$p"
+}
+
+# A Connect envelope of JSON $1 on stdout (flags ${2:-0}).
+sbxd_frame() {
+	python3 -c 'import sys,struct; d=sys.argv[1].encode(); f=int(sys.argv[2]); sys.stdout.buffer.write(bytes([f])+struct.pack(">I",len(d))+d)' "$1" "${2:-0}"
+}
+
+# The envelopes of a Connect stream on stdin, one JSON line each
+# (the end-of-stream one prefixed "END ").
+sbxd_unframe() {
+	python3 -c '
+import sys,struct
+d=sys.stdin.buffer.read()
+i=0
+while i+5<=len(d):
+    f=d[i]; n=struct.unpack(">I",d[i+1:i+5])[0]; p=d[i+5:i+5+n].decode()
+    print(("END " if f&2 else "")+p); i+=5+n
+if i!=len(d): print("TRUNCATED")
+'
+}
+
+# Run a command through Start: sbxd_run ID TOKEN JSON-of-StartRequest
+sbxd_run() {
+	sbxd_frame "$3" | sbxd_envd "$1" "$2" /process.Process/Start \
+		-H 'Content-Type: application/connect+json' --data-binary @- |
+		sbxd_unframe
+}
