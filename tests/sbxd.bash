@@ -88,3 +88,6 @@ sbxd_run() {
 		-H 'Content-Type: application/connect+json' --data-binary @- |
 		sbxd_unframe
 }
+
+# For `run bash -c` pipelines.
+export -f sbxd_envd sbxd_frame sbxd_unframe sbxd_api

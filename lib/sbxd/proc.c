@@ -311,14 +311,20 @@ pump(void *arg)
 				res_eof = 1;
 		}
 	}
-	if (got != sizeof res) {
-		memset(&res, 0, sizeof res);
-		res.rc = -1;
-		snprintf(res.msg, sizeof res.msg, "the process's runner ended "
-		    "early");
-	}
 	while (waitpid(p->child, &status, 0) < 0 && errno == EINTR)
 		;
+	if (got != sizeof res) {
+		memset(&res, 0, sizeof res);
+		if (WIFSIGNALED(status)) {
+			/* SendSignal SIGKILL ends the runner, and with it
+			 * the command: that is how the command ended. */
+			res.signal = WTERMSIG(status);
+		} else {
+			res.rc = -1;
+			snprintf(res.msg, sizeof res.msg, "the process's "
+			    "runner ended early");
+		}
+	}
 	if (p->out_fd >= 0)
 		close(p->out_fd);
 	if (p->err_fd >= 0)
@@ -558,9 +564,10 @@ stream_request(struct sbxd_req *r, enum MHD_Result *ret)
 
 	used = sbx_e2b_unframe(r->body.data, r->body.len, sbxd.o.max_body,
 	    &flags, &payload, &len);
-	if (used <= 0 || (flags & 1)) {
+	if (used <= 0 || (size_t)used != r->body.len || (flags & 1)) {
 		*ret = sbxd_reply_connect(r, "invalid_argument", "%s",
-		    flags & 1 ? "compressed messages are not supported" :
+		    used > 0 && (size_t)used == r->body.len ?
+		    "compressed messages are not supported" :
 		    "the request is not one Connect envelope");
 		return NULL;
 	}
@@ -793,7 +800,11 @@ h_start(struct sbxd_req *r)
 	} else {
 		pthread_detach(th);
 	}
-	/* The process's life is the deadline: the exec ends it. */
+	/* The process's life is the deadline: the exec ends it, and its
+	 * end event comes before the stream's own deadline, a little
+	 * later. */
+	if (o.timeout_ms)
+		st->deadline = sbx_mono_ms() + (long long)o.timeout_ms + 5000;
 	ret = stream_reply(r, st);
 out:
 	for (i = 0; argv && argv[i]; i++)
@@ -857,9 +868,14 @@ h_connect(struct sbxd_req *r)
 static enum MHD_Result
 h_list(struct sbxd_req *r)
 {
-	json_t *arr = json_array(), *o;
+	enum MHD_Result ret;
+	json_t *arr, *o, *req = unary_request(r, &ret);
 	struct sbxd_proc *p;
 
+	if (!req)
+		return ret;
+	json_decref(req);
+	arr = json_array();
 	pthread_mutex_lock(&sbxd.mu);
 	for (p = r->box->procs; p; p = p->next) {
 		if (p->done)

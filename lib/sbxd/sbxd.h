@@ -9,9 +9,9 @@
 
 #define SBXD_ID_LEN 20
 #define SBXD_CLIENT_ID "6532622b"
-/* What the SDKs gate features on: 0.5.7 has octet-stream uploads,
+/* What the SDKs gate features on (must be semver): 0.5.7 has octet-stream uploads,
  * 0.6.x file metadata and watch entries. */
-#define SBXD_ENVD_VERSION "0.5.7"
+#define SBXD_ENVD_VERSION "0.6.4"
 
 struct sbxd_proc;
 

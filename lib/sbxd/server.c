@@ -608,7 +608,7 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
-	    | MHD_USE_ERROR_LOG;
+	    | MHD_USE_ERROR_LOG | MHD_USE_ITC;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
@@ -617,7 +617,6 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	    MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1,
 	    MHD_OPTION_END);
 	if (!d)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot listen on '%s'",

@@ -1,0 +1,418 @@
+#!/usr/bin/env bats
+# sbxd: the control plane and the process service, over plain HTTP.
+load helper
+load sbxd
+
+setup_file() {
+	sbx_setup_file
+	sbxd_start
+}
+
+teardown_file() {
+	sbxd_stop
+	sbx_teardown_file
+	rm -rf "$SBXD_DIR"
+}
+
+setup() {
+	sbx_setup
+}
+
+# A new sandbox; sets ID and TOK. [JSON body]
+box() {
+	local out
+	out=$(sbxd_create "$@")
+	ID=$(jq -r .sandboxID <<<"$out")
+	TOK=$(jq -r '.envdAccessToken // empty' <<<"$out")
+	[ ${#ID} = 20 ] || { echo "no sandbox: $out" >&2; return 1; }
+}
+
+# Status code of a request: code METHOD PATH [curl args]
+code() {
+	local m=$1 p=$2
+	shift 2
+	curl -s -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' -X "$m" "$@" "$SBXD_URL$p"
+}
+
+body() {
+	cat "$BATS_TEST_TMPDIR/body"
+}
+
+@test "sbxd --help prints the usage and exits 0" {
+	run sbxd --help
+	assert_success
+	assert_output --partial "usage: sbxd"
+}
+
+@test "sbxd with a bad option or value is a usage error" {
+	run sbxd --on-exit maybe -k /dev/null
+	assert_failure 2
+	assert_output "sbxd: bad value 'maybe' for --on-exit (leave, kill, pause)"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --max-sandboxes 0
+	assert_failure 2
+}
+
+@test "sbxd without a readable key file exits 5 and says which file" {
+	run sbxd -l 127.0.0.1:1 -k "$BATS_TEST_TMPDIR/nokey" -S "$BATS_TEST_TMPDIR/st"
+	assert_failure 5
+	assert_output --partial "cannot open '$BATS_TEST_TMPDIR/nokey'"
+	: >"$BATS_TEST_TMPDIR/empty"
+	run sbxd -l 127.0.0.1:1 -k "$BATS_TEST_TMPDIR/empty" -S "$BATS_TEST_TMPDIR/st"
+	assert_failure 5
+	assert_output --partial "no API key in"
+}
+
+@test "sbxd refuses an address it cannot listen on" {
+	run sbxd -l "127.0.0.1:$SBXD_PORT" -k "$SBXD_DIR/key" -S "$BATS_TEST_TMPDIR/st"
+	assert_failure 1
+	assert_output --partial "cannot listen on '127.0.0.1:$SBXD_PORT'"
+}
+
+@test "health answers 204 without a key" {
+	run code GET /health
+	assert_output 204
+}
+
+@test "a request without an API key, or with a wrong one, is 401" {
+	run code GET /v2/sandboxes
+	assert_output 401
+	run jq -c . "$BATS_TEST_TMPDIR/body"
+	assert_output '{"code":401,"message":"Invalid API key"}'
+	run code GET /v2/sandboxes -H "X-API-Key: e2b_00"
+	assert_output 401
+}
+
+@test "create answers 201 with a Sandbox, and the sandbox runs locally" {
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" \
+		-d '{"templateID":"base","timeout":300,"secure":true,"metadata":{"job":"t1"}}'
+	assert_output 201
+	id=$(jq -r .sandboxID "$BATS_TEST_TMPDIR/body")
+	[[ $id =~ ^[a-z0-9]{20}$ ]]
+	run jq -r '[.templateID, .clientID, .envdVersion, (.envdAccessToken | length > 20)] | @tsv' "$BATS_TEST_TMPDIR/body"
+	assert_output $'base\t6532622b\t0.6.4\ttrue'
+	run sbx-ls -j
+	assert_output --partial "\"sbxd\":\"$id\""
+}
+
+@test "create without secure gives no access token" {
+	box '{"templateID":"base","timeout":60}'
+	[ -z "$TOK" ]
+	run sbxd_run "$ID" "" '{"process":{"cmd":"true"}}'
+	assert_line --index 0 '{"event":{"start":{"pid":100}}}'
+}
+
+@test "create with malformed JSON, no template, a bad timeout or an unknown template fails" {
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"templateID":'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output --partial "Error when parsing request:"
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"timeout":5}'
+	assert_output 400
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"templateID":"base","timeout":0}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output "Timeout must be greater than 0"
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"templateID":"nope"}'
+	assert_output 404
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output "template 'nope' not found"
+	# nothing was made
+	run sbxd_api GET '/v2/sandboxes?metadata=never%3Dmade'
+	assert_output '[]'
+}
+
+@test "get answers a SandboxDetail; an unknown id is 404 with E2B's message" {
+	box '{"templateID":"base","timeout":120,"secure":true,"metadata":{"k":"v"}}'
+	run sbxd_api GET "/sandboxes/$ID"
+	run jq -r '[.sandboxID, .state, .metadata.k, (.endAt > .startedAt), .envdAccessToken == "'"$TOK"'"] | @tsv' <<<"$output"
+	assert_output "$ID"$'\trunning\tv\ttrue\ttrue'
+	run code GET /sandboxes/aaaaaaaaaaaaaaaaaaaa -H "X-API-Key: $SBXD_KEY"
+	assert_output 404
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output 'Sandbox "aaaaaaaaaaaaaaaaaaaa" doesn'"'"'t exist or you don'"'"'t have access to it'
+}
+
+@test "list v2 filters by metadata (encoded twice) and state, and pages with X-Next-Token" {
+	box '{"templateID":"base","timeout":120,"metadata":{"run":"p1","x y":"a&b"}}'
+	a=$ID
+	box '{"templateID":"base","timeout":120,"metadata":{"run":"p1"}}'
+	b=$ID
+	box '{"templateID":"base","timeout":120,"metadata":{"run":"p2"}}'
+	run sbxd_api GET '/v2/sandboxes?metadata=run%3Dp1'
+	run jq -r '.[].sandboxID' <<<"$output"
+	assert_line "$a"
+	assert_line "$b"
+	assert_equal "${#lines[@]}" 2
+	# {"x y": "a&b"}: each escaped, then the whole escaped again
+	run sbxd_api GET '/v2/sandboxes?metadata=x%2520y%3Da%2526b'
+	run jq -r '.[].sandboxID' <<<"$output"
+	assert_output "$a"
+	run curl -s -D "$BATS_TEST_TMPDIR/h" -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/v2/sandboxes?metadata=run%3Dp1&limit=1"
+	first=$(jq -r '.[0].sandboxID' <<<"$output")
+	next=$(sed -n 's/^X-Next-Token: \([a-z0-9]*\).*/\1/ip' "$BATS_TEST_TMPDIR/h")
+	[ -n "$next" ]
+	run curl -s -D "$BATS_TEST_TMPDIR/h2" -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/v2/sandboxes?metadata=run%3Dp1&limit=1&nextToken=$next"
+	second=$(jq -r '.[0].sandboxID' <<<"$output")
+	[ "$first" != "$second" ]
+	run grep -i '^X-Next-Token' "$BATS_TEST_TMPDIR/h2"
+	assert_failure
+	sbxd_api POST "/sandboxes/$a/pause" >/dev/null
+	run sbxd_api GET '/v2/sandboxes?metadata=run%3Dp1&state=paused'
+	run jq -r '.[].sandboxID' <<<"$output"
+	assert_output "$a"
+	run sbxd_api GET '/sandboxes?metadata=run%3Dp1'
+	run jq -r '.[].sandboxID' <<<"$output"
+	assert_output "$b"
+	run code GET '/v2/sandboxes?metadata=broken' -H "X-API-Key: $SBXD_KEY"
+	assert_output 400
+}
+
+@test "kill answers 204, and the sandbox is gone here and locally" {
+	box
+	run code DELETE "/sandboxes/$ID" -H "X-API-Key: $SBXD_KEY"
+	assert_output 204
+	run code GET "/sandboxes/$ID" -H "X-API-Key: $SBXD_KEY"
+	assert_output 404
+	run code DELETE "/sandboxes/$ID" -H "X-API-Key: $SBXD_KEY"
+	assert_output 404
+	run bash -c 'sbx-ls -j | grep -c "\"sbxd\":\"'"$ID"'\""'
+	assert_output 0
+}
+
+@test "a sandbox whose time is up is killed; with autoPause it is paused" {
+	box '{"templateID":"base","timeout":1}'
+	k=$ID
+	box '{"templateID":"base","timeout":1,"autoPause":true}'
+	p=$ID
+	for ((i = 0; i < 100; i++)); do
+		[ "$(code GET "/sandboxes/$k" -H "X-API-Key: $SBXD_KEY")" = 404 ] && break
+		sleep 0.1
+	done
+	run code GET "/sandboxes/$k" -H "X-API-Key: $SBXD_KEY"
+	assert_output 404
+	run sbxd_api GET "/sandboxes/$p"
+	run jq -r .state <<<"$output"
+	assert_output paused
+}
+
+@test "set timeout moves the end, shorter too; refresh only extends" {
+	box '{"templateID":"base","timeout":600}'
+	end0=$(sbxd_api GET "/sandboxes/$ID" | jq -r .endAt)
+	run code POST "/sandboxes/$ID/timeout" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":30}'
+	assert_output 204
+	end1=$(sbxd_api GET "/sandboxes/$ID" | jq -r .endAt)
+	[[ $end1 < $end0 ]]
+	run code POST "/sandboxes/$ID/refreshes" -H "X-API-Key: $SBXD_KEY" -d '{"duration":15}'
+	assert_output 204
+	end2=$(sbxd_api GET "/sandboxes/$ID" | jq -r .endAt)
+	[[ ! $end2 < $end1 ]]
+	run code POST "/sandboxes/$ID/timeout" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":"x"}'
+	assert_output 400
+	run code POST "/sandboxes/$ID/timeout" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":999999}'
+	assert_output 204
+	run code POST /sandboxes/aaaaaaaaaaaaaaaaaaaa/timeout -H "X-API-Key: $SBXD_KEY" -d '{"timeout":30}'
+	assert_output 404
+}
+
+@test "pause, pause again (409), envd of a paused sandbox (502), connect resumes (201), connect again (200)" {
+	box '{"templateID":"base","timeout":120,"secure":true}'
+	sbxd_run "$ID" "$TOK" '{"process":{"cmd":"sh","args":["-c","echo kept >/home/user/f"]}}' >/dev/null
+	run code POST "/sandboxes/$ID/pause" -H "X-API-Key: $SBXD_KEY"
+	assert_output 204
+	run code POST "/sandboxes/$ID/pause" -H "X-API-Key: $SBXD_KEY"
+	assert_output 409
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output "Error pausing sandbox - sandbox '$ID' is already paused"
+	run sbxd_envd "$ID" "$TOK" /process.Process/List -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}'
+	assert_output "{\"sandboxId\":\"$ID\",\"message\":\"The sandbox was not found\",\"code\":502} 502"
+	run code POST "/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY" -d '{}'
+	assert_output 400
+	run code POST "/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":60}'
+	assert_output 201
+	run jq -r .envdAccessToken "$BATS_TEST_TMPDIR/body"
+	assert_output "$TOK"
+	run code POST "/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":60}'
+	assert_output 200
+	run code POST "/sandboxes/$ID/resume" -H "X-API-Key: $SBXD_KEY" -d '{}'
+	assert_output 409
+	run sbxd_run "$ID" "$TOK" '{"process":{"cmd":"cat","args":["/home/user/f"]}}'
+	assert_line --index 1 '{"event":{"data":{"stdout":"a2VwdAo="}}}'
+}
+
+@test "what sbxd does not support answers 501 in E2B's error shape" {
+	run code POST /v3/templates -H "X-API-Key: $SBXD_KEY" -d '{}'
+	assert_output 501
+	run jq -c . "$BATS_TEST_TMPDIR/body"
+	assert_output '{"code":501,"message":"sbxd does not support templates (template builds) (see sbxd(8))"}'
+	box
+	run code POST "/sandboxes/$ID/snapshots" -H "X-API-Key: $SBXD_KEY" -d '{}'
+	assert_output 501
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output "sbxd does not support snapshots (see sbxd(8))"
+}
+
+@test "a body over --max-body is 413" {
+	{ printf '{"templateID":"base","x":"'; head -c 1100000 /dev/zero | tr '\0' a; printf '"}'; } >"$BATS_TEST_TMPDIR/big"
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" --data-binary @"$BATS_TEST_TMPDIR/big"
+	assert_output 413
+	run jq -r .code "$BATS_TEST_TMPDIR/body"
+	assert_output 413
+}
+
+@test "Start streams start, stdout and stderr, and an end with the exit code" {
+	box
+	run sbxd_run "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","echo out; echo err >&2; exit 3"],"envs":{"A":"1"}},"stdin":false}'
+	assert_line --index 0 --regexp '^\{"event":\{"start":\{"pid":[0-9]+\}\}\}$'
+	assert_line '{"event":{"data":{"stdout":"b3V0Cg=="}}}'
+	assert_line '{"event":{"data":{"stderr":"ZXJyCg=="}}}'
+	assert_line '{"event":{"end":{"exitCode":3,"exited":true,"status":"exit status 3","error":"exit status 3"}}}'
+	assert_line --index $((${#lines[@]} - 1)) 'END {}'
+}
+
+@test "Start: a zero exit leaves exitCode out; envs, cwd and the sandbox's envVars reach the command" {
+	box '{"templateID":"base","timeout":60,"secure":true,"envVars":{"G":"global","A":"box"}}'
+	run sbxd_run "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","echo $G $A; pwd"],"envs":{"A":"req"},"cwd":"/tmp"}}'
+	out=$(printf '%s\n' "${lines[@]}" | jq -r 'select(.event.data.stdout) | .event.data.stdout' 2>/dev/null | base64 -d)
+	assert_equal "$out" $'global req\n/tmp'
+	assert_line '{"event":{"end":{"exited":true,"status":"exit status 0"}}}'
+}
+
+@test "Start with Connect-Timeout-Ms kills the process at the deadline" {
+	box
+	run bash -c "sbxd_frame '{\"process\":{\"cmd\":\"sleep\",\"args\":[\"30\"]}}' |
+		sbxd_envd $ID '$TOK' /process.Process/Start -H 'Content-Type: application/connect+json' -H 'Connect-Timeout-Ms: 500' --data-binary @- | sbxd_unframe"
+	assert_line '{"event":{"end":{"exitCode":-1,"status":"signal: killed","error":"signal: killed"}}}'
+	assert_line 'END {"error":{"code":"deadline_exceeded","message":"the operation timed out"}}'
+}
+
+@test "keepalives come during silence, at the interval asked" {
+	box
+	run bash -c "sbxd_frame '{\"process\":{\"cmd\":\"sleep\",\"args\":[\"2.5\"]}}' |
+		sbxd_envd $ID '$TOK' /process.Process/Start -H 'Content-Type: application/connect+json' -H 'Keepalive-Ping-Interval: 1' --data-binary @- | sbxd_unframe"
+	assert_line '{"event":{"keepalive":{}}}'
+	assert_line 'END {}'
+}
+
+@test "a background process: List, SendInput, CloseStdin, and its output on the stream" {
+	box
+	sbxd_frame '{"process":{"cmd":"cat"},"stdin":true,"tag":"bg"}' |
+		sbxd_envd "$ID" "$TOK" /process.Process/Start -H 'Content-Type: application/connect+json' --data-binary @- >"$BATS_TEST_TMPDIR/stream" &
+	cpid=$!
+	for ((i = 0; i < 100; i++)); do
+		list=$(sbxd_envd "$ID" "$TOK" /process.Process/List -H 'Content-Type: application/json' -d '{}')
+		[ "$(jq '.processes | length' <<<"$list")" = 1 ] && break
+		sleep 0.05
+	done
+	run jq -c '.processes[0] | [.config.cmd, .tag, (.pid > 0)]' <<<"$list"
+	assert_output '["cat","bg",true]'
+	pid=$(jq '.processes[0].pid' <<<"$list")
+	run sbxd_envd "$ID" "$TOK" /process.Process/SendInput -H 'Content-Type: application/json' \
+		-d "{\"process\":{\"pid\":$pid},\"input\":{\"stdin\":\"aGVsbG8K\"}}" -w ' %{http_code}'
+	assert_output '{} 200'
+	run sbxd_envd "$ID" "$TOK" /process.Process/CloseStdin -H 'Content-Type: application/json' \
+		-d '{"process":{"tag":"bg"}}' -w ' %{http_code}'
+	assert_output '{} 200'
+	wait "$cpid"
+	run sbxd_unframe <"$BATS_TEST_TMPDIR/stream"
+	assert_line '{"event":{"data":{"stdout":"aGVsbG8K"}}}'
+	assert_line '{"event":{"end":{"exited":true,"status":"exit status 0"}}}'
+	run sbxd_envd "$ID" "$TOK" /process.Process/List -H 'Content-Type: application/json' -d '{}'
+	assert_output '{"processes":[]}'
+}
+
+@test "SendSignal SIGKILL ends a process; Connect to it reattaches; unknown pids are not_found" {
+	box
+	sbxd_frame '{"process":{"cmd":"sleep","args":["60"]},"stdin":false}' |
+		sbxd_envd "$ID" "$TOK" /process.Process/Start -H 'Content-Type: application/connect+json' --data-binary @- >/dev/null &
+	cpid=$!
+	for ((i = 0; i < 100; i++)); do
+		pid=$(sbxd_envd "$ID" "$TOK" /process.Process/List -H 'Content-Type: application/json' -d '{}' | jq '.processes[0].pid // empty')
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	sbxd_frame "{\"process\":{\"pid\":$pid}}" |
+		sbxd_envd "$ID" "$TOK" /process.Process/Connect -H 'Content-Type: application/connect+json' --data-binary @- >"$BATS_TEST_TMPDIR/re" &
+	rpid=$!
+	sleep 0.3
+	run sbxd_envd "$ID" "$TOK" /process.Process/SendSignal -H 'Content-Type: application/json' \
+		-d "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}" -w ' %{http_code}'
+	assert_output '{} 200'
+	wait "$cpid" "$rpid"
+	run sbxd_unframe <"$BATS_TEST_TMPDIR/re"
+	assert_line --index 0 "{\"event\":{\"start\":{\"pid\":$pid}}}"
+	assert_line '{"event":{"end":{"exitCode":-1,"status":"signal: killed","error":"signal: killed"}}}'
+	run sbxd_envd "$ID" "$TOK" /process.Process/SendSignal -H 'Content-Type: application/json' \
+		-d '{"process":{"pid":99999},"signal":"SIGNAL_SIGKILL"}' -w ' %{http_code}'
+	assert_output '{"code":"not_found","message":"process with pid 99999 not found"} 404'
+	run bash -c "sbxd_frame '{\"process\":{\"pid\":99999}}' | sbxd_envd $ID '$TOK' /process.Process/Connect -H 'Content-Type: application/connect+json' --data-binary @- | sbxd_unframe"
+	assert_output 'END {"error":{"code":"not_found","message":"process with pid 99999 not found"}}'
+}
+
+@test "a pty process is a terminal of the size asked, and Update resizes it" {
+	box
+	run sbxd_run "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","stty size; tty"]},"pty":{"size":{"cols":100,"rows":30}}}'
+	out=$(printf '%s\n' "${lines[@]}" | jq -r 'select(.event.data.pty) | .event.data.pty' 2>/dev/null | base64 -d | tr -d '\r')
+	[[ $out == *"30 100"* ]]
+	[[ $out == *"/dev/pts/"* ]]
+	sbxd_frame '{"process":{"cmd":"/bin/sh","args":["-c","read x; stty size"]},"pty":{"size":{"cols":80,"rows":24}}}' |
+		sbxd_envd "$ID" "$TOK" /process.Process/Start -H 'Content-Type: application/connect+json' --data-binary @- >"$BATS_TEST_TMPDIR/pty" &
+	cpid=$!
+	for ((i = 0; i < 100; i++)); do
+		pid=$(sbxd_envd "$ID" "$TOK" /process.Process/List -H 'Content-Type: application/json' -d '{}' | jq '.processes[0].pid // empty')
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	run sbxd_envd "$ID" "$TOK" /process.Process/Update -H 'Content-Type: application/json' \
+		-d "{\"process\":{\"pid\":$pid},\"pty\":{\"size\":{\"cols\":120,\"rows\":40}}}" -w ' %{http_code}'
+	assert_output '{} 200'
+	sleep 0.2
+	sbxd_envd "$ID" "$TOK" /process.Process/SendInput -H 'Content-Type: application/json' \
+		-d "{\"process\":{\"pid\":$pid},\"input\":{\"pty\":\"DQ==\"}}" >/dev/null
+	wait "$cpid"
+	out=$(sbxd_unframe <"$BATS_TEST_TMPDIR/pty" | jq -r 'select(.event.data.pty) | .event.data.pty' 2>/dev/null | base64 -d | tr -d '\r')
+	[[ $out == *"40 120"* ]]
+}
+
+@test "envd: an unknown sandbox is 502, a missing port header 400, another port 502" {
+	run sbxd_envd aaaaaaaaaaaaaaaaaaaa "" /process.Process/List -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}'
+	assert_output '{"sandboxId":"aaaaaaaaaaaaaaaaaaaa","message":"The sandbox was not found","code":502} 502'
+	run curl -s -w ' %{http_code}' -H 'E2b-Sandbox-Id: aaaaaaaaaaaaaaaaaaaa' "$SBXD_URL/health"
+	assert_output '{"code":400,"message":"Missing header: E2b-Sandbox-Port"} 400'
+	box
+	run curl -s -w ' %{http_code}' -H "E2b-Sandbox-Id: $ID" -H 'E2b-Sandbox-Port: 8080' "$SBXD_URL/"
+	assert_output "{\"sandboxId\":\"$ID\",\"message\":\"The sandbox is running but port is not open\",\"code\":502} 502"
+}
+
+@test "envd: the host form <port>-<id>.<domain> routes too" {
+	box
+	run curl -s -w ' %{http_code}' -H "Host: 49983-$ID.sbx.test" -H "X-Access-Token: $TOK" \
+		-H 'Content-Type: application/json' -d '{}' "$SBXD_URL/process.Process/List"
+	assert_output '{"processes":[]} 200'
+}
+
+@test "envd: a secure sandbox wants its access token (401 otherwise)" {
+	box
+	run sbxd_envd "$ID" "" /process.Process/List -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}'
+	assert_output '{"code":401,"message":"unauthorized access, please provide a valid access token or method signing if supported"} 401'
+	run sbxd_envd "$ID" "wrong$TOK" /process.Process/List -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}'
+	assert_output --partial ' 401'
+	run sbxd_envd "$ID" "" /health -w '%{http_code}'
+	assert_output 204
+}
+
+@test "envd: a malformed request is invalid_argument" {
+	box
+	run sbxd_envd "$ID" "$TOK" /process.Process/Start -H 'Content-Type: application/connect+json' -d 'nope' -w ' %{http_code}'
+	assert_output '{"code":"invalid_argument","message":"the request is not one Connect envelope"} 400'
+	run sbxd_envd "$ID" "$TOK" /process.Process/List -H 'Content-Type: application/json' -d '[' -w ' %{http_code}'
+	assert_output '{"code":"invalid_argument","message":"the request is not a JSON object"} 400'
+}
+
+@test "the access log has request id, method, path, status and time, and no secret" {
+	box
+	sbxd_run "$ID" "$TOK" '{"process":{"cmd":"true"}}' >/dev/null
+	run grep -E '^sbxd: [0-9a-f]{16} POST /process.Process/Start 200 [0-9]+ms$' "$SBXD_DIR/log"
+	assert_success
+	run grep -F -e "$SBXD_KEY" -e "$TOK" "$SBXD_DIR/log"
+	assert_failure
+}
