@@ -333,7 +333,7 @@ sbxd_reaper(void *arg)
 		due->busy = 1;
 		pthread_mutex_unlock(&sbxd.mu);
 		if (due->auto_pause) {
-			if (sbxd.be->pause(due->ref, 0, &err) < 0)
+			if (sbxd_be_pause(due->ref, &err) < 0)
 				sbxd_log("cannot pause sandbox %s at its end: "
 				    "%s", due->id, err.msg);
 			pthread_mutex_lock(&sbxd.mu);
@@ -344,7 +344,7 @@ sbxd_reaper(void *arg)
 			sbxd_log("sandbox %s paused at its end", due->id);
 		} else {
 			sbxd_proc_end_all(due);
-			if (sbxd.be->kill(due->ref, 0, &err) < 0 &&
+			if (sbxd_be_kill(due->ref, &err) < 0 &&
 			    err.code != SBX_EX_NOSANDBOX)
 				sbxd_log("cannot kill sandbox %s at its end: "
 				    "%s", due->id, err.msg);

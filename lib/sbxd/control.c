@@ -239,7 +239,7 @@ h_create(struct sbxd_req *r)
 	spec.labels = json_pack("{s:s}", "sbxd", b->id);
 	env = sbxd_box_env(b, NULL);
 	spec.env = env;
-	if (sbxd.be->create(&spec, &ref, &err) < 0) {
+	if (sbxd_be_create(&spec, &ref, &err) < 0) {
 		pthread_mutex_lock(&sbxd.mu);
 		sbxd.nboxes--;
 		pthread_mutex_unlock(&sbxd.mu);
@@ -462,7 +462,7 @@ h_kill(struct sbxd_req *r)
 		return ret;
 	}
 	sbxd_proc_end_all(b);
-	if (sbxd.be->kill(b->ref, 0, &err) < 0 &&
+	if (sbxd_be_kill(b->ref, &err) < 0 &&
 	    err.code != SBX_EX_NOSANDBOX) {
 		box_end(b);
 		sbxd_box_put(b);
@@ -592,7 +592,7 @@ h_pause(struct sbxd_req *r)
 	if (b->paused) {
 		ret = sbxd_reply_err(r, 409, "Error pausing sandbox - sandbox "
 		    "'%s' is already paused", b->id);
-	} else if (sbxd.be->pause(b->ref, 0, &err) < 0) {
+	} else if (sbxd_be_pause(b->ref, &err) < 0) {
 		ret = sbxd_reply_err(r, 500, "Error pausing sandbox: %s",
 		    err.msg);
 	} else {
@@ -647,7 +647,7 @@ resume(struct sbxd_req *r, int connect)
 			    "autoPause"));
 		json_decref(j);
 	}
-	if (sbxd.be->resume(b->ref, &err) < 0) {
+	if (sbxd_be_resume(b->ref, &err) < 0) {
 		ret = sbxd_reply_err(r, 500, "Error resuming sandbox: %s",
 		    err.msg);
 	} else {

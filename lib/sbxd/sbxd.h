@@ -118,6 +118,13 @@ void *sbxd_reaper(void *arg);
 char **sbxd_box_env(struct sbxd_box *b, const json_t *more);
 void sbxd_env_free(char **env);
 
+/* worker.c: the backend's lifecycle calls, each in a forked child */
+int sbxd_be_create(const struct sbx_spec *spec, json_t **ref,
+    struct sbx_err *err);
+int sbxd_be_kill(json_t *ref, struct sbx_err *err);
+int sbxd_be_pause(json_t *ref, struct sbx_err *err);
+int sbxd_be_resume(json_t *ref, struct sbx_err *err);
+
 /* control.c, proc.c, fs.c: the routes */
 extern const struct sbxd_route sbxd_control_routes[];
 extern const struct sbxd_route sbxd_proc_routes[];

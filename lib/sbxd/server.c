@@ -559,13 +559,13 @@ on_exit_boxes(void)
 		b = all[i];
 		if (!strcmp(sbxd.o.on_exit, "kill")) {
 			sbxd_proc_end_all(b);
-			if (sbxd.be->kill(b->ref, 0, &err) < 0 &&
+			if (sbxd_be_kill(b->ref, &err) < 0 &&
 			    err.code != SBX_EX_NOSANDBOX)
 				sbxd_log("cannot kill sandbox %s: %s", b->id,
 				    err.msg);
 			sbxd_box_unlink(b);
 		} else if (!b->paused) {
-			if (sbxd.be->pause(b->ref, 0, &err) < 0)
+			if (sbxd_be_pause(b->ref, &err) < 0)
 				sbxd_log("cannot pause sandbox %s: %s", b->id,
 				    err.msg);
 			pthread_mutex_lock(&sbxd.mu);
