@@ -94,6 +94,19 @@ body() {
 	assert_output --partial "\"sbxd\":\"$id\""
 }
 
+@test "create v2 (POST /v2/sandboxes) is always secure and lives 300 s unless told" {
+	run code POST /v2/sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"templateID":"base"}'
+	assert_output 201
+	id=$(jq -r .sandboxID "$BATS_TEST_TMPDIR/body")
+	run jq -r '.envdAccessToken | length > 20' "$BATS_TEST_TMPDIR/body"
+	assert_output true
+	run sbxd_api GET "/sandboxes/$id"
+	run jq -r '((.endAt | sub("\\.[0-9]+Z$"; "Z") | fromdate) - (.startedAt | sub("\\.[0-9]+Z$"; "Z") | fromdate))' <<<"$output"
+	assert_output 300
+	run code POST /v2/sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"templateID":"base","timeout":0}'
+	assert_output 400
+}
+
 @test "create without secure gives no access token" {
 	box '{"templateID":"base","timeout":60}'
 	[ -z "$TOK" ]
@@ -132,7 +145,7 @@ body() {
 	assert_output 'Sandbox "aaaaaaaaaaaaaaaaaaaa" doesn'"'"'t exist or you don'"'"'t have access to it'
 }
 
-@test "list v2 filters by metadata (encoded twice) and state, and pages with X-Next-Token" {
+@test "list v2 filters by metadata (encoded three times) and state, and pages with X-Next-Token" {
 	box '{"templateID":"base","timeout":120,"metadata":{"run":"p1","x y":"a&b"}}'
 	a=$ID
 	box '{"templateID":"base","timeout":120,"metadata":{"run":"p1"}}'
@@ -143,10 +156,16 @@ body() {
 	assert_line "$a"
 	assert_line "$b"
 	assert_equal "${#lines[@]}" 2
-	# {"x y": "a&b"}: each escaped, then the whole escaped again
-	run sbxd_api GET '/v2/sandboxes?metadata=x%2520y%3Da%2526b'
+	# {"x y": "a&b"} as E2B's SDKs send it: k and v escaped, the pairs
+	# escaped again (URLSearchParams, urlencode), and the value escaped on
+	# the wire; E2B's API unescapes the whole, splits, unescapes each part.
+	run sbxd_api GET '/v2/sandboxes?metadata=x%252520y%3Da%252526b%26run%3Dp1'
 	run jq -r '.[].sandboxID' <<<"$output"
 	assert_output "$a"
+	run sbxd_api GET '/v2/sandboxes?metadata=x%252520y%3Da%252526'
+	assert_output '[]'
+	run code GET '/v2/sandboxes?metadata=run%3Dp%25zz' -H "X-API-Key: $SBXD_KEY"
+	assert_output 400
 	run curl -s -D "$BATS_TEST_TMPDIR/h" -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/v2/sandboxes?metadata=run%3Dp1&limit=1"
 	first=$(jq -r '.[0].sandboxID' <<<"$output")
 	next=$(sed -n 's/^X-Next-Token: \([a-z0-9]*\).*/\1/ip' "$BATS_TEST_TMPDIR/h")
@@ -237,6 +256,26 @@ body() {
 	assert_output 409
 	run sbxd_run "$ID" "$TOK" '{"process":{"cmd":"cat","args":["/home/user/f"]}}'
 	assert_line --index 1 '{"event":{"data":{"stdout":"a2VwdAo="}}}'
+}
+
+@test "connect v2: no body is 300 s, a paused sandbox resumes (201), memory false is 400" {
+	box '{"templateID":"base","timeout":30,"secure":true}'
+	run code POST "/v2/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY"
+	assert_output 200
+	run jq -r .sandboxID "$BATS_TEST_TMPDIR/body"
+	assert_output "$ID"
+	run sbxd_api GET "/sandboxes/$ID"
+	run jq -r '((.endAt | sub("\\.[0-9]+Z$"; "Z") | fromdate) - now) > 200' <<<"$output"
+	assert_output true
+	sbxd_api POST "/sandboxes/$ID/pause" >/dev/null
+	run code POST "/v2/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":60,"memory":false}'
+	assert_output 400
+	run code POST "/v2/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":60}'
+	assert_output 201
+	run jq -r .envdAccessToken "$BATS_TEST_TMPDIR/body"
+	assert_output "$TOK"
+	run code POST "/v2/sandboxes/nosuchsandbox0000000/connect" -H "X-API-Key: $SBXD_KEY"
+	assert_output 404
 }
 
 @test "what sbxd does not support answers 501 in E2B's error shape" {

@@ -1,10 +1,12 @@
 /* control.c - sbxd's control plane: E2B's /sandboxes API */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sbxd.h"
 
 #define SBXD_DEFAULT_TIMEOUT 15 /* seconds, when a create names none */
+#define SBXD_DEFAULT_TIMEOUT_V2 300 /* the same for the v2 create and connect */
 
 static void
 fmt_ms(long long ms, char *buf, size_t n)
@@ -149,8 +151,10 @@ admit(char *msg, size_t n)
 	return NULL;
 }
 
+/* POST /sandboxes, and v2's POST /v2/sandboxes (which the JS SDK uses
+ * since 2.4x): always secure, 300 s unless told. */
 static enum MHD_Result
-h_create(struct sbxd_req *r)
+create(struct sbxd_req *r, int v2)
 {
 	enum MHD_Result ret;
 	json_t *j = sbxd_body_json(r, &ret), *v, *ref = NULL;
@@ -158,7 +162,7 @@ h_create(struct sbxd_req *r)
 	struct sbx_spec spec = {0};
 	struct sbx_err err;
 	struct sbxd_box *b;
-	long long timeout = SBXD_DEFAULT_TIMEOUT;
+	long long timeout = v2 ? SBXD_DEFAULT_TIMEOUT_V2 : SBXD_DEFAULT_TIMEOUT;
 	char msg[256], **env = NULL;
 	int secure, internet = 1;
 
@@ -199,7 +203,7 @@ h_create(struct sbxd_req *r)
 		goto out;
 	}
 	v = json_object_get(j, "secure");
-	secure = v ? json_is_true(v) : 0;
+	secure = v2 || (v ? json_is_true(v) : 0);
 	if ((v = json_object_get(j, "allow_internet_access")) &&
 	    json_is_false(v))
 		internet = 0;
@@ -266,6 +270,18 @@ out:
 }
 
 static enum MHD_Result
+h_create(struct sbxd_req *r)
+{
+	return create(r, 0);
+}
+
+static enum MHD_Result
+h_create2(struct sbxd_req *r)
+{
+	return create(r, 1);
+}
+
+static enum MHD_Result
 h_get(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
@@ -281,13 +297,47 @@ h_get(struct sbxd_req *r)
 	return sbxd_reply_json(r, 200, j);
 }
 
-/* The metadata filter: "k=v&k2=v2", each part escaped once more. */
+/* Undo a query escape in place: %XX, and + as a space (Go's
+ * url.QueryUnescape); a malformed %-sequence is -1. */
+static int
+query_unescape(char *s)
+{
+	char *w = s, h[3] = {0};
+
+	for (; *s; s++) {
+		if (*s == '+') {
+			*w++ = ' ';
+		} else if (*s == '%') {
+			if (!isxdigit((unsigned char)s[1]) ||
+			    !isxdigit((unsigned char)s[2]))
+				return -1;
+			h[0] = s[1];
+			h[1] = s[2];
+			*w++ = (char)strtol(h, NULL, 16);
+			s += 2;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = 0;
+	return 0;
+}
+
+/* The metadata filter, as E2B's SDKs send it and its API reads it: the
+ * pairs "k=v&k2=v2" with k and v escaped, the whole escaped once more,
+ * and that as the query value (escaped again on the wire; MHD has undone
+ * that one). So: unescape the whole, split, unescape each part. */
 static json_t *
 parse_meta(const char *q)
 {
 	json_t *m = json_object();
 	char *s = sbx_xstrdup(q), *p, *save = NULL, *eq;
 
+	if (query_unescape(s) < 0) {
+		json_decref(m);
+		free(s);
+		return NULL;
+	}
 	for (p = strtok_r(s, "&", &save); p; p = strtok_r(NULL, "&", &save)) {
 		if (!(eq = strchr(p, '=')) || strchr(eq + 1, '=')) {
 			json_decref(m);
@@ -295,8 +345,11 @@ parse_meta(const char *q)
 			break;
 		}
 		*eq = 0;
-		MHD_http_unescape(p);
-		MHD_http_unescape(eq + 1);
+		if (query_unescape(p) < 0 || query_unescape(eq + 1) < 0) {
+			json_decref(m);
+			m = NULL;
+			break;
+		}
 		json_object_set_new(m, p, json_string(eq + 1));
 	}
 	free(s);
@@ -607,12 +660,15 @@ h_pause(struct sbxd_req *r)
 	return ret;
 }
 
-/* connect (resume or attach) and the older resume. */
+/* connect (resume or attach), v2's connect (the body optional, 300 s
+ * unless told; "memory": false, a cold boot, sbxd cannot do), and the
+ * older resume. */
 static enum MHD_Result
-resume(struct sbxd_req *r, int connect)
+resume(struct sbxd_req *r, int connect, int v2)
 {
 	enum MHD_Result ret;
-	long long s = body_secs(r, "timeout", connect, 15, &ret);
+	long long s = body_secs(r, "timeout", connect && !v2,
+	    v2 ? SBXD_DEFAULT_TIMEOUT_V2 : 15, &ret);
 	struct sbxd_box *b;
 	struct sbx_err err;
 	json_t *j;
@@ -621,7 +677,16 @@ resume(struct sbxd_req *r, int connect)
 		return ret;
 	if (s <= 0)
 		return sbxd_reply_err(r, 400, "Timeout must be greater than 0");
-	if (!(b = path_box(r, 1, &ret)))
+	if (v2 && r->body.len) {
+		j = json_loadb(r->body.data, r->body.len, 0, NULL);
+		s = j && json_is_false(json_object_get(j, "memory")) ? -1 : s;
+		json_decref(j);
+		if (s < 0)
+			return sbxd_reply_err(r, 400, "sbxd cannot resume "
+			    "without memory (a cold boot): leave out "
+			    "\"memory\"");
+	}
+	if (!(b = path_box(r, v2 ? 2 : 1, &ret)))
 		return ret;
 	if (box_begin(r, b, &ret) < 0) {
 		sbxd_box_put(b);
@@ -668,13 +733,19 @@ resume(struct sbxd_req *r, int connect)
 static enum MHD_Result
 h_connect(struct sbxd_req *r)
 {
-	return resume(r, 1);
+	return resume(r, 1, 0);
+}
+
+static enum MHD_Result
+h_connect2(struct sbxd_req *r)
+{
+	return resume(r, 1, 1);
 }
 
 static enum MHD_Result
 h_resume(struct sbxd_req *r)
 {
-	return resume(r, 0);
+	return resume(r, 0, 0);
 }
 
 static enum MHD_Result
@@ -721,6 +792,8 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"POST", "/sandboxes", 0, h_create, NULL},
 	{"GET", "/sandboxes", 0, h_list1, NULL},
 	{"GET", "/v2/sandboxes", 0, h_list2, NULL},
+	{"POST", "/v2/sandboxes", 0, h_create2, NULL},
+	{"POST", "/v2/sandboxes/*/connect", 0, h_connect2, NULL},
 	{"GET", "/sandboxes/metrics", 0, h_unsupported, NULL},
 	{"GET", "/sandboxes/*", 0, h_get, NULL},
 	{"DELETE", "/sandboxes/*", 0, h_kill, NULL},
