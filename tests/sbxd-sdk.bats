@@ -1,0 +1,207 @@
+#!/usr/bin/env bats
+# sbxd against the official E2B JavaScript SDK (npm package `e2b`): the
+# scripts in tests/sdk/ drive a private sbxd through the SDK and print JSON
+# that these tests check.
+#
+# The SDK is installed with the machine's npm (scripts/install-deps brings
+# nodejs and npm) into a cache directory that is kept between runs and never
+# committed: ${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/e2b-$E2B_SDK_VERSION.
+# Without node or npm, or with a node older than the SDK wants, setup fails.
+#
+# How the SDK reaches a local server (read in the SDK's ConnectionConfig):
+#   E2B_API_URL=http://127.0.0.1:PORT      the control plane. Without it the
+#       SDK uses https://api.<domain>.
+#   E2B_SANDBOX_URL=http://127.0.0.1:PORT  envd, for every sandbox. The SDK
+#       names the sandbox with the headers E2b-Sandbox-Id and
+#       E2b-Sandbox-Port: 49983, and sends X-Access-Token. Without it the
+#       SDK goes to https://sandbox.<domain> or https://49983-<id>.<domain>:
+#       always https, so a plain-HTTP server needs this variable.
+#   E2B_API_KEY=e2b_...                    sent as X-API-Key.
+# Both URLs may be plain http and the same port (sbxd tells envd requests by
+# the E2b-Sandbox-Id header). E2B_DOMAIN, and the "domain" a Sandbox answer
+# carries, then play no part; nor does "secure": SDK 2.51 creates with
+# POST /v2/sandboxes, always secure, and connects with
+# POST /v2/sandboxes/{id}/connect. E2B_DEBUG must stay unset (it sends the
+# SDK to localhost:3000 and localhost:49983 and skips API calls).
+load helper
+load sbxd
+
+# The SDK version these tests are pinned to (it wants node >= 20.18.1).
+E2B_SDK_VERSION=2.51.0
+
+# Install the SDK into the cache unless it is there; sets E2B_SDK_DIR.
+sdk_install() {
+	local cache tmp have
+	command -v node >/dev/null ||
+		{ echo "sbxd-sdk.bats: node not found (run scripts/install-deps)" >&2; return 1; }
+	command -v npm >/dev/null ||
+		{ echo "sbxd-sdk.bats: npm not found (run scripts/install-deps)" >&2; return 1; }
+	node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=18)?0:1)' ||
+		{ echo "sbxd-sdk.bats: node $(node --version) is too old for e2b $E2B_SDK_VERSION (wants >= 20.18.1)" >&2; return 1; }
+	cache=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test
+	E2B_SDK_DIR=$cache/e2b-$E2B_SDK_VERSION
+	export E2B_SDK_DIR
+	have=$(jq -r .version "$E2B_SDK_DIR/node_modules/e2b/package.json" 2>/dev/null || true)
+	[ "$have" = "$E2B_SDK_VERSION" ] && return 0
+	mkdir -p "$cache"
+	tmp=$(mktemp -d "$cache/.e2b.XXXXXX")
+	printf '{"private":true}\n' >"$tmp/package.json"
+	if ! (cd "$tmp" && npm install --no-audit --no-fund --save-exact \
+		"e2b@$E2B_SDK_VERSION") >"$tmp.log" 2>&1; then
+		echo "sbxd-sdk.bats: npm install e2b@$E2B_SDK_VERSION failed:" >&2
+		cat "$tmp.log" >&2
+		rm -rf "$tmp" "$tmp.log"
+		return 1
+	fi
+	rm -rf "$E2B_SDK_DIR" "$tmp.log"
+	mv -T "$tmp" "$E2B_SDK_DIR"
+}
+
+setup_file() {
+	sdk_install
+	sbx_setup_file
+	sbxd_start
+	unset E2B_DEBUG E2B_DOMAIN E2B_ACCESS_TOKEN
+	# The key goes to the SDK by the environment, never by argv.
+	E2B_API_URL=$SBXD_URL
+	E2B_SANDBOX_URL=$SBXD_URL
+	E2B_API_KEY=$SBXD_KEY
+	export E2B_API_URL E2B_SANDBOX_URL E2B_API_KEY
+}
+
+teardown_file() {
+	sbxd_stop
+	sbx_teardown_file
+	rm -rf "$SBXD_DIR"
+}
+
+setup() {
+	sbx_setup
+}
+
+# sdk SCRIPT [args]: run tests/sdk/SCRIPT.mjs (a minute at most).
+sdk() {
+	local s=$1
+	shift
+	timeout 60 node "$BATS_TEST_DIRNAME/sdk/$s.mjs" "$@"
+}
+
+# A sandbox made by the SDK; sets ID.
+box() {
+	local out
+	out=$(sdk create) || { echo "create failed: $out" >&2; return 1; }
+	ID=$(jq -r .sandboxId <<<"$out")
+	[ ${#ID} = 20 ]
+}
+
+# jq -r FILTER on the JSON a script printed (kept in OUT).
+field() {
+	jq -r "$1" <<<"$OUT"
+}
+
+@test "SDK: Sandbox.create makes a running sandbox, here and locally" {
+	run sdk create
+	assert_success
+	OUT=$output
+	id=$(field .sandboxId)
+	[[ $id =~ ^[a-z0-9]{20}$ ]]
+	run field '[.running, .state, .templateId, .metadata.test, .envdVersion, .lifeSecs] | @tsv'
+	assert_output $'true\trunning\tbase\tcreate\t0.6.4\t120'
+	run sbx-ls -j
+	assert_output --partial "\"sbxd\":\"$id\""
+}
+
+@test "SDK: commands.run streams to onStdout and onStderr and gives the exit code" {
+	box
+	run sdk run "$ID"
+	assert_success
+	OUT=$output
+	run field '[.exitCode, .stdout, .stderr, .callbacks.stdout, .callbacks.stderr, .env, .okExit] | @json'
+	assert_output '[0,"out1\nout2\n","err1\n","out1\nout2\n","err1\n","bar /tmp\n",0]'
+}
+
+@test "SDK: a failing command raises CommandExitError with its exit code and stderr" {
+	box
+	run sdk fail "$ID"
+	assert_success
+	OUT=$output
+	run field '[.threw, .isCommandExitError, .exitCode, .stderr, .stdout, .message] | @json'
+	assert_output '[true,true,7,"it broke\n","partial\n","exit status 7"]'
+}
+
+@test "SDK: a background command is listed, reads sendStdin, and is killed" {
+	box
+	run sdk background "$ID"
+	assert_success
+	OUT=$output
+	run field '[.listed, .listedArgs[-1], .echoed, .got, .killed, .stillListed, .killAgain] | @json'
+	assert_output '[true,"while read l; do echo \"got:$l\"; done",true,"got:hello\n",true,false,false]'
+	# A killed command's wait() raises, as on E2B (exit -1, "signal: killed").
+	run field '[.waited.threw, .waited.isCommandExitError, .waited.exitCode, .waited.message] | @json'
+	assert_output '[true,true,-1,"signal: killed"]'
+}
+
+@test "SDK: a pty answers sendInput through onData, resizes, exits with its code, and is killed" {
+	box
+	run sdk pty "$ID"
+	assert_success
+	OUT=$output
+	run field '[.answered, .resized, .exit, .killed, .exit2] | @json'
+	assert_output '[true,true,3,true,-1]'
+}
+
+@test "SDK: files write, read, list, exists, makeDir, rename and remove (needs the sbxd-fs branch)" {
+	box
+	run sdk files "$ID"
+	assert_success
+	OUT=$output
+	run field '[.madeDir, .madeDirAgain, .written.name, .written.path, .written.type] | @json'
+	assert_output '[true,false,"a.txt","/home/user/sdk/a.txt","file"]'
+	run field '[.read, .readBytes, .seenByShell, .list, .exists, .existsNot] | @json'
+	assert_output '["hello from the sdk\n",[0,1,2,255],"deep",["a.txt:file","b.bin:file","sub:dir"],true,false]'
+	run field '[.renamed.path, .afterRename.old, .afterRename.new, .afterRemove, .readMissing, .dirGone] | @json'
+	assert_output '["/home/user/sdk/renamed.txt",false,"hello from the sdk\n",false,"FileNotFoundError",true]'
+}
+
+@test "SDK: setTimeout moves the end, longer and shorter, and the sandbox ends then" {
+	run sdk timeout
+	assert_success
+	OUT=$output
+	run field '[.before, .longer, .shorter, .gone, .notFound] | @json'
+	assert_output '[60,600,2,true,true]'
+	run sbx-ls -j
+	refute_output --partial "\"sbxd\":\"$(field .sandboxId)\""
+}
+
+@test "SDK: pause, then Sandbox.connect resumes it with its file and process" {
+	run sdk pause
+	assert_success
+	OUT=$output
+	run field '[.paused, .state, .pausedAgain, .sameId, .stateAfter, .file, .sleeping, .againRuns] | @json'
+	assert_output '[true,"paused",false,true,"running","before-pause\n",true,"ok\n"]'
+}
+
+@test "SDK: Sandbox.list with a metadata filter lists only the sandboxes that match" {
+	run sdk list
+	assert_success
+	OUT=$output
+	a=$(field .a)
+	b=$(field .b)
+	run field '[.matchA, .matchB, .none, .runningOnly, .pausedOnly] | @json'
+	assert_output "[[\"$a\"],[\"$b\"],[],[\"$a\"],[\"$b\"]]"
+	run field '.both | length'
+	assert_output 2
+	run field '.listed["owner name"]'
+	assert_output 'a b&c=%d'
+}
+
+@test "SDK: after kill the sandbox is not listed, getInfo raises NotFoundError, kill again is false" {
+	run sdk kill
+	assert_success
+	OUT=$output
+	id=$(field .sandboxId)
+	run field '[.before, .killed, .after, .err.notFound, .err.sandboxNotFound, .running, .killAgain] | @json'
+	assert_output "[[\"$id\"],true,[],true,true,false,false]"
+	run sbx-ls -j
+	refute_output --partial "\"sbxd\":\"$id\""
+}

@@ -1,0 +1,14 @@
+// Sandbox.create, then what the SDK knows of it.
+import { Sandbox, out } from './e2b.mjs'
+
+const sbx = await Sandbox.create({ metadata: { test: 'create' }, timeoutMs: 120_000 })
+const info = await sbx.getInfo()
+out({
+  sandboxId: sbx.sandboxId,
+  running: await sbx.isRunning(),
+  state: info.state,
+  templateId: info.templateId,
+  metadata: info.metadata,
+  envdVersion: info.envdVersion,
+  lifeSecs: Math.round((info.endAt - info.startedAt) / 1000),
+})
