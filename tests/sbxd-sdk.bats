@@ -117,7 +117,7 @@ field() {
 	assert_success
 	OUT=$output
 	run field '[.exitCode, .stdout, .stderr, .callbacks.stdout, .callbacks.stderr, .env, .okExit] | @json'
-	assert_output '[0,"out1\nout2\n","err1\n","out1\nout2\n","err1\n","bar /tmp\n",0]'
+	assert_output '[0,"out1\nout2\n","err1\n","out1\nout2\n","err1\n","bar /tmp /home/user\n",0]'
 }
 
 @test "SDK: a failing command raises CommandExitError with its exit code and stderr" {

@@ -316,6 +316,20 @@ body() {
 	assert_line '{"event":{"end":{"exited":true,"status":"exit status 0"}}}'
 }
 
+@test "Start: HOME is /home/user, as for E2B's user, unless envVars or envs set it" {
+	box '{"templateID":"base","timeout":60,"secure":true}'
+	run sbxd_run "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","echo $HOME; cd; pwd"]}}'
+	out=$(printf '%s\n' "${lines[@]}" | jq -r 'select(.event.data.stdout) | .event.data.stdout' 2>/dev/null | base64 -d)
+	assert_equal "$out" $'/home/user\n/home/user'
+	run sbxd_run "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","echo $HOME"],"envs":{"HOME":"/tmp"}}}'
+	out=$(printf '%s\n' "${lines[@]}" | jq -r 'select(.event.data.stdout) | .event.data.stdout' 2>/dev/null | base64 -d)
+	assert_equal "$out" /tmp
+	box '{"templateID":"base","timeout":60,"secure":true,"envVars":{"HOME":"/root"}}'
+	run sbxd_run "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","echo $HOME"]}}'
+	out=$(printf '%s\n' "${lines[@]}" | jq -r 'select(.event.data.stdout) | .event.data.stdout' 2>/dev/null | base64 -d)
+	assert_equal "$out" /root
+}
+
 @test "Start with Connect-Timeout-Ms kills the process at the deadline" {
 	box
 	run bash -c "sbxd_frame '{\"process\":{\"cmd\":\"sleep\",\"args\":[\"30\"]}}' |

@@ -114,7 +114,8 @@ int sbxd_box_add(struct sbxd_box *b);
 int sbxd_store_adopt(struct sbx_err *err);
 /* Kill (or pause, with auto_pause) what has run out of time. */
 void *sbxd_reaper(void *arg);
-/* The box's env for a process: its envs, then the request's. */
+/* The box's env for a process: HOME=/home/user, its envs, then the
+ * request's (a later one wins). */
 char **sbxd_box_env(struct sbxd_box *b, const json_t *more);
 void sbxd_env_free(char **env);
 

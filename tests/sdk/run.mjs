@@ -7,7 +7,7 @@ const r = await sbx.commands.run('echo out1; echo err1 >&2; echo out2', {
   onStdout: (d) => seen.push(['stdout', d]),
   onStderr: (d) => seen.push(['stderr', d]),
 })
-const env = await sbx.commands.run('echo "$FOO $(pwd)"', { envs: { FOO: 'bar' }, cwd: '/tmp' })
+const env = await sbx.commands.run('echo "$FOO $(pwd) $HOME"', { envs: { FOO: 'bar' }, cwd: '/tmp' })
 // A non-zero exit that the caller tolerates: no throw for exit 0 of `|| true`.
 const ok = await sbx.commands.run('false || true')
 out({
