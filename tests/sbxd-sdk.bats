@@ -99,14 +99,14 @@ field() {
 	jq -r "$1" <<<"$OUT"
 }
 
-@test "SDK: Sandbox.create makes a running sandbox, here and locally" {
+@test "SDK: Sandbox.create makes a running sandbox, here and locally; a wrong key is AuthenticationError" {
 	run sdk create
 	assert_success
 	OUT=$output
 	id=$(field .sandboxId)
 	[[ $id =~ ^[a-z0-9]{20}$ ]]
-	run field '[.running, .state, .templateId, .metadata.test, .envdVersion, .lifeSecs] | @tsv'
-	assert_output $'true\trunning\tbase\tcreate\t0.6.4\t120'
+	run field '[.running, .state, .templateId, .metadata.test, .envdVersion, .lifeSecs, .wrongKey] | @tsv'
+	assert_output $'true\trunning\tbase\tcreate\t0.6.4\t120\tAuthenticationError'
 	run sbx-ls -j
 	assert_output --partial "\"sbxd\":\"$id\""
 }
