@@ -378,33 +378,6 @@ mode_string(mode_t m, char *out)
 	out[n] = 0;
 }
 
-/* Go's FileMode: the permission bits, and its own bits for the rest. */
-static uint32_t
-go_mode(mode_t m)
-{
-	uint32_t g = m & 0777;
-
-	if (S_ISDIR(m))
-		g |= 1u << 31;
-	if (S_ISLNK(m))
-		g |= 1u << 27;
-	if (S_ISFIFO(m))
-		g |= 1u << 25;
-	if (S_ISSOCK(m))
-		g |= 1u << 24;
-	if (S_ISBLK(m))
-		g |= 1u << 26;
-	if (S_ISCHR(m))
-		g |= (1u << 26) | (1u << 21);
-	if (m & S_ISUID)
-		g |= 1u << 23;
-	if (m & S_ISGID)
-		g |= 1u << 22;
-	if (m & S_ISVTX)
-		g |= 1u << 20;
-	return g;
-}
-
 /* EntryInfo of path (lstat), as protojson writes it: zero values left
  * out, int64 as a string, the time in RFC 3339 with nanoseconds. */
 static json_t *
@@ -427,9 +400,9 @@ entry_info(const char *path, const struct stat *st)
 		snprintf(t, sizeof t, "%lld", (long long)st->st_size);
 		json_object_set_new(e, "size", json_string(t));
 	}
-	if (go_mode(st->st_mode))
-		json_object_set_new(e, "mode",
-		    json_integer(go_mode(st->st_mode) & 0xffffffffu));
+	/* Go's FileMode.Perm(): the permission bits alone. */
+	if (st->st_mode & 0777)
+		json_object_set_new(e, "mode", json_integer(st->st_mode & 0777));
 	mode_string(st->st_mode, buf);
 	json_object_set_new(e, "permissions", json_string(buf));
 	id_name("/etc/passwd", st->st_uid, buf, sizeof buf);
@@ -840,6 +813,11 @@ watch_event(int sock, struct watch *w, const struct inotify_event *ev)
 
 	if (ev->wd < 0 || (size_t)ev->wd >= w->ndirs ||
 	    !(dir = w->dirs[ev->wd]) || !ev->len || !type)
+		return 0;
+	/* An upload's temporary file is not the user's: its rename
+	 * into place shows as the file's creation. */
+	if (ev->name[0] == '.' && strstr(ev->name, ".sbxd-") &&
+	    strlen(strstr(ev->name, ".sbxd-")) == 12)
 		return 0;
 	full = join(dir, ev->name);
 	if (w->recursive && (ev->mask & IN_ISDIR) &&
