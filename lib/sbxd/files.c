@@ -624,6 +624,16 @@ op_move(const char *src, const char *dst, const struct user *u)
 	return json_pack("{s:o}", "entry", j);
 }
 
+static int
+rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if ((flag == FTW_DP ? rmdir(p) : unlink(p)) < 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
 static json_t *
 op_remove(const char *path)
 {
@@ -637,7 +647,11 @@ op_remove(const char *path)
 	}
 	if (!strcmp(path, "/"))
 		return fail("invalid_argument", EINVAL, "cannot remove /");
-	if (S_ISDIR(st.st_mode) ? sbx_rmtree(path) < 0 : unlink(path) < 0)
+	if (S_ISDIR(st.st_mode) ?
+	    /* Not sbx_rmtree: on an overlay a file's st_dev is not its
+	     * directory's, and FTW_MOUNT would leave it. */
+	    nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS) != 0 :
+	    unlink(path) < 0)
 		return fail(NULL, errno, "error removing '%s': %s", path,
 		    strerror(errno));
 	return json_object();
