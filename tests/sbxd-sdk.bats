@@ -150,15 +150,19 @@ field() {
 	assert_output '[true,true,3,true,-1]'
 }
 
-@test "SDK: files write, read, list, exists, makeDir, rename and remove (needs the sbxd-fs branch)" {
+# Fails while lib/sbxd/fs.c's multipart reader takes a second call at
+# offset 0 for the same part (MHD's post processor makes one with no data
+# first when the body comes in pieces, as undici sends it) for a new part:
+# "cannot upload two files to the same path".
+@test "SDK: files write (multipart, several at once, octet-stream), read, list, exists, makeDir, rename and remove" {
 	box
 	run sdk files "$ID"
 	assert_success
 	OUT=$output
 	run field '[.madeDir, .madeDirAgain, .written.name, .written.path, .written.type] | @json'
 	assert_output '[true,false,"a.txt","/home/user/sdk/a.txt","file"]'
-	run field '[.read, .readBytes, .seenByShell, .list, .exists, .existsNot] | @json'
-	assert_output '["hello from the sdk\n",[0,1,2,255],"deep",["a.txt:file","b.bin:file","sub:dir"],true,false]'
+	run field '[.octet, .read, .readBytes, .seenByShell, .list, .exists, .existsNot] | @json'
+	assert_output '["octet","hello from the sdk\n",[0,1,2,255],"deep",["a.txt:file","b.bin:file","sub:dir"],true,false]'
 	run field '[.renamed.path, .afterRename.old, .afterRename.new, .afterRemove, .readMissing, .dirGone] | @json'
 	assert_output '["/home/user/sdk/renamed.txt",false,"hello from the sdk\n",false,"FileNotFoundError",true]'
 }

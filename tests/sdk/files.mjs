@@ -1,5 +1,7 @@
 // The filesystem: write, read, list, exists, makeDir, rename, remove
-// (the envd filesystem service and /files).
+// (the envd filesystem service and /files). write() sends one file, or
+// several in one request, as multipart/form-data (each part's filename the
+// destination), unless told useOctetStream.
 import { Sandbox, FileNotFoundError, NotFoundError, out } from './e2b.mjs'
 
 const sbx = await Sandbox.connect(process.argv[2])
@@ -13,6 +15,9 @@ await sbx.files.write([
   { path: `${d}/b.bin`, data: new Uint8Array([0, 1, 2, 255]).buffer },
   { path: `${d}/sub/c.txt`, data: 'deep' },
 ])
+// application/octet-stream, the other upload form
+await sbx.files.write(`${d}/sub/o.txt`, 'octet', { useOctetStream: true })
+res.octet = await sbx.files.read(`${d}/sub/o.txt`)
 res.read = await sbx.files.read(`${d}/a.txt`)
 res.readBytes = Array.from(await sbx.files.read(`${d}/b.bin`, { format: 'bytes' }))
 res.seenByShell = (await sbx.commands.run(`cat ${d}/sub/c.txt`)).stdout
