@@ -729,6 +729,7 @@ struct upload {
 	struct MHD_PostProcessor *pp;
 	int fd;               /* the file being written, -1 */
 	char *part;           /* multipart: the current part's filename */
+	uint64_t part_bytes;  /* and what it had so far */
 	json_t *files;        /* [{"tmp","path"}]: written, not yet renamed */
 	uint64_t total;
 	int status;           /* the answer, when it failed */
@@ -853,8 +854,11 @@ up_part(void *cls, enum MHD_ValueKind kind, const char *key,
 		return MHD_NO;
 	if (!key || strcmp(key, "file"))
 		return MHD_YES;
-	if (off == 0 || !up->part || strcmp(up->part, filename ? filename :
-	    "")) {
+	/* A part begins at off 0; MHD may call more than once there (an
+	 * empty piece first). */
+	if (!up->part || strcmp(up->part, filename ? filename : "") ||
+	    (off == 0 && up->part_bytes)) {
+		up->part_bytes = 0;
 		free(up->part);
 		up->part = sbx_xstrdup(filename ? filename : "");
 		if (!(path && *path) && !*up->part) {
@@ -865,6 +869,7 @@ up_part(void *cls, enum MHD_ValueKind kind, const char *key,
 		if (up_open_file(up, path && *path ? path : up->part) < 0)
 			return MHD_NO;
 	}
+	up->part_bytes += size;
 	return size && up_write(up, data, size) < 0 ? MHD_NO : MHD_YES;
 }
 
