@@ -151,6 +151,18 @@ sh_in() {
 	assert_output '["/home/user/ls/a","/home/user/ls/a/b","/home/user/ls/a/b/h","/home/user/ls/a/g","/home/user/ls/f"]'
 }
 
+@test "ListDir of / with depth 2 stops at depth 2 and names paths from /" {
+	run rpc ListDir '{"path":"/","depth":2}'
+	assert_output 200
+	run jq -r '.entries[].path' "$BATS_TEST_TMPDIR/body"
+	assert_line /home
+	assert_line /home/user
+	refute_output --partial //
+	refute_line /home/user/stat1.txt
+	run jq '[.entries[].path | select(split("/") | length > 3)] | length' "$BATS_TEST_TMPDIR/body"
+	assert_output 0
+}
+
 @test "ListDir of a file is invalid_argument, of a missing path not_found" {
 	put lsfile.txt x >/dev/null
 	run rpc ListDir '{"path":"lsfile.txt"}'
@@ -241,6 +253,14 @@ sh_in() {
 	assert_output 416
 	run grep -i '^content-range:' "$BATS_TEST_TMPDIR/head"
 	assert_output --partial 'bytes */10'
+}
+
+@test "GET /files names an odd file safely in Content-Disposition" {
+	sh_in 'printf x >"/home/user/q\"uote.txt"'
+	run get 'path=q%22uote.txt' -D "$BATS_TEST_TMPDIR/head"
+	assert_output 200
+	run grep -i '^content-disposition:' "$BATS_TEST_TMPDIR/head"
+	assert_output --partial 'inline; filename="q_uote.txt"'
 }
 
 @test "GET /files of a missing path is 404, of a directory 400" {

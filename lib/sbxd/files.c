@@ -501,14 +501,14 @@ list_one(const char *fpath, const struct stat *st, int flag, struct FTW *f)
 
 	(void)flag;
 	if (f->level == 0)
-		return 0;
-	if (f->level > l->depth)
-		return 0;
-	p = sbx_xasprintf("%s%s%s", l->root, strcmp(l->root, "/") ? "" : "",
+		return FTW_CONTINUE;
+	p = sbx_xasprintf("%s%s", strcmp(l->root, "/") ? l->root : "",
 	    fpath + l->rootlen);
 	json_array_append_new(l->arr, entry_info(p, st));
 	free(p);
-	return 0;
+	/* No deeper than asked: the rest of the tree is not walked. */
+	return f->level >= l->depth && S_ISDIR(st->st_mode) ?
+	    FTW_SKIP_SUBTREE : FTW_CONTINUE;
 }
 
 static json_t *
@@ -532,8 +532,6 @@ op_list(const char *path, int depth)
 	l.rootlen = strcmp(real, "/") ? strlen(real) : 0;
 	l.depth = depth < 1 ? 1 : depth;
 	the_list = &l;
-	/* nftw walks all below; deeper entries are skipped, not pruned
-	 * (FTW_ACTIONRETVAL would, but a few levels are cheap). */
 	if (depth <= 1) {
 		struct dirent **names;
 		int n = scandir(real, &names, NULL, alphasort), i;
@@ -557,7 +555,7 @@ op_list(const char *path, int depth)
 		if (n >= 0)
 			free(names);
 	} else {
-		nftw(real, list_one, 64, FTW_PHYS);
+		nftw(real, list_one, 64, FTW_PHYS | FTW_ACTIONRETVAL);
 	}
 	free(real);
 	return json_pack("{s:o}", "entries", l.arr);

@@ -652,6 +652,7 @@ h_files_get(struct sbxd_req *r)
 	const char *name;
 	char hdr[128], *disp;
 	int fd = -1, range, status = 200;
+	size_t i;
 
 	if (signature_ok(r, "read", &ret) < 0)
 		return ret;
@@ -710,7 +711,12 @@ h_files_get(struct sbxd_req *r)
 	MHD_add_response_header(rs, "Accept-Ranges", "bytes");
 	MHD_add_response_header(rs, "Content-Type", content_type(name ? name :
 	    ""));
+	/* The name is the sandbox's: nothing in it may end the header. */
 	disp = sbx_xasprintf("inline; filename=\"%s\"", name ? name : "");
+	for (i = strlen("inline; filename=\""); disp[i + 1]; i++)
+		if ((unsigned char)disp[i] < 0x20 || disp[i] == '"' ||
+		    disp[i] == '\\' || disp[i] == 0x7f)
+			disp[i] = '_';
 	MHD_add_response_header(rs, "Content-Disposition", disp);
 	free(disp);
 	json_decref(a);
