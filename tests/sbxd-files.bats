@@ -310,6 +310,27 @@ sh_in() {
 	assert_output 'sdk data'
 }
 
+@test "an octet-stream upload with Content-Encoding gzip is inflated" {
+	printf 'packed text\n%.0s' {1..1000} >"$BATS_TEST_TMPDIR/plain"
+	gzip -c "$BATS_TEST_TMPDIR/plain" >"$BATS_TEST_TMPDIR/plain.gz"
+	run sbxd_envd "$ID" "$TOK" "/files?path=gz/p.txt" -H 'Content-Type: application/octet-stream' \
+		-H 'Content-Encoding: gzip' --data-binary @"$BATS_TEST_TMPDIR/plain.gz" \
+		-o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'
+	assert_output 200
+	run get 'path=gz/p.txt'
+	assert_output 200
+	run cmp "$BATS_TEST_TMPDIR/body" "$BATS_TEST_TMPDIR/plain"
+	assert_success
+	run sbxd_envd "$ID" "$TOK" "/files?path=gz/bad.txt" -H 'Content-Type: application/octet-stream' \
+		-H 'Content-Encoding: gzip' --data-binary 'not gzip at all' \
+		-o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output 'the body is not valid gzip'
+	run rpc Stat '{"path":"gz/bad.txt"}'
+	assert_output 404
+}
+
 @test "an upload without a path, or of another content type, is 400" {
 	run sbxd_envd "$ID" "$TOK" "/files" -H 'Content-Type: application/octet-stream' \
 		--data-binary x -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'

@@ -15,6 +15,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <zlib.h>
 
 #include "sbxd.h"
 
@@ -480,6 +481,26 @@ h_remove_watcher(struct sbxd_req *r)
 	return sbxd_reply(r, 200, "application/json", "{}", 2);
 }
 
+void
+sbxd_fs_end_all(struct sbxd_box *b)
+{
+	struct watcher gone;
+	size_t i;
+
+	for (i = 0; i < MAX_WATCHERS; i++) {
+		pthread_mutex_lock(&wmu);
+		if (watchers[i].box != b) {
+			pthread_mutex_unlock(&wmu);
+			continue;
+		}
+		gone = watchers[i];
+		memset(&watchers[i], 0, sizeof watchers[i]);
+		pthread_mutex_unlock(&wmu);
+		sbxd_inbox_end(&gone.ib, 1);
+		sbxd_box_put(gone.box);
+	}
+}
+
 /* --- /files: who may, and who for ------------------------------------- */
 
 /* A presigned URL: "v1_" + base64(sha256("path:op:user:token[:exp]")),
@@ -738,6 +759,9 @@ struct upload {
 	uint64_t part_bytes;  /* and what it had so far */
 	json_t *files;        /* [{"tmp","path"}]: written, not yet renamed */
 	uint64_t total;
+	z_stream *z;          /* Content-Encoding: gzip */
+	int z_end;            /* its stream ended */
+	uint64_t written;
 	int status;           /* the answer, when it failed */
 	char msg[512];
 	char *user;
@@ -828,11 +852,58 @@ up_open_file(struct upload *up, const char *path)
 	return 0;
 }
 
+static int up_write_raw(struct upload *up, const char *p, size_t n);
+
+/* A gzip body, inflated on its way to the file; members may follow
+ * one another, as gzip(1) allows. */
+static int
+up_inflate(struct upload *up, const char *p, size_t n)
+{
+	unsigned char out[UPLOAD_CHUNK];
+	int zr;
+
+	up->z->next_in = (unsigned char *)p;
+	up->z->avail_in = (uInt)n;
+	while (up->z->avail_in) {
+		if (up->z_end) {
+			inflateReset(up->z);
+			up->z_end = 0;
+		}
+		up->z->next_out = out;
+		up->z->avail_out = sizeof out;
+		zr = inflate(up->z, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+			up_fail(up, 400, "the body is not valid gzip");
+			return -1;
+		}
+		if (up_write_raw(up, (char *)out, sizeof out -
+		    up->z->avail_out) < 0)
+			return -1;
+		if (zr == Z_STREAM_END)
+			up->z_end = 1;
+		else if (zr == Z_BUF_ERROR)
+			break;
+	}
+	return 0;
+}
+
 static int
 up_write(struct upload *up, const char *p, size_t n)
 {
+	return up->z ? up_inflate(up, p, n) : up_write_raw(up, p, n);
+}
+
+static int
+up_write_raw(struct upload *up, const char *p, size_t n)
+{
 	if (up->fd < 0)
 		return -1;
+	up->written += n;
+	if (sbxd.o.max_upload && up->written > sbxd.o.max_upload) {
+		up_fail(up, 413, "the upload is over %llu bytes",
+		    (unsigned long long)sbxd.o.max_upload);
+		return -1;
+	}
 	if (sbx_write_all(up->fd, p, n) < 0) {
 		if (errno == ENOSPC || errno == EDQUOT)
 			up_fail(up, 507, "not enough disk space available");
@@ -889,7 +960,16 @@ up_begin(struct sbxd_req *r, struct upload *up)
 	struct sbx_err err;
 
 	up->started = 1;
-	if (ce && strcasecmp(ce, "identity")) {
+	if (ce && !strcasecmp(ce, "gzip") && ct &&
+	    !strncasecmp(ct, "application/octet-stream", 24)) {
+		up->z = sbx_xcalloc(1, sizeof *up->z);
+		if (inflateInit2(up->z, 16 + MAX_WBITS) != Z_OK) {
+			free(up->z);
+			up->z = NULL;
+			up_fail(up, 500, "cannot start inflating");
+			return -1;
+		}
+	} else if (ce && strcasecmp(ce, "identity")) {
 		up_fail(up, 400, "unsupported Content-Encoding '%s'", ce);
 		return -1;
 	}
@@ -926,6 +1006,10 @@ up_free(struct sbxd_req *r)
 
 	if (up->pp)
 		MHD_destroy_post_processor(up->pp);
+	if (up->z) {
+		inflateEnd(up->z);
+		free(up->z);
+	}
 	if (up->fd >= 0)
 		close(up->fd);
 	/* What was not renamed goes. */
@@ -1008,6 +1092,8 @@ h_files_post(struct sbxd_req *r)
 	}
 	if (!up->status && up->multipart && !json_array_size(up->files))
 		up_fail(up, 400, "no part named 'file' in the form");
+	if (!up->status && up->z && !up->z_end)
+		up_fail(up, 400, "the gzip body ends early");
 	up_close_file(up);
 	if (up->status)
 		return sbxd_reply_err(r, up->status, "%s", up->msg);

@@ -153,7 +153,8 @@ json_t *sbxd_stream_request(struct sbxd_req *r, enum MHD_Result *ret);
 extern const struct sbxd_route sbxd_control_routes[];
 extern const struct sbxd_route sbxd_proc_routes[];
 extern const struct sbxd_route sbxd_fs_routes[];
-/* End a box's processes (it is being killed). */
+/* End a box's processes and watchers (it is being killed). */
 void sbxd_proc_end_all(struct sbxd_box *b);
+void sbxd_fs_end_all(struct sbxd_box *b);
 
 #endif
