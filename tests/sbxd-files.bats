@@ -331,6 +331,25 @@ sh_in() {
 	assert_output 404
 }
 
+@test "X-Metadata headers become the file's metadata, shown by Stat and the upload" {
+	run sbxd_envd "$ID" "$TOK" "/files?path=meta.txt" -H 'Content-Type: application/octet-stream' \
+		-H 'X-Metadata-Owner: Alice' -H 'x-metadata-run: 42' --data-binary x \
+		-o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'
+	assert_output 200
+	run jq -c '.[0].metadata' "$BATS_TEST_TMPDIR/body"
+	assert_output '{"owner":"Alice","run":"42"}'
+	run rpc Stat '{"path":"meta.txt"}'
+	assert_output 200
+	run jq -c .entry.metadata "$BATS_TEST_TMPDIR/body"
+	assert_output '{"owner":"Alice","run":"42"}'
+	run sbxd_envd "$ID" "$TOK" "/files?path=meta2.txt" -H 'Content-Type: application/octet-stream' \
+		-H $'X-Metadata-k: caf\xc3\xa9' --data-binary x \
+		-o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'
+	assert_output 400
+	run rpc Stat '{"path":"meta2.txt"}'
+	assert_output 404
+}
+
 @test "an upload without a path, or of another content type, is 400" {
 	run sbxd_envd "$ID" "$TOK" "/files" -H 'Content-Type: application/octet-stream' \
 		--data-binary x -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'

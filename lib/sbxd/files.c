@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -378,6 +379,32 @@ mode_string(mode_t m, char *out)
 	out[n] = 0;
 }
 
+/* Its metadata: the user.e2b.* extended attributes, as envd keeps
+ * the X-Metadata-* of an upload. */
+static void
+entry_metadata(json_t *e, const char *path)
+{
+	char names[8192], val[4097], *n;
+	ssize_t len, vl;
+	json_t *m = NULL;
+
+	len = llistxattr(path, names, sizeof names);
+	for (n = names; len > 0 && n < names + len; n += strlen(n) + 1) {
+		if (strncmp(n, SBXD_META_XATTR, strlen(SBXD_META_XATTR)))
+			continue;
+		vl = lgetxattr(path, n, val, sizeof val - 1);
+		if (vl < 0)
+			continue;
+		val[vl] = 0;
+		if (!m)
+			m = json_object();
+		json_object_set_new(m, n + strlen(SBXD_META_XATTR),
+		    sbx_json_bytes(val, (size_t)vl));
+	}
+	if (m)
+		json_object_set_new(e, "metadata", m);
+}
+
 /* EntryInfo of path (lstat), as protojson writes it: zero values left
  * out, int64 as a string, the time in RFC 3339 with nanoseconds. */
 static json_t *
@@ -420,6 +447,8 @@ entry_info(const char *path, const struct stat *st)
 	else
 		snprintf(buf, sizeof buf, "%sZ", t);
 	json_object_set_new(e, "modifiedTime", json_string(buf));
+	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))
+		entry_metadata(e, path);
 	if (S_ISLNK(st->st_mode)) {
 		char *real = realpath(path, NULL);
 
@@ -813,40 +842,81 @@ event_type(uint32_t mask)
 	return NULL;
 }
 
+static int send_event(int sock, struct watch *w, const char *full,
+    const char *type, int entry);
+
+/* What a new directory already holds when its watch begins: made
+ * before the watch, it has no events of its own, so they are sent as
+ * creations (one may come twice, none goes missing). */
+static int
+watch_scan(int sock, struct watch *w, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char *full;
+	int rc = 0;
+
+	while (d && rc == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		full = join(dir, e->d_name);
+		rc = send_event(sock, w, full, "EVENT_TYPE_CREATE", 1);
+		if (rc == 0 && e->d_type == DT_DIR)
+			rc = watch_scan(sock, w, full);
+		free(full);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+static int
+send_event(int sock, struct watch *w, const char *full, const char *type,
+    int entry)
+{
+	const char *name = full + w->rootlen + 1;
+	const char *base = strrchr(full, '/') + 1;
+	json_t *msg;
+	struct stat st;
+	char *shown;
+	int rc;
+
+	/* An upload's temporary file is not the user's: its rename
+	 * into place shows as the file's creation. */
+	if (base[0] == '.' && strstr(base, ".sbxd-") &&
+	    strlen(strstr(base, ".sbxd-")) == 12)
+		return 0;
+	msg = json_pack("{s:s,s:s}", "name", name, "type", type);
+	if (msg && w->entries && entry && lstat(full, &st) == 0) {
+		shown = join(w->root, name);
+		json_object_set_new(msg, "entry", entry_info(shown, &st));
+		free(shown);
+	}
+	rc = msg ? sbxd_msg_send(sock, msg, -1) : 0;
+	json_decref(msg);
+	return rc;
+}
+
 /* One event to sbxd; -1 when it is gone. */
 static int
 watch_event(int sock, struct watch *w, const struct inotify_event *ev)
 {
-	const char *type = event_type(ev->mask), *dir, *name;
-	char *full, *shown;
-	json_t *msg;
-	struct stat st;
+	const char *type = event_type(ev->mask), *dir;
+	char *full;
 	int rc;
 
 	if (ev->wd < 0 || (size_t)ev->wd >= w->ndirs ||
 	    !(dir = w->dirs[ev->wd]) || !ev->len || !type)
 		return 0;
-	/* An upload's temporary file is not the user's: its rename
-	 * into place shows as the file's creation. */
-	if (ev->name[0] == '.' && strstr(ev->name, ".sbxd-") &&
-	    strlen(strstr(ev->name, ".sbxd-")) == 12)
-		return 0;
 	full = join(dir, ev->name);
-	if (w->recursive && (ev->mask & IN_ISDIR) &&
-	    (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+	rc = send_event(sock, w, full, type,
+	    !(ev->mask & (IN_DELETE | IN_MOVED_FROM)));
+	if (rc == 0 && w->recursive && (ev->mask & IN_ISDIR) &&
+	    (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
 		watch_add(w, full);
-	/* The name is relative to the watched directory. */
-	name = full + w->rootlen + 1;
-	msg = json_pack("{s:s,s:s}", "name", name, "type", type);
-	if (msg && w->entries && !(ev->mask & (IN_DELETE | IN_MOVED_FROM)) &&
-	    lstat(full, &st) == 0) {
-		shown = join(w->root, name);
-		json_object_set_new(msg, "entry", entry_info(shown, &st));
-		free(shown);
+		rc = watch_scan(sock, w, full);
 	}
 	free(full);
-	rc = msg ? sbxd_msg_send(sock, msg, -1) : 0;
-	json_decref(msg);
 	return rc;
 }
 

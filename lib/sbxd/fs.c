@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -762,6 +763,7 @@ struct upload {
 	z_stream *z;          /* Content-Encoding: gzip */
 	int z_end;            /* its stream ended */
 	uint64_t written;
+	json_t *meta;         /* X-Metadata-*: lowercase key -> value */
 	int status;           /* the answer, when it failed */
 	char msg[512];
 	char *user;
@@ -815,6 +817,88 @@ up_close_file(struct upload *up)
 	return up->status ? -1 : 0;
 }
 
+/* X-Metadata-KEY: VALUE headers; keys are HTTP tokens, values printable
+ * ASCII, as envd takes them. */
+static enum MHD_Result
+up_meta_one(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	static const char pre[] = "x-metadata-";
+	struct upload *up = cls;
+	char k[256];
+	size_t i, n;
+
+	(void)kind;
+	if (strncasecmp(key, pre, sizeof pre - 1))
+		return MHD_YES;
+	key += sizeof pre - 1;
+	n = strlen(key);
+	if (!n || n > 246) {
+		up_fail(up, 400, "bad metadata key");
+		return MHD_NO;
+	}
+	for (i = 0; i < n; i++) {
+		if (!strchr("!#$%&'*+-.^_`|~", key[i]) &&
+		    !(key[i] >= '0' && key[i] <= '9') &&
+		    !(key[i] >= 'a' && key[i] <= 'z') &&
+		    !(key[i] >= 'A' && key[i] <= 'Z')) {
+			up_fail(up, 400, "bad metadata key");
+			return MHD_NO;
+		}
+		k[i] = (char)(key[i] >= 'A' && key[i] <= 'Z' ? key[i] + 32 :
+		    key[i]);
+	}
+	k[n] = 0;
+	for (i = 0; value && value[i]; i++)
+		if ((unsigned char)value[i] < 0x20 ||
+		    (unsigned char)value[i] > 0x7e) {
+			up_fail(up, 400, "metadata values are printable "
+			    "ASCII");
+			return MHD_NO;
+		}
+	json_object_set_new(up->meta, k, json_string(value ? value : ""));
+	return MHD_YES;
+}
+
+static int
+up_meta(struct sbxd_req *r, struct upload *up)
+{
+	const char *k;
+	json_t *v;
+	size_t total = 0;
+
+	up->meta = json_object();
+	MHD_get_connection_values(r->c, MHD_HEADER_KIND, up_meta_one, up);
+	if (up->status)
+		return -1;
+	json_object_foreach(up->meta, k, v)
+		total += strlen(k) + strlen(json_string_value(v));
+	if (total > 4096) {
+		up_fail(up, 400, "metadata is over 4096 bytes");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+up_set_meta(struct upload *up)
+{
+	const char *k;
+	json_t *v;
+	char name[300];
+
+	json_object_foreach(up->meta, k, v) {
+		snprintf(name, sizeof name, SBXD_META_XATTR "%s", k);
+		if (fsetxattr(up->fd, name, json_string_value(v),
+		    strlen(json_string_value(v)), 0) < 0) {
+			up_fail(up, errno == ENOSPC ? 507 : 500, "cannot set "
+			    "the file's metadata: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int
 up_open_file(struct upload *up, const char *path)
 {
@@ -849,7 +933,7 @@ up_open_file(struct upload *up, const char *path)
 	}
 	json_object_set_new(a, "asked", json_string(path));
 	json_array_append_new(up->files, a);
-	return 0;
+	return up_set_meta(up);
 }
 
 static int up_write_raw(struct upload *up, const char *p, size_t n);
@@ -960,6 +1044,8 @@ up_begin(struct sbxd_req *r, struct upload *up)
 	struct sbx_err err;
 
 	up->started = 1;
+	if (up_meta(r, up) < 0)
+		return -1;
 	if (ce && !strcasecmp(ce, "gzip") && ct &&
 	    !strncasecmp(ct, "application/octet-stream", 24)) {
 		up->z = sbx_xcalloc(1, sizeof *up->z);
@@ -1020,6 +1106,7 @@ up_free(struct sbxd_req *r)
 			    sbx_json_str(v, "tmp")), NULL));
 	sbxd_inbox_end(&up->ib, 0);
 	json_decref(up->files);
+	json_decref(up->meta);
 	free(up->part);
 	free(up->user);
 	free(up);
@@ -1109,6 +1196,8 @@ h_files_post(struct sbxd_req *r)
 			return sbxd_reply_err(r, up->status, "%s", up->msg);
 		}
 		json_object_del(v, "tmp");
+		if (json_object_size(up->meta))
+			json_object_set(a, "metadata", up->meta);
 		json_array_append_new(out, a);
 	}
 	return sbxd_reply_json(r, 200, out);

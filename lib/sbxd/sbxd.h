@@ -130,6 +130,8 @@ int sbxd_be_resume(json_t *ref, struct sbx_err *err);
  * "remove"|"open"|"create"|"commit"|"abort"|"watch"|"user", "user":NAME,
  * "path":P, ...}; an answer is a JSON object, {"error":CODE (Connect's),
  * "message":..., "errno":N} when it failed, and may carry an fd. */
+#define SBXD_META_XATTR "user.e2b."
+
 struct sbxd_inbox {
 	pid_t pid;
 	int sock;
