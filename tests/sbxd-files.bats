@@ -233,6 +233,18 @@ sh_in() {
 	assert_output --partial ' 14'
 }
 
+@test "an empty file goes up and comes down with Content-Length 0" {
+	run put empty.txt ''
+	assert_output 200
+	run get 'path=empty.txt' -D "$BATS_TEST_TMPDIR/head"
+	assert_output 200
+	run grep -i '^content-length:' "$BATS_TEST_TMPDIR/head"
+	assert_output --partial ' 0'
+	run rpc Stat '{"path":"empty.txt"}'
+	run jq -c '.entry | [.type, .size]' "$BATS_TEST_TMPDIR/body"
+	assert_output '["FILE_TYPE_FILE",null]'
+}
+
 @test "GET /files with a Range answers 206 with Content-Range; past the end 416" {
 	put rg.txt 0123456789 >/dev/null
 	run get 'path=rg.txt' -H 'Range: bytes=2-5' -D "$BATS_TEST_TMPDIR/head"
