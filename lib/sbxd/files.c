@@ -429,7 +429,8 @@ entry_info(const char *path, const struct stat *st)
 	}
 	/* Go's FileMode.Perm(): the permission bits alone. */
 	if (st->st_mode & 0777)
-		json_object_set_new(e, "mode", json_integer(st->st_mode & 0777));
+		json_object_set_new(e, "mode",
+		    json_integer(st->st_mode & 0777));
 	mode_string(st->st_mode, buf);
 	json_object_set_new(e, "permissions", json_string(buf));
 	id_name("/etc/passwd", st->st_uid, buf, sizeof buf);
@@ -764,7 +765,8 @@ op_commit(const char *tmp, const char *path)
 		int e = errno;
 
 		unlink(tmp);
-		if (e == EISDIR || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+		if (e == EISDIR || (stat(path, &st) == 0 &&
+		    S_ISDIR(st.st_mode)))
 			return fail("invalid_argument", EISDIR,
 			    "path '%s' is a directory", path);
 		return fail(NULL, e, "error renaming file: %s", strerror(e));
@@ -773,7 +775,7 @@ op_commit(const char *tmp, const char *path)
 	    slash + 1 : "/", "type", "file");
 }
 
-/* --- inside: watching a directory ----------------------------------------- */
+/* --- inside: watching a directory ------------------------------------ */
 
 struct watch {
 	int ifd;
@@ -972,9 +974,13 @@ op_watch(const char *path, int recursive, int entries, struct watch *w)
 	w->recursive = recursive;
 	w->entries = entries;
 	if ((w->ifd = inotify_init1(IN_CLOEXEC)) < 0) {
+		int e = errno;
+
 		free(real);
-		return fail("internal", errno, "cannot watch: %s",
-		    strerror(errno));
+		/* The kernel's inotify limits are the sandbox's. */
+		return fail(e == EMFILE || e == ENFILE || e == ENOSPC ?
+		    "resource_exhausted" : "internal", e,
+		    "cannot watch: %s", strerror(e));
 	}
 	watch_add(w, real);
 	free(real);
@@ -984,7 +990,7 @@ op_watch(const char *path, int recursive, int entries, struct watch *w)
 	return json_object();
 }
 
-/* --- inside: the loop ------------------------------------------------------ */
+/* --- inside: the loop ------------------------------------------------- */
 
 static json_t *
 serve_one(const json_t *q, int *fd, struct watch *w, int *watching)
@@ -1068,8 +1074,12 @@ serve(int sock)
 	_exit(0);
 }
 
-/* --- outside ---------------------------------------------------------------- */
+/* --- outside ---------------------------------------------------------- */
 
+/* Forked twice: the backend's enter runs in a single-threaded child of
+ * sbxd (as worker.c's calls do: the local backend is not thread-safe,
+ * and setns into a user namespace wants one thread), and the helper is
+ * its child, killed with it. */
 int
 sbxd_inbox_start(struct sbxd_box *b, struct sbxd_inbox *ib,
     struct sbx_err *err)

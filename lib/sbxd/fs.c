@@ -204,6 +204,8 @@ watch_start(struct sbxd_req *r, const json_t *j, struct sbxd_inbox *ib,
 		    !strcmp(*code, "unauthenticated") ? "unauthenticated" :
 		    !strcmp(*code, "invalid_argument") ? "invalid_argument" :
 		    !strcmp(*code, "permission_denied") ? "permission_denied" :
+		    !strcmp(*code, "resource_exhausted") ?
+		    "resource_exhausted" :
 		    "internal";
 		snprintf(msg, n, "%s", sbx_json_str(a, "message"));
 		json_decref(a);
@@ -705,7 +707,8 @@ h_files_get(struct sbxd_req *r)
 	if (range < 0) {
 		json_decref(a);
 		close(fd);
-		snprintf(hdr, sizeof hdr, "bytes */%lld", (long long)st.st_size);
+		snprintf(hdr, sizeof hdr, "bytes */%lld",
+		    (long long)st.st_size);
 		rs = MHD_create_response_from_buffer(0, (void *)"",
 		    MHD_RESPMEM_PERSISTENT);
 		if (!rs)
@@ -726,7 +729,8 @@ h_files_get(struct sbxd_req *r)
 	if (range > 0) {
 		status = 206;
 		snprintf(hdr, sizeof hdr, "bytes %llu-%llu/%lld",
-		    (unsigned long long)off, (unsigned long long)(off + len - 1),
+		    (unsigned long long)off,
+		    (unsigned long long)(off + len - 1),
 		    (long long)st.st_size);
 		MHD_add_response_header(rs, "Content-Range", hdr);
 	}
