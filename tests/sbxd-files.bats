@@ -151,6 +151,18 @@ sh_in() {
 	assert_output '["/home/user/ls/a","/home/user/ls/a/b","/home/user/ls/a/b/h","/home/user/ls/a/g","/home/user/ls/f"]'
 }
 
+@test "ListDir of / with depth 2 stops at depth 2 and names paths from /" {
+	run rpc ListDir '{"path":"/","depth":2}'
+	assert_output 200
+	run jq -r '.entries[].path' "$BATS_TEST_TMPDIR/body"
+	assert_line /home
+	assert_line /home/user
+	refute_output --partial //
+	refute_line /home/user/stat1.txt
+	run jq '[.entries[].path | select(split("/") | length > 3)] | length' "$BATS_TEST_TMPDIR/body"
+	assert_output 0
+}
+
 @test "ListDir of a file is invalid_argument, of a missing path not_found" {
 	put lsfile.txt x >/dev/null
 	run rpc ListDir '{"path":"lsfile.txt"}'
@@ -221,6 +233,18 @@ sh_in() {
 	assert_output --partial ' 14'
 }
 
+@test "an empty file goes up and comes down with Content-Length 0" {
+	run put empty.txt ''
+	assert_output 200
+	run get 'path=empty.txt' -D "$BATS_TEST_TMPDIR/head"
+	assert_output 200
+	run grep -i '^content-length:' "$BATS_TEST_TMPDIR/head"
+	assert_output --partial ' 0'
+	run rpc Stat '{"path":"empty.txt"}'
+	run jq -c '.entry | [.type, .size]' "$BATS_TEST_TMPDIR/body"
+	assert_output '["FILE_TYPE_FILE",null]'
+}
+
 @test "GET /files with a Range answers 206 with Content-Range; past the end 416" {
 	put rg.txt 0123456789 >/dev/null
 	run get 'path=rg.txt' -H 'Range: bytes=2-5' -D "$BATS_TEST_TMPDIR/head"
@@ -241,6 +265,14 @@ sh_in() {
 	assert_output 416
 	run grep -i '^content-range:' "$BATS_TEST_TMPDIR/head"
 	assert_output --partial 'bytes */10'
+}
+
+@test "GET /files names an odd file safely in Content-Disposition" {
+	sh_in 'printf x >"/home/user/q\"uote.txt"'
+	run get 'path=q%22uote.txt' -D "$BATS_TEST_TMPDIR/head"
+	assert_output 200
+	run grep -i '^content-disposition:' "$BATS_TEST_TMPDIR/head"
+	assert_output --partial 'inline; filename="q_uote.txt"'
 }
 
 @test "GET /files of a missing path is 404, of a directory 400" {
@@ -288,6 +320,46 @@ sh_in() {
 	assert_output /home/user/mp2/x.txt
 	run sh_in 'cat /home/user/mp2/x.txt'
 	assert_output 'sdk data'
+}
+
+@test "an octet-stream upload with Content-Encoding gzip is inflated" {
+	printf 'packed text\n%.0s' {1..1000} >"$BATS_TEST_TMPDIR/plain"
+	gzip -c "$BATS_TEST_TMPDIR/plain" >"$BATS_TEST_TMPDIR/plain.gz"
+	run sbxd_envd "$ID" "$TOK" "/files?path=gz/p.txt" -H 'Content-Type: application/octet-stream' \
+		-H 'Content-Encoding: gzip' --data-binary @"$BATS_TEST_TMPDIR/plain.gz" \
+		-o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'
+	assert_output 200
+	run get 'path=gz/p.txt'
+	assert_output 200
+	run cmp "$BATS_TEST_TMPDIR/body" "$BATS_TEST_TMPDIR/plain"
+	assert_success
+	run sbxd_envd "$ID" "$TOK" "/files?path=gz/bad.txt" -H 'Content-Type: application/octet-stream' \
+		-H 'Content-Encoding: gzip' --data-binary 'not gzip at all' \
+		-o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output 'the body is not valid gzip'
+	run rpc Stat '{"path":"gz/bad.txt"}'
+	assert_output 404
+}
+
+@test "X-Metadata headers become the file's metadata, shown by Stat and the upload" {
+	run sbxd_envd "$ID" "$TOK" "/files?path=meta.txt" -H 'Content-Type: application/octet-stream' \
+		-H 'X-Metadata-Owner: Alice' -H 'x-metadata-run: 42' --data-binary x \
+		-o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'
+	assert_output 200
+	run jq -c '.[0].metadata' "$BATS_TEST_TMPDIR/body"
+	assert_output '{"owner":"Alice","run":"42"}'
+	run rpc Stat '{"path":"meta.txt"}'
+	assert_output 200
+	run jq -c .entry.metadata "$BATS_TEST_TMPDIR/body"
+	assert_output '{"owner":"Alice","run":"42"}'
+	run sbxd_envd "$ID" "$TOK" "/files?path=meta2.txt" -H 'Content-Type: application/octet-stream' \
+		-H $'X-Metadata-k: caf\xc3\xa9' --data-binary x \
+		-o "$BATS_TEST_TMPDIR/body" -w '%{http_code}'
+	assert_output 400
+	run rpc Stat '{"path":"meta2.txt"}'
+	assert_output 404
 }
 
 @test "an upload without a path, or of another content type, is 400" {

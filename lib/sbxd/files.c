@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -378,6 +379,32 @@ mode_string(mode_t m, char *out)
 	out[n] = 0;
 }
 
+/* Its metadata: the user.e2b.* extended attributes, as envd keeps
+ * the X-Metadata-* of an upload. */
+static void
+entry_metadata(json_t *e, const char *path)
+{
+	char names[8192], val[4097], *n;
+	ssize_t len, vl;
+	json_t *m = NULL;
+
+	len = llistxattr(path, names, sizeof names);
+	for (n = names; len > 0 && n < names + len; n += strlen(n) + 1) {
+		if (strncmp(n, SBXD_META_XATTR, strlen(SBXD_META_XATTR)))
+			continue;
+		vl = lgetxattr(path, n, val, sizeof val - 1);
+		if (vl < 0)
+			continue;
+		val[vl] = 0;
+		if (!m)
+			m = json_object();
+		json_object_set_new(m, n + strlen(SBXD_META_XATTR),
+		    sbx_json_bytes(val, (size_t)vl));
+	}
+	if (m)
+		json_object_set_new(e, "metadata", m);
+}
+
 /* EntryInfo of path (lstat), as protojson writes it: zero values left
  * out, int64 as a string, the time in RFC 3339 with nanoseconds. */
 static json_t *
@@ -402,7 +429,8 @@ entry_info(const char *path, const struct stat *st)
 	}
 	/* Go's FileMode.Perm(): the permission bits alone. */
 	if (st->st_mode & 0777)
-		json_object_set_new(e, "mode", json_integer(st->st_mode & 0777));
+		json_object_set_new(e, "mode",
+		    json_integer(st->st_mode & 0777));
 	mode_string(st->st_mode, buf);
 	json_object_set_new(e, "permissions", json_string(buf));
 	id_name("/etc/passwd", st->st_uid, buf, sizeof buf);
@@ -420,6 +448,8 @@ entry_info(const char *path, const struct stat *st)
 	else
 		snprintf(buf, sizeof buf, "%sZ", t);
 	json_object_set_new(e, "modifiedTime", json_string(buf));
+	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))
+		entry_metadata(e, path);
 	if (S_ISLNK(st->st_mode)) {
 		char *real = realpath(path, NULL);
 
@@ -501,14 +531,14 @@ list_one(const char *fpath, const struct stat *st, int flag, struct FTW *f)
 
 	(void)flag;
 	if (f->level == 0)
-		return 0;
-	if (f->level > l->depth)
-		return 0;
-	p = sbx_xasprintf("%s%s%s", l->root, strcmp(l->root, "/") ? "" : "",
+		return FTW_CONTINUE;
+	p = sbx_xasprintf("%s%s", strcmp(l->root, "/") ? l->root : "",
 	    fpath + l->rootlen);
 	json_array_append_new(l->arr, entry_info(p, st));
 	free(p);
-	return 0;
+	/* No deeper than asked: the rest of the tree is not walked. */
+	return f->level >= l->depth && S_ISDIR(st->st_mode) ?
+	    FTW_SKIP_SUBTREE : FTW_CONTINUE;
 }
 
 static json_t *
@@ -532,8 +562,6 @@ op_list(const char *path, int depth)
 	l.rootlen = strcmp(real, "/") ? strlen(real) : 0;
 	l.depth = depth < 1 ? 1 : depth;
 	the_list = &l;
-	/* nftw walks all below; deeper entries are skipped, not pruned
-	 * (FTW_ACTIONRETVAL would, but a few levels are cheap). */
 	if (depth <= 1) {
 		struct dirent **names;
 		int n = scandir(real, &names, NULL, alphasort), i;
@@ -557,7 +585,7 @@ op_list(const char *path, int depth)
 		if (n >= 0)
 			free(names);
 	} else {
-		nftw(real, list_one, 64, FTW_PHYS);
+		nftw(real, list_one, 64, FTW_PHYS | FTW_ACTIONRETVAL);
 	}
 	free(real);
 	return json_pack("{s:o}", "entries", l.arr);
@@ -737,7 +765,8 @@ op_commit(const char *tmp, const char *path)
 		int e = errno;
 
 		unlink(tmp);
-		if (e == EISDIR || (stat(path, &st) == 0 && S_ISDIR(st.st_mode)))
+		if (e == EISDIR || (stat(path, &st) == 0 &&
+		    S_ISDIR(st.st_mode)))
 			return fail("invalid_argument", EISDIR,
 			    "path '%s' is a directory", path);
 		return fail(NULL, e, "error renaming file: %s", strerror(e));
@@ -746,7 +775,7 @@ op_commit(const char *tmp, const char *path)
 	    slash + 1 : "/", "type", "file");
 }
 
-/* --- inside: watching a directory ----------------------------------------- */
+/* --- inside: watching a directory ------------------------------------ */
 
 struct watch {
 	int ifd;
@@ -815,40 +844,81 @@ event_type(uint32_t mask)
 	return NULL;
 }
 
+static int send_event(int sock, struct watch *w, const char *full,
+    const char *type, int entry);
+
+/* What a new directory already holds when its watch begins: made
+ * before the watch, it has no events of its own, so they are sent as
+ * creations (one may come twice, none goes missing). */
+static int
+watch_scan(int sock, struct watch *w, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char *full;
+	int rc = 0;
+
+	while (d && rc == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		full = join(dir, e->d_name);
+		rc = send_event(sock, w, full, "EVENT_TYPE_CREATE", 1);
+		if (rc == 0 && e->d_type == DT_DIR)
+			rc = watch_scan(sock, w, full);
+		free(full);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+static int
+send_event(int sock, struct watch *w, const char *full, const char *type,
+    int entry)
+{
+	const char *name = full + w->rootlen + 1;
+	const char *base = strrchr(full, '/') + 1;
+	json_t *msg;
+	struct stat st;
+	char *shown;
+	int rc;
+
+	/* An upload's temporary file is not the user's: its rename
+	 * into place shows as the file's creation. */
+	if (base[0] == '.' && strstr(base, ".sbxd-") &&
+	    strlen(strstr(base, ".sbxd-")) == 12)
+		return 0;
+	msg = json_pack("{s:s,s:s}", "name", name, "type", type);
+	if (msg && w->entries && entry && lstat(full, &st) == 0) {
+		shown = join(w->root, name);
+		json_object_set_new(msg, "entry", entry_info(shown, &st));
+		free(shown);
+	}
+	rc = msg ? sbxd_msg_send(sock, msg, -1) : 0;
+	json_decref(msg);
+	return rc;
+}
+
 /* One event to sbxd; -1 when it is gone. */
 static int
 watch_event(int sock, struct watch *w, const struct inotify_event *ev)
 {
-	const char *type = event_type(ev->mask), *dir, *name;
-	char *full, *shown;
-	json_t *msg;
-	struct stat st;
+	const char *type = event_type(ev->mask), *dir;
+	char *full;
 	int rc;
 
 	if (ev->wd < 0 || (size_t)ev->wd >= w->ndirs ||
 	    !(dir = w->dirs[ev->wd]) || !ev->len || !type)
 		return 0;
-	/* An upload's temporary file is not the user's: its rename
-	 * into place shows as the file's creation. */
-	if (ev->name[0] == '.' && strstr(ev->name, ".sbxd-") &&
-	    strlen(strstr(ev->name, ".sbxd-")) == 12)
-		return 0;
 	full = join(dir, ev->name);
-	if (w->recursive && (ev->mask & IN_ISDIR) &&
-	    (ev->mask & (IN_CREATE | IN_MOVED_TO)))
+	rc = send_event(sock, w, full, type,
+	    !(ev->mask & (IN_DELETE | IN_MOVED_FROM)));
+	if (rc == 0 && w->recursive && (ev->mask & IN_ISDIR) &&
+	    (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
 		watch_add(w, full);
-	/* The name is relative to the watched directory. */
-	name = full + w->rootlen + 1;
-	msg = json_pack("{s:s,s:s}", "name", name, "type", type);
-	if (msg && w->entries && !(ev->mask & (IN_DELETE | IN_MOVED_FROM)) &&
-	    lstat(full, &st) == 0) {
-		shown = join(w->root, name);
-		json_object_set_new(msg, "entry", entry_info(shown, &st));
-		free(shown);
+		rc = watch_scan(sock, w, full);
 	}
 	free(full);
-	rc = msg ? sbxd_msg_send(sock, msg, -1) : 0;
-	json_decref(msg);
 	return rc;
 }
 
@@ -904,9 +974,13 @@ op_watch(const char *path, int recursive, int entries, struct watch *w)
 	w->recursive = recursive;
 	w->entries = entries;
 	if ((w->ifd = inotify_init1(IN_CLOEXEC)) < 0) {
+		int e = errno;
+
 		free(real);
-		return fail("internal", errno, "cannot watch: %s",
-		    strerror(errno));
+		/* The kernel's inotify limits are the sandbox's. */
+		return fail(e == EMFILE || e == ENFILE || e == ENOSPC ?
+		    "resource_exhausted" : "internal", e,
+		    "cannot watch: %s", strerror(e));
 	}
 	watch_add(w, real);
 	free(real);
@@ -916,7 +990,7 @@ op_watch(const char *path, int recursive, int entries, struct watch *w)
 	return json_object();
 }
 
-/* --- inside: the loop ------------------------------------------------------ */
+/* --- inside: the loop ------------------------------------------------- */
 
 static json_t *
 serve_one(const json_t *q, int *fd, struct watch *w, int *watching)
@@ -1000,8 +1074,12 @@ serve(int sock)
 	_exit(0);
 }
 
-/* --- outside ---------------------------------------------------------------- */
+/* --- outside ---------------------------------------------------------- */
 
+/* Forked twice: the backend's enter runs in a single-threaded child of
+ * sbxd (as worker.c's calls do: the local backend is not thread-safe,
+ * and setns into a user namespace wants one thread), and the helper is
+ * its child, killed with it. */
 int
 sbxd_inbox_start(struct sbxd_box *b, struct sbxd_inbox *ib,
     struct sbx_err *err)

@@ -9,12 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
+#include <zlib.h>
 
 #include "sbxd.h"
 
@@ -202,6 +204,8 @@ watch_start(struct sbxd_req *r, const json_t *j, struct sbxd_inbox *ib,
 		    !strcmp(*code, "unauthenticated") ? "unauthenticated" :
 		    !strcmp(*code, "invalid_argument") ? "invalid_argument" :
 		    !strcmp(*code, "permission_denied") ? "permission_denied" :
+		    !strcmp(*code, "resource_exhausted") ?
+		    "resource_exhausted" :
 		    "internal";
 		snprintf(msg, n, "%s", sbx_json_str(a, "message"));
 		json_decref(a);
@@ -480,6 +484,26 @@ h_remove_watcher(struct sbxd_req *r)
 	return sbxd_reply(r, 200, "application/json", "{}", 2);
 }
 
+void
+sbxd_fs_end_all(struct sbxd_box *b)
+{
+	struct watcher gone;
+	size_t i;
+
+	for (i = 0; i < MAX_WATCHERS; i++) {
+		pthread_mutex_lock(&wmu);
+		if (watchers[i].box != b) {
+			pthread_mutex_unlock(&wmu);
+			continue;
+		}
+		gone = watchers[i];
+		memset(&watchers[i], 0, sizeof watchers[i]);
+		pthread_mutex_unlock(&wmu);
+		sbxd_inbox_end(&gone.ib, 1);
+		sbxd_box_put(gone.box);
+	}
+}
+
 /* --- /files: who may, and who for ------------------------------------- */
 
 /* A presigned URL: "v1_" + base64(sha256("path:op:user:token[:exp]")),
@@ -652,6 +676,7 @@ h_files_get(struct sbxd_req *r)
 	const char *name;
 	char hdr[128], *disp;
 	int fd = -1, range, status = 200;
+	size_t i;
 
 	if (signature_ok(r, "read", &ret) < 0)
 		return ret;
@@ -682,7 +707,8 @@ h_files_get(struct sbxd_req *r)
 	if (range < 0) {
 		json_decref(a);
 		close(fd);
-		snprintf(hdr, sizeof hdr, "bytes */%lld", (long long)st.st_size);
+		snprintf(hdr, sizeof hdr, "bytes */%lld",
+		    (long long)st.st_size);
 		rs = MHD_create_response_from_buffer(0, (void *)"",
 		    MHD_RESPMEM_PERSISTENT);
 		if (!rs)
@@ -703,14 +729,20 @@ h_files_get(struct sbxd_req *r)
 	if (range > 0) {
 		status = 206;
 		snprintf(hdr, sizeof hdr, "bytes %llu-%llu/%lld",
-		    (unsigned long long)off, (unsigned long long)(off + len - 1),
+		    (unsigned long long)off,
+		    (unsigned long long)(off + len - 1),
 		    (long long)st.st_size);
 		MHD_add_response_header(rs, "Content-Range", hdr);
 	}
 	MHD_add_response_header(rs, "Accept-Ranges", "bytes");
 	MHD_add_response_header(rs, "Content-Type", content_type(name ? name :
 	    ""));
+	/* The name is the sandbox's: nothing in it may end the header. */
 	disp = sbx_xasprintf("inline; filename=\"%s\"", name ? name : "");
+	for (i = strlen("inline; filename=\""); disp[i + 1]; i++)
+		if ((unsigned char)disp[i] < 0x20 || disp[i] == '"' ||
+		    disp[i] == '\\' || disp[i] == 0x7f)
+			disp[i] = '_';
 	MHD_add_response_header(rs, "Content-Disposition", disp);
 	free(disp);
 	json_decref(a);
@@ -729,8 +761,13 @@ struct upload {
 	struct MHD_PostProcessor *pp;
 	int fd;               /* the file being written, -1 */
 	char *part;           /* multipart: the current part's filename */
+	uint64_t part_bytes;  /* and what it had so far */
 	json_t *files;        /* [{"tmp","path"}]: written, not yet renamed */
 	uint64_t total;
+	z_stream *z;          /* Content-Encoding: gzip */
+	int z_end;            /* its stream ended */
+	uint64_t written;
+	json_t *meta;         /* X-Metadata-*: lowercase key -> value */
 	int status;           /* the answer, when it failed */
 	char msg[512];
 	char *user;
@@ -784,6 +821,88 @@ up_close_file(struct upload *up)
 	return up->status ? -1 : 0;
 }
 
+/* X-Metadata-KEY: VALUE headers; keys are HTTP tokens, values printable
+ * ASCII, as envd takes them. */
+static enum MHD_Result
+up_meta_one(void *cls, enum MHD_ValueKind kind, const char *key,
+    const char *value)
+{
+	static const char pre[] = "x-metadata-";
+	struct upload *up = cls;
+	char k[256];
+	size_t i, n;
+
+	(void)kind;
+	if (strncasecmp(key, pre, sizeof pre - 1))
+		return MHD_YES;
+	key += sizeof pre - 1;
+	n = strlen(key);
+	if (!n || n > 246) {
+		up_fail(up, 400, "bad metadata key");
+		return MHD_NO;
+	}
+	for (i = 0; i < n; i++) {
+		if (!strchr("!#$%&'*+-.^_`|~", key[i]) &&
+		    !(key[i] >= '0' && key[i] <= '9') &&
+		    !(key[i] >= 'a' && key[i] <= 'z') &&
+		    !(key[i] >= 'A' && key[i] <= 'Z')) {
+			up_fail(up, 400, "bad metadata key");
+			return MHD_NO;
+		}
+		k[i] = (char)(key[i] >= 'A' && key[i] <= 'Z' ? key[i] + 32 :
+		    key[i]);
+	}
+	k[n] = 0;
+	for (i = 0; value && value[i]; i++)
+		if ((unsigned char)value[i] < 0x20 ||
+		    (unsigned char)value[i] > 0x7e) {
+			up_fail(up, 400, "metadata values are printable "
+			    "ASCII");
+			return MHD_NO;
+		}
+	json_object_set_new(up->meta, k, json_string(value ? value : ""));
+	return MHD_YES;
+}
+
+static int
+up_meta(struct sbxd_req *r, struct upload *up)
+{
+	const char *k;
+	json_t *v;
+	size_t total = 0;
+
+	up->meta = json_object();
+	MHD_get_connection_values(r->c, MHD_HEADER_KIND, up_meta_one, up);
+	if (up->status)
+		return -1;
+	json_object_foreach(up->meta, k, v)
+		total += strlen(k) + strlen(json_string_value(v));
+	if (total > 4096) {
+		up_fail(up, 400, "metadata is over 4096 bytes");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+up_set_meta(struct upload *up)
+{
+	const char *k;
+	json_t *v;
+	char name[300];
+
+	json_object_foreach(up->meta, k, v) {
+		snprintf(name, sizeof name, SBXD_META_XATTR "%s", k);
+		if (fsetxattr(up->fd, name, json_string_value(v),
+		    strlen(json_string_value(v)), 0) < 0) {
+			up_fail(up, errno == ENOSPC ? 507 : 500, "cannot set "
+			    "the file's metadata: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int
 up_open_file(struct upload *up, const char *path)
 {
@@ -818,14 +937,61 @@ up_open_file(struct upload *up, const char *path)
 	}
 	json_object_set_new(a, "asked", json_string(path));
 	json_array_append_new(up->files, a);
+	return up_set_meta(up);
+}
+
+static int up_write_raw(struct upload *up, const char *p, size_t n);
+
+/* A gzip body, inflated on its way to the file; members may follow
+ * one another, as gzip(1) allows. */
+static int
+up_inflate(struct upload *up, const char *p, size_t n)
+{
+	unsigned char out[UPLOAD_CHUNK];
+	int zr;
+
+	up->z->next_in = (unsigned char *)p;
+	up->z->avail_in = (uInt)n;
+	while (up->z->avail_in) {
+		if (up->z_end) {
+			inflateReset(up->z);
+			up->z_end = 0;
+		}
+		up->z->next_out = out;
+		up->z->avail_out = sizeof out;
+		zr = inflate(up->z, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) {
+			up_fail(up, 400, "the body is not valid gzip");
+			return -1;
+		}
+		if (up_write_raw(up, (char *)out, sizeof out -
+		    up->z->avail_out) < 0)
+			return -1;
+		if (zr == Z_STREAM_END)
+			up->z_end = 1;
+		else if (zr == Z_BUF_ERROR)
+			break;
+	}
 	return 0;
 }
 
 static int
 up_write(struct upload *up, const char *p, size_t n)
 {
+	return up->z ? up_inflate(up, p, n) : up_write_raw(up, p, n);
+}
+
+static int
+up_write_raw(struct upload *up, const char *p, size_t n)
+{
 	if (up->fd < 0)
 		return -1;
+	up->written += n;
+	if (sbxd.o.max_upload && up->written > sbxd.o.max_upload) {
+		up_fail(up, 413, "the upload is over %llu bytes",
+		    (unsigned long long)sbxd.o.max_upload);
+		return -1;
+	}
 	if (sbx_write_all(up->fd, p, n) < 0) {
 		if (errno == ENOSPC || errno == EDQUOT)
 			up_fail(up, 507, "not enough disk space available");
@@ -853,8 +1019,11 @@ up_part(void *cls, enum MHD_ValueKind kind, const char *key,
 		return MHD_NO;
 	if (!key || strcmp(key, "file"))
 		return MHD_YES;
-	if (off == 0 || !up->part || strcmp(up->part, filename ? filename :
-	    "")) {
+	/* A part begins at off 0; MHD may call more than once there (an
+	 * empty piece first). */
+	if (!up->part || strcmp(up->part, filename ? filename : "") ||
+	    (off == 0 && up->part_bytes)) {
+		up->part_bytes = 0;
 		free(up->part);
 		up->part = sbx_xstrdup(filename ? filename : "");
 		if (!(path && *path) && !*up->part) {
@@ -865,6 +1034,7 @@ up_part(void *cls, enum MHD_ValueKind kind, const char *key,
 		if (up_open_file(up, path && *path ? path : up->part) < 0)
 			return MHD_NO;
 	}
+	up->part_bytes += size;
 	return size && up_write(up, data, size) < 0 ? MHD_NO : MHD_YES;
 }
 
@@ -878,7 +1048,18 @@ up_begin(struct sbxd_req *r, struct upload *up)
 	struct sbx_err err;
 
 	up->started = 1;
-	if (ce && strcasecmp(ce, "identity")) {
+	if (up_meta(r, up) < 0)
+		return -1;
+	if (ce && !strcasecmp(ce, "gzip") && ct &&
+	    !strncasecmp(ct, "application/octet-stream", 24)) {
+		up->z = sbx_xcalloc(1, sizeof *up->z);
+		if (inflateInit2(up->z, 16 + MAX_WBITS) != Z_OK) {
+			free(up->z);
+			up->z = NULL;
+			up_fail(up, 500, "cannot start inflating");
+			return -1;
+		}
+	} else if (ce && strcasecmp(ce, "identity")) {
 		up_fail(up, 400, "unsupported Content-Encoding '%s'", ce);
 		return -1;
 	}
@@ -915,6 +1096,10 @@ up_free(struct sbxd_req *r)
 
 	if (up->pp)
 		MHD_destroy_post_processor(up->pp);
+	if (up->z) {
+		inflateEnd(up->z);
+		free(up->z);
+	}
 	if (up->fd >= 0)
 		close(up->fd);
 	/* What was not renamed goes. */
@@ -925,6 +1110,7 @@ up_free(struct sbxd_req *r)
 			    sbx_json_str(v, "tmp")), NULL));
 	sbxd_inbox_end(&up->ib, 0);
 	json_decref(up->files);
+	json_decref(up->meta);
 	free(up->part);
 	free(up->user);
 	free(up);
@@ -997,6 +1183,8 @@ h_files_post(struct sbxd_req *r)
 	}
 	if (!up->status && up->multipart && !json_array_size(up->files))
 		up_fail(up, 400, "no part named 'file' in the form");
+	if (!up->status && up->z && !up->z_end)
+		up_fail(up, 400, "the gzip body ends early");
 	up_close_file(up);
 	if (up->status)
 		return sbxd_reply_err(r, up->status, "%s", up->msg);
@@ -1012,6 +1200,8 @@ h_files_post(struct sbxd_req *r)
 			return sbxd_reply_err(r, up->status, "%s", up->msg);
 		}
 		json_object_del(v, "tmp");
+		if (json_object_size(up->meta))
+			json_object_set(a, "metadata", up->meta);
 		json_array_append_new(out, a);
 	}
 	return sbxd_reply_json(r, 200, out);

@@ -131,6 +131,8 @@ int sbxd_be_resume(json_t *ref, struct sbx_err *err);
  * "remove"|"open"|"create"|"commit"|"abort"|"watch"|"user", "user":NAME,
  * "path":P, ...}; an answer is a JSON object, {"error":CODE (Connect's),
  * "message":..., "errno":N} when it failed, and may carry an fd. */
+#define SBXD_META_XATTR "user.e2b."
+
 struct sbxd_inbox {
 	pid_t pid;
 	int sock;
@@ -154,7 +156,8 @@ json_t *sbxd_stream_request(struct sbxd_req *r, enum MHD_Result *ret);
 extern const struct sbxd_route sbxd_control_routes[];
 extern const struct sbxd_route sbxd_proc_routes[];
 extern const struct sbxd_route sbxd_fs_routes[];
-/* End a box's processes (it is being killed). */
+/* End a box's processes and watchers (it is being killed). */
 void sbxd_proc_end_all(struct sbxd_box *b);
+void sbxd_fs_end_all(struct sbxd_box *b);
 
 #endif
