@@ -153,10 +153,6 @@ field() {
 	assert_output '[true,true,3,true,-1]'
 }
 
-# Fails while lib/sbxd/fs.c's multipart reader takes a second call at
-# offset 0 for the same part (MHD's post processor makes one with no data
-# first when the body comes in pieces, as undici sends it) for a new part:
-# "cannot upload two files to the same path".
 @test "SDK: files write (multipart, several at once, octet-stream), read, list, exists, makeDir, rename and remove" {
 	box
 	run sdk files "$ID"
