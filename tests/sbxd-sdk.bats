@@ -153,15 +153,15 @@ field() {
 	assert_output '[true,true,3,true,-1]'
 }
 
-@test "SDK: files write (multipart, several at once, octet-stream), read, list, exists, makeDir, rename and remove" {
+@test "SDK: files write (multipart, several at once, octet-stream, gzip), read, list, exists, makeDir, rename and remove" {
 	box
 	run sdk files "$ID"
 	assert_success
 	OUT=$output
 	run field '[.madeDir, .madeDirAgain, .written.name, .written.path, .written.type] | @json'
 	assert_output '[true,false,"a.txt","/home/user/sdk/a.txt","file"]'
-	run field '[.octet, .read, .readBytes, .seenByShell, .list, .exists, .existsNot] | @json'
-	assert_output '["octet","hello from the sdk\n",[0,1,2,255],"deep",["a.txt:file","b.bin:file","sub:dir"],true,false]'
+	run field '[.octet, .gzip, .read, .readBytes, .seenByShell, .list, .exists, .existsNot] | @json'
+	assert_output '["octet","zipped","hello from the sdk\n",[0,1,2,255],"deep",["a.txt:file","b.bin:file","sub:dir"],true,false]'
 	run field '[.renamed.path, .afterRename.old, .afterRename.new, .afterRemove, .readMissing, .dirGone] | @json'
 	assert_output '["/home/user/sdk/renamed.txt",false,"hello from the sdk\n",false,"FileNotFoundError",true]'
 }

@@ -1,7 +1,7 @@
 // The filesystem: write, read, list, exists, makeDir, rename, remove
 // (the envd filesystem service and /files). write() sends one file, or
 // several in one request, as multipart/form-data (each part's filename the
-// destination), unless told useOctetStream.
+// destination), unless told useOctetStream or gzip.
 import { Sandbox, FileNotFoundError, NotFoundError, out } from './e2b.mjs'
 
 const sbx = await Sandbox.connect(process.argv[2])
@@ -18,6 +18,9 @@ await sbx.files.write([
 // application/octet-stream, the other upload form
 await sbx.files.write(`${d}/sub/o.txt`, 'octet', { useOctetStream: true })
 res.octet = await sbx.files.read(`${d}/sub/o.txt`)
+// gzip both ways (Content-Encoding up, Accept-Encoding down)
+await sbx.files.write(`${d}/sub/g.txt`, 'zipped', { gzip: true })
+res.gzip = await sbx.files.read(`${d}/sub/g.txt`, { gzip: true })
 res.read = await sbx.files.read(`${d}/a.txt`)
 res.readBytes = Array.from(await sbx.files.read(`${d}/b.bin`, { format: 'bytes' }))
 res.seenByShell = (await sbx.commands.run(`cat ${d}/sub/c.txt`)).stdout
