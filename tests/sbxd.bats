@@ -101,6 +101,25 @@ body() {
 	assert_line --index 0 '{"event":{"start":{"pid":100}}}'
 }
 
+# The network interfaces in sandbox $1, sorted; the host's without $1.
+netdevs() {
+	if [ -n "${1:-}" ]; then
+		sbxd_run "$1" "" '{"process":{"cmd":"cat","args":["/proc/net/dev"]}}' |
+			jq -r 'select(.event.data.stdout) | .event.data.stdout' | base64 -d
+	else
+		cat /proc/net/dev
+	fi | awk -F: 'NR > 2 { gsub(/ /, "", $1); print $1 }' | sort
+}
+
+@test "allow_internet_access false: the sandbox has loopback only; by default it has the host's network" {
+	box '{"templateID":"base","timeout":60,"allow_internet_access":false}'
+	assert_equal "$(netdevs "$ID")" lo
+	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .allowInternetAccess)" false
+	box '{"templateID":"base","timeout":60}'
+	assert_equal "$(netdevs "$ID")" "$(netdevs)"
+	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .allowInternetAccess)" true
+}
+
 @test "create with malformed JSON, no template, a bad timeout or an unknown template fails" {
 	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"templateID":'
 	assert_output 400
