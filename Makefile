@@ -81,8 +81,8 @@ UNITS = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
 
 # sbxd: the server, dynamic (libmicrohttpd, threads), the local backend.
 SBXD_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard lib/sbxd/*.c))
-SBXD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd libcrypto 2>/dev/null \
-	|| echo -lmicrohttpd -lcrypto) -lpthread
+SBXD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd libcrypto zlib \
+	2>/dev/null || echo -lmicrohttpd -lcrypto -lz) -lpthread
 
 all: $(TOOLS) $(REMOTE_TOOLS) $(BIN)/sbx-init $(BIN)/sbxd
 

@@ -37,6 +37,7 @@ main(int argc, char **argv)
 		.listen = "127.0.0.1:3000",
 		.on_exit = "leave",
 		.max_body = 1 << 20,
+		.max_upload = 1ull << 30,
 		.max_timeout = 86400,
 		.access_log = 1,
 	};

@@ -488,6 +488,12 @@ struct sbx_files {
 	/* Remove these files (never directories) under dir. */
 	int (*remove)(const json_t *ref, const char *dir,
 	    const struct sbx_manifest *paths, struct sbx_err *err);
+	/* Fork a child inside the sandbox, as its root, at its "/": the
+	 * child gets 0 (and job->errfd for its failure), the parent the
+	 * pid and a job to wait for; -1 with err. The caller must be
+	 * single-threaded. NULL: the backend cannot. */
+	pid_t (*enter)(const json_t *ref, struct sbx_job *job,
+	    struct sbx_err *err);
 };
 
 /* The file operations of the ref's backend. */

@@ -622,10 +622,17 @@ local_remove(const json_t *ref, const char *dir,
 	return sbx_job_wait(&job, err);
 }
 
+static pid_t
+local_enter(const json_t *ref, struct sbx_job *job, struct sbx_err *err)
+{
+	return enter(ref, "/", job, err);
+}
+
 const struct sbx_files sbx_local_files = {
 	.put_archive = local_put,
 	.get_archive = local_get,
 	.scan = local_scan,
 	.hash = local_hash,
 	.remove = local_remove,
+	.enter = local_enter,
 };

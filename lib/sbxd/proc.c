@@ -552,9 +552,8 @@ stream_fail(struct sbxd_req *r, const char *code, const char *msg)
 	return stream_reply(r, st);
 }
 
-/* The one envelope of a streaming request; NULL after answering. */
-static json_t *
-stream_request(struct sbxd_req *r, enum MHD_Result *ret)
+json_t *
+sbxd_stream_request(struct sbxd_req *r, enum MHD_Result *ret)
 {
 	const char *payload;
 	size_t len;
@@ -654,7 +653,7 @@ static enum MHD_Result
 h_start(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = stream_request(r, &ret), *proc, *args, *v, *pty;
+	json_t *j = sbxd_stream_request(r, &ret), *proc, *args, *v, *pty;
 	struct sbx_exec_opts o = {0};
 	struct sbxd_proc *p = NULL;
 	struct stream *st;
@@ -836,7 +835,7 @@ static enum MHD_Result
 h_connect(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = stream_request(r, &ret), *start;
+	json_t *j = sbxd_stream_request(r, &ret), *start;
 	struct sbxd_proc *p;
 	struct stream *st;
 	char msg[128];
@@ -1066,6 +1065,8 @@ void
 sbxd_proc_end_all(struct sbxd_box *b)
 {
 	struct sbxd_proc *p;
+
+	sbxd_fs_end_all(b);
 
 	pthread_mutex_lock(&sbxd.mu);
 	for (p = b->procs; p; p = p->next)

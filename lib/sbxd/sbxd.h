@@ -125,11 +125,38 @@ int sbxd_be_kill(json_t *ref, struct sbx_err *err);
 int sbxd_be_pause(json_t *ref, struct sbx_err *err);
 int sbxd_be_resume(json_t *ref, struct sbx_err *err);
 
+/* files.c: a helper inside a box's sandbox, where every path of its
+ * files is resolved. Requests are {"op":"stat"|"list"|"mkdir"|"move"|
+ * "remove"|"open"|"create"|"commit"|"abort"|"watch"|"user", "user":NAME,
+ * "path":P, ...}; an answer is a JSON object, {"error":CODE (Connect's),
+ * "message":..., "errno":N} when it failed, and may carry an fd. */
+#define SBXD_META_XATTR "user.e2b."
+
+struct sbxd_inbox {
+	pid_t pid;
+	int sock;
+};
+
+int sbxd_inbox_start(struct sbxd_box *b, struct sbxd_inbox *ib,
+    struct sbx_err *err);
+/* Takes q; never NULL (a failure is an "unavailable" answer). */
+json_t *sbxd_inbox_call(struct sbxd_inbox *ib, json_t *q, int *fd);
+void sbxd_inbox_end(struct sbxd_inbox *ib, int kill_it);
+/* One request in a helper of its own. */
+json_t *sbxd_inbox_do(struct sbxd_box *b, json_t *q, int *fd);
+int sbxd_msg_send(int sock, const json_t *j, int fd);
+json_t *sbxd_msg_recv(int sock, int *fd);
+
+/* proc.c: the one envelope of a streaming request; NULL after
+ * answering. */
+json_t *sbxd_stream_request(struct sbxd_req *r, enum MHD_Result *ret);
+
 /* control.c, proc.c, fs.c: the routes */
 extern const struct sbxd_route sbxd_control_routes[];
 extern const struct sbxd_route sbxd_proc_routes[];
 extern const struct sbxd_route sbxd_fs_routes[];
-/* End a box's processes (it is being killed). */
+/* End a box's processes and watchers (it is being killed). */
 void sbxd_proc_end_all(struct sbxd_box *b);
+void sbxd_fs_end_all(struct sbxd_box *b);
 
 #endif

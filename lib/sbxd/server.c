@@ -353,7 +353,10 @@ dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 			    "The sandbox is running but port is not open");
 			return NULL;
 		}
-		if (!(rt && !strcmp(rt->path, "/health")) && !token_ok(r)) {
+		/* /files checks a presigned URL's signature itself. */
+		if (!(rt && (!strcmp(rt->path, "/health") ||
+		    (!strcmp(rt->path, "/files") &&
+		    sbxd_query(r, "signature")))) && !token_ok(r)) {
 			*ret = sbxd_reply_err(r, 401, "unauthorized access, "
 			    "please provide a valid access token or method "
 			    "signing if supported");

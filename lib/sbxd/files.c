@@ -1,0 +1,1197 @@
+/* files.c - a helper of sbxd inside a sandbox, for its files.
+ *
+ * sbxd never opens a sandbox's path itself: a forked child enters the
+ * sandbox's user and mount namespaces (the backend's enter) and resolves
+ * every path there, against the sandbox's own root, so that "..", an
+ * absolute path or a symlink can only ever reach the sandbox's files.
+ * It answers requests on a socket, one JSON document each way, and
+ * hands back the files it opens as fds. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sbxd.h"
+
+#define MSG_MAX (256u << 20)
+
+/* --- messages: a 32-bit length, the JSON, maybe one fd ----------------- */
+
+int
+sbxd_msg_send(int sock, const json_t *j, int fd)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	uint32_t len;
+	struct iovec iov[2];
+	struct msghdr mh = {0};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	ssize_t n;
+	size_t done, total;
+	int rc = -1;
+
+	if (!s)
+		return -1;
+	len = (uint32_t)strlen(s);
+	total = sizeof len + len;
+	iov[0].iov_base = &len;
+	iov[0].iov_len = sizeof len;
+	iov[1].iov_base = s;
+	iov[1].iov_len = len;
+	mh.msg_iov = iov;
+	mh.msg_iovlen = 2;
+	if (fd >= 0) {
+		memset(&u, 0, sizeof u);
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof u.buf;
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof fd);
+	}
+	while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0)
+		goto out;
+	/* The rest of a long one, without the fd. */
+	for (done = (size_t)n; done < total; done += (size_t)n) {
+		if (done < sizeof len)
+			n = write(sock, (char *)&len + done, sizeof len - done);
+		else
+			n = send(sock, s + done - sizeof len,
+			    total - done, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR) {
+			n = 0;
+			continue;
+		}
+		if (n <= 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(s);
+	return rc;
+}
+
+static int
+read_full(int fd, void *p, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = read(fd, (char *)p + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+json_t *
+sbxd_msg_recv(int sock, int *fd)
+{
+	uint32_t len;
+	struct iovec iov = {&len, sizeof len};
+	struct msghdr mh = {0};
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct cmsghdr *c;
+	ssize_t n;
+	size_t got;
+	char *s;
+	json_t *j;
+
+	if (fd)
+		*fd = -1;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = u.buf;
+	mh.msg_controllen = sizeof u.buf;
+	while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+		;
+	if (n <= 0)
+		return NULL;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c), sizeof f);
+			if (fd && *fd < 0)
+				*fd = f;
+			else
+				close(f);
+		}
+	got = (size_t)n;
+	if (got < sizeof len && read_full(sock, (char *)&len + got,
+	    sizeof len - got) < 0)
+		goto fail;
+	if (len > MSG_MAX)
+		goto fail;
+	s = sbx_xmalloc((size_t)len + 1);
+	if (read_full(sock, s, len) < 0) {
+		free(s);
+		goto fail;
+	}
+	j = json_loadb(s, len, 0, NULL);
+	free(s);
+	if (!j)
+		goto fail;
+	return j;
+fail:
+	if (fd && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return NULL;
+}
+
+/* --- inside: users, paths, entries ------------------------------------- */
+
+struct user {
+	char name[64];
+	char home[PATH_MAX];
+	uid_t uid;
+	gid_t gid;
+	int known;            /* in the sandbox's passwd: files are chowned */
+};
+
+/* Field i (0 the first) of a colon-separated line. */
+static const char *
+field(const char *line, int i, size_t *len)
+{
+	const char *e;
+
+	while (i-- > 0) {
+		if (!(line = strchr(line, ':')))
+			return NULL;
+		line++;
+	}
+	e = strchr(line, ':');
+	*len = e ? (size_t)(e - line) : strcspn(line, "\n");
+	return line;
+}
+
+/* The name of id in the sandbox's passwd or group file, or the number. */
+static void
+id_name(const char *file, unsigned id, char *out, size_t n)
+{
+	FILE *f = fopen(file, "re");
+	char line[1024];
+	const char *v;
+	size_t len;
+
+	snprintf(out, n, "%u", id);
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		if (!(v = field(line, 2, &len)) || strtoul(v, NULL, 10) != id ||
+		    *v == ':')
+			continue;
+		v = field(line, 0, &len);
+		if (len < n) {
+			memcpy(out, v, len);
+			out[len] = 0;
+		}
+		break;
+	}
+	fclose(f);
+}
+
+/* A user of the sandbox: its passwd's, else "user" (the template's
+ * default user; sbxd's processes run as the sandbox's root, in
+ * /home/user). */
+static int
+user_find(const char *name, struct user *u)
+{
+	FILE *f = fopen("/etc/passwd", "re");
+	char line[1024];
+	const char *v;
+	size_t len, nlen = strlen(name);
+
+	memset(u, 0, sizeof u[0]);
+	if (!nlen || nlen >= sizeof u->name)
+		return -1;
+	memcpy(u->name, name, nlen + 1);
+	while (f && fgets(line, sizeof line, f)) {
+		v = field(line, 0, &len);
+		if (len != nlen || memcmp(v, name, len))
+			continue;
+		if (!(v = field(line, 2, &len)))
+			break;
+		u->uid = (uid_t)strtoul(v, NULL, 10);
+		if (!(v = field(line, 3, &len)))
+			break;
+		u->gid = (gid_t)strtoul(v, NULL, 10);
+		if (!(v = field(line, 5, &len)) || !len ||
+		    len >= sizeof u->home)
+			break;
+		memcpy(u->home, v, len);
+		u->home[len] = 0;
+		u->known = 1;
+		fclose(f);
+		return 0;
+	}
+	if (f)
+		fclose(f);
+	if (!strcmp(name, "user")) {
+		snprintf(u->home, sizeof u->home, "/home/user");
+		return 0;
+	}
+	if (!strcmp(name, "root")) {
+		snprintf(u->home, sizeof u->home, "/root");
+		return 0;
+	}
+	return -1;
+}
+
+/* "a/../b//c" against dir, made absolute and clean, as Go's
+ * filepath.Join does. NULL when it is too long. */
+static char *
+path_clean(const char *home, const char *p)
+{
+	char *s, *out, *seg, *save = NULL;
+	size_t n = 0;
+
+	if (!strcmp(p, "~"))
+		s = sbx_xstrdup(home);
+	else if (!strncmp(p, "~/", 2))
+		s = sbx_xasprintf("%s/%s", home, p + 2);
+	else if (*p != '/')
+		s = sbx_xasprintf("%s/%s", home, p);
+	else
+		s = sbx_xstrdup(p);
+	out = sbx_xmalloc(strlen(s) + 2);
+	out[0] = 0;
+	for (seg = strtok_r(s, "/", &save); seg; seg = strtok_r(NULL, "/",
+	    &save)) {
+		if (!strcmp(seg, "."))
+			continue;
+		if (!strcmp(seg, "..")) {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+			out[n] = 0;
+			continue;
+		}
+		out[n++] = '/';
+		memcpy(out + n, seg, strlen(seg) + 1);
+		n += strlen(seg);
+	}
+	if (!n) {
+		out[0] = '/';
+		out[1] = 0;
+	}
+	free(s);
+	if (strlen(out) >= PATH_MAX) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static const char *
+errno_code(int e)
+{
+	switch (e) {
+	case ENOENT: return "not_found";
+	case EEXIST: case ENOTEMPTY: return "already_exists";
+	case EACCES: case EPERM: case EROFS: return "permission_denied";
+	case ENOTDIR: case EISDIR: case EINVAL: case ENAMETOOLONG:
+	case ELOOP: case EXDEV:
+		return "invalid_argument";
+	case ENOSPC: case EDQUOT: return "resource_exhausted";
+	default: return "internal";
+	}
+}
+
+static json_t *
+fail(const char *code, int e, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static json_t *
+fail(const char *code, int e, const char *fmt, ...)
+{
+	char msg[PATH_MAX + 256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return json_pack("{s:s,s:s,s:i}", "error", code ? code : errno_code(e),
+	    "message", msg, "errno", e);
+}
+
+/* Go's FileMode.String(): "-rw-r--r--", "drwxr-xr-x", "Lrwxrwxrwx". */
+static void
+mode_string(mode_t m, char *out)
+{
+	static const char rwx[] = "rwxrwxrwx";
+	int i, n = 0;
+
+	if (S_ISDIR(m))
+		out[n++] = 'd';
+	if (S_ISLNK(m))
+		out[n++] = 'L';
+	if (S_ISBLK(m))
+		out[n++] = 'D';
+	if (S_ISCHR(m)) {
+		out[n++] = 'D';
+		out[n++] = 'c';
+	}
+	if (S_ISFIFO(m))
+		out[n++] = 'p';
+	if (S_ISSOCK(m))
+		out[n++] = 'S';
+	if (m & S_ISUID)
+		out[n++] = 'u';
+	if (m & S_ISGID)
+		out[n++] = 'g';
+	if (m & S_ISVTX)
+		out[n++] = 't';
+	if (!n)
+		out[n++] = '-';
+	for (i = 0; i < 9; i++)
+		out[n++] = m & (1 << (8 - i)) ? rwx[i] : '-';
+	out[n] = 0;
+}
+
+/* Its metadata: the user.e2b.* extended attributes, as envd keeps
+ * the X-Metadata-* of an upload. */
+static void
+entry_metadata(json_t *e, const char *path)
+{
+	char names[8192], val[4097], *n;
+	ssize_t len, vl;
+	json_t *m = NULL;
+
+	len = llistxattr(path, names, sizeof names);
+	for (n = names; len > 0 && n < names + len; n += strlen(n) + 1) {
+		if (strncmp(n, SBXD_META_XATTR, strlen(SBXD_META_XATTR)))
+			continue;
+		vl = lgetxattr(path, n, val, sizeof val - 1);
+		if (vl < 0)
+			continue;
+		val[vl] = 0;
+		if (!m)
+			m = json_object();
+		json_object_set_new(m, n + strlen(SBXD_META_XATTR),
+		    sbx_json_bytes(val, (size_t)vl));
+	}
+	if (m)
+		json_object_set_new(e, "metadata", m);
+}
+
+/* EntryInfo of path (lstat), as protojson writes it: zero values left
+ * out, int64 as a string, the time in RFC 3339 with nanoseconds. */
+static json_t *
+entry_info(const char *path, const struct stat *st)
+{
+	json_t *e = json_object();
+	const char *slash = strrchr(path, '/');
+	char buf[PATH_MAX], t[64];
+	struct tm tm;
+	time_t sec = st->st_mtim.tv_sec;
+	long ns = st->st_mtim.tv_nsec;
+
+	json_object_set_new(e, "name", json_string(slash && slash[1] ?
+	    slash + 1 : "/"));
+	json_object_set_new(e, "type", json_string(S_ISDIR(st->st_mode) ?
+	    "FILE_TYPE_DIRECTORY" : S_ISLNK(st->st_mode) ? "FILE_TYPE_SYMLINK" :
+	    S_ISREG(st->st_mode) ? "FILE_TYPE_FILE" : "FILE_TYPE_UNSPECIFIED"));
+	json_object_set_new(e, "path", json_string(path));
+	if (st->st_size) {
+		snprintf(t, sizeof t, "%lld", (long long)st->st_size);
+		json_object_set_new(e, "size", json_string(t));
+	}
+	/* Go's FileMode.Perm(): the permission bits alone. */
+	if (st->st_mode & 0777)
+		json_object_set_new(e, "mode",
+		    json_integer(st->st_mode & 0777));
+	mode_string(st->st_mode, buf);
+	json_object_set_new(e, "permissions", json_string(buf));
+	id_name("/etc/passwd", st->st_uid, buf, sizeof buf);
+	json_object_set_new(e, "owner", json_string(buf));
+	id_name("/etc/group", st->st_gid, buf, sizeof buf);
+	json_object_set_new(e, "group", json_string(buf));
+	gmtime_r(&sec, &tm);
+	strftime(t, sizeof t, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (ns % 1000000 == 0 && ns)
+		snprintf(buf, sizeof buf, "%s.%03ldZ", t, ns / 1000000);
+	else if (ns % 1000 == 0 && ns)
+		snprintf(buf, sizeof buf, "%s.%06ldZ", t, ns / 1000);
+	else if (ns)
+		snprintf(buf, sizeof buf, "%s.%09ldZ", t, ns);
+	else
+		snprintf(buf, sizeof buf, "%sZ", t);
+	json_object_set_new(e, "modifiedTime", json_string(buf));
+	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))
+		entry_metadata(e, path);
+	if (S_ISLNK(st->st_mode)) {
+		char *real = realpath(path, NULL);
+
+		if (real) {
+			json_object_set_new(e, "symlinkTarget",
+			    json_string(real));
+			free(real);
+		} else {
+			ssize_t n = readlink(path, buf, sizeof buf - 1);
+
+			buf[n > 0 ? n : 0] = 0;
+			json_object_set_new(e, "symlinkTarget",
+			    json_string(buf));
+		}
+	}
+	return e;
+}
+
+static json_t *
+entry_of(const char *path, int *e)
+{
+	*e = 0;
+	struct stat st;
+
+	if (lstat(path, &st) < 0) {
+		*e = errno;
+		return NULL;
+	}
+	return entry_info(path, &st);
+}
+
+/* mkdir -p, each new directory given to the user. */
+static int
+mkdirs(const char *path, const struct user *u)
+{
+	char *p = sbx_xstrdup(path), *s;
+	struct stat st;
+	int rc = 0;
+
+	for (s = p + 1; rc == 0; s++) {
+		if (*s && *s != '/')
+			continue;
+		int end = !*s;
+
+		*s = 0;
+		if (mkdir(p, 0755) == 0) {
+			if (u->known && lchown(p, u->uid, u->gid) < 0)
+				rc = -1;
+		} else if (errno != EEXIST || stat(p, &st) < 0 ||
+		    !S_ISDIR(st.st_mode)) {
+			if (errno == EEXIST)
+				errno = ENOTDIR;
+			rc = -1;
+		}
+		if (end)
+			break;
+		*s = '/';
+	}
+	free(p);
+	return rc;
+}
+
+/* --- inside: the operations -------------------------------------------- */
+
+struct list {
+	json_t *arr;
+	const char *root;     /* as asked (clean) */
+	size_t rootlen;       /* of the resolved directory */
+	int depth;
+};
+
+static struct list *the_list;
+
+static int
+list_one(const char *fpath, const struct stat *st, int flag, struct FTW *f)
+{
+	struct list *l = the_list;
+	char *p;
+
+	(void)flag;
+	if (f->level == 0)
+		return FTW_CONTINUE;
+	p = sbx_xasprintf("%s%s", strcmp(l->root, "/") ? l->root : "",
+	    fpath + l->rootlen);
+	json_array_append_new(l->arr, entry_info(p, st));
+	free(p);
+	/* No deeper than asked: the rest of the tree is not walked. */
+	return f->level >= l->depth && S_ISDIR(st->st_mode) ?
+	    FTW_SKIP_SUBTREE : FTW_CONTINUE;
+}
+
+static json_t *
+op_list(const char *path, int depth)
+{
+	struct list l = {0};
+	struct stat st;
+	char *real;
+
+	if (stat(path, &st) < 0)
+		return fail(errno == ENOENT ? "not_found" : NULL, errno,
+		    "directory not found: %s", path);
+	if (!S_ISDIR(st.st_mode))
+		return fail("invalid_argument", ENOTDIR,
+		    "path is not a directory: %s", path);
+	if (!(real = realpath(path, NULL)))
+		return fail(NULL, errno, "cannot resolve '%s': %s", path,
+		    strerror(errno));
+	l.arr = json_array();
+	l.root = path;
+	l.rootlen = strcmp(real, "/") ? strlen(real) : 0;
+	l.depth = depth < 1 ? 1 : depth;
+	the_list = &l;
+	if (depth <= 1) {
+		struct dirent **names;
+		int n = scandir(real, &names, NULL, alphasort), i;
+
+		for (i = 0; i < n; i++) {
+			const char *nm = names[i]->d_name;
+
+			if (strcmp(nm, ".") && strcmp(nm, "..")) {
+				char *rp = sbx_xasprintf("%s/%s", real, nm);
+				char *p = sbx_xasprintf("%s/%s",
+				    strcmp(path, "/") ? path : "", nm);
+
+				if (lstat(rp, &st) == 0)
+					json_array_append_new(l.arr,
+					    entry_info(p, &st));
+				free(rp);
+				free(p);
+			}
+			free(names[i]);
+		}
+		if (n >= 0)
+			free(names);
+	} else {
+		nftw(real, list_one, 64, FTW_PHYS | FTW_ACTIONRETVAL);
+	}
+	free(real);
+	return json_pack("{s:o}", "entries", l.arr);
+}
+
+static json_t *
+op_stat(const char *path)
+{
+	int e;
+	json_t *j = entry_of(path, &e);
+
+	if (!j)
+		return fail(e == ENOENT ? "not_found" : NULL, e,
+		    "file not found: %s", path);
+	return json_pack("{s:o}", "entry", j);
+}
+
+static json_t *
+op_mkdir(const char *path, const struct user *u)
+{
+	struct stat st;
+	json_t *j;
+	int e;
+
+	if (lstat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode))
+			return fail("already_exists", EEXIST,
+			    "directory already exists: %s", path);
+		return fail("invalid_argument", EEXIST, "path already exists "
+		    "but it is not a directory: %s", path);
+	}
+	if (mkdirs(path, u) < 0)
+		return fail(NULL, errno, "error creating directory: %s: %s",
+		    path, strerror(errno));
+	if (!(j = entry_of(path, &e)))
+		return fail(NULL, e, "cannot stat '%s'", path);
+	return json_pack("{s:o}", "entry", j);
+}
+
+static json_t *
+op_move(const char *src, const char *dst, const struct user *u)
+{
+	struct stat st;
+	char *dir;
+	json_t *j;
+	int e;
+
+	if (lstat(src, &st) < 0)
+		return fail(errno == ENOENT ? "not_found" : NULL, errno,
+		    "source file not found: %s", src);
+	dir = sbx_xstrdup(dst);
+	*strrchr(dir, '/') = 0;
+	if (*dir && mkdirs(dir, u) < 0) {
+		e = errno;
+		free(dir);
+		return fail(NULL, e, "error creating destination directory: "
+		    "%s", strerror(e));
+	}
+	free(dir);
+	if (rename(src, dst) < 0)
+		return fail(NULL, errno, "error renaming: %s", strerror(errno));
+	if (!(j = entry_of(dst, &e)))
+		return fail(NULL, e, "cannot stat '%s'", dst);
+	return json_pack("{s:o}", "entry", j);
+}
+
+static int
+rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	if ((flag == FTW_DP ? rmdir(p) : unlink(p)) < 0 && errno != ENOENT)
+		return -1;
+	return 0;
+}
+
+static json_t *
+op_remove(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return json_object();
+		return fail(NULL, errno, "error removing '%s': %s", path,
+		    strerror(errno));
+	}
+	if (!strcmp(path, "/"))
+		return fail("invalid_argument", EINVAL, "cannot remove /");
+	if (S_ISDIR(st.st_mode) ?
+	    /* Not sbx_rmtree: on an overlay a file's st_dev is not its
+	     * directory's, and FTW_MOUNT would leave it. */
+	    nftw(path, rm_one, 64, FTW_DEPTH | FTW_PHYS) != 0 :
+	    unlink(path) < 0)
+		return fail(NULL, errno, "error removing '%s': %s", path,
+		    strerror(errno));
+	return json_object();
+}
+
+/* A regular file to read: the fd goes back. */
+static json_t *
+op_open(const char *path, int *fd)
+{
+	struct stat st;
+	int f;
+
+	if ((f = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
+		return fail(errno == ENOENT ? "not_found" : NULL, errno,
+		    errno == ENOENT ? "path '%s' does not exist" :
+		    "cannot open '%s'", path);
+	if (fstat(f, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(f);
+		return fail("invalid_argument", EISDIR, S_ISDIR(st.st_mode) ?
+		    "path '%s' is a directory" : "path '%s' is not a regular "
+		    "file", path);
+	}
+	fcntl(f, F_SETFL, 0);
+	*fd = f;
+	return json_pack("{s:o}", "entry", entry_info(path, &st));
+}
+
+/* A new file for path: a temporary one beside it, to rename at commit. */
+static json_t *
+op_create(const char *path, const struct user *u, int *fd)
+{
+	struct stat st;
+	char *dir, *tmp;
+	json_t *j;
+	int f, e;
+
+	if (!strcmp(path, "/") || (stat(path, &st) == 0 &&
+	    S_ISDIR(st.st_mode)))
+		return fail("invalid_argument", EISDIR,
+		    "path '%s' is a directory", path);
+	dir = sbx_xstrdup(path);
+	*strrchr(dir, '/') = 0;
+	if (*dir && mkdirs(dir, u) < 0) {
+		e = errno;
+		free(dir);
+		return fail(NULL, e, "error creating directory: %s",
+		    strerror(e));
+	}
+	tmp = sbx_xasprintf("%s/.%s.sbxd-XXXXXX", dir, strrchr(path, '/') + 1);
+	free(dir);
+	if ((f = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		e = errno;
+		free(tmp);
+		return fail(NULL, e, "error opening file: %s", strerror(e));
+	}
+	fchmod(f, 0644);
+	if (u->known && fchown(f, u->uid, u->gid) < 0) {
+		e = errno;
+		close(f);
+		unlink(tmp);
+		free(tmp);
+		return fail(NULL, e, "error changing ownership: %s",
+		    strerror(e));
+	}
+	*fd = f;
+	j = json_pack("{s:s,s:s}", "tmp", tmp, "path", path);
+	free(tmp);
+	return j;
+}
+
+/* The temporary file becomes path; the answer is what envd's upload
+ * says of a file. */
+static json_t *
+op_commit(const char *tmp, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+
+	if (!tmp || strncmp(tmp, path, (size_t)(slash - path)) ||
+	    strstr(tmp, "/.."))
+		return fail("invalid_argument", EINVAL, "bad temporary file");
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+
+		unlink(tmp);
+		if (e == EISDIR || (stat(path, &st) == 0 &&
+		    S_ISDIR(st.st_mode)))
+			return fail("invalid_argument", EISDIR,
+			    "path '%s' is a directory", path);
+		return fail(NULL, e, "error renaming file: %s", strerror(e));
+	}
+	return json_pack("{s:s,s:s,s:s}", "path", path, "name", slash[1] ?
+	    slash + 1 : "/", "type", "file");
+}
+
+/* --- inside: watching a directory ------------------------------------ */
+
+struct watch {
+	int ifd;
+	char **dirs;          /* by watch descriptor */
+	size_t ndirs;
+	char *root;           /* as asked, clean */
+	size_t rootlen;       /* of the resolved root; 0 for "/" */
+	int recursive, entries;
+};
+
+/* dir/name, or /name when dir is "/". */
+static char *
+join(const char *dir, const char *name)
+{
+	return sbx_xasprintf("%s/%s", strcmp(dir, "/") ? dir : "", name);
+}
+
+static void
+watch_add(struct watch *w, const char *dir)
+{
+	int wd = inotify_add_watch(w->ifd, dir, IN_CREATE | IN_MODIFY |
+	    IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB |
+	    IN_DONT_FOLLOW | IN_ONLYDIR);
+	DIR *d;
+	struct dirent *e;
+
+	if (wd < 0)
+		return;
+	if ((size_t)wd >= w->ndirs) {
+		size_t n = (size_t)wd + 16;
+
+		w->dirs = sbx_xrealloc(w->dirs, n * sizeof *w->dirs);
+		memset(w->dirs + w->ndirs, 0, (n - w->ndirs) *
+		    sizeof *w->dirs);
+		w->ndirs = n;
+	}
+	free(w->dirs[wd]);
+	w->dirs[wd] = sbx_xstrdup(dir);
+	if (!w->recursive || !(d = opendir(dir)))
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_type == DT_DIR && strcmp(e->d_name, ".") &&
+		    strcmp(e->d_name, "..")) {
+			char *sub = join(dir, e->d_name);
+
+			watch_add(w, sub);
+			free(sub);
+		}
+	}
+	closedir(d);
+}
+
+static const char *
+event_type(uint32_t mask)
+{
+	if (mask & (IN_CREATE | IN_MOVED_TO))
+		return "EVENT_TYPE_CREATE";
+	if (mask & IN_MODIFY)
+		return "EVENT_TYPE_WRITE";
+	if (mask & IN_DELETE)
+		return "EVENT_TYPE_REMOVE";
+	if (mask & IN_MOVED_FROM)
+		return "EVENT_TYPE_RENAME";
+	if (mask & IN_ATTRIB)
+		return "EVENT_TYPE_CHMOD";
+	return NULL;
+}
+
+static int send_event(int sock, struct watch *w, const char *full,
+    const char *type, int entry);
+
+/* What a new directory already holds when its watch begins: made
+ * before the watch, it has no events of its own, so they are sent as
+ * creations (one may come twice, none goes missing). */
+static int
+watch_scan(int sock, struct watch *w, const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char *full;
+	int rc = 0;
+
+	while (d && rc == 0 && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		full = join(dir, e->d_name);
+		rc = send_event(sock, w, full, "EVENT_TYPE_CREATE", 1);
+		if (rc == 0 && e->d_type == DT_DIR)
+			rc = watch_scan(sock, w, full);
+		free(full);
+	}
+	if (d)
+		closedir(d);
+	return rc;
+}
+
+static int
+send_event(int sock, struct watch *w, const char *full, const char *type,
+    int entry)
+{
+	const char *name = full + w->rootlen + 1;
+	const char *base = strrchr(full, '/') + 1;
+	json_t *msg;
+	struct stat st;
+	char *shown;
+	int rc;
+
+	/* An upload's temporary file is not the user's: its rename
+	 * into place shows as the file's creation. */
+	if (base[0] == '.' && strstr(base, ".sbxd-") &&
+	    strlen(strstr(base, ".sbxd-")) == 12)
+		return 0;
+	msg = json_pack("{s:s,s:s}", "name", name, "type", type);
+	if (msg && w->entries && entry && lstat(full, &st) == 0) {
+		shown = join(w->root, name);
+		json_object_set_new(msg, "entry", entry_info(shown, &st));
+		free(shown);
+	}
+	rc = msg ? sbxd_msg_send(sock, msg, -1) : 0;
+	json_decref(msg);
+	return rc;
+}
+
+/* One event to sbxd; -1 when it is gone. */
+static int
+watch_event(int sock, struct watch *w, const struct inotify_event *ev)
+{
+	const char *type = event_type(ev->mask), *dir;
+	char *full;
+	int rc;
+
+	if (ev->wd < 0 || (size_t)ev->wd >= w->ndirs ||
+	    !(dir = w->dirs[ev->wd]) || !ev->len || !type)
+		return 0;
+	full = join(dir, ev->name);
+	rc = send_event(sock, w, full, type,
+	    !(ev->mask & (IN_DELETE | IN_MOVED_FROM)));
+	if (rc == 0 && w->recursive && (ev->mask & IN_ISDIR) &&
+	    (ev->mask & (IN_CREATE | IN_MOVED_TO))) {
+		watch_add(w, full);
+		rc = watch_scan(sock, w, full);
+	}
+	free(full);
+	return rc;
+}
+
+/* Events until sbxd hangs up. */
+static void
+watch_loop(int sock, struct watch *w)
+{
+	char buf[64 * 1024] __attribute__((aligned(8)));
+	const struct inotify_event *ev;
+	ssize_t n;
+	char *p;
+
+	for (;;) {
+		struct pollfd f[2] = {{w->ifd, POLLIN, 0}, {sock, POLLIN, 0}};
+
+		if (poll(f, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		/* Nothing more comes from sbxd: input or a hangup ends it. */
+		if (f[1].revents)
+			return;
+		if (!(f[0].revents & POLLIN))
+			continue;
+		if ((n = read(w->ifd, buf, sizeof buf)) <= 0)
+			continue;
+		for (p = buf; p < buf + n; p += sizeof *ev + ev->len) {
+			ev = (const struct inotify_event *)p;
+			if (watch_event(sock, w, ev) < 0)
+				return;
+		}
+	}
+}
+
+static json_t *
+op_watch(const char *path, int recursive, int entries, struct watch *w)
+{
+	struct stat st;
+	char *real;
+
+	if (stat(path, &st) < 0)
+		return fail(errno == ENOENT ? "not_found" : NULL, errno,
+		    "path %s not found", path);
+	if (!S_ISDIR(st.st_mode))
+		return fail("invalid_argument", ENOTDIR,
+		    "path %s not a directory", path);
+	if (!(real = realpath(path, NULL)))
+		return fail(NULL, errno, "cannot resolve '%s'", path);
+	memset(w, 0, sizeof *w);
+	w->root = sbx_xstrdup(path);
+	w->rootlen = strcmp(real, "/") ? strlen(real) : 0;
+	w->recursive = recursive;
+	w->entries = entries;
+	if ((w->ifd = inotify_init1(IN_CLOEXEC)) < 0) {
+		int e = errno;
+
+		free(real);
+		/* The kernel's inotify limits are the sandbox's. */
+		return fail(e == EMFILE || e == ENFILE || e == ENOSPC ?
+		    "resource_exhausted" : "internal", e,
+		    "cannot watch: %s", strerror(e));
+	}
+	watch_add(w, real);
+	free(real);
+	if (!w->ndirs)
+		return fail("internal", errno, "cannot watch '%s': %s", path,
+		    strerror(errno));
+	return json_object();
+}
+
+/* --- inside: the loop ------------------------------------------------- */
+
+static json_t *
+serve_one(const json_t *q, int *fd, struct watch *w, int *watching)
+{
+	const char *op = sbx_json_str(q, "op");
+	const char *uname = sbx_json_str(q, "user");
+	const char *p1 = sbx_json_str(q, "path");
+	const char *p2 = sbx_json_str(q, "to");
+	struct user u;
+	char *a = NULL, *b = NULL;
+	json_t *r;
+
+	if (!op)
+		return fail("invalid_argument", EINVAL, "no op");
+	if (!uname || !*uname)
+		uname = "user";
+	if (user_find(uname, &u) < 0)
+		return fail("unauthenticated", EINVAL, "invalid username: "
+		    "'%s'", uname);
+	if (!strcmp(op, "user"))
+		return json_object();
+	if (!strcmp(op, "commit"))
+		return op_commit(sbx_json_str(q, "tmp"), p1 ? p1 : "");
+	if (!strcmp(op, "abort")) {
+		const char *t = sbx_json_str(q, "tmp");
+
+		if (t && strstr(t, ".sbxd-"))
+			unlink(t);
+		return json_object();
+	}
+	if (!p1 || !(a = path_clean(u.home, p1)) ||
+	    (p2 && !(b = path_clean(u.home, p2))))
+		r = fail("invalid_argument", EINVAL, "bad path");
+	else if (!strcmp(op, "stat"))
+		r = op_stat(a);
+	else if (!strcmp(op, "list"))
+		r = op_list(a, (int)sbx_json_int(q, "depth", 1));
+	else if (!strcmp(op, "mkdir"))
+		r = op_mkdir(a, &u);
+	else if (!strcmp(op, "move") && b)
+		r = op_move(a, b, &u);
+	else if (!strcmp(op, "remove"))
+		r = op_remove(a);
+	else if (!strcmp(op, "open"))
+		r = op_open(a, fd);
+	else if (!strcmp(op, "create"))
+		r = op_create(a, &u, fd);
+	else if (!strcmp(op, "watch")) {
+		r = op_watch(a, json_is_true(json_object_get(q, "recursive")),
+		    json_is_true(json_object_get(q, "entries")), w);
+		*watching = !json_object_get(r, "error");
+	} else
+		r = fail("invalid_argument", EINVAL, "unknown op '%s'", op);
+	free(a);
+	free(b);
+	return r ? r : fail("internal", EINVAL, "out of memory");
+}
+
+static void __attribute__((noreturn))
+serve(int sock)
+{
+	struct watch w = {.ifd = -1};
+	json_t *q, *r;
+	int fd, watching = 0;
+
+	umask(022);
+	while ((q = sbxd_msg_recv(sock, NULL))) {
+		fd = -1;
+		r = serve_one(q, &fd, &w, &watching);
+		json_decref(q);
+		if (sbxd_msg_send(sock, r, fd) < 0)
+			_exit(1);
+		json_decref(r);
+		if (fd >= 0)
+			close(fd);
+		if (watching)
+			watch_loop(sock, &w);
+		if (watching)
+			break;
+	}
+	_exit(0);
+}
+
+/* --- outside ---------------------------------------------------------- */
+
+/* Forked twice: the backend's enter runs in a single-threaded child of
+ * sbxd (as worker.c's calls do: the local backend is not thread-safe,
+ * and setns into a user namespace wants one thread), and the helper is
+ * its child, killed with it. */
+int
+sbxd_inbox_start(struct sbxd_box *b, struct sbxd_inbox *ib,
+    struct sbx_err *err)
+{
+	const struct sbx_files *files = sbx_files_of(b->ref, err);
+	int sv[2];
+	pid_t pid;
+
+	ib->pid = -1;
+	ib->sock = -1;
+	if (!files)
+		return -1;
+	if (!files->enter)
+		return sbx_err_set(err, SBX_EX_USAGE, "the %s backend cannot "
+		    "reach a sandbox's files", sbxd.be->name);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "socketpair:");
+	if ((pid = fork()) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "fork:");
+	}
+	if (pid == 0) {
+		struct sbx_job job;
+		struct sbx_err cerr = {0};
+		sigset_t none;
+		pid_t me = getpid(), g;
+		int s;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		signal(SIGPIPE, SIG_DFL);
+		/* Only the socket: no fd of sbxd's goes into a sandbox. */
+		if ((s = fcntl(sv[1], F_DUPFD, 10)) < 0 || dup2(s, 3) < 0)
+			_exit(125);
+		close_range(4, ~0U, 0);
+		if ((s = open("/dev/null", O_RDWR)) >= 0) {
+			dup2(s, 0);
+			dup2(s, 1);
+			if (s > 3)
+				close(s);
+		}
+		g = files->enter(b->ref, &job, &cerr);
+		if (g == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (getppid() != me)
+				_exit(125);
+			close(job.errfd);
+			serve(3);
+		}
+		if (g > 0 && sbx_job_wait(&job, &cerr) == 0)
+			_exit(0);
+		{
+			json_t *j = fail("unavailable", EIO, "cannot reach the "
+			    "sandbox's files: %s", cerr.msg);
+
+			sbxd_msg_send(3, j, -1);
+			json_decref(j);
+		}
+		_exit(1);
+	}
+	close(sv[1]);
+	ib->pid = pid;
+	ib->sock = sv[0];
+	return 0;
+}
+
+json_t *
+sbxd_inbox_call(struct sbxd_inbox *ib, json_t *q, int *fd)
+{
+	json_t *r = NULL;
+
+	if (fd)
+		*fd = -1;
+	if (sbxd_msg_send(ib->sock, q, -1) == 0)
+		r = sbxd_msg_recv(ib->sock, fd);
+	json_decref(q);
+	if (!r)
+		r = fail("unavailable", EIO, "the sandbox's files helper "
+		    "went away");
+	return r;
+}
+
+void
+sbxd_inbox_end(struct sbxd_inbox *ib, int kill_it)
+{
+	int status;
+
+	if (ib->sock >= 0)
+		close(ib->sock);
+	ib->sock = -1;
+	if (ib->pid > 0) {
+		if (kill_it)
+			kill(ib->pid, SIGKILL);
+		while (waitpid(ib->pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	ib->pid = -1;
+}
+
+json_t *
+sbxd_inbox_do(struct sbxd_box *b, json_t *q, int *fd)
+{
+	struct sbxd_inbox ib;
+	struct sbx_err err;
+	json_t *r;
+
+	if (sbxd_inbox_start(b, &ib, &err) < 0) {
+		json_decref(q);
+		return fail("unimplemented", ENOSYS, "%s", err.msg);
+	}
+	r = sbxd_inbox_call(&ib, q, fd);
+	sbxd_inbox_end(&ib, 0);
+	return r;
+}
