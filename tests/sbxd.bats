@@ -209,6 +209,11 @@ netdevs() {
 	done
 	run code GET "/sandboxes/$k" -H "X-API-Key: $SBXD_KEY"
 	assert_output 404
+	# The second was created later: its end may come a moment after.
+	for ((i = 0; i < 100; i++)); do
+		[ "$(sbxd_api GET "/sandboxes/$p" | jq -r .state)" = paused ] && break
+		sleep 0.1
+	done
 	run sbxd_api GET "/sandboxes/$p"
 	run jq -r .state <<<"$output"
 	assert_output paused
