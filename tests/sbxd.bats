@@ -273,6 +273,8 @@ netdevs() {
 	assert_output 501
 	run jq -r .message "$BATS_TEST_TMPDIR/body"
 	assert_output "sbxd does not support snapshots (see sbxd(8))"
+	run sbxd_envd "$ID" "$TOK" /files/compose -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}'
+	assert_output '{"code":501,"message":"sbxd does not support composing files (see sbxd(8))"} 501'
 }
 
 @test "a body over --max-body is 413" {

@@ -1207,10 +1207,18 @@ h_files_post(struct sbxd_req *r)
 	return sbxd_reply_json(r, 200, out);
 }
 
+static enum MHD_Result
+h_compose(struct sbxd_req *r)
+{
+	return sbxd_reply_err(r, 501, "sbxd does not support composing files "
+	    "(see sbxd(8))");
+}
+
 const struct sbxd_route sbxd_fs_routes[] = {
 	{"GET", "/health", 1, h_health, NULL},
 	{"GET", "/files", 1, h_files_get, NULL},
 	{"POST", "/files", 1, h_files_post, h_files_data},
+	{"POST", "/files/compose", 1, h_compose, NULL},
 	{"POST", "/filesystem.Filesystem/Stat", 1, h_stat, NULL},
 	{"POST", "/filesystem.Filesystem/ListDir", 1, h_list_dir, NULL},
 	{"POST", "/filesystem.Filesystem/MakeDir", 1, h_make_dir, NULL},
