@@ -5,6 +5,7 @@
 
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
 LIBEXECDIR ?= $(PREFIX)/libexec
 MANDIR ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
@@ -170,17 +171,18 @@ demo: scripts/install-deps
 
 lint:
 	@! grep -nE '\b(strcpy|strcat|sprintf|atoi|gets|system|popen)\s*\(' \
-		cmd/*.c lib/*.c lib/local/*.c || \
+		cmd/*.c lib/*.c lib/local/*.c lib/sbxd/*.c || \
 		{ echo "lint: banned function above"; exit 1; }
 	mandoc -Tlint -W warning man/*.[1-8]
 	bash -n completions/bash/sbx
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBEXECDIR)/sbx \
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(LIBEXECDIR)/sbx \
 		$(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8 \
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)
+	install -m 755 $(BIN)/sbxd $(DESTDIR)$(SBINDIR)
 	install -m 755 $(BIN)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx
 	install -d $(DESTDIR)$(LIBEXECDIR)/sbx/remote
 	install -m 755 $(REMOTE_TOOLS) $(DESTDIR)$(LIBEXECDIR)/sbx/remote
@@ -188,16 +190,16 @@ install: all
 	install -m 644 man/*.5 $(DESTDIR)$(MANDIR)/man5
 	install -m 644 man/*.7 $(DESTDIR)$(MANDIR)/man7
 	install -m 644 man/*.8 $(DESTDIR)$(MANDIR)/man8
-	for c in $(CMDS); do \
+	for c in $(CMDS) sbxd; do \
 		install -m 644 completions/bash/sbx $(DESTDIR)$(BASHCOMPDIR)/$$c; \
 	done
 	install -m 644 completions/zsh/_sbx $(DESTDIR)$(ZSHCOMPDIR)
 
 uninstall:
-	rm -f $(CMDS:%=$(DESTDIR)$(BINDIR)/%) \
+	rm -f $(CMDS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(SBINDIR)/sbxd \
 		$(DESTDIR)$(LIBEXECDIR)/sbx/sbx-init \
 		$(CMDS:%=$(DESTDIR)$(LIBEXECDIR)/sbx/remote/%) \
-		$(CMDS:%=$(DESTDIR)$(BASHCOMPDIR)/%) \
+		$(CMDS:%=$(DESTDIR)$(BASHCOMPDIR)/%) $(DESTDIR)$(BASHCOMPDIR)/sbxd \
 		$(DESTDIR)$(ZSHCOMPDIR)/_sbx
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/sbx/remote
 	-rmdir $(DESTDIR)$(LIBEXECDIR)/sbx

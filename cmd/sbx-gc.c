@@ -278,23 +278,6 @@ kill_one(const struct sbx_backend *be, const char *backend, const char *id,
 	json_decref(ref);
 }
 
-static int
-read_full(int fd, void *buf, size_t n)
-{
-	size_t got = 0;
-	ssize_t r;
-
-	while (got < n) {
-		r = read(fd, (char *)buf + got, n - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 /* A kill mostly waits in the kernel (for processes to die, for cgroups
  * to go): JOBS at once end far sooner than one after the other. Worker k
  * kills victims k, k + JOBS, ... and reports each on one pipe. */
@@ -323,7 +306,7 @@ kill_all(const struct sbx_backend *be, struct ctx *ctx, struct outcome *outs)
 			_exit(0);
 		}
 		close(p[1]);
-		while (read_full(p[0], &o, sizeof o) == 0)
+		while (sbx_read_all(p[0], &o, sizeof o) == 0)
 			if (o.i < n)
 				outs[o.i] = o;
 		close(p[0]);

@@ -114,6 +114,23 @@ sbx_buf_release(struct sbx_buf *b)
 }
 
 int
+sbx_read_all(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = read(fd, (char *)buf + got, n - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int
 sbx_write_all(int fd, const void *buf, size_t n)
 {
 	const char *p = buf;

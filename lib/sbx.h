@@ -111,6 +111,8 @@ struct sbx_buf {
 void sbx_buf_add(struct sbx_buf *b, const void *p, size_t n);
 void sbx_buf_release(struct sbx_buf *b);
 /* write(2) all of it, through EINTR and short writes; -1 with errno. */
+/* Read exactly n bytes: -1 on an error or an end before them. */
+int sbx_read_all(int fd, void *buf, size_t n);
 int sbx_write_all(int fd, const void *buf, size_t n);
 /* FNV-1a, 64 bits, continuing from h (start with sbx_fnv1a(0, NULL, 0)):
  * to tell whether two things are the same, never for security. */

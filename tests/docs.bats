@@ -3,7 +3,7 @@
 
 load helper
 
-TOOLS=(sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-pause sbx-sync)
+TOOLS=(sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-pause sbx-sync sbxd)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
 # The long options of tool $1, from the getopt_long table in cmd/$1.c.
@@ -23,9 +23,18 @@ short_letters() {
 	    tr -d '\n'
 }
 
+# The man page of tool $1 (section 1, or 8 for the server).
+man_page() {
+	local f
+	for f in "$TOP/man/$1.1" "$TOP/man/$1.8"; do
+		[ -f "$f" ] && { echo "$f"; return; }
+	done
+	echo "$TOP/man/$1.1"
+}
+
 # The man page of tool $1 as plain text, on one long line per paragraph.
 man_text() {
-	mandoc -Tascii -Owidth=300 "$TOP/man/$1.1" | col -bx
+	mandoc -Tascii -Owidth=300 "$(man_page "$1")" | col -bx
 }
 
 # The SYNOPSIS of tool $1's man page, whitespace squeezed.
@@ -202,12 +211,13 @@ zsh_section() {
 }
 
 @test "every tool has a man page with the standard sections" {
-	local t s missing=
+	local t s m missing=
 	for t in "${TOOLS[@]}"; do
-		[ -f "$TOP/man/$t.1" ] || { missing+=" $t.1"; continue; }
+		m=$(man_page "$t")
+		[ -f "$m" ] || { missing+=" ${m##*/}"; continue; }
 		for s in SYNOPSIS DESCRIPTION OPTIONS OUTPUT "EXIT STATUS" \
 		    ENVIRONMENT EXAMPLES "SEE ALSO"; do
-			grep -qx "\.Sh $s" "$TOP/man/$t.1" || missing+=" $t.1:$s"
+			grep -qx "\.Sh $s" "$m" || missing+=" ${m##*/}:$s"
 		done
 	done
 	assert_equal "$missing" ""

@@ -12,6 +12,7 @@ setup() { sbx_setup; }
 	run make -s -C "$top" install DESTDIR="$BATS_TEST_TMPDIR/pkg" PREFIX=/usr
 	assert_success
 	for f in bin/sbx-create bin/sbx-exec bin/sbx-kill bin/sbx-ls \
+	    sbin/sbxd share/man/man8/sbxd.8 share/bash-completion/completions/sbxd \
 	    libexec/sbx/sbx-init share/man/man1/sbx-exec.1 \
 	    share/man/man5/sbx-state.5 share/man/man7/sbx.7 \
 	    share/man/man8/sbx-init.8 share/zsh/site-functions/_sbx \

@@ -114,6 +114,25 @@ body() {
 	assert_line --index 0 '{"event":{"start":{"pid":100}}}'
 }
 
+# The network interfaces in sandbox $1, sorted; the host's without $1.
+netdevs() {
+	if [ -n "${1:-}" ]; then
+		sbxd_run "$1" "" '{"process":{"cmd":"cat","args":["/proc/net/dev"]}}' |
+			jq -r 'select(.event.data.stdout) | .event.data.stdout' | base64 -d
+	else
+		cat /proc/net/dev
+	fi | awk -F: 'NR > 2 { gsub(/ /, "", $1); print $1 }' | sort
+}
+
+@test "allow_internet_access false: the sandbox has loopback only; by default it has the host's network" {
+	box '{"templateID":"base","timeout":60,"allow_internet_access":false}'
+	assert_equal "$(netdevs "$ID")" lo
+	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .allowInternetAccess)" false
+	box '{"templateID":"base","timeout":60}'
+	assert_equal "$(netdevs "$ID")" "$(netdevs)"
+	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .allowInternetAccess)" true
+}
+
 @test "create with malformed JSON, no template, a bad timeout or an unknown template fails" {
 	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"templateID":'
 	assert_output 400
@@ -209,6 +228,11 @@ body() {
 	done
 	run code GET "/sandboxes/$k" -H "X-API-Key: $SBXD_KEY"
 	assert_output 404
+	# The second was created later: its end may come a moment after.
+	for ((i = 0; i < 100; i++)); do
+		[ "$(sbxd_api GET "/sandboxes/$p" | jq -r .state)" = paused ] && break
+		sleep 0.1
+	done
 	run sbxd_api GET "/sandboxes/$p"
 	run jq -r .state <<<"$output"
 	assert_output paused
@@ -288,6 +312,8 @@ body() {
 	assert_output 501
 	run jq -r .message "$BATS_TEST_TMPDIR/body"
 	assert_output "sbxd does not support snapshots (see sbxd(8))"
+	run sbxd_envd "$ID" "$TOK" /files/compose -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}'
+	assert_output '{"code":501,"message":"sbxd does not support composing files (see sbxd(8))"} 501'
 }
 
 @test "a body over --max-body is 413" {

@@ -91,23 +91,6 @@ out:
 	return rc;
 }
 
-static int
-read_full(int fd, void *p, size_t n)
-{
-	size_t got = 0;
-	ssize_t r;
-
-	while (got < n) {
-		r = read(fd, (char *)p + got, n - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
 json_t *
 sbxd_msg_recv(int sock, int *fd)
 {
@@ -145,13 +128,13 @@ sbxd_msg_recv(int sock, int *fd)
 				close(f);
 		}
 	got = (size_t)n;
-	if (got < sizeof len && read_full(sock, (char *)&len + got,
+	if (got < sizeof len && sbx_read_all(sock, (char *)&len + got,
 	    sizeof len - got) < 0)
 		goto fail;
 	if (len > MSG_MAX)
 		goto fail;
 	s = sbx_xmalloc((size_t)len + 1);
-	if (read_full(sock, s, len) < 0) {
+	if (sbx_read_all(sock, s, len) < 0) {
 		free(s);
 		goto fail;
 	}

@@ -59,21 +59,6 @@ rpc_user(struct sbxd_req *r)
 	return out[0] ? sbx_xstrdup((char *)out) : NULL;
 }
 
-static json_t *
-rpc_body(struct sbxd_req *r, enum MHD_Result *ret)
-{
-	json_t *j = r->body.len ? json_loadb(r->body.data, r->body.len, 0,
-	    NULL) : json_object();
-
-	if (!json_is_object(j)) {
-		json_decref(j);
-		*ret = sbxd_reply_connect(r, "invalid_argument",
-		    "the request is not a JSON object");
-		return NULL;
-	}
-	return j;
-}
-
 /* q with the request's user, to the helper; the answer, or NULL after
  * answering with its error. */
 static json_t *
@@ -102,7 +87,7 @@ static enum MHD_Result
 unary(struct sbxd_req *r, const char *op, const char *const *map)
 {
 	enum MHD_Result ret;
-	json_t *j = rpc_body(r, &ret), *q, *a;
+	json_t *j = sbxd_unary_request(r, &ret), *q, *a;
 	const char *v;
 
 	if (!j)
@@ -392,7 +377,7 @@ static enum MHD_Result
 h_create_watcher(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = rpc_body(r, &ret);
+	json_t *j = sbxd_unary_request(r, &ret);
 	struct sbxd_inbox ib;
 	const char *code;
 	char msg[512], id[SBXD_ID_LEN + 1];
@@ -429,7 +414,7 @@ static enum MHD_Result
 h_get_watcher_events(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = rpc_body(r, &ret), *evs, *ev;
+	json_t *j = sbxd_unary_request(r, &ret), *evs, *ev;
 	struct watcher *w;
 
 	if (!j)
@@ -461,7 +446,7 @@ static enum MHD_Result
 h_remove_watcher(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = rpc_body(r, &ret);
+	json_t *j = sbxd_unary_request(r, &ret);
 	struct watcher *w, gone;
 
 	if (!j)
@@ -1207,10 +1192,18 @@ h_files_post(struct sbxd_req *r)
 	return sbxd_reply_json(r, 200, out);
 }
 
+static enum MHD_Result
+h_compose(struct sbxd_req *r)
+{
+	return sbxd_reply_err(r, 501, "sbxd does not support composing files "
+	    "(see sbxd(8))");
+}
+
 const struct sbxd_route sbxd_fs_routes[] = {
 	{"GET", "/health", 1, h_health, NULL},
 	{"GET", "/files", 1, h_files_get, NULL},
 	{"POST", "/files", 1, h_files_post, h_files_data},
+	{"POST", "/files/compose", 1, h_compose, NULL},
 	{"POST", "/filesystem.Filesystem/Stat", 1, h_stat, NULL},
 	{"POST", "/filesystem.Filesystem/ListDir", 1, h_list_dir, NULL},
 	{"POST", "/filesystem.Filesystem/MakeDir", 1, h_make_dir, NULL},

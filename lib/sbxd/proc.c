@@ -580,8 +580,8 @@ sbxd_stream_request(struct sbxd_req *r, enum MHD_Result *ret)
 	return j;
 }
 
-static json_t *
-unary_request(struct sbxd_req *r, enum MHD_Result *ret)
+json_t *
+sbxd_unary_request(struct sbxd_req *r, enum MHD_Result *ret)
 {
 	json_t *j = r->body.len ? json_loadb(r->body.data, r->body.len, 0,
 	    NULL) : json_object();
@@ -868,7 +868,7 @@ static enum MHD_Result
 h_list(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *arr, *o, *req = unary_request(r, &ret);
+	json_t *arr, *o, *req = sbxd_unary_request(r, &ret);
 	struct sbxd_proc *p;
 
 	if (!req)
@@ -896,7 +896,7 @@ unary_proc(struct sbxd_req *r, json_t **req, enum MHD_Result *ret)
 	struct sbxd_proc *p;
 	char msg[128];
 
-	if (!(*req = unary_request(r, ret)))
+	if (!(*req = sbxd_unary_request(r, ret)))
 		return NULL;
 	pthread_mutex_lock(&sbxd.mu);
 	if ((p = proc_find(r->box, *req)))

@@ -151,6 +151,9 @@ json_t *sbxd_msg_recv(int sock, int *fd);
 /* proc.c: the one envelope of a streaming request; NULL after
  * answering. */
 json_t *sbxd_stream_request(struct sbxd_req *r, enum MHD_Result *ret);
+/* The JSON object of a unary request ({} when empty); NULL after
+ * answering invalid_argument. */
+json_t *sbxd_unary_request(struct sbxd_req *r, enum MHD_Result *ret);
 
 /* control.c, proc.c, fs.c: the routes */
 extern const struct sbxd_route sbxd_control_routes[];
