@@ -47,6 +47,7 @@ struct sbxd {
 	long long rate_t0;     /* the create rate's window */
 	unsigned rate_n;
 	int stopping;
+	unsigned active;       /* requests being answered */
 	unsigned long long reqs;
 	char **tmpl;           /* NAME, IMAGE, NAME, IMAGE, ... NULL */
 };

@@ -391,6 +391,10 @@ req_free(struct sbxd_req *r)
 	sbx_buf_release(&r->body);
 	free(r->path);
 	free(r);
+	pthread_mutex_lock(&sbxd.mu);
+	sbxd.active--;
+	pthread_cond_broadcast(&sbxd.cv);
+	pthread_mutex_unlock(&sbxd.mu);
 }
 
 static enum MHD_Result
@@ -409,6 +413,9 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 	if (!r) {
 		r = sbx_xcalloc(1, sizeof *r);
 		*ctx = r;
+		pthread_mutex_lock(&sbxd.mu);
+		sbxd.active++;
+		pthread_mutex_unlock(&sbxd.mu);
 		r->c = c;
 		r->method = method;
 		r->t0 = sbx_mono_ms();
@@ -581,6 +588,24 @@ on_exit_boxes(void)
 	free(all);
 }
 
+/* Let the requests under way finish (streams end at once, seeing
+ * stopping) before the connections are closed, for 5 s at most. */
+static void
+drain(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 5;
+	pthread_mutex_lock(&sbxd.mu);
+	while (sbxd.active &&
+	    pthread_cond_timedwait(&sbxd.cv, &sbxd.mu, &ts) != ETIMEDOUT)
+		;
+	if (sbxd.active)
+		sbxd_log("stopping with %u requests unfinished", sbxd.active);
+	pthread_mutex_unlock(&sbxd.mu);
+}
+
 int
 sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 {
@@ -648,6 +673,7 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	pthread_cond_broadcast(&sbxd.cv);
 	pthread_mutex_unlock(&sbxd.mu);
 	pthread_join(reaper, NULL);
+	drain();
 	MHD_stop_daemon(d);
 	on_exit_boxes();
 	return 0;
