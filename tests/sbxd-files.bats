@@ -33,6 +33,13 @@ teardown() {
 		wait "$WATCH_PID" 2>/dev/null || true
 	fi
 	[ -z "${MARKER:-}" ] || rm -f "$MARKER"
+	# The 507 test's own sbxd, its sandboxes and its small disk.
+	if [ -n "${SMALL:-}" ]; then
+		sbxd_stop
+		SBX_LOCAL_DIR=$SMALL sbx-ls -j | SBX_LOCAL_DIR=$SMALL sbx-kill -q >/dev/null 2>&1 || true
+		umount "$SMALL" || umount -l "$SMALL"
+		rmdir "$SMALL"
+	fi
 }
 
 # A unary filesystem call: rpc METHOD JSON [curl args]; the body goes to
@@ -400,6 +407,34 @@ sh_in() {
 	assert_output 413
 	run sh_in 'ls -A /home/user/big413 | wc -l'
 	assert_output 0
+}
+
+@test "an upload that fills the sandbox's disk is 507 with envd's message, and leaves nothing" {
+	# A sbxd of its own whose sandboxes live on a 4 MiB tmpfs: their
+	# overlay's upper layer, what a sandbox writes, is there.
+	SMALL=$(mktemp -d /tmp/sbx-small.XXXXXX)
+	chmod 711 "$SMALL"
+	mount -t tmpfs -o size=4M,mode=711 tmpfs "$SMALL"
+	export SBX_LOCAL_DIR=$SMALL
+	SBXD_DIR=$BATS_TEST_TMPDIR/sbxd2
+	mkdir "$SBXD_DIR"
+	sbxd_start
+	out=$(sbxd_create)
+	ID=$(jq -r .sandboxID <<<"$out")
+	TOK=$(jq -r .envdAccessToken <<<"$out")
+	head -c 8M /dev/urandom >"$BATS_TEST_TMPDIR/big"
+	run put /home/user/big "@$BATS_TEST_TMPDIR/big"
+	assert_output 507
+	run jq -c . "$BATS_TEST_TMPDIR/body"
+	assert_output '{"code":507,"message":"not enough disk space available"}'
+	# No file, and no temporary one beside it.
+	run rpc ListDir '{"path":"/home/user"}'
+	assert_output 200
+	assert_equal "$(jq -c '[.entries[]?.name]' "$BATS_TEST_TMPDIR/body")" '[]'
+	# A small file still fits.
+	run put /home/user/small hello
+	assert_output 200
+	assert_equal "$(sh_in 'cat /home/user/small')" hello
 }
 
 @test "a path cannot leave the sandbox: .., absolute paths and symlinks stay inside" {
