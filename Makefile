@@ -156,10 +156,10 @@ check: all $(UNITS)
 	elif command -v sudo >/dev/null; then asroot="sudo --"; \
 	else echo "make check: the suites need root; run as root or install sudo" >&2; \
 		exit 1; fi; \
-	$$asroot env SBX_BIN=$(CURDIR)/$(BIN) bats --tap tests || rc=1; \
+	$$asroot env SBX_BIN=$(CURDIR)/$(BIN) SBX_SAN=$(SAN) bats --tap tests || rc=1; \
 	for b in $(BACKENDS); do \
 		echo "# conformance: $$b"; \
-		$$asroot env SBX_BIN=$(CURDIR)/$(BIN) SBX_TEST_BACKEND=$$b \
+		$$asroot env SBX_BIN=$(CURDIR)/$(BIN) SBX_SAN=$(SAN) SBX_TEST_BACKEND=$$b \
 			bats --tap tests/conformance || rc=1; \
 	done; \
 	exit $$rc
