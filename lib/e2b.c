@@ -40,6 +40,9 @@ struct envd {
 	const char *hdrs[6];
 };
 
+/* The key of this process, for redact(); set by eb_open. */
+static char *the_key;
+
 static const char *
 domain(void)
 {
@@ -96,6 +99,8 @@ eb_close(struct eb *e)
 	sbx_http_free(e->h);
 	free(e->endpoint);
 	if (e->key_hdr) {
+		if (the_key == e->key_hdr + strlen("X-API-Key: "))
+			the_key = NULL;
 		explicit_bzero(e->key_hdr, strlen(e->key_hdr));
 		free(e->key_hdr);
 	}
@@ -115,6 +120,7 @@ eb_open(struct eb *e, const char *endpoint, struct sbx_err *err)
 	e->key_hdr = sbx_xasprintf("X-API-Key: %s", key);
 	explicit_bzero(key, strlen(key));
 	free(key);
+	the_key = e->key_hdr + strlen("X-API-Key: ");
 	e->hdrs[0] = e->key_hdr;
 	if (endpoint && *endpoint)
 		e->endpoint = sbx_xstrdup(endpoint);
@@ -164,6 +170,17 @@ eb_req(struct eb *e, const char *method, json_t *body,
 	return rc;
 }
 
+/* A server that echoes the key back must not put it in our message. */
+static void
+redact(char *msg)
+{
+	size_t n = the_key ? strlen(the_key) : 0;
+	char *p;
+
+	while (n >= 4 && (p = strstr(msg, the_key)))
+		memset(p, '*', n);
+}
+
 /* A server's words for a failed request, on one line: the message of a
  * JSON error, else the body with its markup and runs of space taken
  * out (a gateway's HTML page), cut short. */
@@ -171,6 +188,7 @@ static void
 reason(const struct sbx_http_resp *rs, char *buf, size_t n)
 {
 	const char *m = sbx_json_str(rs->json, "message"), *p;
+	char *copy;
 	size_t i = 0, len;
 	int tag = 0, space = 1;
 
@@ -180,6 +198,14 @@ reason(const struct sbx_http_resp *rs, char *buf, size_t n)
 	} else {
 		len = strlen(m);
 	}
+	/* Redacted whole, before it is cut short. */
+	copy = sbx_xmalloc(len + 1);
+	if (len)
+		memcpy(copy, m, len);
+	copy[len] = '\0';
+	redact(copy);
+	m = copy;
+	len = strlen(copy);
 	for (p = m; p && p < m + len && i + 4 < n; p++) {
 		if (*p == '<' || *p == '>') {
 			/* A tag is markup, and it parts words. */
@@ -208,6 +234,7 @@ reason(const struct sbx_http_resp *rs, char *buf, size_t n)
 	buf[i] = '\0';
 	if (!i)
 		snprintf(buf, n, "no reason given");
+	free(copy);
 }
 
 /* Map a failed answer: 401 and 403 the key, 404 the sandbox. */
@@ -1023,6 +1050,17 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	if (ref_id(ref, &id, err) < 0 || eb_open(&e, sbx_json_str(ref,
 	    "endpoint"), err) < 0)
 		return -1;
+	/* Only one of ours, and connect would resume a paused one. */
+	if (eb_get(&e, id, &sb, err) < 0)
+		goto out;
+	if (!strcmp(sbx_json_str(sb, "state") ? sbx_json_str(sb, "state") :
+	    "", "paused")) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
+		    "(sbx-exec --resume, or sbx-pause --resume)", id);
+		goto out;
+	}
+	json_decref(sb);
+	sb = NULL;
 	/* Fresh for each exec, and it refreshes the sandbox's TTL. */
 	if (eb_connect(&e, ref, id, &sb, err) < 0)
 		goto out;

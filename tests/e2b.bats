@@ -312,6 +312,27 @@ EOF
 	grep -q 'key=yes' "$BATS_TEST_TMPDIR/fake.log"
 }
 
+@test "a server that echoes the key back does not get it into the message" {
+	fake_start "[(500, 'application/json', '{\"code\":500,\"message\":\"bad key e2b_echo_0123456789 here\"}')]"
+	E2B_API_KEY=e2b_echo_0123456789 run --separate-stderr sbx-create -b e2b -E "$FAKE_URL" -s s.json
+	assert_failure 1
+	assert_output ""
+	[[ $stderr == *"bad key "*" here (status 500)"* ]]
+	[[ $stderr != *e2b_echo_0123456789* ]]
+}
+
+@test "sbx-exec -b e2b on a paused sandbox is refused, and -R resumes it first" {
+	new_e2b
+	sbx-pause -s s.json >/dev/null
+	run --separate-stderr sbx-exec -s s.json -- echo hi
+	assert_failure 125
+	assert_output ""
+	[[ $stderr == *"is paused (sbx-exec --resume, or sbx-pause --resume)"* ]]
+	run sbx-exec -R -s s.json -- echo hi
+	assert_success
+	assert_output hi
+}
+
 @test "a DELETE is retried on 502 and 503, and a 404 then is already gone" {
 	fake_start "[(200, 'application/json', '{\"sandboxID\":\"abc\",\"templateID\":\"base\",\"startedAt\":\"2026-12-01T00:00:00Z\",\"state\":\"running\",\"metadata\":{\"io.sbx.managed\":\"1\"}}'), (502, 'text/plain', 'bad gateway'), (503, 'text/plain', 'unavailable'), (404, 'application/json', '{\"code\":404,\"message\":\"Sandbox abc not found\"}')]"
 	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-kill -b e2b --id abc
