@@ -1149,6 +1149,18 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 		goto out;
 	}
 	if ((sig = signal_of(r.status))) {
+		struct sbx_err gerr = {0};
+		json_t *s2 = NULL;
+
+		/* A sandbox killed under it kills the command too: that
+		 * is the sandbox's end, not the command's. */
+		if (sig == SIGKILL && eb_get(&e, id, &s2, &gerr) < 0 &&
+		    gerr.code == SBX_EX_NOSANDBOX) {
+			rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox "
+			    "'%s': it went away while '%s' ran", id, argv[0]);
+			goto out;
+		}
+		json_decref(s2);
 		res->signal = sig;
 		res->exit_code = 128 + sig;
 	} else {

@@ -69,7 +69,7 @@ class H(http.server.BaseHTTPRequestHandler):
             f.write('%s %s key=%s\n' % (self.command, self.path,
                 'yes' if self.headers.get('X-API-Key') else 'no'))
         st, ct, body = answers.pop(0) if len(answers) > 1 else answers[0]
-        b = body.encode()
+        b = body.encode('latin-1')
         self.send_response(st)
         self.send_header('Content-Type', ct)
         self.send_header('Content-Length', str(len(b)))
@@ -331,6 +331,41 @@ EOF
 	run sbx-exec -R -s s.json -- echo hi
 	assert_success
 	assert_output hi
+}
+
+# The answers of a sandbox whose process stream breaks after "hi": its
+# detail, connect, then a Start stream without its end; then $1 to the
+# GET that asks whether the sandbox is still there.
+cut_stream() {
+	python3 - "$1" <<'EOF'
+import json, struct, sys
+def frame(m, f=0):
+    d = json.dumps(m).encode()
+    return (bytes([f]) + struct.pack('>I', len(d)) + d).decode('latin-1')
+detail = json.dumps({"sandboxID": "abc", "templateID": "base", "state": "running",
+    "startedAt": "2026-12-01T00:00:00Z", "metadata": {"io.sbx.managed": "1"}})
+start = frame({"event": {"start": {"pid": 7}}}) + frame({"event": {"data": {"stdout": "aGkK"}}})
+last = (404, 'application/json', '{"code":404,"message":"gone"}') if sys.argv[1] == 'gone' else (200, 'application/json', detail)
+print(repr([(200, 'application/json', detail),
+    (200, 'application/json', json.dumps({"sandboxID": "abc", "envdAccessToken": "tok"})),
+    (200, 'application/connect+json', start), last]))
+EOF
+}
+
+@test "sbx-exec -b e2b: a stream cut mid-way by a sandbox that went away is 125 and says so" {
+	fake_start "$(cut_stream gone)"
+	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-exec -b e2b --id abc -- long-job
+	assert_failure 125
+	assert_output hi
+	assert_equal "$stderr" "sbx-exec: no sandbox 'abc': it went away while 'long-job' ran"
+}
+
+@test "sbx-exec -b e2b: a stream cut mid-way in a sandbox still there is 125, never a hang" {
+	fake_start "$(cut_stream there)"
+	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-exec -b e2b --id abc -- long-job
+	assert_failure 125
+	assert_output hi
+	assert_equal "$stderr" "sbx-exec: the stream of 'long-job' broke before its end"
 }
 
 @test "a DELETE is retried on 502 and 503, and a 404 then is already gone" {
