@@ -64,7 +64,7 @@ CURL_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null)
 # libcrypto for the docker backend's sync (libcurl loads it anyway).
 REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto 2>/dev/null \
 	|| echo -lcurl -lcrypto)
-REMOTE_SRC = lib/http.c lib/docker.c
+REMOTE_SRC = lib/http.c lib/docker.c lib/e2b.c
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c))

@@ -10,11 +10,12 @@ static const char usage[] =
     "[-c cpus] [-p n]\n"
     "                  [-n deny|allow] [-T seconds] [-l key=value]... "
     "[-e name[=value]]...\n"
-    "                  [-w dir] [-N name] [-r] [-R runtime] [-P]\n";
+    "                  [-w dir] [-N name] [-r] [-R runtime] [-P] [-E url]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
 	{"cpus", required_argument, NULL, 'c'},
+	{"endpoint", required_argument, NULL, 'E'},
 	{"env", required_argument, NULL, 'e'},
 	{"help", no_argument, NULL, 'h'},
 	{"image", required_argument, NULL, 'i'},
@@ -159,7 +160,7 @@ main(int argc, char **argv)
 	    &spec.timeout) < 0)
 		sbx_die(SBX_EX_USAGE, "invalid timeout '%s' in the configuration",
 		    sbx_config_get("timeout", ""));
-	while ((c = getopt_long(argc, argv, "b:c:e:hi:l:m:N:n:Pp:qR:rs:T:vVw:",
+	while ((c = getopt_long(argc, argv, "b:c:E:e:hi:l:m:N:n:Pp:qR:rs:T:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
@@ -168,6 +169,9 @@ main(int argc, char **argv)
 		case 'c':
 			if (sbx_parse_milli(optarg, 1, 4096, &spec.cpus_milli) < 0)
 				sbx_usage_error(usage, "invalid cpus '%s'", optarg);
+			break;
+		case 'E':
+			spec.endpoint = optarg;
 			break;
 		case 'e':
 			env = sbx_xrealloc(env, (nenv + 2) * sizeof *env);
@@ -238,6 +242,9 @@ main(int argc, char **argv)
 	if (optind < argc)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
 	spec.env = env;
+	if (spec.endpoint && strcmp(backend ? backend :
+	    sbx_backend_default(), "e2b"))
+		sbx_usage_error(usage, "--endpoint is for backend 'e2b'");
 	if (!state && getenv("SBX_STATE") && *getenv("SBX_STATE"))
 		state = getenv("SBX_STATE");
 	if (!(be = sbx_backend_get(backend ? backend : sbx_backend_default(),

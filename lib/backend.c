@@ -12,12 +12,13 @@ static const struct sbx_backend *const backends[] = {
 	&sbx_local_backend,
 #ifdef SBX_REMOTE
 	&sbx_docker_backend,
+	&sbx_e2b_backend,
 #endif
 };
 
 #ifndef SBX_REMOTE
 /* What only the remote flavour has. */
-static const char *const remote_only[] = {"docker"};
+static const char *const remote_only[] = {"docker", "e2b"};
 
 /* Run the remote flavour of this tool with our argv and environment:
  * <dir>/remote/<tool>, or <dir>/../libexec/sbx/remote/<tool>. Returns

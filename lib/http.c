@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -31,8 +32,10 @@ struct sbx_http {
 struct xfer {
 	CURL *c;
 	struct sbx_http_resp *rs;
+	const struct sbx_http_req *rq;
 	int in_fd, out_fd;
 	int rerr, werr;   /* errno of a failed read or write */
+	int stopped;      /* on_body ended the transfer */
 };
 
 struct sbx_http *
@@ -207,6 +210,16 @@ on_data(char *p, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 	long status = 0;
 
+	if (x->rq->on_body) {
+		curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
+		if (status >= 200 && status < 300) {
+			if (x->rq->on_body(p, len, x->rq->on_body_arg)) {
+				x->stopped = 1;
+				return 0;
+			}
+			return len;
+		}
+	}
 	if (x->out_fd >= 0) {
 		curl_easy_getinfo(x->c, CURLINFO_RESPONSE_CODE, &status);
 		if (status >= 200 && status < 300) {
@@ -248,13 +261,16 @@ on_read(char *p, size_t size, size_t n, void *arg)
 	return (size_t)r;
 }
 
+/* once() sets it when the connection broke under a request. */
+static __thread int reset;
+
 static int
 once(struct sbx_http *h, const struct sbx_http_req *rq,
     struct sbx_http_resp *rs, struct sbx_err *err)
 {
 	char errbuf[CURL_ERROR_SIZE] = "", *body = NULL;
 	struct curl_slist *hdrs = NULL;
-	struct xfer x = {h->c, rs, rq->in_fd, rq->out_fd, 0, 0};
+	struct xfer x = {h->c, rs, rq, rq->in_fd, rq->out_fd, 0, 0, 0};
 	const char *const *hp;
 	char *ct = NULL;
 	CURLcode res;
@@ -276,6 +292,13 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 		    (long)strlen(body));
 		hdrs = curl_slist_append(hdrs,
 		    "Content-Type: application/json");
+	} else if (rq->data) {
+		curl_easy_setopt(h->c, CURLOPT_POSTFIELDS, rq->data);
+		curl_easy_setopt(h->c, CURLOPT_POSTFIELDSIZE,
+		    (long)rq->data_len);
+		ct = sbx_xasprintf("Content-Type: %s", rq->in_type ?
+		    rq->in_type : "application/octet-stream");
+		hdrs = curl_slist_append(hdrs, ct);
 	} else if (rq->in_fd >= 0) {
 		curl_easy_setopt(h->c, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(h->c, CURLOPT_READFUNCTION, on_read);
@@ -299,12 +322,18 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 	curl_easy_setopt(h->c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h->c, CURLOPT_HEADERDATA, &x);
 	curl_easy_setopt(h->c, CURLOPT_TIMEOUT_MS, rq->timeout_ms ?
-	    rq->timeout_ms : (rq->in_fd >= 0 || rq->out_fd >= 0) ? 0L :
-	    DEFAULT_MS);
+	    rq->timeout_ms : (rq->in_fd >= 0 || rq->out_fd >= 0 ||
+	    rq->on_body) ? 0L : DEFAULT_MS);
 	res = curl_easy_perform(h->c);
 	curl_easy_getinfo(h->c, CURLINFO_RESPONSE_CODE, &rs->status);
+	reset = res == CURLE_RECV_ERROR || res == CURLE_SEND_ERROR ||
+	    res == CURLE_GOT_NOTHING || res == CURLE_PARTIAL_FILE;
+	rs->timed_out = res == CURLE_OPERATION_TIMEDOUT;
 	if (res != CURLE_OK) {
-		if (x.werr) {
+		if (x.stopped) {
+			rc = sbx_err_set(err, SBX_EX_FAIL, "the transfer from "
+			    "'%s' was ended", h->endpoint);
+		} else if (x.werr) {
 			errno = x.werr;
 			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write what "
 			    "'%s' sent:", h->endpoint);
@@ -340,16 +369,22 @@ int
 sbx_http_do(struct sbx_http *h, const struct sbx_http_req *rq,
     struct sbx_http_resp *rs, struct sbx_err *err)
 {
+	unsigned jitter;
 	int attempt, rc;
 
 	for (attempt = 0;; attempt++) {
 		rc = once(h, rq, rs, err);
-		/* A streamed body cannot be sent twice. */
-		if (rc < 0 || !rq->idempotent || rq->in_fd >= 0 ||
-		    attempt >= RETRIES || !retryable(rs->status))
+		/* A streamed body cannot be sent twice, nor a stream's
+		 * output taken twice. */
+		if (!rq->idempotent || rq->in_fd >= 0 || rq->on_body ||
+		    attempt >= RETRIES || (rc < 0 && !reset) ||
+		    (rc == 0 && !retryable(rs->status)))
 			return rc;
 		sbx_http_resp_release(rs);
-		usleep(250000u << attempt);
+		/* Jitter, so that many clients do not come back at once. */
+		if (getrandom(&jitter, sizeof jitter, 0) != sizeof jitter)
+			jitter = 0;
+		usleep((250000u << attempt) + jitter % (125000u << attempt));
 	}
 }
 

@@ -274,6 +274,7 @@ struct sbx_spec {
 	const char *name;
 	const char *runtime;  /* an OCI runtime (docker); NULL: default */
 	int pull;             /* fetch the image first (docker) */
+	const char *endpoint; /* the server's URL (e2b); NULL: default */
 };
 
 struct sbx_exec_opts {
@@ -578,7 +579,14 @@ struct sbx_http_req {
 	const char *in_type;  /* its Content-Type */
 	int out_fd;           /* >= 0: a 2xx body goes here, not to body */
 	long timeout_ms;      /* the whole request; 0: the client's */
-	int idempotent;       /* may be retried on 429/502/503/504 */
+	int idempotent;       /* may be retried on 429/502/503/504 and
+			       * a connection reset */
+	const void *data;     /* the body as it is, of in_type, or NULL */
+	size_t data_len;
+	/* A 2xx body goes here as it arrives (no timeout unless
+	 * timeout_ms); a result other than 0 ends the transfer. */
+	int (*on_body)(const char *p, size_t n, void *arg);
+	void *on_body_arg;
 };
 
 struct sbx_http_resp {
@@ -586,6 +594,7 @@ struct sbx_http_resp {
 	struct sbx_buf body;  /* capped; not for a 2xx with out_fd */
 	json_t *json;         /* body, when it parsed as JSON */
 	struct sbx_buf head;  /* the response's header lines, capped */
+	int timed_out;        /* the request's timeout_ms ran out */
 };
 
 struct sbx_http *sbx_http_new(const char *endpoint, struct sbx_err *err);
@@ -653,6 +662,10 @@ int sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err);
 /* --- docker: the Docker Engine API backend (the remote flavour only) --- */
 
 extern const struct sbx_backend sbx_docker_backend;
+
+/* --- e2b: E2B's API and envd, or an E2B-compatible server (remote) ---- */
+
+extern const struct sbx_backend sbx_e2b_backend;
 
 /* --- local: the native Linux backend --------------------------------- */
 

@@ -113,9 +113,9 @@ sanitized() {
 	for t in "$SBX_BIN/sbx-ls" "$SBX_BIN/remote/sbx-ls"; do
 		run --separate-stderr "$t" --backends
 		assert_success
-		[ "${#lines[@]}" -eq 2 ]
-		jq -se 'map(.backend) == ["local", "docker"] and
-		    map(.default) == [true, false] and
+		[ "${#lines[@]}" -eq 3 ]
+		jq -se 'map(.backend) == ["local", "docker", "e2b"] and
+		    map(.default) == [true, false, false] and
 		    all(.pause == "suspend") and
 		    all(.caps | length == 15 and all(type == "boolean"))' \
 		    <<<"$output"
@@ -123,10 +123,13 @@ sanitized() {
 		    (.runtime | not) and (.pull | not)' <<<"$output"
 		jq -se '.[1].caps | .runtime and .pull and .files and
 		    (.idle | not)' <<<"$output"
+		jq -se '.[2].caps | .stdin and .suspend and .timeout and
+		    (.pty | not) and (.files | not) and (.stop | not)' \
+		    <<<"$output"
 	done
 	# The default is the configured one.
 	SBX_BACKEND=docker run "$SBX_BIN/sbx-ls" --backends
-	jq -se 'map(.default) == [false, true]' <<<"$output"
+	jq -se 'map(.default) == [false, true, false]' <<<"$output"
 	run --separate-stderr sbx-ls --backends -b local
 	assert_failure 2
 	[ "$stderr" = "sbx-ls: --backends takes no --backend or --label" ]

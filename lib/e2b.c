@@ -1,0 +1,1229 @@
+/* e2b.c - the e2b backend: sandboxes of E2B's cloud, or of any server
+ * that speaks its API (sbxd), through the REST API and envd's Connect RPC */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "sbx.h"
+
+#define DEFAULT_DOMAIN "e2b.app"
+#define DEFAULT_TEMPLATE "base"
+#define DEFAULT_TIMEOUT 300 /* seconds, as the SDKs send */
+#define MANAGED "io.sbx.managed"
+#define LABEL_PREFIX "io.sbx."
+#define FRAME_MAX (16u << 20) /* an envelope of a process's stream */
+#define INPUT_CHUNK 65536     /* stdin, as the SDKs send it */
+
+/* A client of the control plane. */
+struct eb {
+	struct sbx_http *h;
+	char *endpoint;   /* the API's URL */
+	char *key_hdr;    /* "X-API-Key: ..." */
+	const char *hdrs[2];
+};
+
+/* What reaches a sandbox's envd. */
+struct envd {
+	struct sbx_http *h;
+	char *hdr[4];     /* token, sandbox id and port when proxied */
+	const char *hdrs[6];
+};
+
+/* The key of this process, for redact(); set by eb_open. */
+static char *the_key;
+
+static const char *
+domain(void)
+{
+	const char *d = getenv("E2B_DOMAIN");
+
+	return d && *d ? d : DEFAULT_DOMAIN;
+}
+
+/* The key from E2B_API_KEY, else the first line of the credentials
+ * file (DESIGN.md 8), which should be mode 0600. */
+static char *
+api_key(struct sbx_err *err)
+{
+	const char *k = getenv("E2B_API_KEY"), *x = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	char *path = NULL, *line = NULL, *key = NULL;
+	size_t cap = 0, n;
+	struct stat sb;
+	FILE *f;
+
+	if (k && *k)
+		return sbx_xstrdup(k);
+	if (x && *x)
+		path = sbx_xasprintf("%s/sbx/credentials/e2b", x);
+	else if (home && *home)
+		path = sbx_xasprintf("%s/.config/sbx/credentials/e2b", home);
+	if (path && (f = fopen(path, "r"))) {
+		if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
+			sbx_warn("credentials file '%s' is readable by others "
+			    "(want mode 0600)", path);
+		if (getline(&line, &cap, f) > 0) {
+			n = strcspn(line, "\r\n");
+			while (n && isspace((unsigned char)line[n - 1]))
+				n--;
+			line[n] = '\0';
+			if (*line)
+				key = sbx_xstrdup(line);
+			explicit_bzero(line, cap);
+		}
+		free(line);
+		fclose(f);
+	}
+	if (!key)
+		sbx_err_set(err, SBX_EX_CRED, "no E2B API key (set E2B_API_KEY "
+		    "or write it to '%s')", path ? path :
+		    "$XDG_CONFIG_HOME/sbx/credentials/e2b");
+	free(path);
+	return key;
+}
+
+static void
+eb_close(struct eb *e)
+{
+	sbx_http_free(e->h);
+	free(e->endpoint);
+	if (e->key_hdr) {
+		if (the_key == e->key_hdr + strlen("X-API-Key: "))
+			the_key = NULL;
+		explicit_bzero(e->key_hdr, strlen(e->key_hdr));
+		free(e->key_hdr);
+	}
+	memset(e, 0, sizeof *e);
+}
+
+/* The API at endpoint: the ref's, else E2B_API_URL, else E2B_DOMAIN's. */
+static int
+eb_open(struct eb *e, const char *endpoint, struct sbx_err *err)
+{
+	const char *env = getenv("E2B_API_URL");
+	char *key;
+
+	memset(e, 0, sizeof *e);
+	if (!(key = api_key(err)))
+		return -1;
+	e->key_hdr = sbx_xasprintf("X-API-Key: %s", key);
+	explicit_bzero(key, strlen(key));
+	free(key);
+	the_key = e->key_hdr + strlen("X-API-Key: ");
+	e->hdrs[0] = e->key_hdr;
+	if (endpoint && *endpoint)
+		e->endpoint = sbx_xstrdup(endpoint);
+	else if (env && *env)
+		e->endpoint = sbx_xstrdup(env);
+	else
+		e->endpoint = sbx_xasprintf("https://api.%s", domain());
+	if (strncmp(e->endpoint, "http://", 7) &&
+	    strncmp(e->endpoint, "https://", 8)) {
+		sbx_err_set(err, SBX_EX_USAGE, "invalid endpoint '%s' (http:// "
+		    "or https://)", e->endpoint);
+		eb_close(e);
+		return -1;
+	}
+	if (!(e->h = sbx_http_new(e->endpoint, err))) {
+		eb_close(e);
+		return -1;
+	}
+	return 0;
+}
+
+/* A request to the API; fmt gives the path. GET, DELETE and connect
+ * are retried (429, 502, 503, 504, a reset): doing them twice is
+ * harmless. */
+static int __attribute__((format(printf, 6, 7)))
+eb_req(struct eb *e, const char *method, json_t *body,
+    struct sbx_http_resp *rs, struct sbx_err *err, const char *fmt, ...)
+{
+	struct sbx_http_req rq = {.method = method, .body = body, .in_fd = -1,
+	    .out_fd = -1, .headers = e->hdrs};
+	char *path;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	if (vasprintf(&path, fmt, ap) < 0)
+		path = NULL;
+	va_end(ap);
+	if (!path)
+		return sbx_err_set(err, SBX_EX_FAIL, "out of memory");
+	rq.path = path;
+	rq.idempotent = !strcmp(method, "GET") || !strcmp(method, "DELETE") ||
+	    (strlen(path) > 8 && !strcmp(path + strlen(path) - 8,
+	    "/connect"));
+	rc = sbx_http_do(e->h, &rq, rs, err);
+	free(path);
+	return rc;
+}
+
+/* A server that echoes the key back must not put it in our message. */
+static void
+redact(char *msg)
+{
+	size_t n = the_key ? strlen(the_key) : 0;
+	char *p;
+
+	while (n >= 4 && (p = strstr(msg, the_key)))
+		memset(p, '*', n);
+}
+
+/* A server's words for a failed request, on one line: the message of a
+ * JSON error, else the body with its markup and runs of space taken
+ * out (a gateway's HTML page), cut short. */
+static void
+reason(const struct sbx_http_resp *rs, char *buf, size_t n)
+{
+	const char *m = sbx_json_str(rs->json, "message"), *p;
+	char *copy;
+	size_t i = 0, len;
+	int tag = 0, space = 1;
+
+	if (!m) {
+		m = rs->body.data;
+		len = m ? rs->body.len : 0;
+	} else {
+		len = strlen(m);
+	}
+	/* Redacted whole, before it is cut short. */
+	copy = sbx_xmalloc(len + 1);
+	if (len)
+		memcpy(copy, m, len);
+	copy[len] = '\0';
+	redact(copy);
+	m = copy;
+	len = strlen(copy);
+	for (p = m; p && p < m + len && i + 4 < n; p++) {
+		if (*p == '<' || *p == '>') {
+			/* A tag is markup, and it parts words. */
+			tag = *p == '<';
+			if (!space)
+				buf[i++] = ' ';
+			space = 1;
+		} else if (tag) {
+			continue;
+		} else if (isspace((unsigned char)*p) ||
+		    iscntrl((unsigned char)*p)) {
+			if (!space)
+				buf[i++] = ' ';
+			space = 1;
+		} else {
+			buf[i++] = *p;
+			space = 0;
+		}
+	}
+	while (i && buf[i - 1] == ' ')
+		i--;
+	if (p && p < m + len && i + 4 >= n) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
+	buf[i] = '\0';
+	if (!i)
+		snprintf(buf, n, "no reason given");
+	free(copy);
+}
+
+/* Map a failed answer: 401 and 403 the key, 404 the sandbox. */
+static int
+eb_fail(const struct sbx_http_resp *rs, const char *what, const char *id,
+    struct sbx_err *err)
+{
+	char why[256];
+
+	if (rs->status == 401 || rs->status == 403)
+		return sbx_err_set(err, SBX_EX_CRED, "the E2B API key was "
+		    "rejected (status %ld)", rs->status);
+	if (rs->status == 404 && id)
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    id);
+	reason(rs, why, sizeof why);
+	return sbx_err_set(err, SBX_EX_FAIL, "%s: %s (status %ld)", what, why,
+	    rs->status);
+}
+
+static int
+valid_id(const char *id)
+{
+	return id && *id && strlen(id) < 128 && strspn(id,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+	    == strlen(id);
+}
+
+static int
+ref_id(const json_t *ref, const char **id, struct sbx_err *err)
+{
+	*id = sbx_json_str(ref, "id");
+	if (!valid_id(*id))
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    *id ? *id : "?");
+	return 0;
+}
+
+/* "2026-12-02T16:21:49.582Z" into seconds since the epoch. */
+static long long
+parse_time(const char *s)
+{
+	struct tm tm = {0};
+
+	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+		return 0;
+	return (long long)timegm(&tm);
+}
+
+/* The listing entry of a SandboxDetail or ListedSandbox, shaped as the
+ * other backends'. */
+static json_t *
+info_of(const json_t *s, const char *endpoint)
+{
+	json_t *meta = json_object_get(s, "metadata"), *mine = json_object();
+	json_t *o = json_object(), *v;
+	const char *k, *st = sbx_json_str(s, "state"), *t;
+	long long now = sbx_now(), created;
+	char ts[32];
+
+	json_object_foreach(meta, k, v)
+		if (strncmp(k, LABEL_PREFIX, strlen(LABEL_PREFIX)))
+			json_object_set(mine, k, v);
+	created = parse_time(sbx_json_str(s, "startedAt"));
+	t = sbx_json_str(meta, "io.sbx.timeout");
+	json_object_set_new(o, "backend", json_string("e2b"));
+	json_object_set_new(o, "id", json_string(sbx_json_str(s,
+	    "sandboxID")));
+	json_object_set_new(o, "name", json_null());
+	json_object_set_new(o, "status", json_string(st && !strcmp(st,
+	    "paused") ? "paused" : "running"));
+	json_object_set(o, "image", json_object_get(s, "templateID") ?
+	    json_object_get(s, "templateID") : json_null());
+	json_object_set_new(o, "workdir", json_null());
+	sbx_time_fmt(created, ts, sizeof ts);
+	json_object_set_new(o, "created_at", json_string(ts));
+	json_object_set_new(o, "created_at_epoch", json_integer(created));
+	json_object_set_new(o, "last_activity_at", json_null());
+	json_object_set_new(o, "last_activity_epoch", json_null());
+	json_object_set_new(o, "age", json_integer(now - created));
+	json_object_set_new(o, "idle", json_null());
+	json_object_set_new(o, "timeout", json_integer(t ? strtoll(t, NULL,
+	    10) : 0));
+	json_object_set_new(o, "labels", mine);
+	json_object_set_new(o, "processes", json_null());
+	json_object_set_new(o, "memory_bytes", json_integer(sbx_json_int(s,
+	    "memoryMB", 0) << 20));
+	json_object_set_new(o, "cpu_s", json_null());
+	json_object_set_new(o, "dir", json_null());
+	json_object_set_new(o, "cpus", json_integer(sbx_json_int(s,
+	    "cpuCount", 0)));
+	json_object_set_new(o, "expires_at", json_string(sbx_json_str(s,
+	    "endAt") ? sbx_json_str(s, "endAt") : ""));
+	json_object_set_new(o, "endpoint", json_string(endpoint));
+	return o;
+}
+
+/* GET /sandboxes/ID: the detail of one of ours. */
+static int
+eb_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	const char *m;
+
+	*out = NULL;
+	if (eb_req(e, "GET", NULL, &rs, err, "/sandboxes/%s", id) < 0)
+		return -1;
+	if (rs.status != 200 || !json_is_object(rs.json)) {
+		eb_fail(&rs, "cannot look at a sandbox", id, err);
+		sbx_http_resp_release(&rs);
+		return -1;
+	}
+	m = sbx_json_str(json_object_get(rs.json, "metadata"), MANAGED);
+	if (!m || strcmp(m, "1")) {
+		sbx_http_resp_release(&rs);
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' "
+		    SBX_NOT_OURS "sandbox", id);
+	}
+	*out = json_incref(rs.json);
+	sbx_http_resp_release(&rs);
+	return 0;
+}
+
+/* --- create --------------------------------------------------------------- */
+
+static json_t *
+create_body(const struct sbx_spec *spec)
+{
+	json_t *b = json_object(), *meta = json_object(), *env = json_object();
+	char t[32], *k;
+	size_t i;
+	uint64_t timeout = spec->timeout ? spec->timeout : DEFAULT_TIMEOUT;
+
+	snprintf(t, sizeof t, "%llu", (unsigned long long)spec->timeout);
+	json_object_update(meta, spec->labels);
+	json_object_set_new(meta, MANAGED, json_string("1"));
+	json_object_set_new(meta, "io.sbx.timeout", json_string(t));
+	for (i = 0; spec->env && spec->env[i]; i++) {
+		k = sbx_xstrdup(spec->env[i]);
+		k[strcspn(k, "=")] = '\0';
+		json_object_set_new(env, k, json_string(spec->env[i] +
+		    strlen(k) + (spec->env[i][strlen(k)] == '=')));
+		free(k);
+	}
+	json_object_set_new(b, "templateID", json_string(!spec->image ||
+	    !strcmp(spec->image, "host") ? DEFAULT_TEMPLATE : spec->image));
+	json_object_set_new(b, "timeout", json_integer((json_int_t)timeout));
+	json_object_set_new(b, "metadata", meta);
+	json_object_set_new(b, "envVars", env);
+	json_object_set_new(b, "secure", json_true());
+	json_object_set_new(b, "allow_internet_access",
+	    json_boolean(spec->network == SBX_NET_ALLOW));
+	return b;
+}
+
+/* Where envd is: at the API's own URL, named by headers, when the
+ * endpoint was given (as sbxd wants) or E2B_SANDBOX_URL says; else at
+ * the sandbox's host of the domain. */
+static void
+envd_where(json_t *ref, const char *id, int explicit, const char *endpoint,
+    const json_t *sb)
+{
+	const char *su = getenv("E2B_SANDBOX_URL"), *d;
+
+	if (su && *su) {
+		json_object_set_new(ref, "envd", json_string(su));
+		json_object_set_new(ref, "envd_proxy", json_true());
+	} else if (explicit) {
+		json_object_set_new(ref, "envd", json_string(endpoint));
+		json_object_set_new(ref, "envd_proxy", json_true());
+	} else {
+		d = sbx_json_str(sb, "domain");
+		json_object_set_new(ref, "envd", json_string_nocheck(
+		    sbx_xasprintf("https://%d-%s.%s", SBX_E2B_ENVD_PORT, id,
+		    d && *d ? d : domain())));
+		json_object_set_new(ref, "envd_proxy", json_false());
+	}
+}
+
+static int
+e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
+{
+	struct sbx_http_resp rs = {0};
+	struct eb e;
+	json_t *body = NULL;
+	const char *id;
+	const char *api = getenv("E2B_API_URL");
+	int rc = -1;
+
+	*ref = NULL;
+	if (eb_open(&e, spec->endpoint, err) < 0)
+		return -1;
+	body = create_body(spec);
+	if (eb_req(&e, "POST", body, &rs, err, "/sandboxes") < 0)
+		goto out;
+	if (rs.status != 201 && rs.status != 200) {
+		eb_fail(&rs, "cannot create a sandbox", NULL, err);
+		goto out;
+	}
+	id = sbx_json_str(rs.json, "sandboxID");
+	if (!valid_id(id)) {
+		sbx_err_set(err, SBX_EX_FAIL, "'%s' created a sandbox but did "
+		    "not say its id", e.endpoint);
+		goto out;
+	}
+	*ref = json_pack("{ssssss}", "backend", "e2b", "id", id, "endpoint",
+	    e.endpoint);
+	json_object_set_new(*ref, "timeout", json_integer((json_int_t)(
+	    spec->timeout ? spec->timeout : DEFAULT_TIMEOUT)));
+	envd_where(*ref, id, spec->endpoint || (api && *api), e.endpoint,
+	    rs.json);
+	rc = 0;
+out:
+	sbx_http_resp_release(&rs);
+	if (body) {
+		/* It holds the values of --env. */
+		json_object_clear(body);
+		json_decref(body);
+	}
+	eb_close(&e);
+	return rc;
+}
+
+/* --- kill, info, list, pause ---------------------------------------------- */
+
+static int
+e2b_kill(json_t *ref, int keep, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	struct eb e;
+	json_t *s;
+	const char *id;
+	int rc = 0;
+
+	if (keep)
+		return sbx_err_set(err, SBX_EX_USAGE, "backend 'e2b' cannot "
+		    "keep a sandbox's files (--keep); see sbx-pause");
+	if (ref_id(ref, &id, err) < 0 || eb_open(&e, sbx_json_str(ref,
+	    "endpoint"), err) < 0)
+		return -1;
+	/* Only one of ours: never another's sandbox by a mistyped id. */
+	if (eb_get(&e, id, &s, err) < 0) {
+		eb_close(&e);
+		return -1;
+	}
+	json_decref(s);
+	if (eb_req(&e, "DELETE", NULL, &rs, err, "/sandboxes/%s", id) < 0) {
+		eb_close(&e);
+		return -1;
+	}
+	if (rs.status >= 300)
+		rc = eb_fail(&rs, "cannot kill the sandbox", id, err);
+	sbx_http_resp_release(&rs);
+	eb_close(&e);
+	return rc;
+}
+
+static json_t *
+e2b_info(const json_t *ref, struct sbx_err *err)
+{
+	struct eb e;
+	json_t *s, *o;
+	const char *id;
+
+	if (ref_id(ref, &id, err) < 0 || eb_open(&e, sbx_json_str(ref,
+	    "endpoint"), err) < 0)
+		return NULL;
+	if (eb_get(&e, id, &s, err) < 0) {
+		eb_close(&e);
+		return NULL;
+	}
+	o = info_of(s, e.endpoint);
+	json_decref(s);
+	eb_close(&e);
+	return o;
+}
+
+/* GET /v2/sandboxes, running and paused, page after page, with the
+ * metadata filter for sbx's own (encoded twice, as the SDKs do). */
+static int
+e2b_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	struct eb e;
+	json_t *one, *o;
+	char next[1024], *q, *tok = NULL, *nq;
+	const char *nt;
+	size_t i;
+	int rc = 0;
+
+	if (eb_open(&e, NULL, err) < 0)
+		return -1;
+	q = sbx_http_escape(MANAGED "=1");
+	for (;;) {
+		nq = tok ? sbx_http_escape(tok) : NULL;
+		rc = eb_req(&e, "GET", NULL, &rs, err, "/v2/sandboxes?"
+		    "metadata=%s&state=running,paused&limit=100%s%s", q,
+		    nq ? "&nextToken=" : "", nq ? nq : "");
+		free(nq);
+		free(tok);
+		tok = NULL;
+		if (rc < 0)
+			break;
+		if (rs.status != 200 || !json_is_array(rs.json)) {
+			rc = eb_fail(&rs, "cannot list sandboxes", NULL, err);
+			sbx_http_resp_release(&rs);
+			break;
+		}
+		json_array_foreach(rs.json, i, one) {
+			const char *m = sbx_json_str(json_object_get(one,
+			    "metadata"), MANAGED);
+
+			if (!m || strcmp(m, "1"))
+				continue;
+			o = info_of(one, e.endpoint);
+			if (!rc && fn(o, arg) < 0)
+				rc = -1;
+			json_decref(o);
+		}
+		nt = sbx_http_header(&rs, "X-Next-Token", next, sizeof next);
+		if (nt && *nt && json_array_size(rs.json) && !rc)
+			tok = sbx_xstrdup(nt);
+		sbx_http_resp_release(&rs);
+		if (!tok)
+			break;
+	}
+	free(q);
+	eb_close(&e);
+	return rc;
+}
+
+/* POST /sandboxes/ID/connect: resumes a paused sandbox, refreshes the
+ * TTL of a running one; *sb (if asked) is its Sandbox, with the envd
+ * access token, which is kept nowhere. */
+static int
+eb_connect(struct eb *e, const json_t *ref, const char *id, json_t **sb,
+    struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	json_t *body;
+	long long t = sbx_json_int(ref, "timeout", DEFAULT_TIMEOUT);
+	int rc = 0;
+
+	body = json_pack("{sI}", "timeout", (json_int_t)(t > 0 ? t :
+	    DEFAULT_TIMEOUT));
+	rc = eb_req(e, "POST", body, &rs, err, "/sandboxes/%s/connect", id);
+	json_decref(body);
+	if (rc < 0)
+		return -1;
+	if ((rs.status != 200 && rs.status != 201) || !json_is_object(rs.json))
+		rc = eb_fail(&rs, "cannot reach the sandbox", id, err);
+	else if (sb)
+		*sb = json_incref(rs.json);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
+static int
+e2b_pause(json_t *ref, int stop, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	struct eb e;
+	json_t *s;
+	const char *id;
+	int rc = 0;
+
+	(void)stop; /* only suspend: the caps say so */
+	if (ref_id(ref, &id, err) < 0 || eb_open(&e, sbx_json_str(ref,
+	    "endpoint"), err) < 0)
+		return -1;
+	if (eb_get(&e, id, &s, err) < 0) {
+		eb_close(&e);
+		return -1;
+	}
+	if (!strcmp(sbx_json_str(s, "state") ? sbx_json_str(s, "state") : "",
+	    "paused"))
+		goto out;
+	if (eb_req(&e, "POST", NULL, &rs, err, "/sandboxes/%s/pause", id) < 0) {
+		rc = -1;
+		goto out;
+	}
+	/* 409: paused already, or on its way. */
+	if (rs.status >= 300 && rs.status != 409)
+		rc = eb_fail(&rs, "cannot pause the sandbox", id, err);
+	sbx_http_resp_release(&rs);
+out:
+	json_decref(s);
+	eb_close(&e);
+	return rc;
+}
+
+static int
+e2b_resume(json_t *ref, struct sbx_err *err)
+{
+	struct eb e;
+	json_t *s;
+	const char *id;
+	int rc;
+
+	if (ref_id(ref, &id, err) < 0 || eb_open(&e, sbx_json_str(ref,
+	    "endpoint"), err) < 0)
+		return -1;
+	if (eb_get(&e, id, &s, err) < 0) {
+		eb_close(&e);
+		return -1;
+	}
+	json_decref(s);
+	rc = eb_connect(&e, ref, id, NULL, err);
+	eb_close(&e);
+	return rc;
+}
+
+/* --- exec ----------------------------------------------------------------- */
+
+static char *
+b64(const void *p, size_t n)
+{
+	char *s = sbx_xmalloc(4 * ((n + 2) / 3) + 1);
+
+	EVP_EncodeBlock((unsigned char *)s, (const unsigned char *)p, (int)n);
+	return s;
+}
+
+/* Standard or URL-safe base64, padded or not; -1 when it is not. */
+static int
+unb64(const char *s, struct sbx_buf *out)
+{
+	size_t n = strlen(s), i, pad = 0;
+	char *t = sbx_xmalloc(n + 4);
+	unsigned char *d;
+	int len;
+
+	for (i = 0; i < n; i++)
+		t[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
+	while (n % 4)
+		t[n++] = '=';
+	t[n] = 0;
+	for (i = n; i > 0 && t[i - 1] == '='; i--)
+		pad++;
+	d = sbx_xmalloc(n / 4 * 3 + 1);
+	len = EVP_DecodeBlock(d, (unsigned char *)t, (int)n);
+	free(t);
+	if (len < 0 || (size_t)len < pad) {
+		free(d);
+		return -1;
+	}
+	out->len = 0;
+	sbx_buf_add(out, d, (size_t)len - pad);
+	free(d);
+	return 0;
+}
+
+static void
+envd_close(struct envd *v)
+{
+	size_t i;
+
+	sbx_http_free(v->h);
+	for (i = 0; i < sizeof v->hdr / sizeof v->hdr[0]; i++)
+		if (v->hdr[i]) {
+			explicit_bzero(v->hdr[i], strlen(v->hdr[i]));
+			free(v->hdr[i]);
+		}
+	memset(v, 0, sizeof *v);
+}
+
+static int
+envd_open(struct envd *v, const json_t *ref, const char *id,
+    const json_t *sb, struct sbx_err *err)
+{
+	const char *url = sbx_json_str(ref, "envd"), *tok;
+	json_t *where = NULL;
+	size_t n = 0, i;
+
+	memset(v, 0, sizeof *v);
+	if (!url) {
+		/* A ref from --id: the environment says where. */
+		where = json_object();
+		envd_where(where, id, getenv("E2B_API_URL") &&
+		    *getenv("E2B_API_URL"), getenv("E2B_API_URL"), sb);
+		url = sbx_json_str(where, "envd");
+		ref = where;
+	}
+	if (!(v->h = sbx_http_new(url, err))) {
+		json_decref(where);
+		return -1;
+	}
+	if ((tok = sbx_json_str(sb, "envdAccessToken")))
+		v->hdr[n++] = sbx_xasprintf("X-Access-Token: %s", tok);
+	if (json_is_true(json_object_get(ref, "envd_proxy"))) {
+		v->hdr[n++] = sbx_xasprintf("E2b-Sandbox-Id: %s", id);
+		v->hdr[n++] = sbx_xasprintf("E2b-Sandbox-Port: %d",
+		    SBX_E2B_ENVD_PORT);
+	}
+	for (i = 0; i < n; i++)
+		v->hdrs[i] = v->hdr[i];
+	json_decref(where);
+	return 0;
+}
+
+/* A unary Connect call to envd. */
+static int
+envd_call(struct envd *v, const char *method, json_t *msg,
+    struct sbx_err *err)
+{
+	struct sbx_http_req rq = {.method = "POST", .body = msg, .in_fd = -1,
+	    .out_fd = -1, .headers = v->hdrs, .timeout_ms = 30000};
+	struct sbx_http_resp rs;
+	char *path = sbx_xasprintf("/process.Process/%s", method);
+	int rc = 0;
+
+	rq.path = path;
+	if (sbx_http_do(v->h, &rq, &rs, err) < 0) {
+		free(path);
+		return -1;
+	}
+	if (rs.status != 200) {
+		if (rs.status == 401 || rs.status == 403)
+			rc = sbx_err_set(err, SBX_EX_CRED, "envd refused the "
+			    "sandbox's access token (status %ld)", rs.status);
+		else
+			rc = eb_fail(&rs, method, NULL, err);
+	}
+	sbx_http_resp_release(&rs);
+	free(path);
+	return rc;
+}
+
+/* What the stdin thread needs. */
+struct input {
+	struct envd v;
+	long long pid;
+	int stop[2];   /* a byte on stop[1]: the process ended */
+	pthread_t th;
+	int running;
+};
+
+/* Send what comes on stdin, chunk by chunk (SendInput), and CloseStdin
+ * at its end, until the process ends. */
+static void *
+input_main(void *arg)
+{
+	struct input *in = arg;
+	struct pollfd p[2] = {{0, POLLIN, 0}, {in->stop[0], POLLIN, 0}};
+	char *buf = sbx_xmalloc(INPUT_CHUNK), *s;
+	struct sbx_err err;
+	json_t *msg;
+	ssize_t n;
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		if ((n = read(0, buf, INPUT_CHUNK)) < 0 && (errno == EINTR ||
+		    errno == EAGAIN))
+			continue;
+		if (n <= 0) {
+			msg = json_pack("{s{sI}}", "process", "pid",
+			    (json_int_t)in->pid);
+			envd_call(&in->v, "CloseStdin", msg, &err);
+			json_decref(msg);
+			break;
+		}
+		s = b64(buf, (size_t)n);
+		msg = json_pack("{s{sI}s{ss}}", "process", "pid",
+		    (json_int_t)in->pid, "input", "stdin", s);
+		free(s);
+		/* The process may have ended meanwhile: not our failure. */
+		if (envd_call(&in->v, "SendInput", msg, &err) < 0) {
+			json_decref(msg);
+			break;
+		}
+		json_decref(msg);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* A process's stream, as its envelopes come. */
+struct run {
+	struct sbx_buf in;      /* what is not yet a whole envelope */
+	struct sbx_buf bytes;   /* a decoded chunk */
+	const struct sbx_exec_opts *o;
+	struct sbx_exec_result *res;
+	struct input *input;    /* or NULL */
+	const json_t *ref;
+	const char *id;
+	const json_t *sb;
+	long long pid;
+	int started, ended, eos;
+	long long exit_code;
+	char status[128];
+	char error_code[64];
+	char error_msg[256];
+	int bad;                /* what came was not Connect */
+};
+
+static const struct {
+	const char *name;
+	int sig;
+} signames[] = {
+	{"killed", SIGKILL}, {"terminated", SIGTERM}, {"interrupt", SIGINT},
+	{"hangup", SIGHUP}, {"quit", SIGQUIT}, {"aborted", SIGABRT},
+	{"segmentation fault", SIGSEGV}, {"broken pipe", SIGPIPE},
+	{"alarm clock", SIGALRM}, {"user defined signal 1", SIGUSR1},
+	{"user defined signal 2", SIGUSR2}, {"bus error", SIGBUS},
+	{"floating point exception", SIGFPE}, {"illegal instruction", SIGILL},
+};
+
+/* "signal: killed" (Go's ProcessState.String()) into 9; 0 when not. */
+static int
+signal_of(const char *status)
+{
+	size_t i;
+
+	if (strncmp(status, "signal: ", 8))
+		return 0;
+	for (i = 0; i < sizeof signames / sizeof signames[0]; i++)
+		if (!strcmp(status + 8, signames[i].name))
+			return signames[i].sig;
+	return 0;
+}
+
+static int
+output(struct run *r, int fd, struct sbx_buf *cap, const char *b64s)
+{
+	if (unb64(b64s, &r->bytes) < 0) {
+		r->bad = 1;
+		return -1;
+	}
+	if (r->o->capture) {
+		sbx_buf_add(cap, r->bytes.data, r->bytes.len);
+		return 0;
+	}
+	/* A reader that went away (EPIPE) does not stop the command. */
+	if (sbx_write_all(fd, r->bytes.data, r->bytes.len) < 0 &&
+	    errno != EPIPE)
+		return -1;
+	return 0;
+}
+
+static int
+start_input(struct run *r)
+{
+	struct input *in = r->input;
+	struct sbx_err err;
+
+	if (!in || in->running)
+		return 0;
+	if (envd_open(&in->v, r->ref, r->id, r->sb, &err) < 0)
+		return -1;
+	in->pid = r->pid;
+	if (pipe2(in->stop, O_CLOEXEC) < 0) {
+		envd_close(&in->v);
+		return -1;
+	}
+	if (pthread_create(&in->th, NULL, input_main, in)) {
+		close(in->stop[0]);
+		close(in->stop[1]);
+		envd_close(&in->v);
+		return -1;
+	}
+	in->running = 1;
+	return 0;
+}
+
+static int
+event(struct run *r, const json_t *msg)
+{
+	json_t *ev = json_object_get(msg, "event"), *x;
+	const char *s;
+
+	if ((x = json_object_get(ev, "start"))) {
+		r->started = 1;
+		r->pid = sbx_json_int(x, "pid", 0);
+		return start_input(r);
+	}
+	if ((x = json_object_get(ev, "data"))) {
+		if ((s = sbx_json_str(x, "stdout")))
+			return output(r, 1, &r->res->out, s);
+		if ((s = sbx_json_str(x, "stderr")))
+			return output(r, 2, &r->res->err, s);
+		if ((s = sbx_json_str(x, "pty")))
+			return output(r, 1, &r->res->out, s);
+		return 0;
+	}
+	if ((x = json_object_get(ev, "end"))) {
+		r->ended = 1;
+		r->exit_code = sbx_json_int(x, "exitCode", 0);
+		snprintf(r->status, sizeof r->status, "%s", sbx_json_str(x,
+		    "status") ? sbx_json_str(x, "status") : "");
+		return 0;
+	}
+	return 0; /* keepalive, and what a later envd adds */
+}
+
+/* Take the whole envelopes out of what came. */
+static int
+on_body(const char *p, size_t n, void *arg)
+{
+	struct run *r = arg;
+	const char *payload;
+	size_t len, off = 0;
+	long used;
+	int flags;
+	json_t *msg, *e;
+
+	sbx_buf_add(&r->in, p, n);
+	while ((used = sbx_e2b_unframe(r->in.data + off, r->in.len - off,
+	    FRAME_MAX, &flags, &payload, &len)) > 0) {
+		off += (size_t)used;
+		msg = json_loadb(payload, len, 0, NULL);
+		if (!json_is_object(msg)) {
+			json_decref(msg);
+			r->bad = 1;
+			return -1;
+		}
+		if (flags & SBX_E2B_FRAME_END) {
+			r->eos = 1;
+			e = json_object_get(msg, "error");
+			if (e) {
+				snprintf(r->error_code, sizeof r->error_code,
+				    "%s", sbx_json_str(e, "code") ?
+				    sbx_json_str(e, "code") : "unknown");
+				snprintf(r->error_msg, sizeof r->error_msg,
+				    "%s", sbx_json_str(e, "message") ?
+				    sbx_json_str(e, "message") : "");
+			}
+		} else if (event(r, msg) < 0) {
+			json_decref(msg);
+			return -1;
+		}
+		json_decref(msg);
+	}
+	if (used < 0) {
+		r->bad = 1;
+		return -1;
+	}
+	memmove(r->in.data, r->in.data + off, r->in.len - off);
+	r->in.len -= off;
+	return 0;
+}
+
+/* envd could not start the command: as env(1) says so. */
+static int
+start_error(const struct run *r, char *const argv[], struct sbx_err *err)
+{
+	const char *t = r->error_msg[0] ? r->error_msg : r->status;
+
+	if (strcasestr(t, "not found") || strcasestr(t, "no such file"))
+		return sbx_err_set(err, SBX_EX_NOTFOUND, "'%s': No such file "
+		    "or directory", argv[0]);
+	if (strcasestr(t, "permission denied"))
+		return sbx_err_set(err, SBX_EX_NOEXEC, "'%s': Permission "
+		    "denied", argv[0]);
+	return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start '%s': %s%s%s",
+	    argv[0], r->error_code[0] ? r->error_code : "", r->error_code[0] ?
+	    ": " : "", t[0] ? t : "no reason given");
+}
+
+static json_t *
+start_msg(char *const argv[], const struct sbx_exec_opts *o)
+{
+	json_t *args = json_array(), *envs = json_object(), *proc;
+	char *k;
+	size_t i;
+
+	for (i = 1; argv[i]; i++)
+		json_array_append_new(args, json_string(argv[i]));
+	for (i = 0; o->env && o->env[i]; i++) {
+		k = sbx_xstrdup(o->env[i]);
+		k[strcspn(k, "=")] = '\0';
+		json_object_set_new(envs, k, json_string(o->env[i] + strlen(k) +
+		    (o->env[i][strlen(k)] == '=')));
+		free(k);
+	}
+	proc = json_pack("{sssoso}", "cmd", argv[0], "args", args, "envs",
+	    envs);
+	if (o->cwd)
+		json_object_set_new(proc, "cwd", json_string(o->cwd));
+	return json_pack("{sosb}", "process", proc, "stdin", o->interactive);
+}
+
+static int
+e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
+    struct sbx_exec_result *res, struct sbx_err *err)
+{
+	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1,
+	    .path = "/process.Process/Start", .in_type =
+	    "application/connect+json"};
+	struct sbx_http_resp rs = {0};
+	struct sbx_buf frame = SBX_BUF_INIT;
+	struct input in = {.running = 0};
+	struct run r;
+	struct envd v = {0};
+	struct eb e;
+	json_t *sb = NULL, *msg = NULL;
+	const char *hdrs[10];
+	char tmo[64];
+	const char *id;
+	long long t0 = sbx_mono_ms();
+	size_t i, n;
+	int rc = -1, sig;
+
+	memset(res, 0, sizeof *res);
+	memset(&r, 0, sizeof r);
+	if (!argv[0])
+		return sbx_err_set(err, SBX_EX_USAGE, "no command to run");
+	if (ref_id(ref, &id, err) < 0 || eb_open(&e, sbx_json_str(ref,
+	    "endpoint"), err) < 0)
+		return -1;
+	/* Only one of ours, and connect would resume a paused one. */
+	if (eb_get(&e, id, &sb, err) < 0)
+		goto out;
+	if (!strcmp(sbx_json_str(sb, "state") ? sbx_json_str(sb, "state") :
+	    "", "paused")) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
+		    "(sbx-exec --resume, or sbx-pause --resume)", id);
+		goto out;
+	}
+	json_decref(sb);
+	sb = NULL;
+	/* Fresh for each exec, and it refreshes the sandbox's TTL. */
+	if (eb_connect(&e, ref, id, &sb, err) < 0)
+		goto out;
+	if (envd_open(&v, ref, id, sb, err) < 0)
+		goto out;
+	for (n = 0; v.hdrs[n]; n++)
+		hdrs[n] = v.hdrs[n];
+	hdrs[n++] = "Keepalive-Ping-Interval: 50";
+	/* envd ends the process at its deadline too, should our signal
+	 * not reach it. */
+	if (o->timeout_ms) {
+		snprintf(tmo, sizeof tmo, "Connect-Timeout-Ms: %llu",
+		    (unsigned long long)o->timeout_ms);
+		hdrs[n++] = tmo;
+	}
+	hdrs[n] = NULL;
+	msg = start_msg(argv, o);
+	sbx_e2b_frame_json(&frame, 0, msg);
+	rq.data = frame.data;
+	rq.data_len = frame.len;
+	rq.headers = hdrs;
+	rq.timeout_ms = (long)o->timeout_ms;
+	rq.on_body = on_body;
+	rq.on_body_arg = &r;
+	r.o = o;
+	r.res = res;
+	r.ref = ref;
+	r.id = id;
+	r.sb = sb;
+	r.in.limit = FRAME_MAX + 16;
+	r.input = o->interactive ? &in : NULL;
+	if (o->capture) {
+		res->out.limit = o->max_output;
+		res->err.limit = o->max_output;
+	}
+	rc = sbx_http_do(v.h, &rq, &rs, err);
+	res->duration_ms = sbx_mono_ms() - t0;
+	if (rc < 0 && rs.timed_out && o->timeout_ms && r.started) {
+		struct sbx_err kerr;
+		json_t *k = json_pack("{s{sI}ss}", "process", "pid",
+		    (json_int_t)r.pid, "signal", "SIGNAL_SIGKILL");
+
+		/* Gone already (envd's own deadline) is as good. */
+		envd_call(&v, "SendSignal", k, &kerr);
+		json_decref(k);
+		res->timed_out = 1;
+		res->exit_code = SBX_EX_TIMEOUT;
+		rc = 0;
+		goto out;
+	}
+	if (rc < 0) {
+		if (r.bad)
+			sbx_err_set(err, SBX_EX_FAIL, "envd at '%s' sent what "
+			    "is not a process's stream", sbx_http_endpoint(v.h));
+		else if (r.started && !r.ended)
+			goto vanished;
+		goto out;
+	}
+	if (rs.status != 200) {
+		if (rs.status == 401 || rs.status == 403)
+			rc = sbx_err_set(err, SBX_EX_CRED, "envd refused the "
+			    "sandbox's access token (status %ld)", rs.status);
+		else if (rs.status == 502)
+			/* E2B's edge: the sandbox is no more. */
+			rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox "
+			    "'%s': it is gone", id);
+		else
+			rc = eb_fail(&rs, "cannot start the command", NULL,
+			    err);
+		goto out;
+	}
+	if (!strcmp(r.error_code, "deadline_exceeded") && o->timeout_ms) {
+		res->timed_out = 1;
+		res->exit_code = SBX_EX_TIMEOUT;
+		goto out;
+	}
+	if (!r.ended) {
+		if (!r.eos || r.started)
+			goto vanished;
+		rc = start_error(&r, argv, err);
+		goto out;
+	}
+	/* Ended, not by a signal, without a status: it never ran. */
+	if (r.exit_code < 0 && !signal_of(r.status)) {
+		rc = start_error(&r, argv, err);
+		goto out;
+	}
+	if ((sig = signal_of(r.status))) {
+		struct sbx_err gerr = {0};
+		json_t *s2 = NULL;
+
+		/* A sandbox killed under it kills the command too: that
+		 * is the sandbox's end, not the command's. */
+		if (sig == SIGKILL && eb_get(&e, id, &s2, &gerr) < 0 &&
+		    gerr.code == SBX_EX_NOSANDBOX) {
+			rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox "
+			    "'%s': it went away while '%s' ran", id, argv[0]);
+			goto out;
+		}
+		json_decref(s2);
+		res->signal = sig;
+		res->exit_code = 128 + sig;
+	} else {
+		res->exit_code = (int)(r.exit_code & 0xff);
+	}
+	goto out;
+vanished:
+	/* The stream broke before the end: is the sandbox still there? */
+	{
+		struct sbx_err gerr = {0};
+		json_t *s2 = NULL;
+
+		if (eb_get(&e, id, &s2, &gerr) < 0 && gerr.code ==
+		    SBX_EX_NOSANDBOX)
+			rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox "
+			    "'%s': it went away while '%s' ran", id, argv[0]);
+		else
+			rc = sbx_err_set(err, SBX_EX_FAIL, "the stream of '%s' "
+			    "broke before its end", argv[0]);
+		json_decref(s2);
+	}
+out:
+	if (in.running) {
+		/* One byte into an empty pipe of ours cannot fail. */
+		if (write(in.stop[1], "", 1) < 0) {
+		}
+		pthread_join(in.th, NULL);
+		close(in.stop[0]);
+		close(in.stop[1]);
+		envd_close(&in.v);
+	}
+	for (i = 0; i < frame.len; i++)
+		frame.data[i] = 0;
+	sbx_buf_release(&frame);
+	sbx_buf_release(&r.in);
+	sbx_buf_release(&r.bytes);
+	sbx_http_resp_release(&rs);
+	if (msg) {
+		/* It holds the values of --env. */
+		json_object_clear(msg);
+		json_decref(msg);
+	}
+	envd_close(&v);
+	if (sb) {
+		json_object_clear(sb);
+		json_decref(sb);
+	}
+	eb_close(&e);
+	return rc;
+}
+
+const struct sbx_backend sbx_e2b_backend = {
+	.name = "e2b",
+	/* No -t yet, no limits of its own (the template has them), and
+	 * no sbx-sync yet. */
+	.caps = SBX_CAP_STDIN | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
+	    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND,
+	.create = e2b_create,
+	.exec = e2b_exec,
+	.kill = e2b_kill,
+	.info = e2b_info,
+	.pause = e2b_pause,
+	.resume = e2b_resume,
+	.list = e2b_list,
+	.files = NULL,
+};

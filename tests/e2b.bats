@@ -1,0 +1,377 @@
+#!/usr/bin/env bats
+# The e2b backend, with the real tools, against a private sbxd on loopback
+# (and a scripted server for the answers sbxd never gives). The API key
+# travels in the environment only.
+load helper
+load sbxd
+
+setup_file() {
+	sbx_setup_file
+	sbxd_start
+	export E2B_API_KEY=$SBXD_KEY
+}
+
+teardown_file() {
+	sbxd_stop
+	sbx_teardown_file
+	rm -rf "${SBXD_DIR:-/nonexistent}"
+}
+
+setup() {
+	sbx_setup
+	unset E2B_API_URL E2B_SANDBOX_URL E2B_DOMAIN
+	# No credentials file of the user's is ever read.
+	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
+	FAKE_PID=
+}
+
+teardown() {
+	if [ -n "$FAKE_PID" ]; then
+		kill "$FAKE_PID" 2>/dev/null || true
+		wait "$FAKE_PID" 2>/dev/null || true
+	fi
+	[ -f "$BATS_TEST_TMPDIR/s.json" ] && sbx-kill -q -s "$BATS_TEST_TMPDIR/s.json" >/dev/null 2>&1 || true
+}
+
+new_e2b() {
+	sbx-create -b e2b -E "$SBXD_URL" -s "$BATS_TEST_TMPDIR/s.json" "$@" >/dev/null
+}
+
+e2b_id() {
+	jq -r .ref.id "$BATS_TEST_TMPDIR/s.json"
+}
+
+# The envd access token of sandbox $1, through the API as an SDK gets it.
+e2b_token() {
+	sbxd_api POST "/sandboxes/$1/connect" '{"timeout":300}' | jq -r .envdAccessToken
+}
+
+# A scripted API server on 127.0.0.1: answers from $1, a Python list of
+# (status, content type, body) taken in turn (the last one repeats).
+# Sets FAKE_URL and FAKE_PID; each request's method and path are appended
+# to $BATS_TEST_TMPDIR/fake.log.
+fake_start() {
+	local port
+	port=$(sbxd_free_port)
+	python3 - "$port" "$1" "$BATS_TEST_TMPDIR/fake.log" >"$BATS_TEST_TMPDIR/fake.err" 2>&1 <<'EOF' &
+import ast, http.server, sys
+port, answers, log = int(sys.argv[1]), ast.literal_eval(sys.argv[2]), sys.argv[3]
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self):
+        if self.path == '/__ready':
+            self.send_response(204)
+            self.end_headers()
+            return
+        n = int(self.headers.get('Content-Length') or 0)
+        if n:
+            self.rfile.read(n)
+        with open(log, 'a') as f:
+            f.write('%s %s key=%s\n' % (self.command, self.path,
+                'yes' if self.headers.get('X-API-Key') else 'no'))
+        st, ct, body = answers.pop(0) if len(answers) > 1 else answers[0]
+        b = body.encode('latin-1')
+        self.send_response(st)
+        self.send_header('Content-Type', ct)
+        self.send_header('Content-Length', str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    do_GET = do_POST = do_DELETE = answer
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()
+EOF
+	FAKE_PID=$!
+	FAKE_URL=http://127.0.0.1:$port
+	for ((i = 0; i < 100; i++)); do
+		curl -s -o /dev/null "$FAKE_URL/__ready" 2>/dev/null && break
+		sleep 0.05
+	done
+}
+
+@test "sbx-create -b e2b -E URL prints the ref and writes a state with neither the key nor a token" {
+	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s s.json -l job=ci
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(jq -r .backend <<<"$output")" e2b
+	assert_equal "$(jq -r .endpoint <<<"$output")" "$SBXD_URL"
+	id=$(jq -r .id <<<"$output")
+	assert_equal "$(jq -r .ref.id s.json)" "$id"
+	tok=$(e2b_token "$id")
+	[ -n "$tok" ] && [ "$tok" != null ]
+	run grep -rF -e "$SBXD_KEY" -e "$tok" s.json
+	assert_failure
+	run grep -F -e "$SBXD_KEY" -e "$tok" <<<"$output"
+	assert_failure
+	run sbxd_api GET "/sandboxes/$id"
+	assert_equal "$(jq -r .metadata.job <<<"$output")" ci
+	assert_equal "$(jq -r '.metadata["io.sbx.managed"]' <<<"$output")" 1
+}
+
+@test "sbx-create -b e2b sends the template, the timeout, --env and --network" {
+	new_e2b -e FOO=bar -T 120 -n allow
+	run sbxd_api GET "/sandboxes/$(e2b_id)"
+	assert_equal "$(jq -r .templateID <<<"$output")" base
+	run sbx-exec -s s.json -- sh -c 'echo "$FOO"'
+	assert_success
+	assert_output bar
+}
+
+@test "sbx-create --endpoint is refused for another backend" {
+	run --separate-stderr sbx-create -b local -E "$SBXD_URL" -s s.json
+	assert_failure 2
+	assert_output ""
+	[[ $stderr == *"--endpoint is for backend 'e2b'"* ]]
+	[ ! -e s.json ]
+}
+
+@test "sbx-exec -b e2b streams stdout and stderr apart and exits with the command's status" {
+	new_e2b
+	run --separate-stderr sbx-exec -s s.json -- sh -c 'echo out; echo err >&2; exit 3'
+	assert_failure 3
+	assert_output out
+	assert_equal "$stderr" err
+}
+
+@test "sbx-exec -b e2b -i forwards stdin and closes it at its end" {
+	new_e2b
+	run sbx-exec -i -s s.json -- sh -c 'wc -l; echo done' < <(printf 'a\nb\nc\n')
+	assert_success
+	assert_line --index 0 --regexp '^ *3$'
+	assert_line --index 1 done
+}
+
+@test "sbx-exec -b e2b: a command killed by a signal is 128+N" {
+	new_e2b
+	run sbx-exec -s s.json -- sh -c 'kill -KILL $$'
+	assert_failure 137
+	run sbx-exec -s s.json -- sh -c 'kill -TERM $$'
+	assert_failure 143
+}
+
+@test "sbx-exec -b e2b: a command that is not there is 127, with a message" {
+	new_e2b
+	run -127 --separate-stderr sbx-exec -s s.json -- no-such-command
+	assert_failure 127
+	assert_output ""
+	assert_equal "$stderr" "sbx-exec: 'no-such-command': No such file or directory"
+}
+
+@test "sbx-exec -b e2b -T ends the command (exit 124) and the process is gone" {
+	new_e2b
+	run --separate-stderr sbx-exec -T 1 -s s.json -- sleep 1234
+	assert_failure 124
+	[[ $stderr == *"timed out"* ]]
+	id=$(e2b_id)
+	tok=$(e2b_token "$id")
+	# SendSignal was answered before sbx-exec exited: no sleep is left.
+	run sbxd_envd "$id" "$tok" /process.Process/List -H 'Content-Type: application/json' -d '{}'
+	assert_success
+	refute_output --partial 1234
+}
+
+@test "sbx-exec -b e2b has no hidden timeout of its own" {
+	new_e2b
+	run sbx-exec -s s.json -- sh -c 'sleep 2; echo late'
+	assert_success
+	assert_output late
+}
+
+@test "sbx-kill -b e2b kills the sandbox, and again is exit 0 (already gone)" {
+	new_e2b
+	id=$(e2b_id)
+	run --separate-stderr sbx-kill -s s.json
+	assert_success
+	assert_equal "$(jq -r .status <<<"$output")" killed
+	run sbxd_api GET "/sandboxes/$id"
+	assert_equal "$(jq -r .code <<<"$output")" 404
+	run --separate-stderr sbx-kill -s s.json
+	assert_success
+	assert_equal "$(jq -r .status <<<"$output")" gone
+	[[ $stderr == *"already gone"* ]]
+}
+
+@test "sbx-ls -b e2b lists sbx's sandboxes with their labels, not the others" {
+	new_e2b -l team=red
+	id=$(e2b_id)
+	other=$(sbxd_create | jq -r .sandboxID)
+	E2B_API_URL=$SBXD_URL run --separate-stderr sbx-ls -b e2b --json
+	sbxd_api DELETE "/sandboxes/$other" >/dev/null
+	assert_success
+	assert_equal "$stderr" ""
+	line=$(jq -c "select(.id == \"$id\")" <<<"$output")
+	assert_equal "$(jq -r .status <<<"$line")" running
+	assert_equal "$(jq -c .labels <<<"$line")" '{"team":"red"}'
+	refute_output --partial "$other"
+}
+
+@test "sbx-pause -b e2b pauses the sandbox, --resume brings it back" {
+	new_e2b
+	id=$(e2b_id)
+	run sbx-pause -s s.json
+	assert_success
+	assert_equal "$(sbxd_api GET "/sandboxes/$id" | jq -r .state)" paused
+	run sbx-pause -s s.json
+	assert_success
+	run sbx-pause --resume -s s.json
+	assert_success
+	assert_equal "$(sbxd_api GET "/sandboxes/$id" | jq -r .state)" running
+	run sbx-exec -s s.json -- echo back
+	assert_output back
+}
+
+@test "a wrong API key is exit 5, one line on stderr without the key, nothing written" {
+	E2B_API_KEY=e2b_wrong_0123456789 run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s s.json
+	assert_failure 5
+	assert_output ""
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *"rejected"* ]]
+	[[ $stderr != *e2b_wrong_0123456789* ]]
+	[ ! -e s.json ] || [ "$(jq -r '.ref // empty' s.json)" = "" ]
+	E2B_API_KEY=e2b_wrong_0123456789 E2B_API_URL=$SBXD_URL run --separate-stderr sbx-ls -b e2b
+	assert_failure 5
+	[[ $stderr != *e2b_wrong_0123456789* ]]
+}
+
+@test "no API key at all is exit 5; the credentials file is the other source" {
+	unset E2B_API_KEY
+	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s s.json
+	assert_failure 5
+	assert_output ""
+	[[ $stderr == *"no E2B API key"* ]]
+	mkdir -p "$XDG_CONFIG_HOME/sbx/credentials"
+	(umask 077; printf '%s\n' "$SBXD_KEY" >"$XDG_CONFIG_HOME/sbx/credentials/e2b")
+	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s s.json
+	assert_success
+	assert_equal "$stderr" ""
+	run grep -F "$SBXD_KEY" s.json
+	assert_failure
+}
+
+@test "an unknown sandbox id is exit 3 (sbx-pause, sbx-exec's own 125)" {
+	export E2B_API_URL=$SBXD_URL
+	run --separate-stderr sbx-pause -b e2b --id nosuchsandbox0000
+	assert_failure 3
+	[[ $stderr == *"no sandbox 'nosuchsandbox0000'"* ]]
+	run --separate-stderr sbx-exec -b e2b --id nosuchsandbox0000 -- true
+	assert_failure 125
+	[[ $stderr == *"no sandbox 'nosuchsandbox0000'"* ]]
+}
+
+@test "a 429 is retried and the call then succeeds" {
+	fake_start "[(429, 'application/json', '{\"code\":429,\"message\":\"slow down\"}'), (200, 'application/json', '[]')]"
+	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-ls -b e2b --json
+	assert_success
+	assert_output ""
+	assert_equal "$(grep -c '^GET /v2/sandboxes' "$BATS_TEST_TMPDIR/fake.log")" 2
+}
+
+@test "list follows X-Next-Token over every page" {
+	page1='[{"sandboxID":"aaa","templateID":"base","startedAt":"2026-12-01T00:00:00Z","state":"running","metadata":{"io.sbx.managed":"1","p":"1"}}]'
+	page2='[{"sandboxID":"bbb","templateID":"base","startedAt":"2026-12-01T00:00:00Z","state":"paused","metadata":{"io.sbx.managed":"1","p":"2"}}]'
+	port=$(sbxd_free_port)
+	python3 - "$port" "$page1" "$page2" <<'EOF' &
+import http.server, sys
+port, p1, p2 = int(sys.argv[1]), sys.argv[2].encode(), sys.argv[3].encode()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        second = 'nextToken=tok%2F1' in self.path
+        b = p2 if second else p1
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        if not second:
+            self.send_header('X-Next-Token', 'tok/1')
+        self.send_header('Content-Length', str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(('127.0.0.1', port), H).serve_forever()
+EOF
+	FAKE_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+		sleep 0.05
+	done
+	E2B_API_URL=http://127.0.0.1:$port run --separate-stderr sbx-ls -b e2b --json
+	assert_success
+	assert_equal "$(jq -r .id <<<"$output" | tr '\n' ' ')" "aaa bbb "
+	assert_equal "$(jq -r .status <<<"$output" | tr '\n' ' ')" "running paused "
+}
+
+@test "a gateway's 504 HTML page is reported on one readable line" {
+	fake_start "[(504, 'text/html', '<html>\n<head><title>504 Gateway Time-out</title></head>\n<body><h1>upstream request timeout</h1></body></html>\n')]"
+	run --separate-stderr sbx-create -b e2b -E "$FAKE_URL" -s s.json
+	assert_failure 1
+	assert_output ""
+	assert_equal "${#stderr_lines[@]}" 1
+	[[ $stderr == *"upstream request timeout"* ]]
+	[[ $stderr == *"status 504"* ]]
+	[[ $stderr != *"<"* ]]
+	# A create is not idempotent: sent once, never again.
+	assert_equal "$(grep -c '^POST /sandboxes' "$BATS_TEST_TMPDIR/fake.log")" 1
+	grep -q 'key=yes' "$BATS_TEST_TMPDIR/fake.log"
+}
+
+@test "a server that echoes the key back does not get it into the message" {
+	fake_start "[(500, 'application/json', '{\"code\":500,\"message\":\"bad key e2b_echo_0123456789 here\"}')]"
+	E2B_API_KEY=e2b_echo_0123456789 run --separate-stderr sbx-create -b e2b -E "$FAKE_URL" -s s.json
+	assert_failure 1
+	assert_output ""
+	[[ $stderr == *"bad key "*" here (status 500)"* ]]
+	[[ $stderr != *e2b_echo_0123456789* ]]
+}
+
+@test "sbx-exec -b e2b on a paused sandbox is refused, and -R resumes it first" {
+	new_e2b
+	sbx-pause -s s.json >/dev/null
+	run --separate-stderr sbx-exec -s s.json -- echo hi
+	assert_failure 125
+	assert_output ""
+	[[ $stderr == *"is paused (sbx-exec --resume, or sbx-pause --resume)"* ]]
+	run sbx-exec -R -s s.json -- echo hi
+	assert_success
+	assert_output hi
+}
+
+# The answers of a sandbox whose process stream breaks after "hi": its
+# detail, connect, then a Start stream without its end; then $1 to the
+# GET that asks whether the sandbox is still there.
+cut_stream() {
+	python3 - "$1" <<'EOF'
+import json, struct, sys
+def frame(m, f=0):
+    d = json.dumps(m).encode()
+    return (bytes([f]) + struct.pack('>I', len(d)) + d).decode('latin-1')
+detail = json.dumps({"sandboxID": "abc", "templateID": "base", "state": "running",
+    "startedAt": "2026-12-01T00:00:00Z", "metadata": {"io.sbx.managed": "1"}})
+start = frame({"event": {"start": {"pid": 7}}}) + frame({"event": {"data": {"stdout": "aGkK"}}})
+last = (404, 'application/json', '{"code":404,"message":"gone"}') if sys.argv[1] == 'gone' else (200, 'application/json', detail)
+print(repr([(200, 'application/json', detail),
+    (200, 'application/json', json.dumps({"sandboxID": "abc", "envdAccessToken": "tok"})),
+    (200, 'application/connect+json', start), last]))
+EOF
+}
+
+@test "sbx-exec -b e2b: a stream cut mid-way by a sandbox that went away is 125 and says so" {
+	fake_start "$(cut_stream gone)"
+	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-exec -b e2b --id abc -- long-job
+	assert_failure 125
+	assert_output hi
+	assert_equal "$stderr" "sbx-exec: no sandbox 'abc': it went away while 'long-job' ran"
+}
+
+@test "sbx-exec -b e2b: a stream cut mid-way in a sandbox still there is 125, never a hang" {
+	fake_start "$(cut_stream there)"
+	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-exec -b e2b --id abc -- long-job
+	assert_failure 125
+	assert_output hi
+	assert_equal "$stderr" "sbx-exec: the stream of 'long-job' broke before its end"
+}
+
+@test "a DELETE is retried on 502 and 503, and a 404 then is already gone" {
+	fake_start "[(200, 'application/json', '{\"sandboxID\":\"abc\",\"templateID\":\"base\",\"startedAt\":\"2026-12-01T00:00:00Z\",\"state\":\"running\",\"metadata\":{\"io.sbx.managed\":\"1\"}}'), (502, 'text/plain', 'bad gateway'), (503, 'text/plain', 'unavailable'), (404, 'application/json', '{\"code\":404,\"message\":\"Sandbox abc not found\"}')]"
+	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-kill -b e2b --id abc
+	assert_success
+	assert_equal "$(jq -r .status <<<"$output")" gone
+	assert_equal "$(grep -c '^DELETE /sandboxes/abc' "$BATS_TEST_TMPDIR/fake.log")" 3
+}
