@@ -658,35 +658,6 @@ b64(const void *p, size_t n)
 	return s;
 }
 
-/* Standard or URL-safe base64, padded or not; -1 when it is not. */
-static int
-unb64(const char *s, struct sbx_buf *out)
-{
-	size_t n = strlen(s), i, pad = 0;
-	char *t = sbx_xmalloc(n + 4);
-	unsigned char *d;
-	int len;
-
-	for (i = 0; i < n; i++)
-		t[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
-	while (n % 4)
-		t[n++] = '=';
-	t[n] = 0;
-	for (i = n; i > 0 && t[i - 1] == '='; i--)
-		pad++;
-	d = sbx_xmalloc(n / 4 * 3 + 1);
-	len = EVP_DecodeBlock(d, (unsigned char *)t, (int)n);
-	free(t);
-	if (len < 0 || (size_t)len < pad) {
-		free(d);
-		return -1;
-	}
-	out->len = 0;
-	sbx_buf_add(out, d, (size_t)len - pad);
-	free(d);
-	return 0;
-}
-
 static void
 envd_close(struct envd *v)
 {
@@ -865,7 +836,7 @@ signal_of(const char *status)
 static int
 output(struct run *r, int fd, struct sbx_buf *cap, const char *b64s)
 {
-	if (unb64(b64s, &r->bytes) < 0) {
+	if (sbx_e2b_unb64(b64s, &r->bytes) < 0) {
 		r->bad = 1;
 		return -1;
 	}

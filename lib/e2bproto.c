@@ -2,6 +2,8 @@
  * Connect error codes and their HTTP statuses (DESIGN.md 3) */
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "sbx.h"
 
 /* Connect's codes and the statuses its unary errors travel with. */
@@ -108,4 +110,33 @@ json_t *
 sbx_e2b_error(const char *code, const char *msg)
 {
 	return json_pack("{s:s,s:s}", "code", code, "message", msg ? msg : "");
+}
+
+/* Standard or URL-safe base64, padded or not; -1 when it is not. */
+int
+sbx_e2b_unb64(const char *s, struct sbx_buf *out)
+{
+	size_t n = strlen(s), i, pad = 0;
+	char *t = sbx_xmalloc(n + 4);
+	unsigned char *d;
+	int len;
+
+	for (i = 0; i < n; i++)
+		t[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
+	while (n % 4)
+		t[n++] = '=';
+	t[n] = 0;
+	for (i = n; i > 0 && t[i - 1] == '='; i--)
+		pad++;
+	d = sbx_xmalloc(n / 4 * 3 + 1);
+	len = EVP_DecodeBlock(d, (unsigned char *)t, (int)n);
+	free(t);
+	if (len < 0 || (size_t)len < pad) {
+		free(d);
+		return -1;
+	}
+	out->len = 0;
+	sbx_buf_add(out, d, (size_t)len - pad);
+	free(d);
+	return 0;
 }

@@ -637,6 +637,9 @@ long sbx_e2b_unframe(const char *p, size_t n, size_t max, int *flags,
     const char **payload, size_t *len);
 /* {"code":code,"message":msg}: Connect's error body. */
 json_t *sbx_e2b_error(const char *code, const char *msg);
+/* Standard or URL-safe base64, padded or not, decoded into out (its
+ * contents replaced); -1 when it is not base64. */
+int sbx_e2b_unb64(const char *s, struct sbx_buf *out);
 
 /* --- sbxd: the sandbox server (sbxd(8)) ------------------------------- */
 

@@ -84,33 +84,6 @@ b64(const char *p, size_t n)
 	return s;
 }
 
-/* Standard or URL-safe base64, padded or not; NULL when it is not. */
-static unsigned char *
-unb64(const char *s, size_t *out)
-{
-	size_t n = strlen(s), i, pad = 0;
-	char *t = sbx_xmalloc(n + 4);
-	unsigned char *d;
-	int len;
-
-	for (i = 0; i < n; i++)
-		t[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
-	while (n % 4)
-		t[n++] = '=';
-	t[n] = 0;
-	for (i = n; i > 0 && t[i - 1] == '='; i--)
-		pad++;
-	d = sbx_xmalloc(n / 4 * 3 + 1);
-	len = EVP_DecodeBlock(d, (unsigned char *)t, (int)n);
-	free(t);
-	if (len < 0 || (size_t)len < pad) {
-		free(d);
-		return NULL;
-	}
-	*out = (size_t)len - pad;
-	return d;
-}
-
 static struct ev *
 ev_new(const json_t *msg, int flags)
 {
@@ -927,8 +900,7 @@ h_send_input(struct sbxd_req *r)
 	struct sbxd_proc *p = unary_proc(r, &req, &ret);
 	json_t *input;
 	const char *data;
-	unsigned char *bytes;
-	size_t n;
+	struct sbx_buf bytes = {0};
 	int fd;
 
 	if (!p)
@@ -940,7 +912,7 @@ h_send_input(struct sbxd_req *r)
 		    "required", p->pty ? "pty" : "stdin");
 		goto out;
 	}
-	if (!(bytes = unb64(data, &n))) {
+	if (sbx_e2b_unb64(data, &bytes) < 0) {
 		ret = sbxd_reply_connect(r, "invalid_argument",
 		    "the input is not base64");
 		goto out;
@@ -951,7 +923,7 @@ h_send_input(struct sbxd_req *r)
 	if (fd < 0)
 		ret = sbxd_reply_connect(r, "failed_precondition",
 		    "stdin not enabled or closed");
-	else if (sbx_write_all(fd, bytes, n) < 0)
+	else if (sbx_write_all(fd, bytes.data, bytes.len) < 0)
 		ret = sbxd_reply_connect(r, "failed_precondition",
 		    "cannot write to the process's stdin: %s",
 		    strerror(errno));
@@ -959,8 +931,8 @@ h_send_input(struct sbxd_req *r)
 		ret = sbxd_reply(r, 200, "application/json", "{}", 2);
 	if (fd >= 0)
 		close(fd);
-	free(bytes);
 out:
+	sbx_buf_release(&bytes);
 	unary_done(p, req);
 	return ret;
 }
