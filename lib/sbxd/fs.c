@@ -312,7 +312,6 @@ h_watch_dir(struct sbxd_req *r)
 	enum MHD_Result ret;
 	json_t *j = sbxd_stream_request(r, &ret);
 	struct wstream *st;
-	struct MHD_Response *rs;
 	const char *ka = sbxd_header(r, "Keepalive-Ping-Interval");
 	const char *to = sbxd_header(r, "Connect-Timeout-Ms");
 	const char *code;
@@ -335,17 +334,7 @@ h_watch_dir(struct sbxd_req *r)
 	else
 		wstream_msg(st, "start", NULL);
 	json_decref(j);
-	rs = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384,
-	    wstream_read, st, wstream_free);
-	if (!rs) {
-		wstream_free(st);
-		return MHD_NO;
-	}
-	MHD_add_response_header(rs, "Content-Type", "application/connect+json");
-	r->status = 200;
-	ret = MHD_queue_response(r->c, 200, rs);
-	MHD_destroy_response(rs);
-	return ret;
+	return sbxd_reply_stream(r, 16384, wstream_read, st, wstream_free);
 }
 
 /* --- watchers: a watch kept in sbxd, polled ---------------------------- */

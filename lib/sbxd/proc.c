@@ -491,8 +491,6 @@ stream_free(void *cls)
 static enum MHD_Result
 stream_reply(struct sbxd_req *r, struct stream *st)
 {
-	struct MHD_Response *rs;
-	enum MHD_Result ret;
 	const char *ka = sbxd_header(r, "Keepalive-Ping-Interval");
 	const char *to = sbxd_header(r, "Connect-Timeout-Ms");
 	uint64_t v;
@@ -502,17 +500,7 @@ stream_reply(struct sbxd_req *r, struct stream *st)
 	st->next_ping = sbx_mono_ms() + st->keepalive_ms;
 	if (to && sbx_parse_u64(to, 1, UINT32_MAX, &v) == 0 && !st->deadline)
 		st->deadline = sbx_mono_ms() + (long long)v;
-	rs = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, CHUNK + 64,
-	    stream_read, st, stream_free);
-	if (!rs) {
-		stream_free(st);
-		return MHD_NO;
-	}
-	MHD_add_response_header(rs, "Content-Type", "application/connect+json");
-	r->status = 200;
-	ret = MHD_queue_response(r->c, 200, rs);
-	MHD_destroy_response(rs);
-	return ret;
+	return sbxd_reply_stream(r, CHUNK + 64, stream_read, st, stream_free);
 }
 
 /* A stream that is only an error (Connect streams fail with 200). */

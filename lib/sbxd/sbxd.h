@@ -93,6 +93,11 @@ __attribute__((format(printf, 3, 4))) enum MHD_Result sbxd_reply_err(
 __attribute__((format(printf, 3, 4))) enum MHD_Result sbxd_reply_connect(
     struct sbxd_req *r, const char *code, const char *fmt, ...);
 enum MHD_Result sbxd_reply_empty(struct sbxd_req *r, int status);
+/* A Connect server stream (200), its frames from rd; fr frees cls, also
+ * when the response cannot be made. */
+enum MHD_Result sbxd_reply_stream(struct sbxd_req *r, size_t block,
+    MHD_ContentReaderCallback rd, void *cls,
+    MHD_ContentReaderFreeCallback fr);
 const char *sbxd_header(struct sbxd_req *r, const char *name);
 const char *sbxd_query(struct sbxd_req *r, const char *name);
 /* The body as a JSON object; NULL after answering 400. */

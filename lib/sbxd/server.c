@@ -72,6 +72,27 @@ sbxd_reply_json(struct sbxd_req *r, int status, json_t *j)
 }
 
 enum MHD_Result
+sbxd_reply_stream(struct sbxd_req *r, size_t block,
+    MHD_ContentReaderCallback rd, void *cls,
+    MHD_ContentReaderFreeCallback fr)
+{
+	struct MHD_Response *rs;
+	enum MHD_Result ret;
+
+	rs = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block, rd,
+	    cls, fr);
+	if (!rs) {
+		fr(cls);
+		return MHD_NO;
+	}
+	MHD_add_response_header(rs, "Content-Type", "application/connect+json");
+	r->status = 200;
+	ret = MHD_queue_response(r->c, 200, rs);
+	MHD_destroy_response(rs);
+	return ret;
+}
+
+enum MHD_Result
 sbxd_reply_empty(struct sbxd_req *r, int status)
 {
 	return sbxd_reply(r, status, NULL, "", 0);
