@@ -148,7 +148,7 @@ $(BUILD)/unit/%: tests/unit/%.c tests/unit/tap.h $(BUILD)/libsbx.a
 # Both speak TAP; .ci/run counts it. The sandboxes' own tests need root
 # (uid ranges, cgroups): a normal user's run goes through sudo. Then the
 # conformance suite (tests/conformance), once for each backend here.
-BACKENDS ?= local docker docker:runsc
+BACKENDS ?= local docker docker:runsc e2b
 
 check: all $(UNITS)
 	@rc=0; for u in $(UNITS); do $$u || rc=1; done; \

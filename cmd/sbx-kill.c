@@ -103,7 +103,8 @@ kill_ref(json_t *ref, struct ctx *ctx)
 		sbx_warn("%s", err.msg);
 		return err.code;
 	}
-	if (be->kill(ref, ctx->keep, &err) < 0) {
+	if ((ctx->keep && sbx_backend_need(be, SBX_CAP_KEEP, &err) < 0) ||
+	    be->kill(ref, ctx->keep, &err) < 0) {
 		/* Gone is done; one that is not ours is not gone. */
 		if (err.code == SBX_EX_NOSANDBOX && !strstr(err.msg,
 		    SBX_NOT_OURS)) {

@@ -132,6 +132,8 @@ static const struct {
 	{SBX_CAP_IDLE, "idle", "tell how long a sandbox was idle "
 	    "(--idle-for)"},
 	{SBX_CAP_ZSTD, "zstd", "take a zstd stream (--compress zstd)"},
+	{SBX_CAP_NAME, "name", "name a sandbox (--name)"},
+	{SBX_CAP_KEEP, "keep", "keep a killed sandbox's files (--keep)"},
 };
 
 int
@@ -160,6 +162,7 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	want |= spec->timeout ? SBX_CAP_TIMEOUT : 0;
 	want |= spec->runtime ? SBX_CAP_RUNTIME : 0;
 	want |= spec->pull ? SBX_CAP_PULL : 0;
+	want |= spec->name ? SBX_CAP_NAME : 0;
 	return sbx_backend_need(be, want, err);
 }
 

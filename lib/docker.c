@@ -1518,7 +1518,7 @@ const struct sbx_backend sbx_docker_backend = {
 	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
 	    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS |
 	    SBX_CAP_TIMEOUT | SBX_CAP_RUNTIME | SBX_CAP_PULL | SBX_CAP_SUSPEND |
-	    SBX_CAP_STOP | SBX_CAP_FILES,
+	    SBX_CAP_STOP | SBX_CAP_FILES | SBX_CAP_NAME | SBX_CAP_KEEP,
 	.pause = docker_pause,
 	.resume = docker_resume,
 	.create = docker_create,

@@ -22,6 +22,10 @@
 #define DEFAULT_TIMEOUT 300 /* seconds, as the SDKs send */
 #define MANAGED "io.sbx.managed"
 #define LABEL_PREFIX "io.sbx."
+#define WORKDIR "io.sbx.workdir"
+/* envd's user for every call: root, as the other backends' commands
+ * run (HOME=/root, and the workdir can be made anywhere). */
+#define AS_ROOT "Authorization: Basic cm9vdDo=" /* base64("root:") */
 #define FRAME_MAX (16u << 20) /* an envelope of a process's stream */
 #define INPUT_CHUNK 65536     /* stdin, as the SDKs send it */
 
@@ -36,8 +40,8 @@ struct eb {
 /* What reaches a sandbox's envd. */
 struct envd {
 	struct sbx_http *h;
-	char *hdr[4];     /* token, sandbox id and port when proxied */
-	const char *hdrs[6];
+	char *hdr[5];     /* token, sandbox id and port when proxied, user */
+	const char *hdrs[7];
 };
 
 /* The key of this process, for redact(); set by eb_open. */
@@ -308,7 +312,8 @@ info_of(const json_t *s, const char *endpoint)
 	    "paused") ? "paused" : "running"));
 	json_object_set(o, "image", json_object_get(s, "templateID") ?
 	    json_object_get(s, "templateID") : json_null());
-	json_object_set_new(o, "workdir", json_null());
+	json_object_set(o, "workdir", json_is_string(json_object_get(meta,
+	    WORKDIR)) ? json_object_get(meta, WORKDIR) : json_null());
 	sbx_time_fmt(created, ts, sizeof ts);
 	json_object_set_new(o, "created_at", json_string(ts));
 	json_object_set_new(o, "created_at_epoch", json_integer(created));
@@ -360,6 +365,43 @@ eb_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
 
 /* --- create --------------------------------------------------------------- */
 
+static int e2b_exec(const json_t *ref, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err);
+
+/* As the local backend's: absolute, plain. */
+static int
+valid_workdir(const char *w)
+{
+	size_t n = strlen(w);
+
+	return w[0] == '/' && w[1] && !strstr(w, "/../") && !strstr(w, "//")
+	    && (n < 3 || strcmp(w + n - 3, "/..")) && !strstr(w, "/./") &&
+	    n < 1024;
+}
+
+/* The workdir, made in the new sandbox (a template has /home/user). */
+static int
+make_workdir(const json_t *ref, const char *dir, struct sbx_err *err)
+{
+	char *argv[] = {"mkdir", "-p", "--", (char *)dir, NULL};
+	struct sbx_exec_opts o = {.capture = 1, .max_output = 4096,
+	    .cwd = "/", .timeout_ms = 30000};
+	struct sbx_exec_result res;
+	int rc = 0;
+
+	if (e2b_exec(ref, argv, &o, &res, err) < 0)
+		return -1;
+	if (res.exit_code)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot make the workdir "
+		    "'%s': %.*s", dir, (int)strcspn(res.err.data ?
+		    res.err.data : "", "\n"), res.err.data ? res.err.data :
+		    "");
+	sbx_buf_release(&res.out);
+	sbx_buf_release(&res.err);
+	return rc;
+}
+
 static json_t *
 create_body(const struct sbx_spec *spec)
 {
@@ -372,6 +414,8 @@ create_body(const struct sbx_spec *spec)
 	json_object_update(meta, spec->labels);
 	json_object_set_new(meta, MANAGED, json_string("1"));
 	json_object_set_new(meta, "io.sbx.timeout", json_string(t));
+	if (spec->workdir)
+		json_object_set_new(meta, WORKDIR, json_string(spec->workdir));
 	for (i = 0; spec->env && spec->env[i]; i++) {
 		k = sbx_xstrdup(spec->env[i]);
 		k[strcspn(k, "=")] = '\0';
@@ -425,6 +469,9 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	int rc = -1;
 
 	*ref = NULL;
+	if (spec->workdir && !valid_workdir(spec->workdir))
+		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
+		    "(want an absolute, plain path)", spec->workdir);
 	if (eb_open(&e, spec->endpoint, err) < 0)
 		return -1;
 	body = create_body(spec);
@@ -447,6 +494,18 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	envd_where(*ref, id, spec->endpoint || (api && *api), e.endpoint,
 	    rs.json);
 	rc = 0;
+	if (spec->workdir && make_workdir(*ref, spec->workdir, err) < 0) {
+		struct sbx_http_resp ks;
+		struct sbx_err kerr;
+
+		/* Not made whole: not made. */
+		if (eb_req(&e, "DELETE", NULL, &ks, &kerr, "/sandboxes/%s",
+		    id) == 0)
+			sbx_http_resp_release(&ks);
+		json_decref(*ref);
+		*ref = NULL;
+		rc = -1;
+	}
 out:
 	sbx_http_resp_release(&rs);
 	if (body) {
@@ -469,9 +528,7 @@ e2b_kill(json_t *ref, int keep, struct sbx_err *err)
 	const char *id;
 	int rc = 0;
 
-	if (keep)
-		return sbx_err_set(err, SBX_EX_USAGE, "backend 'e2b' cannot "
-		    "keep a sandbox's files (--keep); see sbx-pause");
+	(void)keep; /* no KEEP: the caps say so */
 	if (ref_id(ref, &id, err) < 0 || eb_open(&e, sbx_json_str(ref,
 	    "endpoint"), err) < 0)
 		return -1;
@@ -700,6 +757,7 @@ envd_open(struct envd *v, const json_t *ref, const char *id,
 		v->hdr[n++] = sbx_xasprintf("E2b-Sandbox-Port: %d",
 		    SBX_E2B_ENVD_PORT);
 	}
+	v->hdr[n++] = sbx_xstrdup(AS_ROOT);
 	for (i = 0; i < n; i++)
 		v->hdrs[i] = v->hdr[i];
 	json_decref(where);
@@ -959,6 +1017,10 @@ start_error(const struct run *r, char *const argv[], struct sbx_err *err)
 {
 	const char *t = r->error_msg[0] ? r->error_msg : r->status;
 
+	/* "cwd '/x' does not exist": the workdir, not the command. */
+	if (strstr(t, "cwd "))
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start '%s': "
+		    "%s", argv[0], t);
 	if (strcasestr(t, "not found") || strcasestr(t, "no such file"))
 		return sbx_err_set(err, SBX_EX_NOTFOUND, "'%s': No such file "
 		    "or directory", argv[0]);
@@ -1003,6 +1065,9 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	struct sbx_http_resp rs = {0};
 	struct sbx_buf frame = SBX_BUF_INIT;
 	struct input in = {.running = 0};
+	struct sbx_exec_opts wo;
+	char *wdir = NULL;
+	const char *wd;
 	struct run r;
 	struct envd v = {0};
 	struct eb e;
@@ -1030,6 +1095,12 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 		    "(sbx-exec --resume, or sbx-pause --resume)", id);
 		goto out;
 	}
+	/* The sandbox's workdir, kept in its metadata, by default. */
+	wo = *o;
+	if (!wo.cwd && (wd = sbx_json_str(json_object_get(sb, "metadata"),
+	    WORKDIR)))
+		wo.cwd = wdir = sbx_xstrdup(wd);
+	o = &wo;
 	json_decref(sb);
 	sb = NULL;
 	/* Fresh for each exec, and it refreshes the sandbox's TTL. */
@@ -1179,6 +1250,7 @@ out:
 		json_object_clear(sb);
 		json_decref(sb);
 	}
+	free(wdir);
 	eb_close(&e);
 	return rc;
 }

@@ -314,6 +314,9 @@ enum {
 	SBX_CAP_FILES = 1 << 12,     /* sbx-sync */
 	SBX_CAP_IDLE = 1 << 13,      /* reports idle time: sbx-gc -i */
 	SBX_CAP_ZSTD = 1 << 14,      /* sbx-sync push -z zstd */
+	SBX_CAP_NAME = 1 << 15,      /* sbx-create --name */
+	SBX_CAP_KEEP = 1 << 16,      /* sbx-kill -k; an ended sandbox stays
+	                              * listed (expired, dead) until sbx-gc */
 };
 
 struct sbx_backend {

@@ -1188,7 +1188,7 @@ const struct sbx_backend sbx_local_backend = {
 	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
 	    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS |
 	    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_STOP | SBX_CAP_FILES |
-	    SBX_CAP_IDLE | SBX_CAP_ZSTD,
+	    SBX_CAP_IDLE | SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP,
 	.pause = local_pause,
 	.resume = local_resume,
 	.create = local_create,

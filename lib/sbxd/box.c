@@ -291,7 +291,8 @@ sbxd_box_env(struct sbxd_box *b, const json_t *more)
 	    (objs[1] ? json_object_size(objs[1]) : 0) + 2, sizeof *env);
 	/* E2B's processes run as "user", whose home is /home/user: "~" is
 	 * there as for envd's cwd and paths (the backend's default is /root).
-	 * Later entries win, so envVars and envs may still set HOME. */
+	 * Later entries win, so envVars and envs may still set HOME. It
+	 * comes first: a Start as root puts /root in its place. */
 	env[n++] = sbx_xstrdup("HOME=/home/user");
 	for (i = 0; i < 2; i++) {
 		if (!objs[i])

@@ -31,8 +31,8 @@ h_health(struct sbxd_req *r)
 
 /* The user of an RPC: Authorization: Basic base64("name:"); NULL for
  * the default one. */
-static char *
-rpc_user(struct sbxd_req *r)
+char *
+sbxd_rpc_user(struct sbxd_req *r)
 {
 	const char *a = sbxd_header(r, "Authorization");
 	unsigned char out[256];
@@ -64,7 +64,7 @@ rpc_user(struct sbxd_req *r)
 static json_t *
 rpc_call(struct sbxd_req *r, json_t *q, enum MHD_Result *ret)
 {
-	char *user = rpc_user(r);
+	char *user = sbxd_rpc_user(r);
 	const char *code;
 	json_t *a;
 
@@ -161,7 +161,7 @@ watch_start(struct sbxd_req *r, const json_t *j, struct sbxd_inbox *ib,
 {
 	struct sbx_err err;
 	const char *path = sbx_json_str(j, "path");
-	char *user = rpc_user(r);
+	char *user = sbxd_rpc_user(r);
 	json_t *q, *a;
 
 	*code = "invalid_argument";

@@ -558,18 +558,22 @@ sbxd_unary_request(struct sbxd_req *r, enum MHD_Result *ret)
 
 /* --- Start --------------------------------------------------------------- */
 
-/* "~", "~/x" and relative paths are the user's home's. */
+/* "~", "~/x" and relative paths are the user's home's; none is the
+ * home of root (the sandbox's workdir, /home/user, is the default
+ * user's). */
 static char *
-cwd_of(const char *cwd)
+cwd_of(const char *cwd, int root)
 {
+	const char *home = root ? "/root" : "/home/user";
+
 	if (!cwd || !*cwd)
-		return NULL;
+		return root ? sbx_xstrdup(home) : NULL;
 	if (!strcmp(cwd, "~"))
-		return sbx_xstrdup("/home/user");
+		return sbx_xstrdup(home);
 	if (!strncmp(cwd, "~/", 2))
-		return sbx_xasprintf("/home/user/%s", cwd + 2);
+		return sbx_xasprintf("%s/%s", home, cwd + 2);
 	if (*cwd != '/')
-		return sbx_xasprintf("/home/user/%s", cwd);
+		return sbx_xasprintf("%s/%s", home, cwd);
 	return sbx_xstrdup(cwd);
 }
 
@@ -620,9 +624,9 @@ h_start(struct sbxd_req *r)
 	struct stream *st;
 	struct sbxd_box *b = r->box;
 	const char *cmd, *to;
-	char **argv = NULL, **env = NULL, *cwd = NULL, *name;
+	char **argv = NULL, **env = NULL, *cwd = NULL, *name, *user;
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
-	int res[2] = {-1, -1}, master = -1, slave = -1, use_stdin;
+	int res[2] = {-1, -1}, master = -1, slave = -1, use_stdin, root;
 	size_t i, n;
 	uint64_t ms;
 	pthread_t th;
@@ -659,7 +663,17 @@ h_start(struct sbxd_req *r)
 		goto out;
 	}
 	env = sbxd_box_env(b, json_object_get(proc, "envs"));
-	cwd = cwd_of(sbx_json_str(proc, "cwd"));
+	/* As envd: the user the request names (root, or the default user;
+	 * commands run as the sandbox's root either way), whose HOME comes
+	 * first, before the sandbox's envVars and the process's envs. */
+	user = sbxd_rpc_user(r);
+	root = user && !strcmp(user, "root");
+	free(user);
+	if (root) {
+		free(env[0]);
+		env[0] = sbx_xstrdup("HOME=/root");
+	}
+	cwd = cwd_of(sbx_json_str(proc, "cwd"), root);
 	v = json_object_get(j, "stdin");
 	use_stdin = v ? json_is_true(v) : 1;
 	if ((to = sbxd_header(r, "Connect-Timeout-Ms")) &&

@@ -99,6 +99,9 @@ enum MHD_Result sbxd_reply_stream(struct sbxd_req *r, size_t block,
     MHD_ContentReaderCallback rd, void *cls,
     MHD_ContentReaderFreeCallback fr);
 const char *sbxd_header(struct sbxd_req *r, const char *name);
+/* The user an RPC names (Authorization: Basic base64("name:")), or NULL
+ * for the template's default one. */
+char *sbxd_rpc_user(struct sbxd_req *r);
 const char *sbxd_query(struct sbxd_req *r, const char *name);
 /* The body as a JSON object; NULL after answering 400. */
 json_t *sbxd_body_json(struct sbxd_req *r, enum MHD_Result *ret);

@@ -7,6 +7,9 @@
 #   docker         a private Docker engine (../dockerd.bash), started once
 #                  for the whole run by setup_suite.bash
 #   docker:runsc   the same, each sandbox under gVisor (--runtime runsc)
+#   e2b            a private sbxd on loopback (../sbxd.bash), started once
+#                  for the whole run by setup_suite.bash, reached through
+#                  E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
 # `make check` runs it for each of them (BACKENDS= narrows that).
 #
 # A file:
@@ -39,8 +42,12 @@ docker:runsc)
 	BACKEND=docker
 	CREATE=(-b docker -i "$SBX_TEST_IMAGE" -R runsc)
 	;;
+e2b)
+	BACKEND=e2b
+	CREATE=(-b e2b -i base)
+	;;
 *)
-	echo "conformance: unknown SBX_TEST_BACKEND '$B' (local, docker or docker:runsc)" >&2
+	echo "conformance: unknown SBX_TEST_BACKEND '$B' (local, docker, docker:runsc or e2b)" >&2
 	exit 1
 	;;
 esac
@@ -52,6 +59,10 @@ conf_setup_file() {
 	export SBX_BACKEND=$BACKEND
 	if [ "$BACKEND" = docker ] && [ -z "${DOCKER_HOST:-}" ]; then
 		echo "conformance: no private engine (setup_suite.bash)" >&2
+		return 1
+	fi
+	if [ "$BACKEND" = e2b ] && [ -z "${E2B_API_URL:-}" ]; then
+		echo "conformance: no private sbxd (setup_suite.bash)" >&2
 		return 1
 	fi
 }
@@ -91,4 +102,32 @@ has_cap() {
 	esac
 	echo "has_cap: backend '$BACKEND' declares no capability '$1'" >&2
 	exit 1
+}
+
+# Wait (bounded, 60 s) until sbx-ls no longer lists sandbox $1: on a
+# backend without keep, the server removes a sandbox that ended on its
+# own (its timeout, its death) instead of listing it expired or dead.
+wait_unlisted() {
+	local i
+	for ((i = 0; i < 240; i++)); do
+		[ -z "$(sbx-ls -j | jq -r --arg id "$1" 'select(.id == $id) | .id')" ] &&
+			return 0
+		sleep 0.25
+	done
+	echo "sandbox $1 is still listed: $(sbx-ls -j | jq -c --arg id "$1" 'select(.id == $id)')" >&2
+	return 1
+}
+
+# On a backend without names (has_cap name): sbx-create --name $1 is
+# refused (2), one line saying so, with nothing made. True then: the
+# test goes on without the name; false on a backend that has names.
+refused_name() {
+	has_cap name && return 1
+	run --separate-stderr create --name "$1" -l refused=name \
+	    -s "$BATS_TEST_TMPDIR/named.json"
+	assert_failure 2
+	assert_output ''
+	[ "$stderr" = "sbx-create: backend '$BACKEND' cannot name a sandbox (--name)" ]
+	[ ! -e "$BATS_TEST_TMPDIR/named.json" ]
+	[ -z "$(sbx-ls -j -l refused=name)" ]
 }

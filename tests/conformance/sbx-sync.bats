@@ -51,6 +51,25 @@ make_tree() {
 	ln -s src/main.c "$P/link"
 }
 
+# On a backend without sbx-sync (has_cap files): push, pull and status
+# of a live sandbox are each refused (2, one line saying so), and nothing
+# is written to the project or beside the state file. True then: the test
+# has checked what that backend can do; false on a backend that has it.
+refused_files() {
+	local c
+	has_cap files && return 1
+	new_sandbox
+	for c in push pull status; do
+		run --separate-stderr sbx-sync "$c" -s "$S" "$P"
+		assert_failure 2
+		assert_output ''
+		[ "$stderr" = "sbx-sync: backend '$BACKEND' cannot move files (sbx-sync)" ]
+	done
+	[ -z "$(ls -A "$P")" ]
+	[ ! -e "$S.baseline" ]
+	[ "$(sx echo alive)" = alive ]
+}
+
 @test "$B: sbx-sync: no command, an unknown one, or a misplaced option is a usage error" {
 	run sbx-sync
 	assert_failure 2
@@ -90,6 +109,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a sandbox that is gone exits 3 and writes nothing" {
+	if refused_files; then return; fi
 	new_sandbox
 	echo a >"$P/a"
 	sbx-kill -q -s "$S" >/dev/null
@@ -104,6 +124,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync push sends the tree; names, modes, symlinks and empty files arrive intact" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	run push
@@ -117,6 +138,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a 50 MB binary file and the tree round trip with equal checksums" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	head -c 50M /dev/urandom >"$P/big.bin"
@@ -131,6 +153,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: nanosecond mtimes travel, so an untouched tree pulls nothing" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	touch -d '2021-03-04 05:06:07.123456789' "$P/src/main.c"
@@ -146,6 +169,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync pull brings back new and changed files, and a mode change" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -168,6 +192,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a touched but unchanged file is recognised by its hash" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -181,6 +206,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a rename in the sandbox is a delete and an add on the host" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -197,6 +223,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync pull follows directories made, moved and removed, and a file become a symlink" {
+	if refused_files; then return; fi
 	make_tree
 	mkdir -p "$P/gone/b"
 	echo g >"$P/gone/b/g"
@@ -216,6 +243,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: files only on the host are never deleted" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -229,6 +257,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a symlink deleted in the sandbox stays on the host" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -239,6 +268,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: ignored files neither go up nor come down" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	printf '# generated\n*.log\nbuild/\n!keep.log\n' >"$P/.sbxignore"
@@ -259,6 +289,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: --exclude and --include choose what goes up" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	run push -a 'src/' -x '*.txt'
@@ -274,6 +305,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: in a git work tree, tracked and untracked-not-ignored files go, .git never" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	git -C "$P" init -q
@@ -299,6 +331,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: the state directory never travels" {
+	if refused_files; then return; fi
 	S=$P/.sbx/state.json
 	create -s "$S" >/dev/null
 	echo a >"$P/a"
@@ -317,6 +350,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a state file kept in the project's top directory stays home too" {
+	if refused_files; then return; fi
 	S=$P/run.json
 	create -s "$S" >/dev/null
 	echo a >"$P/a"
@@ -330,6 +364,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: the size policy warns or skips large files" {
+	if refused_files; then return; fi
 	new_sandbox
 	head -c 3000 /dev/zero >"$P/big"
 	echo s >"$P/small"
@@ -349,6 +384,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync push sends only what changed; --dry-run sends nothing; --delete removes" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -376,6 +412,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync push with gzip, zstd or none gives the same tree, or zstd is refused (2)" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	run push -z gzip
@@ -405,6 +442,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a file changed on both sides is a conflict: host kept, sandbox's beside it, exit 1" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -430,6 +468,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: --theirs takes the sandbox's version, --ours keeps the host's" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -450,6 +489,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: equal changes on both sides are no conflict" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -463,6 +503,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a file deleted in the sandbox but changed on the host is kept" {
+	if refused_files; then return; fi
 	new_sandbox
 	make_tree
 	push >/dev/null
@@ -478,6 +519,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a write through a host symlink is refused, nothing written (exit 6)" {
+	if refused_files; then return; fi
 	new_sandbox
 	mkdir "$BATS_TEST_TMPDIR/outside"
 	echo a >"$P/a"
@@ -498,6 +540,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a failed pull advances nothing, and the next one delivers it all" {
+	if refused_files; then return; fi
 	new_sandbox
 	echo a >"$P/a"
 	push >/dev/null
@@ -519,6 +562,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a pull killed mid-way leaves old or new files, and the next pull finishes" {
+	if refused_files; then return; fi
 	new_sandbox
 	for i in 1 2 3 4 5 6 7 8; do head -c 4M /dev/zero >"$P/f$i"; done
 	push >/dev/null
@@ -548,6 +592,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a full disk fails the pull with nothing half-written" {
+	if refused_files; then return; fi
 	new_sandbox
 	MNT=$P
 	mount -t tmpfs -o size=1M tmpfs "$P"
@@ -565,6 +610,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: progress goes to stderr on a terminal only" {
+	if refused_files; then return; fi
 	new_sandbox
 	head -c 60M /dev/urandom >"$P/big"
 	run script -qec "sbx-sync push -s '$S' '$P' >/dev/null" /dev/null
@@ -578,6 +624,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a pulled symlink keeps its mtime, so it does not bounce back" {
+	if refused_files; then return; fi
 	new_sandbox
 	echo a >"$P/a"
 	# Its time from a file's (busybox's touch -d takes no fractions).
@@ -599,6 +646,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync -v names each file it writes or deletes" {
+	if refused_files; then return; fi
 	new_sandbox
 	echo a >"$P/a"
 	echo b >"$P/b"
@@ -612,6 +660,7 @@ make_tree() {
 }
 
 @test "$B: sbx-sync: a file changed right after each pull arrives with the next, round after round" {
+	if refused_files; then return; fi
 	mkdir -p "$P/a/b"
 	echo 0 >"$P/a/b/f"
 	new_sandbox
