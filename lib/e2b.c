@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1017,8 +1021,9 @@ start_error(const struct run *r, char *const argv[], struct sbx_err *err)
 {
 	const char *t = r->error_msg[0] ? r->error_msg : r->status;
 
-	/* "cwd '/x' does not exist": the workdir, not the command. */
-	if (strstr(t, "cwd "))
+	/* envd's "cwd '/x' does not exist" (sbxd's: "cannot change
+	 * directory to '/x': ..."): the workdir, not the command. */
+	if (strstr(t, "cwd ") || strstr(t, "cannot change directory"))
 		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start '%s': "
 		    "%s", argv[0], t);
 	if (strcasestr(t, "not found") || strcasestr(t, "no such file"))
@@ -1055,6 +1060,171 @@ start_msg(char *const argv[], const struct sbx_exec_opts *o)
 	return json_pack("{sosb}", "process", proc, "stdin", o->interactive);
 }
 
+/* --- signals: forwarded to the command, and a guard ---------------------- */
+
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to sbx-exec go on to the
+ * command, as the other backends forward them, and the command's status
+ * is then sbx-exec's. envd's SendSignal knows SIGTERM and SIGKILL only:
+ * each of them goes as SIGTERM. A guard, a child of ours in a session of
+ * its own, kills the command should we die without saying it ended
+ * (SIGKILL included): envd never ends a process whose stream's client is
+ * gone. Both name the process by a tag of ours, given in its Start: no
+ * wait for its pid. */
+struct fwd {
+	const json_t *ref;
+	const char *id;
+	const json_t *sb;
+	char tag[40];
+	sigset_t set, old;
+	int sfd;
+	int stop[2];         /* a byte on stop[1]: the command ended */
+	int guard;           /* our end of the guard's socket; -1 */
+	pid_t guard_pid;
+	pthread_t th;
+	int running;
+};
+
+/* SendSignal to the tagged process, on a client of its own. */
+static int
+send_signal(const struct fwd *f, const char *sig)
+{
+	struct sbx_err err;
+	struct envd v;
+	json_t *m;
+	int rc;
+
+	if (envd_open(&v, f->ref, f->id, f->sb, &err) < 0)
+		return -1;
+	m = json_pack("{s{ss}ss}", "process", "tag", f->tag, "signal", sig);
+	rc = envd_call(&v, "SendSignal", m, &err);
+	json_decref(m);
+	envd_close(&v);
+	return rc;
+}
+
+static void __attribute__((noreturn))
+guard_main(struct fwd *f, int sock)
+{
+	static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+	char c;
+	size_t i;
+	ssize_t n;
+	int null;
+
+	setsid();
+	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
+		signal(quiet[i], SIG_IGN);
+	sigprocmask(SIG_SETMASK, &f->old, NULL);
+	/* Holding none of the caller's pipes: a reader sees our EOF. */
+	if ((null = open("/dev/null", O_RDWR)) >= 0)
+		for (i = 0; i < 3; i++)
+			dup2(null, (int)i);
+	if (dup2(sock, 3) < 0)
+		_exit(0);
+	close_range(4, ~0U, 0);
+	/* "k" once the command ended; EOF: we died. (Gone already is as
+	 * good.) */
+	while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		send_signal(f, "SIGNAL_SIGKILL");
+	_exit(0);
+}
+
+static void *
+fwd_main(void *arg)
+{
+	struct fwd *f = arg;
+	struct pollfd p[2] = {{f->sfd, POLLIN, 0}, {f->stop[0], POLLIN, 0}};
+	struct signalfd_siginfo si;
+	int pending = 0;
+
+	for (;;) {
+		/* Before the process is there, not_found: again in 20 ms. */
+		if (pending && send_signal(f, "SIGNAL_SIGTERM") == 0)
+			pending = 0;
+		if (poll(p, 2, pending ? 20 : -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (p[0].revents & POLLIN)
+			while (read(f->sfd, &si, sizeof si) == sizeof si)
+				pending = 1;
+	}
+	return NULL;
+}
+
+/* Before the command starts: its tag, signals held for the thread, the
+ * guard. */
+static void
+fwd_start(struct fwd *f)
+{
+	unsigned char rnd[16];
+	size_t i;
+	int sv[2];
+
+	f->guard = -1;
+	f->guard_pid = -1;
+	f->sfd = -1;
+	f->stop[0] = f->stop[1] = -1;
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		memset(rnd, 0, sizeof rnd);
+	memcpy(f->tag, "sbx-", 4);
+	for (i = 0; i < sizeof rnd; i++)
+		snprintf(f->tag + 4 + 2 * i, 3, "%02x", rnd[i]);
+	sigemptyset(&f->set);
+	sigaddset(&f->set, SIGINT);
+	sigaddset(&f->set, SIGTERM);
+	sigaddset(&f->set, SIGHUP);
+	sigaddset(&f->set, SIGQUIT);
+	if (pthread_sigmask(SIG_BLOCK, &f->set, &f->old))
+		return;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
+		fflush(NULL);
+		if ((f->guard_pid = fork()) == 0) {
+			close(sv[0]);
+			guard_main(f, sv[1]);
+		}
+		close(sv[1]);
+		if (f->guard_pid > 0)
+			f->guard = sv[0];
+		else
+			close(sv[0]);
+	}
+	if ((f->sfd = signalfd(-1, &f->set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
+	    pipe2(f->stop, O_CLOEXEC) < 0)
+		return;
+	f->running = !pthread_create(&f->th, NULL, fwd_main, f);
+}
+
+/* The command ended (or never started): the guard stands down, the
+ * thread stops, the signals are ours again (one that came since acts). */
+static void
+fwd_stop(struct fwd *f)
+{
+	if (f->running) {
+		/* One byte into an empty pipe of ours cannot fail. */
+		if (write(f->stop[1], "", 1) < 0) {
+		}
+		pthread_join(f->th, NULL);
+	}
+	if (f->guard >= 0) {
+		if (write(f->guard, "k", 1) < 0) {
+		}
+		close(f->guard);
+	}
+	if (f->guard_pid > 0)
+		while (waitpid(f->guard_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	if (f->sfd >= 0)
+		close(f->sfd);
+	if (f->stop[0] >= 0) {
+		close(f->stop[0]);
+		close(f->stop[1]);
+	}
+	pthread_sigmask(SIG_SETMASK, &f->old, NULL);
+}
+
 static int
 e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
     struct sbx_exec_result *res, struct sbx_err *err)
@@ -1066,6 +1236,7 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	struct sbx_buf frame = SBX_BUF_INIT;
 	struct input in = {.running = 0};
 	struct sbx_exec_opts wo;
+	struct fwd fw = {0};
 	char *wdir = NULL;
 	const char *wd;
 	struct run r;
@@ -1120,6 +1291,11 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	}
 	hdrs[n] = NULL;
 	msg = start_msg(argv, o);
+	fw.ref = ref;
+	fw.id = id;
+	fw.sb = sb;
+	fwd_start(&fw);
+	json_object_set_new(msg, "tag", json_string(fw.tag));
 	sbx_e2b_frame_json(&frame, 0, msg);
 	rq.data = frame.data;
 	rq.data_len = frame.len;
@@ -1139,6 +1315,7 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 		res->err.limit = o->max_output;
 	}
 	rc = sbx_http_do(v.h, &rq, &rs, err);
+	fwd_stop(&fw);
 	res->duration_ms = sbx_mono_ms() - t0;
 	if (rc < 0 && rs.timed_out && o->timeout_ms && r.started) {
 		struct sbx_err kerr;

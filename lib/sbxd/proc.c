@@ -59,6 +59,7 @@ struct sbxd_proc {
 	struct sub *subs;
 	int refs;
 	int done;
+	int lost;             /* its sandbox was killed under it */
 };
 
 static void
@@ -218,7 +219,14 @@ finish(struct sbxd_proc *p, const struct result *res)
 	}
 	ev = json_pack("{s:o}", "end", end);
 	pthread_mutex_lock(&sbxd.mu);
-	publish(p, ev);
+	/* A sandbox killed under its processes takes envd with it: their
+	 * streams break, with no end event, as E2B's do. */
+	if (p->lost) {
+		ecode = "unavailable";
+		emsg = "the sandbox is gone";
+	} else {
+		publish(p, ev);
+	}
 	for (s = p->subs; s; s = s->next) {
 		s->ended = 1;
 		if (ecode) {
@@ -1044,8 +1052,10 @@ sbxd_proc_end_all(struct sbxd_box *b)
 
 	pthread_mutex_lock(&sbxd.mu);
 	for (p = b->procs; p; p = p->next)
-		if (!p->done)
+		if (!p->done) {
+			p->lost = 1;
 			kill(p->child, SIGKILL);
+		}
 	pthread_mutex_unlock(&sbxd.mu);
 }
 
