@@ -117,15 +117,16 @@ sanitized() {
 		jq -se 'map(.backend) == ["local", "docker", "e2b"] and
 		    map(.default) == [true, false, false] and
 		    all(.pause == "suspend") and
-		    all(.caps | length == 15 and all(type == "boolean"))' \
+		    all(.caps | length == 17 and all(type == "boolean"))' \
 		    <<<"$output"
 		jq -se '.[0].caps | .idle and .files and .pty and .stop and
-		    (.runtime | not) and (.pull | not)' <<<"$output"
-		jq -se '.[1].caps | .runtime and .pull and .files and
-		    (.idle | not)' <<<"$output"
-		jq -se '.[2].caps | .stdin and .suspend and .timeout and
-		    (.pty | not) and (.files | not) and (.stop | not)' \
+		    .name and .keep and (.runtime | not) and (.pull | not)' \
 		    <<<"$output"
+		jq -se '.[1].caps | .runtime and .pull and .files and .name and
+		    .keep and (.idle | not)' <<<"$output"
+		jq -se '.[2].caps | .stdin and .suspend and .timeout and
+		    (.pty | not) and (.files | not) and (.stop | not) and
+		    (.name | not) and (.keep | not)' <<<"$output"
 	done
 	# The default is the configured one.
 	SBX_BACKEND=docker run "$SBX_BIN/sbx-ls" --backends
