@@ -89,5 +89,16 @@ sbxd_run() {
 		sbxd_unframe
 }
 
+# The same as user $1 (Authorization: Basic base64("$1:")):
+# sbxd_run_as USER ID TOKEN JSON
+sbxd_run_as() {
+	local auth
+	auth=$(printf '%s:' "$1" | base64)
+	sbxd_frame "$4" | sbxd_envd "$2" "$3" /process.Process/Start \
+		-H 'Content-Type: application/connect+json' \
+		-H "Authorization: Basic $auth" --data-binary @- |
+		sbxd_unframe
+}
+
 # For `run bash -c` pipelines.
 export -f sbxd_envd sbxd_frame sbxd_unframe sbxd_api

@@ -356,6 +356,39 @@ netdevs() {
 	assert_equal "$out" /root
 }
 
+@test "Start as root (Authorization: Basic root:): HOME and the default cwd are /root, envs still win" {
+	box '{"templateID":"base","timeout":60,"secure":true}'
+	run sbxd_run_as root "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","echo $HOME; pwd"]}}'
+	out=$(printf '%s\n' "${lines[@]}" | jq -r 'select(.event.data.stdout) | .event.data.stdout' 2>/dev/null | base64 -d)
+	assert_equal "$out" $'/root\n/root'
+	run sbxd_run_as root "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","echo $HOME; pwd"],"envs":{"HOME":"/tmp"},"cwd":"~/"}}'
+	out=$(printf '%s\n' "${lines[@]}" | jq -r 'select(.event.data.stdout) | .event.data.stdout' 2>/dev/null | base64 -d)
+	assert_equal "$out" $'/tmp\n/root'
+	# The default user's, as before.
+	run sbxd_run_as user "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","echo $HOME; pwd"]}}'
+	out=$(printf '%s\n' "${lines[@]}" | jq -r 'select(.event.data.stdout) | .event.data.stdout' 2>/dev/null | base64 -d)
+	assert_equal "$out" $'/home/user\n/home/user'
+}
+
+@test "a sandbox killed under a running process breaks its stream: no end event, unavailable" {
+	box
+	sbxd_frame '{"process":{"cmd":"sleep","args":["60"]},"stdin":false}' |
+		sbxd_envd "$ID" "$TOK" /process.Process/Start -H 'Content-Type: application/connect+json' \
+		--data-binary @- >"$BATS_TEST_TMPDIR/st" &
+	cpid=$!
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(sbxd_envd "$ID" "$TOK" /process.Process/List -H 'Content-Type: application/json' -d '{}' | jq '.processes[0].pid // empty')" ] && break
+		sleep 0.05
+	done
+	run code DELETE "/sandboxes/$ID" -H "X-API-Key: $SBXD_KEY"
+	assert_output 204
+	wait "$cpid"
+	run sbxd_unframe <"$BATS_TEST_TMPDIR/st"
+	assert_line --index 0 --partial '{"event":{"start":{"pid":'
+	refute_output --partial '"end"'
+	assert_line 'END {"error":{"code":"unavailable","message":"the sandbox is gone"}}'
+}
+
 @test "Start with Connect-Timeout-Ms kills the process at the deadline" {
 	box
 	run bash -c "sbxd_frame '{\"process\":{\"cmd\":\"sleep\",\"args\":[\"30\"]}}' |
