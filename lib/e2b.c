@@ -1392,6 +1392,26 @@ xfer_remove(struct xfer *x)
 	json_decref(rq.body);
 }
 
+/* A command that could not start in dir (envd says only "no such
+ * file"), when one can start at /: dir is gone, and err says so. */
+static int
+dir_gone(const json_t *ref, const char *dir, struct sbx_err *err)
+{
+	struct sbx_exec_opts o = {.capture = 1, .max_output = 4096,
+	    .cwd = "/"};
+	struct sbx_exec_result res = {0};
+	struct sbx_err perr;
+	char *argv[] = {"sh", "-c", "exit 0", NULL};
+
+	if (err->code == SBX_EX_NOTFOUND && e2b_exec(ref, argv, &o, &res,
+	    &perr) == 0 && res.exit_code == 0)
+		sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in the "
+		    "sandbox", dir ? dir : "(workdir)");
+	sbx_buf_release(&res.out);
+	sbx_buf_release(&res.err);
+	return -1;
+}
+
 /* The tar on in goes to a temporary file in the sandbox, which tar
  * unpacks in dir. */
 static int
@@ -1414,6 +1434,7 @@ put_child(const json_t *ref, const char *dir, int in, struct sbx_err *err)
 	}
 	if (e2b_exec(ref, argv, &o, &res, err) < 0) {
 		xfer_remove(&x);
+		dir_gone(ref, dir, err);
 		goto out;
 	}
 	if (res.exit_code == 3) {
@@ -1482,6 +1503,7 @@ get_child(const json_t *ref, const char *dir,
 	}
 	if (e2b_exec(ref, argv, &o, &res, err) < 0) {
 		xfer_remove(&x);
+		dir_gone(ref, dir, err);
 		goto out;
 	}
 	if (res.exit_code == 3)
@@ -1514,12 +1536,30 @@ e2b_get(const json_t *ref, const char *dir, const struct sbx_manifest *paths,
 	return pid < 0 ? -1 : 0;
 }
 
+static int
+e2b_scan(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_manifest *out, struct sbx_err *err)
+{
+	if (sbx_portable_scan(ref, o, out, err) < 0)
+		return dir_gone(ref, o->dir, err);
+	return 0;
+}
+
+static int
+e2b_remove(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, struct sbx_err *err)
+{
+	if (sbx_portable_remove(ref, dir, paths, err) < 0)
+		return dir_gone(ref, dir, err);
+	return 0;
+}
+
 static const struct sbx_files e2b_files = {
 	.put_archive = e2b_put,
 	.get_archive = e2b_get,
-	.scan = sbx_portable_scan,
+	.scan = e2b_scan,
 	.hash = sbx_portable_hash,
-	.remove = sbx_portable_remove,
+	.remove = e2b_remove,
 };
 
 const struct sbx_backend sbx_e2b_backend = {
