@@ -62,6 +62,14 @@ make_tree() {
 	ln -s src/main.c "$P/link"
 }
 
+@test "e2b: sbx-ls -B says the backend moves files, without zstd" {
+	run sbx-ls -B
+	assert_success
+	assert_equal "$(jq -c 'select(.backend == "e2b") | [.caps.files, .caps.zstd]' <<<"$output")" '[true,false]'
+	run sbx-sync push -z zstd -s "$S" "$P"
+	assert_failure 2
+}
+
 @test "e2b: sbx-sync push puts the tree in the workdir: content, modes, symlinks, odd names" {
 	make_tree
 	run push
