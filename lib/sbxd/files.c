@@ -763,11 +763,17 @@ op_create(const char *path, const struct user *u, int *fd)
 static json_t *
 op_commit(const char *tmp, const char *path)
 {
-	const char *slash = strrchr(path, '/');
+	const char *slash = strrchr(path, '/'), *t;
+	size_t d = slash ? (size_t)(slash - path) + 1 : 0;
 	struct stat st;
 
-	if (!tmp || strncmp(tmp, path, (size_t)(slash - path)) ||
-	    strstr(tmp, "/.."))
+	/* Only what op_create made for path: DIR/.NAME.sbxd-XXXXXX (NAME
+	 * may start with dots: ".bashrc" makes "..bashrc.sbxd-..."). */
+	t = tmp ? tmp + d : NULL;
+	if (!slash || !tmp || strncmp(tmp, path, d) || *t != '.' ||
+	    strncmp(t + 1, slash + 1, strlen(slash + 1)) ||
+	    strncmp(t + 1 + strlen(slash + 1), ".sbxd-", 6) ||
+	    strchr(t, '/'))
 		return fail("invalid_argument", EINVAL, "bad temporary file");
 	if (rename(tmp, path) < 0) {
 		int e = errno;
