@@ -375,3 +375,76 @@ EOF
 	assert_equal "$(jq -r .status <<<"$output")" gone
 	assert_equal "$(grep -c '^DELETE /sandboxes/abc' "$BATS_TEST_TMPDIR/fake.log")" 3
 }
+
+# Run a shell command line on a real terminal (script(1) gives it a pty),
+# with the terminal's CRs removed. script's stdin is a fifo a sleep holds
+# open: at EOF script would type the EOF character into the terminal.
+in_term() {
+	local p rc=0
+
+	rm -f term-in
+	mkfifo term-in
+	sleep 60 >term-in 3>&- &
+	p=$!
+	script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
+	kill "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	return "$rc"
+}
+
+@test "sbx-exec -b e2b -t gives the command a terminal of the caller's size, and the caller's TERM" {
+	new_e2b
+	run in_term 'stty cols 100 rows 30; TERM=vt220 sbx-exec -t -s s.json -- sh -c "test -t 0 && test -t 1 && tty; stty size; echo \$TERM"'
+	assert_success
+	assert_line --index 0 --regexp '^/dev/pts/[0-9]+$'
+	assert_line --index 1 '30 100'
+	assert_line --index 2 vt220
+	[ "${#lines[@]}" -eq 3 ]
+	# Without -t, on the same terminal, no terminal inside.
+	run in_term 'sbx-exec -s s.json -- sh -c "test -t 0 || test -t 1 || echo none"'
+	assert_success
+	assert_output none
+	# No terminal outside: 80x24, as envd takes a pty of no size.
+	run bash -c 'sbx-exec -t -s s.json -- stty size </dev/null | tr -d "\r"'
+	assert_success
+	assert_output '24 80'
+}
+
+@test "sbx-exec -b e2b -t sends the terminal's input to the pty and restores the terminal" {
+	new_e2b
+	run bash -c "printf 'hello\n' | script -qec \"stty -g >before; sbx-exec -t -s s.json -- sh -c 'read x; echo got=\\\$x'; stty -g >after\" /dev/null | tr -d '\r'"
+	assert_success
+	assert_line got=hello
+	cmp before after
+	# The caller's stdin at its end is ^D for the command.
+	run bash -c 'sbx-exec -t -s s.json -- sh -c "cat; echo eof" </dev/null | tr -d "\r"'
+	assert_success
+	assert_output eof
+}
+
+@test "sbx-exec -b e2b -t passes a window size change on to the command" {
+	new_e2b
+	sbx-exec -s s.json -i -- sh -c 'cat >/tmp/winch.sh' <<-'SH'
+	trap 'stty size; [ "$(stty size)" = "24 120" ] && exit 0' WINCH
+	touch /tmp/trap-set
+	n=0
+	while [ $n -lt 30 ]; do
+		sleep 1 &
+		wait
+		n=$((n + 1))
+	done
+	exit 1
+	SH
+	# The outer terminal is resized once the command has set its trap.
+	run in_term 'stty cols 80 rows 24
+	    (for i in $(seq 200); do
+		sbx-exec -s s.json -- test -e /tmp/trap-set && break
+		sleep 0.1
+	    done; stty cols 120 </dev/tty) &
+	    sbx-exec -t -s s.json -- sh /tmp/winch.sh'
+	assert_success
+	[ "${lines[-1]}" = '24 120' ]
+	for l in "${lines[@]}"; do
+		[[ "$l" == '24 80' || "$l" == '24 120' ]] || fail "saw '$l'"
+	done
+}
