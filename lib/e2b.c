@@ -361,6 +361,69 @@ eb_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
 	return 0;
 }
 
+/* --- size (--cpus, --memory) ---------------------------------------------- */
+
+/* E2B sizes a sandbox by its template: the ref records what it got, for
+ * sbx-cost's per vCPU and per GiB rates (null: not told). Less than
+ * --cpus or --memory asks for is refused (the caller kills it); more is
+ * said, since it is billed. */
+static int
+size_check(struct eb *e, const char *id, const struct sbx_spec *spec,
+    json_t *ref, struct sbx_err *err)
+{
+	json_t *s = NULL;
+	struct sbx_err gerr = {0};
+	long long cpus = 0, mib = 0;
+	const char *t;
+	int few_cpus, few_mib;
+
+	if (eb_get(e, id, &s, &gerr) == 0) {
+		cpus = sbx_json_int(s, "cpuCount", 0);
+		mib = sbx_json_int(s, "memoryMB", 0);
+	}
+	t = s && sbx_json_str(s, "templateID") ? sbx_json_str(s,
+	    "templateID") : "?";
+	json_object_set_new(ref, "resources", json_pack("{s:o,s:o}", "vcpus",
+	    cpus > 0 ? json_integer(cpus) : json_null(), "memory_mib",
+	    mib > 0 ? json_integer(mib) : json_null()));
+	if ((spec->cpus_milli || spec->memory) && (cpus <= 0 || mib <= 0)) {
+		json_decref(s);
+		if (gerr.code)
+			return sbx_err_set(err, gerr.code, "%s", gerr.msg);
+		return sbx_err_set(err, SBX_EX_FAIL, "'%s' did not say the "
+		    "size of sandbox '%s' (--cpus, --memory)", e->endpoint,
+		    id);
+	}
+	few_cpus = spec->cpus_milli > (uint64_t)cpus * 1000;
+	few_mib = spec->memory > (uint64_t)mib << 20;
+	if (few_cpus || few_mib) {
+		sbx_err_set(err, SBX_EX_USAGE, "template '%s' gives %lld vCPU "
+		    "and %lld MiB, less than %s asks: E2B sizes a sandbox by "
+		    "its template (build one with more)", t, cpus, mib,
+		    few_cpus && few_mib ? "--cpus and --memory" : few_cpus ?
+		    "--cpus" : "--memory");
+		json_decref(s);
+		return -1;
+	}
+	if ((spec->cpus_milli && spec->cpus_milli < (uint64_t)cpus * 1000) ||
+	    (spec->memory && spec->memory < (uint64_t)mib << 20))
+		sbx_warn("template '%s' gives %lld vCPU and %lld MiB, more than "
+		    "--cpus/--memory ask, and is billed as such", t, cpus, mib);
+	json_decref(s);
+	return 0;
+}
+
+/* A sandbox made for nothing goes again. */
+static void
+discard(struct eb *e, const char *id)
+{
+	struct sbx_http_resp rs;
+	struct sbx_err err;
+
+	if (eb_req(e, "DELETE", NULL, &rs, &err, "/sandboxes/%s", id) == 0)
+		sbx_http_resp_release(&rs);
+}
+
 /* --- create --------------------------------------------------------------- */
 
 static json_t *
@@ -449,6 +512,12 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	    spec->timeout ? spec->timeout : DEFAULT_TIMEOUT)));
 	envd_where(*ref, id, spec->endpoint || (api && *api), e.endpoint,
 	    rs.json);
+	if (size_check(&e, id, spec, *ref, err) < 0) {
+		discard(&e, id);
+		json_decref(*ref);
+		*ref = NULL;
+		goto out;
+	}
 	rc = 0;
 out:
 	sbx_http_resp_release(&rs);
@@ -1359,9 +1428,9 @@ out:
 
 const struct sbx_backend sbx_e2b_backend = {
 	.name = "e2b",
-	/* No limits of its own (the template has them), and no sbx-sync
-	 * yet. */
-	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
+	/* --cpus and --memory are checked against the template's size
+	 * (size_check); no sbx-sync yet. */
+	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS | SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
 	    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND,
 	.create = e2b_create,
 	.exec = e2b_exec,
