@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/signalfd.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -359,6 +362,69 @@ eb_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
 	return 0;
 }
 
+/* --- size (--cpus, --memory) ---------------------------------------------- */
+
+/* E2B sizes a sandbox by its template: the ref records what it got, for
+ * sbx-cost's per vCPU and per GiB rates (null: not told). Less than
+ * --cpus or --memory asks for is refused (the caller kills it); more is
+ * said, since it is billed. */
+static int
+size_check(struct eb *e, const char *id, const struct sbx_spec *spec,
+    json_t *ref, struct sbx_err *err)
+{
+	json_t *s = NULL;
+	struct sbx_err gerr = {0};
+	long long cpus = 0, mib = 0;
+	const char *t;
+	int few_cpus, few_mib;
+
+	if (eb_get(e, id, &s, &gerr) == 0) {
+		cpus = sbx_json_int(s, "cpuCount", 0);
+		mib = sbx_json_int(s, "memoryMB", 0);
+	}
+	t = s && sbx_json_str(s, "templateID") ? sbx_json_str(s,
+	    "templateID") : "?";
+	json_object_set_new(ref, "resources", json_pack("{s:o,s:o}", "vcpus",
+	    cpus > 0 ? json_integer(cpus) : json_null(), "memory_mib",
+	    mib > 0 ? json_integer(mib) : json_null()));
+	if ((spec->cpus_milli || spec->memory) && (cpus <= 0 || mib <= 0)) {
+		json_decref(s);
+		if (gerr.code)
+			return sbx_err_set(err, gerr.code, "%s", gerr.msg);
+		return sbx_err_set(err, SBX_EX_FAIL, "'%s' did not say the "
+		    "size of sandbox '%s' (--cpus, --memory)", e->endpoint,
+		    id);
+	}
+	few_cpus = spec->cpus_milli > (uint64_t)cpus * 1000;
+	few_mib = spec->memory > (uint64_t)mib << 20;
+	if (few_cpus || few_mib) {
+		sbx_err_set(err, SBX_EX_USAGE, "template '%s' gives %lld vCPU "
+		    "and %lld MiB, less than %s asks: E2B sizes a sandbox by "
+		    "its template (build one with more)", t, cpus, mib,
+		    few_cpus && few_mib ? "--cpus and --memory" : few_cpus ?
+		    "--cpus" : "--memory");
+		json_decref(s);
+		return -1;
+	}
+	if ((spec->cpus_milli && spec->cpus_milli < (uint64_t)cpus * 1000) ||
+	    (spec->memory && spec->memory < (uint64_t)mib << 20))
+		sbx_warn("template '%s' gives %lld vCPU and %lld MiB, more than "
+		    "--cpus/--memory ask, and is billed as such", t, cpus, mib);
+	json_decref(s);
+	return 0;
+}
+
+/* A sandbox made for nothing goes again. */
+static void
+discard(struct eb *e, const char *id)
+{
+	struct sbx_http_resp rs;
+	struct sbx_err err;
+
+	if (eb_req(e, "DELETE", NULL, &rs, &err, "/sandboxes/%s", id) == 0)
+		sbx_http_resp_release(&rs);
+}
+
 /* --- create --------------------------------------------------------------- */
 
 static json_t *
@@ -447,6 +513,12 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	    spec->timeout ? spec->timeout : DEFAULT_TIMEOUT)));
 	envd_where(*ref, id, spec->endpoint || (api && *api), e.endpoint,
 	    rs.json);
+	if (size_check(&e, id, spec, *ref, err) < 0) {
+		discard(&e, id);
+		json_decref(*ref);
+		*ref = NULL;
+		goto out;
+	}
 	rc = 0;
 out:
 	sbx_http_resp_release(&rs);
@@ -739,6 +811,7 @@ envd_call(struct envd *v, const char *method, json_t *msg,
 struct input {
 	struct envd v;
 	long long pid;
+	int pty;       /* to a pty: "pty" input, and ^D at the end */
 	int stop[2];   /* a byte on stop[1]: the process ended */
 	pthread_t th;
 	int running;
@@ -767,7 +840,12 @@ input_main(void *arg)
 		if ((n = read(0, buf, INPUT_CHUNK)) < 0 && (errno == EINTR ||
 		    errno == EAGAIN))
 			continue;
-		if (n <= 0) {
+		if (n <= 0 && in->pty) {
+			/* A pty has no stdin to close: its EOF is ^D. */
+			buf[0] = '\004';
+			n = 1;
+			p[0].fd = -1;
+		} else if (n <= 0) {
 			msg = json_pack("{s{sI}}", "process", "pid",
 			    (json_int_t)in->pid);
 			envd_call(&in->v, "CloseStdin", msg, &err);
@@ -776,7 +854,7 @@ input_main(void *arg)
 		}
 		s = b64(buf, (size_t)n);
 		msg = json_pack("{s{sI}s{ss}}", "process", "pid",
-		    (json_int_t)in->pid, "input", "stdin", s);
+		    (json_int_t)in->pid, "input", in->pty ? "pty" : "stdin", s);
 		free(s);
 		/* The process may have ended meanwhile: not our failure. */
 		if (envd_call(&in->v, "SendInput", msg, &err) < 0) {
@@ -789,6 +867,158 @@ input_main(void *arg)
 	return NULL;
 }
 
+/* --- pty (sbx-exec -t) ---------------------------------------------------- */
+
+/* The caller's terminal, the resizes it asks for, and its modes. */
+struct winch {
+	struct envd v;
+	long long pid;
+	int sfd;       /* SIGWINCH, blocked while the command runs */
+	int stop[2];   /* a byte on stop[1]: the process ended */
+	pthread_t th;
+	int running;
+	int raw;       /* the terminal is raw: saved holds its modes */
+	struct termios saved;
+	sigset_t old;
+};
+
+/* The size of the caller's terminal, as a PTY message; 80x24 without
+ * one (as sbxd and envd take a pty of no size). */
+static json_t *
+pty_size(void)
+{
+	struct winsize ws;
+
+	if ((ioctl(1, TIOCGWINSZ, &ws) < 0 && ioctl(0, TIOCGWINSZ, &ws) < 0) ||
+	    !ws.ws_row || !ws.ws_col) {
+		ws.ws_row = 24;
+		ws.ws_col = 80;
+	}
+	return json_pack("{s{sisi}}", "size", "cols", (int)ws.ws_col, "rows",
+	    (int)ws.ws_row);
+}
+
+/* A Start message's pty, and the caller's TERM inside unless -e set
+ * one. */
+static void
+pty_start_msg(json_t *msg)
+{
+	json_t *envs = json_object_get(json_object_get(msg, "process"),
+	    "envs");
+	const char *t = getenv("TERM");
+
+	if (!json_object_get(envs, "TERM"))
+		json_object_set_new(envs, "TERM", json_string(t && *t ? t :
+		    "xterm"));
+	json_object_set_new(msg, "pty", pty_size());
+	json_object_set_new(msg, "stdin", json_true());
+}
+
+/* Each SIGWINCH: the process's pty takes the terminal's new size
+ * (Update), until the process ends. */
+static void *
+winch_main(void *arg)
+{
+	struct winch *w = arg;
+	struct pollfd p[2] = {{w->sfd, POLLIN, 0}, {w->stop[0], POLLIN, 0}};
+	struct signalfd_siginfo si;
+	struct sbx_err err;
+	json_t *msg;
+	int got;
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		for (got = 0; read(w->sfd, &si, sizeof si) == sizeof si; )
+			got = 1;
+		if (!got)
+			continue;
+		msg = json_pack("{s{sI}so}", "process", "pid",
+		    (json_int_t)w->pid, "pty", pty_size());
+		/* The process may have ended meanwhile: not our failure. */
+		envd_call(&w->v, "Update", msg, &err);
+		json_decref(msg);
+	}
+	return NULL;
+}
+
+/* Before the Start: SIGWINCH blocked (for the signalfd), the caller's
+ * terminal raw, as the other backends make it. */
+static void
+pty_begin(struct winch *w)
+{
+	sigset_t s;
+
+	memset(w, 0, sizeof *w);
+	w->stop[0] = w->stop[1] = -1;
+	sigemptyset(&s);
+	sigaddset(&s, SIGWINCH);
+	pthread_sigmask(SIG_BLOCK, &s, &w->old);
+	w->sfd = signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (isatty(0) && tcgetattr(0, &w->saved) == 0) {
+		struct termios t = w->saved;
+
+		cfmakeraw(&t);
+		w->raw = tcsetattr(0, TCSANOW, &t) == 0;
+	}
+}
+
+/* Once the process has its pid: the resizes go to it. A resize asked
+ * before, still pending on the signalfd, goes first. */
+static int
+pty_started(struct winch *w, const json_t *ref, const char *id,
+    const json_t *sb, long long pid)
+{
+	struct sbx_err err;
+
+	if (w->running || w->sfd < 0)
+		return 0;
+	if (envd_open(&w->v, ref, id, sb, &err) < 0)
+		return -1;
+	w->pid = pid;
+	if (pipe2(w->stop, O_CLOEXEC) < 0) {
+		envd_close(&w->v);
+		return -1;
+	}
+	if (pthread_create(&w->th, NULL, winch_main, w)) {
+		close(w->stop[0]);
+		close(w->stop[1]);
+		w->stop[0] = w->stop[1] = -1;
+		envd_close(&w->v);
+		return -1;
+	}
+	w->running = 1;
+	return 0;
+}
+
+/* The process ended: the caller's terminal as it was. */
+static void
+pty_end(struct winch *w)
+{
+	if (w->running) {
+		/* One byte into an empty pipe of ours cannot fail. */
+		if (write(w->stop[1], "", 1) < 0) {
+		}
+		pthread_join(w->th, NULL);
+		close(w->stop[0]);
+		close(w->stop[1]);
+		envd_close(&w->v);
+		w->running = 0;
+	}
+	if (w->raw)
+		tcsetattr(0, TCSANOW, &w->saved);
+	w->raw = 0;
+	if (w->sfd >= 0)
+		close(w->sfd);
+	w->sfd = -1;
+	pthread_sigmask(SIG_SETMASK, &w->old, NULL);
+}
+
 /* A process's stream, as its envelopes come. */
 struct run {
 	struct sbx_buf in;      /* what is not yet a whole envelope */
@@ -796,6 +1026,7 @@ struct run {
 	const struct sbx_exec_opts *o;
 	struct sbx_exec_result *res;
 	struct input *input;    /* or NULL */
+	struct winch *winch;    /* with -t, or NULL */
 	const json_t *ref;
 	const char *id;
 	const json_t *sb;
@@ -863,6 +1094,7 @@ start_input(struct run *r)
 	if (envd_open(&in->v, r->ref, r->id, r->sb, &err) < 0)
 		return -1;
 	in->pid = r->pid;
+	in->pty = r->o->tty;
 	if (pipe2(in->stop, O_CLOEXEC) < 0) {
 		envd_close(&in->v);
 		return -1;
@@ -886,6 +1118,9 @@ event(struct run *r, const json_t *msg)
 	if ((x = json_object_get(ev, "start"))) {
 		r->started = 1;
 		r->pid = sbx_json_int(x, "pid", 0);
+		if (r->winch && pty_started(r->winch, r->ref, r->id, r->sb,
+		    r->pid) < 0)
+			return -1;
 		return start_input(r);
 	}
 	if ((x = json_object_get(ev, "data"))) {
@@ -1004,6 +1239,7 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	struct sbx_http_resp rs = {0};
 	struct sbx_buf frame = SBX_BUF_INIT;
 	struct input in = {.running = 0};
+	struct winch w = {.sfd = -1};
 	struct run r;
 	struct envd v = {0};
 	struct eb e;
@@ -1050,6 +1286,11 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	}
 	hdrs[n] = NULL;
 	msg = start_msg(argv, o);
+	if (o->tty) {
+		pty_start_msg(msg);
+		pty_begin(&w);
+		r.winch = &w;
+	}
 	sbx_e2b_frame_json(&frame, 0, msg);
 	rq.data = frame.data;
 	rq.data_len = frame.len;
@@ -1063,7 +1304,7 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	r.id = id;
 	r.sb = sb;
 	r.in.limit = FRAME_MAX + 16;
-	r.input = o->interactive ? &in : NULL;
+	r.input = o->interactive || o->tty ? &in : NULL;
 	if (o->capture) {
 		res->out.limit = o->max_output;
 		res->err.limit = o->max_output;
@@ -1164,6 +1405,8 @@ out:
 		close(in.stop[1]);
 		envd_close(&in.v);
 	}
+	if (r.winch)
+		pty_end(&w);
 	for (i = 0; i < frame.len; i++)
 		frame.data[i] = 0;
 	sbx_buf_release(&frame);
@@ -1508,9 +1751,11 @@ static const struct sbx_files e2b_files = {
 
 const struct sbx_backend sbx_e2b_backend = {
 	.name = "e2b",
-	/* No -t yet, and no limits of its own (the template has them). */
-	.caps = SBX_CAP_STDIN | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
-	    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES,
+	/* --cpus and --memory are checked against the template's size
+	 * (size_check); no zstd (the template's tar may lack it). */
+	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS | SBX_CAP_MEMORY |
+	    SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW | SBX_CAP_TIMEOUT |
+	    SBX_CAP_SUSPEND | SBX_CAP_FILES,
 	.create = e2b_create,
 	.exec = e2b_exec,
 	.kill = e2b_kill,

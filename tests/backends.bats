@@ -124,7 +124,8 @@ sanitized() {
 		jq -se '.[1].caps | .runtime and .pull and .files and
 		    (.idle | not)' <<<"$output"
 		jq -se '.[2].caps | .stdin and .suspend and .timeout and
-		    (.pty | not) and (.files | not) and (.stop | not)' \
+		    .pty and .cpus and .memory and .files and
+		    (.zstd | not) and (.stop | not)' \
 		    <<<"$output"
 	done
 	# The default is the configured one.

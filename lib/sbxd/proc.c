@@ -708,6 +708,7 @@ h_start(struct sbxd_req *r)
 	if (o.tty) {
 		struct winsize ws = {24, 80, 0, 0};
 		json_t *size = json_object_get(pty, "size");
+		struct termios tio;
 
 		ws.ws_col = (unsigned short)sbx_json_int(size, "cols", 80);
 		ws.ws_row = (unsigned short)sbx_json_int(size, "rows", 24);
@@ -719,6 +720,15 @@ h_start(struct sbxd_req *r)
 			goto out;
 		}
 		ioctl(master, TIOCSWINSZ, &ws);
+		/* The backend's exec makes the command's own pty inside
+		 * the sandbox: ours only carries bytes, and raw from the
+		 * start, else input sent before the backend made it raw
+		 * would meet a line discipline twice (a ^D would arrive
+		 * as a NUL). */
+		if (tcgetattr(slave, &tio) == 0) {
+			cfmakeraw(&tio);
+			tcsetattr(slave, TCSANOW, &tio);
+		}
 	} else if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
 	    (use_stdin ? pipe2(in, O_CLOEXEC) :
 	    (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) < 0) {
