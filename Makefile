@@ -148,12 +148,16 @@ $(BUILD)/unit/%: tests/unit/%.c tests/unit/tap.h $(BUILD)/libsbx.a
 # Both speak TAP; .ci/run counts it. The sandboxes' own tests need root
 # (uid ranges, cgroups): a normal user's run goes through sudo. Then the
 # conformance suite (tests/conformance), once for each backend here.
+# tests/e2b-live.bats runs against E2B's cloud only with E2B_API_KEY set
+# (sudo keeps it, never in an argument list); else it is skipped.
 BACKENDS ?= local docker docker:runsc e2b
 
 check: all $(UNITS)
 	@rc=0; for u in $(UNITS); do $$u || rc=1; done; \
 	if [ "$$(id -u)" = 0 ]; then asroot=; \
 	elif command -v sudo >/dev/null; then asroot="sudo --"; \
+		[ -z "$${E2B_API_KEY:-}" ] || \
+			asroot="sudo --preserve-env=E2B_API_KEY,E2B_DOMAIN --"; \
 	else echo "make check: the suites need root; run as root or install sudo" >&2; \
 		exit 1; fi; \
 	$$asroot env SBX_BIN=$(CURDIR)/$(BIN) SBX_SAN=$(SAN) bats --tap tests || rc=1; \

@@ -1343,62 +1343,6 @@ static const char get_sh[] =
     "[ $# -gt 0 ] || exec dd if=/dev/zero bs=512 count=2 2>/dev/null\n"
     "exec tar -cf - -- \"$@\"\n";
 
-/* The child's failure: "CODE message" on the error pipe, then exit. */
-static void __attribute__((noreturn))
-job_fail(int errfd, const struct sbx_err *err)
-{
-	char line[sizeof err->msg + 16];
-	int n = snprintf(line, sizeof line, "%d %s", err->code ? err->code :
-	    SBX_EX_FAIL, err->msg);
-
-	if (n > 0 && write(errfd, line, (size_t)n) < 0)
-		_exit(SBX_EX_FAIL);
-	_exit(err->code ? err->code : SBX_EX_FAIL);
-}
-
-/* Fork the process a transfer runs in, with a pipe: the parent gets
- * its end in *fd and the job; the child (0) its end in *child_end and
- * the error pipe in job->errfd. */
-static pid_t
-job_fork(int to_child, int *fd, int *child_end, struct sbx_job *job,
-    struct sbx_err *err)
-{
-	int p[2], ep[2];
-	pid_t pid;
-
-	job->pid = -1;
-	job->errfd = -1;
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "pipe:");
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		close(p[0]);
-		close(p[1]);
-		return sbx_err_set(err, SBX_EX_FAIL, "pipe:");
-	}
-	fflush(NULL);
-	if ((pid = fork()) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "fork:");
-		close(p[0]);
-		close(p[1]);
-		close(ep[0]);
-		close(ep[1]);
-		return -1;
-	}
-	*child_end = to_child ? p[0] : p[1];
-	*fd = to_child ? p[1] : p[0];
-	if (pid == 0) {
-		close(*fd);
-		close(ep[0]);
-		job->errfd = ep[1];
-		return 0;
-	}
-	close(*child_end);
-	close(ep[1]);
-	job->pid = pid;
-	job->errfd = ep[0];
-	return pid;
-}
-
 /* The tar on in goes to the engine, which unpacks it in dir. */
 static int
 put_child(const json_t *ref, const char *dir, int in, struct sbx_err *err)
@@ -1441,11 +1385,11 @@ docker_put(const json_t *ref, const char *dir, int *fd, struct sbx_job *job,
 {
 	struct sbx_err cerr = {0};
 	int in;
-	pid_t pid = job_fork(1, fd, &in, job, err);
+	pid_t pid = sbx_job_fork(1, fd, &in, job, err);
 
 	if (pid == 0) {
 		if (put_child(ref, dir, in, &cerr) < 0)
-			job_fail(job->errfd, &cerr);
+			sbx_job_fail(job->errfd, &cerr);
 		_exit(0);
 	}
 	return pid < 0 ? -1 : 0;
@@ -1492,11 +1436,11 @@ docker_get(const json_t *ref, const char *dir,
 {
 	struct sbx_err cerr = {0};
 	int out;
-	pid_t pid = job_fork(0, fd, &out, job, err);
+	pid_t pid = sbx_job_fork(0, fd, &out, job, err);
 
 	if (pid == 0) {
 		if (get_child(ref, dir, paths, out, &cerr) < 0)
-			job_fail(job->errfd, &cerr);
+			sbx_job_fail(job->errfd, &cerr);
 		_exit(0);
 	}
 	return pid < 0 ? -1 : 0;

@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -367,6 +369,69 @@ eb_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
 	return 0;
 }
 
+/* --- size (--cpus, --memory) ---------------------------------------------- */
+
+/* E2B sizes a sandbox by its template: the ref records what it got, for
+ * sbx-cost's per vCPU and per GiB rates (null: not told). Less than
+ * --cpus or --memory asks for is refused (the caller kills it); more is
+ * said, since it is billed. */
+static int
+size_check(struct eb *e, const char *id, const struct sbx_spec *spec,
+    json_t *ref, struct sbx_err *err)
+{
+	json_t *s = NULL;
+	struct sbx_err gerr = {0};
+	long long cpus = 0, mib = 0;
+	const char *t;
+	int few_cpus, few_mib;
+
+	if (eb_get(e, id, &s, &gerr) == 0) {
+		cpus = sbx_json_int(s, "cpuCount", 0);
+		mib = sbx_json_int(s, "memoryMB", 0);
+	}
+	t = s && sbx_json_str(s, "templateID") ? sbx_json_str(s,
+	    "templateID") : "?";
+	json_object_set_new(ref, "resources", json_pack("{s:o,s:o}", "vcpus",
+	    cpus > 0 ? json_integer(cpus) : json_null(), "memory_mib",
+	    mib > 0 ? json_integer(mib) : json_null()));
+	if ((spec->cpus_milli || spec->memory) && (cpus <= 0 || mib <= 0)) {
+		json_decref(s);
+		if (gerr.code)
+			return sbx_err_set(err, gerr.code, "%s", gerr.msg);
+		return sbx_err_set(err, SBX_EX_FAIL, "'%s' did not say the "
+		    "size of sandbox '%s' (--cpus, --memory)", e->endpoint,
+		    id);
+	}
+	few_cpus = spec->cpus_milli > (uint64_t)cpus * 1000;
+	few_mib = spec->memory > (uint64_t)mib << 20;
+	if (few_cpus || few_mib) {
+		sbx_err_set(err, SBX_EX_USAGE, "template '%s' gives %lld vCPU "
+		    "and %lld MiB, less than %s asks: E2B sizes a sandbox by "
+		    "its template (build one with more)", t, cpus, mib,
+		    few_cpus && few_mib ? "--cpus and --memory" : few_cpus ?
+		    "--cpus" : "--memory");
+		json_decref(s);
+		return -1;
+	}
+	if ((spec->cpus_milli && spec->cpus_milli < (uint64_t)cpus * 1000) ||
+	    (spec->memory && spec->memory < (uint64_t)mib << 20))
+		sbx_warn("template '%s' gives %lld vCPU and %lld MiB, more than "
+		    "--cpus/--memory ask, and is billed as such", t, cpus, mib);
+	json_decref(s);
+	return 0;
+}
+
+/* A sandbox made for nothing goes again. */
+static void
+discard(struct eb *e, const char *id)
+{
+	struct sbx_http_resp rs;
+	struct sbx_err err;
+
+	if (eb_req(e, "DELETE", NULL, &rs, &err, "/sandboxes/%s", id) == 0)
+		sbx_http_resp_release(&rs);
+}
+
 /* --- create --------------------------------------------------------------- */
 
 static int e2b_exec(const json_t *ref, char *const argv[],
@@ -497,19 +562,20 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	    spec->timeout ? spec->timeout : DEFAULT_TIMEOUT)));
 	envd_where(*ref, id, spec->endpoint || (api && *api), e.endpoint,
 	    rs.json);
-	rc = 0;
-	if (spec->workdir && make_workdir(*ref, spec->workdir, err) < 0) {
-		struct sbx_http_resp ks;
-		struct sbx_err kerr;
-
-		/* Not made whole: not made. */
-		if (eb_req(&e, "DELETE", NULL, &ks, &kerr, "/sandboxes/%s",
-		    id) == 0)
-			sbx_http_resp_release(&ks);
+	if (size_check(&e, id, spec, *ref, err) < 0) {
+		discard(&e, id);
 		json_decref(*ref);
 		*ref = NULL;
-		rc = -1;
+		goto out;
 	}
+	if (spec->workdir && make_workdir(*ref, spec->workdir, err) < 0) {
+		/* Not made whole: not made. */
+		discard(&e, id);
+		json_decref(*ref);
+		*ref = NULL;
+		goto out;
+	}
+	rc = 0;
 out:
 	sbx_http_resp_release(&rs);
 	if (body) {
@@ -800,6 +866,7 @@ envd_call(struct envd *v, const char *method, json_t *msg,
 struct input {
 	struct envd v;
 	long long pid;
+	int pty;       /* to a pty: "pty" input, and ^D at the end */
 	int stop[2];   /* a byte on stop[1]: the process ended */
 	pthread_t th;
 	int running;
@@ -828,7 +895,12 @@ input_main(void *arg)
 		if ((n = read(0, buf, INPUT_CHUNK)) < 0 && (errno == EINTR ||
 		    errno == EAGAIN))
 			continue;
-		if (n <= 0) {
+		if (n <= 0 && in->pty) {
+			/* A pty has no stdin to close: its EOF is ^D. */
+			buf[0] = '\004';
+			n = 1;
+			p[0].fd = -1;
+		} else if (n <= 0) {
 			msg = json_pack("{s{sI}}", "process", "pid",
 			    (json_int_t)in->pid);
 			envd_call(&in->v, "CloseStdin", msg, &err);
@@ -837,7 +909,7 @@ input_main(void *arg)
 		}
 		s = b64(buf, (size_t)n);
 		msg = json_pack("{s{sI}s{ss}}", "process", "pid",
-		    (json_int_t)in->pid, "input", "stdin", s);
+		    (json_int_t)in->pid, "input", in->pty ? "pty" : "stdin", s);
 		free(s);
 		/* The process may have ended meanwhile: not our failure. */
 		if (envd_call(&in->v, "SendInput", msg, &err) < 0) {
@@ -850,6 +922,158 @@ input_main(void *arg)
 	return NULL;
 }
 
+/* --- pty (sbx-exec -t) ---------------------------------------------------- */
+
+/* The caller's terminal, the resizes it asks for, and its modes. */
+struct winch {
+	struct envd v;
+	long long pid;
+	int sfd;       /* SIGWINCH, blocked while the command runs */
+	int stop[2];   /* a byte on stop[1]: the process ended */
+	pthread_t th;
+	int running;
+	int raw;       /* the terminal is raw: saved holds its modes */
+	struct termios saved;
+	sigset_t old;
+};
+
+/* The size of the caller's terminal, as a PTY message; 80x24 without
+ * one (as sbxd and envd take a pty of no size). */
+static json_t *
+pty_size(void)
+{
+	struct winsize ws;
+
+	if ((ioctl(1, TIOCGWINSZ, &ws) < 0 && ioctl(0, TIOCGWINSZ, &ws) < 0) ||
+	    !ws.ws_row || !ws.ws_col) {
+		ws.ws_row = 24;
+		ws.ws_col = 80;
+	}
+	return json_pack("{s{sisi}}", "size", "cols", (int)ws.ws_col, "rows",
+	    (int)ws.ws_row);
+}
+
+/* A Start message's pty, and the caller's TERM inside unless -e set
+ * one. */
+static void
+pty_start_msg(json_t *msg)
+{
+	json_t *envs = json_object_get(json_object_get(msg, "process"),
+	    "envs");
+	const char *t = getenv("TERM");
+
+	if (!json_object_get(envs, "TERM"))
+		json_object_set_new(envs, "TERM", json_string(t && *t ? t :
+		    "xterm"));
+	json_object_set_new(msg, "pty", pty_size());
+	json_object_set_new(msg, "stdin", json_true());
+}
+
+/* Each SIGWINCH: the process's pty takes the terminal's new size
+ * (Update), until the process ends. */
+static void *
+winch_main(void *arg)
+{
+	struct winch *w = arg;
+	struct pollfd p[2] = {{w->sfd, POLLIN, 0}, {w->stop[0], POLLIN, 0}};
+	struct signalfd_siginfo si;
+	struct sbx_err err;
+	json_t *msg;
+	int got;
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		for (got = 0; read(w->sfd, &si, sizeof si) == sizeof si; )
+			got = 1;
+		if (!got)
+			continue;
+		msg = json_pack("{s{sI}so}", "process", "pid",
+		    (json_int_t)w->pid, "pty", pty_size());
+		/* The process may have ended meanwhile: not our failure. */
+		envd_call(&w->v, "Update", msg, &err);
+		json_decref(msg);
+	}
+	return NULL;
+}
+
+/* Before the Start: SIGWINCH blocked (for the signalfd), the caller's
+ * terminal raw, as the other backends make it. */
+static void
+pty_begin(struct winch *w)
+{
+	sigset_t s;
+
+	memset(w, 0, sizeof *w);
+	w->stop[0] = w->stop[1] = -1;
+	sigemptyset(&s);
+	sigaddset(&s, SIGWINCH);
+	pthread_sigmask(SIG_BLOCK, &s, &w->old);
+	w->sfd = signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (isatty(0) && tcgetattr(0, &w->saved) == 0) {
+		struct termios t = w->saved;
+
+		cfmakeraw(&t);
+		w->raw = tcsetattr(0, TCSANOW, &t) == 0;
+	}
+}
+
+/* Once the process has its pid: the resizes go to it. A resize asked
+ * before, still pending on the signalfd, goes first. */
+static int
+pty_started(struct winch *w, const json_t *ref, const char *id,
+    const json_t *sb, long long pid)
+{
+	struct sbx_err err;
+
+	if (w->running || w->sfd < 0)
+		return 0;
+	if (envd_open(&w->v, ref, id, sb, &err) < 0)
+		return -1;
+	w->pid = pid;
+	if (pipe2(w->stop, O_CLOEXEC) < 0) {
+		envd_close(&w->v);
+		return -1;
+	}
+	if (pthread_create(&w->th, NULL, winch_main, w)) {
+		close(w->stop[0]);
+		close(w->stop[1]);
+		w->stop[0] = w->stop[1] = -1;
+		envd_close(&w->v);
+		return -1;
+	}
+	w->running = 1;
+	return 0;
+}
+
+/* The process ended: the caller's terminal as it was. */
+static void
+pty_end(struct winch *w)
+{
+	if (w->running) {
+		/* One byte into an empty pipe of ours cannot fail. */
+		if (write(w->stop[1], "", 1) < 0) {
+		}
+		pthread_join(w->th, NULL);
+		close(w->stop[0]);
+		close(w->stop[1]);
+		envd_close(&w->v);
+		w->running = 0;
+	}
+	if (w->raw)
+		tcsetattr(0, TCSANOW, &w->saved);
+	w->raw = 0;
+	if (w->sfd >= 0)
+		close(w->sfd);
+	w->sfd = -1;
+	pthread_sigmask(SIG_SETMASK, &w->old, NULL);
+}
+
 /* A process's stream, as its envelopes come. */
 struct run {
 	struct sbx_buf in;      /* what is not yet a whole envelope */
@@ -857,6 +1081,7 @@ struct run {
 	const struct sbx_exec_opts *o;
 	struct sbx_exec_result *res;
 	struct input *input;    /* or NULL */
+	struct winch *winch;    /* with -t, or NULL */
 	const json_t *ref;
 	const char *id;
 	const json_t *sb;
@@ -924,6 +1149,7 @@ start_input(struct run *r)
 	if (envd_open(&in->v, r->ref, r->id, r->sb, &err) < 0)
 		return -1;
 	in->pid = r->pid;
+	in->pty = r->o->tty;
 	if (pipe2(in->stop, O_CLOEXEC) < 0) {
 		envd_close(&in->v);
 		return -1;
@@ -947,6 +1173,9 @@ event(struct run *r, const json_t *msg)
 	if ((x = json_object_get(ev, "start"))) {
 		r->started = 1;
 		r->pid = sbx_json_int(x, "pid", 0);
+		if (r->winch && pty_started(r->winch, r->ref, r->id, r->sb,
+		    r->pid) < 0)
+			return -1;
 		return start_input(r);
 	}
 	if ((x = json_object_get(ev, "data"))) {
@@ -1235,6 +1464,7 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	struct sbx_http_resp rs = {0};
 	struct sbx_buf frame = SBX_BUF_INIT;
 	struct input in = {.running = 0};
+	struct winch w = {.sfd = -1};
 	struct sbx_exec_opts wo;
 	struct fwd fw = {0};
 	char *wdir = NULL;
@@ -1291,6 +1521,13 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	}
 	hdrs[n] = NULL;
 	msg = start_msg(argv, o);
+	if (o->tty) {
+		pty_start_msg(msg);
+		pty_begin(&w);
+		r.winch = &w;
+	}
+	/* After pty_begin, and stopped before pty_end: each restores the
+	 * signal mask it found. */
 	fw.ref = ref;
 	fw.id = id;
 	fw.sb = sb;
@@ -1309,7 +1546,7 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	r.id = id;
 	r.sb = sb;
 	r.in.limit = FRAME_MAX + 16;
-	r.input = o->interactive ? &in : NULL;
+	r.input = o->interactive || o->tty ? &in : NULL;
 	if (o->capture) {
 		res->out.limit = o->max_output;
 		res->err.limit = o->max_output;
@@ -1411,6 +1648,8 @@ out:
 		close(in.stop[1]);
 		envd_close(&in.v);
 	}
+	if (r.winch)
+		pty_end(&w);
 	for (i = 0; i < frame.len; i++)
 		frame.data[i] = 0;
 	sbx_buf_release(&frame);
@@ -1432,12 +1671,336 @@ out:
 	return rc;
 }
 
+/* --- files: sbx-sync's transfers ----------------------------------------- */
+
+/*
+ * envd moves files over plain HTTP (/files), the shell in the sandbox
+ * packs and unpacks them. A push streams the tar into a temporary file
+ * in the sandbox, then tar unpacks it there; a pull uploads the list of
+ * paths (no argv nor message limit for a big tree) and streams the tar
+ * that tar makes of them back through the command's output.
+ */
+
+#define XFER_TMP "/tmp/sbx-sync-" /* the temporary files' prefix */
+
+/* Unpack $2 in directory $1; $2 goes whatever happens. */
+static const char put_sh[] =
+    "cd -- \"$1\" || { rm -f -- \"$2\"; exit 3; }\n"
+    "tar -x -p -o -f \"$2\"\n"
+    "s=$?\n"
+    "rm -f -- \"$2\"\n"
+    "exit $s\n";
+
+/* A tar on stdout of the paths listed in $2 (NUL-separated, relative to
+ * directory $1) that are files or symlinks: a path gone since the scan
+ * is no error. $2 goes whatever happens. */
+static const char get_sh[] =
+    "cd -- \"$1\" || { rm -f -- \"$2\"; exit 3; }\n"
+    "xargs -0 -r sh -c 'for f; do if [ -f \"$f\" ] || [ -L \"$f\" ]; "
+    "then printf \"%s\\0\" \"$f\"; fi; done' sh <\"$2\" |\n"
+    "tar -c -f - --null --no-recursion -T -\n"
+    "s=$?\n"
+    "rm -f -- \"$2\"\n"
+    "exit $s\n";
+
+/* What a transfer talks to: the API, and the envd of one of ours that
+ * is running (connect would resume a paused one). */
+struct xfer {
+	struct eb e;
+	struct envd v;
+	json_t *sb;
+	const char *id;
+	char tmp[64];  /* the temporary file in the sandbox, or "" */
+};
+
+static void
+xfer_close(struct xfer *x)
+{
+	envd_close(&x->v);
+	if (x->sb) {
+		json_object_clear(x->sb);
+		json_decref(x->sb);
+	}
+	eb_close(&x->e);
+	memset(x, 0, sizeof *x);
+}
+
+static int
+xfer_open(struct xfer *x, const json_t *ref, const char *suffix,
+    struct sbx_err *err)
+{
+	unsigned char r[8];
+	size_t i, n;
+
+	memset(x, 0, sizeof *x);
+	if (ref_id(ref, &x->id, err) < 0 || eb_open(&x->e, sbx_json_str(ref,
+	    "endpoint"), err) < 0)
+		return -1;
+	if (eb_get(&x->e, x->id, &x->sb, err) < 0)
+		goto fail;
+	if (!strcmp(sbx_json_str(x->sb, "state") ? sbx_json_str(x->sb,
+	    "state") : "", "paused")) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
+		    "(sbx-pause --resume)", x->id);
+		goto fail;
+	}
+	json_decref(x->sb);
+	x->sb = NULL;
+	if (eb_connect(&x->e, ref, x->id, &x->sb, err) < 0 ||
+	    envd_open(&x->v, ref, x->id, x->sb, err) < 0)
+		goto fail;
+	if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) {
+		sbx_err_set(err, SBX_EX_FAIL, "getrandom:");
+		goto fail;
+	}
+	n = (size_t)snprintf(x->tmp, sizeof x->tmp, "%s", XFER_TMP);
+	for (i = 0; i < sizeof r; i++, n += 2)
+		snprintf(x->tmp + n, sizeof x->tmp - n, "%02x", r[i]);
+	snprintf(x->tmp + n, sizeof x->tmp - n, "%s", suffix);
+	return 0;
+fail:
+	xfer_close(x);
+	return -1;
+}
+
+/* envd's answer to a request about the sandbox's files, as an error. */
+static int
+xfer_fail_status(const struct sbx_http_resp *rs, const char *what,
+    struct sbx_err *err)
+{
+	if (rs->status == 401 || rs->status == 403)
+		return sbx_err_set(err, SBX_EX_CRED, "envd refused the "
+		    "sandbox's access token (status %ld)", rs->status);
+	if (rs->status == 507)
+		return sbx_err_set(err, SBX_EX_FAIL, "%s: no space left in "
+		    "the sandbox (status 507)", what);
+	return eb_fail(rs, what, NULL, err);
+}
+
+/* POST /files: the body from in (streamed, of unknown length), or
+ * data, into x->tmp. */
+static int
+xfer_upload(struct xfer *x, int in, const void *data, size_t len,
+    struct sbx_err *err)
+{
+	struct sbx_http_req rq = {.method = "POST", .in_fd = in, .out_fd = -1,
+	    .in_type = "application/octet-stream", .headers = x->v.hdrs};
+	struct sbx_http_resp rs;
+	char *q = sbx_http_escape(x->tmp), *path;
+	int rc = 0;
+
+	if (in < 0) {
+		rq.data = len ? data : "";
+		rq.data_len = len;
+	}
+	path = sbx_xasprintf("/files?path=%s", q);
+	rq.path = path;
+	if (sbx_http_do(x->v.h, &rq, &rs, err) < 0)
+		rc = -1;
+	else if (rs.status != 200 && rs.status != 201 && rs.status != 204)
+		rc = xfer_fail_status(&rs, "cannot upload to the sandbox", err);
+	if (rc == 0 || rs.status)
+		sbx_http_resp_release(&rs);
+	free(path);
+	free(q);
+	return rc;
+}
+
+/* The temporary file goes, when the shell that should have removed it
+ * did not run (Remove of a missing path is no error). */
+static void
+xfer_remove(struct xfer *x)
+{
+	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1,
+	    .path = "/filesystem.Filesystem/Remove", .headers = x->v.hdrs,
+	    .timeout_ms = 30000};
+	struct sbx_http_resp rs;
+	struct sbx_err err;
+
+	rq.body = json_pack("{ss}", "path", x->tmp);
+	if (sbx_http_do(x->v.h, &rq, &rs, &err) == 0)
+		sbx_http_resp_release(&rs);
+	json_decref(rq.body);
+}
+
+/* A command that could not start in dir (envd says only "no such
+ * file", or that the cwd does not exist), when one can start at /: dir
+ * is gone, and err says so. */
+static int
+dir_gone(const json_t *ref, const char *dir, struct sbx_err *err)
+{
+	struct sbx_exec_opts o = {.capture = 1, .max_output = 4096,
+	    .cwd = "/"};
+	struct sbx_exec_result res = {0};
+	struct sbx_err perr;
+	char *argv[] = {"sh", "-c", "exit 0", NULL};
+
+	if ((err->code == SBX_EX_NOTFOUND || err->code == SBX_EX_EXECFAIL) &&
+	    e2b_exec(ref, argv, &o, &res, &perr) == 0 && res.exit_code == 0)
+		sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in the "
+		    "sandbox", dir ? dir : "(workdir)");
+	sbx_buf_release(&res.out);
+	sbx_buf_release(&res.err);
+	return -1;
+}
+
+/* The tar on in goes to a temporary file in the sandbox, which tar
+ * unpacks in dir. */
+static int
+put_child(const json_t *ref, const char *dir, int in, struct sbx_err *err)
+{
+	struct sbx_exec_opts o = {.capture = 1, .max_output = 4096};
+	struct sbx_exec_result res = {0};
+	struct xfer x;
+	char *argv[] = {"sh", "-c", (char *)put_sh, "sh", (char *)(dir ? dir :
+	    "."), NULL, NULL};
+	size_t n;
+	int rc = -1;
+
+	if (xfer_open(&x, ref, ".tar", err) < 0)
+		return -1;
+	argv[5] = x.tmp;
+	if (xfer_upload(&x, in, NULL, 0, err) < 0) {
+		xfer_remove(&x);
+		goto out;
+	}
+	if (e2b_exec(ref, argv, &o, &res, err) < 0) {
+		xfer_remove(&x);
+		dir_gone(ref, dir, err);
+		goto out;
+	}
+	if (res.exit_code == 3) {
+		sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in the "
+		    "sandbox", dir ? dir : "(workdir)");
+	} else if (res.exit_code) {
+		/* tar's first words say why. */
+		n = res.err.len ? strcspn(res.err.data, "\n") : 0;
+		if (n > 200)
+			n = 200;
+		sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox failed "
+		    "(status %d)%s%.*s", res.exit_code, n ? ": " : "", (int)n,
+		    n ? res.err.data : "");
+	} else {
+		rc = 0;
+	}
+out:
+	sbx_buf_release(&res.out);
+	sbx_buf_release(&res.err);
+	xfer_close(&x);
+	return rc;
+}
+
+static int
+e2b_put(const json_t *ref, const char *dir, int *fd, struct sbx_job *job,
+    struct sbx_err *err)
+{
+	struct sbx_err cerr = {0};
+	int in;
+	pid_t pid = sbx_job_fork(1, fd, &in, job, err);
+
+	if (pid == 0) {
+		if (put_child(ref, dir, in, &cerr) < 0)
+			sbx_job_fail(job->errfd, &cerr);
+		_exit(0);
+	}
+	return pid < 0 ? -1 : 0;
+}
+
+/* A tar of paths, made by tar in the sandbox, goes to out. */
+static int
+get_child(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int out, struct sbx_err *err)
+{
+	struct sbx_exec_opts o = {0};
+	struct sbx_exec_result res = {0};
+	struct sbx_buf list = SBX_BUF_INIT;
+	struct xfer x;
+	char *argv[] = {"sh", "-c", (char *)get_sh, "sh", (char *)(dir ? dir :
+	    "."), NULL, NULL};
+	size_t i;
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC), rc = -1;
+
+	if (null < 0 || dup2(out, 1) < 0 || dup2(null, 2) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot set up a "
+		    "transfer:");
+	if (xfer_open(&x, ref, ".list", err) < 0)
+		return -1;
+	argv[5] = x.tmp;
+	for (i = 0; i < paths->n; i++)
+		sbx_buf_add(&list, paths->e[i].path, strlen(paths->e[i].path) +
+		    1);
+	if (xfer_upload(&x, -1, list.data, list.len, err) < 0) {
+		xfer_remove(&x);
+		goto out;
+	}
+	if (e2b_exec(ref, argv, &o, &res, err) < 0) {
+		xfer_remove(&x);
+		dir_gone(ref, dir, err);
+		goto out;
+	}
+	if (res.exit_code == 3)
+		sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in the "
+		    "sandbox", dir ? dir : "(workdir)");
+	else if (res.exit_code)
+		sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox failed "
+		    "(status %d)", res.exit_code);
+	else
+		rc = 0;
+out:
+	sbx_buf_release(&list);
+	xfer_close(&x);
+	return rc;
+}
+
+static int
+e2b_get(const json_t *ref, const char *dir, const struct sbx_manifest *paths,
+    int *fd, struct sbx_job *job, struct sbx_err *err)
+{
+	struct sbx_err cerr = {0};
+	int out;
+	pid_t pid = sbx_job_fork(0, fd, &out, job, err);
+
+	if (pid == 0) {
+		if (get_child(ref, dir, paths, out, &cerr) < 0)
+			sbx_job_fail(job->errfd, &cerr);
+		_exit(0);
+	}
+	return pid < 0 ? -1 : 0;
+}
+
+static int
+e2b_scan(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_manifest *out, struct sbx_err *err)
+{
+	if (sbx_portable_scan(ref, o, out, err) < 0)
+		return dir_gone(ref, o->dir, err);
+	return 0;
+}
+
+static int
+e2b_remove(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, struct sbx_err *err)
+{
+	if (sbx_portable_remove(ref, dir, paths, err) < 0)
+		return dir_gone(ref, dir, err);
+	return 0;
+}
+
+static const struct sbx_files e2b_files = {
+	.put_archive = e2b_put,
+	.get_archive = e2b_get,
+	.scan = e2b_scan,
+	.hash = sbx_portable_hash,
+	.remove = e2b_remove,
+};
+
 const struct sbx_backend sbx_e2b_backend = {
 	.name = "e2b",
-	/* No -t yet, no limits of its own (the template has them), and
-	 * no sbx-sync yet. */
-	.caps = SBX_CAP_STDIN | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
-	    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND,
+	/* --cpus and --memory are checked against the template's size
+	 * (size_check); no zstd (the template's tar may lack it). */
+	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS | SBX_CAP_MEMORY |
+	    SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW | SBX_CAP_TIMEOUT |
+	    SBX_CAP_SUSPEND | SBX_CAP_FILES,
 	.create = e2b_create,
 	.exec = e2b_exec,
 	.kill = e2b_kill,
@@ -1445,5 +2008,5 @@ const struct sbx_backend sbx_e2b_backend = {
 	.pause = e2b_pause,
 	.resume = e2b_resume,
 	.list = e2b_list,
-	.files = NULL,
+	.files = &e2b_files,
 };

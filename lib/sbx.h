@@ -506,6 +506,14 @@ struct sbx_files {
 const struct sbx_files *sbx_files_of(const json_t *ref, struct sbx_err *err);
 /* Wait for a job; its error, if any, in err. */
 int sbx_job_wait(struct sbx_job *job, struct sbx_err *err);
+/* Fork a job with a pipe: the parent gets its end in *fd, the child (0)
+ * its own in *child_end and the error pipe in job->errfd; the pipe goes
+ * to the child when to_child. */
+pid_t sbx_job_fork(int to_child, int *fd, int *child_end,
+    struct sbx_job *job, struct sbx_err *err);
+/* The job's failure: "CODE message" on its error pipe, then exit. */
+void sbx_job_fail(int errfd, const struct sbx_err *err)
+    __attribute__((noreturn));
 extern const struct sbx_files sbx_local_files;
 /* scan and remove through the backend's exec and a POSIX shell. */
 int sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,

@@ -181,12 +181,18 @@ sbx_state_new_root(json_t *ref, const struct sbx_spec *spec)
 	json_object_set_new(root, "accrued_cost", json_integer(0));
 	json_object_set_new(root, "cost_alerted", json_false());
 	json_object_set_new(root, "sync", json_object());
-	/* What a per-vCPU or per-GiB rate is applied to (sbx-cost). */
-	json_object_set_new(root, "resources", json_pack("{s:f,s:o}",
-	    "vcpus", spec->cpus_milli ? spec->cpus_milli / 1000.0 :
-	    (double)sysconf(_SC_NPROCESSORS_ONLN), "memory_mib",
-	    spec->memory ? json_integer((json_int_t)(spec->memory >> 20)) :
-	    json_null()));
+	/* What a per-vCPU or per-GiB rate is applied to (sbx-cost): what
+	 * the backend says the sandbox got, else what was asked. */
+	if (json_is_object(json_object_get(ref, "resources")))
+		json_object_set_new(root, "resources", json_deep_copy(
+		    json_object_get(ref, "resources")));
+	else
+		json_object_set_new(root, "resources", json_pack(
+		    "{s:f,s:o}", "vcpus", spec->cpus_milli ?
+		    spec->cpus_milli / 1000.0 :
+		    (double)sysconf(_SC_NPROCESSORS_ONLN), "memory_mib",
+		    spec->memory ? json_integer((json_int_t)(spec->memory >>
+		    20)) : json_null()));
 	return root;
 }
 

@@ -125,8 +125,9 @@ sanitized() {
 		jq -se '.[1].caps | .runtime and .pull and .files and .name and
 		    .keep and (.idle | not)' <<<"$output"
 		jq -se '.[2].caps | .stdin and .suspend and .timeout and
-		    (.pty | not) and (.files | not) and (.stop | not) and
-		    (.name | not) and (.keep | not)' <<<"$output"
+		    .pty and .cpus and .memory and .files and
+		    (.zstd | not) and (.stop | not) and (.name | not) and
+		    (.keep | not)' <<<"$output"
 	done
 	# The default is the configured one.
 	SBX_BACKEND=docker run "$SBX_BIN/sbx-ls" --backends

@@ -31,6 +31,12 @@ teardown() {
 		wait "$FAKE_PID" 2>/dev/null || true
 	fi
 	[ -f "$BATS_TEST_TMPDIR/s.json" ] && sbx-kill -q -s "$BATS_TEST_TMPDIR/s.json" >/dev/null 2>&1 || true
+	# The sandboxes a test listed in e2b.ids, sbx's or not.
+	if [ -f "$BATS_TEST_TMPDIR/e2b.ids" ]; then
+		while read -r id; do
+			sbxd_api DELETE "/sandboxes/$id" >/dev/null || true
+		done <"$BATS_TEST_TMPDIR/e2b.ids"
+	fi
 }
 
 new_e2b() {
@@ -374,4 +380,164 @@ EOF
 	assert_success
 	assert_equal "$(jq -r .status <<<"$output")" gone
 	assert_equal "$(grep -c '^DELETE /sandboxes/abc' "$BATS_TEST_TMPDIR/fake.log")" 3
+}
+
+# Run a shell command line on a real terminal (script(1) gives it a pty),
+# with the terminal's CRs removed. script's stdin is a fifo a sleep holds
+# open: at EOF script would type the EOF character into the terminal.
+in_term() {
+	local p rc=0
+
+	rm -f term-in
+	mkfifo term-in
+	sleep 60 >term-in 3>&- &
+	p=$!
+	script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
+	kill "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	return "$rc"
+}
+
+@test "sbx-exec -b e2b -t gives the command a terminal of the caller's size, and the caller's TERM" {
+	new_e2b
+	run in_term 'stty cols 100 rows 30; TERM=vt220 sbx-exec -t -s s.json -- sh -c "test -t 0 && test -t 1 && tty; stty size; echo \$TERM"'
+	assert_success
+	assert_line --index 0 --regexp '^/dev/pts/[0-9]+$'
+	assert_line --index 1 '30 100'
+	assert_line --index 2 vt220
+	[ "${#lines[@]}" -eq 3 ]
+	# Without -t, on the same terminal, no terminal inside.
+	run in_term 'sbx-exec -s s.json -- sh -c "test -t 0 || test -t 1 || echo none"'
+	assert_success
+	assert_output none
+	# No terminal outside: 80x24, as envd takes a pty of no size.
+	run bash -c 'sbx-exec -t -s s.json -- stty size </dev/null | tr -d "\r"'
+	assert_success
+	assert_output '24 80'
+}
+
+@test "sbx-exec -b e2b -t sends the terminal's input to the pty and restores the terminal" {
+	new_e2b
+	run bash -c "printf 'hello\n' | script -qec \"stty -g >before; sbx-exec -t -s s.json -- sh -c 'read x; echo got=\\\$x'; stty -g >after\" /dev/null | tr -d '\r'"
+	assert_success
+	assert_line got=hello
+	cmp before after
+	# The caller's stdin at its end is ^D for the command.
+	run bash -c 'sbx-exec -t -s s.json -- sh -c "cat; echo eof" </dev/null | tr -d "\r"'
+	assert_success
+	assert_output eof
+}
+
+@test "sbx-exec -b e2b -t passes a window size change on to the command" {
+	new_e2b
+	sbx-exec -s s.json -i -- sh -c 'cat >/tmp/winch.sh' <<-'SH'
+	trap 'stty size; [ "$(stty size)" = "24 120" ] && exit 0' WINCH
+	touch /tmp/trap-set
+	n=0
+	while [ $n -lt 30 ]; do
+		sleep 1 &
+		wait
+		n=$((n + 1))
+	done
+	exit 1
+	SH
+	# The outer terminal is resized once the command has set its trap.
+	run in_term 'stty cols 80 rows 24
+	    (for i in $(seq 200); do
+		sbx-exec -s s.json -- test -e /tmp/trap-set && break
+		sleep 0.1
+	    done; stty cols 120 </dev/tty) &
+	    sbx-exec -t -s s.json -- sh /tmp/winch.sh'
+	assert_success
+	[ "${lines[-1]}" = '24 120' ]
+	for l in "${lines[@]}"; do
+		[[ "$l" == '24 80' || "$l" == '24 120' ]] || fail "saw '$l'"
+	done
+}
+
+@test "sbx-create -b e2b records the template's size; --cpus/--memory beyond it is exit 2 and leaves no sandbox" {
+	new_e2b
+	run sbxd_api GET "/sandboxes/$(e2b_id)"
+	assert_equal "$(jq -c '{vcpus: .cpuCount, memory_mib: .memoryMB}' <<<"$output")" \
+	    "$(jq -c .resources s.json)"
+	assert_equal "$(jq -c .resources s.json)" '{"vcpus":1,"memory_mib":512}'
+	before=$(sbxd_api GET /v2/sandboxes | jq length)
+	for more in '--cpus 2' '--memory 1G' '--cpus 4 --memory 2G'; do
+		run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s t.json $more
+		assert_failure 2
+		assert_output ""
+		assert_equal "${#stderr_lines[@]}" 1
+		[[ $stderr == "sbx-create: template 'base' gives 1 vCPU and 512 MiB, less than --"* ]]
+		[ ! -e t.json ]
+		assert_equal "$(sbxd_api GET /v2/sandboxes | jq length)" "$before"
+	done
+	# Less than the template gives: made, and said (it is billed).
+	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s t.json --cpus 0.5 --memory 256M
+	assert_success
+	jq -r .id <<<"$output" >>e2b.ids
+	[[ $stderr == *"gives 1 vCPU and 512 MiB, more than --cpus/--memory ask"* ]]
+	assert_equal "$(jq -c .resources t.json)" '{"vcpus":1,"memory_mib":512}'
+	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s u.json --cpus 1 --memory 512M
+	assert_success
+	jq -r .id <<<"$output" >>e2b.ids
+	assert_equal "$stderr" ""
+}
+
+@test "sbx-cost on an e2b sandbox applies the config's per vCPU-second and GiB-second rates to its size" {
+	mkdir -p "$XDG_CONFIG_HOME/sbx"
+	printf '%s\n' 'cost.e2b.vcpu_second = 0.000014' 'cost.e2b.gib_second = 0.0000045' \
+	    >"$XDG_CONFIG_HOME/sbx/config"
+	new_e2b
+	run sbx-cost -s s.json
+	assert_success
+	assert_equal "$(jq -r .rate_source <<<"$output")" \
+	    "config cost.e2b.vcpu_second+gib_second (1 vCPU, 0.5 GiB)"
+	# (1 x 0.000014 + 0.5 x 0.0000045) x 3600 = 0.0585 an hour
+	assert_equal "$(jq -r .rate <<<"$output")" 0.0585
+	sbx-kill -s s.json >/dev/null
+	# As if it had run two hours more.
+	jq '.segments[0][0] -= 7200' s.json >s2.json && mv s2.json s.json
+	run sbx-cost -s s.json
+	assert_success
+	secs=$(jq '[.segments[] | .[1] - .[0]] | add' s.json)
+	vcpus=$(jq .resources.vcpus s.json)
+	mib=$(jq .resources.memory_mib s.json)
+	# In 10^-12 a second, then 4 decimals, half up.
+	per=$((vcpus * 14000000 + mib * 4500000 / 1024))
+	units=$(((secs * per + 50000000) / 100000000))
+	assert_equal "$(jq -r .running_s <<<"$output")" "$secs"
+	assert_equal "$(jq -r .estimated <<<"$output")" "$(printf '%d.%04d' $((units / 10000)) $((units % 10000)))"
+	[ "$units" -gt 0 ]
+}
+
+@test "sbx-gc -b e2b kills sbx's sandboxes by age and label, and those no state names; never another's" {
+	export E2B_API_URL=$SBXD_URL
+	mkdir states
+	mk() { sbx-create -b e2b "$@" | jq -r .id | tee -a e2b.ids; }
+	kept=$(mk -s states/a.json -l role=kept)
+	orphan=$(mk -l role=orphan)
+	old=$(mk -s old.json -l role=old)
+	foreign=$(sbxd_create | jq -r .sandboxID)
+	echo "$foreign" >>e2b.ids
+	alive() { [ "$(sbxd_api GET "/sandboxes/$1" | jq -r .sandboxID)" = "$1" ]; }
+	# By label and age.
+	run --separate-stderr sbx-gc -b e2b -g 0 -o 0 -l role=old
+	assert_success
+	assert_equal "$(jq -c . <<<"$output")" "{\"id\":\"$old\",\"reason\":\"older-than\",\"action\":\"killed\"}"
+	run alive "$old"
+	assert_failure
+	alive "$kept" && alive "$orphan" && alive "$foreign"
+	# Those no state file under states/ names: the orphan only.
+	run --separate-stderr sbx-gc -b e2b -g 0 -d states
+	assert_success
+	assert_equal "$(jq -c . <<<"$output")" "{\"id\":\"$orphan\",\"reason\":\"unreferenced\",\"action\":\"killed\"}"
+	run alive "$orphan"
+	assert_failure
+	alive "$kept" && alive "$foreign"
+	# Within the grace period (the default 300 s), an orphan is kept.
+	young=$(mk -l role=young)
+	run --separate-stderr sbx-gc -b e2b -d states
+	assert_success
+	assert_output ""
+	alive "$young"
 }

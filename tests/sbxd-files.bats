@@ -390,6 +390,15 @@ sh_in() {
 	assert_output $'second\nf.txt'
 }
 
+@test "an upload of a dotfile (its temporary file starts with two dots) works" {
+	run put .profile-test 'dots'
+	assert_output 200
+	run put '..two' 'two'
+	assert_output 200
+	run sh_in 'cat /home/user/.profile-test /home/user/..two; ls -A /home/user | grep -c sbxd-'
+	assert_output $'dotstwo0'
+}
+
 @test "an upload onto a directory is 400" {
 	sh_in 'mkdir -p /home/user/isdir'
 	run put isdir x

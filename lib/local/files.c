@@ -18,19 +18,6 @@
 
 #include "local.h"
 
-/* The child's failure: "CODE message" on the error pipe, then exit. */
-static __attribute__((noreturn)) void
-child_fail(int errfd, const struct sbx_err *err)
-{
-	char line[sizeof err->msg + 16];
-	int n = snprintf(line, sizeof line, "%d %s", err->code ? err->code :
-	    SBX_EX_FAIL, err->msg);
-
-	if (n > 0 && write(errfd, line, (size_t)n) < 0)
-		_exit(SBX_EX_FAIL);
-	_exit(err->code ? err->code : SBX_EX_FAIL);
-}
-
 /* Fork a child inside the sandbox, in dir (default its workdir). Parent:
  * the pid, with job->errfd; child: 0. */
 static pid_t
@@ -88,20 +75,20 @@ enter(const json_t *ref, const char *dir, struct sbx_job *job,
 		if (setns(pidfd, CLONE_NEWUSER | CLONE_NEWNS) < 0) {
 			sbx_err_set(&cerr, SBX_EX_FAIL, "cannot enter sandbox "
 			    "'%s':", id);
-			child_fail(ep[1], &cerr);
+			sbx_job_fail(ep[1], &cerr);
 		}
 		setgroups(0, NULL); /* refused in a rootless sandbox */
 		if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 			sbx_err_set(&cerr, SBX_EX_FAIL, "cannot become the "
 			    "root of sandbox '%s':", id);
-			child_fail(ep[1], &cerr);
+			sbx_job_fail(ep[1], &cerr);
 		}
 		umask(022);
 		if (chdir(dir) < 0) {
 			sbx_err_set(&cerr, errno == ENOENT ? SBX_EX_USAGE :
 			    SBX_EX_FAIL, "no directory '%s' in the sandbox:",
 			    dir);
-			child_fail(ep[1], &cerr);
+			sbx_job_fail(ep[1], &cerr);
 		}
 		job->errfd = ep[1];
 		goto out;
@@ -158,7 +145,7 @@ local_put(const json_t *ref, const char *dir, int *fd, struct sbx_job *job,
 
 	if (pid == 0) {
 		if (sbx_tar_extract(in, &cerr) < 0)
-			child_fail(job->errfd, &cerr);
+			sbx_job_fail(job->errfd, &cerr);
 		_exit(0);
 	}
 	return pid < 0 ? -1 : 0;
@@ -196,7 +183,7 @@ local_get(const json_t *ref, const char *dir, const struct sbx_manifest *paths,
 	if (pid == 0) {
 		restat(paths, &m);
 		if (sbx_tar_write(out, &m, SBX_COMPRESS_NONE, &cerr) < 0)
-			child_fail(job->errfd, &cerr);
+			sbx_job_fail(job->errfd, &cerr);
 		_exit(0);
 	}
 	return pid < 0 ? -1 : 0;
@@ -278,7 +265,7 @@ walker(const struct sbx_scan_opts *o, unsigned part, int out, int errfd)
 	if (!f || dfd < 0) {
 		sbx_err_set(&cerr, SBX_EX_FAIL, "cannot read the sandbox's "
 		    "directory:");
-		child_fail(errfd, &cerr);
+		sbx_job_fail(errfd, &cerr);
 	}
 	sbx_walk(dfd, o, part, 2, put_entry, f);
 	if (fclose(f) != 0)
@@ -408,7 +395,7 @@ list_dirty(const struct sbx_scan_opts *o, const struct sbx_manifest *dirs,
 
 	if (!f) {
 		sbx_err_set(&cerr, SBX_EX_FAIL, "cannot list:");
-		child_fail(errfd, &cerr);
+		sbx_job_fail(errfd, &cerr);
 	}
 	for (i = 0; i < dirs->n; i++) {
 		const struct sbx_fentry *e = &dirs->e[i];
@@ -614,7 +601,7 @@ local_remove(const json_t *ref, const char *dir,
 
 				sbx_err_set(&cerr, SBX_EX_FAIL, "cannot remove "
 				    "'%s' in the sandbox:", f);
-				child_fail(job.errfd, &cerr);
+				sbx_job_fail(job.errfd, &cerr);
 			}
 		}
 		_exit(0);

@@ -31,10 +31,12 @@
 
 #define MSG_MAX (256u << 20)
 
-/* --- messages: a 32-bit length, the JSON, maybe one fd ----------------- */
+/* --- messages: a 32-bit length, the JSON, maybe some fds ---------------- */
+
+#define MSG_FDS 8
 
 int
-sbxd_msg_send(int sock, const json_t *j, int fd)
+sbxd_msg_sendv(int sock, const json_t *j, const int *fds, int nfds)
 {
 	char *s = json_dumps(j, JSON_COMPACT);
 	uint32_t len;
@@ -42,14 +44,16 @@ sbxd_msg_send(int sock, const json_t *j, int fd)
 	struct msghdr mh = {0};
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * MSG_FDS)];
 	} u;
 	ssize_t n;
 	size_t done, total;
 	int rc = -1;
 
-	if (!s)
+	if (!s || nfds > MSG_FDS) {
+		free(s);
 		return -1;
+	}
 	len = (uint32_t)strlen(s);
 	total = sizeof len + len;
 	iov[0].iov_base = &len;
@@ -58,20 +62,22 @@ sbxd_msg_send(int sock, const json_t *j, int fd)
 	iov[1].iov_len = len;
 	mh.msg_iov = iov;
 	mh.msg_iovlen = 2;
-	if (fd >= 0) {
+	if (nfds > 0) {
 		memset(&u, 0, sizeof u);
 		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof u.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
 		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
 		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &fd, sizeof fd);
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int) *
+		    (size_t)nfds);
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), fds, sizeof(int) *
+		    (size_t)nfds);
 	}
 	while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
 		;
 	if (n < 0)
 		goto out;
-	/* The rest of a long one, without the fd. */
+	/* The rest of a long one, without the fds. */
 	for (done = (size_t)n; done < total; done += (size_t)n) {
 		if (done < sizeof len)
 			n = write(sock, (char *)&len + done, sizeof len - done);
@@ -91,24 +97,30 @@ out:
 	return rc;
 }
 
+int
+sbxd_msg_send(int sock, const json_t *j, int fd)
+{
+	return sbxd_msg_sendv(sock, j, &fd, fd >= 0);
+}
+
 json_t *
-sbxd_msg_recv(int sock, int *fd)
+sbxd_msg_recvv(int sock, int *fds, int *nfds, int max)
 {
 	uint32_t len;
 	struct iovec iov = {&len, sizeof len};
 	struct msghdr mh = {0};
 	union {
 		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int) * MSG_FDS)];
 	} u;
 	struct cmsghdr *c;
 	ssize_t n;
-	size_t got;
+	size_t got, i, k;
 	char *s;
 	json_t *j;
+	int f;
 
-	if (fd)
-		*fd = -1;
+	*nfds = 0;
 	mh.msg_iov = &iov;
 	mh.msg_iovlen = 1;
 	mh.msg_control = u.buf;
@@ -117,16 +129,18 @@ sbxd_msg_recv(int sock, int *fd)
 		;
 	if (n <= 0)
 		return NULL;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(c), sizeof f);
-			if (fd && *fd < 0)
-				*fd = f;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < k; i++) {
+			memcpy(&f, CMSG_DATA(c) + i * sizeof f, sizeof f);
+			if (*nfds < max)
+				fds[(*nfds)++] = f;
 			else
 				close(f);
 		}
+	}
 	got = (size_t)n;
 	if (got < sizeof len && sbx_read_all(sock, (char *)&len + got,
 	    sizeof len - got) < 0)
@@ -144,11 +158,22 @@ sbxd_msg_recv(int sock, int *fd)
 		goto fail;
 	return j;
 fail:
-	if (fd && *fd >= 0) {
-		close(*fd);
-		*fd = -1;
-	}
+	while (*nfds > 0)
+		close(fds[--*nfds]);
 	return NULL;
+}
+
+json_t *
+sbxd_msg_recv(int sock, int *fd)
+{
+	int f = -1, n;
+	json_t *j = sbxd_msg_recvv(sock, &f, &n, 1);
+
+	if (fd)
+		*fd = n ? f : -1;
+	else if (n)
+		close(f);
+	return j;
 }
 
 /* --- inside: users, paths, entries ------------------------------------- */
@@ -738,11 +763,17 @@ op_create(const char *path, const struct user *u, int *fd)
 static json_t *
 op_commit(const char *tmp, const char *path)
 {
-	const char *slash = strrchr(path, '/');
+	const char *slash = strrchr(path, '/'), *t;
+	size_t d = slash ? (size_t)(slash - path) + 1 : 0;
 	struct stat st;
 
-	if (!tmp || strncmp(tmp, path, (size_t)(slash - path)) ||
-	    strstr(tmp, "/.."))
+	/* Only what op_create made for path: DIR/.NAME.sbxd-XXXXXX (NAME
+	 * may start with dots: ".bashrc" makes "..bashrc.sbxd-..."). */
+	t = tmp ? tmp + d : NULL;
+	if (!slash || !tmp || strncmp(tmp, path, d) || *t != '.' ||
+	    strncmp(t + 1, slash + 1, strlen(slash + 1)) ||
+	    strncmp(t + 1 + strlen(slash + 1), ".sbxd-", 6) ||
+	    strchr(t, '/'))
 		return fail("invalid_argument", EINVAL, "bad temporary file");
 	if (rename(tmp, path) < 0) {
 		int e = errno;
@@ -1059,19 +1090,64 @@ serve(int sock)
 
 /* --- outside ---------------------------------------------------------- */
 
-/* Forked twice: the backend's enter runs in a single-threaded child of
- * sbxd (as worker.c's calls do: the local backend is not thread-safe,
- * and setns into a user namespace wants one thread), and the helper is
- * its child, killed with it. */
+/* The spawner's child for a helper (args: ref), on the socket fds[0]:
+ * the backend's enter runs in it, single-threaded (the local backend is
+ * not thread-safe, and setns into a user namespace wants one thread),
+ * and the helper is its child, killed with it. */
+void
+sbxd_inbox_child(json_t *args, int *fds, int nfds)
+{
+	const json_t *ref = json_object_get(args, "ref");
+	const struct sbx_files *files;
+	struct sbx_job job;
+	struct sbx_err cerr = {0};
+	pid_t me = getpid(), g;
+	int s;
+
+	if (nfds != 1)
+		_exit(125);
+	/* Only the socket: no fd of sbxd's goes into a sandbox. */
+	if ((s = fcntl(fds[0], F_DUPFD, 10)) < 0 || dup2(s, 3) < 0)
+		_exit(125);
+	close_range(4, ~0U, 0);
+	if ((s = open("/dev/null", O_RDWR)) >= 0) {
+		dup2(s, 0);
+		dup2(s, 1);
+		if (s > 3)
+			close(s);
+	}
+	g = -1;
+	if ((files = sbx_files_of(ref, &cerr)) && files->enter)
+		g = files->enter(ref, &job, &cerr);
+	if (g == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != me)
+			_exit(125);
+		close(job.errfd);
+		serve(3);
+	}
+	if (g > 0 && sbx_job_wait(&job, &cerr) == 0)
+		_exit(0);
+	{
+		json_t *j = fail("unavailable", EIO, "cannot reach the "
+		    "sandbox's files: %s", cerr.msg);
+
+		sbxd_msg_send(3, j, -1);
+		json_decref(j);
+	}
+	_exit(1);
+}
+
 int
 sbxd_inbox_start(struct sbxd_box *b, struct sbxd_inbox *ib,
     struct sbx_err *err)
 {
 	const struct sbx_files *files = sbx_files_of(b->ref, err);
-	int sv[2];
-	pid_t pid;
+	json_t *args;
+	int sv[2], rc;
 
-	ib->pid = -1;
+	ib->ch.pid = -1;
+	ib->ch.pidfd = ib->ch.statfd = -1;
 	ib->sock = -1;
 	if (!files)
 		return -1;
@@ -1080,52 +1156,14 @@ sbxd_inbox_start(struct sbxd_box *b, struct sbxd_inbox *ib,
 		    "reach a sandbox's files", sbxd.be->name);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "socketpair:");
-	if ((pid = fork()) < 0) {
-		close(sv[0]);
-		close(sv[1]);
-		return sbx_err_set(err, SBX_EX_FAIL, "fork:");
-	}
-	if (pid == 0) {
-		struct sbx_job job;
-		struct sbx_err cerr = {0};
-		sigset_t none;
-		pid_t me = getpid(), g;
-		int s;
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		signal(SIGPIPE, SIG_DFL);
-		/* Only the socket: no fd of sbxd's goes into a sandbox. */
-		if ((s = fcntl(sv[1], F_DUPFD, 10)) < 0 || dup2(s, 3) < 0)
-			_exit(125);
-		close_range(4, ~0U, 0);
-		if ((s = open("/dev/null", O_RDWR)) >= 0) {
-			dup2(s, 0);
-			dup2(s, 1);
-			if (s > 3)
-				close(s);
-		}
-		g = files->enter(b->ref, &job, &cerr);
-		if (g == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			if (getppid() != me)
-				_exit(125);
-			close(job.errfd);
-			serve(3);
-		}
-		if (g > 0 && sbx_job_wait(&job, &cerr) == 0)
-			_exit(0);
-		{
-			json_t *j = fail("unavailable", EIO, "cannot reach the "
-			    "sandbox's files: %s", cerr.msg);
-
-			sbxd_msg_send(3, j, -1);
-			json_decref(j);
-		}
-		_exit(1);
-	}
+	args = json_pack("{s:O}", "ref", b->ref);
+	rc = sbxd_spawn("inbox", args, &sv[1], 1, &ib->ch, err);
+	json_decref(args);
 	close(sv[1]);
-	ib->pid = pid;
+	if (rc < 0) {
+		close(sv[0]);
+		return -1;
+	}
 	ib->sock = sv[0];
 	return 0;
 }
@@ -1149,18 +1187,12 @@ sbxd_inbox_call(struct sbxd_inbox *ib, json_t *q, int *fd)
 void
 sbxd_inbox_end(struct sbxd_inbox *ib, int kill_it)
 {
-	int status;
-
 	if (ib->sock >= 0)
 		close(ib->sock);
 	ib->sock = -1;
-	if (ib->pid > 0) {
-		if (kill_it)
-			kill(ib->pid, SIGKILL);
-		while (waitpid(ib->pid, &status, 0) < 0 && errno == EINTR)
-			;
-	}
-	ib->pid = -1;
+	if (ib->ch.pid > 0 && kill_it)
+		sbxd_child_kill(&ib->ch, SIGKILL);
+	sbxd_child_release(&ib->ch);
 }
 
 json_t *

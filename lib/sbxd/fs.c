@@ -321,7 +321,7 @@ h_watch_dir(struct sbxd_req *r)
 	if (!j)
 		return ret;
 	st = sbx_xcalloc(1, sizeof *st);
-	st->ib.pid = -1;
+	st->ib.ch = (struct sbxd_child)SBXD_CHILD_NONE;
 	st->ib.sock = -1;
 	st->keepalive_ms = ka && sbx_parse_u64(ka, 1, 86400, &v) == 0 ?
 	    (long long)v * 1000 : 90000;
@@ -1101,7 +1101,7 @@ up_get(struct sbxd_req *r)
 		return up;
 	up = sbx_xcalloc(1, sizeof *up);
 	up->fd = -1;
-	up->ib.pid = -1;
+	up->ib.ch = (struct sbxd_child)SBXD_CHILD_NONE;
 	up->ib.sock = -1;
 	up->files = json_array();
 	up->user = user && *user ? sbx_xstrdup(user) : NULL;

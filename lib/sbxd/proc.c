@@ -52,7 +52,7 @@ struct sbxd_proc {
 	unsigned pid;
 	char *tag;
 	json_t *config;
-	pid_t child;
+	struct sbxd_child ch; /* the runner: the backend's exec */
 	int in_fd;            /* stdin's pipe or the pty's master; -1 */
 	int pty;
 	int out_fd, err_fd, res_fd;
@@ -70,6 +70,7 @@ proc_put(struct sbxd_proc *p)
 		return;
 	if (p->in_fd >= 0)
 		close(p->in_fd);
+	sbxd_child_release(&p->ch);
 	free(p->tag);
 	json_decref(p->config);
 	sbxd_box_put_locked(p->box);
@@ -292,8 +293,8 @@ pump(void *arg)
 				res_eof = 1;
 		}
 	}
-	while (waitpid(p->child, &status, 0) < 0 && errno == EINTR)
-		;
+	sbxd_child_wait(&p->ch, -1);
+	status = p->ch.status;
 	if (got != sizeof res) {
 		memset(&res, 0, sizeof res);
 		if (WIFSIGNALED(status)) {
@@ -585,31 +586,46 @@ cwd_of(const char *cwd, int root)
 	return sbx_xstrdup(cwd);
 }
 
-/* The child: the backend's exec on fds 0, 1 and 2, the result on 3. */
-static void __attribute__((noreturn))
-child(struct sbxd_box *b, char **argv, const struct sbx_exec_opts *o,
-    int fd0, int fd1, int fd2, int fd3, int ctty)
+/* The spawner's child for a process: the backend's exec on fds 0, 1
+ * and 2 (args: ref, argv, cwd, env, timeout_ms, tty, interactive), its
+ * result on 3; fds are those four. */
+void
+sbxd_proc_child(json_t *args, int *fds, int nfds)
 {
+	struct sbx_exec_opts o = {0};
 	struct sbx_exec_result res = {0};
 	struct result out = {0};
 	struct sbx_err err = {0};
-	sigset_t none;
-	int i, fds[4] = {fd0, fd1, fd2, fd3};
+	json_t *a = json_object_get(args, "argv");
+	json_t *e = json_object_get(args, "env");
+	char **argv, **env;
+	size_t i;
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
+	if (nfds != 4 || !json_array_size(a))
+		_exit(125);
 	setsid();
 	/* Moved above 3 first, so that no dup2 overwrites another. */
 	for (i = 0; i < 4; i++)
 		fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
 	for (i = 0; i < 4; i++)
-		if (fds[i] < 0 || dup2(fds[i], i) < 0)
+		if (fds[i] < 0 || dup2(fds[i], (int)i) < 0)
 			_exit(125);
 	close_range(4, ~0U, 0);
-	if (ctty)
+	o.tty = json_is_true(json_object_get(args, "tty"));
+	o.interactive = json_is_true(json_object_get(args, "interactive"));
+	o.timeout_ms = (uint64_t)sbx_json_int(args, "timeout_ms", 0);
+	o.cwd = sbx_json_str(args, "cwd");
+	if (o.tty)
 		ioctl(0, TIOCSCTTY, 0);
-	out.rc = sbxd.be->exec(b->ref, argv, o, &res, &err);
+	argv = sbx_xcalloc(json_array_size(a) + 1, sizeof *argv);
+	for (i = 0; i < json_array_size(a); i++)
+		argv[i] = (char *)json_string_value(json_array_get(a, i));
+	env = sbx_xcalloc(json_array_size(e) + 1, sizeof *env);
+	for (i = 0; i < json_array_size(e); i++)
+		env[i] = (char *)json_string_value(json_array_get(e, i));
+	o.env = env;
+	out.rc = sbxd.be->exec(json_object_get(args, "ref"), argv, &o, &res,
+	    &err);
 	out.exit_code = res.exit_code;
 	out.signal = res.signal;
 	out.timed_out = res.timed_out;
@@ -620,6 +636,24 @@ child(struct sbxd_box *b, char **argv, const struct sbx_exec_opts *o,
 	if (sbx_write_all(3, &out, sizeof out) < 0)
 		_exit(125);
 	_exit(0);
+}
+
+/* What sbxd_proc_child needs of a process. */
+static json_t *
+proc_args(struct sbxd_box *b, char **argv, char **env,
+    const struct sbx_exec_opts *o)
+{
+	json_t *a = json_array(), *e = json_array();
+	size_t i;
+
+	for (i = 0; argv[i]; i++)
+		json_array_append_new(a, json_string(argv[i]));
+	for (i = 0; env && env[i]; i++)
+		json_array_append_new(e, json_string(env[i]));
+	return json_pack("{s:O,s:o,s:o,s:s?,s:I,s:b,s:b}", "ref", b->ref,
+	    "argv", a, "env", e, "cwd", o->cwd, "timeout_ms",
+	    (json_int_t)o->timeout_ms, "tty", o->tty, "interactive",
+	    o->interactive);
 }
 
 static enum MHD_Result
@@ -638,7 +672,8 @@ h_start(struct sbxd_req *r)
 	size_t i, n;
 	uint64_t ms;
 	pthread_t th;
-	pid_t pid;
+	json_t *pargs = NULL;
+	int spawned;
 
 	if (!j)
 		return ret;
@@ -695,6 +730,7 @@ h_start(struct sbxd_req *r)
 	if (o.tty) {
 		struct winsize ws = {24, 80, 0, 0};
 		json_t *size = json_object_get(pty, "size");
+		struct termios tio;
 
 		ws.ws_col = (unsigned short)sbx_json_int(size, "cols", 80);
 		ws.ws_row = (unsigned short)sbx_json_int(size, "rows", 24);
@@ -706,6 +742,15 @@ h_start(struct sbxd_req *r)
 			goto out;
 		}
 		ioctl(master, TIOCSWINSZ, &ws);
+		/* The backend's exec makes the command's own pty inside
+		 * the sandbox: ours only carries bytes, and raw from the
+		 * start, else input sent before the backend made it raw
+		 * would meet a line discipline twice (a ^D would arrive
+		 * as a NUL). */
+		if (tcgetattr(slave, &tio) == 0) {
+			cfmakeraw(&tio);
+			tcsetattr(slave, TCSANOW, &tio);
+		}
 	} else if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
 	    (use_stdin ? pipe2(in, O_CLOEXEC) :
 	    (in[0] = open("/dev/null", O_RDONLY | O_CLOEXEC))) < 0) {
@@ -733,20 +778,24 @@ h_start(struct sbxd_req *r)
 		ret = stream_fail(r, "unavailable", "sbxd is stopping");
 		goto out;
 	}
-	pid = fork();
-	if (pid == 0) {
-		if (o.tty)
-			child(b, argv, &o, slave, slave, slave, res[1], 1);
-		child(b, argv, &o, in[0], out[1], err[1], res[1], 0);
+	{
+		int cfd[4] = {o.tty ? slave : in[0], o.tty ? slave : out[1],
+		    o.tty ? slave : err[1], res[1]};
+		struct sbx_err serr;
+
+		pargs = proc_args(b, argv, env, &o);
+		spawned = sbxd_spawn("proc", pargs, cfd, 4, &p->ch, &serr);
 	}
-	if (pid < 0) {
+	if (spawned < 0) {
 		pthread_mutex_unlock(&sbxd.mu);
 		free(st->sub);
 		free(st);
+		json_decref(p->config);
+		free(p->tag);
+		free(p);
 		ret = stream_fail(r, "internal", "cannot fork");
 		goto out;
 	}
-	p->child = pid;
 	p->box = b;
 	b->refs++;
 	p->pid = b->next_pid++;
@@ -774,7 +823,7 @@ h_start(struct sbxd_req *r)
 		json_decref(start);
 	}
 	if (pthread_create(&th, NULL, pump, p) != 0) {
-		kill(pid, SIGKILL);
+		sbxd_child_kill(&p->ch, SIGKILL);
 		sbxd_log("cannot start a thread for process %u", p->pid);
 		pthread_mutex_lock(&sbxd.mu);
 		p->refs--;
@@ -808,6 +857,7 @@ out:
 		if (res[i] >= 0)
 			close(res[i]);
 	}
+	json_decref(pargs);
 	json_decref(j);
 	return ret;
 }
@@ -973,7 +1023,7 @@ h_send_signal(struct sbxd_req *r)
 	else {
 		/* SIGTERM goes on to the command; SIGKILL ends the exec,
 		 * and with it the command. */
-		kill(p->child, s);
+		sbxd_child_kill(&p->ch, s);
 		ret = sbxd_reply(r, 200, "application/json", "{}", 2);
 	}
 	unary_done(p, req);
@@ -1029,7 +1079,7 @@ h_update(struct sbxd_req *r)
 		if (p->in_fd >= 0)
 			ioctl(p->in_fd, TIOCSWINSZ, &ws);
 		pthread_mutex_unlock(&sbxd.mu);
-		kill(p->child, SIGWINCH);
+		sbxd_child_kill(&p->ch, SIGWINCH);
 		ret = sbxd_reply(r, 200, "application/json", "{}", 2);
 	}
 	unary_done(p, req);
@@ -1054,7 +1104,7 @@ sbxd_proc_end_all(struct sbxd_box *b)
 	for (p = b->procs; p; p = p->next)
 		if (!p->done) {
 			p->lost = 1;
-			kill(p->child, SIGKILL);
+			sbxd_child_kill(&p->ch, SIGKILL);
 		}
 	pthread_mutex_unlock(&sbxd.mu);
 }

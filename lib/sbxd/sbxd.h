@@ -128,7 +128,37 @@ void *sbxd_reaper(void *arg);
 char **sbxd_box_env(struct sbxd_box *b, const json_t *more);
 void sbxd_env_free(char **env);
 
-/* worker.c: the backend's lifecycle calls, each in a forked child */
+/* spawn.c: every child of sbxd is forked by one single-threaded
+ * process, the spawner, started before any thread. A child is sbxd's
+ * by its pidfd (signals) and status fd (its wait status). */
+struct sbxd_child {
+	pid_t pid;      /* -1: none */
+	int pidfd;
+	int statfd;
+	int done;
+	int status;     /* as waitpid(2) gives it, once done */
+};
+#define SBXD_CHILD_NONE {-1, -1, -1, 0, 0}
+int sbxd_spawner_start(struct sbx_err *err);
+/* Fork a child that runs kind's function (sbxd_*_child below) with args
+ * and its own copies of fds; the caller keeps its fds. */
+int sbxd_spawn(const char *kind, const json_t *args, const int *fds,
+    int nfds, struct sbxd_child *c, struct sbx_err *err);
+int sbxd_child_kill(struct sbxd_child *c, int sig);
+/* 1 when it ended (c->status), 0 not within timeout_ms (-1: wait), -1
+ * when the spawner went away. */
+int sbxd_child_wait(struct sbxd_child *c, int timeout_ms);
+/* Wait for it if it was started, and let go of its fds. */
+void sbxd_child_release(struct sbxd_child *c);
+/* What the spawner's children run; they never return. */
+void sbxd_proc_child(json_t *args, int *fds, int nfds)
+    __attribute__((noreturn));
+void sbxd_worker_child(json_t *args, int *fds, int nfds)
+    __attribute__((noreturn));
+void sbxd_inbox_child(json_t *args, int *fds, int nfds)
+    __attribute__((noreturn));
+
+/* worker.c: the backend's lifecycle calls, each in a child of its own */
 int sbxd_be_create(const struct sbx_spec *spec, json_t **ref,
     struct sbx_err *err);
 int sbxd_be_kill(json_t *ref, struct sbx_err *err);
@@ -143,7 +173,7 @@ int sbxd_be_resume(json_t *ref, struct sbx_err *err);
 #define SBXD_META_XATTR "user.e2b."
 
 struct sbxd_inbox {
-	pid_t pid;
+	struct sbxd_child ch;
 	int sock;
 };
 
@@ -156,6 +186,9 @@ void sbxd_inbox_end(struct sbxd_inbox *ib, int kill_it);
 json_t *sbxd_inbox_do(struct sbxd_box *b, json_t *q, int *fd);
 int sbxd_msg_send(int sock, const json_t *j, int fd);
 json_t *sbxd_msg_recv(int sock, int *fd);
+/* The same with up to 8 fds. */
+int sbxd_msg_sendv(int sock, const json_t *j, const int *fds, int nfds);
+json_t *sbxd_msg_recvv(int sock, int *fds, int *nfds, int max);
 
 /* proc.c: the one envelope of a streaming request; NULL after
  * answering. */

@@ -647,7 +647,8 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	if (parse_listen(o->listen, &ss, &sslen, err) < 0 ||
 	    templates_init(err) < 0 || load_keys(err) < 0)
 		return -1;
-	if (sbxd_store_adopt(err) < 0)
+	/* Before any thread: it forks every child of sbxd's. */
+	if (sbxd_spawner_start(err) < 0 || sbxd_store_adopt(err) < 0)
 		return -1;
 	/* Every thread starts with these blocked: main takes them. */
 	sigemptyset(&sigs);

@@ -1,12 +1,12 @@
-/* worker.c - the backend's lifecycle calls, each in a forked child.
+/* worker.c - the backend's lifecycle calls, each in a child of its own.
  *
  * The local backend starts a sandbox with a raw clone(2); a child cloned
  * from a process with threads inherits the locks those threads held
- * (malloc's, glibc's setxid broadcast) and hangs on them. A fork(2)
- * child starts with one thread and glibc's atfork state, so it may
- * clone safely; and the sandbox's init is then its child, not sbxd's:
- * when the worker exits it goes to pid 1 and is no zombie of sbxd.
- * The answer comes back as one length-prefixed JSON document. */
+ * (malloc's, glibc's setxid broadcast) and hangs on them. So each call
+ * runs in a child of the spawner (spawn.c), which has one thread; and
+ * the sandbox's init is then the worker's child, not sbxd's: when the
+ * worker exits it goes to pid 1 and is no zombie of sbxd. The answer
+ * comes back as one length-prefixed JSON document. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -14,32 +14,76 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sbxd.h"
 
 enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME };
 
-static void __attribute__((noreturn))
-worker(enum op op, const struct sbx_spec *spec, json_t *ref, int fd)
+/* A spec as JSON, for the worker, and back (its strings the JSON's). */
+static json_t *
+spec_json(const struct sbx_spec *s)
+{
+	json_t *env = json_array();
+	size_t i;
+
+	for (i = 0; s->env && s->env[i]; i++)
+		json_array_append_new(env, json_string(s->env[i]));
+	return json_pack("{s:s?,s:I,s:I,s:I,s:i,s:I,s:O?,s:o,s:s?,s:s?,s:s?,"
+	    "s:b,s:s?}", "image", s->image, "memory", (json_int_t)s->memory,
+	    "cpus_milli", (json_int_t)s->cpus_milli, "pids",
+	    (json_int_t)s->pids, "network", (int)s->network, "timeout",
+	    (json_int_t)s->timeout, "labels", s->labels, "env", env,
+	    "workdir", s->workdir, "name", s->name, "runtime", s->runtime,
+	    "pull", s->pull, "endpoint", s->endpoint);
+}
+
+static void
+spec_of(const json_t *j, struct sbx_spec *s)
+{
+	json_t *env = json_object_get(j, "env");
+	size_t i;
+
+	memset(s, 0, sizeof *s);
+	s->image = sbx_json_str(j, "image");
+	s->memory = (uint64_t)sbx_json_int(j, "memory", 0);
+	s->cpus_milli = (uint64_t)sbx_json_int(j, "cpus_milli", 0);
+	s->pids = (uint64_t)sbx_json_int(j, "pids", 0);
+	s->network = (enum sbx_net)sbx_json_int(j, "network", 0);
+	s->timeout = (uint64_t)sbx_json_int(j, "timeout", 0);
+	s->labels = json_object_get(j, "labels");
+	s->env = sbx_xcalloc(json_array_size(env) + 1, sizeof *s->env);
+	for (i = 0; i < json_array_size(env); i++)
+		s->env[i] = (char *)json_string_value(json_array_get(env, i));
+	s->workdir = sbx_json_str(j, "workdir");
+	s->name = sbx_json_str(j, "name");
+	s->runtime = sbx_json_str(j, "runtime");
+	s->pull = json_is_true(json_object_get(j, "pull"));
+	s->endpoint = sbx_json_str(j, "endpoint");
+}
+
+/* The spawner's child for a call (args: op, spec or ref); its answer on
+ * fds[0]. */
+void
+sbxd_worker_child(json_t *args, int *fds, int nfds)
 {
 	struct sbx_err err = {0};
-	json_t *out_ref = NULL, *j;
-	sigset_t none;
+	struct sbx_spec spec;
+	json_t *out_ref = NULL, *j, *ref = json_object_get(args, "ref");
+	enum op op = (enum op)sbx_json_int(args, "op", -1);
 	uint32_t len;
 	char *s;
 	int rc;
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
-	if (fd != 3 && (dup2(fd, 3) < 0 || close(fd) < 0))
+	if (nfds != 1)
+		_exit(125);
+	if (fds[0] != 3 && (dup2(fds[0], 3) < 0 || close(fds[0]) < 0))
 		_exit(125);
 	close_range(4, ~0U, 0);
 	switch (op) {
 	case OP_CREATE:
-		rc = sbxd.be->create(spec, &out_ref, &err);
+		spec_of(json_object_get(args, "spec"), &spec);
+		rc = sbxd.be->create(&spec, &out_ref, &err);
 		break;
 	case OP_KILL:
 		rc = sbxd.be->kill(ref, 0, &err);
@@ -47,9 +91,11 @@ worker(enum op op, const struct sbx_spec *spec, json_t *ref, int fd)
 	case OP_PAUSE:
 		rc = sbxd.be->pause(ref, 0, &err);
 		break;
-	default:
+	case OP_RESUME:
 		rc = sbxd.be->resume(ref, &err);
 		break;
+	default:
+		_exit(125);
 	}
 	j = json_pack("{s:i,s:i,s:s,s:O?}", "rc", rc, "code", err.code,
 	    "msg", rc < 0 ? err.msg : "", "ref", op == OP_CREATE ? out_ref :
@@ -64,10 +110,10 @@ worker(enum op op, const struct sbx_spec *spec, json_t *ref, int fd)
 	_exit(0);
 }
 
-/* Read n bytes, watching the worker: other forks may hold the pipe's
- * write end, so its EOF alone does not say the worker is gone. */
+/* Read n bytes, watching the worker: should it end without writing
+ * them, the read does not wait for ever. */
 static int
-read_worker(int fd, pid_t pid, void *buf, size_t n, int *status)
+read_worker(int fd, struct sbxd_child *c, void *buf, size_t n)
 {
 	size_t got = 0;
 	ssize_t r;
@@ -79,12 +125,10 @@ read_worker(int fd, pid_t pid, void *buf, size_t n, int *status)
 		if (pr < 0 && errno != EINTR)
 			return -1;
 		if (pr <= 0) {
-			if (*status == -1 && waitpid(pid, status, WNOHANG) ==
-			    pid) {
-				/* Gone: what it wrote is in the pipe. */
-				if (!(poll(&p, 1, 0) > 0))
-					return -1;
-			}
+			/* Gone: what it wrote is in the pipe. */
+			if (sbxd_child_wait(c, 0) != 0 && !(poll(&p, 1, 0) >
+			    0))
+				return -1;
 			continue;
 		}
 		r = read(fd, (char *)buf + got, n - got);
@@ -101,32 +145,37 @@ static int
 call(enum op op, const struct sbx_spec *spec, json_t **ref,
     struct sbx_err *err)
 {
-	int fds[2], status = -1, rc = -1;
+	struct sbxd_child c;
+	int fds[2], rc = -1;
 	uint32_t len = 0;
 	char *s = NULL;
-	json_t *j = NULL, *r;
-	pid_t pid;
+	json_t *j = NULL, *r, *args;
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a pipe:");
-	pid = fork();
-	if (pid == 0)
-		worker(op, spec, ref ? *ref : NULL, fds[1]);
+	args = json_pack("{s:i}", "op", (int)op);
+	if (op == OP_CREATE)
+		json_object_set_new(args, "spec", spec_json(spec));
+	else
+		json_object_set(args, "ref", *ref);
+	rc = sbxd_spawn("worker", args, &fds[1], 1, &c, err);
+	/* It holds the values of the sandbox's env. */
+	json_object_clear(args);
+	json_decref(args);
 	close(fds[1]);
-	if (pid < 0) {
+	if (rc < 0) {
 		close(fds[0]);
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+		return -1;
 	}
-	if (read_worker(fds[0], pid, &len, sizeof len, &status) == 0 &&
+	rc = -1;
+	if (read_worker(fds[0], &c, &len, sizeof len) == 0 &&
 	    len < (1u << 24)) {
 		s = sbx_xmalloc((size_t)len + 1);
-		if (read_worker(fds[0], pid, s, len, &status) == 0)
+		if (read_worker(fds[0], &c, s, len) == 0)
 			j = json_loadb(s, len, 0, NULL);
 	}
 	close(fds[0]);
-	if (status == -1)
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
+	sbxd_child_release(&c);
 	free(s);
 	if (!json_is_object(j)) {
 		sbx_err_set(err, SBX_EX_FAIL, "the backend's worker ended "
