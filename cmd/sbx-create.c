@@ -29,6 +29,7 @@ static const struct option longopts[] = {
 	{"reuse", no_argument, NULL, 'r'},
 	{"runtime", required_argument, NULL, 'R'},
 	{"state", required_argument, NULL, 's'},
+	{"template", required_argument, NULL, 'i'},
 	{"timeout", required_argument, NULL, 'T'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"version", no_argument, NULL, 'V'},

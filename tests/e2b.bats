@@ -122,6 +122,16 @@ EOF
 	assert_output bar
 }
 
+@test "sbx-create -b e2b --template names the template; an unknown one is exit 1, named, with nothing written" {
+	new_e2b --template base
+	run sbxd_api GET "/sandboxes/$(e2b_id)"
+	assert_equal "$(jq -r .templateID <<<"$output")" base
+	run -1 --separate-stderr sbx-create -b e2b -E "$SBXD_URL" --template no-such-tpl -s "$BATS_TEST_TMPDIR/t.json"
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "sbx-create: "*"no-such-tpl"* ]] || fail "stderr: $stderr"
+	[ ! -e "$BATS_TEST_TMPDIR/t.json" ]
+}
+
 @test "sbx-create --endpoint is refused for another backend" {
 	run --separate-stderr sbx-create -b local -E "$SBXD_URL" -s s.json
 	assert_failure 2
