@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -29,6 +30,8 @@
 #define MANAGED "io.sbx.managed"
 #define LABEL_PREFIX "io.sbx."
 #define WORKDIR "io.sbx.workdir"
+#define CREATED "io.sbx.created"  /* seconds since the epoch */
+#define OWNER "io.sbx.owner"      /* user@host */
 /* envd's user for every call: root, as the other backends' commands
  * run (HOME=/root, and the workdir can be made anywhere). */
 #define AS_ROOT "Authorization: Basic cm9vdDo=" /* base64("root:") */
@@ -308,7 +311,10 @@ info_of(const json_t *s, const char *endpoint)
 	json_object_foreach(meta, k, v)
 		if (strncmp(k, LABEL_PREFIX, strlen(LABEL_PREFIX)))
 			json_object_set(mine, k, v);
-	created = parse_time(sbx_json_str(s, "startedAt"));
+	t = sbx_json_str(meta, CREATED);
+	created = t && *t ? strtoll(t, NULL, 10) : 0;
+	if (created <= 0)
+		created = parse_time(sbx_json_str(s, "startedAt"));
 	t = sbx_json_str(meta, "io.sbx.timeout");
 	json_object_set_new(o, "backend", json_string("e2b"));
 	json_object_set_new(o, "id", json_string(sbx_json_str(s,
@@ -471,6 +477,19 @@ make_workdir(const json_t *ref, const char *dir, struct sbx_err *err)
 	return rc;
 }
 
+/* "user@host", who made a sandbox. */
+static char *
+owner(void)
+{
+	struct passwd *pw = getpwuid(geteuid());
+	char host[256] = "";
+
+	if (gethostname(host, sizeof host - 1) < 0)
+		host[0] = '\0';
+	return sbx_xasprintf("%s@%s", pw && pw->pw_name ? pw->pw_name : "?",
+	    *host ? host : "?");
+}
+
 static json_t *
 create_body(const struct sbx_spec *spec)
 {
@@ -483,6 +502,13 @@ create_body(const struct sbx_spec *spec)
 	json_object_update(meta, spec->labels);
 	json_object_set_new(meta, MANAGED, json_string("1"));
 	json_object_set_new(meta, "io.sbx.timeout", json_string(t));
+	/* Who made it, and when (startedAt is a resume's): E2B's own
+	 * tools show them; sbx-ls and sbx-gc date it by the latter. */
+	snprintf(t, sizeof t, "%lld", sbx_now());
+	json_object_set_new(meta, CREATED, json_string(t));
+	k = owner();
+	json_object_set_new(meta, OWNER, json_string(k));
+	free(k);
 	if (spec->workdir)
 		json_object_set_new(meta, WORKDIR, json_string(spec->workdir));
 	for (i = 0; spec->env && spec->env[i]; i++) {
@@ -511,6 +537,7 @@ envd_where(json_t *ref, const char *id, int explicit, const char *endpoint,
     const json_t *sb)
 {
 	const char *su = getenv("E2B_SANDBOX_URL"), *d;
+	char *u;
 
 	if (su && *su) {
 		json_object_set_new(ref, "envd", json_string(su));
@@ -520,9 +547,11 @@ envd_where(json_t *ref, const char *id, int explicit, const char *endpoint,
 		json_object_set_new(ref, "envd_proxy", json_true());
 	} else {
 		d = sbx_json_str(sb, "domain");
-		json_object_set_new(ref, "envd", json_string_nocheck(
-		    sbx_xasprintf("https://%d-%s.%s", SBX_E2B_ENVD_PORT, id,
-		    d && *d ? d : domain())));
+		u = sbx_xasprintf("https://%d-%s.%s", SBX_E2B_ENVD_PORT, id,
+		    d && *d ? d : domain());
+
+		json_object_set_new(ref, "envd", json_string(u));
+		free(u);
 		json_object_set_new(ref, "envd_proxy", json_false());
 	}
 }

@@ -220,6 +220,20 @@ EOF
 	refute_output --partial "$other"
 }
 
+@test "sbx-create -b e2b marks its sandbox with who made it and when; sbx-ls dates it by that, not by a resume" {
+	before=$(date +%s)
+	new_e2b
+	after=$(date +%s)
+	id=$(e2b_id)
+	meta=$(sbxd_api GET "/sandboxes/$id" | jq -c .metadata)
+	assert_equal "$(jq -r '.["io.sbx.owner"]' <<<"$meta")" "$(id -un)@$(hostname)"
+	created=$(jq -r '.["io.sbx.created"]' <<<"$meta")
+	((created >= before && created <= after)) || fail "io.sbx.created $created not in [$before, $after]"
+	E2B_API_URL=$SBXD_URL run --separate-stderr sbx-ls -b e2b --json
+	assert_equal "$(jq -r "select(.id == \"$id\") | .created_at_epoch" <<<"$output")" "$created"
+	assert_equal "$(jq -c "select(.id == \"$id\") | .labels" <<<"$output")" '{}'
+}
+
 @test "sbx-pause -b e2b pauses the sandbox, --resume brings it back" {
 	new_e2b
 	id=$(e2b_id)
