@@ -502,7 +502,7 @@ create_body(const struct sbx_spec *spec)
 	json_object_update(meta, spec->labels);
 	json_object_set_new(meta, MANAGED, json_string("1"));
 	json_object_set_new(meta, "io.sbx.timeout", json_string(t));
-	/* Who made it, and when (startedAt is a resume's): E2B's own
+	/* Who made it, and when (startedAt may be a resume's): E2B's own
 	 * tools show them; sbx-ls and sbx-gc date it by the latter. */
 	snprintf(t, sizeof t, "%lld", sbx_now());
 	json_object_set_new(meta, CREATED, json_string(t));
