@@ -1706,8 +1706,9 @@ out:
  * envd moves files over plain HTTP (/files), the shell in the sandbox
  * packs and unpacks them. A push streams the tar into a temporary file
  * in the sandbox, then tar unpacks it there; a pull uploads the list of
- * paths (no argv nor message limit for a big tree) and streams the tar
- * that tar makes of them back through the command's output.
+ * paths (no argv nor message limit for a big tree), tar packs them into
+ * a temporary file, and its download streams to the caller: raw bytes,
+ * not the base64 of a command's output.
  */
 
 #define XFER_TMP "/tmp/sbx-sync-" /* the temporary files' prefix */
@@ -1720,16 +1721,17 @@ static const char put_sh[] =
     "rm -f -- \"$2\"\n"
     "exit $s\n";
 
-/* A tar on stdout of the paths listed in $2 (NUL-separated, relative to
+/* A tar in $3 of the paths listed in $2 (NUL-separated, relative to
  * directory $1) that are files or symlinks: a path gone since the scan
- * is no error. $2 goes whatever happens. */
+ * is no error. $2 goes whatever happens, $3 when tar fails. */
 static const char get_sh[] =
     "cd -- \"$1\" || { rm -f -- \"$2\"; exit 3; }\n"
     "xargs -0 -r sh -c 'for f; do if [ -f \"$f\" ] || [ -L \"$f\" ]; "
     "then printf \"%s\\0\" \"$f\"; fi; done' sh <\"$2\" |\n"
-    "tar -c -f - --null --no-recursion -T -\n"
+    "tar -c -f \"$3\" --null --no-recursion -T -\n"
     "s=$?\n"
     "rm -f -- \"$2\"\n"
+    "[ $s = 0 ] || rm -f -- \"$3\"\n"
     "exit $s\n";
 
 /* What a transfer talks to: the API, and the envd of one of ours that
@@ -1838,7 +1840,7 @@ xfer_upload(struct xfer *x, int in, const void *data, size_t len,
 /* The temporary file goes, when the shell that should have removed it
  * did not run (Remove of a missing path is no error). */
 static void
-xfer_remove(struct xfer *x)
+xfer_remove(struct xfer *x, const char *path)
 {
 	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1,
 	    .path = "/filesystem.Filesystem/Remove", .headers = x->v.hdrs,
@@ -1846,10 +1848,34 @@ xfer_remove(struct xfer *x)
 	struct sbx_http_resp rs;
 	struct sbx_err err;
 
-	rq.body = json_pack("{ss}", "path", x->tmp);
+	rq.body = json_pack("{ss}", "path", path);
 	if (sbx_http_do(x->v.h, &rq, &rs, &err) == 0)
 		sbx_http_resp_release(&rs);
 	json_decref(rq.body);
+}
+
+/* GET /files: path in the sandbox, streamed to out. */
+static int
+xfer_download(struct xfer *x, const char *path, int out, struct sbx_err *err)
+{
+	struct sbx_http_req rq = {.method = "GET", .in_fd = -1, .out_fd = out,
+	    .headers = x->v.hdrs};
+	struct sbx_http_resp rs;
+	char *q = sbx_http_escape(path), *p;
+	int rc = 0;
+
+	p = sbx_xasprintf("/files?path=%s", q);
+	rq.path = p;
+	if (sbx_http_do(x->v.h, &rq, &rs, err) < 0)
+		rc = -1;
+	else if (rs.status != 200)
+		rc = xfer_fail_status(&rs, "cannot download from the sandbox",
+		    err);
+	if (rc == 0 || rs.status)
+		sbx_http_resp_release(&rs);
+	free(p);
+	free(q);
+	return rc;
 }
 
 /* A command that could not start in dir (envd says only "no such
@@ -1873,6 +1899,25 @@ dir_gone(const json_t *ref, const char *dir, struct sbx_err *err)
 	return -1;
 }
 
+/* The shell of put_sh or get_sh failed: 3 is dir's absence, else
+ * tar's first words say why. */
+static int
+tar_failed(const struct sbx_exec_result *res, const char *dir,
+    struct sbx_err *err)
+{
+	size_t n;
+
+	if (res->exit_code == 3)
+		return sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in "
+		    "the sandbox", dir ? dir : "(workdir)");
+	n = res->err.len ? strcspn(res->err.data, "\n") : 0;
+	if (n > 200)
+		n = 200;
+	return sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox failed "
+	    "(status %d)%s%.*s", res->exit_code, n ? ": " : "", (int)n,
+	    n ? res->err.data : "");
+}
+
 /* The tar on in goes to a temporary file in the sandbox, which tar
  * unpacks in dir. */
 static int
@@ -1883,33 +1928,23 @@ put_child(const json_t *ref, const char *dir, int in, struct sbx_err *err)
 	struct xfer x;
 	char *argv[] = {"sh", "-c", (char *)put_sh, "sh", (char *)(dir ? dir :
 	    "."), NULL, NULL};
-	size_t n;
 	int rc = -1;
 
 	if (xfer_open(&x, ref, ".tar", err) < 0)
 		return -1;
 	argv[5] = x.tmp;
 	if (xfer_upload(&x, in, NULL, 0, err) < 0) {
-		xfer_remove(&x);
+		xfer_remove(&x, x.tmp);
 		goto out;
 	}
 	if (e2b_exec(ref, argv, &o, &res, err) < 0) {
-		xfer_remove(&x);
+		xfer_remove(&x, x.tmp);
 		dir_gone(ref, dir, err);
 		goto out;
 	}
-	if (res.exit_code == 3) {
-		sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in the "
-		    "sandbox", dir ? dir : "(workdir)");
-	} else if (res.exit_code) {
-		/* tar's first words say why. */
-		n = res.err.len ? strcspn(res.err.data, "\n") : 0;
-		if (n > 200)
-			n = 200;
-		sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox failed "
-		    "(status %d)%s%.*s", res.exit_code, n ? ": " : "", (int)n,
-		    n ? res.err.data : "");
-	} else {
+	if (res.exit_code)
+		tar_failed(&res, dir, err);
+	else {
 		rc = 0;
 	}
 out:
@@ -1940,43 +1975,45 @@ static int
 get_child(const json_t *ref, const char *dir,
     const struct sbx_manifest *paths, int out, struct sbx_err *err)
 {
-	struct sbx_exec_opts o = {0};
+	struct sbx_exec_opts o = {.capture = 1, .max_output = 4096};
 	struct sbx_exec_result res = {0};
 	struct sbx_buf list = SBX_BUF_INIT;
 	struct xfer x;
 	char *argv[] = {"sh", "-c", (char *)get_sh, "sh", (char *)(dir ? dir :
-	    "."), NULL, NULL};
+	    "."), NULL, NULL, NULL};
+	char *tar = NULL;
 	size_t i;
-	int null = open("/dev/null", O_WRONLY | O_CLOEXEC), rc = -1;
+	int rc = -1;
 
-	if (null < 0 || dup2(out, 1) < 0 || dup2(null, 2) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot set up a "
-		    "transfer:");
 	if (xfer_open(&x, ref, ".list", err) < 0)
 		return -1;
+	tar = sbx_xasprintf("%.*s.tar", (int)(strlen(x.tmp) - 5), x.tmp);
 	argv[5] = x.tmp;
+	argv[6] = tar;
 	for (i = 0; i < paths->n; i++)
 		sbx_buf_add(&list, paths->e[i].path, strlen(paths->e[i].path) +
 		    1);
 	if (xfer_upload(&x, -1, list.data, list.len, err) < 0) {
-		xfer_remove(&x);
+		xfer_remove(&x, x.tmp);
 		goto out;
 	}
 	if (e2b_exec(ref, argv, &o, &res, err) < 0) {
-		xfer_remove(&x);
+		xfer_remove(&x, x.tmp);
+		xfer_remove(&x, tar);
 		dir_gone(ref, dir, err);
 		goto out;
 	}
-	if (res.exit_code == 3)
-		sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in the "
-		    "sandbox", dir ? dir : "(workdir)");
-	else if (res.exit_code)
-		sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox failed "
-		    "(status %d)", res.exit_code);
-	else
-		rc = 0;
+	if (res.exit_code)
+		tar_failed(&res, dir, err);
+	else {
+		rc = xfer_download(&x, tar, out, err);
+		xfer_remove(&x, tar);
+	}
 out:
+	sbx_buf_release(&res.out);
+	sbx_buf_release(&res.err);
 	sbx_buf_release(&list);
+	free(tar);
 	xfer_close(&x);
 	return rc;
 }

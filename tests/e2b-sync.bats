@@ -88,9 +88,14 @@ make_tree() {
 	push >/dev/null
 	in_sbx 'echo more >>src/main.c && mkdir -p new/dir && echo fresh >new/dir/f &&
 	    ln -s ../empty new/l && rm "with space/a file" && chmod 700 run.sh'
+	: >"$SBXD_DIR/log"
 	run pull
 	assert_success
 	assert_equal "$(jq -r '[.files, .deleted, .conflicts] | @csv' <<<"$output")" 4,1,0
+	# The tar came down through envd's /files, and its temporary files went.
+	grep -q " GET /files 200 " "$SBXD_DIR/log" || fail "no download: $(cat "$SBXD_DIR/log")"
+	run sbx-exec -s "$S" -- sh -c 'ls /tmp | grep -c "^sbx-sync-" || true'
+	assert_output 0
 	assert_equal "$(tree_sum "$P")" "$(sandbox_sum)"
 	[ ! -e "$P/with space/a file" ]
 	assert_equal "$(cat "$P/new/dir/f")" fresh
