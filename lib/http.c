@@ -188,7 +188,7 @@ setup(struct sbx_http *h, CURL *c, const char *path, char *errbuf)
  * a refused connection rather than curl's "localhost port 80". */
 static int
 transport_err(struct sbx_http *h, CURL *c, CURLcode res, const char *errbuf,
-    struct sbx_err *err)
+    int idempotent, struct sbx_err *err)
 {
 	long oserr = 0;
 
@@ -199,6 +199,14 @@ transport_err(struct sbx_http *h, CURL *c, CURLcode res, const char *errbuf,
 	if (res == CURLE_OPERATION_TIMEDOUT)
 		return sbx_err_set(err, SBX_EX_FAIL, "'%s' did not answer in "
 		    "time", h->endpoint);
+	/* It was reached: a request that changes things may have been
+	 * carried out. */
+	if (res == CURLE_RECV_ERROR || res == CURLE_SEND_ERROR ||
+	    res == CURLE_GOT_NOTHING || res == CURLE_PARTIAL_FILE)
+		return sbx_err_set(err, SBX_EX_FAIL, "the connection to '%s' "
+		    "broke%s: %s", h->endpoint, idempotent ? "" : " (the "
+		    "request may have been carried out)", errbuf[0] ? errbuf :
+		    curl_easy_strerror(res));
 	return sbx_err_set(err, SBX_EX_FAIL, "cannot reach '%s': %s",
 	    h->endpoint, errbuf[0] ? errbuf : curl_easy_strerror(res));
 }
@@ -342,7 +350,8 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot read "
 			    "what to send to '%s':", h->endpoint);
 		} else {
-			rc = transport_err(h, h->c, res, errbuf, err);
+			rc = transport_err(h, h->c, res, errbuf,
+			    rq->idempotent, err);
 		}
 	} else if (rs->body.len && !rs->body.truncated) {
 		rs->json = json_loadb(rs->body.data, rs->body.len, 0, NULL);
@@ -440,7 +449,8 @@ sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq, int *fd,
 	setup(h, h->hj, rq->path, errbuf);
 	curl_easy_setopt(h->hj, CURLOPT_CONNECT_ONLY, 1L);
 	if ((res = curl_easy_perform(h->hj)) != CURLE_OK)
-		return transport_err(h, h->hj, res, errbuf, err);
+		return transport_err(h, h->hj, res, errbuf,
+		    rq->idempotent, err);
 	if (curl_easy_getinfo(h->hj, CURLINFO_ACTIVESOCKET, &s) != CURLE_OK ||
 	    s == CURL_SOCKET_BAD)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot reach '%s'",

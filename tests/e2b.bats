@@ -53,14 +53,14 @@ e2b_token() {
 }
 
 # A scripted API server on 127.0.0.1: answers from $1, a Python list of
-# (status, content type, body) taken in turn (the last one repeats).
-# Sets FAKE_URL and FAKE_PID; each request's method and path are appended
+# (status, content type, body) taken in turn (the last one repeats); a
+# status of 0 resets the connection without an answer. Sets FAKE_URL and FAKE_PID; each request's method and path are appended
 # to $BATS_TEST_TMPDIR/fake.log.
 fake_start() {
 	local port
 	port=$(sbxd_free_port)
 	python3 - "$port" "$1" "$BATS_TEST_TMPDIR/fake.log" >"$BATS_TEST_TMPDIR/fake.err" 2>&1 <<'EOF' &
-import ast, http.server, sys
+import ast, http.server, socket, struct, sys
 port, answers, log = int(sys.argv[1]), ast.literal_eval(sys.argv[2]), sys.argv[3]
 class H(http.server.BaseHTTPRequestHandler):
     def answer(self):
@@ -75,6 +75,13 @@ class H(http.server.BaseHTTPRequestHandler):
             f.write('%s %s key=%s\n' % (self.command, self.path,
                 'yes' if self.headers.get('X-API-Key') else 'no'))
         st, ct, body = answers.pop(0) if len(answers) > 1 else answers[0]
+        if st == 0:
+            # SO_LINGER 0: close sends a RST, as a dropped proxy does.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                struct.pack('ii', 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
         b = body.encode('latin-1')
         self.send_response(st)
         self.send_header('Content-Type', ct)
@@ -293,6 +300,26 @@ EOF
 	assert_success
 	assert_output ""
 	assert_equal "$(grep -c '^GET /v2/sandboxes' "$BATS_TEST_TMPDIR/fake.log")" 2
+}
+
+@test "a connection reset and a 504 are retried for a list, which then succeeds" {
+	fake_start "[(0, '', ''), (504, 'text/html', '<html><body>gateway</body></html>'), (200, 'application/json', '[]')]"
+	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-ls -b e2b --json
+	assert_success
+	assert_output ""
+	assert_equal "$stderr" ""
+	assert_equal "$(grep -c '^GET /v2/sandboxes' "$BATS_TEST_TMPDIR/fake.log")" 3
+}
+
+@test "a connection reset under a create is exit 1 with one line, sent once, nothing written" {
+	fake_start "[(0, '', '')]"
+	run --separate-stderr sbx-create -b e2b -E "$FAKE_URL" -s s.json
+	assert_failure 1
+	assert_output ""
+	assert_equal "${#stderr_lines[@]}" 1
+	assert_equal "$stderr" "sbx-create: the connection to '$FAKE_URL' broke (the request may have been carried out): Recv failure: Connection reset by peer"
+	assert_equal "$(grep -c '^POST /sandboxes' "$BATS_TEST_TMPDIR/fake.log")" 1
+	[ ! -e s.json ]
 }
 
 @test "list follows X-Next-Token over every page" {
