@@ -3,6 +3,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -1332,6 +1333,10 @@ struct fwd {
 	const json_t *ref;
 	const char *id;
 	const json_t *sb;
+	const struct eb *e;  /* the API, for the keep-alive */
+	long long dur;       /* seconds each refresh asks for */
+	long long every_ms;  /* between refreshes; 0: none */
+	long long last_ms;   /* the last one (sbx_mono_ms) */
 	char tag[40];
 	sigset_t set, old;
 	int sfd;
@@ -1389,19 +1394,53 @@ guard_main(struct fwd *f, int sock)
 	_exit(0);
 }
 
+/* The API's refresh (extend only; a paused sandbox stays paused), on a
+ * client of its own; a failure waits for the next one. */
+static void
+keep_alive(const struct fwd *f)
+{
+	struct eb te = *f->e;
+	struct sbx_http_resp rs;
+	struct sbx_err err;
+	json_t *b;
+
+	if (!(te.h = sbx_http_new(f->e->endpoint, &err)))
+		return;
+	b = json_pack("{sI}", "duration", (json_int_t)f->dur);
+	if (eb_req(&te, "POST", b, &rs, &err, "/sandboxes/%s/refreshes",
+	    f->id) == 0)
+		sbx_http_resp_release(&rs);
+	json_decref(b);
+	sbx_http_free(te.h);
+}
+
 static void *
 fwd_main(void *arg)
 {
 	struct fwd *f = arg;
 	struct pollfd p[2] = {{f->sfd, POLLIN, 0}, {f->stop[0], POLLIN, 0}};
 	struct signalfd_siginfo si;
-	int pending = 0;
+	long long left;
+	int pending = 0, wait;
 
 	for (;;) {
 		/* Before the process is there, not_found: again in 20 ms. */
 		if (pending && send_signal(f, "SIGNAL_SIGTERM") == 0)
 			pending = 0;
-		if (poll(p, 2, pending ? 20 : -1) < 0 && errno != EINTR)
+		wait = -1;
+		if (f->every_ms) {
+			/* The sandbox is not idle while a command runs. */
+			if ((left = f->last_ms + f->every_ms -
+			    sbx_mono_ms()) <= 0) {
+				keep_alive(f);
+				f->last_ms = sbx_mono_ms();
+				left = f->every_ms;
+			}
+			wait = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		if (pending && (wait < 0 || wait > 20))
+			wait = 20;
+		if (poll(p, 2, wait) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
 			break;
@@ -1536,6 +1575,16 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	/* Fresh for each exec, and it refreshes the sandbox's TTL. */
 	if (eb_connect(&e, ref, id, &sb, err) < 0)
 		goto out;
+	/* Then again while the command runs (E2B takes at most an hour
+	 * a time, and makes less 15 s), and once more at its end. */
+	fw.last_ms = sbx_mono_ms();
+	fw.dur = sbx_json_int(ref, "timeout", DEFAULT_TIMEOUT);
+	if (fw.dur <= 0)
+		fw.dur = DEFAULT_TIMEOUT;
+	if (fw.dur > 3600)
+		fw.dur = 3600;
+	fw.every_ms = fw.dur * 1000 / 3 < 1000 ? 1000 : fw.dur * 1000 / 3;
+	fw.e = &e;
 	if (envd_open(&v, ref, id, sb, err) < 0)
 		goto out;
 	for (n = 0; v.hdrs[n]; n++)
@@ -1583,6 +1632,13 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	rc = sbx_http_do(v.h, &rq, &rs, err);
 	fwd_stop(&fw);
 	res->duration_ms = sbx_mono_ms() - t0;
+	/* Idle from now on: its timeout counts from the command's end. */
+	if (rc == 0 && rs.status == 200 && r.ended &&
+	    sbx_mono_ms() - fw.last_ms >= 1000) {
+		struct sbx_err cerr;
+
+		eb_connect(&e, ref, id, NULL, &cerr);
+	}
 	if (rc < 0 && rs.timed_out && o->timeout_ms && r.started) {
 		struct sbx_err kerr;
 		json_t *k = json_pack("{s{sI}ss}", "process", "pid",

@@ -199,6 +199,31 @@ EOF
 	assert_output late
 }
 
+@test "sbx-exec -b e2b keeps the sandbox alive while a command outlasts its timeout" {
+	new_e2b --timeout 2
+	id=$(e2b_id)
+	run --separate-stderr sbx-exec -s s.json -- sh -c 'sleep 5; echo done'
+	assert_success
+	assert_output done
+	# Its timeout counts from the command's end: still there.
+	end=$(sbxd_api GET "/sandboxes/$id" | jq -r .endAt)
+	(($(date -d "$end" +%s) >= $(date +%s) + 1))
+	run sbx-exec -s s.json -- echo again
+	assert_success
+	assert_output again
+}
+
+@test "sbx-exec -b e2b: a sandbox's timeout counts from the end of the last command" {
+	new_e2b --timeout 20
+	id=$(e2b_id)
+	run sbx-exec -s s.json -- sleep 3
+	assert_success
+	# Counted from the create it would be 17 s away; it is 20 s.
+	end=$(sbxd_api GET "/sandboxes/$id" | jq -r .endAt)
+	left=$(($(date -d "$end" +%s%3N) - $(date +%s%3N)))
+	((left > 18500 && left <= 20000))
+}
+
 @test "sbx-kill -b e2b kills the sandbox, and again is exit 0 (already gone)" {
 	new_e2b
 	id=$(e2b_id)
