@@ -1337,6 +1337,7 @@ struct fwd {
 	long long dur;       /* seconds each refresh asks for */
 	long long every_ms;  /* between refreshes; 0: none */
 	long long last_ms;   /* the last one (sbx_mono_ms) */
+	int connect;         /* the first is the API's connect */
 	char tag[40];
 	sigset_t set, old;
 	int sfd;
@@ -1406,6 +1407,11 @@ keep_alive(const struct fwd *f)
 
 	if (!(te.h = sbx_http_new(f->e->endpoint, &err)))
 		return;
+	if (f->connect) {
+		eb_connect(&te, f->ref, f->id, NULL, &err);
+		sbx_http_free(te.h);
+		return;
+	}
 	b = json_pack("{sI}", "duration", (json_int_t)f->dur);
 	if (eb_req(&te, "POST", b, &rs, &err, "/sandboxes/%s/refreshes",
 	    f->id) == 0)
@@ -1428,6 +1434,11 @@ fwd_main(void *arg)
 		if (pending && send_signal(f, "SIGNAL_SIGTERM") == 0)
 			pending = 0;
 		wait = -1;
+		if (f->connect) {
+			keep_alive(f);
+			f->connect = 0;
+			f->last_ms = sbx_mono_ms();
+		}
 		if (f->every_ms) {
 			/* The sandbox is not idle while a command runs. */
 			if ((left = f->last_ms + f->every_ms -
@@ -1570,11 +1581,17 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	    WORKDIR)))
 		wo.cwd = wdir = sbx_xstrdup(wd);
 	o = &wo;
-	json_decref(sb);
-	sb = NULL;
-	/* Fresh for each exec, and it refreshes the sandbox's TTL. */
-	if (eb_connect(&e, ref, id, &sb, err) < 0)
-		goto out;
+	/* Connect refreshes the sandbox's TTL and gives envd's token. The
+	 * detail has the token too on E2B and sbxd: then connect goes
+	 * beside the command's start, on the keep-alive's thread. */
+	if (sbx_json_str(sb, "envdAccessToken")) {
+		fw.connect = 1;
+	} else {
+		json_decref(sb);
+		sb = NULL;
+		if (eb_connect(&e, ref, id, &sb, err) < 0)
+			goto out;
+	}
 	/* Then again while the command runs (E2B takes at most an hour
 	 * a time, and makes less 15 s), and once more at its end. */
 	fw.last_ms = sbx_mono_ms();
@@ -1610,6 +1627,11 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	fw.id = id;
 	fw.sb = sb;
 	fwd_start(&fw);
+	if (fw.connect && !fw.running) {
+		struct sbx_err cerr;
+
+		eb_connect(&e, ref, id, NULL, &cerr);
+	}
 	json_object_set_new(msg, "tag", json_string(fw.tag));
 	sbx_e2b_frame_json(&frame, 0, msg);
 	rq.data = frame.data;
