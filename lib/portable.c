@@ -19,13 +19,18 @@ static const char scan_sh[] =
     "xargs -0 -r stat -c '%s %y %a %F %n' -- <\"$t\" 2>/dev/null\n"
     "rm -f \"$t\"\n";
 
+/* A file gone since the scan has no line, and is no failure. */
 static const char hash_sh[] =
-    "cd -- \"$1\" || exit 3\nshift\nsha256sum -- \"$@\" 2>/dev/null\n";
+    "cd -- \"$1\" || exit 3\nshift\nsha256sum -- \"$@\" 2>/dev/null || :\n";
 
 static const char rm_sh[] =
     "cd -- \"$1\" || exit 3\nshift\n"
     "for f; do if [ -L \"$f\" ] || [ ! -d \"$f\" ]; then rm -f -- \"$f\" "
     "|| exit 1; fi; done\n";
+
+/* At most this many paths, of this many bytes, per sha256sum. */
+#define HASH_ARGS_MAX 4096
+#define HASH_BYTES_MAX (96 * 1024)
 
 static int
 run_sh(const json_t *ref, const char *script, const char *dir,
@@ -144,38 +149,102 @@ parse_stat(const char **p, const char *end, const char *name,
 	return 0;
 }
 
+/* sha256sum's escapes, in place: \\, \n and \r. */
+static int
+unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (*s != '\\') {
+			*d++ = *s;
+			continue;
+		}
+		if (s[1] == '\\')
+			*d++ = '\\';
+		else if (s[1] == 'n')
+			*d++ = '\n';
+		else if (s[1] == 'r')
+			*d++ = '\r';
+		else
+			return -1;
+		s++;
+	}
+	*d = '\0';
+	return 0;
+}
+
+void
+sbx_portable_hashes(char *out, struct sbx_manifest *m, size_t from,
+    size_t n)
+{
+	char *p, *end, *name;
+	size_t i, k;
+	unsigned int byte;
+	int esc;
+
+	for (p = out, k = 0; k < n && (end = strchr(p, '\n')); p = end + 1) {
+		esc = *p == '\\';
+		p += esc;
+		if (end - p < 66 || p[64] != ' ')
+			break;
+		*end = '\0';
+		name = p + 66;
+		if (esc && unescape(name) < 0)
+			break;
+		while (k < n && strcmp(m->e[from + k].path, name))
+			k++;
+		if (k == n)
+			break;
+		for (i = 0; i < 32; i++) {
+			if (!isxdigit((unsigned char)p[2 * i]) ||
+			    !isxdigit((unsigned char)p[2 * i + 1]) ||
+			    sscanf(p + 2 * i, "%2x", &byte) != 1)
+				break;
+			m->e[from + k].hash[i] = (unsigned char)byte;
+		}
+		m->e[from + k++].has_hash = i == 32;
+	}
+}
+
+/* Hash m's files from i on, as many as one command's arguments hold;
+ * returns how many it asked for. */
+static size_t
+hash_chunk(const json_t *ref, const char *dir, struct sbx_manifest *m,
+    size_t from, struct sbx_err *err)
+{
+	struct sbx_buf out = SBX_BUF_INIT;
+	char **args;
+	size_t i, n, bytes = 0;
+
+	for (n = 0; from + n < m->n && n < HASH_ARGS_MAX; n++) {
+		bytes += strlen(m->e[from + n].path) + 1;
+		if (n && bytes > HASH_BYTES_MAX)
+			break;
+	}
+	args = sbx_xcalloc(n + 1, sizeof *args);
+	for (i = 0; i < n; i++)
+		args[i] = m->e[from + i].path;
+	/* No hash is no harm: the file counts as changed. */
+	if (run_sh(ref, hash_sh, dir, args, n, &out, err) == 0) {
+		sbx_buf_add(&out, "", 1);
+		sbx_portable_hashes(out.data, m, from, n);
+	}
+	sbx_buf_release(&out);
+	free(args);
+	return n;
+}
+
 int
 sbx_portable_hash(const json_t *ref, const char *dir, struct sbx_manifest *m,
     struct sbx_err *err)
 {
-	struct sbx_buf out = SBX_BUF_INIT;
-	char **args = sbx_xcalloc(m->n + 1, sizeof *args), *p, *end;
-	size_t i, k;
-	unsigned int byte;
+	size_t i;
 
-	for (i = 0; i < m->n; i++)
-		args[i] = m->e[i].path;
-	/* One line per file in order; a vanished one has none, and the
-	 * rest is not trusted. No hash is no harm: the file counts as
-	 * changed. */
-	if (m->n && run_sh(ref, hash_sh, dir, args, m->n, &out, err) == 0) {
-		sbx_buf_add(&out, "", 1);
-		for (p = out.data, k = 0; k < m->n && (end = strchr(p, '\n'));
-		    p = end + 1, k++) {
-			if (*p == '\\')
-				p++;
-			if (end - p < 64)
-				break;
-			for (i = 0; i < 32; i++) {
-				if (sscanf(p + 2 * i, "%2x", &byte) != 1)
-					break;
-				m->e[k].hash[i] = (unsigned char)byte;
-			}
-			m->e[k].has_hash = i == 32;
-		}
-	}
-	sbx_buf_release(&out);
-	free(args);
+	/* In chunks: a command's arguments are bounded (ARG_MAX, and a
+	 * request's size on a server). */
+	for (i = 0; i < m->n; i += hash_chunk(ref, dir, m, i, err))
+		;
 	return 0;
 }
 

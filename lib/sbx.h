@@ -520,6 +520,11 @@ int sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,
     struct sbx_manifest *out, struct sbx_err *err);
 int sbx_portable_hash(const json_t *ref, const char *dir,
     struct sbx_manifest *m, struct sbx_err *err);
+/* sha256sum's lines in out (changed) for m's entries [from, from + n):
+ * each line goes to the entry of its name, in order; an entry without
+ * a line (a file gone meanwhile) gets no hash. */
+void sbx_portable_hashes(char *out, struct sbx_manifest *m, size_t from,
+    size_t n);
 int sbx_portable_remove(const json_t *ref, const char *dir,
     const struct sbx_manifest *paths, struct sbx_err *err);
 /* Walk the tree under dfd (which it closes) as scan does: emit gets each

@@ -178,6 +178,23 @@ EOF
 	assert_equal "$(tree_sum "$P")" "$(sandbox_sum)"
 }
 
+@test "e2b: a pull hashes 20,000 touched files in the sandbox, in chunks, and fetches none" {
+	# Their names take 1.5 MB: more than one request to envd, or one
+	# command's arguments, may carry.
+	in_sbx 'mkdir -p a-directory-with-a-rather-long-name-to-fill-the-arguments &&
+		cd a-directory-with-a-rather-long-name-to-fill-the-arguments &&
+		i=0; while [ $i -lt 20000 ]; do echo $i >file-number-$i; i=$((i + 1)); done'
+	run pull
+	assert_success
+	assert_equal "$(jq -r .files <<<"$output")" 20000
+	# New times, the same content: only hashes can tell.
+	in_sbx 'find . -type f -exec touch -d 2020-01-01 {} +'
+	run pull
+	assert_success
+	assert_equal "$(jq -r .files <<<"$output")" 0
+	assert_equal "$(tree_sum "$P")" "$(sandbox_sum)"
+}
+
 @test "e2b: the API key is in no state file and no message of sbx-sync" {
 	make_tree
 	push -v >/dev/null
