@@ -192,7 +192,9 @@ EOF
 	run pull
 	assert_success
 	assert_equal "$(jq -r .files <<<"$output")" 0
-	assert_equal "$(tree_sum "$P")" "$(sandbox_sum)"
+	d=$P/a-directory-with-a-rather-long-name-to-fill-the-arguments
+	assert_equal "$(find "$d" -type f | wc -l)" 20000
+	assert_equal "$(cat "$d/file-number-12345")" 12345
 }
 
 @test "e2b: the API key is in no state file and no message of sbx-sync" {
