@@ -1627,7 +1627,7 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	fw.id = id;
 	fw.sb = sb;
 	fwd_start(&fw);
-	if (fw.connect && !fw.running) {
+	if (!fw.running && fw.connect) {
 		struct sbx_err cerr;
 
 		eb_connect(&e, ref, id, NULL, &cerr);
