@@ -1534,8 +1534,9 @@ fwd_stop(struct fwd *f)
 }
 
 static int
-e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
-    struct sbx_exec_result *res, struct sbx_err *err)
+exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
+    struct sbx_exec_result *res, struct sbx_err *err, int detail,
+    int *from_detail)
 {
 	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1,
 	    .path = "/process.Process/Start", .in_type =
@@ -1584,8 +1585,9 @@ e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	/* Connect refreshes the sandbox's TTL and gives envd's token. The
 	 * detail has the token too on E2B and sbxd: then connect goes
 	 * beside the command's start, on the keep-alive's thread. */
-	if (sbx_json_str(sb, "envdAccessToken")) {
+	if (detail && sbx_json_str(sb, "envdAccessToken")) {
 		fw.connect = 1;
+		*from_detail = 1;
 	} else {
 		json_decref(sb);
 		sb = NULL;
@@ -1776,6 +1778,21 @@ out:
 	free(wdir);
 	eb_close(&e);
 	return rc;
+}
+
+static int
+e2b_exec(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
+    struct sbx_exec_result *res, struct sbx_err *err)
+{
+	int from_detail = 0;
+
+	if (exec_once(ref, argv, o, res, err, 1, &from_detail) == 0)
+		return 0;
+	if (!from_detail || err->code != SBX_EX_CRED)
+		return -1;
+	/* envd refused the detail's token (before anything ran): the
+	 * one connect gives, as the SDKs take it. */
+	return exec_once(ref, argv, o, res, err, 0, &from_detail);
 }
 
 /* --- files: sbx-sync's transfers ----------------------------------------- */

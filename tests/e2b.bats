@@ -450,6 +450,62 @@ EOF
 	assert_equal "$stderr" "sbx-exec: the stream of 'long-job' broke before its end"
 }
 
+@test "sbx-exec -b e2b: envd refusing the detail's token, it runs with connect's, once" {
+	port=$(sbxd_free_port)
+	python3 - "$port" "$BATS_TEST_TMPDIR/fake.log" <<'EOF' &
+import http.server, json, struct, sys
+port, log = int(sys.argv[1]), sys.argv[2]
+def frame(m, f=0):
+    d = json.dumps(m).encode()
+    return bytes([f]) + struct.pack('>I', len(d)) + d
+class H(http.server.BaseHTTPRequestHandler):
+    def reply(self, st, ct, b):
+        self.send_response(st)
+        self.send_header('Content-Type', ct)
+        self.send_header('Content-Length', str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def answer(self):
+        n = int(self.headers.get('Content-Length') or 0)
+        if n:
+            self.rfile.read(n)
+        tok = self.headers.get('X-Access-Token')
+        with open(log, 'a') as f:
+            f.write('%s %s %s\n' % (self.command, self.path, tok))
+        if self.path == '/sandboxes/abc':
+            self.reply(200, 'application/json', json.dumps({"sandboxID": "abc",
+                "templateID": "base", "state": "running", "startedAt": "2026-12-01T00:00:00Z",
+                "metadata": {"io.sbx.managed": "1"}, "envdAccessToken": "stale"}).encode())
+        elif self.path == '/sandboxes/abc/connect':
+            self.reply(200, 'application/json', json.dumps({"sandboxID": "abc",
+                "templateID": "base", "envdAccessToken": "good"}).encode())
+        elif self.path == '/process.Process/Start' and tok != 'good':
+            self.reply(401, 'application/json', b'{"code":"unauthenticated","message":"bad token"}')
+        elif self.path == '/process.Process/Start':
+            self.reply(200, 'application/connect+json', frame({"event": {"start": {"pid": 7}}}) +
+                frame({"event": {"data": {"stdout": "aGkK"}}}) +
+                frame({"event": {"end": {"exitCode": 3, "exited": True, "status": "exit status 3"}}}) +
+                frame({}, 2))
+        else:
+            self.reply(404, 'application/json', b'{"code":404,"message":"no"}')
+    do_GET = do_POST = answer
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(('127.0.0.1', port), H).serve_forever()
+EOF
+	FAKE_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null && break
+		sleep 0.05
+	done
+	E2B_API_URL=http://127.0.0.1:$port run --separate-stderr sbx-exec -b e2b --id abc -- job
+	assert_failure 3
+	assert_output hi
+	assert_equal "$stderr" ""
+	assert_equal "$(grep -c '^POST /process.Process/Start stale' "$BATS_TEST_TMPDIR/fake.log")" 1
+	assert_equal "$(grep -c '^POST /process.Process/Start good' "$BATS_TEST_TMPDIR/fake.log")" 1
+}
+
 @test "a DELETE is retried on 502 and 503, and a 404 then is already gone" {
 	fake_start "[(200, 'application/json', '{\"sandboxID\":\"abc\",\"templateID\":\"base\",\"startedAt\":\"2026-12-01T00:00:00Z\",\"state\":\"running\",\"metadata\":{\"io.sbx.managed\":\"1\"}}'), (502, 'text/plain', 'bad gateway'), (503, 'text/plain', 'unavailable'), (404, 'application/json', '{\"code\":404,\"message\":\"Sandbox abc not found\"}')]"
 	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-kill -b e2b --id abc
