@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "sbx.h"
 
@@ -106,24 +105,9 @@ act_state(const char *path, void *arg)
 	json_t *ref;
 	int rc;
 
-	if (sbx_state_open(&st, path, &err) < 0) {
-		if (err.code == SBX_EX_NOSANDBOX)
-			sbx_err_set(&err, SBX_EX_NOSANDBOX,
-			    "no sandbox: no state file '%s'", path);
+	if (sbx_target_state_open(&st, path, ctx->explicit_backend, &err) < 0)
 		sbx_die_err(&err);
-	}
-	if (!json_is_object(ref = json_object_get(st.root, "ref"))) {
-		sbx_state_release(&st);
-		if (!json_object_size(st.root))
-			unlink(path);
-		sbx_die(SBX_EX_NOSANDBOX, "no sandbox: no state file '%s'",
-		    path);
-	}
-	if (sbx_ref_check_backend(json_object_get(st.root, "ref"),
-	    ctx->explicit_backend, path, &err) < 0) {
-		sbx_state_release(&st);
-		sbx_die_err(&err);
-	}
+	ref = json_object_get(st.root, "ref");
 	if ((status = act(ref, ctx, &rc))) {
 		sbx_state_set_status(st.root, status);
 		if (sbx_state_save(&st, &err) < 0) {
