@@ -129,8 +129,6 @@ main(int argc, char **argv)
 	o.include = sbx_ignore_new();
 	while ((c = getopt_long(argc, argv, "a:b:hI:L:m:nqs:vVx:z:", longopts,
 	    NULL)) != -1) {
-		if (sbx_opt_common(c, usage))
-			continue;
 		switch (c) {
 		case 'a':
 		case 'z':
@@ -195,7 +193,8 @@ main(int argc, char **argv)
 				o.theirs = 1;
 			break;
 		default:
-			sbx_usage_error(usage, NULL);
+			if (!sbx_opt_common(c, usage))
+				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}
 	if (o.ours && o.theirs)
