@@ -181,23 +181,15 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "b:F:hI:kqs:vV", longopts, NULL)) !=
 	    -1) {
 		switch (c) {
-		case 'b':
-			t.backend = optarg;
-			break;
-		case 'I':
-			t.id = optarg;
-			break;
 		case 'k':
 			ctx.keep = 1;
 			break;
 		case 'F':
 			ctx.final_sync = optarg;
 			break;
-		case 's':
-			t.state_path = optarg;
-			break;
 		default:
-			if (!sbx_opt_common(c, usage))
+			if (!sbx_opt_common(c, usage) &&
+			    !sbx_target_opt(c, optarg, &t))
 				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}

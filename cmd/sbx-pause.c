@@ -134,12 +134,6 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "b:hI:m:qrSs:vV", longopts,
 	    NULL)) != -1) {
 		switch (c) {
-		case 'b':
-			t.backend = optarg;
-			break;
-		case 'I':
-			t.id = optarg;
-			break;
 		case 'm':
 			mode = optarg;
 			break;
@@ -149,11 +143,9 @@ main(int argc, char **argv)
 		case 'S':
 			semantics = 1;
 			break;
-		case 's':
-			t.state_path = optarg;
-			break;
 		default:
-			if (!sbx_opt_common(c, usage))
+			if (!sbx_opt_common(c, usage) &&
+			    !sbx_target_opt(c, optarg, &t))
 				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}

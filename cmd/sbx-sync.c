@@ -155,15 +155,6 @@ main(int argc, char **argv)
 		case 'x':
 			sbx_ignore_add(o.exclude, optarg);
 			break;
-		case 'b':
-			t.backend = optarg;
-			break;
-		case 'I':
-			t.id = optarg;
-			break;
-		case 's':
-			t.state_path = optarg;
-			break;
 		case 'n':
 			if (status)
 				sbx_usage_error(usage, "status changes nothing "
@@ -193,7 +184,8 @@ main(int argc, char **argv)
 				o.theirs = 1;
 			break;
 		default:
-			if (!sbx_opt_common(c, usage))
+			if (!sbx_opt_common(c, usage) &&
+			    !sbx_target_opt(c, optarg, &t))
 				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}

@@ -195,6 +195,9 @@ int sbx_stdin_has_ids(void);
 int sbx_each_target(const struct sbx_target *t, char *const *ids, int nids,
     sbx_id_fn on_id, int (*on_state)(const char *path, void *arg), void *arg,
     struct sbx_err *err);
+/* The options that name a target (-b backend, -I id, -s state), for a
+ * command's getopt loop: true when c was one, with arg put in t. */
+int sbx_target_opt(int c, const char *arg, struct sbx_target *t);
 /* sbx_state_open for a command that acts on the state's sandbox: a state
  * file that is missing or empty fails with SBX_EX_NOSANDBOX (an empty one
  * is removed), one of another backend than backend (NULL: any) with

@@ -102,6 +102,24 @@ sbx_each_target(const struct sbx_target *t, char *const *ids, int nids,
 }
 
 int
+sbx_target_opt(int c, const char *arg, struct sbx_target *t)
+{
+	switch (c) {
+	case 'b':
+		t->backend = arg;
+		return 1;
+	case 'I':
+		t->id = arg;
+		return 1;
+	case 's':
+		t->state_path = arg;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+int
 sbx_target_state_open(struct sbx_state *st, const char *path,
     const char *backend, struct sbx_err *err)
 {
