@@ -129,8 +129,8 @@ sbx_target_state_open(struct sbx_state *st, const char *path,
 			    "no sandbox: no state file '%s'", path);
 		return -1;
 	}
-	/* Empty, it was made for a sandbox that never came (or is "{}"):
-	 * no lock or file stays behind for it. */
+	/* Missing (opened as an empty object) or "{}": no sandbox, and
+	 * neither the file nor its lock stays behind. */
 	if (!json_object_size(st->root)) {
 		unlink(path);
 		sbx_state_release(st);
