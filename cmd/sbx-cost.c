@@ -47,15 +47,6 @@ amount(const char *s, int decimals)
 	return v;
 }
 
-/* Floats print with 15 digits, so that 0.213 stays 0.213. */
-static void
-print_line(json_t *o)
-{
-	json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER |
-	    JSON_REAL_PRECISION(15));
-	putchar('\n');
-}
-
 /* The CPU seconds the backend reports, or null. */
 static json_t *
 cpu_of(const json_t *ref)
@@ -172,7 +163,7 @@ cost_state(const char *path, struct ctx *ctx)
 	o = json_pack("{sssssIssssssso}", "id", id, "backend", backend,
 	    "running_s", (json_int_t)secs, "estimated", est, "rate", rate,
 	    "rate_source", r.source, "cpu_s", cpu_of(ref));
-	print_line(o);
+	sbx_out_json(o);
 	json_array_append_new(ctx->lines, o);
 	ctx->total += units;
 	ctx->total_s += secs;
@@ -288,7 +279,7 @@ main(int argc, char **argv)
 		o = json_pack("{sbsIsssi}", "total", 1, "running_s",
 		    (json_int_t)ctx.total_s, "estimated", est, "count",
 		    ctx.count);
-		print_line(o);
+		sbx_out_json(o);
 		json_decref(o);
 	}
 	/* With several sandboxes, the budget is for all of them. */

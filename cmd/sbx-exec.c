@@ -137,17 +137,11 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+b:e:hI:ijM:qRs:tT:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (c) {
-		case 'b':
-			t.backend = optarg;
-			break;
 		case 'e':
 			env = sbx_xrealloc(env, (nenv + 2) * sizeof *env);
 			if (!(env[nenv++] = sbx_parse_env(optarg, &err)))
 				fail(json, &err);
 			env[nenv] = NULL;
-			break;
-		case 'I':
-			t.id = optarg;
 			break;
 		case 'i':
 			o.interactive = 1;
@@ -160,9 +154,6 @@ main(int argc, char **argv)
 				bad("invalid max-output '%s'",
 				    optarg);
 			o.max_output = (size_t)v;
-			break;
-		case 's':
-			t.state_path = optarg;
 			break;
 		case 't':
 			o.tty = 1;
@@ -180,7 +171,8 @@ main(int argc, char **argv)
 			resume = 1;
 			break;
 		default:
-			if (sbx_opt_common(c, usage))
+			if (sbx_opt_common(c, usage) ||
+			    sbx_target_opt(c, optarg, &t))
 				break;
 			exit(SBX_EX_EXECFAIL); /* getopt said why */
 		}

@@ -228,12 +228,10 @@ static int
 one(json_t *o, void *arg)
 {
 	struct ctx *ctx = arg;
-	json_t *labels = json_object_get(o, "labels"), *v;
-	const char *k, *r, *id = sbx_json_str(o, "id"), *why;
+	const char *r, *id = sbx_json_str(o, "id"), *why;
 
-	json_object_foreach(ctx->want, k, v)
-		if (!json_equal(json_object_get(labels, k), v))
-			return 0;
+	if (!sbx_target_labels_match(o, ctx->want))
+		return 0;
 	if (!id)
 		return 0;
 	ctx->checked++;

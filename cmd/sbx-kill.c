@@ -155,21 +155,8 @@ kill_state(const char *path, void *arg)
 	if (ctx->final_sync && access(path, F_OK) == 0 &&
 	    (rc = final_sync(ctx, path, NULL)) > 0)
 		return rc;
-	if (sbx_state_open(&st, path, &err) < 0) {
-		if (err.code == SBX_EX_NOSANDBOX)
-			sbx_err_set(&err, SBX_EX_NOSANDBOX,
-			    "no sandbox: no state file '%s'", path);
+	if (sbx_target_state_open(&st, path, ctx->explicit_backend, &err) < 0)
 		sbx_die_err(&err);
-	}
-	if (!json_object_size(st.root)) {
-		unlink(path);
-		sbx_die(SBX_EX_NOSANDBOX, "no sandbox: no state file '%s'", path);
-	}
-	if (sbx_ref_check_backend(json_object_get(st.root, "ref"),
-	    ctx->explicit_backend, path, &err) < 0) {
-		sbx_state_release(&st);
-		sbx_die_err(&err);
-	}
 	rc = kill_ref(json_object_get(st.root, "ref"), ctx);
 	if (rc == SBX_EX_OK) {
 		sbx_state_set_status(st.root, "killed");
@@ -194,23 +181,15 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "b:F:hI:kqs:vV", longopts, NULL)) !=
 	    -1) {
 		switch (c) {
-		case 'b':
-			t.backend = optarg;
-			break;
-		case 'I':
-			t.id = optarg;
-			break;
 		case 'k':
 			ctx.keep = 1;
 			break;
 		case 'F':
 			ctx.final_sync = optarg;
 			break;
-		case 's':
-			t.state_path = optarg;
-			break;
 		default:
-			if (!sbx_opt_common(c, usage))
+			if (!sbx_opt_common(c, usage) &&
+			    !sbx_target_opt(c, optarg, &t))
 				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}

@@ -88,12 +88,9 @@ static int
 one(json_t *o, void *arg)
 {
 	struct ctx *ctx = arg;
-	json_t *labels = json_object_get(o, "labels"), *v;
-	const char *k;
 
-	json_object_foreach(ctx->want, k, v)
-		if (!json_equal(json_object_get(labels, k), v))
-			return 0;
+	if (!sbx_target_labels_match(o, ctx->want))
+		return 0;
 	if (ctx->table) {
 		if (!ctx->rows++)
 			printf("%-12s  %-14s  %-8s  %5s  %5s  %-12s  %5s  %7s  %s\n",

@@ -3,7 +3,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "sbx.h"
 
@@ -106,24 +105,9 @@ act_state(const char *path, void *arg)
 	json_t *ref;
 	int rc;
 
-	if (sbx_state_open(&st, path, &err) < 0) {
-		if (err.code == SBX_EX_NOSANDBOX)
-			sbx_err_set(&err, SBX_EX_NOSANDBOX,
-			    "no sandbox: no state file '%s'", path);
+	if (sbx_target_state_open(&st, path, ctx->explicit_backend, &err) < 0)
 		sbx_die_err(&err);
-	}
-	if (!json_is_object(ref = json_object_get(st.root, "ref"))) {
-		sbx_state_release(&st);
-		if (!json_object_size(st.root))
-			unlink(path);
-		sbx_die(SBX_EX_NOSANDBOX, "no sandbox: no state file '%s'",
-		    path);
-	}
-	if (sbx_ref_check_backend(json_object_get(st.root, "ref"),
-	    ctx->explicit_backend, path, &err) < 0) {
-		sbx_state_release(&st);
-		sbx_die_err(&err);
-	}
+	ref = json_object_get(st.root, "ref");
 	if ((status = act(ref, ctx, &rc))) {
 		sbx_state_set_status(st.root, status);
 		if (sbx_state_save(&st, &err) < 0) {
@@ -150,12 +134,6 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "b:hI:m:qrSs:vV", longopts,
 	    NULL)) != -1) {
 		switch (c) {
-		case 'b':
-			t.backend = optarg;
-			break;
-		case 'I':
-			t.id = optarg;
-			break;
 		case 'm':
 			mode = optarg;
 			break;
@@ -165,11 +143,9 @@ main(int argc, char **argv)
 		case 'S':
 			semantics = 1;
 			break;
-		case 's':
-			t.state_path = optarg;
-			break;
 		default:
-			if (!sbx_opt_common(c, usage))
+			if (!sbx_opt_common(c, usage) &&
+			    !sbx_target_opt(c, optarg, &t))
 				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}

@@ -129,8 +129,6 @@ main(int argc, char **argv)
 	o.include = sbx_ignore_new();
 	while ((c = getopt_long(argc, argv, "a:b:hI:L:m:nqs:vVx:z:", longopts,
 	    NULL)) != -1) {
-		if (sbx_opt_common(c, usage))
-			continue;
 		switch (c) {
 		case 'a':
 		case 'z':
@@ -156,15 +154,6 @@ main(int argc, char **argv)
 			break;
 		case 'x':
 			sbx_ignore_add(o.exclude, optarg);
-			break;
-		case 'b':
-			t.backend = optarg;
-			break;
-		case 'I':
-			t.id = optarg;
-			break;
-		case 's':
-			t.state_path = optarg;
 			break;
 		case 'n':
 			if (status)
@@ -195,7 +184,9 @@ main(int argc, char **argv)
 				o.theirs = 1;
 			break;
 		default:
-			sbx_usage_error(usage, NULL);
+			if (!sbx_opt_common(c, usage) &&
+			    !sbx_target_opt(c, optarg, &t))
+				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}
 	if (o.ours && o.theirs)

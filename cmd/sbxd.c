@@ -50,8 +50,6 @@ main(int argc, char **argv)
 	sbx_prog_set(argv);
 	while ((c = getopt_long(argc, argv, "Ad:B:hk:l:m:qr:S:t:T:U:vVx:",
 	    longopts, NULL)) != -1) {
-		if (sbx_opt_common(c, usage))
-			continue;
 		switch (c) {
 		case 'A':
 			o.access_log = 0;
@@ -108,7 +106,8 @@ main(int argc, char **argv)
 			o.on_exit = optarg;
 			break;
 		default:
-			sbx_usage(usage, SBX_EX_USAGE);
+			if (!sbx_opt_common(c, usage))
+				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}
 	if (optind < argc)

@@ -29,7 +29,7 @@ enum sbx_exit {
 	SBX_EX_NOTFOUND = 127,
 };
 
-/* --- cli: program name, diagnostics, parsing helpers ------------------- */
+/* --- err: the program name, diagnostics, library errors ---------------- */
 
 /* A library error: a message and the exit code it suggests to a command. */
 struct sbx_err {
@@ -39,6 +39,8 @@ struct sbx_err {
 
 extern int sbx_quiet, sbx_verbose;
 
+/* The program name and the sbx_x* allocators live in buf.c, which the
+ * agent (sbx-init) links without the rest. */
 void sbx_prog_set(char **argv);
 const char *sbx_prog_get(void);
 /* The argv sbx_prog_set saw, to run the tool again (another flavour). */
@@ -51,6 +53,15 @@ __attribute__((format(printf, 1, 2))) void sbx_note(const char *fmt, ...);
 __attribute__((format(printf, 3, 4))) int sbx_err_set(struct sbx_err *err,
     int code, const char *fmt, ...);
 __attribute__((noreturn)) void sbx_die_err(const struct sbx_err *err);
+
+void *sbx_xmalloc(size_t n);
+void *sbx_xcalloc(size_t n, size_t m);
+void *sbx_xrealloc(void *p, size_t n);
+char *sbx_xstrdup(const char *s);
+__attribute__((format(printf, 1, 2))) char *sbx_xasprintf(const char *fmt,
+    ...);
+
+/* --- cli: usage, the common options, option values, stdout ------------ */
 
 /* The usage text is the man page's SYNOPSIS. */
 __attribute__((noreturn)) void sbx_usage(const char *text, int code);
@@ -77,28 +88,6 @@ char *sbx_parse_env(const char *s, struct sbx_err *err);
 int sbx_out_close(int rc);
 /* Print a JSON object as one compact line on stdout. */
 void sbx_out_json(json_t *obj);
-
-/* Each id from the operands, or one per stdin line (a bare id or a JSON
- * object with "id") when there are none and stdin is not a terminal. */
-typedef int (*sbx_id_fn)(const char *id, void *arg);
-int sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count);
-/* Whether stdin is a pipe, socket or file that may hold ids. */
-int sbx_stdin_has_ids(void);
-struct sbx_target;
-/* What a batch command (sbx-kill, sbx-pause) acts on: --id and the ids
- * given, else one per stdin line when it is piped, else one state file
- * (--state, $SBX_STATE, ./.sbx/state.json). The worst status of the
- * calls, or -1 with err when nothing names a sandbox. */
-int sbx_each_target(const struct sbx_target *t, char *const *ids, int nids,
-    sbx_id_fn on_id, int (*on_state)(const char *path, void *arg), void *arg,
-    struct sbx_err *err);
-
-void *sbx_xmalloc(size_t n);
-void *sbx_xcalloc(size_t n, size_t m);
-void *sbx_xrealloc(void *p, size_t n);
-char *sbx_xstrdup(const char *s);
-__attribute__((format(printf, 1, 2))) char *sbx_xasprintf(const char *fmt,
-    ...);
 
 /* --- buf: one growable buffer with a size cap ------------------------- */
 
@@ -190,6 +179,33 @@ int sbx_ref_check_backend(const json_t *ref, const char *want,
     const char *path, struct sbx_err *err);
 /* True when --id, --state or $SBX_STATE name a sandbox. */
 int sbx_ref_explicit(const struct sbx_target *t);
+
+/* --- target: what a command acts on (ids, stdin, a state file) -------- */
+
+/* Each id from the operands, or one per stdin line (a bare id or a JSON
+ * object with "id") when there are none and stdin is not a terminal. */
+typedef int (*sbx_id_fn)(const char *id, void *arg);
+int sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count);
+/* Whether stdin is a pipe, socket or file that may hold ids. */
+int sbx_stdin_has_ids(void);
+/* What a batch command (sbx-kill, sbx-pause) acts on: --id and the ids
+ * given, else one per stdin line when it is piped, else one state file
+ * (--state, $SBX_STATE, ./.sbx/state.json). The worst status of the
+ * calls, or -1 with err when nothing names a sandbox. */
+int sbx_each_target(const struct sbx_target *t, char *const *ids, int nids,
+    sbx_id_fn on_id, int (*on_state)(const char *path, void *arg), void *arg,
+    struct sbx_err *err);
+/* The options that name a target (-b backend, -I id, -s state), for a
+ * command's getopt loop: true when c was one, with arg put in t. */
+int sbx_target_opt(int c, const char *arg, struct sbx_target *t);
+/* sbx_state_open for a command that acts on the state's sandbox: a state
+ * file that is missing or empty fails with SBX_EX_NOSANDBOX (an empty one
+ * is removed), one of another backend than backend (NULL: any) with
+ * SBX_EX_USAGE; st is released on failure. */
+int sbx_target_state_open(struct sbx_state *st, const char *path,
+    const char *backend, struct sbx_err *err);
+/* Whether a listing entry's "labels" hold every key and value of want. */
+int sbx_target_labels_match(const json_t *info, const json_t *want);
 
 /* --- ignore: gitignore patterns (.sbxignore, --include, --exclude) --- */
 

@@ -1,0 +1,89 @@
+/* err.c - diagnostics on stderr and the library's errors: the ground
+ * floor, below every other module but buf.c (the program name) */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+
+int sbx_quiet, sbx_verbose;
+
+static void
+vmsg(const char *fmt, va_list ap, int errnum)
+{
+	size_t n = strlen(fmt);
+
+	fprintf(stderr, "%s: ", sbx_prog_get());
+	vfprintf(stderr, fmt, ap);
+	if (n && fmt[n - 1] == ':')
+		fprintf(stderr, " %s", strerror(errnum));
+	fputc('\n', stderr);
+}
+
+void
+sbx_die(int code, const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap, e);
+	va_end(ap);
+	exit(code);
+}
+
+void
+sbx_warn(const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	if (sbx_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg(fmt, ap, e);
+	va_end(ap);
+}
+
+void
+sbx_note(const char *fmt, ...)
+{
+	int e = errno;
+	va_list ap;
+
+	if (!sbx_verbose || sbx_quiet)
+		return;
+	va_start(ap, fmt);
+	vmsg(fmt, ap, e);
+	va_end(ap);
+}
+
+int
+sbx_err_set(struct sbx_err *err, int code, const char *fmt, ...)
+{
+	int e = errno;
+	size_t n = strlen(fmt), len;
+	va_list ap;
+
+	if (!err)
+		return -1;
+	err->code = code;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+	va_end(ap);
+	len = strlen(err->msg);
+	if (n && fmt[n - 1] == ':' && len < sizeof err->msg)
+		snprintf(err->msg + len, sizeof err->msg - len, " %s",
+		    strerror(e));
+	errno = e;
+	return -1;
+}
+
+void
+sbx_die_err(const struct sbx_err *err)
+{
+	fprintf(stderr, "%s: %s\n", sbx_prog_get(), err->msg);
+	exit(err->code ? err->code : SBX_EX_FAIL);
+}
