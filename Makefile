@@ -127,6 +127,16 @@ $(BIN)/sbx-sync: $(BUILD)/cmd/sbx-sync.o $(BUILD)/libsbx.a
 	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
 		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
 
+# The tests' own sbx-sync: the local backend's files moved through the
+# sandbox's shell, as a backend that can only exec moves them
+# (tests/lib/portable.c, linked in place of lib/files.c).
+TEST_TOOLS = $(BIN)/test/sbx-sync
+$(BIN)/test/sbx-sync: $(BUILD)/cmd/sbx-sync.o $(BUILD)/tests/lib/portable.o \
+		$(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
+		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
+
 $(BUILD)/lib/sbxd/%.o: lib/sbxd/%.c lib/sbx.h lib/sbxd/sbxd.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -pthread -c -o $@ $<
@@ -152,7 +162,7 @@ $(BUILD)/unit/%: tests/unit/%.c tests/unit/tap.h $(BUILD)/libsbx.a
 # (sudo keeps it, never in an argument list); else it is skipped.
 BACKENDS ?= local docker docker:runsc e2b
 
-check: all $(UNITS)
+check: all $(UNITS) $(TEST_TOOLS)
 	@rc=0; for u in $(UNITS); do $$u || rc=1; done; \
 	if [ "$$(id -u)" = 0 ]; then asroot=; \
 	elif command -v sudo >/dev/null; then asroot="sudo --"; \

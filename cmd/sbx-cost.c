@@ -55,8 +55,8 @@ cpu_of(const json_t *ref)
 	struct sbx_err err = {0};
 	json_t *info, *v = NULL;
 
-	if ((be = sbx_backend_of(ref, &err)) && be->info &&
-	    (info = be->info(ref, &err))) {
+	if ((be = sbx_backend_of(ref, &err)) && be->ops->info &&
+	    (info = be->ops->info(ref, &err))) {
 		v = json_object_get(info, "cpu_s");
 		v = json_is_number(v) ? json_incref(v) : NULL;
 		json_decref(info);
@@ -89,18 +89,6 @@ remember(json_t *root, uint64_t units, const char *id, struct ctx *ctx)
 		changed = 1;
 	}
 	return changed;
-}
-
-static void
-backend_first(const char *path)
-{
-	struct sbx_state st;
-	struct sbx_err err;
-
-	if (sbx_state_read(&st, path, &err) < 0)
-		return; /* said again, and counted, by cost_state */
-	sbx_backend_of(json_object_get(st.root, "ref"), &err);
-	sbx_state_release(&st);
 }
 
 static int
@@ -265,10 +253,9 @@ main(int argc, char **argv)
 			    SBX_STATE_DEFAULT);
 	}
 
-	/* Every state's backend before the first is touched: one that this
-	 * flavour lacks runs the other flavour of us from the start. */
+	/* Every state's backend before the first is touched. */
 	for (i = 0; i < n; i++)
-		backend_first(paths[i]);
+		sbx_flavour_pick_state(paths[i]);
 	ctx.now = sbx_now();
 	ctx.lines = json_array();
 	for (i = 0; i < n; i++)

@@ -57,7 +57,7 @@ check_state_free(struct sbx_state *st)
 
 	if (!ref || !(be = sbx_backend_of(ref, &err)))
 		return;
-	if (!(info = be->info(ref, &err)))
+	if (!(info = be->ops->info(ref, &err)))
 		return;
 	status = sbx_json_str(info, "status");
 	if (status && (!strcmp(status, "running") || !strcmp(status,
@@ -81,7 +81,7 @@ reuse_state(struct sbx_state *st)
 
 	if (!json_is_object(ref) || !(be = sbx_backend_of(ref, &err)))
 		return 0;
-	if (!(info = be->info(ref, &err)))
+	if (!(info = be->ops->info(ref, &err)))
 		return 0;
 	status = sbx_json_str(info, "status");
 	out = json_deep_copy(ref);
@@ -89,7 +89,7 @@ reuse_state(struct sbx_state *st)
 		live = 1;
 	} else if (status && (!strcmp(status, "paused") ||
 	    !strcmp(status, "stopped"))) {
-		if (be->resume(ref, &err) < 0)
+		if (be->ops->resume(ref, &err) < 0)
 			sbx_die(err.code ? err.code : SBX_EX_FAIL, "cannot "
 			    "resume '%s': %s", sbx_json_str(ref, "id"), err.msg);
 		sbx_state_set_status(st->root, "running");
@@ -99,7 +99,7 @@ reuse_state(struct sbx_state *st)
 		live = 1;
 	} else {
 		/* Ended: what is left of it goes before its replacement. */
-		be->kill(ref, 0, &err);
+		be->ops->kill(ref, 0, &err);
 	}
 	if (live) {
 		json_object_set_new(out, "replaced", json_false());
@@ -148,7 +148,7 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
 	const char *backend = NULL, *state = NULL;
-	char **env = NULL;
+	char **env = NULL, names[128];
 	size_t nenv = 0;
 	json_t *ref = NULL, *old = NULL;
 	int c, rc = SBX_EX_OK, reuse = 0;
@@ -243,13 +243,20 @@ main(int argc, char **argv)
 	if (optind < argc)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
 	spec.env = env;
-	if (spec.endpoint && strcmp(backend ? backend :
-	    sbx_backend_default(), "e2b"))
-		sbx_usage_error(usage, "--endpoint is for backend 'e2b'");
+	if (!backend)
+		backend = sbx_backend_default();
+	if (spec.endpoint && (!(be = sbx_backend_find(backend)) ||
+	    !be->endpoint))
+		sbx_usage_error(usage, "--endpoint is for backend %s",
+		    sbx_backend_endpoint_names(names, sizeof names));
 	if (!state && getenv("SBX_STATE") && *getenv("SBX_STATE"))
 		state = getenv("SBX_STATE");
-	if (!(be = sbx_backend_get(backend ? backend : sbx_backend_default(),
-	    &err)) || sbx_backend_check_spec(be, &spec, &err) < 0)
+	/* A state file's sandbox is looked at too, on its own backend. */
+	sbx_flavour_pick(backend);
+	if (state)
+		sbx_flavour_pick_state(state);
+	if (!(be = sbx_backend_get(backend, &err)) ||
+	    sbx_backend_check_spec(be, &spec, &err) < 0)
 		sbx_die_err(&err);
 	if (reuse && !state)
 		sbx_usage_error(usage, "--reuse needs a state file (--state or "
@@ -268,7 +275,7 @@ main(int argc, char **argv)
 			 * budget goes on. A killed one starts afresh. */
 			old = json_incref(st.root);
 	}
-	if (be->create(&spec, &ref, &err) < 0)
+	if (be->ops->create(&spec, &ref, &err) < 0)
 		sbx_die_err(&err);
 	if (state) {
 		json_decref(st.root);
@@ -279,7 +286,7 @@ main(int argc, char **argv)
 			struct sbx_err kerr;
 
 			/* No sandbox without its state: it would be lost. */
-			be->kill(ref, 0, &kerr);
+			be->ops->kill(ref, 0, &kerr);
 			sbx_die_err(&err);
 		}
 		sbx_state_release(&st);

@@ -97,7 +97,7 @@ resume_first(const struct sbx_backend *be, json_t *ref, const char *state,
 	struct sbx_state st;
 	const char *s;
 
-	if (be->resume(ref, err) < 0)
+	if (be->ops->resume(ref, err) < 0)
 		return -1;
 	if (!state || sbx_state_open(&st, state, err) < 0)
 		return 0;
@@ -194,14 +194,16 @@ main(int argc, char **argv)
 	}
 	o.env = env;
 	o.capture = json;
-	if (!(ref = sbx_ref_resolve(&t, &state, &err)) ||
-	    !(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
+	if (!(ref = sbx_ref_resolve(&t, &state, &err)))
+		fail(json, &err);
+	sbx_flavour_pick(sbx_json_str(ref, "backend"));
+	if (!(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
 	    (o.tty ? SBX_CAP_PTY : 0) | (o.interactive ? SBX_CAP_STDIN : 0),
 	    &err) < 0)
 		fail(json, &err);
-	if (resume && be->resume && resume_first(be, ref, state, &err) < 0)
+	if (resume && be->ops->resume && resume_first(be, ref, state, &err) < 0)
 		fail(json, &err);
-	if (be->exec(ref, argv + optind, &o, &r, &err) < 0)
+	if (be->ops->exec(ref, argv + optind, &o, &r, &err) < 0)
 		fail(json, &err);
 	if (json)
 		print_json(&r);

@@ -270,7 +270,7 @@ kill_one(const struct sbx_backend *be, const char *backend, const char *id,
 	json_t *ref = json_pack("{ssss}", "backend", backend, "id", id);
 
 	memset(&out->err, 0, sizeof out->err);
-	if (be->kill(ref, 0, &out->err) < 0 && !out->err.code)
+	if (be->ops->kill(ref, 0, &out->err) < 0 && !out->err.code)
 		out->err.code = SBX_EX_FAIL;
 	out->done = 1;
 	json_decref(ref);
@@ -347,7 +347,8 @@ report(size_t i, const struct outcome *out, struct ctx *ctx)
 /* No two runs act at once: an exclusive flock on a file in the local
  * store, held until we exit, whatever the backend. 1 with the lock, 0
  * when another sbx-gc holds it, -1 when there is no store: nothing to
- * collect for local; for another backend (make), the store is made. */
+ * collect for a backend whose sandboxes live there; for another
+ * (make), the store is made. */
 static int
 lock_store(int make)
 {
@@ -437,14 +438,14 @@ main(int argc, char **argv)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
 	if (!ctx.backend)
 		ctx.backend = sbx_backend_default();
+	sbx_flavour_pick(ctx.backend);
 	if (!(be = sbx_backend_get(ctx.backend, &err)) || sbx_backend_need(be,
 	    ctx.idle ? SBX_CAP_IDLE : 0, &err) < 0)
 		sbx_die_err(&err);
 	for (i = 0; i < ndirs; i++)
 		check_dir(dirs[i]);
 	/* A dry run changes nothing: it needs no lock. */
-	if (!ctx.dry_run && !(locked = lock_store(strcmp(be->name,
-	    "local") != 0))) {
+	if (!ctx.dry_run && !(locked = lock_store(!be->in_store))) {
 		sbx_warn("another sbx-gc is running: leaving the work to it");
 		goto out;
 	}
@@ -453,7 +454,7 @@ main(int argc, char **argv)
 		if ((r = scan_states(dirs[i], &ctx)) > rc)
 			rc = r;
 	ctx.now = sbx_now();
-	if (locked > 0 && be->list(one, &ctx, &err) < 0)
+	if (locked > 0 && be->ops->list(one, &ctx, &err) < 0)
 		sbx_die_err(&err);
 	outs = sbx_xcalloc(json_array_size(ctx.victims) + 1, sizeof *outs);
 	if (!ctx.dry_run)

@@ -37,18 +37,11 @@ struct ctx {
 static int
 final_sync(const struct ctx *ctx, const char *state, const char *id)
 {
-	char self[4096], *slash, *argv[10];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 16);
+	char *self = sbx_sibling("sbx-sync"), *argv[10];
 	int i = 0, status;
 	pid_t pid;
 
-	if (n > 0) {
-		self[n] = '\0';
-		if ((slash = strrchr(self, '/')))
-			snprintf(slash + 1, sizeof self - (size_t)(slash + 1 -
-			    self), "sbx-sync");
-	}
-	argv[i++] = n > 0 && access(self, X_OK) == 0 ? self : "sbx-sync";
+	argv[i++] = self && access(self, X_OK) == 0 ? self : "sbx-sync";
 	argv[i++] = "pull";
 	if (sbx_quiet)
 		argv[i++] = "-q";
@@ -71,6 +64,7 @@ final_sync(const struct ctx *ctx, const char *state, const char *id)
 		execvp(argv[0], argv);
 		_exit(127);
 	}
+	free(self);
 	if (pid < 0 || waitpid(pid, &status, 0) < 0)
 		return SBX_EX_FAIL;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -104,7 +98,7 @@ kill_ref(json_t *ref, struct ctx *ctx)
 		return err.code;
 	}
 	if ((ctx->keep && sbx_backend_need(be, SBX_CAP_KEEP, &err) < 0) ||
-	    be->kill(ref, ctx->keep, &err) < 0) {
+	    be->ops->kill(ref, ctx->keep, &err) < 0) {
 		/* Gone is done; one that is not ours is not gone. */
 		if (err.code == SBX_EX_NOSANDBOX && !strstr(err.msg,
 		    SBX_NOT_OURS)) {
@@ -145,12 +139,6 @@ kill_state(const char *path, void *arg)
 	struct sbx_err err = {0};
 	int rc;
 
-	/* The backend before the final sync: one that this flavour lacks
-	 * runs the other flavour of us from the start. */
-	if (sbx_state_read(&st, path, &err) == 0) {
-		sbx_backend_of(json_object_get(st.root, "ref"), &err);
-		sbx_state_release(&st);
-	}
 	/* Before the state is locked: sbx-sync locks it too. */
 	if (ctx->final_sync && access(path, F_OK) == 0 &&
 	    (rc = final_sync(ctx, path, NULL)) > 0)
@@ -195,6 +183,7 @@ main(int argc, char **argv)
 	}
 	ctx.backend = t.backend ? t.backend : sbx_backend_default();
 	ctx.explicit_backend = t.backend;
+	sbx_flavour_pick_target(&t, argc - optind);
 	if (!sbx_backend_get(ctx.backend, &err))
 		sbx_die_err(&err);
 	/* More than one named, or ids from stdin: more than one project. */

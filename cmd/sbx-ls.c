@@ -168,14 +168,17 @@ main(int argc, char **argv)
 		if (backend || json_object_size(ctx.want))
 			sbx_usage_error(usage, "--backends takes no --backend "
 			    "or --label");
+		sbx_flavour_pick_all();
 		sbx_backend_each(backend_row, &ctx);
 		json_decref(ctx.want);
 		return sbx_out_close(SBX_EX_OK);
 	}
-	if (!(be = sbx_backend_get(backend ? backend : sbx_backend_default(),
-	    &err)))
+	if (!backend)
+		backend = sbx_backend_default();
+	sbx_flavour_pick(backend);
+	if (!(be = sbx_backend_get(backend, &err)))
 		sbx_die_err(&err);
-	if (be->list(one, &ctx, &err) < 0)
+	if (be->ops->list(one, &ctx, &err) < 0)
 		sbx_die_err(&err);
 	json_decref(ctx.want);
 	return sbx_out_close(SBX_EX_OK);

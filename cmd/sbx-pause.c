@@ -69,7 +69,7 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 		*rc = err.code;
 		return NULL;
 	}
-	if ((ctx->resume ? be->resume(ref, &err) : be->pause(ref, stop,
+	if ((ctx->resume ? be->ops->resume(ref, &err) : be->ops->pause(ref, stop,
 	    &err)) < 0) {
 		sbx_warn("cannot %s '%s': %s", ctx->resume ? "resume" : "pause",
 		    sbx_json_str(ref, "id"), err.msg);
@@ -159,6 +159,7 @@ main(int argc, char **argv)
 	ctx.stop = mode && !strcmp(mode, "stop");
 	ctx.backend = t.backend ? t.backend : sbx_backend_default();
 	ctx.explicit_backend = t.backend;
+	sbx_flavour_pick_target(&t, argc - optind);
 	if (!(be = sbx_backend_get(ctx.backend, &err)))
 		sbx_die_err(&err);
 	if (semantics) {

@@ -202,10 +202,11 @@ main(int argc, char **argv)
 	if (stat(project, &st) < 0 || !S_ISDIR(st.st_mode))
 		sbx_die(SBX_EX_USAGE, "no such directory '%s'", project);
 
-	/* The backend now, before anything is read or written: one that
-	 * this flavour lacks runs the other flavour of us from the start. */
-	if (!(o.ref = sbx_ref_resolve(&t, &state, &err)) ||
-	    !(be = sbx_backend_of(o.ref, &err)) ||
+	/* The backend now, before anything is read or written. */
+	if (!(o.ref = sbx_ref_resolve(&t, &state, &err)))
+		sbx_die_err(&err);
+	sbx_flavour_pick(sbx_json_str(o.ref, "backend"));
+	if (!(be = sbx_backend_of(o.ref, &err)) ||
 	    sbx_backend_need(be, SBX_CAP_FILES | (z && !strcmp(z, "zstd") ?
 	    SBX_CAP_ZSTD : 0), &err) < 0)
 		sbx_die_err(&err);
@@ -222,10 +223,10 @@ main(int argc, char **argv)
 		o.state = &stb;
 	}
 	if (!z)
-		z = !strcmp(sbx_json_str(o.ref, "backend"), "local") ? "none" :
-		    "gzip";
-	o.z = !strcmp(z, "gzip") ? SBX_COMPRESS_GZIP : !strcmp(z, "zstd") ?
-	    SBX_COMPRESS_ZSTD : SBX_COMPRESS_NONE;
+		o.z = be->compress;
+	else
+		o.z = !strcmp(z, "gzip") ? SBX_COMPRESS_GZIP : !strcmp(z,
+		    "zstd") ? SBX_COMPRESS_ZSTD : SBX_COMPRESS_NONE;
 	if (chdir(project) < 0)
 		sbx_die(SBX_EX_FAIL, "cannot enter '%s':", project);
 	o.sbxignore = sbx_ignore_new();

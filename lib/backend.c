@@ -1,77 +1,62 @@
-/* backend.c - the registry of backends, built twice: the static flavour
- * of the tools has local only and hands the others to the remote flavour
- * (linked with libcurl), which has them all (-DSBX_REMOTE) */
-#include <errno.h>
-#include <limits.h>
+/* backend.c - the table of backends and their capabilities, built twice:
+ * the static flavour of the tools has the operations of local only, the
+ * remote flavour (linked with libcurl) those of all (-DSBX_REMOTE) */
 #include <string.h>
-#include <unistd.h>
 
 #include "sbx.h"
 
-static const struct sbx_backend *const backends[] = {
-	&sbx_local_backend,
+/* The operations of a backend the remote flavour alone links. */
 #ifdef SBX_REMOTE
-	&sbx_docker_backend,
-	&sbx_e2b_backend,
+#define REMOTE(ops) (&(ops))
+#else
+#define REMOTE(ops) NULL
 #endif
+
+/* Every backend, as data; what sets one apart from another is said
+ * here and nowhere else. */
+static const struct sbx_backend backends[] = {
+	{
+		.name = "local",
+		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
+		    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS |
+		    SBX_CAP_PIDS | SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND |
+		    SBX_CAP_STOP | SBX_CAP_FILES | SBX_CAP_IDLE |
+		    SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP,
+		/* On this machine compression only costs time. */
+		.compress = SBX_COMPRESS_NONE,
+		/* It runs on the user's own machine. */
+		.rate_default = "0",
+		.in_store = 1,
+		.ops = &sbx_local_ops,
+	},
+	{
+		.name = "docker",
+		/* The engine does not say when an exec last ran: no IDLE.
+		 * Engines before Docker 23 cannot unpack a zstd tar (a 500
+		 * "unexpected EOF"): no ZSTD. */
+		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
+		    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS |
+		    SBX_CAP_PIDS | SBX_CAP_TIMEOUT | SBX_CAP_RUNTIME |
+		    SBX_CAP_PULL | SBX_CAP_SUSPEND | SBX_CAP_STOP |
+		    SBX_CAP_FILES | SBX_CAP_NAME | SBX_CAP_KEEP,
+		.compress = SBX_COMPRESS_GZIP,
+		.ops = REMOTE(sbx_docker_ops),
+	},
+	{
+		.name = "e2b",
+		/* --cpus and --memory are checked against the template's
+		 * size (size_check); no zstd (the template's tar may lack
+		 * it). */
+		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
+		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
+		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES,
+		.compress = SBX_COMPRESS_GZIP,
+		.endpoint = 1,
+		.ops = REMOTE(sbx_e2b_ops),
+	},
 };
 
-#ifndef SBX_REMOTE
-/* What only the remote flavour has. */
-static const char *const remote_only[] = {"docker", "e2b"};
-
-/* Run the remote flavour of this tool with our argv and environment:
- * <dir>/remote/<tool>, or <dir>/../libexec/sbx/remote/<tool>. Returns
- * only when neither could run, with errno of each, and in_tree and
- * installed (PATH_MAX + 64 each) naming them. */
-static int
-try_remote(char *in_tree, char *installed, int *e1, int *e2)
-{
-	char self[PATH_MAX], *tool;
-	char **argv = sbx_prog_argv();
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-
-	if (n <= 0 || !argv)
-		return -1;
-	self[n] = '\0';
-	if (!(tool = strrchr(self, '/')))
-		return -1;
-	*tool++ = '\0';
-	snprintf(in_tree, PATH_MAX + 64, "%s/remote/%s", self, tool);
-	snprintf(installed, PATH_MAX + 64, "%s/../libexec/sbx/remote/%s",
-	    self, tool);
-	execv(in_tree, argv);
-	*e1 = errno;
-	execv(installed, argv);
-	*e2 = errno;
-	return 0;
-}
-
-/* try_remote, or die naming the file that should have been there.
- * Callers ask for a backend before they print, write or read anything,
- * so the other flavour can start over. */
-static void __attribute__((noreturn))
-reexec(const char *name)
-{
-	/* On the stack: sbx_die leaves nothing allocated behind. */
-	char in_tree[PATH_MAX + 64], installed[PATH_MAX + 64];
-	char libexec[PATH_MAX + 96];
-	int e1, e2;
-
-	if (try_remote(in_tree, installed, &e1, &e2) < 0)
-		sbx_die(SBX_EX_FAIL, "backend '%s' needs the remote flavour "
-		    "of %s", name, sbx_prog_get());
-	snprintf(libexec, sizeof libexec, "%s", installed);
-	*strrchr(libexec, '/') = '\0';
-	*strrchr(libexec, '/') = '\0';
-	if (e1 != ENOENT || (e2 == ENOENT && access(libexec, F_OK) < 0)) {
-		errno = e1;
-		sbx_die(SBX_EX_FAIL, "backend '%s' needs '%s':", name, in_tree);
-	}
-	errno = e2;
-	sbx_die(SBX_EX_FAIL, "backend '%s' needs '%s':", name, installed);
-}
-#endif
+#define NBACKENDS (sizeof backends / sizeof backends[0])
 
 const char *
 sbx_backend_default(void)
@@ -80,20 +65,44 @@ sbx_backend_default(void)
 }
 
 const struct sbx_backend *
-sbx_backend_get(const char *name, struct sbx_err *err)
+sbx_backend_find(const char *name)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof backends / sizeof backends[0]; i++)
-		if (!strcmp(backends[i]->name, name))
-			return backends[i];
-#ifndef SBX_REMOTE
-	for (i = 0; i < sizeof remote_only / sizeof remote_only[0]; i++)
-		if (!strcmp(remote_only[i], name))
-			reexec(name);
-#endif
-	sbx_err_set(err, SBX_EX_USAGE, "unknown backend '%s'", name);
+	for (i = 0; name && i < NBACKENDS; i++)
+		if (!strcmp(backends[i].name, name))
+			return &backends[i];
 	return NULL;
+}
+
+const struct sbx_backend *
+sbx_backend_get(const char *name, struct sbx_err *err)
+{
+	const struct sbx_backend *be = sbx_backend_find(name);
+
+	if (!be) {
+		sbx_err_set(err, SBX_EX_USAGE, "unknown backend '%s'", name);
+		return NULL;
+	}
+	if (!be->ops) {
+		sbx_err_set(err, SBX_EX_FAIL, "backend '%s' needs the remote "
+		    "flavour of %s", name, sbx_prog_get());
+		return NULL;
+	}
+	return be;
+}
+
+const char *
+sbx_backend_endpoint_names(char *buf, size_t n)
+{
+	size_t i, len = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < NBACKENDS; i++)
+		if (backends[i].endpoint && len < n)
+			len += (size_t)snprintf(buf + len, n - len, "%s'%s'",
+			    len ? " or " : "", backends[i].name);
+	return buf;
 }
 
 const struct sbx_backend *
@@ -180,23 +189,25 @@ sbx_backend_each(int (*fn)(json_t *o, void *arg), void *arg)
 	size_t i, k;
 	json_t *o, *c;
 	int rc = 0;
-#ifndef SBX_REMOTE
-	char in_tree[PATH_MAX + 64], installed[PATH_MAX + 64];
-	int e1, e2;
 
-	/* The remote flavour knows them all; without it, what is here. */
-	try_remote(in_tree, installed, &e1, &e2);
-#endif
-	for (i = 0; !rc && i < sizeof backends / sizeof backends[0]; i++) {
+	for (i = 0; !rc && i < NBACKENDS; i++) {
+		if (!backends[i].ops)
+			continue;
 		c = json_object();
 		for (k = 0; k < sizeof caps / sizeof caps[0]; k++)
 			json_object_set_new(c, caps[k].name, json_boolean(
-			    backends[i]->caps & caps[k].cap));
-		o = json_pack("{sssbssso}", "backend", backends[i]->name,
-		    "default", !strcmp(backends[i]->name, dflt), "pause",
-		    sbx_backend_pause_default(backends[i]), "caps", c);
+			    backends[i].caps & caps[k].cap));
+		o = json_pack("{sssbssso}", "backend", backends[i].name,
+		    "default", !strcmp(backends[i].name, dflt), "pause",
+		    sbx_backend_pause_default(&backends[i]), "caps", c);
 		rc = fn(o, arg);
 		json_decref(o);
 	}
 	return rc;
+}
+
+const struct sbx_backend *
+sbx_backend_at(size_t i)
+{
+	return i < NBACKENDS ? &backends[i] : NULL;
 }

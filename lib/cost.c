@@ -262,6 +262,7 @@ sbx_cost_rate(const char *backend, const char *flag, const json_t *root,
 {
 	char key[96], src[128];
 	const char *v;
+	const struct sbx_backend *be;
 	int rc;
 
 	memset(r, 0, sizeof *r);
@@ -283,10 +284,11 @@ sbx_cost_rate(const char *backend, const char *flag, const json_t *root,
 	}
 	if ((rc = per_second(backend, root, r, err)) != 0)
 		return rc < 0 ? -1 : 0;
-	/* Local sandboxes run on the user's own machine. */
-	if (!strcmp(backend, "local")) {
+	/* A backend of the user's own machine has a rate of its own. */
+	if ((be = sbx_backend_find(backend)) && be->rate_default) {
 		snprintf(r->source, sizeof r->source, "default");
-		return 0;
+		return rate_value(be->rate_default, "default", &r->per_hour,
+		    err);
 	}
 	return sbx_err_set(err, SBX_EX_USAGE,
 	    "no rate for backend '%s': give --rate, SBX_COST_PER_HOUR or "

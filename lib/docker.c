@@ -1454,15 +1454,7 @@ static const struct sbx_files docker_files = {
 	.remove = sbx_portable_remove,
 };
 
-const struct sbx_backend sbx_docker_backend = {
-	.name = "docker",
-	/* The engine does not say when an exec last ran: no IDLE. Engines
-	 * before Docker 23 cannot unpack a zstd tar (a 500 "unexpected
-	 * EOF"): no ZSTD. */
-	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
-	    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS |
-	    SBX_CAP_TIMEOUT | SBX_CAP_RUNTIME | SBX_CAP_PULL | SBX_CAP_SUSPEND |
-	    SBX_CAP_STOP | SBX_CAP_FILES | SBX_CAP_NAME | SBX_CAP_KEEP,
+const struct sbx_backend_ops sbx_docker_ops = {
 	.pause = docker_pause,
 	.resume = docker_resume,
 	.create = docker_create,

@@ -2155,13 +2155,7 @@ static const struct sbx_files e2b_files = {
 	.remove = e2b_remove,
 };
 
-const struct sbx_backend sbx_e2b_backend = {
-	.name = "e2b",
-	/* --cpus and --memory are checked against the template's size
-	 * (size_check); no zstd (the template's tar may lack it). */
-	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS | SBX_CAP_MEMORY |
-	    SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW | SBX_CAP_TIMEOUT |
-	    SBX_CAP_SUSPEND | SBX_CAP_FILES,
+const struct sbx_backend_ops sbx_e2b_ops = {
 	.create = e2b_create,
 	.exec = e2b_exec,
 	.kill = e2b_kill,

@@ -51,7 +51,7 @@ run_sh(const json_t *ref, const char *script, const char *dir,
 	for (i = 0; i < nargs; i++)
 		argv[5 + i] = args[i];
 	o.cwd = dir;
-	if (!be || be->exec(ref, argv, &o, &res, err) < 0)
+	if (!be || be->ops->exec(ref, argv, &o, &res, err) < 0)
 		goto out;
 	if (res.exit_code == 3)
 		sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in the "

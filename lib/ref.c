@@ -27,8 +27,11 @@ sbx_ref_resolve(const struct sbx_target *t, const char **state_out,
 		*state_out = NULL;
 	if (t->id) {
 		backend = t->backend ? t->backend : sbx_backend_default();
-		if (!sbx_backend_get(backend, err))
+		if (!sbx_backend_find(backend)) {
+			sbx_err_set(err, SBX_EX_USAGE, "unknown backend '%s'",
+			    backend);
 			return NULL;
+		}
 		return json_pack("{ssss}", "backend", backend, "id", t->id);
 	}
 	if (!path && env && *env)

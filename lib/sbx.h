@@ -276,6 +276,7 @@ int sbx_cost_estimate(const struct sbx_rate *r, uint64_t seconds,
 /* --- backend: the contract every backend implements (DESIGN.md 4) ----- */
 
 enum sbx_net { SBX_NET_DENY, SBX_NET_ALLOW };
+enum sbx_compress { SBX_COMPRESS_NONE, SBX_COMPRESS_GZIP, SBX_COMPRESS_ZSTD };
 
 struct sbx_spec {
 	const char *image;    /* "host" or a directory */
@@ -335,9 +336,9 @@ enum {
 	                              * listed (expired, dead) until sbx-gc */
 };
 
-struct sbx_backend {
-	const char *name;
-	unsigned caps;  /* SBX_CAP_* */
+/* What a backend does: its operations, in the flavour of the tools that
+ * links it (the static one has local only). */
+struct sbx_backend_ops {
 	int (*create)(const struct sbx_spec *spec, json_t **ref,
 	    struct sbx_err *err);
 	/* Fails with SBX_EX_NOSANDBOX when the sandbox is gone. */
@@ -361,11 +362,39 @@ struct sbx_backend {
 	const struct sbx_files *files;
 };
 
+/* A row of the backend table (lib/backend.c): what a backend is, as
+ * data, in both flavours; a tool asks it, never the backend's name. */
+struct sbx_backend {
+	const char *name;
+	unsigned caps;                /* SBX_CAP_* */
+	enum sbx_compress compress;   /* sbx-sync push without -z */
+	int endpoint;                 /* takes a server's URL (--endpoint) */
+	/* sbx-cost's rate an hour when none is configured, or NULL:
+	 * without one, sbx-cost needs a rate */
+	const char *rate_default;
+	/* Its sandboxes live in the local store (sbx_local_root), where
+	 * sbx-gc's lock is: without a store there is nothing to collect. */
+	int in_store;
+	/* NULL in the flavour that lacks it (sbx_flavour_pick runs the
+	 * other one). */
+	const struct sbx_backend_ops *ops;
+};
+
 /* In the message of a NOSANDBOX error for something that exists but is
  * not a sandbox of sbx (sbx-kill must not call it gone). */
 #define SBX_NOT_OURS "is not an sbx "
+/* The row of a backend this flavour can run: SBX_EX_USAGE for a name
+ * in no row, SBX_EX_FAIL for one whose operations are in the other
+ * flavour (its main forgot sbx_flavour_pick). */
 const struct sbx_backend *sbx_backend_get(const char *name,
     struct sbx_err *err);
+/* The row of a backend, in whichever flavour; NULL for none. */
+const struct sbx_backend *sbx_backend_find(const char *name);
+/* The table's row i, NULL past its end. */
+const struct sbx_backend *sbx_backend_at(size_t i);
+/* The names of the backends that take --endpoint, quoted ("'e2b'"),
+ * in buf. */
+const char *sbx_backend_endpoint_names(char *buf, size_t n);
 /* The backend a ref names. */
 const struct sbx_backend *sbx_backend_of(const json_t *ref,
     struct sbx_err *err);
@@ -381,8 +410,30 @@ int sbx_backend_check_spec(const struct sbx_backend *be,
 const char *sbx_backend_pause_default(const struct sbx_backend *be);
 /* {"backend","default","caps":{name:bool...}}, one for each backend
  * this flavour of the tools can run; fn's result ends the walk when
- * not 0. The static flavour hands the question to the remote one. */
+ * not 0. */
 int sbx_backend_each(int (*fn)(json_t *o, void *arg), void *arg);
+
+/* --- flavour: which build of a tool runs ------------------------------ */
+
+/* Each tool is built twice: static, with the local backend alone, and
+ * dynamic ("remote", with libcurl), with every backend. Each main names
+ * the backend it is about to use, once, before it reads its input,
+ * writes or prints: when this flavour lacks it, the other one runs in
+ * our place with our argv (or we die naming the file that should have
+ * been there). Elsewhere a no-op, and so for a name in no row. */
+void sbx_flavour_pick(const char *backend);
+/* The same for what a target may name: its --backend (or the default),
+ * and, when it names no ids (nids: how many operands) and none come on
+ * stdin, the backend of its state file's ref (unreadable: left to the
+ * tool). */
+void sbx_flavour_pick_target(const struct sbx_target *t, int nids);
+/* The same for the backend of a state file's ref. */
+void sbx_flavour_pick_state(const char *path);
+/* The flavour with every backend, when there is one (sbx-ls -B). */
+void sbx_flavour_pick_all(void);
+/* "<the directory of this binary>/rel", malloc'd: NULL when
+ * /proc/self/exe cannot be read. */
+char *sbx_sibling(const char *rel);
 
 /* --- manifest: what a tree holds, and the baseline of a sync ---------- */
 
@@ -431,8 +482,6 @@ int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);
 int sbx_rmtree(const char *path);
 
 /* --- tar: streams of files, made and taken apart with libarchive ------ */
-
-enum sbx_compress { SBX_COMPRESS_NONE, SBX_COMPRESS_GZIP, SBX_COMPRESS_ZSTD };
 
 /* Write a tar of the entries (paths relative to the current directory)
  * to fd. An entry whose file changed since its stat was taken fails. */
@@ -696,15 +745,15 @@ int sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err);
 
 /* --- docker: the Docker Engine API backend (the remote flavour only) --- */
 
-extern const struct sbx_backend sbx_docker_backend;
+extern const struct sbx_backend_ops sbx_docker_ops;
 
 /* --- e2b: E2B's API and envd, or an E2B-compatible server (remote) ---- */
 
-extern const struct sbx_backend sbx_e2b_backend;
+extern const struct sbx_backend_ops sbx_e2b_ops;
 
 /* --- local: the native Linux backend --------------------------------- */
 
-extern const struct sbx_backend sbx_local_backend;
+extern const struct sbx_backend_ops sbx_local_ops;
 /* The local backend's store: the directory its sandboxes live in. */
 const char *sbx_local_root(void);
 /* The agent's main(): PID 1 of a local sandbox (sbx-init). */

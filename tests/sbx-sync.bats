@@ -68,18 +68,18 @@ make_tree() {
 	push >/dev/null
 	in_sbx 'echo more >>src/main.c && touch run.sh && mv empty empty2 && chmod +x src/deep/er/x.txt && rm "with space/a file"'
 	fast=$(status)
-	run env SBX_SYNC_PORTABLE=1 sbx-sync status -s "$S" "$P"
+	run "$SBX_BIN/test/sbx-sync" status -s "$S" "$P"
 	assert_success
 	assert_equal "$output" "$fast"
 	assert_equal "$(wc -l <<<"$output")" 5
-	run env SBX_SYNC_PORTABLE=1 sbx-sync pull -s "$S" "$P"
+	run "$SBX_BIN/test/sbx-sync" pull -s "$S" "$P"
 	assert_success
 	assert_equal "$(jq -c '[.files, .deleted]' <<<"$output")" '[3,2]'
-	run env SBX_SYNC_PORTABLE=1 sbx-sync status -s "$S" "$P"
+	run "$SBX_BIN/test/sbx-sync" status -s "$S" "$P"
 	assert_output ''
 	# And push --delete removes through rm.
 	rm "$P/run.sh"
-	run env SBX_SYNC_PORTABLE=1 sbx-sync push --delete -s "$S" "$P"
+	run "$SBX_BIN/test/sbx-sync" push --delete -s "$S" "$P"
 	assert_equal "$(jq .deleted <<<"$output")" 1
 	run in_sbx 'ls run.sh'
 	assert_failure

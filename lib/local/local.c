@@ -35,27 +35,19 @@ static int paused_how(const char *dir, long long *when);
 static int
 open_init(struct sbx_err *err)
 {
-	char self[PATH_MAX], *slash, *p;
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-	int fd;
+	static const char *const where[] = {"sbx-init", "../sbx-init",
+	    "../libexec/sbx/sbx-init"};
+	char *p = NULL;
+	size_t i;
+	int fd = -1;
 
-	if (n <= 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot find myself:");
-	self[n] = '\0';
-	if ((slash = strrchr(self, '/')))
-		*slash = '\0';
-	p = sbx_xasprintf("%s/sbx-init", self);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	free(p);
-	if (fd >= 0)
-		return fd;
-	p = sbx_xasprintf("%s/../sbx-init", self);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	free(p);
-	if (fd >= 0)
-		return fd;
-	p = sbx_xasprintf("%s/../libexec/sbx/sbx-init", self);
-	fd = open(p, O_RDONLY | O_CLOEXEC);
+	for (i = 0; fd < 0 && i < sizeof where / sizeof where[0]; i++) {
+		free(p);
+		if (!(p = sbx_sibling(where[i])))
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot find "
+			    "myself:");
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", p);
 	free(p);
@@ -1183,12 +1175,11 @@ local_info(const json_t *ref, struct sbx_err *err)
 	return o;
 }
 
-const struct sbx_backend sbx_local_backend = {
-	.name = "local",
-	.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_NET_DENY |
-	    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS | SBX_CAP_PIDS |
-	    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_STOP | SBX_CAP_FILES |
-	    SBX_CAP_IDLE | SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP,
+/* Weak here: the ops table alone does not link the file operations
+ * (and libarchive) into every tool, only sbx_files_of's callers. */
+extern const struct sbx_files sbx_local_files __attribute__((weak));
+
+const struct sbx_backend_ops sbx_local_ops = {
 	.pause = local_pause,
 	.resume = local_resume,
 	.create = local_create,
@@ -1196,4 +1187,5 @@ const struct sbx_backend sbx_local_backend = {
 	.kill = local_kill,
 	.list = local_list,
 	.info = local_info,
+	.files = &sbx_local_files,
 };

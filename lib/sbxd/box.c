@@ -221,7 +221,7 @@ adopt(const char *name)
 		free(path);
 		return;
 	}
-	info = sbxd.be->info(b->ref, &err);
+	info = sbxd.be->ops->info(b->ref, &err);
 	s = info ? sbx_json_str(info, "status") : NULL;
 	if (!s || (strcmp(s, "running") && strcmp(s, "paused"))) {
 		sbxd_log("sandbox %s is gone (%s)", b->id,

@@ -624,7 +624,7 @@ sbxd_proc_child(json_t *args, int *fds, int nfds)
 	for (i = 0; i < json_array_size(e); i++)
 		env[i] = (char *)json_string_value(json_array_get(e, i));
 	o.env = env;
-	out.rc = sbxd.be->exec(json_object_get(args, "ref"), argv, &o, &res,
+	out.rc = sbxd.be->ops->exec(json_object_get(args, "ref"), argv, &o, &res,
 	    &err);
 	out.exit_code = res.exit_code;
 	out.signal = res.signal;

@@ -83,16 +83,16 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 	switch (op) {
 	case OP_CREATE:
 		spec_of(json_object_get(args, "spec"), &spec);
-		rc = sbxd.be->create(&spec, &out_ref, &err);
+		rc = sbxd.be->ops->create(&spec, &out_ref, &err);
 		break;
 	case OP_KILL:
-		rc = sbxd.be->kill(ref, 0, &err);
+		rc = sbxd.be->ops->kill(ref, 0, &err);
 		break;
 	case OP_PAUSE:
-		rc = sbxd.be->pause(ref, 0, &err);
+		rc = sbxd.be->ops->pause(ref, 0, &err);
 		break;
 	case OP_RESUME:
-		rc = sbxd.be->resume(ref, &err);
+		rc = sbxd.be->ops->resume(ref, &err);
 		break;
 	default:
 		_exit(125);
