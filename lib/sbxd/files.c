@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "msg.h"
 #include "sbxd.h"
 
 /* --- messages: one JSON document and maybe some fds (msg.c's frames) --- */

@@ -5,7 +5,6 @@
 #include <pthread.h>
 #include <microhttpd.h>
 
-#include "msg.h"
 #include "sbx.h"
 
 #define SBXD_ID_LEN 20
