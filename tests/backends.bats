@@ -2,7 +2,7 @@
 # The two flavours of the tools: bin/sbx-X, static with the local backend,
 # runs bin/remote/sbx-X (libcurl, every backend) for a backend it lacks.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

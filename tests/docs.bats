@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # The documentation agrees with the code: usage, man pages, completions, README.
 
-load helper
+load lib/helper
 
 TOOLS=(sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-pause sbx-sync sbxd)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # make install / uninstall: a packaged tree that works where it lands.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

@@ -2,7 +2,7 @@
 # Isolation: what a sandbox can see and do of the host, and what sbx-kill
 # leaves behind (nothing).
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

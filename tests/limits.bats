@@ -3,7 +3,7 @@
 # the idle timeout, bad input refused with nothing created, rootfs images
 # and rootless use.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

@@ -3,7 +3,7 @@
 # refusing bad input, and a local sandbox's CPU time. (A sandbox of any
 # backend: conformance/sbx-cost.bats.)
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

@@ -2,7 +2,7 @@
 # sbx-create, what only the local backend does: its ref and its store.
 # What every backend does is in conformance/sbx-create.bats.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

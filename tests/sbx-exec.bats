@@ -4,7 +4,7 @@
 # streams, the tty, --json, --timeout, the environment, the working
 # directory, signals, finding the sandbox) is in conformance/sbx-exec.bats.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

@@ -3,7 +3,7 @@
 # (a directory in the store without meta.json), and no store at all. What
 # every backend does is in conformance/sbx-gc.bats.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

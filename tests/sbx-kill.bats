@@ -3,7 +3,7 @@
 # cgroups and its processes go (or, with --keep, the files stay). What every
 # backend does is in conformance/sbx-kill.bats.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

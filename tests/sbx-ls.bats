@@ -3,7 +3,7 @@
 # and memory it reads from a sandbox's cgroup. What every backend does is
 # in conformance/sbx-ls.bats.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

@@ -3,7 +3,7 @@
 # freezer's cgroup, the sandbox's init, its directory, its idle clock.
 # What every backend does is in conformance/sbx-pause.bats.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

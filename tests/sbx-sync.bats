@@ -5,7 +5,7 @@
 # sandbox's shell can be held against that fast path. What every backend
 # does is in conformance/sbx-sync.bats.
 
-load helper
+load lib/helper
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }

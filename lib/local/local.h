@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "../msg.h"
 #include "../sbx.h"
 
 /* Sandbox root uid/gid of a sandbox created by root: a per-sandbox range
@@ -15,7 +16,7 @@
 
 #define SBX_ID_LEN 12
 
-/* --- proto.c: frames between sbx-exec/sbx-ls and the agent ------------- */
+/* --- the agent's messages (msg.c frames them) ------------------------- */
 
 enum {
 	SBX_MSG_EXEC = 1, /* client -> agent: run a command */
@@ -42,29 +43,6 @@ enum {
 	SBX_EXEC_STDIN = 2,  /* an fd for stdin is attached */
 	SBX_EXEC_CGROUP = 4, /* cgroup.procs and cgroup.kill fds attached */
 };
-
-#define SBX_MSG_MAX (16u << 20)
-#define SBX_MSG_FDS 8
-
-struct sbx_msg {
-	uint32_t type;
-	char *data;
-	size_t len, off; /* off: read position for the get helpers */
-	int fds[SBX_MSG_FDS];
-	int nfds;
-};
-
-int sbx_msg_send(int sock, uint32_t type, const void *data, size_t len,
-    const int *fds, int nfds);
-/* 1 on a message, 0 on EOF, -1 on error. */
-int sbx_msg_recv(int sock, struct sbx_msg *m);
-void sbx_msg_release(struct sbx_msg *m);
-void sbx_msg_put_u32(struct sbx_buf *b, uint32_t v);
-void sbx_msg_put_u64(struct sbx_buf *b, uint64_t v);
-void sbx_msg_put_str(struct sbx_buf *b, const char *s);
-int sbx_msg_get_u32(struct sbx_msg *m, uint32_t *v);
-int sbx_msg_get_u64(struct sbx_msg *m, uint64_t *v);
-const char *sbx_msg_get_str(struct sbx_msg *m);
 
 /* --- watch.c: the agent's record of changed directories (inotify) ----- */
 

@@ -27,72 +27,25 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "msg.h"
 #include "sbxd.h"
 
+/* --- messages: one JSON document and maybe some fds (msg.c's frames) --- */
+
+/* A listing of a deep tree is long: sbxd takes more than the agent. */
 #define MSG_MAX (256u << 20)
-
-/* --- messages: a 32-bit length, the JSON, maybe some fds ---------------- */
-
-#define MSG_FDS 8
+#define MSG_JSON 0
 
 int
 sbxd_msg_sendv(int sock, const json_t *j, const int *fds, int nfds)
 {
 	char *s = json_dumps(j, JSON_COMPACT);
-	uint32_t len;
-	struct iovec iov[2];
-	struct msghdr mh = {0};
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * MSG_FDS)];
-	} u;
-	ssize_t n;
-	size_t done, total;
-	int rc = -1;
+	int rc;
 
-	if (!s || nfds > MSG_FDS) {
-		free(s);
+	if (!s)
 		return -1;
-	}
-	len = (uint32_t)strlen(s);
-	total = sizeof len + len;
-	iov[0].iov_base = &len;
-	iov[0].iov_len = sizeof len;
-	iov[1].iov_base = s;
-	iov[1].iov_len = len;
-	mh.msg_iov = iov;
-	mh.msg_iovlen = 2;
-	if (nfds > 0) {
-		memset(&u, 0, sizeof u);
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int) *
-		    (size_t)nfds);
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), fds, sizeof(int) *
-		    (size_t)nfds);
-	}
-	while ((n = sendmsg(sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
-		;
-	if (n < 0)
-		goto out;
-	/* The rest of a long one, without the fds. */
-	for (done = (size_t)n; done < total; done += (size_t)n) {
-		if (done < sizeof len)
-			n = write(sock, (char *)&len + done, sizeof len - done);
-		else
-			n = send(sock, s + done - sizeof len,
-			    total - done, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR) {
-			n = 0;
-			continue;
-		}
-		if (n <= 0)
-			goto out;
-	}
-	rc = 0;
-out:
+	rc = sbx_msg_send_max(sock, MSG_MAX, MSG_JSON, s, strlen(s), fds,
+	    nfds);
 	free(s);
 	return rc;
 }
@@ -106,73 +59,30 @@ sbxd_msg_send(int sock, const json_t *j, int fd)
 json_t *
 sbxd_msg_recvv(int sock, int *fds, int *nfds, int max)
 {
-	uint32_t len;
-	struct iovec iov = {&len, sizeof len};
-	struct msghdr mh = {0};
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * MSG_FDS)];
-	} u;
-	struct cmsghdr *c;
-	ssize_t n;
-	size_t got, i, k;
-	char *s;
-	json_t *j;
-	int f;
+	struct sbx_msg m;
+	json_t *j = NULL;
+	int i;
 
 	*nfds = 0;
-	mh.msg_iov = &iov;
-	mh.msg_iovlen = 1;
-	mh.msg_control = u.buf;
-	mh.msg_controllen = sizeof u.buf;
-	while ((n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
-		;
-	if (n <= 0)
-		return NULL;
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < k; i++) {
-			memcpy(&f, CMSG_DATA(c) + i * sizeof f, sizeof f);
-			if (*nfds < max)
-				fds[(*nfds)++] = f;
-			else
-				close(f);
-		}
+	if (sbx_msg_recv_max(sock, MSG_MAX, &m) > 0 && m.type == MSG_JSON)
+		j = json_loadb(m.data, m.len, 0, NULL);
+	/* The fds the caller takes; release closes the rest. */
+	for (i = 0; j && i < m.nfds && *nfds < max; i++) {
+		fds[(*nfds)++] = m.fds[i];
+		m.fds[i] = -1;
 	}
-	got = (size_t)n;
-	if (got < sizeof len && sbx_read_all(sock, (char *)&len + got,
-	    sizeof len - got) < 0)
-		goto fail;
-	if (len > MSG_MAX)
-		goto fail;
-	s = sbx_xmalloc((size_t)len + 1);
-	if (sbx_read_all(sock, s, len) < 0) {
-		free(s);
-		goto fail;
-	}
-	j = json_loadb(s, len, 0, NULL);
-	free(s);
-	if (!j)
-		goto fail;
+	sbx_msg_release(&m);
 	return j;
-fail:
-	while (*nfds > 0)
-		close(fds[--*nfds]);
-	return NULL;
 }
 
 json_t *
 sbxd_msg_recv(int sock, int *fd)
 {
 	int f = -1, n;
-	json_t *j = sbxd_msg_recvv(sock, &f, &n, 1);
+	json_t *j = sbxd_msg_recvv(sock, &f, &n, fd ? 1 : 0);
 
 	if (fd)
 		*fd = n ? f : -1;
-	else if (n)
-		close(f);
 	return j;
 }
 

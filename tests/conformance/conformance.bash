@@ -4,10 +4,10 @@
 # The suite holds what every backend must do the same way. It runs against
 # the backend SBX_TEST_BACKEND names:
 #   local          (the default)
-#   docker         a private Docker engine (../dockerd.bash), started once
+#   docker         a private Docker engine (../lib/dockerd.bash), started once
 #                  for the whole run by setup_suite.bash
 #   docker:runsc   the same, each sandbox under gVisor (--runtime runsc)
-#   e2b            a private sbxd on loopback (../sbxd.bash), started once
+#   e2b            a private sbxd on loopback (../lib/sbxd.bash), started once
 #                  for the whole run by setup_suite.bash, reached through
 #                  E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
 # `make check` runs it for each of them (BACKENDS= narrows that).
@@ -25,8 +25,8 @@
 # does not, that the tool refuses it cleanly (exit 2, or 125 for
 # sbx-exec). Nothing is skipped.
 
-load ../helper
-load ../dockerd
+load ../lib/helper
+load ../lib/dockerd
 
 B=${SBX_TEST_BACKEND:-local}
 case $B in

@@ -6,13 +6,13 @@ setup_suite() {
 	bats_require_minimum_version 1.5.0
 	case ${SBX_TEST_BACKEND:-local} in
 	docker | docker:*)
-		# shellcheck source=../dockerd.bash
-		source "$BATS_TEST_DIRNAME/../dockerd.bash"
+		# shellcheck source=../lib/dockerd.bash
+		source "$BATS_TEST_DIRNAME/../lib/dockerd.bash"
 		sbx_dockerd_start && sbx_docker_image
 		;;
 	e2b)
-		# shellcheck source=../sbxd.bash
-		source "$BATS_TEST_DIRNAME/../sbxd.bash"
+		# shellcheck source=../lib/sbxd.bash
+		source "$BATS_TEST_DIRNAME/../lib/sbxd.bash"
 		PATH=${SBX_BIN:-$BATS_TEST_DIRNAME/../../bin}:$PATH
 		sbxd_start || return 1
 		export E2B_API_URL=$SBXD_URL E2B_SANDBOX_URL=$SBXD_URL
@@ -25,11 +25,11 @@ setup_suite() {
 teardown_suite() {
 	case ${SBX_TEST_BACKEND:-local} in
 	docker | docker:*)
-		source "$BATS_TEST_DIRNAME/../dockerd.bash"
+		source "$BATS_TEST_DIRNAME/../lib/dockerd.bash"
 		sbx_dockerd_stop
 		;;
 	e2b)
-		source "$BATS_TEST_DIRNAME/../sbxd.bash"
+		source "$BATS_TEST_DIRNAME/../lib/sbxd.bash"
 		sbxd_stop
 		rm -rf "${SBXD_DIR:-/nonexistent}"
 		;;

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
-# The docker backend against a private dockerd (tests/dockerd.bash): create,
+# The docker backend against a private dockerd (tests/lib/dockerd.bash): create,
 # ls, exec, pause, kill, and the errors of each. What sbx-exec does the same
 # way on every backend is in conformance/sbx-exec.bats.
 
-load helper
-load dockerd
+load ../../lib/helper
+load ../../lib/dockerd
 
 setup_file() {
 	sbx_setup_file

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # docker-engine: the private Docker engine that the docker backend's tests
-# run (tests/dockerd.bash): private, able to run runc and gVisor containers,
+# run (tests/lib/dockerd.bash): private, able to run runc and gVisor containers,
 # and gone without a trace when stopped.
 
-load helper
-load dockerd
+load ../../lib/helper
+load ../../lib/dockerd
 
 IMG=sbx-test-busybox:latest
 

@@ -3,8 +3,8 @@
 # goes up through envd's /files and tar unpacks it in the sandbox; a pull
 # streams tar's output back through a command. The workdir is the
 # sandbox's, /workspace. The API key travels in the environment only.
-load helper
-load sbxd
+load ../../lib/helper
+load ../../lib/sbxd
 
 setup_file() {
 	sbx_setup_file

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # sbxd in operation: restarts, signals, limits and load. Each test runs
 # its own sbxd, stopped by its pid in teardown.
-load helper
-load sbxd
+load ../lib/helper
+load ../lib/sbxd
 
 setup_file() {
 	sbx_setup_file

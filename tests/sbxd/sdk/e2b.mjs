@@ -1,6 +1,6 @@
 // e2b.mjs - the official E2B JavaScript SDK for the scripts beside it.
-// tests/sbxd-sdk.bats installs it with npm into a cache directory and names
-// that directory in E2B_SDK_DIR (it is never committed); the SDK reads
+// tests/sbxd/sbxd-sdk.bats installs it with npm into a cache directory and
+// names that directory in E2B_SDK_DIR (it is never committed); the SDK reads
 // E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY from the environment.
 import { createRequire } from 'node:module'
 import path from 'node:path'

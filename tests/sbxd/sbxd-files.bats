@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # sbxd: envd's filesystem service (Connect RPC) and /files, over plain HTTP.
-load helper
-load sbxd
+load ../lib/helper
+load ../lib/sbxd
 
 setup_file() {
 	sbx_setup_file

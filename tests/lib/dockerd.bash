@@ -3,8 +3,8 @@
 # directory /tmp/sbx-dockerd.XXXXXX, so that an engine the user runs is never
 # touched.  In a bats file:
 #
-#   load helper
-#   load dockerd
+#   load lib/helper
+#   load lib/dockerd
 #   setup_file()    { sbx_dockerd_start && sbx_docker_image; }
 #   teardown_file() { sbx_dockerd_stop; }
 #

@@ -1,11 +1,11 @@
-/* proto.c - length-prefixed frames with attached fds, host <-> agent */
+/* msg.c - length-prefixed frames with attached fds (the agent, sbxd) */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "local.h"
+#include "msg.h"
 
 struct hdr {
 	uint32_t len;
@@ -15,6 +15,13 @@ struct hdr {
 int
 sbx_msg_send(int sock, uint32_t type, const void *data, size_t len,
     const int *fds, int nfds)
+{
+	return sbx_msg_send_max(sock, SBX_MSG_MAX, type, data, len, fds, nfds);
+}
+
+int
+sbx_msg_send_max(int sock, size_t max, uint32_t type, const void *data,
+    size_t len, const int *fds, int nfds)
 {
 	struct hdr h = {(uint32_t)len, type};
 	struct iovec iov[2] = {{&h, sizeof h}, {(void *)data, len}};
@@ -27,7 +34,7 @@ sbx_msg_send(int sock, uint32_t type, const void *data, size_t len,
 	size_t sent = 0, total = sizeof h + len;
 	ssize_t w;
 
-	if (len > SBX_MSG_MAX || nfds > SBX_MSG_FDS) {
+	if (len > max || len > UINT32_MAX || nfds > SBX_MSG_FDS) {
 		errno = EMSGSIZE;
 		return -1;
 	}
@@ -129,13 +136,19 @@ read_full(int sock, void *p, size_t n, struct sbx_msg *m)
 int
 sbx_msg_recv(int sock, struct sbx_msg *m)
 {
+	return sbx_msg_recv_max(sock, SBX_MSG_MAX, m);
+}
+
+int
+sbx_msg_recv_max(int sock, size_t max, struct sbx_msg *m)
+{
 	struct hdr h;
 	int r;
 
 	memset(m, 0, sizeof *m);
 	if ((r = read_full(sock, &h, sizeof h, m)) <= 0)
 		return r;
-	if (h.len > SBX_MSG_MAX) {
+	if (h.len > max) {
 		errno = EMSGSIZE;
 		return -1;
 	}

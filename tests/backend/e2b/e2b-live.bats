@@ -4,7 +4,7 @@
 # test is skipped and nothing is sent anywhere. The other e2b files export
 # a key of their own private sbxd, but only in their own processes: this
 # file reads the one it inherited, here, before anything else runs.
-load helper
+load ../../lib/helper
 
 LIVE_KEY=${E2B_API_KEY:-}
 

@@ -2,8 +2,8 @@
 # The e2b backend, with the real tools, against a private sbxd on loopback
 # (and a scripted server for the answers sbxd never gives). The API key
 # travels in the environment only.
-load helper
-load sbxd
+load ../../lib/helper
+load ../../lib/sbxd
 
 setup_file() {
 	sbx_setup_file

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # sbxd: the control plane and the process service, over plain HTTP.
-load helper
-load sbxd
+load ../lib/helper
+load ../lib/sbxd
 
 setup_file() {
 	sbx_setup_file

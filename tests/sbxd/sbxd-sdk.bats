@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # sbxd against the official E2B JavaScript SDK (npm package `e2b`): the
-# scripts in tests/sdk/ drive a private sbxd through the SDK and print JSON
+# scripts in tests/sbxd/sdk/ drive a private sbxd through the SDK and print JSON
 # that these tests check.
 #
 # The SDK is installed with the machine's npm (scripts/install-deps brings
@@ -23,8 +23,8 @@
 # POST /v2/sandboxes, always secure, and connects with
 # POST /v2/sandboxes/{id}/connect. E2B_DEBUG must stay unset (it sends the
 # SDK to localhost:3000 and localhost:49983 and skips API calls).
-load helper
-load sbxd
+load ../lib/helper
+load ../lib/sbxd
 
 # The SDK version these tests are pinned to (it wants node >= 20.18.1).
 E2B_SDK_VERSION=2.51.0
@@ -79,7 +79,7 @@ setup() {
 	sbx_setup
 }
 
-# sdk SCRIPT [args]: run tests/sdk/SCRIPT.mjs (a minute at most). Its
+# sdk SCRIPT [args]: run tests/sbxd/sdk/SCRIPT.mjs (a minute at most). Its
 # stdout is JSON; its stderr is shown only when it fails.
 sdk() {
 	local s=$1 rc=0

@@ -4,7 +4,7 @@ bats_require_minimum_version 1.5.0
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
-SBX_BIN=${SBX_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/bin}
+SBX_BIN=${SBX_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/bin}
 PATH=$SBX_BIN:$PATH
 export PATH
 
