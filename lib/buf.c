@@ -1,5 +1,5 @@
-/* buf.c - the program name, allocators that die, the growable buffer,
- * and the small helpers sbx-init shares */
+/* buf.c - allocators that die, the growable buffer, and the small
+ * helpers sbx-init shares */
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -10,40 +10,11 @@
 
 #include "sbx.h"
 
-static const char *prog = "sbx";
-static char **prog_argv;
-
-void
-sbx_prog_set(char **argv)
-{
-	const char *p = strrchr(argv[0], '/');
-
-	prog_argv = argv;
-
-	prog = p ? p + 1 : argv[0];
-	/* getopt's own messages name the tool the same way. */
-	argv[0] = (char *)prog;
-	/* A write to a closed pipe is an error we report, not a signal. */
-	signal(SIGPIPE, SIG_IGN);
-}
-
-const char *
-sbx_prog_get(void)
-{
-	return prog;
-}
-
-char **
-sbx_prog_argv(void)
-{
-	return prog_argv;
-}
-
 static void *
 oom(void *p)
 {
 	if (!p) {
-		fprintf(stderr, "%s: out of memory\n", prog);
+		fprintf(stderr, "%s: out of memory\n", sbx_prog_get());
 		exit(SBX_EX_FAIL);
 	}
 	return p;

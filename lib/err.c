@@ -1,6 +1,7 @@
-/* err.c - diagnostics on stderr and the library's errors: the ground
- * floor, below every other module but buf.c (the program name) */
+/* err.c - the program name, diagnostics on stderr and the library's errors:
+ * the ground floor, below every other module */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,35 @@
 #include "sbx.h"
 
 int sbx_quiet, sbx_verbose;
+
+static const char *prog = "sbx";
+static char **prog_argv;
+
+void
+sbx_prog_set(char **argv)
+{
+	const char *p = strrchr(argv[0], '/');
+
+	prog_argv = argv;
+
+	prog = p ? p + 1 : argv[0];
+	/* getopt's own messages name the tool the same way. */
+	argv[0] = (char *)prog;
+	/* A write to a closed pipe is an error we report, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+}
+
+const char *
+sbx_prog_get(void)
+{
+	return prog;
+}
+
+char **
+sbx_prog_argv(void)
+{
+	return prog_argv;
+}
 
 static void
 vmsg(const char *fmt, va_list ap, int errnum)
