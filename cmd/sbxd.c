@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sbx.h"
+#include "sbxd.h"
 
 static const char usage[] =
     "usage: sbxd [-qv] [-l addr] -k file [-S dir] [-t name=image]...\n"

@@ -722,27 +722,6 @@ json_t *sbx_e2b_error(const char *code, const char *msg);
  * contents replaced); -1 when it is not base64. */
 int sbx_e2b_unb64(const char *s, struct sbx_buf *out);
 
-/* --- sbxd: the sandbox server (sbxd(8)) ------------------------------- */
-
-struct sbx_sbxd_opts {
-	const char *listen;       /* "127.0.0.1:3000", "[::1]:3000" */
-	const char *key_file;     /* API keys, one a line */
-	const char *store;        /* sbxd's own records; NULL: default */
-	const char *backend;      /* what it serves; NULL: local */
-	const char *on_exit;      /* "leave", "kill" or "pause" */
-	unsigned max_sandboxes;   /* 0: none */
-	unsigned create_rate;     /* creates a second, 0: no limit */
-	uint64_t max_body;        /* bytes of a JSON body */
-	uint64_t max_upload;      /* bytes of a file upload, 0: none */
-	uint64_t max_timeout;     /* seconds a sandbox may live */
-	const char *domain;       /* in the Sandbox responses, or NULL */
-	char **templates;         /* "NAME=IMAGE", NULL-terminated */
-	int access_log;           /* a line per request on stderr */
-};
-
-/* Serve until SIGTERM or SIGINT; SIGHUP reloads the key file. */
-int sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err);
-
 /* --- docker: the Docker Engine API backend (the remote flavour only) --- */
 
 extern const struct sbx_backend_ops sbx_docker_ops;

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <microhttpd.h>
 
-#include "sbx.h"
+#include "../sbxd.h"
 
 #define SBXD_ID_LEN 20
 #define SBXD_CLIENT_ID "6532622b"
