@@ -3,7 +3,7 @@
  * remote flavour (linked with libcurl) those of all (-DSBX_REMOTE) */
 #include <string.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 /* The operations of a backend the remote flavour alone links. */
 #ifdef SBX_REMOTE

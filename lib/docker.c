@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 #define API_MAJOR 1
 #define API_WANT 41   /* written against 1.41 (Docker 20.10) */

@@ -23,7 +23,7 @@
 
 #include <openssl/evp.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 #define DEFAULT_DOMAIN "e2b.app"
 #define DEFAULT_TEMPLATE "base"

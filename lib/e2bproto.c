@@ -4,7 +4,7 @@
 
 #include <openssl/evp.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 /* Connect's codes and the statuses its unary errors travel with. */
 static const struct {

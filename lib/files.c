@@ -1,6 +1,6 @@
 /* files.c - the file operations of the backends (sbx-sync's contract),
  * apart from the backend table so that only sbx-sync links libarchive */
-#include "sbx.h"
+#include "internal.h"
 
 /* The one strong reference to the local backend's file operations: a
  * tool that calls sbx_files_of links them (and libarchive). */

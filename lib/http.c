@@ -11,7 +11,7 @@
 
 #include <curl/curl.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 #define BODY_MAX (64u << 20)     /* a response body we keep in memory */
 #define HEAD_MAX (64u << 10)     /* a hijacked reply's head */

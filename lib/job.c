@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 /* A job that fails writes "CODE MESSAGE" to its error pipe. */
 int

@@ -9,7 +9,7 @@
 
 #include <openssl/evp.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 struct sbx_fentry *
 sbx_manifest_add(struct sbx_manifest *m, const char *path)

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 /* Names from find -print0, then a separator no name can hold (they all
  * start with "./"), then a stat line per name, ending with the name. */

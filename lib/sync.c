@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 /* --- what never travels, and the user's patterns ------------------------- */
 

@@ -10,7 +10,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 static int
 ar_err(struct sbx_err *err, struct archive *a, const char *what)

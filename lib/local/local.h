@@ -6,7 +6,7 @@
 #include <sys/types.h>
 
 #include "../msg.h"
-#include "../sbx.h"
+#include "../internal.h"
 
 /* Sandbox root uid/gid of a sandbox created by root: a per-sandbox range
  * of 65536 ids starting far above any real user's. */

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <microhttpd.h>
 
+#include "../internal.h"
 #include "../sbxd.h"
 
 #define SBXD_ID_LEN 20

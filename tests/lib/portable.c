@@ -2,7 +2,7 @@
  * backend's files listed, hashed and removed through the sandbox's shell,
  * as a backend that can only exec does it (lib/portable.c). Linked in
  * place of lib/files.c, so nothing of it is in the tools. */
-#include "sbx.h"
+#include "internal.h"
 
 const struct sbx_files *
 sbx_files_of(const json_t *ref, struct sbx_err *err)

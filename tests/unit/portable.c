@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sbx.h"
+#include "internal.h"
 #include "tap.h"
 
 #define HA "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"

@@ -13,7 +13,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 
-#include "sbx.h"
+#include "internal.h"
 #include "tap.h"
 
 /* Each test runs in a child of its own: a chdir or a crash stays there. */

@@ -1,0 +1,263 @@
+/* internal.h - what the library's modules and backends share and the
+ * tools never see: manifests and tar streams, the file operations of
+ * the backends (sbx-sync's contract), libcurl, the E2B wire protocol,
+ * and each backend's operations. cmd/ includes sbx.h alone. */
+#ifndef SBX_INTERNAL_H
+#define SBX_INTERNAL_H
+
+#include "sbx.h"
+
+/* --- manifest: what a tree holds, and the baseline of a sync ---------- */
+
+struct sbx_fentry {
+	char *path;          /* relative, no leading "./" */
+	char type;           /* 'f' regular file, 'l' symlink */
+	int has_hash;
+	uint32_t mode;       /* permission bits */
+	uint64_t size;
+	int64_t mtime;       /* nanoseconds since the epoch */
+	int64_t hmtime;      /* baseline only: the host's mtime, 0: same */
+	unsigned char hash[32]; /* SHA-256 of the content, with has_hash */
+};
+
+struct sbx_manifest {
+	struct sbx_fentry *e;
+	size_t n, cap;
+	int sorted;
+};
+
+struct sbx_fentry *sbx_manifest_add(struct sbx_manifest *m, const char *path);
+/* Room for n entries in all, so that adding them does not move any. */
+void sbx_manifest_reserve(struct sbx_manifest *m, size_t n);
+void sbx_manifest_sort(struct sbx_manifest *m);
+/* Lookup in a sorted manifest; NULL when absent. */
+struct sbx_fentry *sbx_manifest_find(const struct sbx_manifest *m,
+    const char *path);
+/* In a sorted list of directories whose modes are bits (as the dirs of
+ * struct sbx_scan_delta): whether one above dir ("" the top), or with
+ * self dir itself, has one of bits. */
+int sbx_dirs_cover(const struct sbx_manifest *dirs, const char *dir,
+    uint32_t bits, int self);
+void sbx_manifest_release(struct sbx_manifest *m);
+/* An entry from lstat(2) data; 0 when st is neither file nor symlink. */
+int sbx_fentry_stat(struct sbx_fentry *e, const struct stat *st);
+int sbx_sha256_fd(int fd, unsigned char out[32]);
+/* Nanoseconds from seconds and nanoseconds (saturating), and back. */
+int64_t sbx_ns(int64_t sec, long nsec);
+struct timespec sbx_ts(int64_t ns);
+/* Relative, without empty, "." or ".." parts, not too long. */
+int sbx_path_valid(const char *path);
+struct sbx_scan_opts;
+/* Whether path, or a directory on its way, is to be left out. */
+int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);
+/* rm -rf, never following a symlink or leaving the filesystem. */
+int sbx_rmtree(const char *path);
+
+/* --- tar: streams of files, made and taken apart with libarchive ------ */
+
+/* Write a tar of the entries (paths relative to the current directory)
+ * to fd. An entry whose file changed since its stat was taken fails. */
+int sbx_tar_write(int fd, const struct sbx_manifest *m,
+    enum sbx_compress z, struct sbx_err *err);
+/* Extract the tar stream on fd under the current directory, refusing
+ * absolute names, "..", paths through symlinks, and special files. */
+int sbx_tar_extract(int fd, struct sbx_err *err);
+/* Take a stream from a sandbox apart into stage_fd, one file per member
+ * named by the slot want() gives it (-1: not asked for, refused). Refused,
+ * SBX_EX_DATA: absolute names, "..", paths through a symlink of the
+ * stream, hard links, anything but files and symlinks. Nothing is written
+ * outside stage_fd; got() gets each member's metadata. */
+int sbx_tar_stage(int fd, int stage_fd,
+    long (*want)(const char *name, void *arg),
+    void (*got)(long slot, const struct sbx_fentry *e, void *arg), void *arg,
+    struct sbx_err *err);
+
+/* --- files: moving files in and out of a sandbox (DESIGN.md 4, 7) ----- */
+
+/* A transfer running beside the caller (a process, for now). */
+struct sbx_job {
+	pid_t pid;
+	int errfd; /* the job's error message, if it fails */
+};
+
+/* What a scan that knows what changed listed: only some directories;
+ * below the others the files are as the last complete scan found them. */
+struct sbx_scan_delta {
+	char *token;  /* of this listing, for the next one; NULL: none kept */
+	int partial;  /* only dirs were listed */
+	/* Sorted; each path is a directory ("" the top) and its mode the
+	 * SBX_SCAN_* bits: */
+	struct sbx_manifest dirs;
+};
+#define SBX_SCAN_FLAT 1 /* its files were listed, not its subdirectories */
+#define SBX_SCAN_TREE 2 /* all below it was listed */
+#define SBX_SCAN_GONE 4 /* it is gone, and all below it */
+
+struct sbx_scan_opts {
+	const char *dir;     /* in the sandbox; NULL: its workdir */
+	/* Leave path (and, for a directory, all below it) out. */
+	int (*skip)(const char *path, int is_dir, void *arg);
+	/* Called while the sandbox lists (for work that can overlap). */
+	void (*meanwhile)(void *arg);
+	void *arg;
+	/* The token of the last complete listing: a backend that keeps
+	 * track may list only what changed since, and says so in delta.
+	 * NULL: list everything (delta still gets a token). */
+	const char *since;
+	struct sbx_scan_delta *delta; /* or NULL */
+};
+
+struct sbx_files {
+	/* A writable fd: the tar stream to extract into dir. */
+	int (*put_archive)(const json_t *ref, const char *dir, int *fd,
+	    struct sbx_job *job, struct sbx_err *err);
+	/* A readable fd: a tar of paths (relative to dir). */
+	int (*get_archive)(const json_t *ref, const char *dir,
+	    const struct sbx_manifest *paths, int *fd, struct sbx_job *job,
+	    struct sbx_err *err);
+	/* The regular files and symlinks under dir, sorted. */
+	int (*scan)(const json_t *ref, const struct sbx_scan_opts *o,
+	    struct sbx_manifest *out, struct sbx_err *err);
+	/* A SHA-256 of each of these files' content, taken inside the
+	 * sandbox (has_hash stays 0 for one that is gone). */
+	int (*hash)(const json_t *ref, const char *dir, struct sbx_manifest *m,
+	    struct sbx_err *err);
+	/* Remove these files (never directories) under dir. */
+	int (*remove)(const json_t *ref, const char *dir,
+	    const struct sbx_manifest *paths, struct sbx_err *err);
+	/* Fork a child inside the sandbox, as its root, at its "/": the
+	 * child gets 0 (and job->errfd for its failure), the parent the
+	 * pid and a job to wait for; -1 with err. The caller must be
+	 * single-threaded. NULL: the backend cannot. */
+	pid_t (*enter)(const json_t *ref, struct sbx_job *job,
+	    struct sbx_err *err);
+};
+
+/* The file operations of the ref's backend. */
+const struct sbx_files *sbx_files_of(const json_t *ref, struct sbx_err *err);
+/* Wait for a job; its error, if any, in err. */
+int sbx_job_wait(struct sbx_job *job, struct sbx_err *err);
+/* Fork a job with a pipe: the parent gets its end in *fd, the child (0)
+ * its own in *child_end and the error pipe in job->errfd; the pipe goes
+ * to the child when to_child. */
+pid_t sbx_job_fork(int to_child, int *fd, int *child_end,
+    struct sbx_job *job, struct sbx_err *err);
+/* The job's failure: "CODE message" on its error pipe, then exit. */
+void sbx_job_fail(int errfd, const struct sbx_err *err)
+    __attribute__((noreturn));
+extern const struct sbx_files sbx_local_files;
+/* scan and remove through the backend's exec and a POSIX shell. */
+int sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_manifest *out, struct sbx_err *err);
+int sbx_portable_hash(const json_t *ref, const char *dir,
+    struct sbx_manifest *m, struct sbx_err *err);
+/* sha256sum's lines in out (changed) for m's entries [from, from + n):
+ * each line goes to the entry of its name, in order; an entry without
+ * a line (a file gone meanwhile) gets no hash. */
+void sbx_portable_hashes(char *out, struct sbx_manifest *m, size_t from,
+    size_t n);
+int sbx_portable_remove(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, struct sbx_err *err);
+/* Walk the tree under dfd (which it closes) as scan does: emit gets each
+ * regular file and symlink. Walker part of parts takes its share of the
+ * top directories (and, the first, the top's other entries). */
+void sbx_walk(int dfd, const struct sbx_scan_opts *o, unsigned part,
+    unsigned parts, void (*emit)(const struct sbx_fentry *e, void *arg),
+    void *arg);
+/* The same for the directory dfd at path prefix (relative, "" the top),
+ * and only its own entries when flat. */
+void sbx_walk_at(int dfd, const char *prefix, int flat,
+    const struct sbx_scan_opts *o,
+    void (*emit)(const struct sbx_fentry *e, void *arg), void *arg);
+
+/* --- http: the libcurl wrapper (the remote flavour only) -------------- */
+
+/* A client of one endpoint: "unix:///path/to.sock", "tcp://host:port",
+ * "http://..." or "https://...". Requests reuse its connection. */
+struct sbx_http;
+
+struct sbx_http_req {
+	const char *method;   /* "GET", "POST", "PUT", "DELETE", "HEAD" */
+	const char *path;     /* "/v1.41/containers/json?all=1" */
+	json_t *body;         /* sent as JSON, or NULL */
+	const char *const *headers; /* "Name: value", NULL-terminated;
+				     * never logged nor put in an error */
+	int in_fd;            /* >= 0: the body, streamed from this fd */
+	const char *in_type;  /* its Content-Type */
+	int out_fd;           /* >= 0: a 2xx body goes here, not to body */
+	long timeout_ms;      /* the whole request; 0: the client's */
+	int idempotent;       /* may be retried on 429/502/503/504 and
+			       * a connection reset */
+	const void *data;     /* the body as it is, of in_type, or NULL */
+	size_t data_len;
+	/* A 2xx body goes here as it arrives (no timeout unless
+	 * timeout_ms); a result other than 0 ends the transfer. */
+	int (*on_body)(const char *p, size_t n, void *arg);
+	void *on_body_arg;
+};
+
+struct sbx_http_resp {
+	long status;
+	struct sbx_buf body;  /* capped; not for a 2xx with out_fd */
+	json_t *json;         /* body, when it parsed as JSON */
+	struct sbx_buf head;  /* the response's header lines, capped */
+	int timed_out;        /* the request's timeout_ms ran out */
+};
+
+struct sbx_http *sbx_http_new(const char *endpoint, struct sbx_err *err);
+void sbx_http_free(struct sbx_http *h);
+const char *sbx_http_endpoint(const struct sbx_http *h);
+/* A transport failure fails (SBX_EX_FAIL, naming the endpoint); any
+ * status the server gave is a success for this call: look at it. */
+int sbx_http_do(struct sbx_http *h, const struct sbx_http_req *rq,
+    struct sbx_http_resp *rs, struct sbx_err *err);
+void sbx_http_resp_release(struct sbx_http_resp *rs);
+/* The value of a response header (case-insensitive name) into buf, or
+ * NULL. */
+const char *sbx_http_header(const struct sbx_http_resp *rs, const char *name,
+    char *buf, size_t n);
+/* s percent-encoded for a URL's path or query (malloc'd). */
+char *sbx_http_escape(const char *s);
+/* Send a request and take the connection over (HTTP upgrade, Docker's
+ * attach): *fd is the plain socket, *status the reply's status, and rest
+ * what came after the reply's head. The fd lives until sbx_http_free;
+ * plain transports only (unix:, tcp:, http:). */
+int sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq,
+    int *fd, long *status, struct sbx_buf *rest, struct sbx_err *err);
+
+/* --- e2bproto: the E2B wire protocol (DESIGN.md 3), client and server -- */
+
+#define SBX_E2B_FRAME_END 0x02 /* the flag of a stream's last envelope */
+#define SBX_E2B_ENVD_PORT 49983
+/* A Connect code ("not_found") and the HTTP status of its unary error;
+ * 0 for a string that is not a code. */
+int sbx_e2b_code_status(const char *code);
+/* The code for an HTTP status that is not Connect's own (a proxy's 502),
+ * as the SDKs map them; NULL for a success. */
+const char *sbx_e2b_status_code(int status);
+/* Append one envelope (flags, 32-bit big-endian length, payload). */
+void sbx_e2b_frame(struct sbx_buf *b, int flags, const char *p, size_t n);
+void sbx_e2b_frame_json(struct sbx_buf *b, int flags, const json_t *msg);
+/* The first whole envelope of p[0..n): bytes it takes, 0 when it is not
+ * all there yet, -1 when its payload would be over max. */
+long sbx_e2b_unframe(const char *p, size_t n, size_t max, int *flags,
+    const char **payload, size_t *len);
+/* {"code":code,"message":msg}: Connect's error body. */
+json_t *sbx_e2b_error(const char *code, const char *msg);
+/* Standard or URL-safe base64, padded or not, decoded into out (its
+ * contents replaced); -1 when it is not base64. */
+int sbx_e2b_unb64(const char *s, struct sbx_buf *out);
+
+/* --- docker: the Docker Engine API backend (the remote flavour only) --- */
+
+extern const struct sbx_backend_ops sbx_docker_ops;
+
+/* --- e2b: E2B's API and envd, or an E2B-compatible server (remote) ---- */
+
+extern const struct sbx_backend_ops sbx_e2b_ops;
+
+/* --- local: the native Linux backend --------------------------------- */
+
+extern const struct sbx_backend_ops sbx_local_ops;
+
+#endif
