@@ -81,6 +81,9 @@ rpc_call(struct sbxd_req *r, json_t *q, enum MHD_Result *ret)
 	return a;
 }
 
+/* The map of the methods whose one field is "path". */
+static const char *const path_only[] = {"path", "path", NULL};
+
 /* A unary method: its request's string fields (in, then out, in
  * pairs) become the helper's request for op. */
 static enum MHD_Result
@@ -116,25 +119,19 @@ unary(struct sbxd_req *r, const char *op, const char *const *map)
 static enum MHD_Result
 h_stat(struct sbxd_req *r)
 {
-	static const char *const m[] = {"path", "path", NULL};
-
-	return unary(r, "stat", m);
+	return unary(r, "stat", path_only);
 }
 
 static enum MHD_Result
 h_list_dir(struct sbxd_req *r)
 {
-	static const char *const m[] = {"path", "path", NULL};
-
-	return unary(r, "list", m);
+	return unary(r, "list", path_only);
 }
 
 static enum MHD_Result
 h_make_dir(struct sbxd_req *r)
 {
-	static const char *const m[] = {"path", "path", NULL};
-
-	return unary(r, "mkdir", m);
+	return unary(r, "mkdir", path_only);
 }
 
 static enum MHD_Result
@@ -149,9 +146,7 @@ h_move(struct sbxd_req *r)
 static enum MHD_Result
 h_remove(struct sbxd_req *r)
 {
-	static const char *const m[] = {"path", "path", NULL};
-
-	return unary(r, "remove", m);
+	return unary(r, "remove", path_only);
 }
 
 /* A helper watching a directory for r; NULL after answering. */
@@ -205,29 +200,15 @@ watch_start(struct sbxd_req *r, const json_t *j, struct sbxd_inbox *ib,
 
 struct wstream {
 	struct sbxd_inbox ib;
-	struct sbx_buf out;
-	size_t off;
-	int last;
-	long long keepalive_ms, next_ping, deadline;
+	struct sbxd_stream io;
 };
-
-static void
-wstream_end(struct wstream *st, const char *code, const char *msg)
-{
-	json_t *j = code ? json_pack("{s:{s:s,s:s}}", "error", "code", code,
-	    "message", msg) : json_object();
-
-	sbx_e2b_frame_json(&st->out, SBX_E2B_FRAME_END, j);
-	json_decref(j);
-	st->last = 1;
-}
 
 static void
 wstream_msg(struct wstream *st, const char *kind, json_t *v)
 {
 	json_t *j = json_pack("{s:o}", kind, v ? v : json_object());
 
-	sbx_e2b_frame_json(&st->out, 0, j);
+	sbx_e2b_frame_json(&st->io.out, 0, j);
 	json_decref(j);
 }
 
@@ -241,31 +222,31 @@ wstream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	int pr;
 
 	(void)pos;
-	while (st->off >= st->out.len) {
-		st->out.len = st->off = 0;
-		if (st->last)
+	while (!(n = sbxd_stream_take(&st->io, buf, max))) {
+		if (st->io.last)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		now = sbx_mono_ms();
-		if (st->deadline && now >= st->deadline) {
-			wstream_end(st, "deadline_exceeded",
+		if (st->io.deadline && now >= st->io.deadline) {
+			sbxd_stream_end(&st->io, "deadline_exceeded",
 			    "the operation timed out");
-			break;
+			continue;
 		}
-		if (now >= st->next_ping) {
+		if (now >= st->io.next_ping) {
 			wstream_msg(st, "keepalive", NULL);
-			st->next_ping = now + st->keepalive_ms;
-			break;
+			st->io.next_ping = now + st->io.keepalive_ms;
+			continue;
 		}
 		pthread_mutex_lock(&sbxd.mu);
 		pr = sbxd.stopping;
 		pthread_mutex_unlock(&sbxd.mu);
 		if (pr) {
-			wstream_end(st, "unavailable", "sbxd is stopping");
-			break;
+			sbxd_stream_end(&st->io, "unavailable",
+			    "sbxd is stopping");
+			continue;
 		}
-		until = st->next_ping;
-		if (st->deadline && st->deadline < until)
-			until = st->deadline;
+		until = st->io.next_ping;
+		if (st->io.deadline && st->io.deadline < until)
+			until = st->io.deadline;
 		/* A second at most: sbxd's stopping is seen. */
 		if (until - now > 1000)
 			until = now + 1000;
@@ -275,24 +256,19 @@ wstream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			pr = poll(&f, 1, (int)(until - now));
 		}
 		if (pr < 0 && errno != EINTR) {
-			wstream_end(st, "internal", "poll failed");
-			break;
+			sbxd_stream_end(&st->io, "internal", "poll failed");
+			continue;
 		}
 		if (pr <= 0)
 			continue;
 		if (!(ev = sbxd_msg_recv(st->ib.sock, NULL))) {
-			wstream_end(st, "unavailable", "the watch ended: the "
-			    "sandbox is gone");
-			break;
+			sbxd_stream_end(&st->io, "unavailable",
+			    "the watch ended: the sandbox is gone");
+			continue;
 		}
 		wstream_msg(st, "filesystem", ev);
-		st->next_ping = sbx_mono_ms() + st->keepalive_ms;
+		st->io.next_ping = sbx_mono_ms() + st->io.keepalive_ms;
 	}
-	n = st->out.len - st->off;
-	if (n > max)
-		n = max;
-	memcpy(buf, st->out.data + st->off, n);
-	st->off += n;
 	return (ssize_t)n;
 }
 
@@ -302,7 +278,7 @@ wstream_free(void *cls)
 	struct wstream *st = cls;
 
 	sbxd_inbox_end(&st->ib, 1);
-	sbx_buf_release(&st->out);
+	sbx_buf_release(&st->io.out);
 	free(st);
 }
 
@@ -312,25 +288,18 @@ h_watch_dir(struct sbxd_req *r)
 	enum MHD_Result ret;
 	json_t *j = sbxd_stream_request(r, &ret);
 	struct wstream *st;
-	const char *ka = sbxd_header(r, "Keepalive-Ping-Interval");
-	const char *to = sbxd_header(r, "Connect-Timeout-Ms");
 	const char *code;
 	char msg[512];
-	uint64_t v;
 
 	if (!j)
 		return ret;
 	st = sbx_xcalloc(1, sizeof *st);
 	st->ib.ch = (struct sbxd_child)SBXD_CHILD_NONE;
 	st->ib.sock = -1;
-	st->keepalive_ms = ka && sbx_parse_u64(ka, 1, 86400, &v) == 0 ?
-	    (long long)v * 1000 : 90000;
-	st->next_ping = sbx_mono_ms() + st->keepalive_ms;
-	if (to && sbx_parse_u64(to, 1, UINT32_MAX, &v) == 0)
-		st->deadline = sbx_mono_ms() + (long long)v;
+	sbxd_stream_start(&st->io, r);
 	/* Connect streams fail with 200 and an end of stream. */
 	if (watch_start(r, j, &st->ib, msg, sizeof msg, &code) < 0)
-		wstream_end(st, code, msg);
+		sbxd_stream_end(&st->io, code, msg);
 	else
 		wstream_msg(st, "start", NULL);
 	json_decref(j);
