@@ -132,6 +132,9 @@ int sbx_file_write_atomic(const char *path, const char *data, size_t n,
 
 /* The value of key ("backend", "local.dir"), or def. */
 const char *sbx_config_get(const char *key, const char *def);
+/* The environment variable of a key ("local.dir": SBX_LOCAL_DIR);
+ * -1 when it does not fit in n. */
+int sbx_config_env(const char *key, char *env, size_t n);
 
 /* --- state: the state file (sbx-state(5)) ----------------------------- */
 
