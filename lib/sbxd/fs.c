@@ -317,18 +317,32 @@ struct watcher {
 static struct watcher watchers[MAX_WATCHERS];
 static pthread_mutex_t wmu = PTHREAD_MUTEX_INITIALIZER;
 
+/* The watcher a unary request names, with wmu held; NULL after
+ * answering. */
 static struct watcher *
-watcher_find(struct sbxd_req *r, const json_t *j)
+watcher_lock(struct sbxd_req *r, enum MHD_Result *ret)
 {
-	const char *id = sbx_json_str(j, "watcherId");
+	json_t *j = sbxd_unary_request(r, ret);
+	struct watcher *w = NULL;
+	const char *id;
 	size_t i;
 
-	if (!id)
+	if (!j)
+		return NULL;
+	if (!(id = sbx_json_str(j, "watcherId")))
 		id = sbx_json_str(j, "watcher_id");
-	for (i = 0; id && i < MAX_WATCHERS; i++)
+	pthread_mutex_lock(&wmu);
+	for (i = 0; id && !w && i < MAX_WATCHERS; i++)
 		if (watchers[i].box == r->box && !strcmp(watchers[i].id, id))
-			return &watchers[i];
-	return NULL;
+			w = &watchers[i];
+	if (!w) {
+		pthread_mutex_unlock(&wmu);
+		*ret = sbxd_reply_connect(r, "not_found", "watcher with id %s "
+		    "not found", sbx_json_str(j, "watcherId") ?
+		    sbx_json_str(j, "watcherId") : "(none)");
+	}
+	json_decref(j);
+	return w;
 }
 
 static enum MHD_Result
@@ -372,21 +386,11 @@ static enum MHD_Result
 h_get_watcher_events(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = sbxd_unary_request(r, &ret), *evs, *ev;
-	struct watcher *w;
+	struct watcher *w = watcher_lock(r, &ret);
+	json_t *evs, *ev;
 
-	if (!j)
+	if (!w)
 		return ret;
-	pthread_mutex_lock(&wmu);
-	if (!(w = watcher_find(r, j))) {
-		pthread_mutex_unlock(&wmu);
-		ret = sbxd_reply_connect(r, "not_found", "watcher with id %s "
-		    "not found", sbx_json_str(j, "watcherId") ?
-		    sbx_json_str(j, "watcherId") : "(none)");
-		json_decref(j);
-		return ret;
-	}
-	json_decref(j);
 	evs = json_array();
 	for (;;) {
 		struct pollfd f = {w->ib.sock, POLLIN, 0};
@@ -404,24 +408,13 @@ static enum MHD_Result
 h_remove_watcher(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = sbxd_unary_request(r, &ret);
-	struct watcher *w, gone;
+	struct watcher *w = watcher_lock(r, &ret), gone;
 
-	if (!j)
+	if (!w)
 		return ret;
-	pthread_mutex_lock(&wmu);
-	if (!(w = watcher_find(r, j))) {
-		pthread_mutex_unlock(&wmu);
-		ret = sbxd_reply_connect(r, "not_found", "watcher with id %s "
-		    "not found", sbx_json_str(j, "watcherId") ?
-		    sbx_json_str(j, "watcherId") : "(none)");
-		json_decref(j);
-		return ret;
-	}
 	gone = *w;
 	memset(w, 0, sizeof *w);
 	pthread_mutex_unlock(&wmu);
-	json_decref(j);
 	sbxd_inbox_end(&gone.ib, 1);
 	sbxd_box_put(gone.box);
 	return sbxd_reply(r, 200, "application/json", "{}", 2);
