@@ -726,6 +726,20 @@ up_fail(struct upload *up, int status, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* n more bytes on *count, what came or what was written (a gzip body
+ * grows); -1 after failing with 413 past --max-upload. */
+static int
+up_count(struct upload *up, uint64_t *count, size_t n)
+{
+	*count += n;
+	if (sbxd.o.max_upload && *count > sbxd.o.max_upload) {
+		up_fail(up, 413, "the upload is over %llu bytes",
+		    (unsigned long long)sbxd.o.max_upload);
+		return -1;
+	}
+	return 0;
+}
+
 /* The helper's error as the upload's. */
 static void
 up_fail_with(struct upload *up, const json_t *a)
@@ -922,12 +936,8 @@ up_write_raw(struct upload *up, const char *p, size_t n)
 {
 	if (up->fd < 0)
 		return -1;
-	up->written += n;
-	if (sbxd.o.max_upload && up->written > sbxd.o.max_upload) {
-		up_fail(up, 413, "the upload is over %llu bytes",
-		    (unsigned long long)sbxd.o.max_upload);
+	if (up_count(up, &up->written, n) < 0)
 		return -1;
-	}
 	if (sbx_write_all(up->fd, p, n) < 0) {
 		if (errno == ENOSPC || errno == EDQUOT)
 			up_fail(up, 507, "not enough disk space available");
@@ -1089,12 +1099,8 @@ h_files_data(struct sbxd_req *r, const char *p, size_t n)
 		if (up_begin(r, up) < 0)
 			return -1;
 	}
-	up->total += n;
-	if (sbxd.o.max_upload && up->total > sbxd.o.max_upload) {
-		up_fail(up, 413, "the upload is over %llu bytes",
-		    (unsigned long long)sbxd.o.max_upload);
+	if (up_count(up, &up->total, n) < 0)
 		return -1;
-	}
 	if (up->multipart)
 		return MHD_post_process(up->pp, p, n) == MHD_YES &&
 		    !up->status ? 0 : (up->status ? -1 :
