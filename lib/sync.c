@@ -1166,7 +1166,8 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 		}
 		if (!mkdtemp(p.stage)) {
 			sbx_err_set(err, SBX_EX_FAIL, tmp ? "cannot make a "
-			    "directory in '%s':" : "cannot make '%s':", p.stage);
+			    "directory in '%s':" : "cannot make '%s':",
+			    p.stage);
 			free(p.stage);
 			p.stage = NULL;
 			goto out;

@@ -433,13 +433,14 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 				break;
 			}
 			if (s->ended) {
-				sbxd_stream_end(&st->io, s->end_error, s->end_msg);
+				sbxd_stream_end(&st->io, s->end_error,
+				    s->end_msg);
 				break;
 			}
 			now = sbx_mono_ms();
 			if (sbxd.stopping) {
-				sbxd_stream_end(&st->io, "unavailable", "sbxd is "
-				    "stopping");
+				sbxd_stream_end(&st->io, "unavailable",
+				    "sbxd is stopping");
 				break;
 			}
 			if (st->io.deadline && now >= st->io.deadline) {
@@ -846,7 +847,8 @@ h_start(struct sbxd_req *r)
 	 * end event comes before the stream's own deadline, a little
 	 * later. */
 	if (o.timeout_ms)
-		st->io.deadline = sbx_mono_ms() + (long long)o.timeout_ms + 5000;
+		st->io.deadline = sbx_mono_ms() + (long long)o.timeout_ms +
+		    5000;
 	ret = stream_reply(r, st);
 out:
 	for (i = 0; argv && argv[i]; i++)
