@@ -146,14 +146,11 @@ kill_state(const char *path, void *arg)
 	if (sbx_target_state_open(&st, path, ctx->explicit_backend, &err) < 0)
 		sbx_die_err(&err);
 	rc = kill_ref(json_object_get(st.root, "ref"), ctx);
-	if (rc == SBX_EX_OK) {
-		sbx_state_set_status(st.root, "killed");
-		if (sbx_state_save(&st, &err) < 0) {
-			sbx_warn("%s", err.msg);
-			rc = SBX_EX_FAIL;
-		}
+	if (sbx_target_state_close(&st, rc == SBX_EX_OK ? "killed" : NULL,
+	    &err) < 0) {
+		sbx_warn("%s", err.msg);
+		rc = SBX_EX_FAIL;
 	}
-	sbx_state_release(&st);
 	return rc;
 }
 

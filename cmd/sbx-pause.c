@@ -108,15 +108,13 @@ act_state(const char *path, void *arg)
 	if (sbx_target_state_open(&st, path, ctx->explicit_backend, &err) < 0)
 		sbx_die_err(&err);
 	ref = json_object_get(st.root, "ref");
-	if ((status = act(ref, ctx, &rc))) {
-		sbx_state_set_status(st.root, status);
-		if (sbx_state_save(&st, &err) < 0) {
-			sbx_warn("%s", err.msg);
-			rc = SBX_EX_FAIL;
-		}
+	/* Printed before the close releases ref. */
+	if ((status = act(ref, ctx, &rc)))
 		print_ref(ref, status);
+	if (sbx_target_state_close(&st, status, &err) < 0) {
+		sbx_warn("%s", err.msg);
+		rc = SBX_EX_FAIL;
 	}
-	sbx_state_release(&st);
 	return rc;
 }
 

@@ -56,18 +56,27 @@ load(void)
 	load_file(".sbxrc");
 }
 
+int
+sbx_config_env(const char *key, char *env, size_t n)
+{
+	size_t i;
+
+	if (snprintf(env, n, "SBX_%s", key) >= (int)n)
+		return -1;
+	for (i = 4; env[i]; i++)
+		env[i] = env[i] == '.' ? '_' :
+		    (char)toupper((unsigned char)env[i]);
+	return 0;
+}
+
 const char *
 sbx_config_get(const char *key, const char *def)
 {
 	char env[64];
 	const char *v;
-	size_t i;
 
-	if (snprintf(env, sizeof env, "SBX_%s", key) >= (int)sizeof env)
+	if (sbx_config_env(key, env, sizeof env) < 0)
 		return def;
-	for (i = 4; env[i]; i++)
-		env[i] = env[i] == '.' ? '_' :
-		    (char)toupper((unsigned char)env[i]);
 	if ((v = getenv(env)) && *v)
 		return v;
 	if (!settings)

@@ -126,13 +126,9 @@ setting(const char *key, char *src, size_t n)
 {
 	char env[64];
 	const char *v;
-	size_t i;
 
-	if (snprintf(env, sizeof env, "SBX_%s", key) >= (int)sizeof env)
+	if (sbx_config_env(key, env, sizeof env) < 0)
 		return NULL;
-	for (i = 4; env[i]; i++)
-		env[i] = env[i] == '.' ? '_' :
-		    (char)toupper((unsigned char)env[i]);
 	if ((v = getenv(env)) && *v) {
 		snprintf(src, n, "env %s", env);
 		return v;

@@ -50,7 +50,9 @@ int sbx_path_valid(const char *path);
 struct sbx_scan_opts;
 /* Whether path, or a directory on its way, is to be left out. */
 int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);
-/* rm -rf, never following a symlink or leaving the filesystem. */
+/* rm -rf, never following a symlink or leaving the filesystem; a
+ * directory it may not read is opened up (chmod u+rwx) and emptied. In
+ * jsonx.c, beside sbx_mkdirs: the static tools link it without OpenSSL. */
 int sbx_rmtree(const char *path);
 
 /* --- tar: streams of files, made and taken apart with libarchive ------ */

@@ -1,6 +1,8 @@
-/* jsonx.c - thin helpers over jansson, times, atomic file writes */
+/* jsonx.c - thin helpers over jansson, times, mkdir -p and rm -rf, atomic
+ * file writes */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 json_t *
 sbx_json_load_object(const char *path, struct sbx_err *err)
@@ -145,6 +147,32 @@ sbx_mkdirs(const char *path, int mode, struct sbx_err *err)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", p);
 	free(p);
 	return rc;
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)f;
+	/* A directory we may not read (overlay's work/work, rootless): open
+	 * it up and empty it on its own. */
+	if (flag == FTW_DNR) {
+		if (chmod(path, (st->st_mode & 07777) | 0700) < 0 ||
+		    sbx_rmtree(path) < 0)
+			return -1;
+		return 0;
+	}
+	if (flag == FTW_DP)
+		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
+	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+int
+sbx_rmtree(const char *path)
+{
+	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 &&
+	    errno != ENOENT)
+		return -1;
+	return 0;
 }
 
 int

@@ -2,9 +2,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -285,25 +285,6 @@ sbx_walk_at(int dfd, const char *prefix, int flat,
 	w.path[n] = '\0';
 	w.top = n;
 	walk_dir(&w, dfd, n);
-}
-
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *f)
-{
-	(void)st;
-	(void)f;
-	if (flag == FTW_DP)
-		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-int
-sbx_rmtree(const char *path)
-{
-	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 &&
-	    errno != ENOENT)
-		return -1;
-	return 0;
 }
 
 int

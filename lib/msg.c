@@ -194,24 +194,26 @@ sbx_msg_put_str(struct sbx_buf *b, const char *s)
 	sbx_buf_add(b, s ? s : "", strlen(s ? s : "") + 1);
 }
 
+static int
+get(struct sbx_msg *m, void *v, size_t n)
+{
+	if (m->len - m->off < n)
+		return -1;
+	memcpy(v, m->data + m->off, n);
+	m->off += n;
+	return 0;
+}
+
 int
 sbx_msg_get_u32(struct sbx_msg *m, uint32_t *v)
 {
-	if (m->len - m->off < sizeof *v)
-		return -1;
-	memcpy(v, m->data + m->off, sizeof *v);
-	m->off += sizeof *v;
-	return 0;
+	return get(m, v, sizeof *v);
 }
 
 int
 sbx_msg_get_u64(struct sbx_msg *m, uint64_t *v)
 {
-	if (m->len - m->off < sizeof *v)
-		return -1;
-	memcpy(v, m->data + m->off, sizeof *v);
-	m->off += sizeof *v;
-	return 0;
+	return get(m, v, sizeof *v);
 }
 
 const char *

@@ -132,6 +132,9 @@ int sbx_file_write_atomic(const char *path, const char *data, size_t n,
 
 /* The value of key ("backend", "local.dir"), or def. */
 const char *sbx_config_get(const char *key, const char *def);
+/* The environment variable of a key ("local.dir": SBX_LOCAL_DIR);
+ * -1 when it does not fit in n. */
+int sbx_config_env(const char *key, char *env, size_t n);
 
 /* --- state: the state file (sbx-state(5)) ----------------------------- */
 
@@ -204,6 +207,11 @@ int sbx_target_opt(int c, const char *arg, struct sbx_target *t);
  * SBX_EX_USAGE; st is released on failure. */
 int sbx_target_state_open(struct sbx_state *st, const char *path,
     const char *backend, struct sbx_err *err);
+/* The end of a command's work on such a state: with a status (NULL: none),
+ * that status set and the state saved (-1 with err when it could not be);
+ * st released either way. */
+int sbx_target_state_close(struct sbx_state *st, const char *status,
+    struct sbx_err *err);
 /* Whether a listing entry's "labels" hold every key and value of want. */
 int sbx_target_labels_match(const json_t *info, const json_t *want);
 

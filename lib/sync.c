@@ -1146,17 +1146,12 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 	 * looked at once, before it is changed. */
 	plan_pull(&p, &p.base);
 	if (p.fetch.n) {
-		if (status_only || o->dry_run) {
+		int tmp = status_only || o->dry_run;
+
+		if (tmp) {
 			p.stage = sbx_xasprintf("%s/sbx-sync.XXXXXX",
 			    getenv("TMPDIR") && *getenv("TMPDIR") ?
 			    getenv("TMPDIR") : "/tmp");
-			if (!mkdtemp(p.stage)) {
-				sbx_err_set(err, SBX_EX_FAIL, "cannot make a "
-				    "directory in '%s':", p.stage);
-				free(p.stage);
-				p.stage = NULL;
-				goto out;
-			}
 		} else {
 			stale_stages();
 			if (mkdir(".sbx", 0700) == 0)
@@ -1168,13 +1163,14 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 			}
 			p.stage = sbx_xasprintf(".sbx/pull-%ld-XXXXXX",
 			    (long)getpid());
-			if (!mkdtemp(p.stage)) {
-				sbx_err_set(err, SBX_EX_FAIL, "cannot make "
-				    "'%s':", p.stage);
-				free(p.stage);
-				p.stage = NULL;
-				goto out;
-			}
+		}
+		if (!mkdtemp(p.stage)) {
+			sbx_err_set(err, SBX_EX_FAIL, tmp ? "cannot make a "
+			    "directory in '%s':" : "cannot make '%s':",
+			    p.stage);
+			free(p.stage);
+			p.stage = NULL;
+			goto out;
 		}
 		p.stage_fd = open(p.stage, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (p.stage_fd < 0) {

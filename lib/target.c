@@ -146,6 +146,20 @@ sbx_target_state_open(struct sbx_state *st, const char *path,
 }
 
 int
+sbx_target_state_close(struct sbx_state *st, const char *status,
+    struct sbx_err *err)
+{
+	int rc = 0;
+
+	if (status) {
+		sbx_state_set_status(st->root, status);
+		rc = sbx_state_save(st, err);
+	}
+	sbx_state_release(st);
+	return rc;
+}
+
+int
 sbx_target_labels_match(const json_t *info, const json_t *want)
 {
 	json_t *labels = json_object_get(info, "labels"), *v;

@@ -356,7 +356,7 @@ undo(const char *root, const char *dir, struct sbx_cgroups *cg,
 		sbx_cg_remove(cg);
 	}
 	if (dir)
-		sbx_local_rmtree(dir);
+		sbx_rmtree(dir);
 	release_slot(root, meta);
 	release_name(root, name, id);
 }
@@ -750,7 +750,7 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 		unlink(p);
 		free(p);
 	} else {
-		if (!rc && sbx_local_rmtree(dir) < 0)
+		if (!rc && sbx_rmtree(dir) < 0)
 			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':",
 			    dir);
 		release_slot(sbx_local_root(), meta);

@@ -65,7 +65,6 @@ char *sbx_local_find(const char *id_or_name, char **id_out);
 int sbx_local_connect(const char *dir);
 /* A process's start time (clock ticks since boot), 0 if it is gone. */
 unsigned long long sbx_local_starttime(pid_t pid);
-int sbx_local_rmtree(const char *path);
 
 /* A paused sandbox's directory holds this file: "suspend MS" or "stop MS"
  * (MS: CLOCK_MONOTONIC milliseconds when it was paused). */

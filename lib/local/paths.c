@@ -2,7 +2,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,30 +143,4 @@ sbx_local_starttime(pid_t pid)
 	if (p)
 		t = strtoull(p, NULL, 10);
 	return t;
-}
-
-static int
-rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)ftw;
-	/* A directory we may not read (overlay's work/work, rootless): open
-	 * it up and empty it on its own. */
-	if (flag == FTW_DNR) {
-		if (chmod(path, (st->st_mode & 07777) | 0700) < 0 ||
-		    sbx_local_rmtree(path) < 0)
-			return -1;
-		return 0;
-	}
-	if (flag == FTW_DP)
-		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-int
-sbx_local_rmtree(const char *path)
-{
-	if (nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0 &&
-	    errno != ENOENT)
-		return -1;
-	return 0;
 }

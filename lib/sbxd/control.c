@@ -501,19 +501,29 @@ box_end(struct sbxd_box *b)
 	pthread_mutex_unlock(&sbxd.mu);
 }
 
+/* path_box and box_begin: the box, with a ref and taken; NULL after
+ * answering 404 or 409. */
+static struct sbxd_box *
+path_box_begin(struct sbxd_req *r, int seg, enum MHD_Result *ret)
+{
+	struct sbxd_box *b = path_box(r, seg, ret);
+
+	if (b && box_begin(r, b, ret) < 0) {
+		sbxd_box_put(b);
+		return NULL;
+	}
+	return b;
+}
+
 static enum MHD_Result
 h_kill(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	struct sbxd_box *b = path_box(r, 1, &ret);
+	struct sbxd_box *b = path_box_begin(r, 1, &ret);
 	struct sbx_err err;
 
 	if (!b)
 		return ret;
-	if (box_begin(r, b, &ret) < 0) {
-		sbxd_box_put(b);
-		return ret;
-	}
 	sbxd_proc_end_all(b);
 	if (sbxd_be_kill(b->ref, &err) < 0 &&
 	    err.code != SBX_EX_NOSANDBOX) {
@@ -576,22 +586,21 @@ set_end(struct sbxd_box *b, long long secs, int allow_shorter)
 	return rc;
 }
 
+/* The path's running box to end s seconds from now: set-timeout and
+ * refresh. */
 static enum MHD_Result
-h_timeout(struct sbxd_req *r)
+extend(struct sbxd_req *r, long long s, int allow_shorter)
 {
 	enum MHD_Result ret;
-	long long s = body_secs(r, "timeout", 1, 0, &ret);
 	struct sbxd_box *b;
 
-	if (s < 0)
-		return ret;
 	if (!(b = path_box(r, 1, &ret)))
 		return ret;
 	if (b->paused) {
 		ret = not_found(r, b->id);
 	} else if (s <= 0) {
 		ret = sbxd_reply_err(r, 400, "Timeout must be greater than 0");
-	} else if (set_end(b, s, 1) < 0) {
+	} else if (set_end(b, s, allow_shorter) < 0) {
 		ret = sbxd_reply_err(r, 400, "Max instance length exceeded");
 	} else {
 		sbxd_box_save(b);
@@ -602,11 +611,21 @@ h_timeout(struct sbxd_req *r)
 }
 
 static enum MHD_Result
+h_timeout(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	long long s = body_secs(r, "timeout", 1, 0, &ret);
+
+	if (s < 0)
+		return ret;
+	return extend(r, s, 1);
+}
+
+static enum MHD_Result
 h_refresh(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
 	long long s = body_secs(r, "duration", 0, 15, &ret);
-	struct sbxd_box *b;
 
 	if (s < 0)
 		return ret;
@@ -615,33 +634,18 @@ h_refresh(struct sbxd_req *r)
 	if (s > 3600)
 		return sbxd_reply_err(r, 400, "Duration cannot be greater "
 		    "than 3600 seconds");
-	if (!(b = path_box(r, 1, &ret)))
-		return ret;
-	if (b->paused)
-		ret = not_found(r, b->id);
-	else if (set_end(b, s, 0) < 0)
-		ret = sbxd_reply_err(r, 400, "Max instance length exceeded");
-	else {
-		sbxd_box_save(b);
-		ret = sbxd_reply_empty(r, 204);
-	}
-	sbxd_box_put(b);
-	return ret;
+	return extend(r, s, 0);
 }
 
 static enum MHD_Result
 h_pause(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	struct sbxd_box *b = path_box(r, 1, &ret);
+	struct sbxd_box *b = path_box_begin(r, 1, &ret);
 	struct sbx_err err;
 
 	if (!b)
 		return ret;
-	if (box_begin(r, b, &ret) < 0) {
-		sbxd_box_put(b);
-		return ret;
-	}
 	if (b->paused) {
 		ret = sbxd_reply_err(r, 409, "Error pausing sandbox - sandbox "
 		    "'%s' is already paused", b->id);
@@ -686,12 +690,8 @@ resume(struct sbxd_req *r, int connect, int v2)
 			    "without memory (a cold boot): leave out "
 			    "\"memory\"");
 	}
-	if (!(b = path_box(r, v2 ? 2 : 1, &ret)))
+	if (!(b = path_box_begin(r, v2 ? 2 : 1, &ret)))
 		return ret;
-	if (box_begin(r, b, &ret) < 0) {
-		sbxd_box_put(b);
-		return ret;
-	}
 	if (!b->paused) {
 		box_end(b);
 		if (!connect) {

@@ -81,6 +81,9 @@ rpc_call(struct sbxd_req *r, json_t *q, enum MHD_Result *ret)
 	return a;
 }
 
+/* The map of the methods whose one field is "path". */
+static const char *const path_only[] = {"path", "path", NULL};
+
 /* A unary method: its request's string fields (in, then out, in
  * pairs) become the helper's request for op. */
 static enum MHD_Result
@@ -116,25 +119,19 @@ unary(struct sbxd_req *r, const char *op, const char *const *map)
 static enum MHD_Result
 h_stat(struct sbxd_req *r)
 {
-	static const char *const m[] = {"path", "path", NULL};
-
-	return unary(r, "stat", m);
+	return unary(r, "stat", path_only);
 }
 
 static enum MHD_Result
 h_list_dir(struct sbxd_req *r)
 {
-	static const char *const m[] = {"path", "path", NULL};
-
-	return unary(r, "list", m);
+	return unary(r, "list", path_only);
 }
 
 static enum MHD_Result
 h_make_dir(struct sbxd_req *r)
 {
-	static const char *const m[] = {"path", "path", NULL};
-
-	return unary(r, "mkdir", m);
+	return unary(r, "mkdir", path_only);
 }
 
 static enum MHD_Result
@@ -149,9 +146,7 @@ h_move(struct sbxd_req *r)
 static enum MHD_Result
 h_remove(struct sbxd_req *r)
 {
-	static const char *const m[] = {"path", "path", NULL};
-
-	return unary(r, "remove", m);
+	return unary(r, "remove", path_only);
 }
 
 /* A helper watching a directory for r; NULL after answering. */
@@ -205,29 +200,15 @@ watch_start(struct sbxd_req *r, const json_t *j, struct sbxd_inbox *ib,
 
 struct wstream {
 	struct sbxd_inbox ib;
-	struct sbx_buf out;
-	size_t off;
-	int last;
-	long long keepalive_ms, next_ping, deadline;
+	struct sbxd_stream io;
 };
-
-static void
-wstream_end(struct wstream *st, const char *code, const char *msg)
-{
-	json_t *j = code ? json_pack("{s:{s:s,s:s}}", "error", "code", code,
-	    "message", msg) : json_object();
-
-	sbx_e2b_frame_json(&st->out, SBX_E2B_FRAME_END, j);
-	json_decref(j);
-	st->last = 1;
-}
 
 static void
 wstream_msg(struct wstream *st, const char *kind, json_t *v)
 {
 	json_t *j = json_pack("{s:o}", kind, v ? v : json_object());
 
-	sbx_e2b_frame_json(&st->out, 0, j);
+	sbx_e2b_frame_json(&st->io.out, 0, j);
 	json_decref(j);
 }
 
@@ -241,31 +222,31 @@ wstream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	int pr;
 
 	(void)pos;
-	while (st->off >= st->out.len) {
-		st->out.len = st->off = 0;
-		if (st->last)
+	while (!(n = sbxd_stream_take(&st->io, buf, max))) {
+		if (st->io.last)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		now = sbx_mono_ms();
-		if (st->deadline && now >= st->deadline) {
-			wstream_end(st, "deadline_exceeded",
+		if (st->io.deadline && now >= st->io.deadline) {
+			sbxd_stream_end(&st->io, "deadline_exceeded",
 			    "the operation timed out");
-			break;
+			continue;
 		}
-		if (now >= st->next_ping) {
+		if (now >= st->io.next_ping) {
 			wstream_msg(st, "keepalive", NULL);
-			st->next_ping = now + st->keepalive_ms;
-			break;
+			st->io.next_ping = now + st->io.keepalive_ms;
+			continue;
 		}
 		pthread_mutex_lock(&sbxd.mu);
 		pr = sbxd.stopping;
 		pthread_mutex_unlock(&sbxd.mu);
 		if (pr) {
-			wstream_end(st, "unavailable", "sbxd is stopping");
-			break;
+			sbxd_stream_end(&st->io, "unavailable",
+			    "sbxd is stopping");
+			continue;
 		}
-		until = st->next_ping;
-		if (st->deadline && st->deadline < until)
-			until = st->deadline;
+		until = st->io.next_ping;
+		if (st->io.deadline && st->io.deadline < until)
+			until = st->io.deadline;
 		/* A second at most: sbxd's stopping is seen. */
 		if (until - now > 1000)
 			until = now + 1000;
@@ -275,24 +256,19 @@ wstream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			pr = poll(&f, 1, (int)(until - now));
 		}
 		if (pr < 0 && errno != EINTR) {
-			wstream_end(st, "internal", "poll failed");
-			break;
+			sbxd_stream_end(&st->io, "internal", "poll failed");
+			continue;
 		}
 		if (pr <= 0)
 			continue;
 		if (!(ev = sbxd_msg_recv(st->ib.sock, NULL))) {
-			wstream_end(st, "unavailable", "the watch ended: the "
-			    "sandbox is gone");
-			break;
+			sbxd_stream_end(&st->io, "unavailable",
+			    "the watch ended: the sandbox is gone");
+			continue;
 		}
 		wstream_msg(st, "filesystem", ev);
-		st->next_ping = sbx_mono_ms() + st->keepalive_ms;
+		st->io.next_ping = sbx_mono_ms() + st->io.keepalive_ms;
 	}
-	n = st->out.len - st->off;
-	if (n > max)
-		n = max;
-	memcpy(buf, st->out.data + st->off, n);
-	st->off += n;
 	return (ssize_t)n;
 }
 
@@ -302,7 +278,7 @@ wstream_free(void *cls)
 	struct wstream *st = cls;
 
 	sbxd_inbox_end(&st->ib, 1);
-	sbx_buf_release(&st->out);
+	sbx_buf_release(&st->io.out);
 	free(st);
 }
 
@@ -312,25 +288,18 @@ h_watch_dir(struct sbxd_req *r)
 	enum MHD_Result ret;
 	json_t *j = sbxd_stream_request(r, &ret);
 	struct wstream *st;
-	const char *ka = sbxd_header(r, "Keepalive-Ping-Interval");
-	const char *to = sbxd_header(r, "Connect-Timeout-Ms");
 	const char *code;
 	char msg[512];
-	uint64_t v;
 
 	if (!j)
 		return ret;
 	st = sbx_xcalloc(1, sizeof *st);
 	st->ib.ch = (struct sbxd_child)SBXD_CHILD_NONE;
 	st->ib.sock = -1;
-	st->keepalive_ms = ka && sbx_parse_u64(ka, 1, 86400, &v) == 0 ?
-	    (long long)v * 1000 : 90000;
-	st->next_ping = sbx_mono_ms() + st->keepalive_ms;
-	if (to && sbx_parse_u64(to, 1, UINT32_MAX, &v) == 0)
-		st->deadline = sbx_mono_ms() + (long long)v;
+	sbxd_stream_start(&st->io, r);
 	/* Connect streams fail with 200 and an end of stream. */
 	if (watch_start(r, j, &st->ib, msg, sizeof msg, &code) < 0)
-		wstream_end(st, code, msg);
+		sbxd_stream_end(&st->io, code, msg);
 	else
 		wstream_msg(st, "start", NULL);
 	json_decref(j);
@@ -348,18 +317,32 @@ struct watcher {
 static struct watcher watchers[MAX_WATCHERS];
 static pthread_mutex_t wmu = PTHREAD_MUTEX_INITIALIZER;
 
+/* The watcher a unary request names, with wmu held; NULL after
+ * answering. */
 static struct watcher *
-watcher_find(struct sbxd_req *r, const json_t *j)
+watcher_lock(struct sbxd_req *r, enum MHD_Result *ret)
 {
-	const char *id = sbx_json_str(j, "watcherId");
+	json_t *j = sbxd_unary_request(r, ret);
+	struct watcher *w = NULL;
+	const char *id;
 	size_t i;
 
-	if (!id)
+	if (!j)
+		return NULL;
+	if (!(id = sbx_json_str(j, "watcherId")))
 		id = sbx_json_str(j, "watcher_id");
-	for (i = 0; id && i < MAX_WATCHERS; i++)
+	pthread_mutex_lock(&wmu);
+	for (i = 0; id && !w && i < MAX_WATCHERS; i++)
 		if (watchers[i].box == r->box && !strcmp(watchers[i].id, id))
-			return &watchers[i];
-	return NULL;
+			w = &watchers[i];
+	if (!w) {
+		pthread_mutex_unlock(&wmu);
+		*ret = sbxd_reply_connect(r, "not_found", "watcher with id %s "
+		    "not found", sbx_json_str(j, "watcherId") ?
+		    sbx_json_str(j, "watcherId") : "(none)");
+	}
+	json_decref(j);
+	return w;
 }
 
 static enum MHD_Result
@@ -403,21 +386,11 @@ static enum MHD_Result
 h_get_watcher_events(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = sbxd_unary_request(r, &ret), *evs, *ev;
-	struct watcher *w;
+	struct watcher *w = watcher_lock(r, &ret);
+	json_t *evs, *ev;
 
-	if (!j)
+	if (!w)
 		return ret;
-	pthread_mutex_lock(&wmu);
-	if (!(w = watcher_find(r, j))) {
-		pthread_mutex_unlock(&wmu);
-		ret = sbxd_reply_connect(r, "not_found", "watcher with id %s "
-		    "not found", sbx_json_str(j, "watcherId") ?
-		    sbx_json_str(j, "watcherId") : "(none)");
-		json_decref(j);
-		return ret;
-	}
-	json_decref(j);
 	evs = json_array();
 	for (;;) {
 		struct pollfd f = {w->ib.sock, POLLIN, 0};
@@ -435,24 +408,13 @@ static enum MHD_Result
 h_remove_watcher(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = sbxd_unary_request(r, &ret);
-	struct watcher *w, gone;
+	struct watcher *w = watcher_lock(r, &ret), gone;
 
-	if (!j)
+	if (!w)
 		return ret;
-	pthread_mutex_lock(&wmu);
-	if (!(w = watcher_find(r, j))) {
-		pthread_mutex_unlock(&wmu);
-		ret = sbxd_reply_connect(r, "not_found", "watcher with id %s "
-		    "not found", sbx_json_str(j, "watcherId") ?
-		    sbx_json_str(j, "watcherId") : "(none)");
-		json_decref(j);
-		return ret;
-	}
 	gone = *w;
 	memset(w, 0, sizeof *w);
 	pthread_mutex_unlock(&wmu);
-	json_decref(j);
 	sbxd_inbox_end(&gone.ib, 1);
 	sbxd_box_put(gone.box);
 	return sbxd_reply(r, 200, "application/json", "{}", 2);
@@ -764,6 +726,20 @@ up_fail(struct upload *up, int status, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* n more bytes on *count, what came or what was written (a gzip body
+ * grows); -1 after failing with 413 past --max-upload. */
+static int
+up_count(struct upload *up, uint64_t *count, size_t n)
+{
+	*count += n;
+	if (sbxd.o.max_upload && *count > sbxd.o.max_upload) {
+		up_fail(up, 413, "the upload is over %llu bytes",
+		    (unsigned long long)sbxd.o.max_upload);
+		return -1;
+	}
+	return 0;
+}
+
 /* The helper's error as the upload's. */
 static void
 up_fail_with(struct upload *up, const json_t *a)
@@ -960,12 +936,8 @@ up_write_raw(struct upload *up, const char *p, size_t n)
 {
 	if (up->fd < 0)
 		return -1;
-	up->written += n;
-	if (sbxd.o.max_upload && up->written > sbxd.o.max_upload) {
-		up_fail(up, 413, "the upload is over %llu bytes",
-		    (unsigned long long)sbxd.o.max_upload);
+	if (up_count(up, &up->written, n) < 0)
 		return -1;
-	}
 	if (sbx_write_all(up->fd, p, n) < 0) {
 		if (errno == ENOSPC || errno == EDQUOT)
 			up_fail(up, 507, "not enough disk space available");
@@ -1127,12 +1099,8 @@ h_files_data(struct sbxd_req *r, const char *p, size_t n)
 		if (up_begin(r, up) < 0)
 			return -1;
 	}
-	up->total += n;
-	if (sbxd.o.max_upload && up->total > sbxd.o.max_upload) {
-		up_fail(up, 413, "the upload is over %llu bytes",
-		    (unsigned long long)sbxd.o.max_upload);
+	if (up_count(up, &up->total, n) < 0)
 		return -1;
-	}
 	if (up->multipart)
 		return MHD_post_process(up->pp, p, n) == MHD_YES &&
 		    !up->status ? 0 : (up->status ? -1 :

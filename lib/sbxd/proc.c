@@ -361,22 +361,48 @@ sel_name(const json_t *sel, char *buf, size_t n)
 struct stream {
 	struct sbxd_proc *p;  /* NULL: only the end of stream is left */
 	struct sub *sub;
-	long long keepalive_ms, deadline; /* mono ms, 0: none */
-	long long next_ping;
-	struct sbx_buf out;
-	size_t off;
-	int last;             /* the end of stream is in out */
+	struct sbxd_stream io;
 };
 
-static void
-stream_end(struct stream *st, const char *code, const char *msg)
+void
+sbxd_stream_start(struct sbxd_stream *s, struct sbxd_req *r)
+{
+	const char *ka = sbxd_header(r, "Keepalive-Ping-Interval");
+	const char *to = sbxd_header(r, "Connect-Timeout-Ms");
+	uint64_t v;
+
+	s->keepalive_ms = ka && sbx_parse_u64(ka, 1, 86400, &v) == 0 ?
+	    (long long)v * 1000 : 90000;
+	s->next_ping = sbx_mono_ms() + s->keepalive_ms;
+	if (to && sbx_parse_u64(to, 1, UINT32_MAX, &v) == 0 && !s->deadline)
+		s->deadline = sbx_mono_ms() + (long long)v;
+}
+
+void
+sbxd_stream_end(struct sbxd_stream *s, const char *code, const char *msg)
 {
 	json_t *j = code ? json_pack("{s:{s:s,s:s}}", "error", "code", code,
 	    "message", msg ? msg : "") : json_object();
 
-	sbx_e2b_frame_json(&st->out, SBX_E2B_FRAME_END, j);
+	sbx_e2b_frame_json(&s->out, SBX_E2B_FRAME_END, j);
 	json_decref(j);
-	st->last = 1;
+	s->last = 1;
+}
+
+size_t
+sbxd_stream_take(struct sbxd_stream *s, char *buf, size_t max)
+{
+	size_t n = s->out.len - s->off;
+
+	if (!n) {
+		s->out.len = s->off = 0;
+		return 0;
+	}
+	if (n > max)
+		n = max;
+	memcpy(buf, s->out.data + s->off, n);
+	s->off += n;
+	return n;
 }
 
 static ssize_t
@@ -390,16 +416,9 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 
 	(void)pos;
 	for (;;) {
-		if (st->off < st->out.len) {
-			n = st->out.len - st->off;
-			if (n > max)
-				n = max;
-			memcpy(buf, st->out.data + st->off, n);
-			st->off += n;
+		if ((n = sbxd_stream_take(&st->io, buf, max)))
 			return (ssize_t)n;
-		}
-		st->out.len = st->off = 0;
-		if (st->last)
+		if (st->io.last)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		pthread_mutex_lock(&sbxd.mu);
 		for (;;) {
@@ -414,32 +433,33 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 				break;
 			}
 			if (s->ended) {
-				stream_end(st, s->end_error, s->end_msg);
+				sbxd_stream_end(&st->io, s->end_error,
+				    s->end_msg);
 				break;
 			}
 			now = sbx_mono_ms();
 			if (sbxd.stopping) {
-				stream_end(st, "unavailable", "sbxd is "
-				    "stopping");
+				sbxd_stream_end(&st->io, "unavailable",
+				    "sbxd is stopping");
 				break;
 			}
-			if (st->deadline && now >= st->deadline) {
-				stream_end(st, "deadline_exceeded",
+			if (st->io.deadline && now >= st->io.deadline) {
+				sbxd_stream_end(&st->io, "deadline_exceeded",
 				    "the operation timed out");
 				break;
 			}
-			if (now >= st->next_ping) {
+			if (now >= st->io.next_ping) {
 				json_t *k = json_pack("{s:{s:{}}}", "event",
 				    "keepalive");
 
-				sbx_e2b_frame_json(&st->out, 0, k);
+				sbx_e2b_frame_json(&st->io.out, 0, k);
 				json_decref(k);
-				st->next_ping = now + st->keepalive_ms;
+				st->io.next_ping = now + st->io.keepalive_ms;
 				break;
 			}
-			until = st->next_ping;
-			if (st->deadline && st->deadline < until)
-				until = st->deadline;
+			until = st->io.next_ping;
+			if (st->io.deadline && st->io.deadline < until)
+				until = st->io.deadline;
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_sec += (until - now) / 1000;
 			ts.tv_nsec += ((until - now) % 1000) * 1000000L;
@@ -451,10 +471,10 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		}
 		pthread_mutex_unlock(&sbxd.mu);
 		if (e) {
-			sbx_buf_add(&st->out, e->frame.data, e->frame.len);
+			sbx_buf_add(&st->io.out, e->frame.data, e->frame.len);
 			sbx_buf_release(&e->frame);
 			free(e);
-			st->next_ping = sbx_mono_ms() + st->keepalive_ms;
+			st->io.next_ping = sbx_mono_ms() + st->io.keepalive_ms;
 		}
 	}
 }
@@ -493,22 +513,14 @@ stream_free(void *cls)
 	pthread_mutex_unlock(&sbxd.mu);
 	if (st->sub)
 		sub_free(st->sub);
-	sbx_buf_release(&st->out);
+	sbx_buf_release(&st->io.out);
 	free(st);
 }
 
 static enum MHD_Result
 stream_reply(struct sbxd_req *r, struct stream *st)
 {
-	const char *ka = sbxd_header(r, "Keepalive-Ping-Interval");
-	const char *to = sbxd_header(r, "Connect-Timeout-Ms");
-	uint64_t v;
-
-	st->keepalive_ms = ka && sbx_parse_u64(ka, 1, 86400, &v) == 0 ?
-	    (long long)v * 1000 : 90000;
-	st->next_ping = sbx_mono_ms() + st->keepalive_ms;
-	if (to && sbx_parse_u64(to, 1, UINT32_MAX, &v) == 0 && !st->deadline)
-		st->deadline = sbx_mono_ms() + (long long)v;
+	sbxd_stream_start(&st->io, r);
 	return sbxd_reply_stream(r, CHUNK + 64, stream_read, st, stream_free);
 }
 
@@ -518,7 +530,7 @@ stream_fail(struct sbxd_req *r, const char *code, const char *msg)
 {
 	struct stream *st = sbx_xcalloc(1, sizeof *st);
 
-	stream_end(st, code, msg);
+	sbxd_stream_end(&st->io, code, msg);
 	return stream_reply(r, st);
 }
 
@@ -819,7 +831,7 @@ h_start(struct sbxd_req *r)
 		json_t *start = json_pack("{s:{s:{s:I}}}", "event", "start",
 		    "pid", (json_int_t)p->pid);
 
-		sbx_e2b_frame_json(&st->out, 0, start);
+		sbx_e2b_frame_json(&st->io.out, 0, start);
 		json_decref(start);
 	}
 	if (pthread_create(&th, NULL, pump, p) != 0) {
@@ -835,7 +847,8 @@ h_start(struct sbxd_req *r)
 	 * end event comes before the stream's own deadline, a little
 	 * later. */
 	if (o.timeout_ms)
-		st->deadline = sbx_mono_ms() + (long long)o.timeout_ms + 5000;
+		st->io.deadline = sbx_mono_ms() + (long long)o.timeout_ms +
+		    5000;
 	ret = stream_reply(r, st);
 out:
 	for (i = 0; argv && argv[i]; i++)
@@ -891,7 +904,7 @@ h_connect(struct sbxd_req *r)
 	start = json_pack("{s:{s:{s:I}}}", "event", "start", "pid",
 	    (json_int_t)p->pid);
 	pthread_mutex_unlock(&sbxd.mu);
-	sbx_e2b_frame_json(&st->out, 0, start);
+	sbx_e2b_frame_json(&st->io.out, 0, start);
 	json_decref(start);
 	json_decref(j);
 	return stream_reply(r, st);

@@ -191,6 +191,24 @@ json_t *sbxd_msg_recv(int sock, int *fd);
 int sbxd_msg_sendv(int sock, const json_t *j, const int *fds, int nfds);
 json_t *sbxd_msg_recvv(int sock, int *fds, int *nfds, int max);
 
+/* proc.c: sbxd's side of a Connect server stream (Process's Start and
+ * Connect, Filesystem's WatchDir): the frames not yet read, the end of
+ * stream, the keepalive and the deadline (mono ms, 0: none). */
+struct sbxd_stream {
+	struct sbx_buf out;
+	size_t off;
+	int last;             /* the end of stream is in out */
+	long long keepalive_ms, next_ping, deadline;
+};
+/* The keepalive and the deadline the request's headers ask for; a
+ * deadline already set stays. */
+void sbxd_stream_start(struct sbxd_stream *s, struct sbxd_req *r);
+/* The end of stream, with an error when code is not NULL. */
+void sbxd_stream_end(struct sbxd_stream *s, const char *code,
+    const char *msg);
+/* Up to max bytes of the frames not yet read, into buf; 0 (and out
+ * emptied) when all are read. */
+size_t sbxd_stream_take(struct sbxd_stream *s, char *buf, size_t max);
 /* proc.c: the one envelope of a streaming request; NULL after
  * answering. */
 json_t *sbxd_stream_request(struct sbxd_req *r, enum MHD_Result *ret);
