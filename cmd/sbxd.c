@@ -42,12 +42,14 @@ main(int argc, char **argv)
 		.access_log = 1,
 	};
 	struct sbx_err err;
-	char **tmpl = sbx_xcalloc((size_t)argc + 1, sizeof *tmpl);
+	/* Static: reachable still when a usage error exits (LeakSanitizer). */
+	static char **tmpl;
 	size_t nt = 0;
 	uint64_t v;
 	int c;
 
 	sbx_prog_set(argv);
+	tmpl = sbx_xcalloc((size_t)argc + 1, sizeof *tmpl);
 	while ((c = getopt_long(argc, argv, "Ad:B:hk:l:m:qr:S:t:T:U:vVx:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
