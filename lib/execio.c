@@ -337,11 +337,16 @@ sbx_xs_run(struct sbx_xs *xs, struct sbx_err *err)
 	int rc = -1;
 
 	signals_block(xs);
+	/* Raw before the start: no output of the command's may come
+	 * through a terminal that still edits it. */
+	term_raw(xs);
 	if (xs->tp->start(xs->t, xs, err) < 0)
 		goto out;
-	term_raw(xs);
-	if (loop(xs, buf, err) == 0)
-		rc = xs->tp->finish(xs->t, xs, err);
+	if (loop(xs, buf, err) < 0)
+		goto out;
+	/* The command's time, not what finish asks afterwards. */
+	xs->res->duration_ms = sbx_mono_ms() - xs->t0;
+	rc = xs->tp->finish(xs->t, xs, err);
 out:
 	if (xs->raw)
 		tcsetattr(0, TCSADRAIN, &xs->saved);
@@ -350,7 +355,8 @@ out:
 	if (xs->sfd >= 0)
 		close(xs->sfd);
 	xs->sfd = -1;
-	xs->res->duration_ms = sbx_mono_ms() - xs->t0;
+	if (rc < 0)
+		xs->res->duration_ms = sbx_mono_ms() - xs->t0;
 	free(buf);
 	return rc;
 }

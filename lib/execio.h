@@ -35,7 +35,8 @@ struct sbx_xs_transport {
 	unsigned long signals;
 	/* SBX_XS_*, below. */
 	unsigned flags;
-	/* Starts the command (a pty's terminal goes raw after it). */
+	/* Starts the command (with a pty, the caller's terminal is raw
+	 * already). */
 	int (*start)(void *t, struct sbx_xs *xs, struct sbx_err *err);
 	/* Fills up to SBX_XS_FDS pollfds for the loop (fd -1 for none) and
 	 * returns how many; may lower *wake, the sbx_mono_ms() time at
@@ -92,8 +93,10 @@ struct sbx_xs {
  * zeroes res, starts the clock. */
 void sbx_xs_init(struct sbx_xs *xs, const struct sbx_exec_opts *o,
     struct sbx_exec_result *res, const struct sbx_xs_transport *tp, void *t);
-/* Blocks the signals, starts, runs the loop, finishes; the terminal and
- * the signal mask as they were on every path; res->duration_ms. */
+/* Blocks the signals (threads the transport starts inherit the mask),
+ * makes a pty's terminal raw, starts, runs the loop, finishes; the
+ * terminal and the signal mask as they were on every path;
+ * res->duration_ms up to the loop's end. */
 int sbx_xs_run(struct sbx_xs *xs, struct sbx_err *err);
 
 /* For transports. */
@@ -101,6 +104,8 @@ int sbx_xs_run(struct sbx_xs *xs, struct sbx_err *err);
  * o->capture. A reader gone (EPIPE or any write error) drops the rest
  * of that stream; the command runs on. */
 void sbx_xs_output(struct sbx_xs *xs, int stream, const void *p, size_t n);
+/* (A transport's own thread may call sbx_xs_output, when no other thread
+ * does and it uses no sbx_xs_add_output.) */
 /* An fd the session reads to its end as stream 1 or 2 (a pty, a pipe),
  * also after sbx_xs_done, for what is already there. */
 void sbx_xs_add_output(struct sbx_xs *xs, int fd, int stream);
