@@ -1229,8 +1229,7 @@ dx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 }
 
 static const struct sbx_xs_transport dx_transport = {
-	.signals = SBX_XS_SIG(SIGINT) | SBX_XS_SIG(SIGTERM) |
-	    SBX_XS_SIG(SIGHUP) | SBX_XS_SIG(SIGQUIT),
+	.signals = SBX_XS_SIGS_END,
 	/* The engine never ends an exec at a deadline: we kill by tag. */
 	.flags = SBX_XS_DEADLINE,
 	.start = dx_start,

@@ -975,7 +975,8 @@ struct run {
 	int connect;            /* the first is the API's connect */
 	int sig_pending;        /* a SIGTERM for the command, to send */
 	long long sig_at;       /* when to try it again */
-	int resize_pending;     /* asked before the pid was known */
+	int told;               /* the loop has the pid */
+	int resize_pending;     /* asked before it had */
 	int guard;              /* our end of the guard's socket; -1 */
 	pid_t guard_pid;
 };
@@ -1341,6 +1342,7 @@ rx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
 		return 0;
 	if ((k = read(r->note[0], &c, 1)) == 1) {
 		/* The pid: stdin, and a resize asked before, go to it. */
+		r->told = 1;
 		sbx_xs_hold_input(xs, 0);
 		if (r->resize_pending)
 			resize_send(r);
@@ -1395,7 +1397,7 @@ rx_resize(void *t)
 {
 	struct run *r = t;
 
-	if (r->pid)
+	if (r->told)
 		resize_send(r);
 	else
 		r->resize_pending = 1;
@@ -1496,8 +1498,7 @@ rx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 }
 
 static const struct sbx_xs_transport rx_transport = {
-	.signals = SBX_XS_SIG(SIGINT) | SBX_XS_SIG(SIGTERM) |
-	    SBX_XS_SIG(SIGHUP) | SBX_XS_SIG(SIGQUIT),
+	.signals = SBX_XS_SIGS_END, /* each goes as SIGTERM */
 	.start = rx_start,
 	.fds = rx_fds,
 	.ready = rx_ready,

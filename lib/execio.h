@@ -62,6 +62,9 @@ struct sbx_xs_transport {
 };
 
 #define SBX_XS_SIG(s) (1UL << (s))
+/* What every backend forwards: the signals that ask a command to end. */
+#define SBX_XS_SIGS_END (SBX_XS_SIG(SIGINT) | SBX_XS_SIG(SIGTERM) | \
+    SBX_XS_SIG(SIGHUP) | SBX_XS_SIG(SIGQUIT))
 /* The transport hands the caller's fds 0-2 to the command itself, when
  * there is no pty: the session reads stdin for a pty only. */
 #define SBX_XS_PASS_STDIO 1u

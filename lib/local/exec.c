@@ -102,6 +102,7 @@ recv_reply(int sock, struct sbx_msg *m, struct sbx_err *err)
 		    "lost the connection to the sandbox");
 	if (m->type == SBX_MSG_ERROR) {
 		reply_error(m, err);
+		sbx_msg_release(m);
 		return -1;
 	}
 	return 0;
@@ -258,9 +259,7 @@ lx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 }
 
 static const struct sbx_xs_transport lx_transport = {
-	.signals = SBX_XS_SIG(SIGINT) | SBX_XS_SIG(SIGTERM) |
-	    SBX_XS_SIG(SIGHUP) | SBX_XS_SIG(SIGQUIT) | SBX_XS_SIG(SIGUSR1) |
-	    SBX_XS_SIG(SIGUSR2),
+	.signals = SBX_XS_SIGS_END | SBX_XS_SIG(SIGUSR1) | SBX_XS_SIG(SIGUSR2),
 	.flags = SBX_XS_PASS_STDIO, /* the agent has no deadline to be kept */
 	.start = lx_start,
 	.fds = lx_fds,
