@@ -924,7 +924,7 @@ pty_start_msg(json_t *msg)
 	json_object_set_new(msg, "stdin", json_true());
 }
 
-/* --- exec: the transport -------------------------------------------------- */
+/* --- the process's stream, on a thread of its own ------------------------ */
 
 /* The process's stream is one Connect request, a blocking call: it runs
  * on a thread of its own, which writes the output as the envelopes come
@@ -1248,7 +1248,7 @@ keep_alive(struct run *r)
 	sbx_http_free(te.h);
 }
 
-/* --- exec ----------------------------------------------------------------- */
+/* --- exec: the session's transport -------------------------------------- */
 
 static void *
 stream_main(void *arg)

@@ -11,6 +11,12 @@
  *	sbx_xs_init(&xs, o, res, &my_transport, &my_state);  // first
  *	... find the sandbox (sbx_xs_paused, sbx_xs_not_running) ...
  *	return sbx_xs_run(&xs, err);  // start, loop, finish; all restored
+ *
+ * A transport over an fd (an agent's socket, a serial line, a hijacked
+ * HTTP connection) gives it to the loop in fds() and reads it in
+ * ready(); one over a blocking call (a streamed HTTP response) makes the
+ * call on a thread of its own, which writes the output and wakes the
+ * loop through a pipe (lib/e2b.c).
  */
 #ifndef SBX_EXECIO_H
 #define SBX_EXECIO_H
@@ -40,21 +46,24 @@ struct sbx_xs_transport {
 	int (*start)(void *t, struct sbx_xs *xs, struct sbx_err *err);
 	/* Fills up to SBX_XS_FDS pollfds for the loop (fd -1 for none) and
 	 * returns how many; may lower *wake, the sbx_mono_ms() time at
-	 * which ready() wants to be called whatever comes. */
+	 * which ready() wants to be called whatever comes (-1: none; a
+	 * time past: at once). */
 	int (*fds)(void *t, struct pollfd *p, long long *wake);
 	/* After each poll: the same pollfds with their revents. */
 	int (*ready)(void *t, struct sbx_xs *xs, const struct pollfd *p,
 	    int n, struct sbx_err *err);
 	/* Bytes of the caller's stdin for the command; n 0: its end,
-	 * without a pty (with one, the end comes as ^D through input). */
+	 * without a pty (with one, the end comes as ^D through input). -1:
+	 * the command takes no more, and stdin is no longer read. */
 	int (*input)(void *t, struct sbx_xs *xs, const char *p, size_t n);
 	/* A forwarded signal (SIGWINCH never comes here). */
 	void (*signal)(void *t, int sig);
 	/* The caller's window changed (with a pty): sbx_xs_winsize(). */
 	void (*resize)(void *t);
 	/* With SBX_XS_DEADLINE, once o->timeout_ms has passed: kill the
-	 * command (all it started). The session then waits for the end
-	 * (sbx_xs_done) SBX_XS_DRAIN_MS at most, and says 124. */
+	 * command (all it started). The session has set res->timed_out
+	 * (finish says it: sbx_xs_end SBX_XS_TIMEDOUT, 124) and waits for
+	 * the end (sbx_xs_done) SBX_XS_DRAIN_MS at most. */
 	int (*expire)(void *t, struct sbx_err *err);
 	/* The loop is over (sbx_xs_done, or the drain ran out): the
 	 * command's status, through sbx_xs_end or a start error. */
@@ -85,7 +94,7 @@ struct sbx_xs {
 	int done;
 	int outs[3];     /* fds the session reads output from, or -1 */
 	int out_stream[3];
-	int out_dead[3]; /* a write to fd 1 or 2 failed: what comes is dropped */
+	int out_dead[3]; /* writes to fd 1 or 2 failed: the rest is dropped */
 	int sfd;
 	int raw;
 	sigset_t sigs, old; /* old: the mask to give a child (a guard) */
@@ -107,15 +116,15 @@ int sbx_xs_run(struct sbx_xs *xs, struct sbx_err *err);
  * o->capture. A reader gone (EPIPE or any write error) drops the rest
  * of that stream; the command runs on. */
 void sbx_xs_output(struct sbx_xs *xs, int stream, const void *p, size_t n);
-/* (A transport's own thread may call sbx_xs_output, when no other thread
- * does and it uses no sbx_xs_add_output.) */
+/* (A transport's own thread may call it, when no other thread does and
+ * the transport uses no sbx_xs_add_output.) */
 /* An fd the session reads to its end as stream 1 or 2 (a pty, a pipe),
  * also after sbx_xs_done, for what is already there. */
 void sbx_xs_add_output(struct sbx_xs *xs, int fd, int stream);
 /* While held, stdin is not read (the transport is not ready for it). */
 void sbx_xs_hold_input(struct sbx_xs *xs, int hold);
-/* Whether the session reads stdin for the command (then input() gets
- * it); 0 when stdin was closed or there is nothing to forward. */
+/* Whether stdin goes to the command through the session (input()): with
+ * a pty, or -i without SBX_XS_PASS_STDIO. A closed fd 0 ends at once. */
 int sbx_xs_forwards_input(const struct sbx_xs *xs);
 /* The command's stream has ended: the loop stops. */
 void sbx_xs_done(struct sbx_xs *xs);
