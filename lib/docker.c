@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "execio.h"
 #include "internal.h"
 
 #define API_MAJOR 1
@@ -717,25 +718,32 @@ struct demux {
 	struct sbx_buf held;
 };
 
+/* The transport: the hijacked socket of the exec's start. */
 struct xrun {
 	struct dk *d;
+	const json_t *ref;
 	const char *cid;
+	char *const *argv;
+	char **cmd;      /* what runs: argv, or the pty's sizing shell */
+	char **env;
 	const struct sbx_exec_opts *o;
-	struct sbx_exec_result *res;
+	struct sbx_xs *xs;
 	char tag[33];
 	struct demux dm;
-	int outs_dead;   /* a write to our stdout or stderr failed */
+	char *eid, *path;
+	json_t *body;
+	struct sbx_buf rest; /* what came with the engine's answer */
+	int sock, gfd, started, resized;
+	pid_t guard;
+	long long live_at;
+	char inb[65536]; /* a chunk of stdin on its way */
+	size_t inlen, inoff;
 };
 
 static void
 emit(struct xrun *x, int stream, const char *p, size_t n)
 {
-	if (x->o->capture) {
-		sbx_buf_add(stream == 2 ? &x->res->err : &x->res->out, p, n);
-		return;
-	}
-	if (sbx_write_all(stream == 2 ? 2 : 1, p, n) < 0)
-		x->outs_dead = 1;
+	sbx_xs_output(x->xs, stream, p, n);
 }
 
 /* The engine reports a command it cannot start as text in the first
@@ -908,15 +916,6 @@ signal_tagged(struct dk *d, const char *cid, int sig, const char *tag,
 	return rc;
 }
 
-/* The size of the caller's terminal. */
-static int
-term_size(struct winsize *ws)
-{
-	if (ioctl(1, TIOCGWINSZ, ws) < 0 && ioctl(0, TIOCGWINSZ, ws) < 0)
-		return -1;
-	return ws->ws_row && ws->ws_col ? 0 : -1;
-}
-
 static void
 resize(struct dk *d, const char *eid)
 {
@@ -924,7 +923,7 @@ resize(struct dk *d, const char *eid)
 	struct sbx_http_resp rs;
 	struct sbx_err err;
 
-	if (term_size(&ws) < 0)
+	if (sbx_xs_winsize(&ws) < 0)
 		return;
 	if (dk_req(d, "POST", NULL, &rs, &err, "/exec/%s/resize?h=%u&w=%u",
 	    eid, ws.ws_row, ws.ws_col) == 0)
@@ -933,25 +932,20 @@ resize(struct dk *d, const char *eid)
 
 /* What the engine said when it could not start the command. */
 static int
-start_error(struct xrun *x, char *const argv[], long long code,
-    struct sbx_err *err)
+start_error(struct xrun *x, long long code, struct sbx_err *err)
 {
 	const char *t = x->dm.held.data;
+	enum sbx_xs_why why = sbx_xs_start_why(t);
+	char detail[301];
 
-	/* runc: "chdir to cwd ... failed"; runsc: "failed to find initial
-	 * working directory" (and "no such file", as for a command). */
-	if (strstr(t, "chdir") || strstr(t, "initial working directory"))
+	if (why == SBX_XS_START_WORKDIR)
 		return sbx_err_set(err, SBX_EX_EXECFAIL, "workdir '%s' does "
 		    "not exist in the sandbox", x->o->cwd ? x->o->cwd :
 		    "(default)");
-	if (strstr(t, "not found") || strstr(t, "no such file"))
-		return sbx_err_set(err, SBX_EX_NOTFOUND, "'%s': No such file "
-		    "or directory", argv[0]);
-	if (strstr(t, "permission denied") || code == SBX_EX_NOEXEC)
-		return sbx_err_set(err, SBX_EX_NOEXEC, "'%s': Permission "
-		    "denied", argv[0]);
-	return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start '%s': %.300s",
-	    argv[0], t);
+	if (why == SBX_XS_START_OTHER && code == SBX_EX_NOEXEC)
+		why = SBX_XS_START_NOEXEC;
+	snprintf(detail, sizeof detail, "%s", t);
+	return sbx_xs_start_fail(err, why, x->argv[0], detail);
 }
 
 static void
@@ -1057,218 +1051,155 @@ still_running(struct dk *d, const json_t *ref, struct sbx_err *err)
 }
 
 static int
-docker_exec(const json_t *ref, char *const argv[],
-    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
-    struct sbx_err *err)
+dx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 {
+	struct xrun *x = t;
 	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1};
-	struct sbx_buf rest = SBX_BUF_INIT;
-	struct termios saved;
-	struct xrun x = {0};
-	struct dk d;
-	char **env = NULL, *eid = NULL, *path = NULL, buf[65536];
-	char *term = NULL, *tag = NULL;
-	struct winsize ws;
-	char **cmd = NULL, rows[12], cols[12];
-	char inb[65536];
-	size_t inlen = 0, inoff = 0;
-	ssize_t r;
-	const char *cid, *tv = getenv("TERM");
-	json_t *c = NULL, *b = NULL;
-	long long t0 = sbx_mono_ms(), deadline = 0, code = 0, drain_until = 0;
-	long long live_at = t0 + LIVE_MS;
 	long status;
-	size_t n = 0, i, k = 0;
-	int sock = -1, sfd = -1, rc = -1, in_eof, raw = 0, sock_eof = 0;
-	int resized = 0, gfd = -1, started = 0, slow;
-	pid_t guard = -1;
-	int forward_in = o->interactive || o->tty;
-	sigset_t sigs, old;
+	int fl;
 
-	memset(res, 0, sizeof *res);
-	if (ref_open(&d, ref, &c, err) < 0) {
-		if (err->code != SBX_EX_NOSANDBOX)
-			err->code = SBX_EX_EXECFAIL;
+	if ((x->guard = guard_start(x->d, x->cid, x->tag, &x->gfd, err)) < 0 ||
+	    exec_create(x->d, x->cid, x->cmd, x->env, xs->o->cwd,
+	    sbx_xs_forwards_input(xs), xs->o->tty, &x->eid, err) < 0)
+		return -1;
+	x->path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR,
+	    x->d->minor, x->eid);
+	rq.path = x->path;
+	rq.body = x->body = json_pack("{sbsb}", "Detach", 0, "Tty",
+	    xs->o->tty);
+	x->started = 1;
+	if (sbx_http_hijack(x->d->h, &rq, &x->sock, &status, &x->rest,
+	    err) < 0) {
+		err->code = SBX_EX_EXECFAIL;
 		return -1;
 	}
-	cid = sbx_json_str(c, "Id");
-	if (!strcmp(status_of(c), "paused") || !strcmp(status_of(c),
-	    "stopped")) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is %s "
-		    "(sbx-exec --resume, or sbx-pause --resume)",
-		    sbx_json_str(ref, "id"), status_of(c));
-		goto out;
-	}
-	if (strcmp(status_of(c), "running")) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is %s",
-		    sbx_json_str(ref, "id"), status_of(c));
-		goto out;
-	}
-	x.d = &d;
-	x.cid = cid;
-	x.o = o;
-	x.res = res;
-	x.dm.first = 1;
-	res->out.limit = o->max_output;
-	res->err.limit = o->max_output;
-	/* Everything the command starts carries the tag: --timeout and our
-	 * signals reach them all through it. */
-	tag_new(x.tag);
-	while (o->env && o->env[n])
-		n++;
-	env = sbx_xcalloc(n + 4, sizeof *env);
-	/* With a tty the engine sets TERM=xterm: the caller's replaces it,
-	 * and -e TERM=..., later in the list, replaces that. */
-	if (o->tty)
-		env[k++] = term = sbx_xasprintf("TERM=%s", tv && *tv ? tv :
-		    "xterm");
-	/* As on every backend, a UTF-8 locale, unless the image has one. */
-	if (!has_env(c, "LANG="))
-		env[k++] = "LANG=C.UTF-8";
-	for (i = 0; i < n; i++)
-		env[k++] = o->env[i];
-	env[k] = tag = sbx_xasprintf(TAG_VAR "=%s", x.tag);
-	if (o->tty && term_size(&ws) == 0) {
-		for (i = 0; argv[i]; i++)
-			;
-		cmd = sbx_xcalloc(i + 7, sizeof *cmd);
-		cmd[0] = "sh";
-		cmd[1] = "-c";
-		cmd[2] = (char *)tty_sh;
-		cmd[3] = "sbx-exec";
-		cmd[4] = rows;
-		cmd[5] = cols;
-		snprintf(rows, sizeof rows, "%u", ws.ws_row);
-		snprintf(cols, sizeof cols, "%u", ws.ws_col);
-		memcpy(cmd + 6, argv, (i + 1) * sizeof *argv);
-	}
-	if ((guard = guard_start(&d, cid, x.tag, &gfd, err)) < 0 ||
-	    exec_create(&d, cid, cmd ? cmd : argv, env, o->cwd, forward_in,
-	    o->tty, &eid, err) < 0)
-		goto out;
-	path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR, d.minor, eid);
-	rq.path = path;
-	rq.body = b = json_pack("{sbsb}", "Detach", 0, "Tty", o->tty);
-	started = 1;
-	if (sbx_http_hijack(d.h, &rq, &sock, &status, &rest, err) < 0) {
-		err->code = SBX_EX_EXECFAIL;
-		goto out;
-	}
-	if (status >= 300) {
-		sbx_err_set(err, status == 409 ? SBX_EX_NOSANDBOX :
+	if (status >= 300)
+		return sbx_err_set(err, status == 409 ? SBX_EX_NOSANDBOX :
 		    SBX_EX_EXECFAIL, "cannot start the command: %.300s (status "
-		    "%ld)", rest.data ? rest.data : "", status);
-		goto out;
-	}
-	if (o->tty) {
-		resize(&d, eid);
-		if (isatty(0) && tcgetattr(0, &saved) == 0) {
-			struct termios t = saved;
-
-			cfmakeraw(&t);
-			raw = tcsetattr(0, TCSANOW, &t) == 0;
-		}
-	}
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGQUIT);
-	sigaddset(&sigs, SIGWINCH);
-	sigprocmask(SIG_BLOCK, &sigs, &old);
-	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (rest.len)
-		demux(&x, rest.data, rest.len);
-	in_eof = !forward_in || fcntl(0, F_GETFD) < 0;
+		    "%ld)", x->rest.data ? x->rest.data : "", status);
+	if (xs->o->tty)
+		resize(x->d, x->eid);
 	/* Never blocked on a write: an engine that stops reading our stdin
 	 * must not keep us from seeing the command end. */
-	if ((r = fcntl(sock, F_GETFL)) >= 0)
-		fcntl(sock, F_SETFL, (int)r | O_NONBLOCK);
-	if (o->timeout_ms)
-		deadline = t0 + (long long)o->timeout_ms;
-	while (!sock_eof) {
-		struct pollfd p[3] = {
-			{sock, POLLIN | (inlen ? POLLOUT : 0), 0},
-			{sfd, POLLIN, 0},
-			{in_eof || inlen ? -1 : 0, POLLIN, 0},
-		};
-		long long now = sbx_mono_ms(), wait = -1;
+	if ((fl = fcntl(x->sock, F_GETFL)) >= 0)
+		fcntl(x->sock, F_SETFL, fl | O_NONBLOCK);
+	return 0;
+}
 
-		if (drain_until)
-			wait = drain_until > now ? drain_until - now : 0;
-		else if (deadline)
-			wait = deadline > now ? deadline - now : 0;
-		if (!drain_until && (wait < 0 || wait > live_at - now))
-			wait = live_at > now ? live_at - now : 0;
-		r = poll(p, 3, (int)wait);
-		if (r < 0 && errno != EINTR)
-			break;
-		if (!drain_until && sbx_mono_ms() >= live_at) {
-			if (still_running(&d, ref, err) < 0)
-				goto restore;
-			live_at = sbx_mono_ms() + LIVE_MS;
-		}
-		if (r == 0 && drain_until)
-			break; /* a process that left its tag holds it open */
-		if (r == 0 && deadline && !drain_until &&
-		    sbx_mono_ms() >= deadline) {
-			res->timed_out = 1;
-			if (signal_tagged(&d, cid, 9, x.tag, err) < 0)
-				goto restore;
-			drain_until = sbx_mono_ms() + 5000;
-			continue;
-		}
-		if (p[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
+static int
+dx_fds(void *t, struct pollfd *p, long long *wake)
+{
+	struct xrun *x = t;
 
-			while (read(sfd, &si, sizeof si) == sizeof si) {
-				struct sbx_err e2;
+	p[0] = (struct pollfd){x->sock, POLLIN | (x->inlen ? POLLOUT : 0), 0};
+	if (x->rest.len)
+		*wake = 0;
+	/* Once killed at the deadline, only its end is awaited. */
+	if (!x->xs->res->timed_out && (*wake < 0 || *wake > x->live_at))
+		*wake = x->live_at;
+	return 1;
+}
 
-				if (si.ssi_signo == SIGWINCH)
-					resize(&d, eid);
-				else
-					signal_tagged(&d, cid,
-					    (int)si.ssi_signo, x.tag, &e2);
-			}
-		}
-		if (p[2].revents) {
-			r = read(0, inb, sizeof inb);
-			if (r > 0) {
-				inlen = (size_t)r;
-				inoff = 0;
-			} else if (r == 0 || (errno != EINTR &&
-			    errno != EAGAIN)) {
-				/* EOF on our stdin: the command's too. */
-				in_eof = 1;
-				shutdown(sock, SHUT_WR);
-			}
-		}
-		if (inlen && (p[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
-			r = write(sock, inb + inoff, inlen - inoff);
-			if (r > 0 && (inoff += (size_t)r) == inlen)
-				inlen = 0;
-			if (r < 0 && errno != EINTR && errno != EAGAIN) {
-				/* The command takes no more. */
-				inlen = 0;
-				in_eof = 1;
-			}
-		}
-		if (p[0].revents) {
-			r = read(sock, buf, sizeof buf);
-			/* The first resize may come before the command's
-			 * pty exists: once it writes, it surely does. */
-			if (r > 0 && o->tty && !resized) {
-				resize(&d, eid);
-				resized = 1;
-			}
-			if (r > 0)
-				demux(&x, buf, (size_t)r);
-			else if (r == 0 || (errno != EINTR && errno != EAGAIN))
-				sock_eof = 1;
-		}
+static int
+dx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
+    struct sbx_err *err)
+{
+	struct xrun *x = t;
+	char buf[65536];
+	ssize_t r;
+
+	(void)n;
+	/* What came with the answer, once the terminal is as it will be. */
+	if (x->rest.len) {
+		demux(x, x->rest.data, x->rest.len);
+		x->rest.len = 0;
 	}
-	if (exec_wait(&d, eid, &code, 10000, err) < 0)
-		goto restore;
+	if (!xs->res->timed_out && sbx_mono_ms() >= x->live_at) {
+		if (still_running(x->d, x->ref, err) < 0)
+			return -1;
+		x->live_at = sbx_mono_ms() + LIVE_MS;
+	}
+	if (x->inlen && (p[0].revents & (POLLOUT | POLLERR | POLLHUP))) {
+		r = write(x->sock, x->inb + x->inoff, x->inlen - x->inoff);
+		if (r > 0 && (x->inoff += (size_t)r) == x->inlen) {
+			x->inlen = 0;
+			sbx_xs_hold_input(xs, 0);
+		}
+		/* The command takes no more: stdin stays held. */
+		if (r < 0 && errno != EINTR && errno != EAGAIN)
+			x->inlen = 0;
+	}
+	if (p[0].revents) {
+		r = read(x->sock, buf, sizeof buf);
+		/* The first resize may come before the command's pty
+		 * exists: once it writes, it surely does. */
+		if (r > 0 && xs->o->tty && !x->resized) {
+			resize(x->d, x->eid);
+			x->resized = 1;
+		}
+		if (r > 0)
+			demux(x, buf, (size_t)r);
+		else if (r == 0 || (errno != EINTR && errno != EAGAIN))
+			sbx_xs_done(xs);
+	}
+	return 0;
+}
+
+static int
+dx_input(void *t, struct sbx_xs *xs, const char *p, size_t n)
+{
+	struct xrun *x = t;
+
+	if (!n) {
+		/* The end of our stdin: the command's too. */
+		shutdown(x->sock, SHUT_WR);
+		return 0;
+	}
+	if (n > sizeof x->inb)
+		n = sizeof x->inb;
+	memcpy(x->inb, p, n);
+	x->inlen = n;
+	x->inoff = 0;
+	sbx_xs_hold_input(xs, 1);
+	return 0;
+}
+
+static void
+dx_signal(void *t, int sig)
+{
+	struct xrun *x = t;
+	struct sbx_err e2;
+
+	signal_tagged(x->d, x->cid, sig, x->tag, &e2);
+}
+
+static void
+dx_resize(void *t)
+{
+	struct xrun *x = t;
+
+	resize(x->d, x->eid);
+}
+
+static int
+dx_expire(void *t, struct sbx_err *err)
+{
+	struct xrun *x = t;
+
+	return signal_tagged(x->d, x->cid, 9, x->tag, err);
+}
+
+static int
+dx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
+{
+	struct xrun *x = t;
+	struct sbx_exec_result *res = xs->res;
+	long long code = 0;
+	size_t i;
+	int slow;
+
+	if (exec_wait(x->d, x->eid, &code, 10000, err) < 0)
+		return -1;
 	/* A command killed with its sandbox: the sandbox is what failed.
 	 * The engine may tell the exec's end (137, or 126 as the container
 	 * stops) before the container's, so for those it waits half a
@@ -1277,52 +1208,130 @@ docker_exec(const json_t *ref, char *const argv[],
 	for (i = 0; (code > 128 || slow) && i < (slow ? 10u : 1u); i++) {
 		if (i)
 			usleep(50000);
-		if (still_running(&d, ref, err) < 0)
-			goto restore;
+		if (still_running(x->d, x->ref, err) < 0)
+			return -1;
 	}
 	/* It has ended: what it left running stays. */
-	send(gfd, "ok\n", 3, MSG_NOSIGNAL);
-	if (x.dm.holding) {
+	send(x->gfd, "ok\n", 3, MSG_NOSIGNAL);
+	if (x->dm.holding) {
 		if ((code == SBX_EX_NOEXEC || code == SBX_EX_NOTFOUND) &&
-		    !res->out.len && !res->err.len) {
-			start_error(&x, argv, code, err);
-			goto restore;
-		}
-		emit(&x, 1, x.dm.held.data, x.dm.held.len);
+		    !res->out.len && !res->err.len)
+			return start_error(x, code, err);
+		emit(x, 1, x->dm.held.data, x->dm.held.len);
 	}
-	if (res->timed_out) {
-		res->exit_code = SBX_EX_TIMEOUT;
-	} else {
-		res->exit_code = (int)(code & 255);
-		if (code > 128 && code < 128 + 65)
-			res->signal = (int)code - 128;
+	if (res->timed_out)
+		sbx_xs_end(res, SBX_XS_TIMEDOUT, 0);
+	else if (code > 128 && code < 128 + 65)
+		sbx_xs_end(res, SBX_XS_KILLED, (int)code - 128);
+	else
+		sbx_xs_end(res, SBX_XS_EXITED, (int)code);
+	return 0;
+}
+
+static const struct sbx_xs_transport dx_transport = {
+	.signals = SBX_XS_SIGS_END,
+	/* The engine never ends an exec at a deadline: we kill by tag. */
+	.flags = SBX_XS_DEADLINE,
+	.start = dx_start,
+	.fds = dx_fds,
+	.ready = dx_ready,
+	.input = dx_input,
+	.signal = dx_signal,
+	.resize = dx_resize,
+	.expire = dx_expire,
+	.finish = dx_finish,
+};
+
+static int
+docker_exec(const json_t *ref, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err)
+{
+	struct xrun x = {.sock = -1, .gfd = -1, .guard = -1,
+	    .rest = SBX_BUF_INIT};
+	struct sbx_xs xs;
+	struct dk d;
+	char *term = NULL, *tag = NULL, rows[12], cols[12];
+	struct winsize ws;
+	json_t *c = NULL;
+	size_t n = 0, i, k = 0;
+	int rc = -1;
+
+	sbx_xs_init(&xs, o, res, &dx_transport, &x);
+	if (ref_open(&d, ref, &c, err) < 0) {
+		if (err->code != SBX_EX_NOSANDBOX)
+			err->code = SBX_EX_EXECFAIL;
+		return -1;
 	}
-	rc = 0;
-restore:
-	if (raw)
-		tcsetattr(0, TCSANOW, &saved);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	x.cid = sbx_json_str(c, "Id");
+	if (!strcmp(status_of(c), "paused") || !strcmp(status_of(c),
+	    "stopped")) {
+		sbx_xs_paused(err, sbx_json_str(ref, "id"), status_of(c));
+		goto out;
+	}
+	if (strcmp(status_of(c), "running")) {
+		sbx_xs_not_running(err, sbx_json_str(ref, "id"), status_of(c));
+		goto out;
+	}
+	x.d = &d;
+	x.ref = ref;
+	x.o = o;
+	x.xs = &xs;
+	x.argv = argv;
+	x.cmd = (char **)argv;
+	x.dm.first = 1;
+	x.live_at = xs.t0 + LIVE_MS;
+	/* Everything the command starts carries the tag: --timeout and our
+	 * signals reach them all through it. */
+	tag_new(x.tag);
+	while (o->env && o->env[n])
+		n++;
+	x.env = sbx_xcalloc(n + 4, sizeof *x.env);
+	/* With a tty the engine sets TERM=xterm: the caller's replaces it,
+	 * and -e TERM=..., later in the list, replaces that. */
+	if (o->tty)
+		x.env[k++] = term = sbx_xasprintf("TERM=%s", sbx_xs_term());
+	/* As on every backend, a UTF-8 locale, unless the image has one. */
+	if (!has_env(c, "LANG="))
+		x.env[k++] = "LANG=C.UTF-8";
+	for (i = 0; i < n; i++)
+		x.env[k++] = o->env[i];
+	x.env[k] = tag = sbx_xasprintf(TAG_VAR "=%s", x.tag);
+	if (o->tty && sbx_xs_winsize(&ws) == 0) {
+		for (i = 0; argv[i]; i++)
+			;
+		x.cmd = sbx_xcalloc(i + 7, sizeof *x.cmd);
+		x.cmd[0] = "sh";
+		x.cmd[1] = "-c";
+		x.cmd[2] = (char *)tty_sh;
+		x.cmd[3] = "sbx-exec";
+		x.cmd[4] = rows;
+		x.cmd[5] = cols;
+		snprintf(rows, sizeof rows, "%u", ws.ws_row);
+		snprintf(cols, sizeof cols, "%u", ws.ws_col);
+		memcpy(x.cmd + 6, argv, (i + 1) * sizeof *argv);
+	}
+	rc = sbx_xs_run(&xs, err);
 out:
-	res->duration_ms = sbx_mono_ms() - t0;
-	if (sfd >= 0)
-		close(sfd);
-	if (guard > 0) {
+	/* x.sock is the client's: dk_close closes it. */
+	if (x.guard > 0) {
 		/* A command that never started needs no killing. */
-		if (!started)
-			send(gfd, "ok\n", 3, MSG_NOSIGNAL);
-		close(gfd);
-		waitpid(guard, NULL, 0);
+		if (!x.started)
+			send(x.gfd, "ok\n", 3, MSG_NOSIGNAL);
+		close(x.gfd);
+		waitpid(x.guard, NULL, 0);
 	}
-	free(cmd);
+	if (x.cmd != argv)
+		free(x.cmd);
 	free(term);
 	free(tag);
-	free(env);
+	free(x.env);
 	sbx_buf_release(&x.dm.held);
-	sbx_buf_release(&rest);
-	json_decref(b);
+	sbx_buf_release(&x.rest);
+	json_decref(x.body);
 	json_decref(c);
-	free(eid);
-	free(path);
+	free(x.eid);
+	free(x.path);
 	dk_close(&d);
 	return rc;
 }

@@ -23,6 +23,7 @@
 
 #include <openssl/evp.h>
 
+#include "execio.h"
 #include "internal.h"
 
 #define DEFAULT_DOMAIN "e2b.app"
@@ -892,80 +893,7 @@ envd_call(struct envd *v, const char *method, json_t *msg,
 	return rc;
 }
 
-/* What the stdin thread needs. */
-struct input {
-	struct envd v;
-	long long pid;
-	int pty;       /* to a pty: "pty" input, and ^D at the end */
-	int stop[2];   /* a byte on stop[1]: the process ended */
-	pthread_t th;
-	int running;
-};
-
-/* Send what comes on stdin, chunk by chunk (SendInput), and CloseStdin
- * at its end, until the process ends. */
-static void *
-input_main(void *arg)
-{
-	struct input *in = arg;
-	struct pollfd p[2] = {{0, POLLIN, 0}, {in->stop[0], POLLIN, 0}};
-	char *buf = sbx_xmalloc(INPUT_CHUNK), *s;
-	struct sbx_err err;
-	json_t *msg;
-	ssize_t n;
-
-	for (;;) {
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (p[1].revents)
-			break;
-		if ((n = read(0, buf, INPUT_CHUNK)) < 0 && (errno == EINTR ||
-		    errno == EAGAIN))
-			continue;
-		if (n <= 0 && in->pty) {
-			/* A pty has no stdin to close: its EOF is ^D. */
-			buf[0] = '\004';
-			n = 1;
-			p[0].fd = -1;
-		} else if (n <= 0) {
-			msg = json_pack("{s{sI}}", "process", "pid",
-			    (json_int_t)in->pid);
-			envd_call(&in->v, "CloseStdin", msg, &err);
-			json_decref(msg);
-			break;
-		}
-		s = b64(buf, (size_t)n);
-		msg = json_pack("{s{sI}s{ss}}", "process", "pid",
-		    (json_int_t)in->pid, "input", in->pty ? "pty" : "stdin", s);
-		free(s);
-		/* The process may have ended meanwhile: not our failure. */
-		if (envd_call(&in->v, "SendInput", msg, &err) < 0) {
-			json_decref(msg);
-			break;
-		}
-		json_decref(msg);
-	}
-	free(buf);
-	return NULL;
-}
-
 /* --- pty (sbx-exec -t) ---------------------------------------------------- */
-
-/* The caller's terminal, the resizes it asks for, and its modes. */
-struct winch {
-	struct envd v;
-	long long pid;
-	int sfd;       /* SIGWINCH, blocked while the command runs */
-	int stop[2];   /* a byte on stop[1]: the process ended */
-	pthread_t th;
-	int running;
-	int raw;       /* the terminal is raw: saved holds its modes */
-	struct termios saved;
-	sigset_t old;
-};
 
 /* The size of the caller's terminal, as a PTY message; 80x24 without
  * one (as sbxd and envd take a pty of no size). */
@@ -974,8 +902,7 @@ pty_size(void)
 {
 	struct winsize ws;
 
-	if ((ioctl(1, TIOCGWINSZ, &ws) < 0 && ioctl(0, TIOCGWINSZ, &ws) < 0) ||
-	    !ws.ws_row || !ws.ws_col) {
+	if (sbx_xs_winsize(&ws) < 0) {
 		ws.ws_row = 24;
 		ws.ws_col = 80;
 	}
@@ -990,138 +917,68 @@ pty_start_msg(json_t *msg)
 {
 	json_t *envs = json_object_get(json_object_get(msg, "process"),
 	    "envs");
-	const char *t = getenv("TERM");
 
 	if (!json_object_get(envs, "TERM"))
-		json_object_set_new(envs, "TERM", json_string(t && *t ? t :
-		    "xterm"));
+		json_object_set_new(envs, "TERM", json_string(sbx_xs_term()));
 	json_object_set_new(msg, "pty", pty_size());
 	json_object_set_new(msg, "stdin", json_true());
 }
 
-/* Each SIGWINCH: the process's pty takes the terminal's new size
- * (Update), until the process ends. */
-static void *
-winch_main(void *arg)
-{
-	struct winch *w = arg;
-	struct pollfd p[2] = {{w->sfd, POLLIN, 0}, {w->stop[0], POLLIN, 0}};
-	struct signalfd_siginfo si;
-	struct sbx_err err;
-	json_t *msg;
-	int got;
+/* --- the process's stream, on a thread of its own ------------------------ */
 
-	for (;;) {
-		if (poll(p, 2, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		if (p[1].revents)
-			break;
-		for (got = 0; read(w->sfd, &si, sizeof si) == sizeof si; )
-			got = 1;
-		if (!got)
-			continue;
-		msg = json_pack("{s{sI}so}", "process", "pid",
-		    (json_int_t)w->pid, "pty", pty_size());
-		/* The process may have ended meanwhile: not our failure. */
-		envd_call(&w->v, "Update", msg, &err);
-		json_decref(msg);
-	}
-	return NULL;
-}
-
-/* Before the Start: SIGWINCH blocked (for the signalfd), the caller's
- * terminal raw, as the other backends make it. */
-static void
-pty_begin(struct winch *w)
-{
-	sigset_t s;
-
-	memset(w, 0, sizeof *w);
-	w->stop[0] = w->stop[1] = -1;
-	sigemptyset(&s);
-	sigaddset(&s, SIGWINCH);
-	pthread_sigmask(SIG_BLOCK, &s, &w->old);
-	w->sfd = signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (isatty(0) && tcgetattr(0, &w->saved) == 0) {
-		struct termios t = w->saved;
-
-		cfmakeraw(&t);
-		w->raw = tcsetattr(0, TCSANOW, &t) == 0;
-	}
-}
-
-/* Once the process has its pid: the resizes go to it. A resize asked
- * before, still pending on the signalfd, goes first. */
-static int
-pty_started(struct winch *w, const json_t *ref, const char *id,
-    const json_t *sb, long long pid)
-{
-	struct sbx_err err;
-
-	if (w->running || w->sfd < 0)
-		return 0;
-	if (envd_open(&w->v, ref, id, sb, &err) < 0)
-		return -1;
-	w->pid = pid;
-	if (pipe2(w->stop, O_CLOEXEC) < 0) {
-		envd_close(&w->v);
-		return -1;
-	}
-	if (pthread_create(&w->th, NULL, winch_main, w)) {
-		close(w->stop[0]);
-		close(w->stop[1]);
-		w->stop[0] = w->stop[1] = -1;
-		envd_close(&w->v);
-		return -1;
-	}
-	w->running = 1;
-	return 0;
-}
-
-/* The process ended: the caller's terminal as it was. */
-static void
-pty_end(struct winch *w)
-{
-	if (w->running) {
-		/* One byte into an empty pipe of ours cannot fail. */
-		if (write(w->stop[1], "", 1) < 0) {
-		}
-		pthread_join(w->th, NULL);
-		close(w->stop[0]);
-		close(w->stop[1]);
-		envd_close(&w->v);
-		w->running = 0;
-	}
-	if (w->raw)
-		tcsetattr(0, TCSANOW, &w->saved);
-	w->raw = 0;
-	if (w->sfd >= 0)
-		close(w->sfd);
-	w->sfd = -1;
-	pthread_sigmask(SIG_SETMASK, &w->old, NULL);
-}
-
-/* A process's stream, as its envelopes come. */
+/* The process's stream is one Connect request, a blocking call: it runs
+ * on a thread of its own, which writes the output as the envelopes come
+ * and tells the session's loop (a byte on note) when the process has its
+ * pid, and at the end (EOF). The loop makes the other calls: stdin
+ * (SendInput, CloseStdin), resizes (Update), the forwarded signals
+ * (SendSignal) and the keep-alive.
+ *
+ * SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to sbx-exec go on to the
+ * command, as the other backends forward them, and the command's status
+ * is then sbx-exec's. envd's SendSignal knows SIGTERM and SIGKILL only:
+ * each of them goes as SIGTERM. A guard, a child of ours in a session of
+ * its own, kills the command should we die without saying it ended
+ * (SIGKILL included): envd never ends a process whose stream's client is
+ * gone. Both name the process by a tag of ours, given in its Start: no
+ * wait for its pid. */
 struct run {
+	/* The stream's thread's own. */
 	struct sbx_buf in;      /* what is not yet a whole envelope */
 	struct sbx_buf bytes;   /* a decoded chunk */
-	const struct sbx_exec_opts *o;
-	struct sbx_exec_result *res;
-	struct input *input;    /* or NULL */
-	struct winch *winch;    /* with -t, or NULL */
-	const json_t *ref;
-	const char *id;
-	const json_t *sb;
-	long long pid;
+	struct sbx_xs *xs;
 	int started, ended, eos;
 	long long exit_code;
 	char status[128];
 	char error_code[64];
 	char error_msg[256];
 	int bad;                /* what came was not Connect */
+	struct envd v;          /* the stream's client */
+	struct sbx_http_req rq;
+	struct sbx_http_resp rs;
+	struct sbx_err rerr;
+	int rc;
+	/* The loop's, once told. */
+	long long pid;
+	int note[2];            /* the thread's news; its end at EOF */
+	pthread_t th;
+	int th_running;
+	const json_t *ref;
+	const char *id;
+	const json_t *sb;
+	struct eb *e;           /* the API */
+	char *const *argv;
+	char tag[40];
+	struct envd calls;      /* the loop's client */
+	long long dur;          /* seconds each refresh asks for */
+	long long every_ms;     /* between refreshes; 0: none */
+	long long last_ms;      /* the last one (sbx_mono_ms) */
+	int connect;            /* the first is the API's connect */
+	int sig_pending;        /* a SIGTERM for the command, to send */
+	long long sig_at;       /* when to try it again */
+	int told;               /* the loop has the pid */
+	int resize_pending;     /* asked before it had */
+	int guard;              /* our end of the guard's socket; -1 */
+	pid_t guard_pid;
 };
 
 static const struct {
@@ -1151,46 +1008,13 @@ signal_of(const char *status)
 }
 
 static int
-output(struct run *r, int fd, struct sbx_buf *cap, const char *b64s)
+output(struct run *r, int stream, const char *b64s)
 {
 	if (sbx_e2b_unb64(b64s, &r->bytes) < 0) {
 		r->bad = 1;
 		return -1;
 	}
-	if (r->o->capture) {
-		sbx_buf_add(cap, r->bytes.data, r->bytes.len);
-		return 0;
-	}
-	/* A reader that went away (EPIPE) does not stop the command. */
-	if (sbx_write_all(fd, r->bytes.data, r->bytes.len) < 0 &&
-	    errno != EPIPE)
-		return -1;
-	return 0;
-}
-
-static int
-start_input(struct run *r)
-{
-	struct input *in = r->input;
-	struct sbx_err err;
-
-	if (!in || in->running)
-		return 0;
-	if (envd_open(&in->v, r->ref, r->id, r->sb, &err) < 0)
-		return -1;
-	in->pid = r->pid;
-	in->pty = r->o->tty;
-	if (pipe2(in->stop, O_CLOEXEC) < 0) {
-		envd_close(&in->v);
-		return -1;
-	}
-	if (pthread_create(&in->th, NULL, input_main, in)) {
-		close(in->stop[0]);
-		close(in->stop[1]);
-		envd_close(&in->v);
-		return -1;
-	}
-	in->running = 1;
+	sbx_xs_output(r->xs, stream, r->bytes.data, r->bytes.len);
 	return 0;
 }
 
@@ -1203,18 +1027,16 @@ event(struct run *r, const json_t *msg)
 	if ((x = json_object_get(ev, "start"))) {
 		r->started = 1;
 		r->pid = sbx_json_int(x, "pid", 0);
-		if (r->winch && pty_started(r->winch, r->ref, r->id, r->sb,
-		    r->pid) < 0)
-			return -1;
-		return start_input(r);
+		/* Our pipe, and the loop reads it: it takes the byte. */
+		return write(r->note[1], "s", 1) == 1 ? 0 : -1;
 	}
 	if ((x = json_object_get(ev, "data"))) {
 		if ((s = sbx_json_str(x, "stdout")))
-			return output(r, 1, &r->res->out, s);
+			return output(r, 1, s);
 		if ((s = sbx_json_str(x, "stderr")))
-			return output(r, 2, &r->res->err, s);
+			return output(r, 2, s);
 		if ((s = sbx_json_str(x, "pty")))
-			return output(r, 1, &r->res->out, s);
+			return output(r, 1, s);
 		return 0;
 	}
 	if ((x = json_object_get(ev, "end"))) {
@@ -1279,21 +1101,18 @@ static int
 start_error(const struct run *r, char *const argv[], struct sbx_err *err)
 {
 	const char *t = r->error_msg[0] ? r->error_msg : r->status;
+	enum sbx_xs_why why = sbx_xs_start_why(t);
+	char detail[400];
 
 	/* envd's "cwd '/x' does not exist" (sbxd's: "cannot change
-	 * directory to '/x': ..."): the workdir, not the command. */
-	if (strstr(t, "cwd ") || strstr(t, "cannot change directory"))
-		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start '%s': "
-		    "%s", argv[0], t);
-	if (strcasestr(t, "not found") || strcasestr(t, "no such file"))
-		return sbx_err_set(err, SBX_EX_NOTFOUND, "'%s': No such file "
-		    "or directory", argv[0]);
-	if (strcasestr(t, "permission denied"))
-		return sbx_err_set(err, SBX_EX_NOEXEC, "'%s': Permission "
-		    "denied", argv[0]);
-	return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start '%s': %s%s%s",
-	    argv[0], r->error_code[0] ? r->error_code : "", r->error_code[0] ?
-	    ": " : "", t[0] ? t : "no reason given");
+	 * directory to '/x': ..."): the workdir, not the command; as
+	 * envd says it. */
+	if (why == SBX_XS_START_WORKDIR)
+		return sbx_xs_start_fail(err, why, argv[0], t);
+	snprintf(detail, sizeof detail, "%s%s%s", r->error_code[0] ?
+	    r->error_code : "", r->error_code[0] ? ": " : "", t[0] ? t :
+	    "no reason given");
+	return sbx_xs_start_fail(err, why, argv[0], detail);
 }
 
 static json_t *
@@ -1321,55 +1140,26 @@ start_msg(char *const argv[], const struct sbx_exec_opts *o)
 
 /* --- signals: forwarded to the command, and a guard ---------------------- */
 
-/* SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to sbx-exec go on to the
- * command, as the other backends forward them, and the command's status
- * is then sbx-exec's. envd's SendSignal knows SIGTERM and SIGKILL only:
- * each of them goes as SIGTERM. A guard, a child of ours in a session of
- * its own, kills the command should we die without saying it ended
- * (SIGKILL included): envd never ends a process whose stream's client is
- * gone. Both name the process by a tag of ours, given in its Start: no
- * wait for its pid. */
-struct fwd {
-	const json_t *ref;
-	const char *id;
-	const json_t *sb;
-	const struct eb *e;  /* the API, for the keep-alive */
-	long long dur;       /* seconds each refresh asks for */
-	long long every_ms;  /* between refreshes; 0: none */
-	long long last_ms;   /* the last one (sbx_mono_ms) */
-	int connect;         /* the first is the API's connect */
-	char tag[40];
-	sigset_t set, old;
-	int sfd;
-	int stop[2];         /* a byte on stop[1]: the command ended */
-	int guard;           /* our end of the guard's socket; -1 */
-	pid_t guard_pid;
-	pthread_t th;
-	int running;
-};
-
-/* SendSignal to the tagged process, on a client of its own. */
+/* SendSignal to the tagged process. */
 static int
-send_signal(const struct fwd *f, const char *sig)
+send_signal(struct envd *v, const char *tag, const char *sig)
 {
 	struct sbx_err err;
-	struct envd v;
 	json_t *m;
 	int rc;
 
-	if (envd_open(&v, f->ref, f->id, f->sb, &err) < 0)
-		return -1;
-	m = json_pack("{s{ss}ss}", "process", "tag", f->tag, "signal", sig);
-	rc = envd_call(&v, "SendSignal", m, &err);
+	m = json_pack("{s{ss}ss}", "process", "tag", tag, "signal", sig);
+	rc = envd_call(v, "SendSignal", m, &err);
 	json_decref(m);
-	envd_close(&v);
 	return rc;
 }
 
 static void __attribute__((noreturn))
-guard_main(struct fwd *f, int sock)
+guard_main(struct run *r, const sigset_t *old, int sock)
 {
 	static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+	struct sbx_err err;
+	struct envd v;
 	char c;
 	size_t i;
 	ssize_t n;
@@ -1378,7 +1168,7 @@ guard_main(struct fwd *f, int sock)
 	setsid();
 	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
 		signal(quiet[i], SIG_IGN);
-	sigprocmask(SIG_SETMASK, &f->old, NULL);
+	sigprocmask(SIG_SETMASK, old, NULL);
 	/* Holding none of the caller's pipes: a reader sees our EOF. */
 	if ((null = open("/dev/null", O_RDWR)) >= 0)
 		for (i = 0; i < 3; i++)
@@ -1390,178 +1180,358 @@ guard_main(struct fwd *f, int sock)
 	 * good.) */
 	while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
 		;
-	if (n != 1)
-		send_signal(f, "SIGNAL_SIGKILL");
+	if (n != 1 && envd_open(&v, r->ref, r->id, r->sb, &err) == 0)
+		send_signal(&v, r->tag, "SIGNAL_SIGKILL");
 	_exit(0);
+}
+
+/* Before the command starts: its guard. */
+static void
+guard_start(struct run *r, const sigset_t *old)
+{
+	int sv[2];
+
+	r->guard = -1;
+	r->guard_pid = -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	fflush(NULL);
+	if ((r->guard_pid = fork()) == 0) {
+		close(sv[0]);
+		guard_main(r, old, sv[1]);
+	}
+	close(sv[1]);
+	if (r->guard_pid > 0)
+		r->guard = sv[0];
+	else
+		close(sv[0]);
+}
+
+/* The command ended (or never started): the guard stands down. */
+static void
+guard_stop(struct run *r)
+{
+	if (r->guard >= 0) {
+		if (write(r->guard, "k", 1) < 0) {
+		}
+		close(r->guard);
+		r->guard = -1;
+	}
+	if (r->guard_pid > 0)
+		while (waitpid(r->guard_pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	r->guard_pid = -1;
 }
 
 /* The API's refresh (extend only; a paused sandbox stays paused), on a
  * client of its own; a failure waits for the next one. */
 static void
-keep_alive(const struct fwd *f)
+keep_alive(struct run *r)
 {
-	struct eb te = *f->e;
+	struct eb te = *r->e;
 	struct sbx_http_resp rs;
 	struct sbx_err err;
 	json_t *b;
 
-	if (!(te.h = sbx_http_new(f->e->endpoint, &err)))
+	if (!(te.h = sbx_http_new(r->e->endpoint, &err)))
 		return;
-	if (f->connect) {
-		eb_connect(&te, f->ref, f->id, NULL, &err);
+	if (r->connect) {
+		eb_connect(&te, r->ref, r->id, NULL, &err);
 		sbx_http_free(te.h);
 		return;
 	}
-	b = json_pack("{sI}", "duration", (json_int_t)f->dur);
+	b = json_pack("{sI}", "duration", (json_int_t)r->dur);
 	if (eb_req(&te, "POST", b, &rs, &err, "/sandboxes/%s/refreshes",
-	    f->id) == 0)
+	    r->id) == 0)
 		sbx_http_resp_release(&rs);
 	json_decref(b);
 	sbx_http_free(te.h);
 }
 
-static void *
-fwd_main(void *arg)
-{
-	struct fwd *f = arg;
-	struct pollfd p[2] = {{f->sfd, POLLIN, 0}, {f->stop[0], POLLIN, 0}};
-	struct signalfd_siginfo si;
-	long long left;
-	int pending = 0, wait;
+/* --- exec: the session's transport -------------------------------------- */
 
-	for (;;) {
-		/* Before the process is there, not_found: again in 20 ms. */
-		if (pending && send_signal(f, "SIGNAL_SIGTERM") == 0)
-			pending = 0;
-		wait = -1;
-		if (f->connect) {
-			keep_alive(f);
-			f->connect = 0;
-			f->last_ms = sbx_mono_ms();
-		}
-		if (f->every_ms) {
-			/* The sandbox is not idle while a command runs. */
-			if ((left = f->last_ms + f->every_ms -
-			    sbx_mono_ms()) <= 0) {
-				keep_alive(f);
-				f->last_ms = sbx_mono_ms();
-				left = f->every_ms;
-			}
-			wait = left > INT_MAX ? INT_MAX : (int)left;
-		}
-		if (pending && (wait < 0 || wait > 20))
-			wait = 20;
-		if (poll(p, 2, wait) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents)
-			break;
-		if (p[0].revents & POLLIN)
-			while (read(f->sfd, &si, sizeof si) == sizeof si)
-				pending = 1;
-	}
+static void *
+stream_main(void *arg)
+{
+	struct run *r = arg;
+
+	r->rc = sbx_http_do(r->v.h, &r->rq, &r->rs, &r->rerr);
+	close(r->note[1]);
+	r->note[1] = -1;
 	return NULL;
 }
 
-/* Before the command starts: its tag, signals held for the thread, the
- * guard. */
-static void
-fwd_start(struct fwd *f)
+static int
+rx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 {
-	unsigned char rnd[16];
-	size_t i;
-	int sv[2];
+	struct run *r = t;
 
-	f->guard = -1;
-	f->guard_pid = -1;
-	f->sfd = -1;
-	f->stop[0] = f->stop[1] = -1;
-	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-		memset(rnd, 0, sizeof rnd);
-	memcpy(f->tag, "sbx-", 4);
-	for (i = 0; i < sizeof rnd; i++)
-		snprintf(f->tag + 4 + 2 * i, 3, "%02x", rnd[i]);
-	sigemptyset(&f->set);
-	sigaddset(&f->set, SIGINT);
-	sigaddset(&f->set, SIGTERM);
-	sigaddset(&f->set, SIGHUP);
-	sigaddset(&f->set, SIGQUIT);
-	if (pthread_sigmask(SIG_BLOCK, &f->set, &f->old))
-		return;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0) {
-		fflush(NULL);
-		if ((f->guard_pid = fork()) == 0) {
-			close(sv[0]);
-			guard_main(f, sv[1]);
-		}
-		close(sv[1]);
-		if (f->guard_pid > 0)
-			f->guard = sv[0];
-		else
-			close(sv[0]);
+	/* No stdin before the process has its pid. */
+	sbx_xs_hold_input(xs, 1);
+	guard_start(r, &xs->old);
+	if (envd_open(&r->calls, r->ref, r->id, r->sb, err) < 0)
+		return -1;
+	if (pipe2(r->note, O_CLOEXEC) < 0)
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "pipe:");
+	if (pthread_create(&r->th, NULL, stream_main, r)) {
+		close(r->note[1]);
+		r->note[1] = -1;
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start a "
+		    "thread");
 	}
-	if ((f->sfd = signalfd(-1, &f->set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
-	    pipe2(f->stop, O_CLOEXEC) < 0)
-		return;
-	f->running = !pthread_create(&f->th, NULL, fwd_main, f);
+	r->th_running = 1;
+	return 0;
 }
 
-/* The command ended (or never started): the guard stands down, the
- * thread stops, the signals are ours again (one that came since acts). */
-static void
-fwd_stop(struct fwd *f)
+static int
+rx_fds(void *t, struct pollfd *p, long long *wake)
 {
-	if (f->running) {
-		/* One byte into an empty pipe of ours cannot fail. */
-		if (write(f->stop[1], "", 1) < 0) {
-		}
-		pthread_join(f->th, NULL);
-	}
-	if (f->guard >= 0) {
-		if (write(f->guard, "k", 1) < 0) {
-		}
-		close(f->guard);
-	}
-	if (f->guard_pid > 0)
-		while (waitpid(f->guard_pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	if (f->sfd >= 0)
-		close(f->sfd);
-	if (f->stop[0] >= 0) {
-		close(f->stop[0]);
-		close(f->stop[1]);
-	}
-	pthread_sigmask(SIG_SETMASK, &f->old, NULL);
+	struct run *r = t;
+	long long at = -1;
+
+	p[0] = (struct pollfd){r->note[0], POLLIN, 0};
+	if (r->connect)
+		at = 0;
+	else if (r->every_ms)
+		at = r->last_ms + r->every_ms;
+	/* Before the process is there, not_found: again in 20 ms. */
+	if (r->sig_pending && (at < 0 || at > r->sig_at))
+		at = r->sig_at;
+	if (at >= 0 && (*wake < 0 || *wake > at))
+		*wake = at;
+	return 1;
 }
+
+static void
+resize_send(struct run *r)
+{
+	struct sbx_err err;
+	json_t *msg = json_pack("{s{sI}so}", "process", "pid",
+	    (json_int_t)r->pid, "pty", pty_size());
+
+	/* The process may have ended meanwhile: not our failure. */
+	envd_call(&r->calls, "Update", msg, &err);
+	json_decref(msg);
+}
+
+static int
+rx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
+    struct sbx_err *err)
+{
+	struct run *r = t;
+	char c;
+	ssize_t k;
+
+	(void)n;
+	(void)err;
+	if (r->sig_pending && sbx_mono_ms() >= r->sig_at) {
+		if (send_signal(&r->calls, r->tag, "SIGNAL_SIGTERM") == 0)
+			r->sig_pending = 0;
+		r->sig_at = sbx_mono_ms() + 20;
+	}
+	if (r->connect) {
+		keep_alive(r);
+		r->connect = 0;
+		r->last_ms = sbx_mono_ms();
+	} else if (r->every_ms && sbx_mono_ms() >= r->last_ms + r->every_ms) {
+		/* The sandbox is not idle while a command runs. */
+		keep_alive(r);
+		r->last_ms = sbx_mono_ms();
+	}
+	if (!p[0].revents)
+		return 0;
+	if ((k = read(r->note[0], &c, 1)) == 1) {
+		/* The pid: stdin, and a resize asked before, go to it. */
+		r->told = 1;
+		sbx_xs_hold_input(xs, 0);
+		if (r->resize_pending)
+			resize_send(r);
+		r->resize_pending = 0;
+	} else if (k == 0 || (errno != EINTR && errno != EAGAIN)) {
+		pthread_join(r->th, NULL);
+		r->th_running = 0;
+		sbx_xs_done(xs);
+	}
+	return 0;
+}
+
+/* Stdin, chunk by chunk (SendInput), and CloseStdin at its end. */
+static int
+rx_input(void *t, struct sbx_xs *xs, const char *p, size_t n)
+{
+	struct run *r = t;
+	struct sbx_err err;
+	json_t *msg;
+	char *s;
+	int rc;
+
+	if (!n) {
+		msg = json_pack("{s{sI}}", "process", "pid",
+		    (json_int_t)r->pid);
+		envd_call(&r->calls, "CloseStdin", msg, &err);
+		json_decref(msg);
+		return 0;
+	}
+	s = b64(p, n);
+	msg = json_pack("{s{sI}s{ss}}", "process", "pid", (json_int_t)r->pid,
+	    "input", xs->o->tty ? "pty" : "stdin", s);
+	free(s);
+	/* The process may have ended meanwhile: not our failure. */
+	rc = envd_call(&r->calls, "SendInput", msg, &err);
+	json_decref(msg);
+	return rc;
+}
+
+static void
+rx_signal(void *t, int sig)
+{
+	struct run *r = t;
+
+	(void)sig;
+	r->sig_pending = 1;
+	r->sig_at = 0;
+}
+
+static void
+rx_resize(void *t)
+{
+	struct run *r = t;
+
+	if (r->told)
+		resize_send(r);
+	else
+		r->resize_pending = 1;
+}
+
+/* The stream broke before the end: is the sandbox still there? */
+static int
+vanished(struct run *r, struct sbx_err *err)
+{
+	struct sbx_err gerr = {0};
+	json_t *s2 = NULL;
+	int rc;
+
+	if (eb_get(r->e, r->id, &s2, &gerr) < 0 && gerr.code ==
+	    SBX_EX_NOSANDBOX)
+		rc = sbx_xs_vanished(err, r->id, r->argv[0]);
+	else
+		rc = sbx_err_set(err, SBX_EX_FAIL, "the stream of '%s' broke "
+		    "before its end", r->argv[0]);
+	json_decref(s2);
+	return rc;
+}
+
+static int
+rx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
+{
+	struct run *r = t;
+	const struct sbx_exec_opts *o = xs->o;
+	int sig;
+
+	guard_stop(r);
+	/* Idle from now on: its timeout counts from the command's end. */
+	if (r->rc == 0 && r->rs.status == 200 && r->ended &&
+	    sbx_mono_ms() - r->last_ms >= 1000) {
+		struct sbx_err cerr;
+
+		eb_connect(r->e, r->ref, r->id, NULL, &cerr);
+	}
+	if (r->rc < 0 && r->rs.timed_out && o->timeout_ms && r->started) {
+		struct sbx_err kerr;
+		json_t *k = json_pack("{s{sI}ss}", "process", "pid",
+		    (json_int_t)r->pid, "signal", "SIGNAL_SIGKILL");
+
+		/* Gone already (envd's own deadline) is as good. */
+		envd_call(&r->calls, "SendSignal", k, &kerr);
+		json_decref(k);
+		sbx_xs_end(xs->res, SBX_XS_TIMEDOUT, 0);
+		return 0;
+	}
+	if (r->rc < 0) {
+		if (r->bad)
+			return sbx_err_set(err, SBX_EX_FAIL, "envd at '%s' sent "
+			    "what is not a process's stream",
+			    sbx_http_endpoint(r->v.h));
+		if (r->started && !r->ended)
+			return vanished(r, err);
+		*err = r->rerr;
+		return -1;
+	}
+	if (r->rs.status != 200) {
+		if (r->rs.status == 401 || r->rs.status == 403)
+			return sbx_err_set(err, SBX_EX_CRED, "envd refused the "
+			    "sandbox's access token (status %ld)",
+			    r->rs.status);
+		if (r->rs.status == 502)
+			/* E2B's edge: the sandbox is no more. */
+			return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox "
+			    "'%s': it is gone", r->id);
+		return eb_fail(&r->rs, "cannot start the command", NULL, err);
+	}
+	if (!strcmp(r->error_code, "deadline_exceeded") && o->timeout_ms) {
+		sbx_xs_end(xs->res, SBX_XS_TIMEDOUT, 0);
+		return 0;
+	}
+	if (!r->ended) {
+		if (!r->eos || r->started)
+			return vanished(r, err);
+		return start_error(r, r->argv, err);
+	}
+	/* Ended, not by a signal, without a status: it never ran. */
+	if (r->exit_code < 0 && !signal_of(r->status))
+		return start_error(r, r->argv, err);
+	if ((sig = signal_of(r->status))) {
+		struct sbx_err gerr = {0};
+		json_t *s2 = NULL;
+
+		/* A sandbox killed under it kills the command too: that
+		 * is the sandbox's end, not the command's. */
+		if (sig == SIGKILL && eb_get(r->e, r->id, &s2, &gerr) < 0 &&
+		    gerr.code == SBX_EX_NOSANDBOX)
+			return sbx_xs_vanished(err, r->id, r->argv[0]);
+		json_decref(s2);
+		sbx_xs_end(xs->res, SBX_XS_KILLED, sig);
+	} else {
+		sbx_xs_end(xs->res, SBX_XS_EXITED, (int)(r->exit_code & 0xff));
+	}
+	return 0;
+}
+
+static const struct sbx_xs_transport rx_transport = {
+	.signals = SBX_XS_SIGS_END, /* each goes as SIGTERM */
+	.start = rx_start,
+	.fds = rx_fds,
+	.ready = rx_ready,
+	.input = rx_input,
+	.signal = rx_signal,
+	.resize = rx_resize,
+	.finish = rx_finish,
+};
 
 static int
 exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
     struct sbx_exec_result *res, struct sbx_err *err, int detail,
     int *from_detail)
 {
-	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1,
-	    .path = "/process.Process/Start", .in_type =
-	    "application/connect+json"};
-	struct sbx_http_resp rs = {0};
 	struct sbx_buf frame = SBX_BUF_INIT;
-	struct input in = {.running = 0};
-	struct winch w = {.sfd = -1};
-	struct sbx_exec_opts wo;
-	struct fwd fw = {0};
+	struct sbx_exec_opts wo = *o;
+	unsigned char rnd[16];
 	char *wdir = NULL;
 	const char *wd;
+	struct sbx_xs xs;
 	struct run r;
-	struct envd v = {0};
 	struct eb e;
 	json_t *sb = NULL, *msg = NULL;
 	const char *hdrs[10];
 	char tmo[64];
 	const char *id;
-	long long t0 = sbx_mono_ms();
 	size_t i, n;
-	int rc = -1, sig;
+	int rc = -1;
 
-	memset(res, 0, sizeof *res);
 	memset(&r, 0, sizeof r);
+	r.note[0] = r.note[1] = r.guard = -1;
+	r.guard_pid = -1;
+	sbx_xs_init(&xs, &wo, res, &rx_transport, &r);
 	if (!argv[0])
 		return sbx_err_set(err, SBX_EX_USAGE, "no command to run");
 	if (ref_id(ref, &id, err) < 0 || eb_open(&e, sbx_json_str(ref,
@@ -1572,21 +1542,18 @@ exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 		goto out;
 	if (!strcmp(sbx_json_str(sb, "state") ? sbx_json_str(sb, "state") :
 	    "", "paused")) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
-		    "(sbx-exec --resume, or sbx-pause --resume)", id);
+		sbx_xs_paused(err, id, "paused");
 		goto out;
 	}
 	/* The sandbox's workdir, kept in its metadata, by default. */
-	wo = *o;
 	if (!wo.cwd && (wd = sbx_json_str(json_object_get(sb, "metadata"),
 	    WORKDIR)))
 		wo.cwd = wdir = sbx_xstrdup(wd);
-	o = &wo;
 	/* Connect refreshes the sandbox's TTL and gives envd's token. The
 	 * detail has the token too on E2B and sbxd: then connect goes
-	 * beside the command's start, on the keep-alive's thread. */
+	 * beside the command's start, first thing in the session's loop. */
 	if (detail && sbx_json_str(sb, "envdAccessToken")) {
-		fw.connect = 1;
+		r.connect = 1;
 		*from_detail = 1;
 	} else {
 		json_decref(sb);
@@ -1596,18 +1563,18 @@ exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	}
 	/* Then again while the command runs (E2B takes at most an hour
 	 * a time, and makes less 15 s), and once more at its end. */
-	fw.last_ms = sbx_mono_ms();
-	fw.dur = sbx_json_int(ref, "timeout", DEFAULT_TIMEOUT);
-	if (fw.dur <= 0)
-		fw.dur = DEFAULT_TIMEOUT;
-	if (fw.dur > 3600)
-		fw.dur = 3600;
-	fw.every_ms = fw.dur * 1000 / 3 < 1000 ? 1000 : fw.dur * 1000 / 3;
-	fw.e = &e;
-	if (envd_open(&v, ref, id, sb, err) < 0)
+	r.last_ms = sbx_mono_ms();
+	r.dur = sbx_json_int(ref, "timeout", DEFAULT_TIMEOUT);
+	if (r.dur <= 0)
+		r.dur = DEFAULT_TIMEOUT;
+	if (r.dur > 3600)
+		r.dur = 3600;
+	r.every_ms = r.dur * 1000 / 3 < 1000 ? 1000 : r.dur * 1000 / 3;
+	r.e = &e;
+	if (envd_open(&r.v, ref, id, sb, err) < 0)
 		goto out;
-	for (n = 0; v.hdrs[n]; n++)
-		hdrs[n] = v.hdrs[n];
+	for (n = 0; r.v.hdrs[n]; n++)
+		hdrs[n] = r.v.hdrs[n];
 	hdrs[n++] = "Keepalive-Ping-Interval: 50";
 	/* envd ends the process at its deadline too, should our signal
 	 * not reach it. */
@@ -1617,160 +1584,49 @@ exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 		hdrs[n++] = tmo;
 	}
 	hdrs[n] = NULL;
-	msg = start_msg(argv, o);
-	if (o->tty) {
+	msg = start_msg(argv, &wo);
+	if (o->tty)
 		pty_start_msg(msg);
-		pty_begin(&w);
-		r.winch = &w;
-	}
-	/* After pty_begin, and stopped before pty_end: each restores the
-	 * signal mask it found. */
-	fw.ref = ref;
-	fw.id = id;
-	fw.sb = sb;
-	fwd_start(&fw);
-	if (!fw.running && fw.connect) {
-		struct sbx_err cerr;
-
-		eb_connect(&e, ref, id, NULL, &cerr);
-	}
-	json_object_set_new(msg, "tag", json_string(fw.tag));
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		memset(rnd, 0, sizeof rnd);
+	memcpy(r.tag, "sbx-", 4);
+	for (i = 0; i < sizeof rnd; i++)
+		snprintf(r.tag + 4 + 2 * i, 3, "%02x", rnd[i]);
+	json_object_set_new(msg, "tag", json_string(r.tag));
 	sbx_e2b_frame_json(&frame, 0, msg);
-	rq.data = frame.data;
-	rq.data_len = frame.len;
-	rq.headers = hdrs;
-	rq.timeout_ms = (long)o->timeout_ms;
-	rq.on_body = on_body;
-	rq.on_body_arg = &r;
-	r.o = o;
-	r.res = res;
+	r.rq = (struct sbx_http_req){.method = "POST", .in_fd = -1,
+	    .out_fd = -1, .path = "/process.Process/Start", .in_type =
+	    "application/connect+json", .data = frame.data, .data_len =
+	    frame.len, .headers = hdrs, .timeout_ms = (long)o->timeout_ms,
+	    .on_body = on_body, .on_body_arg = &r};
 	r.ref = ref;
 	r.id = id;
 	r.sb = sb;
+	r.argv = argv;
+	r.xs = &xs;
 	r.in.limit = FRAME_MAX + 16;
-	r.input = o->interactive || o->tty ? &in : NULL;
-	if (o->capture) {
-		res->out.limit = o->max_output;
-		res->err.limit = o->max_output;
-	}
-	rc = sbx_http_do(v.h, &rq, &rs, err);
-	fwd_stop(&fw);
-	res->duration_ms = sbx_mono_ms() - t0;
-	/* Idle from now on: its timeout counts from the command's end. */
-	if (rc == 0 && rs.status == 200 && r.ended &&
-	    sbx_mono_ms() - fw.last_ms >= 1000) {
-		struct sbx_err cerr;
-
-		eb_connect(&e, ref, id, NULL, &cerr);
-	}
-	if (rc < 0 && rs.timed_out && o->timeout_ms && r.started) {
-		struct sbx_err kerr;
-		json_t *k = json_pack("{s{sI}ss}", "process", "pid",
-		    (json_int_t)r.pid, "signal", "SIGNAL_SIGKILL");
-
-		/* Gone already (envd's own deadline) is as good. */
-		envd_call(&v, "SendSignal", k, &kerr);
-		json_decref(k);
-		res->timed_out = 1;
-		res->exit_code = SBX_EX_TIMEOUT;
-		rc = 0;
-		goto out;
-	}
-	if (rc < 0) {
-		if (r.bad)
-			sbx_err_set(err, SBX_EX_FAIL, "envd at '%s' sent what "
-			    "is not a process's stream", sbx_http_endpoint(v.h));
-		else if (r.started && !r.ended)
-			goto vanished;
-		goto out;
-	}
-	if (rs.status != 200) {
-		if (rs.status == 401 || rs.status == 403)
-			rc = sbx_err_set(err, SBX_EX_CRED, "envd refused the "
-			    "sandbox's access token (status %ld)", rs.status);
-		else if (rs.status == 502)
-			/* E2B's edge: the sandbox is no more. */
-			rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox "
-			    "'%s': it is gone", id);
-		else
-			rc = eb_fail(&rs, "cannot start the command", NULL,
-			    err);
-		goto out;
-	}
-	if (!strcmp(r.error_code, "deadline_exceeded") && o->timeout_ms) {
-		res->timed_out = 1;
-		res->exit_code = SBX_EX_TIMEOUT;
-		goto out;
-	}
-	if (!r.ended) {
-		if (!r.eos || r.started)
-			goto vanished;
-		rc = start_error(&r, argv, err);
-		goto out;
-	}
-	/* Ended, not by a signal, without a status: it never ran. */
-	if (r.exit_code < 0 && !signal_of(r.status)) {
-		rc = start_error(&r, argv, err);
-		goto out;
-	}
-	if ((sig = signal_of(r.status))) {
-		struct sbx_err gerr = {0};
-		json_t *s2 = NULL;
-
-		/* A sandbox killed under it kills the command too: that
-		 * is the sandbox's end, not the command's. */
-		if (sig == SIGKILL && eb_get(&e, id, &s2, &gerr) < 0 &&
-		    gerr.code == SBX_EX_NOSANDBOX) {
-			rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox "
-			    "'%s': it went away while '%s' ran", id, argv[0]);
-			goto out;
-		}
-		json_decref(s2);
-		res->signal = sig;
-		res->exit_code = 128 + sig;
-	} else {
-		res->exit_code = (int)(r.exit_code & 0xff);
-	}
-	goto out;
-vanished:
-	/* The stream broke before the end: is the sandbox still there? */
-	{
-		struct sbx_err gerr = {0};
-		json_t *s2 = NULL;
-
-		if (eb_get(&e, id, &s2, &gerr) < 0 && gerr.code ==
-		    SBX_EX_NOSANDBOX)
-			rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox "
-			    "'%s': it went away while '%s' ran", id, argv[0]);
-		else
-			rc = sbx_err_set(err, SBX_EX_FAIL, "the stream of '%s' "
-			    "broke before its end", argv[0]);
-		json_decref(s2);
-	}
+	rc = sbx_xs_run(&xs, err);
 out:
-	if (in.running) {
-		/* One byte into an empty pipe of ours cannot fail. */
-		if (write(in.stop[1], "", 1) < 0) {
-		}
-		pthread_join(in.th, NULL);
-		close(in.stop[0]);
-		close(in.stop[1]);
-		envd_close(&in.v);
-	}
-	if (r.winch)
-		pty_end(&w);
+	if (r.th_running)
+		pthread_join(r.th, NULL);
+	guard_stop(&r);
+	for (i = 0; i < 2; i++)
+		if (r.note[i] >= 0)
+			close(r.note[i]);
 	for (i = 0; i < frame.len; i++)
 		frame.data[i] = 0;
 	sbx_buf_release(&frame);
 	sbx_buf_release(&r.in);
 	sbx_buf_release(&r.bytes);
-	sbx_http_resp_release(&rs);
+	if (r.rq.path)
+		sbx_http_resp_release(&r.rs);
 	if (msg) {
 		/* It holds the values of --env. */
 		json_object_clear(msg);
 		json_decref(msg);
 	}
-	envd_close(&v);
+	envd_close(&r.calls);
+	envd_close(&r.v);
 	if (sb) {
 		json_object_clear(sb);
 		json_decref(sb);

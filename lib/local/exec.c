@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "execio.h"
 #include "local.h"
 
 int sbx_local_exec(const json_t *ref, char *const argv[],
@@ -81,65 +82,6 @@ paused_as(const char *dir)
 	return n == 4 && !memcmp(how, "stop", 4) ? "stopped" : "paused";
 }
 
-static int
-fd_open(int fd)
-{
-	return fcntl(fd, F_GETFD) >= 0;
-}
-
-struct tty {
-	int raw;
-	struct termios saved;
-};
-
-static void
-tty_raw(struct tty *t)
-{
-	struct termios r;
-
-	if (!isatty(0) || tcgetattr(0, &t->saved) < 0)
-		return;
-	r = t->saved;
-	cfmakeraw(&r);
-	if (tcsetattr(0, TCSADRAIN, &r) == 0)
-		t->raw = 1;
-}
-
-static void
-tty_restore(struct tty *t)
-{
-	if (t->raw)
-		tcsetattr(0, TCSADRAIN, &t->saved);
-	t->raw = 0;
-}
-
-static void
-set_winsize(int master)
-{
-	struct winsize ws;
-
-	if (ioctl(0, TIOCGWINSZ, &ws) == 0 || ioctl(1, TIOCGWINSZ, &ws) == 0)
-		ioctl(master, TIOCSWINSZ, &ws);
-}
-
-/* Read what is there into a buffer (capture) or an fd; 0 at EOF. */
-static int
-pump(int from, int to, struct sbx_buf *b)
-{
-	char buf[65536];
-	ssize_t n = read(from, buf, sizeof buf);
-
-	if (n < 0)
-		return errno == EINTR || errno == EAGAIN ? 1 : 0;
-	if (n == 0)
-		return 0;
-	if (b)
-		sbx_buf_add(b, buf, (size_t)n);
-	else if (sbx_write_all(to, buf, (size_t)n) < 0)
-		return 0;
-	return 1;
-}
-
 static void
 reply_error(struct sbx_msg *m, struct sbx_err *err)
 {
@@ -160,6 +102,7 @@ recv_reply(int sock, struct sbx_msg *m, struct sbx_err *err)
 		    "lost the connection to the sandbox");
 	if (m->type == SBX_MSG_ERROR) {
 		reply_error(m, err);
+		sbx_msg_release(m);
 		return -1;
 	}
 	return 0;
@@ -170,15 +113,14 @@ build_request(struct sbx_buf *b, char *const argv[],
     const struct sbx_exec_opts *o, uint32_t flags)
 {
 	struct winsize ws = {0, 0, 0, 0};
-	const char *term = getenv("TERM");
 	uint32_t argc = 0, envc = 0;
 
 	while (argv[argc])
 		argc++;
 	while (o->env && o->env[envc])
 		envc++;
-	if (o->tty && ioctl(0, TIOCGWINSZ, &ws) < 0)
-		ioctl(1, TIOCGWINSZ, &ws);
+	if (o->tty)
+		sbx_xs_winsize(&ws);
 	sbx_msg_put_u32(b, flags);
 	sbx_msg_put_u64(b, o->timeout_ms);
 	sbx_msg_put_u32(b, ws.ws_row);
@@ -186,7 +128,7 @@ build_request(struct sbx_buf *b, char *const argv[],
 	sbx_msg_put_u32(b, argc);
 	sbx_msg_put_u32(b, envc);
 	sbx_msg_put_str(b, o->cwd ? o->cwd : "");
-	sbx_msg_put_str(b, o->tty ? (term && *term ? term : "xterm") : "");
+	sbx_msg_put_str(b, o->tty ? sbx_xs_term() : "");
 	for (argc = 0; argv[argc]; argc++)
 		sbx_msg_put_str(b, argv[argc]);
 	for (envc = 0; o->env && o->env[envc]; envc++)
@@ -194,62 +136,190 @@ build_request(struct sbx_buf *b, char *const argv[],
 	return b->len > SBX_MSG_MAX ? -1 : 0;
 }
 
+/* --- the transport: the agent's socket, our fds passed over it ---------- */
+
+struct lx {
+	const char *dir, *id;
+	struct sbx_buf req;
+	int sock, master, null, procs_fd, kill_fd;
+	int outp[2], errp[2];
+	int fds[SBX_MSG_FDS], nfds;
+	int status, timed_out;
+};
+
+static int
+lx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
+{
+	struct lx *x = t;
+	struct sbx_msg m = {0};
+
+	if (sbx_msg_send(x->sock, SBX_MSG_EXEC, x->req.data, x->req.len, x->fds,
+	    x->nfds) < 0)
+		return not_running(x->dir, x->id, err);
+	if (x->outp[1] >= 0) {
+		close(x->outp[1]);
+		close(x->errp[1]);
+		x->outp[1] = x->errp[1] = -1;
+		sbx_xs_add_output(xs, x->outp[0], 1);
+		sbx_xs_add_output(xs, x->errp[0], 2);
+	}
+	if (!xs->o->tty)
+		return 0;
+	/* Only a pty needs a reply before the end: its master. */
+	if (recv_reply(x->sock, &m, err) < 0)
+		return -1;
+	if (m.type != SBX_MSG_STARTED || m.nfds != 1) {
+		sbx_msg_release(&m);
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "no pty from sandbox");
+	}
+	x->master = m.fds[0];
+	m.nfds = 0;
+	sbx_msg_release(&m);
+	sbx_xs_add_output(xs, x->master, 1);
+	return 0;
+}
+
+static int
+lx_fds(void *t, struct pollfd *p, long long *wake)
+{
+	struct lx *x = t;
+
+	(void)wake;
+	p[0] = (struct pollfd){x->sock, POLLIN, 0};
+	return 1;
+}
+
+static int
+lx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
+    struct sbx_err *err)
+{
+	struct lx *x = t;
+	struct sbx_msg m = {0};
+	uint32_t v;
+
+	(void)n;
+	if (!p[0].revents)
+		return 0;
+	if (recv_reply(x->sock, &m, err) < 0)
+		return -1;
+	if (m.type == SBX_MSG_EXIT && !sbx_msg_get_u32(&m, &v)) {
+		x->status = (int)v;
+		if (!sbx_msg_get_u32(&m, &v))
+			x->timed_out = (int)v;
+		sbx_xs_done(xs);
+	}
+	sbx_msg_release(&m);
+	return 0;
+}
+
+/* With a pty only: the rest of stdin was passed as fd 0. */
+static int
+lx_input(void *t, struct sbx_xs *xs, const char *p, size_t n)
+{
+	struct lx *x = t;
+
+	(void)xs;
+	return sbx_write_all(x->master, p, n);
+}
+
+static void
+lx_signal(void *t, int sig)
+{
+	struct lx *x = t;
+	struct sbx_buf b = SBX_BUF_INIT;
+
+	sbx_msg_put_u32(&b, (uint32_t)sig);
+	sbx_msg_send(x->sock, SBX_MSG_SIGNAL, b.data, b.len, NULL, 0);
+	sbx_buf_release(&b);
+}
+
+static void
+lx_resize(void *t)
+{
+	struct lx *x = t;
+	struct winsize ws;
+
+	if (x->master >= 0 && sbx_xs_winsize(&ws) == 0)
+		ioctl(x->master, TIOCSWINSZ, &ws);
+}
+
+static int
+lx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
+{
+	struct lx *x = t;
+
+	(void)err;
+	if (x->timed_out)
+		sbx_xs_end(xs->res, SBX_XS_TIMEDOUT, 0);
+	else if (WIFSIGNALED(x->status))
+		sbx_xs_end(xs->res, SBX_XS_KILLED, WTERMSIG(x->status));
+	else
+		sbx_xs_end(xs->res, SBX_XS_EXITED, WEXITSTATUS(x->status));
+	return 0;
+}
+
+static const struct sbx_xs_transport lx_transport = {
+	.signals = SBX_XS_SIGS_END | SBX_XS_SIG(SIGUSR1) | SBX_XS_SIG(SIGUSR2),
+	.flags = SBX_XS_PASS_STDIO, /* the agent has no deadline to be kept */
+	.start = lx_start,
+	.fds = lx_fds,
+	.ready = lx_ready,
+	.input = lx_input,
+	.signal = lx_signal,
+	.resize = lx_resize,
+	.finish = lx_finish,
+};
+
 int
 sbx_local_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err)
 {
-	const char *id = sbx_json_str(ref, "id");
+	struct lx x = {.sock = -1, .master = -1, .null = -1, .procs_fd = -1,
+	    .kill_fd = -1, .outp = {-1, -1}, .errp = {-1, -1},
+	    .req = SBX_BUF_INIT};
 	char *dir = NULL, *cgdir = NULL;
-	struct sbx_buf req = SBX_BUF_INIT;
 	struct sbx_cgroups cg = {0};
-	struct tty tty = {0};
-	struct sbx_msg m = {0};
-	int sock = -1, fds[SBX_MSG_FDS], nfds = 0, null = -1, master = -1;
-	int outp[2] = {-1, -1}, errp[2] = {-1, -1}, procs_fd = -1, kill_fd = -1;
-	int sfd = -1, rc = -1, done = 0, status = 0, timed_out = 0, in_open;
-	uint32_t flags = 0, v;
-	long long t0 = sbx_mono_ms();
-	sigset_t sigs, old;
+	struct sbx_xs xs;
+	uint32_t flags = 0;
+	int rc = -1;
+	size_t i;
 
-	memset(res, 0, sizeof *res);
-	if (!(dir = sandbox_dir(ref, err)))
+	sbx_xs_init(&xs, o, res, &lx_transport, &x);
+	x.id = sbx_json_str(ref, "id");
+	if (!(x.dir = dir = sandbox_dir(ref, err)))
 		goto out;
 	if (paused(dir)) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is %s "
-		    "(sbx-exec --resume, or sbx-pause --resume)", id,
-		    paused_as(dir));
+		sbx_xs_paused(err, x.id, paused_as(dir));
 		goto out;
 	}
-	if ((sock = sbx_local_connect(dir)) < 0) {
-		not_running(dir, id, err);
+	if ((x.sock = sbx_local_connect(dir)) < 0) {
+		not_running(dir, x.id, err);
 		goto out;
 	}
 	if (o->tty)
 		flags |= SBX_EXEC_TTY;
 	if (!o->tty) {
-		in_open = o->interactive && fd_open(0);
-		if (in_open) {
+		if (o->interactive && xs.in_open) {
 			flags |= SBX_EXEC_STDIN;
-			fds[nfds++] = 0;
+			x.fds[x.nfds++] = 0;
 		}
 		if (o->capture) {
-			if (pipe2(outp, O_CLOEXEC) < 0 ||
-			    pipe2(errp, O_CLOEXEC) < 0) {
+			if (pipe2(x.outp, O_CLOEXEC) < 0 ||
+			    pipe2(x.errp, O_CLOEXEC) < 0) {
 				sbx_err_set(err, SBX_EX_EXECFAIL,
 				    "cannot create pipes:");
 				goto out;
 			}
-			res->out.limit = o->max_output;
-			res->err.limit = o->max_output;
-			fds[nfds++] = outp[1];
-			fds[nfds++] = errp[1];
+			x.fds[x.nfds++] = x.outp[1];
+			x.fds[x.nfds++] = x.errp[1];
 		} else {
-			if ((!fd_open(1) || !fd_open(2)) &&
-			    (null = open("/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
+			if ((fcntl(1, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0) &&
+			    (x.null = open("/dev/null", O_WRONLY |
+			    O_CLOEXEC)) < 0)
 				goto out;
-			fds[nfds++] = fd_open(1) ? 1 : null;
-			fds[nfds++] = fd_open(2) ? 2 : null;
+			x.fds[x.nfds++] = fcntl(1, F_GETFD) >= 0 ? 1 : x.null;
+			x.fds[x.nfds++] = fcntl(2, F_GETFD) >= 0 ? 2 : x.null;
 		}
 	}
 	if (o->timeout_ms) {
@@ -257,142 +327,30 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 		 * the command starts, even those that leave its session. */
 		/* By the directory's name: the ref may hold a name. */
 		sbx_cg_find(&cg, strrchr(dir, '/') + 1);
-		if ((cgdir = sbx_cg_exec_new(&cg, &procs_fd, &kill_fd))) {
+		if ((cgdir = sbx_cg_exec_new(&cg, &x.procs_fd, &x.kill_fd))) {
 			flags |= SBX_EXEC_CGROUP;
-			fds[nfds++] = procs_fd;
-			fds[nfds++] = kill_fd;
+			x.fds[x.nfds++] = x.procs_fd;
+			x.fds[x.nfds++] = x.kill_fd;
 		}
 	}
-	if (build_request(&req, argv, o, flags) < 0) {
+	if (build_request(&x.req, argv, o, flags) < 0) {
 		sbx_err_set(err, SBX_EX_EXECFAIL, "command line too long");
 		goto out;
 	}
-	/* Signals for the command are caught from here on. */
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGQUIT);
-	sigaddset(&sigs, SIGWINCH);
-	sigaddset(&sigs, SIGUSR1);
-	sigaddset(&sigs, SIGUSR2);
-	sigprocmask(SIG_BLOCK, &sigs, &old);
-	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sbx_msg_send(sock, SBX_MSG_EXEC, req.data, req.len, fds, nfds) < 0) {
-		not_running(dir, id, err);
-		goto restore;
-	}
-	if (outp[1] >= 0) {
-		close(outp[1]);
-		close(errp[1]);
-		outp[1] = errp[1] = -1;
-	}
-	/* Only a pty needs a reply before the end: its master. */
-	if (o->tty) {
-		if (recv_reply(sock, &m, err) < 0)
-			goto restore;
-		if (m.type != SBX_MSG_STARTED || m.nfds != 1) {
-			sbx_err_set(err, SBX_EX_EXECFAIL, "no pty from sandbox");
-			goto restore;
-		}
-		master = m.fds[0];
-		m.nfds = 0;
-		tty_raw(&tty);
-	}
-	sbx_msg_release(&m);
-	{
-		int in_eof = !o->tty, m_eof = master < 0;
-		int o_eof = outp[0] < 0, e_eof = errp[0] < 0;
-
-		while (!done || !m_eof || !o_eof || !e_eof) {
-			struct pollfd p[6] = {
-				{done ? -1 : sock, POLLIN, 0},
-				{sfd, POLLIN, 0},
-				{in_eof ? -1 : 0, POLLIN, 0},
-				{m_eof ? -1 : master, POLLIN, 0},
-				{o_eof ? -1 : outp[0], POLLIN, 0},
-				{e_eof ? -1 : errp[0], POLLIN, 0},
-			};
-			/* After the exit, only drain what is already there:
-			 * a background process may hold the pipe forever. */
-			int r = poll(p, 6, done ? 0 : -1);
-
-			if (r < 0 && errno != EINTR)
-				break;
-			if (done && r == 0)
-				break;
-			if (p[1].revents & POLLIN) {
-				struct signalfd_siginfo si;
-
-				while (read(sfd, &si, sizeof si) == sizeof si) {
-					struct sbx_buf b = SBX_BUF_INIT;
-
-					if (si.ssi_signo == SIGWINCH) {
-						if (master >= 0)
-							set_winsize(master);
-						continue;
-					}
-					sbx_msg_put_u32(&b, si.ssi_signo);
-					sbx_msg_send(sock, SBX_MSG_SIGNAL, b.data,
-					    b.len, NULL, 0);
-					sbx_buf_release(&b);
-				}
-			}
-			if (p[2].revents && !pump(0, master, NULL)) {
-				/* EOF on our stdin: pass it on as ^D. */
-				in_eof = 1;
-				if (write(master, "\004", 1) < 0)
-					in_eof = 1;
-			}
-			if (p[3].revents && !pump(master, 1, NULL))
-				m_eof = 1;
-			if (p[4].revents && !pump(outp[0], -1, &res->out))
-				o_eof = 1;
-			if (p[5].revents && !pump(errp[0], -1, &res->err))
-				e_eof = 1;
-			if (p[0].revents) {
-				if (recv_reply(sock, &m, err) < 0)
-					goto restore;
-				if (m.type == SBX_MSG_EXIT &&
-				    !sbx_msg_get_u32(&m, &v)) {
-					status = (int)v;
-					if (!sbx_msg_get_u32(&m, &v))
-						timed_out = (int)v;
-					done = 1;
-				}
-				sbx_msg_release(&m);
-			}
-		}
-	}
-	res->timed_out = timed_out;
-	if (timed_out) {
-		res->exit_code = SBX_EX_TIMEOUT;
-	} else if (WIFSIGNALED(status)) {
-		res->signal = WTERMSIG(status);
-		res->exit_code = 128 + res->signal;
-	} else {
-		res->exit_code = WEXITSTATUS(status);
-	}
-	rc = 0;
-restore:
-	tty_restore(&tty);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	rc = sbx_xs_run(&xs, err);
 out:
-	res->duration_ms = sbx_mono_ms() - t0;
-	sbx_msg_release(&m);
 	{
-		int all[] = {sock, null, master, outp[0], outp[1], errp[0],
-		    errp[1], procs_fd, kill_fd, sfd};
-		size_t i;
+		int all[] = {x.sock, x.null, x.master, x.outp[0], x.outp[1],
+		    x.errp[0], x.errp[1], x.procs_fd, x.kill_fd};
 
 		for (i = 0; i < sizeof all / sizeof all[0]; i++)
 			if (all[i] >= 0)
 				close(all[i]);
 	}
 	if (cgdir)
-		sbx_cg_exec_free(cgdir, timed_out);
+		sbx_cg_exec_free(cgdir, x.timed_out);
 	sbx_cg_release(&cg);
-	sbx_buf_release(&req);
+	sbx_buf_release(&x.req);
 	free(dir);
 	return rc;
 }
