@@ -44,8 +44,6 @@ static const char tty_sh[] =
     "done\n"
 static const char killtag_sh[] = KILLTAG_SH;
 
-/* --- exec ----------------------------------------------------------------- */
-
 struct demux {
 	unsigned char hdr[8];
 	size_t hlen;     /* header bytes held */

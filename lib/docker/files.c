@@ -6,8 +6,6 @@
 
 #include "docker.h"
 
-/* --- files: sbx-sync's transfers ----------------------------------------- */
-
 /* Lists the files it is given that are files or symlinks (a path gone
  * since the scan is no error) as a tar on stdout, from directory $1. */
 static const char get_sh[] =
