@@ -419,3 +419,57 @@ sbx_e2b_envd_call(struct envd *v, const char *method, json_t *msg,
 	free(path);
 	return rc;
 }
+
+/* Where envd is: at the API's own URL, named by headers, when the
+ * endpoint was given (as sbxd wants) or E2B_SANDBOX_URL says; else at
+ * the sandbox's host of the domain. */
+void
+sbx_e2b_envd_where(json_t *ref, const char *id, int explicit,
+    const char *endpoint, const json_t *sb)
+{
+	const char *su = getenv("E2B_SANDBOX_URL"), *d;
+	char *u;
+
+	if (su && *su) {
+		json_object_set_new(ref, "envd", json_string(su));
+		json_object_set_new(ref, "envd_proxy", json_true());
+	} else if (explicit) {
+		json_object_set_new(ref, "envd", json_string(endpoint));
+		json_object_set_new(ref, "envd_proxy", json_true());
+	} else {
+		d = sbx_json_str(sb, "domain");
+		u = sbx_xasprintf("https://%d-%s.%s", SBX_E2B_ENVD_PORT, id,
+		    d && *d ? d : sbx_e2b_domain());
+
+		json_object_set_new(ref, "envd", json_string(u));
+		free(u);
+		json_object_set_new(ref, "envd_proxy", json_false());
+	}
+}
+
+/* POST /sandboxes/ID/connect: resumes a paused sandbox, refreshes the
+ * TTL of a running one; *sb (if asked) is its Sandbox, with the envd
+ * access token, which is kept nowhere. */
+int
+sbx_e2b_connect(struct eb *e, const json_t *ref, const char *id, json_t **sb,
+    struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	json_t *body;
+	long long t = sbx_json_int(ref, "timeout", DEFAULT_TIMEOUT);
+	int rc = 0;
+
+	body = json_pack("{sI}", "timeout", (json_int_t)(t > 0 ? t :
+	    DEFAULT_TIMEOUT));
+	rc = sbx_e2b_req(e, "POST", body, &rs, err, "/sandboxes/%s/connect",
+	    id);
+	json_decref(body);
+	if (rc < 0)
+		return -1;
+	if ((rs.status != 200 && rs.status != 201) || !json_is_object(rs.json))
+		rc = sbx_e2b_fail(&rs, "cannot reach the sandbox", id, err);
+	else if (sb)
+		*sb = json_incref(rs.json);
+	sbx_http_resp_release(&rs);
+	return rc;
+}

@@ -59,18 +59,6 @@ int sbx_e2b_get(struct eb *e, const char *id, json_t **out,
 /* The listing entry of a SandboxDetail or ListedSandbox, shaped as the
  * other backends'. */
 json_t *sbx_e2b_info_of(const json_t *s, const char *endpoint);
-/* A client of the sandbox's envd (sb: its detail or Sandbox, for the
- * access token). */
-int sbx_e2b_envd_open(struct envd *v, const json_t *ref, const char *id,
-    const json_t *sb, struct sbx_err *err);
-void sbx_e2b_envd_close(struct envd *v);
-/* A unary Connect call to envd. */
-int sbx_e2b_envd_call(struct envd *v, const char *method, json_t *msg,
-    struct sbx_err *err);
-/* Base64 of n bytes (malloc'd). */
-char *sbx_e2b_b64(const void *p, size_t n);
-
-/* lifecycle.c: create, kill, info, list, pause, resume */
 /* POST /sandboxes/ID/connect: resumes a paused sandbox, refreshes the
  * TTL of a running one; *sb (if asked) is its Sandbox, with the envd
  * access token, which is kept nowhere. */
@@ -81,6 +69,16 @@ int sbx_e2b_connect(struct eb *e, const json_t *ref, const char *id,
  * the sandbox's host of the domain. */
 void sbx_e2b_envd_where(json_t *ref, const char *id, int explicit,
     const char *endpoint, const json_t *sb);
+/* A client of the sandbox's envd (sb: its detail or Sandbox, for the
+ * access token). */
+int sbx_e2b_envd_open(struct envd *v, const json_t *ref, const char *id,
+    const json_t *sb, struct sbx_err *err);
+void sbx_e2b_envd_close(struct envd *v);
+/* A unary Connect call to envd. */
+int sbx_e2b_envd_call(struct envd *v, const char *method, json_t *msg,
+    struct sbx_err *err);
+/* Base64 of n bytes (malloc'd). */
+char *sbx_e2b_b64(const void *p, size_t n);
 
 /* pty.c: sbx-exec -t */
 /* The size of the caller's terminal, as a PTY message; 80x24 without
