@@ -1,0 +1,64 @@
+/* docker.h - the docker backend (containers of a Docker engine, driven
+ * through its Engine API over libcurl, no docker CLI): what its files
+ * share */
+#ifndef SBX_DOCKER_DOCKER_H
+#define SBX_DOCKER_DOCKER_H
+
+#include <signal.h>
+
+#include "../internal.h"
+
+#define API_MAJOR 1
+#define API_WANT 41   /* written against 1.41 (Docker 20.10) */
+#define API_MIN 35    /* exec's WorkingDir */
+#define DEFAULT_HOST "unix:///var/run/docker.sock"
+#define MANAGED "io.sbx.managed"
+#define LABEL_PREFIX "io.sbx."
+#define EXPIRED_CODE 124 /* how the keep-alive says the idle time ran out */
+/* sbx-kill --keep ends the keep-alive with this signal, so that the exit
+ * code tells it from a stop (sbx-pause) and from a death. */
+#define KILLED_SIGNAL "SIGUSR1"
+#define KILLED_CODE (128 + SIGUSR1)
+#define TAG_VAR "SBX_EXEC_TAG"
+
+struct dk {
+	struct sbx_http *h;
+	char *endpoint;
+	int minor; /* the API version spoken: 1.minor */
+};
+
+
+/* client.c: the engine's API */
+/* Reach the engine of endpoint (NULL: $DOCKER_HOST, or the default) and
+ * agree on an API version. */
+int sbx_docker_open(struct dk *d, const char *endpoint, struct sbx_err *err);
+void sbx_docker_close(struct dk *d);
+/* A request to the versioned API; fmt gives the path. */
+__attribute__((format(printf, 6, 7))) int sbx_docker_req(struct dk *d,
+    const char *method, json_t *body, struct sbx_http_resp *rs,
+    struct sbx_err *err, const char *fmt, ...);
+/* The engine's own words for a failed request. */
+const char *sbx_docker_msg(const struct sbx_http_resp *rs);
+int sbx_docker_fail(const struct sbx_http_resp *rs, int code,
+    const char *what, struct sbx_err *err);
+/* Inspect the container a ref names, which must be one of ours: its
+ * inspect object in *out, and the ref's id made its full one. */
+int sbx_docker_find(struct dk *d, const json_t *ref, json_t **out,
+    struct sbx_err *err);
+/* sbx_docker_open on the ref's endpoint, then sbx_docker_find. */
+int sbx_docker_ref_open(struct dk *d, const json_t *ref, json_t **c,
+    struct sbx_err *err);
+/* "running", "paused", "stopped", "expired", ... of an inspect object. */
+const char *sbx_docker_status_of(const json_t *c);
+/* The listing entry, shaped as the local backend's. */
+json_t *sbx_docker_info_of(const json_t *c, const char *endpoint);
+
+/* exec.c: sbx-exec's transport */
+int sbx_docker_exec(const json_t *ref, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err);
+
+/* files.c: sbx-sync's transfers */
+extern const struct sbx_files sbx_docker_files;
+
+#endif

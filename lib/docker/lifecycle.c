@@ -1,0 +1,420 @@
+/* lifecycle.c - the docker backend's sandboxes: create, kill, info, list,
+ * pause and resume, and its table of operations */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "docker.h"
+
+/* PID 2 of the container (docker's init is PID 1): it keeps the container
+ * alive, and ends it with EXPIRED_CODE once nothing else has run in it
+ * for $1 seconds (0: never). It counts its own sleeps, so time the
+ * container spends paused does not count. Needs sh and sleep. */
+static const char keepalive_sh[] =
+    "t=$1 i=0\n"
+    "while sleep 2; do\n"
+    "\t[ \"$t\" -gt 0 ] || continue\n"
+    "\tset -- /proc/[0-9]*\n"
+    "\tif [ $# -gt 2 ]; then i=0; else i=$((i + 2)); fi\n"
+    "\t[ $i -lt \"$t\" ] || exit " "124" "\n"
+    "done\n";
+
+/* --- create --------------------------------------------------------------- */
+
+static int
+has_runtime(struct dk *d, const char *runtime, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	int rc;
+
+	if (sbx_docker_req(d, "GET", NULL, &rs, err, "/info") < 0)
+		return -1;
+	if (rs.status != 200) {
+		sbx_docker_fail(&rs, SBX_EX_FAIL,
+		    "cannot ask the engine for its "
+		    "runtimes", err);
+		sbx_http_resp_release(&rs);
+		return -1;
+	}
+	rc = json_object_get(json_object_get(rs.json, "Runtimes"), runtime) ?
+	    0 : sbx_err_set(err, SBX_EX_USAGE, "the engine knows no runtime "
+	    "'%s'", runtime);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
+/* POST /images/create streams progress; a failure comes as an "error"
+ * line in it, after a 200. */
+static int
+pull(struct dk *d, const char *image, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	char *q = sbx_http_escape(image), *e;
+	int rc = 0;
+
+	if (sbx_docker_req(d, "POST", NULL, &rs, err,
+	    "/images/create?fromImage=%s",
+	    q) < 0) {
+		free(q);
+		return -1;
+	}
+	free(q);
+	if (rs.status != 200)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot pull '%s': %s "
+		    "(status %ld)", image, sbx_docker_msg(&rs), rs.status);
+	else if (rs.body.data && (e = strstr(rs.body.data, "\"error\":")))
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot pull '%s': %.300s",
+		    image, e + 8);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
+/* Remove a container whatever its state; 404 counts as done. */
+static int
+dk_remove(struct dk *d, const char *id, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	int rc = 0;
+
+	if (sbx_docker_req(d, "DELETE", NULL, &rs, err,
+	    "/containers/%s?force=1&v=1",
+	    id) < 0)
+		return -1;
+	if (rs.status == 404)
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'", id);
+	else if (rs.status >= 300 && !(rs.status == 409 &&
+	    strstr(sbx_docker_msg(&rs), "already in progress")))
+		rc = sbx_docker_fail(&rs, SBX_EX_FAIL,
+		    "cannot remove the container",
+		    err);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
+static json_t *
+create_body(const struct sbx_spec *spec)
+{
+	json_t *b = json_object(), *hc = json_object(), *labels = json_object();
+	json_t *env = json_array();
+	char t[32];
+	size_t i;
+
+	snprintf(t, sizeof t, "%llu", (unsigned long long)spec->timeout);
+	json_object_update(labels, spec->labels);
+	json_object_set_new(labels, MANAGED, json_string("1"));
+	json_object_set_new(labels, "io.sbx.timeout", json_string(t));
+	if (spec->name) {
+		json_object_set_new(labels, "io.sbx.named", json_string("1"));
+		json_object_set_new(b, "Hostname", json_string(spec->name));
+	}
+	for (i = 0; spec->env && spec->env[i]; i++)
+		json_array_append_new(env, json_string(spec->env[i]));
+	json_object_set_new(b, "Image", json_string(spec->image));
+	json_object_set_new(b, "Entrypoint", json_pack("[ssss]", "sh", "-c",
+	    keepalive_sh, "sbx-keepalive"));
+	json_object_set_new(b, "Cmd", json_pack("[s]", t));
+	json_object_set_new(b, "Env", env);
+	json_object_set_new(b, "Labels", labels);
+	json_object_set_new(b, "WorkingDir", json_string(spec->workdir));
+	/* The workdir is a volume of its own (removed with the container):
+	 * gVisor caches its root filesystem and would not see what
+	 * sbx-sync puts there through the engine, but a mount it checks
+	 * again. "/" cannot be one. */
+	if (strcmp(spec->workdir, "/"))
+		json_object_set_new(b, "Volumes", json_pack("{s{}}",
+		    spec->workdir));
+	json_object_set_new(b, "AttachStdin", json_false());
+	json_object_set_new(b, "AttachStdout", json_false());
+	json_object_set_new(b, "AttachStderr", json_false());
+	json_object_set_new(hc, "Init", json_true());
+	json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
+	json_object_set_new(hc, "SecurityOpt", json_pack("[s]",
+	    "no-new-privileges"));
+	json_object_set_new(hc, "NetworkMode", json_string(spec->network ==
+	    SBX_NET_ALLOW ? "default" : "none"));
+	if (spec->memory)
+		json_object_set_new(hc, "Memory", json_integer((json_int_t)
+		    spec->memory));
+	if (spec->cpus_milli)
+		json_object_set_new(hc, "NanoCpus", json_integer((json_int_t)
+		    spec->cpus_milli * 1000000));
+	if (spec->pids)
+		json_object_set_new(hc, "PidsLimit", json_integer((json_int_t)
+		    spec->pids));
+	if (spec->runtime)
+		json_object_set_new(hc, "Runtime", json_string(spec->runtime));
+	json_object_set_new(b, "HostConfig", hc);
+	return b;
+}
+
+static int
+valid_workdir(const char *w)
+{
+	return w[0] == '/' && !strstr(w, "/../") && !strstr(w, "/./") &&
+	    strlen(w) < 1024 && (strlen(w) < 3 || strcmp(w + strlen(w) - 3,
+	    "/.."));
+}
+
+static int
+docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
+{
+	struct sbx_http_resp rs = {0};
+	struct dk d;
+	json_t *body = NULL;
+	char *id = NULL, *q = NULL;
+	int rc = -1;
+
+	*ref = NULL;
+	if (!spec->image || !strcmp(spec->image, "host"))
+		return sbx_err_set(err, SBX_EX_USAGE, "backend 'docker' needs "
+		    "--image (an image of the engine)");
+	if (!valid_workdir(spec->workdir))
+		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
+		    "(want an absolute, plain path)", spec->workdir);
+	if (sbx_docker_open(&d, NULL, err) < 0)
+		return -1;
+	if (spec->runtime && has_runtime(&d, spec->runtime, err) < 0)
+		goto out;
+	if (spec->pull && pull(&d, spec->image, err) < 0)
+		goto out;
+	body = create_body(spec);
+	q = spec->name ? sbx_http_escape(spec->name) : NULL;
+	if (sbx_docker_req(&d, "POST", body, &rs, err, "/containers/create%s%s",
+	    q ? "?name=" : "", q ? q : "") < 0)
+		goto out;
+	if (rs.status == 404) {
+		sbx_err_set(err, SBX_EX_FAIL, "no such image '%s' (pull it, or "
+		    "use --pull)", spec->image);
+		goto out;
+	}
+	if (rs.status == 409) {
+		sbx_err_set(err, SBX_EX_FAIL, "the name '%s' is in use",
+		    spec->name ? spec->name : "?");
+		goto out;
+	}
+	if (rs.status != 201 || !sbx_json_str(rs.json, "Id")) {
+		sbx_docker_fail(&rs, SBX_EX_FAIL, "cannot create a container",
+		    err);
+		goto out;
+	}
+	id = sbx_xstrdup(sbx_json_str(rs.json, "Id"));
+	sbx_http_resp_release(&rs);
+	if (sbx_docker_req(&d, "POST", NULL, &rs, err, "/containers/%s/start",
+	    id) < 0 ||
+	    (rs.status != 204 && rs.status != 304 &&
+	    sbx_docker_fail(&rs, SBX_EX_FAIL, "cannot start the container",
+	    err))) {
+		struct sbx_err rerr;
+
+		/* Nothing half-made is left behind. */
+		dk_remove(&d, id, &rerr);
+		goto out;
+	}
+	*ref = json_pack("{ssssss}", "backend", "docker", "id", id, "endpoint",
+	    d.endpoint);
+	rc = 0;
+out:
+	sbx_http_resp_release(&rs);
+	if (body) {
+		/* It holds the values of --env. */
+		json_object_clear(body);
+		json_decref(body);
+	}
+	free(q);
+	free(id);
+	sbx_docker_close(&d);
+	return rc;
+}
+
+/* --- kill, info, list, pause ---------------------------------------------- */
+
+/* POST /containers/ID/VERB; 304 (nothing to do) is no error. */
+static int
+dk_post(struct dk *d, const char *id, const char *verb, const char *what,
+    struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	int rc = 0;
+
+	if (sbx_docker_req(d, "POST", NULL, &rs, err, "/containers/%s/%s", id,
+	    verb) < 0)
+		return -1;
+	if (rs.status >= 300 && rs.status != 304)
+		rc = sbx_docker_fail(&rs, SBX_EX_FAIL, what, err);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
+/* kill --keep: the container stays, with its files, ended by
+ * KILLED_SIGNAL (its init passes it to the keep-alive). One that has
+ * ended already is left as it is. */
+static int
+kill_keep(struct dk *d, const char *id, const char *st, struct sbx_err *err)
+{
+	if (strcmp(st, "running") && strcmp(st, "paused"))
+		return 0;
+	if (dk_post(d, id, "kill?signal=" KILLED_SIGNAL, "cannot kill the "
+	    "container", err) < 0)
+		return -1;
+	return dk_post(d, id, "wait?condition=not-running", "cannot wait for "
+	    "the container", err);
+}
+
+static int
+docker_kill(json_t *ref, int keep, struct sbx_err *err)
+{
+	struct dk d;
+	json_t *c;
+	const char *id;
+	int rc;
+
+	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
+		return -1;
+	id = sbx_json_str(c, "Id");
+	json_object_set_new(ref, "id", json_string(id));
+	/* runsc can neither signal nor remove a paused container. */
+	if (!strcmp(sbx_docker_status_of(c), "paused") && dk_post(&d, id,
+	    "unpause",
+	    "cannot unpause the container", err) < 0)
+		rc = -1;
+	else if (keep)
+		rc = kill_keep(&d, id, sbx_docker_status_of(c), err);
+	else
+		rc = dk_remove(&d, id, err);
+	json_decref(c);
+	sbx_docker_close(&d);
+	return rc;
+}
+
+static json_t *
+docker_info(const json_t *ref, struct sbx_err *err)
+{
+	struct dk d;
+	json_t *c, *o;
+
+	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
+		return NULL;
+	o = sbx_docker_info_of(c, d.endpoint);
+	json_decref(c);
+	sbx_docker_close(&d);
+	return o;
+}
+
+static int
+docker_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	struct dk d;
+	json_t *one, *ref, *c, *o;
+	size_t i;
+	int rc = 0;
+	char *q;
+
+	if (sbx_docker_open(&d, NULL, err) < 0)
+		return -1;
+	q = sbx_http_escape("{\"label\":[\"" MANAGED "=1\"]}");
+	rc = sbx_docker_req(&d, "GET", NULL, &rs, err, "/containers/json?all=1&"
+	    "filters=%s", q);
+	free(q);
+	if (rc < 0)
+		goto out;
+	if (rs.status != 200 || !json_is_array(rs.json)) {
+		rc = sbx_docker_fail(&rs, SBX_EX_FAIL, "cannot list containers",
+		    err);
+		sbx_http_resp_release(&rs);
+		goto out;
+	}
+	json_array_foreach(rs.json, i, one) {
+		struct sbx_err e2;
+
+		ref = json_pack("{ss}", "id", sbx_json_str(one, "Id"));
+		/* One that went meanwhile is not listed. */
+		if (sbx_docker_find(&d, ref, &c, &e2) == 0) {
+			o = sbx_docker_info_of(c, d.endpoint);
+			if (!rc && fn(o, arg) < 0)
+				rc = -1;
+			json_decref(o);
+			json_decref(c);
+		}
+		json_decref(ref);
+	}
+	sbx_http_resp_release(&rs);
+out:
+	sbx_docker_close(&d);
+	return rc;
+}
+
+static int
+docker_pause(json_t *ref, int stop, struct sbx_err *err)
+{
+	struct dk d;
+	json_t *c;
+	const char *st, *id;
+	int rc = 0;
+
+	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
+		return -1;
+	id = sbx_json_str(c, "Id");
+	json_object_set_new(ref, "id", json_string(id));
+	st = sbx_docker_status_of(c);
+	if (!strcmp(st, "stopped") || (!stop && !strcmp(st, "paused")))
+		goto out; /* already paused: nothing to do */
+	if (strcmp(st, "running") && strcmp(st, "paused")) {
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is "
+		    "not running", id);
+		goto out;
+	}
+	if (stop) {
+		if (!strcmp(st, "paused") && dk_post(&d, id, "unpause",
+		    "cannot unpause the container", err) < 0)
+			rc = -1;
+		else
+			rc = dk_post(&d, id, "stop?t=2", "cannot stop the "
+			    "container", err);
+	} else {
+		rc = dk_post(&d, id, "pause", "cannot pause the container",
+		    err);
+	}
+out:
+	json_decref(c);
+	sbx_docker_close(&d);
+	return rc;
+}
+
+static int
+docker_resume(json_t *ref, struct sbx_err *err)
+{
+	struct dk d;
+	json_t *c;
+	const char *st, *id;
+	int rc = 0;
+
+	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
+		return -1;
+	id = sbx_json_str(c, "Id");
+	json_object_set_new(ref, "id", json_string(id));
+	st = sbx_docker_status_of(c);
+	if (!strcmp(st, "paused"))
+		rc = dk_post(&d, id, "unpause", "cannot unpause the container",
+		    err);
+	else if (!strcmp(st, "stopped"))
+		rc = dk_post(&d, id, "start", "cannot start the container",
+		    err);
+	else if (strcmp(st, "running"))
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is "
+		    "%s", id, st);
+	json_decref(c);
+	sbx_docker_close(&d);
+	return rc;
+}
+
+const struct sbx_backend_ops sbx_docker_ops = {
+	.pause = docker_pause,
+	.resume = docker_resume,
+	.create = docker_create,
+	.exec = sbx_docker_exec,
+	.kill = docker_kill,
+	.list = docker_list,
+	.info = docker_info,
+	.files = &sbx_docker_files,
+};

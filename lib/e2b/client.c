@@ -1,0 +1,475 @@
+/* client.c - the e2b backend's clients: the control plane's REST API
+ * (the key, requests, errors, a sandbox's detail) and envd's Connect RPC */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "e2b.h"
+
+/* The key of this process, for redact(); set by sbx_e2b_open. */
+static char *the_key;
+
+const char *
+sbx_e2b_domain(void)
+{
+	const char *d = getenv("E2B_DOMAIN");
+
+	return d && *d ? d : DEFAULT_DOMAIN;
+}
+
+/* The key from E2B_API_KEY, else the first line of the credentials
+ * file (DESIGN.md 8), which should be mode 0600. */
+static char *
+api_key(struct sbx_err *err)
+{
+	const char *k = getenv("E2B_API_KEY"), *x = getenv("XDG_CONFIG_HOME");
+	const char *home = getenv("HOME");
+	char *path = NULL, *line = NULL, *key = NULL;
+	size_t cap = 0, n;
+	struct stat sb;
+	FILE *f;
+
+	if (k && *k)
+		return sbx_xstrdup(k);
+	if (x && *x)
+		path = sbx_xasprintf("%s/sbx/credentials/e2b", x);
+	else if (home && *home)
+		path = sbx_xasprintf("%s/.config/sbx/credentials/e2b", home);
+	if (path && (f = fopen(path, "r"))) {
+		if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
+			sbx_warn("credentials file '%s' is readable by others "
+			    "(want mode 0600)", path);
+		if (getline(&line, &cap, f) > 0) {
+			n = strcspn(line, "\r\n");
+			while (n && isspace((unsigned char)line[n - 1]))
+				n--;
+			line[n] = '\0';
+			if (*line)
+				key = sbx_xstrdup(line);
+			explicit_bzero(line, cap);
+		}
+		free(line);
+		fclose(f);
+	}
+	if (!key)
+		sbx_err_set(err, SBX_EX_CRED, "no E2B API key (set E2B_API_KEY "
+		    "or write it to '%s')", path ? path :
+		    "$XDG_CONFIG_HOME/sbx/credentials/e2b");
+	free(path);
+	return key;
+}
+
+void
+sbx_e2b_close(struct eb *e)
+{
+	sbx_http_free(e->h);
+	free(e->endpoint);
+	if (e->key_hdr) {
+		if (the_key == e->key_hdr + strlen("X-API-Key: "))
+			the_key = NULL;
+		explicit_bzero(e->key_hdr, strlen(e->key_hdr));
+		free(e->key_hdr);
+	}
+	memset(e, 0, sizeof *e);
+}
+
+/* The API at endpoint: the ref's, else E2B_API_URL, else E2B_DOMAIN's. */
+int
+sbx_e2b_open(struct eb *e, const char *endpoint, struct sbx_err *err)
+{
+	const char *env = getenv("E2B_API_URL");
+	char *key;
+
+	memset(e, 0, sizeof *e);
+	if (!(key = api_key(err)))
+		return -1;
+	e->key_hdr = sbx_xasprintf("X-API-Key: %s", key);
+	explicit_bzero(key, strlen(key));
+	free(key);
+	the_key = e->key_hdr + strlen("X-API-Key: ");
+	e->hdrs[0] = e->key_hdr;
+	if (endpoint && *endpoint)
+		e->endpoint = sbx_xstrdup(endpoint);
+	else if (env && *env)
+		e->endpoint = sbx_xstrdup(env);
+	else
+		e->endpoint = sbx_xasprintf("https://api.%s", sbx_e2b_domain());
+	if (strncmp(e->endpoint, "http://", 7) &&
+	    strncmp(e->endpoint, "https://", 8)) {
+		sbx_err_set(err, SBX_EX_USAGE, "invalid endpoint '%s' (http:// "
+		    "or https://)", e->endpoint);
+		sbx_e2b_close(e);
+		return -1;
+	}
+	if (!(e->h = sbx_http_new(e->endpoint, err))) {
+		sbx_e2b_close(e);
+		return -1;
+	}
+	return 0;
+}
+
+/* A request to the API; fmt gives the path. GET, DELETE and connect
+ * are retried (429, 502, 503, 504, a reset): doing them twice is
+ * harmless. */
+int __attribute__((format(printf, 6, 7)))
+sbx_e2b_req(struct eb *e, const char *method, json_t *body,
+    struct sbx_http_resp *rs, struct sbx_err *err, const char *fmt, ...)
+{
+	struct sbx_http_req rq = {.method = method, .body = body, .in_fd = -1,
+	    .out_fd = -1, .headers = e->hdrs};
+	char *path;
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	if (vasprintf(&path, fmt, ap) < 0)
+		path = NULL;
+	va_end(ap);
+	if (!path)
+		return sbx_err_set(err, SBX_EX_FAIL, "out of memory");
+	rq.path = path;
+	rq.idempotent = !strcmp(method, "GET") || !strcmp(method, "DELETE") ||
+	    (strlen(path) > 8 && !strcmp(path + strlen(path) - 8,
+	    "/connect"));
+	rc = sbx_http_do(e->h, &rq, rs, err);
+	free(path);
+	return rc;
+}
+
+/* A server that echoes the key back must not put it in our message. */
+static void
+redact(char *msg)
+{
+	size_t n = the_key ? strlen(the_key) : 0;
+	char *p;
+
+	while (n >= 4 && (p = strstr(msg, the_key)))
+		memset(p, '*', n);
+}
+
+/* A server's words for a failed request, on one line: the message of a
+ * JSON error, else the body with its markup and runs of space taken
+ * out (a gateway's HTML page), cut short. */
+static void
+reason(const struct sbx_http_resp *rs, char *buf, size_t n)
+{
+	const char *m = sbx_json_str(rs->json, "message"), *p;
+	char *copy;
+	size_t i = 0, len;
+	int tag = 0, space = 1;
+
+	if (!m) {
+		m = rs->body.data;
+		len = m ? rs->body.len : 0;
+	} else {
+		len = strlen(m);
+	}
+	/* Redacted whole, before it is cut short. */
+	copy = sbx_xmalloc(len + 1);
+	if (len)
+		memcpy(copy, m, len);
+	copy[len] = '\0';
+	redact(copy);
+	m = copy;
+	len = strlen(copy);
+	for (p = m; p && p < m + len && i + 4 < n; p++) {
+		if (*p == '<' || *p == '>') {
+			/* A tag is markup, and it parts words. */
+			tag = *p == '<';
+			if (!space)
+				buf[i++] = ' ';
+			space = 1;
+		} else if (tag) {
+			continue;
+		} else if (isspace((unsigned char)*p) ||
+		    iscntrl((unsigned char)*p)) {
+			if (!space)
+				buf[i++] = ' ';
+			space = 1;
+		} else {
+			buf[i++] = *p;
+			space = 0;
+		}
+	}
+	while (i && buf[i - 1] == ' ')
+		i--;
+	if (p && p < m + len && i + 4 >= n) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
+	buf[i] = '\0';
+	if (!i)
+		snprintf(buf, n, "no reason given");
+	free(copy);
+}
+
+/* Map a failed answer: 401 and 403 the key, 404 the sandbox. */
+int
+sbx_e2b_fail(const struct sbx_http_resp *rs, const char *what, const char *id,
+    struct sbx_err *err)
+{
+	char why[256];
+
+	if (rs->status == 401 || rs->status == 403)
+		return sbx_err_set(err, SBX_EX_CRED, "the E2B API key was "
+		    "rejected (status %ld)", rs->status);
+	if (rs->status == 404 && id)
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    id);
+	reason(rs, why, sizeof why);
+	return sbx_err_set(err, SBX_EX_FAIL, "%s: %s (status %ld)", what, why,
+	    rs->status);
+}
+
+int
+sbx_e2b_valid_id(const char *id)
+{
+	return id && *id && strlen(id) < 128 && strspn(id,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+	    == strlen(id);
+}
+
+int
+sbx_e2b_ref_id(const json_t *ref, const char **id, struct sbx_err *err)
+{
+	*id = sbx_json_str(ref, "id");
+	if (!sbx_e2b_valid_id(*id))
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    *id ? *id : "?");
+	return 0;
+}
+
+/* "2026-12-02T16:21:49.582Z" into seconds since the epoch. */
+static long long
+parse_time(const char *s)
+{
+	struct tm tm = {0};
+
+	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+		return 0;
+	return (long long)timegm(&tm);
+}
+
+/* The listing entry of a SandboxDetail or ListedSandbox, shaped as the
+ * other backends'. */
+json_t *
+sbx_e2b_info_of(const json_t *s, const char *endpoint)
+{
+	json_t *meta = json_object_get(s, "metadata"), *mine = json_object();
+	json_t *o = json_object(), *v;
+	const char *k, *st = sbx_json_str(s, "state"), *t;
+	long long now = sbx_now(), created;
+	char ts[32];
+
+	json_object_foreach(meta, k, v)
+		if (strncmp(k, LABEL_PREFIX, strlen(LABEL_PREFIX)))
+			json_object_set(mine, k, v);
+	t = sbx_json_str(meta, CREATED);
+	created = t && *t ? strtoll(t, NULL, 10) : 0;
+	if (created <= 0)
+		created = parse_time(sbx_json_str(s, "startedAt"));
+	t = sbx_json_str(meta, "io.sbx.timeout");
+	json_object_set_new(o, "backend", json_string("e2b"));
+	json_object_set_new(o, "id", json_string(sbx_json_str(s,
+	    "sandboxID")));
+	json_object_set_new(o, "name", json_null());
+	json_object_set_new(o, "status", json_string(st && !strcmp(st,
+	    "paused") ? "paused" : "running"));
+	json_object_set(o, "image", json_object_get(s, "templateID") ?
+	    json_object_get(s, "templateID") : json_null());
+	json_object_set(o, "workdir", json_is_string(json_object_get(meta,
+	    WORKDIR)) ? json_object_get(meta, WORKDIR) : json_null());
+	sbx_time_fmt(created, ts, sizeof ts);
+	json_object_set_new(o, "created_at", json_string(ts));
+	json_object_set_new(o, "created_at_epoch", json_integer(created));
+	json_object_set_new(o, "last_activity_at", json_null());
+	json_object_set_new(o, "last_activity_epoch", json_null());
+	json_object_set_new(o, "age", json_integer(now - created));
+	json_object_set_new(o, "idle", json_null());
+	json_object_set_new(o, "timeout", json_integer(t ? strtoll(t, NULL,
+	    10) : 0));
+	json_object_set_new(o, "labels", mine);
+	json_object_set_new(o, "processes", json_null());
+	json_object_set_new(o, "memory_bytes", json_integer(sbx_json_int(s,
+	    "memoryMB", 0) << 20));
+	json_object_set_new(o, "cpu_s", json_null());
+	json_object_set_new(o, "dir", json_null());
+	json_object_set_new(o, "cpus", json_integer(sbx_json_int(s,
+	    "cpuCount", 0)));
+	json_object_set_new(o, "expires_at", json_string(sbx_json_str(s,
+	    "endAt") ? sbx_json_str(s, "endAt") : ""));
+	json_object_set_new(o, "endpoint", json_string(endpoint));
+	return o;
+}
+
+/* GET /sandboxes/ID: the detail of one of ours. */
+int
+sbx_e2b_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	const char *m;
+
+	*out = NULL;
+	if (sbx_e2b_req(e, "GET", NULL, &rs, err, "/sandboxes/%s", id) < 0)
+		return -1;
+	if (rs.status != 200 || !json_is_object(rs.json)) {
+		sbx_e2b_fail(&rs, "cannot look at a sandbox", id, err);
+		sbx_http_resp_release(&rs);
+		return -1;
+	}
+	m = sbx_json_str(json_object_get(rs.json, "metadata"), MANAGED);
+	if (!m || strcmp(m, "1")) {
+		sbx_http_resp_release(&rs);
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' "
+		    SBX_NOT_OURS "sandbox", id);
+	}
+	*out = json_incref(rs.json);
+	sbx_http_resp_release(&rs);
+	return 0;
+}
+
+/* --- envd: the sandbox's own API ------------------------------------- */
+
+char *
+sbx_e2b_b64(const void *p, size_t n)
+{
+	char *s = sbx_xmalloc(4 * ((n + 2) / 3) + 1);
+
+	EVP_EncodeBlock((unsigned char *)s, (const unsigned char *)p, (int)n);
+	return s;
+}
+
+void
+sbx_e2b_envd_close(struct envd *v)
+{
+	size_t i;
+
+	sbx_http_free(v->h);
+	for (i = 0; i < sizeof v->hdr / sizeof v->hdr[0]; i++)
+		if (v->hdr[i]) {
+			explicit_bzero(v->hdr[i], strlen(v->hdr[i]));
+			free(v->hdr[i]);
+		}
+	memset(v, 0, sizeof *v);
+}
+
+int
+sbx_e2b_envd_open(struct envd *v, const json_t *ref, const char *id,
+    const json_t *sb, struct sbx_err *err)
+{
+	const char *url = sbx_json_str(ref, "envd"), *tok;
+	json_t *where = NULL;
+	size_t n = 0, i;
+
+	memset(v, 0, sizeof *v);
+	if (!url) {
+		/* A ref from --id: the environment says where. */
+		where = json_object();
+		sbx_e2b_envd_where(where, id, getenv("E2B_API_URL") &&
+		    *getenv("E2B_API_URL"), getenv("E2B_API_URL"), sb);
+		url = sbx_json_str(where, "envd");
+		ref = where;
+	}
+	if (!(v->h = sbx_http_new(url, err))) {
+		json_decref(where);
+		return -1;
+	}
+	if ((tok = sbx_json_str(sb, "envdAccessToken")))
+		v->hdr[n++] = sbx_xasprintf("X-Access-Token: %s", tok);
+	if (json_is_true(json_object_get(ref, "envd_proxy"))) {
+		v->hdr[n++] = sbx_xasprintf("E2b-Sandbox-Id: %s", id);
+		v->hdr[n++] = sbx_xasprintf("E2b-Sandbox-Port: %d",
+		    SBX_E2B_ENVD_PORT);
+	}
+	v->hdr[n++] = sbx_xstrdup(AS_ROOT);
+	for (i = 0; i < n; i++)
+		v->hdrs[i] = v->hdr[i];
+	json_decref(where);
+	return 0;
+}
+
+/* A unary Connect call to envd. */
+int
+sbx_e2b_envd_call(struct envd *v, const char *method, json_t *msg,
+    struct sbx_err *err)
+{
+	struct sbx_http_req rq = {.method = "POST", .body = msg, .in_fd = -1,
+	    .out_fd = -1, .headers = v->hdrs, .timeout_ms = 30000};
+	struct sbx_http_resp rs;
+	char *path = sbx_xasprintf("/process.Process/%s", method);
+	int rc = 0;
+
+	rq.path = path;
+	if (sbx_http_do(v->h, &rq, &rs, err) < 0) {
+		free(path);
+		return -1;
+	}
+	if (rs.status != 200) {
+		if (rs.status == 401 || rs.status == 403)
+			rc = sbx_err_set(err, SBX_EX_CRED, "envd refused the "
+			    "sandbox's access token (status %ld)", rs.status);
+		else
+			rc = sbx_e2b_fail(&rs, method, NULL, err);
+	}
+	sbx_http_resp_release(&rs);
+	free(path);
+	return rc;
+}
+
+/* Where envd is: at the API's own URL, named by headers, when the
+ * endpoint was given (as sbxd wants) or E2B_SANDBOX_URL says; else at
+ * the sandbox's host of the domain. */
+void
+sbx_e2b_envd_where(json_t *ref, const char *id, int explicit,
+    const char *endpoint, const json_t *sb)
+{
+	const char *su = getenv("E2B_SANDBOX_URL"), *d;
+	char *u;
+
+	if (su && *su) {
+		json_object_set_new(ref, "envd", json_string(su));
+		json_object_set_new(ref, "envd_proxy", json_true());
+	} else if (explicit) {
+		json_object_set_new(ref, "envd", json_string(endpoint));
+		json_object_set_new(ref, "envd_proxy", json_true());
+	} else {
+		d = sbx_json_str(sb, "domain");
+		u = sbx_xasprintf("https://%d-%s.%s", SBX_E2B_ENVD_PORT, id,
+		    d && *d ? d : sbx_e2b_domain());
+
+		json_object_set_new(ref, "envd", json_string(u));
+		free(u);
+		json_object_set_new(ref, "envd_proxy", json_false());
+	}
+}
+
+/* POST /sandboxes/ID/connect: resumes a paused sandbox, refreshes the
+ * TTL of a running one; *sb (if asked) is its Sandbox, with the envd
+ * access token, which is kept nowhere. */
+int
+sbx_e2b_connect(struct eb *e, const json_t *ref, const char *id, json_t **sb,
+    struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	json_t *body;
+	long long t = sbx_json_int(ref, "timeout", DEFAULT_TIMEOUT);
+	int rc = 0;
+
+	body = json_pack("{sI}", "timeout", (json_int_t)(t > 0 ? t :
+	    DEFAULT_TIMEOUT));
+	rc = sbx_e2b_req(e, "POST", body, &rs, err, "/sandboxes/%s/connect",
+	    id);
+	json_decref(body);
+	if (rc < 0)
+		return -1;
+	if ((rs.status != 200 && rs.status != 201) || !json_is_object(rs.json))
+		rc = sbx_e2b_fail(&rs, "cannot reach the sandbox", id, err);
+	else if (sb)
+		*sb = json_incref(rs.json);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
