@@ -69,9 +69,8 @@ REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto 2>/dev/null \
 # The sources by folder, so that a new file needs no edit here: the core
 # is lib/*.c; a backend is a folder, lib/local/ in the static flavour,
 # lib/docker/ and lib/e2b/ (with lib/http.c) in the remote one; lib/sbxd/
-# is the server. (docker and e2b are still single files in lib/ too.)
-REMOTE_SRC = lib/http.c $(wildcard lib/docker.c lib/e2b.c lib/docker/*.c \
-	lib/e2b/*.c)
+# is the server.
+REMOTE_SRC = lib/http.c $(wildcard lib/docker/*.c lib/e2b/*.c)
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c))
@@ -96,7 +95,8 @@ all: $(TOOLS) $(REMOTE_TOOLS) $(BIN)/sbx-init $(BIN)/sbxd
 # What -MMD wrote: an object is rebuilt when a header it includes changes.
 CMD_OBJ = $(CMDS:%=$(BUILD)/cmd/%.o) $(BUILD)/cmd/sbxd.o
 DEPS = $(patsubst %.o,%.d,$(LIB_OBJ) $(REMOTE_OBJ) $(INIT_OBJ) $(SBXD_OBJ) \
-	$(CMD_OBJ) $(BUILD)/remote/lib/backend.o) $(UNITS:%=%.d)
+	$(CMD_OBJ) $(BUILD)/remote/lib/backend.o \
+	$(BUILD)/tests/lib/portable.o) $(UNITS:%=%.d)
 -include $(DEPS)
 
 $(BUILD)/%.o: %.c
