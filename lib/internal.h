@@ -147,6 +147,14 @@ pid_t sbx_job_fork(int to_child, int *fd, int *child_end,
 /* The job's failure: "CODE message" on its error pipe, then exit. */
 void sbx_job_fail(int errfd, const struct sbx_err *err)
     __attribute__((noreturn));
+/* A transfer as a job: child runs in it on its end of the pipe (the
+ * tar it reads when to_child, for a put; else the tar of paths it
+ * writes, for a get), and its failure goes up the error pipe. */
+int sbx_job_transfer(int to_child, int (*child)(const json_t *ref,
+    const char *dir, const struct sbx_manifest *paths, int fd,
+    struct sbx_err *err), const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int *fd, struct sbx_job *job,
+    struct sbx_err *err);
 extern const struct sbx_files sbx_local_files;
 /* scan and remove through the backend's exec and a POSIX shell. */
 int sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,
