@@ -332,6 +332,22 @@ sbx_e2b_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
 	return 0;
 }
 
+/* The API of the ref's endpoint, and the detail of its sandbox, which
+ * must be one of ours: never another's sandbox by a mistyped id. */
+int
+sbx_e2b_ref_open(struct eb *e, const json_t *ref, const char **id,
+    json_t **s, struct sbx_err *err)
+{
+	if (sbx_e2b_ref_id(ref, id, err) < 0 ||
+	    sbx_e2b_open(e, sbx_json_str(ref, "endpoint"), err) < 0)
+		return -1;
+	if (sbx_e2b_get(e, *id, s, err) < 0) {
+		sbx_e2b_close(e);
+		return -1;
+	}
+	return 0;
+}
+
 /* --- envd: the sandbox's own API ------------------------------------- */
 
 char *

@@ -69,11 +69,8 @@ xfer_open(struct xfer *x, const json_t *ref, const char *suffix,
 	size_t i, n;
 
 	memset(x, 0, sizeof *x);
-	if (sbx_e2b_ref_id(ref, &x->id, err) < 0 ||
-	    sbx_e2b_open(&x->e, sbx_json_str(ref, "endpoint"), err) < 0)
+	if (sbx_e2b_ref_open(&x->e, ref, &x->id, &x->sb, err) < 0)
 		return -1;
-	if (sbx_e2b_get(&x->e, x->id, &x->sb, err) < 0)
-		goto fail;
 	if (!strcmp(sbx_json_str(x->sb, "state") ? sbx_json_str(x->sb,
 	    "state") : "", "paused")) {
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
