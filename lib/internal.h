@@ -55,6 +55,17 @@ int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);
  * jsonx.c, beside sbx_mkdirs: the static tools link it without OpenSSL. */
 int sbx_rmtree(const char *path);
 
+/* --- jsonx: times, as the backends' listings give them ---------------- */
+
+/* RFC 3339 ("2026-12-02T16:21:49.582Z") into seconds since the epoch,
+ * taken as UTC, the fraction dropped; 0 when s is NULL or not one. */
+long long sbx_time_parse(const char *s);
+/* A listing entry's times, in the order of its fields: created_at and
+ * its epoch, last_activity_at and its epoch (null for act < 0: not
+ * known), age and idle (null with them), as of now. */
+void sbx_info_times(json_t *o, long long now, long long created,
+    long long act);
+
 /* --- tar: streams of files, made and taken apart with libarchive ------ */
 
 /* Write a tar of the entries (paths relative to the current directory)
