@@ -55,7 +55,15 @@ int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);
  * jsonx.c, beside sbx_mkdirs: the static tools link it without OpenSSL. */
 int sbx_rmtree(const char *path);
 
-/* --- jsonx: times, as the backends' listings give them ---------------- */
+/* --- jsonx: what the backends' lookups and listings share -------------- */
+
+/* The label (docker's) or metadata key (E2B's) that marks what sbx made. */
+#define SBX_MANAGED "io.sbx.managed"
+/* 0 when labels mark one that sbx made (SBX_MANAGED is "1"); else -1,
+ * and err (if not NULL) says that id is not an sbx what ("container",
+ * "sandbox"). */
+int sbx_labels_ours(const json_t *labels, const char *id, const char *what,
+    struct sbx_err *err);
 
 /* RFC 3339 ("2026-12-02T16:21:49.582Z") into seconds since the epoch,
  * taken as UTC, the fraction dropped; 0 when s is NULL or not one. */

@@ -119,6 +119,18 @@ sbx_time_fmt(long long epoch, char *buf, size_t n)
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+int
+sbx_labels_ours(const json_t *labels, const char *id, const char *what,
+    struct sbx_err *err)
+{
+	const char *m = sbx_json_str(labels, SBX_MANAGED);
+
+	if (m && !strcmp(m, "1"))
+		return 0;
+	return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' "
+	    SBX_NOT_OURS "%s", id, what);
+}
+
 long long
 sbx_time_parse(const char *s)
 {

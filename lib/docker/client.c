@@ -120,7 +120,7 @@ int
 sbx_docker_find(struct dk *d, const json_t *ref, json_t **out,
     struct sbx_err *err)
 {
-	const char *id = sbx_json_str(ref, "id"), *m;
+	const char *id = sbx_json_str(ref, "id");
 	struct sbx_http_resp rs;
 	json_t *labels;
 
@@ -143,15 +143,10 @@ sbx_docker_find(struct dk *d, const json_t *ref, json_t **out,
 		return -1;
 	}
 	labels = json_object_get(json_object_get(rs.json, "Config"), "Labels");
-	m = sbx_json_str(labels, MANAGED);
-	if (!m || strcmp(m, "1")) {
-		sbx_http_resp_release(&rs);
-		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' "
-		    SBX_NOT_OURS "container", id);
-	}
-	*out = json_incref(rs.json);
+	if (sbx_labels_ours(labels, id, "container", err) == 0)
+		*out = json_incref(rs.json);
 	sbx_http_resp_release(&rs);
-	return 0;
+	return *out ? 0 : -1;
 }
 
 int

@@ -292,7 +292,6 @@ int
 sbx_e2b_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
 {
 	struct sbx_http_resp rs;
-	const char *m;
 
 	*out = NULL;
 	if (sbx_e2b_req(e, "GET", NULL, &rs, err, "/sandboxes/%s", id) < 0)
@@ -302,15 +301,11 @@ sbx_e2b_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
 		sbx_http_resp_release(&rs);
 		return -1;
 	}
-	m = sbx_json_str(json_object_get(rs.json, "metadata"), MANAGED);
-	if (!m || strcmp(m, "1")) {
-		sbx_http_resp_release(&rs);
-		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' "
-		    SBX_NOT_OURS "sandbox", id);
-	}
-	*out = json_incref(rs.json);
+	if (sbx_labels_ours(json_object_get(rs.json, "metadata"), id,
+	    "sandbox", err) == 0)
+		*out = json_incref(rs.json);
 	sbx_http_resp_release(&rs);
-	return 0;
+	return *out ? 0 : -1;
 }
 
 /* The API of the ref's endpoint, and the detail of its sandbox, which

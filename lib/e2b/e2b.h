@@ -9,7 +9,7 @@
 #define DEFAULT_DOMAIN "e2b.app"
 #define DEFAULT_TEMPLATE "base"
 #define DEFAULT_TIMEOUT 300 /* seconds, as the SDKs send */
-#define MANAGED "io.sbx.managed"
+#define MANAGED SBX_MANAGED
 #define LABEL_PREFIX "io.sbx."
 #define WORKDIR "io.sbx.workdir"
 #define CREATED "io.sbx.created"  /* seconds since the epoch */

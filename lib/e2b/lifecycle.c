@@ -291,10 +291,8 @@ e2b_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
 			break;
 		}
 		json_array_foreach(rs.json, i, one) {
-			const char *m = sbx_json_str(json_object_get(one,
-			    "metadata"), MANAGED);
-
-			if (!m || strcmp(m, "1"))
+			if (sbx_labels_ours(json_object_get(one, "metadata"),
+			    NULL, NULL, NULL) < 0)
 				continue;
 			o = sbx_e2b_info_of(one, e.endpoint);
 			if (!rc && fn(o, arg) < 0)
