@@ -55,6 +55,25 @@ int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);
  * jsonx.c, beside sbx_mkdirs: the static tools link it without OpenSSL. */
 int sbx_rmtree(const char *path);
 
+/* --- jsonx: what the backends' lookups and listings share -------------- */
+
+/* The label (docker's) or metadata key (E2B's) that marks what sbx made. */
+#define SBX_MANAGED "io.sbx.managed"
+/* 0 when labels mark one that sbx made (SBX_MANAGED is "1"); else -1,
+ * and err (if not NULL) says that id is not an sbx what ("container",
+ * "sandbox"). */
+int sbx_labels_ours(const json_t *labels, const char *id, const char *what,
+    struct sbx_err *err);
+
+/* RFC 3339 ("2026-12-02T16:21:49.582Z") into seconds since the epoch,
+ * taken as UTC, the fraction dropped; 0 when s is NULL or not one. */
+long long sbx_time_parse(const char *s);
+/* A listing entry's times, in the order of its fields: created_at and
+ * its epoch, last_activity_at and its epoch (null for act < 0: not
+ * known), age and idle (null with them), as of now. */
+void sbx_info_times(json_t *o, long long now, long long created,
+    long long act);
+
 /* --- tar: streams of files, made and taken apart with libarchive ------ */
 
 /* Write a tar of the entries (paths relative to the current directory)
@@ -147,6 +166,14 @@ pid_t sbx_job_fork(int to_child, int *fd, int *child_end,
 /* The job's failure: "CODE message" on its error pipe, then exit. */
 void sbx_job_fail(int errfd, const struct sbx_err *err)
     __attribute__((noreturn));
+/* A transfer as a job: child runs in it on its end of the pipe (the
+ * tar it reads when to_child, for a put; else the tar of paths it
+ * writes, for a get), and its failure goes up the error pipe. */
+int sbx_job_transfer(int to_child, int (*child)(const json_t *ref,
+    const char *dir, const struct sbx_manifest *paths, int fd,
+    struct sbx_err *err), const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int *fd, struct sbx_job *job,
+    struct sbx_err *err);
 extern const struct sbx_files sbx_local_files;
 /* scan and remove through the backend's exec and a POSIX shell. */
 int sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,

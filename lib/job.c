@@ -105,3 +105,22 @@ sbx_job_fork(int to_child, int *fd, int *child_end, struct sbx_job *job,
 	job->errfd = ep[0];
 	return pid;
 }
+
+int
+sbx_job_transfer(int to_child, int (*child)(const json_t *ref,
+    const char *dir, const struct sbx_manifest *paths, int fd,
+    struct sbx_err *err), const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int *fd, struct sbx_job *job,
+    struct sbx_err *err)
+{
+	struct sbx_err cerr = {0};
+	int cfd;
+	pid_t pid = sbx_job_fork(to_child, fd, &cfd, job, err);
+
+	if (pid == 0) {
+		if (child(ref, dir, paths, cfd, &cerr) < 0)
+			sbx_job_fail(job->errfd, &cerr);
+		_exit(0);
+	}
+	return pid < 0 ? -1 : 0;
+}

@@ -119,6 +119,46 @@ sbx_time_fmt(long long epoch, char *buf, size_t n)
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+int
+sbx_labels_ours(const json_t *labels, const char *id, const char *what,
+    struct sbx_err *err)
+{
+	const char *m = sbx_json_str(labels, SBX_MANAGED);
+
+	if (m && !strcmp(m, "1"))
+		return 0;
+	return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' "
+	    SBX_NOT_OURS "%s", id, what);
+}
+
+long long
+sbx_time_parse(const char *s)
+{
+	struct tm tm = {0};
+
+	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
+		return 0;
+	return (long long)timegm(&tm);
+}
+
+void
+sbx_info_times(json_t *o, long long now, long long created, long long act)
+{
+	char ts[32];
+
+	sbx_time_fmt(created, ts, sizeof ts);
+	json_object_set_new(o, "created_at", json_string(ts));
+	json_object_set_new(o, "created_at_epoch", json_integer(created));
+	sbx_time_fmt(act, ts, sizeof ts);
+	json_object_set_new(o, "last_activity_at", act < 0 ? json_null() :
+	    json_string(ts));
+	json_object_set_new(o, "last_activity_epoch", act < 0 ? json_null() :
+	    json_integer(act));
+	json_object_set_new(o, "age", json_integer(now - created));
+	json_object_set_new(o, "idle", act < 0 ? json_null() :
+	    json_integer(now - act));
+}
+
 long long
 sbx_now(void)
 {

@@ -3,7 +3,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "docker.h"
 
@@ -121,7 +120,7 @@ int
 sbx_docker_find(struct dk *d, const json_t *ref, json_t **out,
     struct sbx_err *err)
 {
-	const char *id = sbx_json_str(ref, "id"), *m;
+	const char *id = sbx_json_str(ref, "id");
 	struct sbx_http_resp rs;
 	json_t *labels;
 
@@ -144,15 +143,10 @@ sbx_docker_find(struct dk *d, const json_t *ref, json_t **out,
 		return -1;
 	}
 	labels = json_object_get(json_object_get(rs.json, "Config"), "Labels");
-	m = sbx_json_str(labels, MANAGED);
-	if (!m || strcmp(m, "1")) {
-		sbx_http_resp_release(&rs);
-		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' "
-		    SBX_NOT_OURS "container", id);
-	}
-	*out = json_incref(rs.json);
+	if (sbx_labels_ours(labels, id, "container", err) == 0)
+		*out = json_incref(rs.json);
 	sbx_http_resp_release(&rs);
-	return 0;
+	return *out ? 0 : -1;
 }
 
 int
@@ -166,17 +160,6 @@ sbx_docker_ref_open(struct dk *d, const json_t *ref, json_t **c,
 		return -1;
 	}
 	return 0;
-}
-
-/* "2026-12-02T16:21:49.582636182Z" into seconds since the epoch. */
-static long long
-parse_time(const char *s)
-{
-	struct tm tm = {0};
-
-	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
-		return 0;
-	return (long long)timegm(&tm);
 }
 
 const char *
@@ -216,12 +199,11 @@ sbx_docker_info_of(const json_t *c, const char *endpoint)
 	const char *k, *name = sbx_json_str(c, "Name");
 	long long now = sbx_now(), created;
 	json_t *v;
-	char ts[32];
 
 	json_object_foreach(labels, k, v)
 		if (strncmp(k, LABEL_PREFIX, strlen(LABEL_PREFIX)))
 			json_object_set(mine, k, v);
-	created = parse_time(sbx_json_str(c, "Created"));
+	created = sbx_time_parse(sbx_json_str(c, "Created"));
 	json_object_set_new(o, "backend", json_string("docker"));
 	json_object_set_new(o, "id", json_string(sbx_json_str(c, "Id")));
 	json_object_set_new(o, "name", name && name[0] == '/' && name[1] &&
@@ -232,14 +214,8 @@ sbx_docker_info_of(const json_t *c, const char *endpoint)
 	    json_object_get(cfg, "Image") : json_null());
 	json_object_set(o, "workdir", json_object_get(cfg, "WorkingDir") ?
 	    json_object_get(cfg, "WorkingDir") : json_null());
-	sbx_time_fmt(created, ts, sizeof ts);
-	json_object_set_new(o, "created_at", json_string(ts));
-	json_object_set_new(o, "created_at_epoch", json_integer(created));
 	/* The engine does not say when an exec last ran: never "idle". */
-	json_object_set_new(o, "last_activity_at", json_null());
-	json_object_set_new(o, "last_activity_epoch", json_null());
-	json_object_set_new(o, "age", json_integer(now - created));
-	json_object_set_new(o, "idle", json_null());
+	sbx_info_times(o, now, created, -1);
 	json_object_set_new(o, "timeout", json_integer(strtoll(
 	    sbx_json_str(labels, "io.sbx.timeout") ? sbx_json_str(labels,
 	    "io.sbx.timeout") : "0", NULL, 10)));

@@ -12,7 +12,7 @@
 #define API_WANT 41   /* written against 1.41 (Docker 20.10) */
 #define API_MIN 35    /* exec's WorkingDir */
 #define DEFAULT_HOST "unix:///var/run/docker.sock"
-#define MANAGED "io.sbx.managed"
+#define MANAGED SBX_MANAGED
 #define LABEL_PREFIX "io.sbx."
 #define EXPIRED_CODE 124 /* how the keep-alive says the idle time ran out */
 /* sbx-kill --keep ends the keep-alive with this signal, so that the exit

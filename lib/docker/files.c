@@ -20,9 +20,11 @@ static const char get_sh[] =
     "[ $# -gt 0 ] || exec dd if=/dev/zero bs=512 count=2 2>/dev/null\n"
     "exec tar -cf - -- \"$@\"\n";
 
-/* The tar on in goes to the engine, which unpacks it in dir. */
+/* The tar on in goes to the engine, which unpacks it in dir (paths is
+ * a get's). */
 static int
-put_child(const json_t *ref, const char *dir, int in, struct sbx_err *err)
+put_child(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int in, struct sbx_err *err)
 {
 	struct sbx_http_req rq = {.method = "PUT", .in_fd = in, .out_fd = -1,
 	    .in_type = "application/x-tar"};
@@ -32,6 +34,7 @@ put_child(const json_t *ref, const char *dir, int in, struct sbx_err *err)
 	char *q, *path;
 	int rc;
 
+	(void)paths;
 	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
 		return -1;
 	if (!dir)
@@ -61,16 +64,7 @@ static int
 docker_put(const json_t *ref, const char *dir, int *fd, struct sbx_job *job,
     struct sbx_err *err)
 {
-	struct sbx_err cerr = {0};
-	int in;
-	pid_t pid = sbx_job_fork(1, fd, &in, job, err);
-
-	if (pid == 0) {
-		if (put_child(ref, dir, in, &cerr) < 0)
-			sbx_job_fail(job->errfd, &cerr);
-		_exit(0);
-	}
-	return pid < 0 ? -1 : 0;
+	return sbx_job_transfer(1, put_child, ref, dir, NULL, fd, job, err);
 }
 
 /* A tar of paths, made by tar in the sandbox, goes to out. */
@@ -112,16 +106,7 @@ docker_get(const json_t *ref, const char *dir,
     const struct sbx_manifest *paths, int *fd, struct sbx_job *job,
     struct sbx_err *err)
 {
-	struct sbx_err cerr = {0};
-	int out;
-	pid_t pid = sbx_job_fork(0, fd, &out, job, err);
-
-	if (pid == 0) {
-		if (get_child(ref, dir, paths, out, &cerr) < 0)
-			sbx_job_fail(job->errfd, &cerr);
-		_exit(0);
-	}
-	return pid < 0 ? -1 : 0;
+	return sbx_job_transfer(0, get_child, ref, dir, paths, fd, job, err);
 }
 
 const struct sbx_files sbx_docker_files = {

@@ -245,6 +245,19 @@ dk_post(struct dk *d, const char *id, const char *verb, const char *what,
 	return rc;
 }
 
+/* The container of ref, which must be one of ours; its full id in *id,
+ * and in ref. */
+static int
+ref_open_id(struct dk *d, json_t *ref, json_t **c, const char **id,
+    struct sbx_err *err)
+{
+	if (sbx_docker_ref_open(d, ref, c, err) < 0)
+		return -1;
+	*id = sbx_json_str(*c, "Id");
+	json_object_set_new(ref, "id", json_string(*id));
+	return 0;
+}
+
 /* kill --keep: the container stays, with its files, ended by
  * KILLED_SIGNAL (its init passes it to the keep-alive). One that has
  * ended already is left as it is. */
@@ -268,10 +281,8 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 	const char *id;
 	int rc;
 
-	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
+	if (ref_open_id(&d, ref, &c, &id, err) < 0)
 		return -1;
-	id = sbx_json_str(c, "Id");
-	json_object_set_new(ref, "id", json_string(id));
 	/* runsc can neither signal nor remove a paused container. */
 	if (!strcmp(sbx_docker_status_of(c), "paused") && dk_post(&d, id,
 	    "unpause",
@@ -352,10 +363,8 @@ docker_pause(json_t *ref, int stop, struct sbx_err *err)
 	const char *st, *id;
 	int rc = 0;
 
-	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
+	if (ref_open_id(&d, ref, &c, &id, err) < 0)
 		return -1;
-	id = sbx_json_str(c, "Id");
-	json_object_set_new(ref, "id", json_string(id));
 	st = sbx_docker_status_of(c);
 	if (!strcmp(st, "stopped") || (!stop && !strcmp(st, "paused")))
 		goto out; /* already paused: nothing to do */
@@ -389,10 +398,8 @@ docker_resume(json_t *ref, struct sbx_err *err)
 	const char *st, *id;
 	int rc = 0;
 
-	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
+	if (ref_open_id(&d, ref, &c, &id, err) < 0)
 		return -1;
-	id = sbx_json_str(c, "Id");
-	json_object_set_new(ref, "id", json_string(id));
 	st = sbx_docker_status_of(c);
 	if (!strcmp(st, "paused"))
 		rc = dk_post(&d, id, "unpause", "cannot unpause the container",

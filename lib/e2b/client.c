@@ -4,7 +4,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <openssl/evp.h>
 
@@ -243,17 +242,6 @@ sbx_e2b_ref_id(const json_t *ref, const char **id, struct sbx_err *err)
 	return 0;
 }
 
-/* "2026-12-02T16:21:49.582Z" into seconds since the epoch. */
-static long long
-parse_time(const char *s)
-{
-	struct tm tm = {0};
-
-	if (!s || !strptime(s, "%Y-%m-%dT%H:%M:%S", &tm))
-		return 0;
-	return (long long)timegm(&tm);
-}
-
 /* The listing entry of a SandboxDetail or ListedSandbox, shaped as the
  * other backends'. */
 json_t *
@@ -263,7 +251,6 @@ sbx_e2b_info_of(const json_t *s, const char *endpoint)
 	json_t *o = json_object(), *v;
 	const char *k, *st = sbx_json_str(s, "state"), *t;
 	long long now = sbx_now(), created;
-	char ts[32];
 
 	json_object_foreach(meta, k, v)
 		if (strncmp(k, LABEL_PREFIX, strlen(LABEL_PREFIX)))
@@ -271,7 +258,7 @@ sbx_e2b_info_of(const json_t *s, const char *endpoint)
 	t = sbx_json_str(meta, CREATED);
 	created = t && *t ? strtoll(t, NULL, 10) : 0;
 	if (created <= 0)
-		created = parse_time(sbx_json_str(s, "startedAt"));
+		created = sbx_time_parse(sbx_json_str(s, "startedAt"));
 	t = sbx_json_str(meta, "io.sbx.timeout");
 	json_object_set_new(o, "backend", json_string("e2b"));
 	json_object_set_new(o, "id", json_string(sbx_json_str(s,
@@ -283,13 +270,7 @@ sbx_e2b_info_of(const json_t *s, const char *endpoint)
 	    json_object_get(s, "templateID") : json_null());
 	json_object_set(o, "workdir", json_is_string(json_object_get(meta,
 	    WORKDIR)) ? json_object_get(meta, WORKDIR) : json_null());
-	sbx_time_fmt(created, ts, sizeof ts);
-	json_object_set_new(o, "created_at", json_string(ts));
-	json_object_set_new(o, "created_at_epoch", json_integer(created));
-	json_object_set_new(o, "last_activity_at", json_null());
-	json_object_set_new(o, "last_activity_epoch", json_null());
-	json_object_set_new(o, "age", json_integer(now - created));
-	json_object_set_new(o, "idle", json_null());
+	sbx_info_times(o, now, created, -1);
 	json_object_set_new(o, "timeout", json_integer(t ? strtoll(t, NULL,
 	    10) : 0));
 	json_object_set_new(o, "labels", mine);
@@ -311,7 +292,6 @@ int
 sbx_e2b_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
 {
 	struct sbx_http_resp rs;
-	const char *m;
 
 	*out = NULL;
 	if (sbx_e2b_req(e, "GET", NULL, &rs, err, "/sandboxes/%s", id) < 0)
@@ -321,14 +301,26 @@ sbx_e2b_get(struct eb *e, const char *id, json_t **out, struct sbx_err *err)
 		sbx_http_resp_release(&rs);
 		return -1;
 	}
-	m = sbx_json_str(json_object_get(rs.json, "metadata"), MANAGED);
-	if (!m || strcmp(m, "1")) {
-		sbx_http_resp_release(&rs);
-		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' "
-		    SBX_NOT_OURS "sandbox", id);
-	}
-	*out = json_incref(rs.json);
+	if (sbx_labels_ours(json_object_get(rs.json, "metadata"), id,
+	    "sandbox", err) == 0)
+		*out = json_incref(rs.json);
 	sbx_http_resp_release(&rs);
+	return *out ? 0 : -1;
+}
+
+/* The API of the ref's endpoint, and the detail of its sandbox, which
+ * must be one of ours: never another's sandbox by a mistyped id. */
+int
+sbx_e2b_ref_open(struct eb *e, const json_t *ref, const char **id,
+    json_t **s, struct sbx_err *err)
+{
+	if (sbx_e2b_ref_id(ref, id, err) < 0 ||
+	    sbx_e2b_open(e, sbx_json_str(ref, "endpoint"), err) < 0)
+		return -1;
+	if (sbx_e2b_get(e, *id, s, err) < 0) {
+		sbx_e2b_close(e);
+		return -1;
+	}
 	return 0;
 }
 

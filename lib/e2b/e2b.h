@@ -9,7 +9,7 @@
 #define DEFAULT_DOMAIN "e2b.app"
 #define DEFAULT_TEMPLATE "base"
 #define DEFAULT_TIMEOUT 300 /* seconds, as the SDKs send */
-#define MANAGED "io.sbx.managed"
+#define MANAGED SBX_MANAGED
 #define LABEL_PREFIX "io.sbx."
 #define WORKDIR "io.sbx.workdir"
 #define CREATED "io.sbx.created"  /* seconds since the epoch */
@@ -56,6 +56,10 @@ int sbx_e2b_ref_id(const json_t *ref, const char **id, struct sbx_err *err);
 /* GET /sandboxes/ID: the detail of one of ours. */
 int sbx_e2b_get(struct eb *e, const char *id, json_t **out,
     struct sbx_err *err);
+/* sbx_e2b_open on the ref's endpoint, then sbx_e2b_get of its id (the
+ * API is closed again on failure). */
+int sbx_e2b_ref_open(struct eb *e, const json_t *ref, const char **id,
+    json_t **s, struct sbx_err *err);
 /* The listing entry of a SandboxDetail or ListedSandbox, shaped as the
  * other backends'. */
 json_t *sbx_e2b_info_of(const json_t *s, const char *endpoint);

@@ -69,11 +69,8 @@ xfer_open(struct xfer *x, const json_t *ref, const char *suffix,
 	size_t i, n;
 
 	memset(x, 0, sizeof *x);
-	if (sbx_e2b_ref_id(ref, &x->id, err) < 0 ||
-	    sbx_e2b_open(&x->e, sbx_json_str(ref, "endpoint"), err) < 0)
+	if (sbx_e2b_ref_open(&x->e, ref, &x->id, &x->sb, err) < 0)
 		return -1;
-	if (sbx_e2b_get(&x->e, x->id, &x->sb, err) < 0)
-		goto fail;
 	if (!strcmp(sbx_json_str(x->sb, "state") ? sbx_json_str(x->sb,
 	    "state") : "", "paused")) {
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is paused "
@@ -224,9 +221,10 @@ tar_failed(const struct sbx_exec_result *res, const char *dir,
 }
 
 /* The tar on in goes to a temporary file in the sandbox, which tar
- * unpacks in dir. */
+ * unpacks in dir (paths is a get's). */
 static int
-put_child(const json_t *ref, const char *dir, int in, struct sbx_err *err)
+put_child(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int in, struct sbx_err *err)
 {
 	struct sbx_exec_opts o = {.capture = 1, .max_output = 4096};
 	struct sbx_exec_result res = {0};
@@ -235,6 +233,7 @@ put_child(const json_t *ref, const char *dir, int in, struct sbx_err *err)
 	    "."), NULL, NULL};
 	int rc = -1;
 
+	(void)paths;
 	if (xfer_open(&x, ref, ".tar", err) < 0)
 		return -1;
 	argv[5] = x.tmp;
@@ -263,16 +262,7 @@ static int
 e2b_put(const json_t *ref, const char *dir, int *fd, struct sbx_job *job,
     struct sbx_err *err)
 {
-	struct sbx_err cerr = {0};
-	int in;
-	pid_t pid = sbx_job_fork(1, fd, &in, job, err);
-
-	if (pid == 0) {
-		if (put_child(ref, dir, in, &cerr) < 0)
-			sbx_job_fail(job->errfd, &cerr);
-		_exit(0);
-	}
-	return pid < 0 ? -1 : 0;
+	return sbx_job_transfer(1, put_child, ref, dir, NULL, fd, job, err);
 }
 
 /* A tar of paths, made by tar in the sandbox, goes to out. */
@@ -327,16 +317,7 @@ static int
 e2b_get(const json_t *ref, const char *dir, const struct sbx_manifest *paths,
     int *fd, struct sbx_job *job, struct sbx_err *err)
 {
-	struct sbx_err cerr = {0};
-	int out;
-	pid_t pid = sbx_job_fork(0, fd, &out, job, err);
-
-	if (pid == 0) {
-		if (get_child(ref, dir, paths, out, &cerr) < 0)
-			sbx_job_fail(job->errfd, &cerr);
-		_exit(0);
-	}
-	return pid < 0 ? -1 : 0;
+	return sbx_job_transfer(0, get_child, ref, dir, paths, fd, job, err);
 }
 
 static int

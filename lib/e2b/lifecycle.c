@@ -228,14 +228,8 @@ e2b_kill(json_t *ref, int keep, struct sbx_err *err)
 	int rc = 0;
 
 	(void)keep; /* no KEEP: the caps say so */
-	if (sbx_e2b_ref_id(ref, &id, err) < 0 ||
-	    sbx_e2b_open(&e, sbx_json_str(ref, "endpoint"), err) < 0)
+	if (sbx_e2b_ref_open(&e, ref, &id, &s, err) < 0)
 		return -1;
-	/* Only one of ours: never another's sandbox by a mistyped id. */
-	if (sbx_e2b_get(&e, id, &s, err) < 0) {
-		sbx_e2b_close(&e);
-		return -1;
-	}
 	json_decref(s);
 	if (sbx_e2b_req(&e, "DELETE", NULL, &rs, err, "/sandboxes/%s",
 	    id) < 0) {
@@ -256,13 +250,8 @@ e2b_info(const json_t *ref, struct sbx_err *err)
 	json_t *s, *o;
 	const char *id;
 
-	if (sbx_e2b_ref_id(ref, &id, err) < 0 ||
-	    sbx_e2b_open(&e, sbx_json_str(ref, "endpoint"), err) < 0)
+	if (sbx_e2b_ref_open(&e, ref, &id, &s, err) < 0)
 		return NULL;
-	if (sbx_e2b_get(&e, id, &s, err) < 0) {
-		sbx_e2b_close(&e);
-		return NULL;
-	}
 	o = sbx_e2b_info_of(s, e.endpoint);
 	json_decref(s);
 	sbx_e2b_close(&e);
@@ -302,10 +291,8 @@ e2b_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
 			break;
 		}
 		json_array_foreach(rs.json, i, one) {
-			const char *m = sbx_json_str(json_object_get(one,
-			    "metadata"), MANAGED);
-
-			if (!m || strcmp(m, "1"))
+			if (sbx_labels_ours(json_object_get(one, "metadata"),
+			    NULL, NULL, NULL) < 0)
 				continue;
 			o = sbx_e2b_info_of(one, e.endpoint);
 			if (!rc && fn(o, arg) < 0)
@@ -334,13 +321,8 @@ e2b_pause(json_t *ref, int stop, struct sbx_err *err)
 	int rc = 0;
 
 	(void)stop; /* only suspend: the caps say so */
-	if (sbx_e2b_ref_id(ref, &id, err) < 0 ||
-	    sbx_e2b_open(&e, sbx_json_str(ref, "endpoint"), err) < 0)
+	if (sbx_e2b_ref_open(&e, ref, &id, &s, err) < 0)
 		return -1;
-	if (sbx_e2b_get(&e, id, &s, err) < 0) {
-		sbx_e2b_close(&e);
-		return -1;
-	}
 	if (!strcmp(sbx_json_str(s, "state") ? sbx_json_str(s, "state") : "",
 	    "paused"))
 		goto out;
@@ -367,13 +349,8 @@ e2b_resume(json_t *ref, struct sbx_err *err)
 	const char *id;
 	int rc;
 
-	if (sbx_e2b_ref_id(ref, &id, err) < 0 ||
-	    sbx_e2b_open(&e, sbx_json_str(ref, "endpoint"), err) < 0)
+	if (sbx_e2b_ref_open(&e, ref, &id, &s, err) < 0)
 		return -1;
-	if (sbx_e2b_get(&e, id, &s, err) < 0) {
-		sbx_e2b_close(&e);
-		return -1;
-	}
 	json_decref(s);
 	rc = sbx_e2b_connect(&e, ref, id, NULL, err);
 	sbx_e2b_close(&e);

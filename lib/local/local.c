@@ -859,7 +859,6 @@ info_of(const char *id)
 	const char *st = "dead";
 	struct sbx_cgroups cg;
 	struct stat sb;
-	char ts[32];
 
 	created = sbx_json_int(meta, "created_at_epoch", 0);
 	/* No meta.json: sbx-create is still at work on it (or died at it),
@@ -894,14 +893,7 @@ info_of(const char *id)
 	    json_object_get(meta, "image") : json_null());
 	json_object_set(o, "workdir", json_object_get(meta, "workdir") ?
 	    json_object_get(meta, "workdir") : json_null());
-	sbx_time_fmt(created, ts, sizeof ts);
-	json_object_set_new(o, "created_at", json_string(ts));
-	json_object_set_new(o, "created_at_epoch", json_integer(created));
-	sbx_time_fmt(act, ts, sizeof ts);
-	json_object_set_new(o, "last_activity_at", json_string(ts));
-	json_object_set_new(o, "last_activity_epoch", json_integer(act));
-	json_object_set_new(o, "age", json_integer(now - created));
-	json_object_set_new(o, "idle", json_integer(now - act));
+	sbx_info_times(o, now, created, act);
 	json_object_set_new(o, "timeout", json_integer(sbx_json_int(meta,
 	    "timeout", 0)));
 	json_object_set_new(o, "labels", json_is_object(json_object_get(meta,
