@@ -49,12 +49,19 @@ sbx_xasprintf(const char *fmt, ...)
 {
 	va_list ap;
 	char *s;
-	int n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&s, fmt, ap);
+	s = sbx_xvasprintf(fmt, ap);
 	va_end(ap);
-	if (n < 0)
+	return s;
+}
+
+char *
+sbx_xvasprintf(const char *fmt, va_list ap)
+{
+	char *s;
+
+	if (vasprintf(&s, fmt, ap) < 0)
 		oom(NULL);
 	return s;
 }

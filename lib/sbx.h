@@ -2,6 +2,7 @@
 #ifndef SBX_H
 #define SBX_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,6 +61,8 @@ void *sbx_xrealloc(void *p, size_t n);
 char *sbx_xstrdup(const char *s);
 __attribute__((format(printf, 1, 2))) char *sbx_xasprintf(const char *fmt,
     ...);
+__attribute__((format(printf, 1, 0))) char *sbx_xvasprintf(const char *fmt,
+    va_list ap);
 
 /* --- cli: usage, the common options, option values, stdout ------------ */
 

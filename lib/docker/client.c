@@ -75,11 +75,8 @@ sbx_docker_req(struct dk *d, const char *method, json_t *body,
 	int rc;
 
 	va_start(ap, fmt);
-	if (vasprintf(&path, fmt, ap) < 0)
-		path = NULL;
+	path = sbx_xvasprintf(fmt, ap);
 	va_end(ap);
-	if (!path)
-		return sbx_err_set(err, SBX_EX_FAIL, "out of memory");
 	full = sbx_xasprintf("/v%d.%d%s", API_MAJOR, d->minor, path);
 	rq.path = full;
 	rq.idempotent = !strcmp(method, "GET");

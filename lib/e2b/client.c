@@ -125,11 +125,8 @@ sbx_e2b_req(struct eb *e, const char *method, json_t *body,
 	int rc;
 
 	va_start(ap, fmt);
-	if (vasprintf(&path, fmt, ap) < 0)
-		path = NULL;
+	path = sbx_xvasprintf(fmt, ap);
 	va_end(ap);
-	if (!path)
-		return sbx_err_set(err, SBX_EX_FAIL, "out of memory");
 	rq.path = path;
 	rq.idempotent = !strcmp(method, "GET") || !strcmp(method, "DELETE") ||
 	    (strlen(path) > 8 && !strcmp(path + strlen(path) - 8,
