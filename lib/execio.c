@@ -28,8 +28,10 @@ sbx_xs_init(struct sbx_xs *xs, const struct sbx_exec_opts *o,
 	xs->tp = tp;
 	xs->t = t;
 	xs->t0 = sbx_mono_ms();
-	/* Judged now: a closed fd 0 would be the first the backend opens. */
-	xs->in_open = fcntl(0, F_GETFD) >= 0;
+	/* Judged now: a closed fd 0, 1 or 2 would be the first the backend
+	 * opens (its socket, which must never pass for our stdio). */
+	xs->std_open = (fcntl(0, F_GETFD) >= 0) |
+	    (fcntl(1, F_GETFD) >= 0) << 1 | (fcntl(2, F_GETFD) >= 0) << 2;
 	xs->in_state = sbx_xs_forwards_input(xs) ? 0 : 2;
 	xs->outs[0] = xs->outs[1] = xs->outs[2] = -1;
 	xs->sfd = -1;
@@ -290,7 +292,7 @@ loop(struct sbx_xs *xs, char *buf, struct sbx_err *err)
 		deadline = xs->t0 + (long long)xs->o->timeout_ms;
 	while (!xs->done) {
 		/* Closed when the session began: at its end from the start. */
-		if (xs->in_state == 0 && !xs->in_open)
+		if (xs->in_state == 0 && !(xs->std_open & 1))
 			input_end(xs);
 		p[0] = (struct pollfd){xs->sfd, POLLIN, 0};
 		p[1] = (struct pollfd){xs->in_state ? -1 : 0, POLLIN, 0};

@@ -81,7 +81,7 @@ struct sbx_xs_transport {
 #define SBX_XS_DEADLINE 2u
 #define SBX_XS_DRAIN_MS 5000
 
-/* The session. Transports read o, res, in_open and old; the rest is the
+/* The session. Transports read o, res, std_open and old; the rest is the
  * session's own. */
 struct sbx_xs {
 	const struct sbx_exec_opts *o;
@@ -89,7 +89,8 @@ struct sbx_xs {
 	const struct sbx_xs_transport *tp;
 	void *t;
 	long long t0;
-	int in_open;     /* fd 0 was open when the session began */
+	unsigned std_open; /* bit n: fd n (0, 1, 2) was open when the session
+			    * began */
 	int in_state;    /* 0 read, 1 held by the transport, 2 at its end */
 	int done;
 	int outs[3];     /* fds the session reads output from, or -1 */

@@ -300,7 +300,7 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	if (o->tty)
 		flags |= SBX_EXEC_TTY;
 	if (!o->tty) {
-		if (o->interactive && xs.in_open) {
+		if (o->interactive && (xs.std_open & 1)) {
 			flags |= SBX_EXEC_STDIN;
 			x.fds[x.nfds++] = 0;
 		}
@@ -314,12 +314,11 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 			x.fds[x.nfds++] = x.outp[1];
 			x.fds[x.nfds++] = x.errp[1];
 		} else {
-			if ((fcntl(1, F_GETFD) < 0 || fcntl(2, F_GETFD) < 0) &&
-			    (x.null = open("/dev/null", O_WRONLY |
-			    O_CLOEXEC)) < 0)
+			if ((xs.std_open & 6) != 6 && (x.null = open(
+			    "/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
 				goto out;
-			x.fds[x.nfds++] = fcntl(1, F_GETFD) >= 0 ? 1 : x.null;
-			x.fds[x.nfds++] = fcntl(2, F_GETFD) >= 0 ? 2 : x.null;
+			x.fds[x.nfds++] = xs.std_open & 2 ? 1 : x.null;
+			x.fds[x.nfds++] = xs.std_open & 4 ? 2 : x.null;
 		}
 	}
 	if (o->timeout_ms) {
