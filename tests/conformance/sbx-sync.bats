@@ -613,8 +613,13 @@ refused_files() {
 	if refused_files; then return; fi
 	new_sandbox
 	head -c 60M /dev/urandom >"$P/big"
-	run script -qec "sbx-sync push -s '$S' '$P' >/dev/null" /dev/null
+	# stdin from /dev/null, as in sbx-ls.bats: script's own stdin is not
+	# the test's business. The command's status is printed from inside, so
+	# that a failure of script itself is told from one of sbx-sync's.
+	run script -qec "sbx-sync push -s '$S' '$P' >/dev/null; echo rc=\$?" \
+	    /dev/null </dev/null
 	assert_success
+	assert_output --partial rc=0
 	assert_output --regexp '1 files, 60\.0 MiB, [0-9.]+ MiB/s'
 	in_sbx 'echo x >>big'
 	run --separate-stderr pull
