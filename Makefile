@@ -73,7 +73,8 @@ REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto 2>/dev/null \
 REMOTE_SRC = lib/http.c $(wildcard lib/docker/*.c lib/e2b/*.c)
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
-LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c))
+LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
+	lib/net/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMDS = sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-pause sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
