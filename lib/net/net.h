@@ -64,8 +64,8 @@ enum sbx_net_protect sbx_net_protected(const struct sockaddr *dest,
 
 /* The verdict for a connection to dest, whose host (TLS SNI or HTTP Host,
  * lower case, no port) is host or NULL when unknown:
- * 1. protected (above): allow only if an allow CIDR rule (not "all")
- *    contains dest; else deny.
+ * 1. protected (above): allow only if an allow CIDR rule (not "all", nor
+ *    a /0, which is "all" in other words) contains dest; else deny.
  * 2. an allow rule matches (CIDR contains dest, or a domain rule matches
  *    host): allow. Allow wins over deny.
  * 3. a deny rule matches (CIDR, domain on host, or "all"): deny.
