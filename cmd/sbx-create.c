@@ -4,15 +4,21 @@
 #include <string.h>
 
 #include "sbx.h"
+#include "net/net.h"
 
 static const char usage[] =
     "usage: sbx-create [-qv] [-b backend] [-s file] [-i image] [-m size] "
     "[-c cpus] [-p n]\n"
     "                  [-n deny|allow] [-T seconds] [-l key=value]... "
     "[-e name[=value]]...\n"
-    "                  [-w dir] [-N name] [-r] [-R runtime] [-P] [-E url]\n";
+    "                  [-w dir] [-N name] [-r] [-R runtime] [-P] [-E url]\n"
+    "                  [--allow-out dest]... [--deny-out dest]...\n";
+
+enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT };
 
 static const struct option longopts[] = {
+	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
+	{"deny-out", required_argument, NULL, OPT_DENY_OUT},
 	{"backend", required_argument, NULL, 'b'},
 	{"cpus", required_argument, NULL, 'c'},
 	{"endpoint", required_argument, NULL, 'E'},
@@ -140,6 +146,22 @@ replaced(json_t *root, json_t *old)
 	json_object_set_new(root, "replaced", list);
 }
 
+/* --allow-out and --deny-out: checked now, kept as given. */
+static void
+add_rule(json_t **rules, const char *list, const char *text)
+{
+	struct sbx_net_rule r;
+	struct sbx_err err = {0};
+	json_t *a;
+
+	if (sbx_net_rule_parse(text, &r, &err) < 0)
+		sbx_die_err(&err);
+	if (!*rules)
+		*rules = json_pack("{s[]s[]}", "allow_out", "deny_out");
+	a = json_object_get(*rules, list);
+	json_array_append_new(a, json_string(text));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -164,6 +186,12 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "b:c:E:e:hi:l:m:N:n:Pp:qR:rs:T:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
+		case OPT_ALLOW_OUT:
+			add_rule(&spec.net_rules, "allow_out", optarg);
+			break;
+		case OPT_DENY_OUT:
+			add_rule(&spec.net_rules, "deny_out", optarg);
+			break;
 		case 'b':
 			backend = optarg;
 			break;
@@ -304,6 +332,7 @@ done:
 	json_decref(ref);
 	json_decref(old);
 	json_decref(spec.labels);
+	json_decref(spec.net_rules);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);
 	free(env);

@@ -21,7 +21,8 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_NET_ALLOW | SBX_CAP_MEMORY | SBX_CAP_CPUS |
 		    SBX_CAP_PIDS | SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND |
 		    SBX_CAP_STOP | SBX_CAP_FILES | SBX_CAP_IDLE |
-		    SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP,
+		    SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP |
+		    SBX_CAP_NET_RULES,
 		/* On this machine compression only costs time. */
 		.compress = SBX_COMPRESS_NONE,
 		/* It runs on the user's own machine. */
@@ -143,6 +144,8 @@ static const struct {
 	{SBX_CAP_ZSTD, "zstd", "take a zstd stream (--compress zstd)"},
 	{SBX_CAP_NAME, "name", "name a sandbox (--name)"},
 	{SBX_CAP_KEEP, "keep", "keep a killed sandbox's files (--keep)"},
+	{SBX_CAP_NET_RULES, "network_rules", "filter the network "
+	    "(--allow-out, --deny-out, sbx-net)"},
 };
 
 int
@@ -172,6 +175,10 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	want |= spec->runtime ? SBX_CAP_RUNTIME : 0;
 	want |= spec->pull ? SBX_CAP_PULL : 0;
 	want |= spec->name ? SBX_CAP_NAME : 0;
+	want |= spec->net_rules ? SBX_CAP_NET_RULES : 0;
+	if (spec->net_rules && spec->network != SBX_NET_ALLOW)
+		return sbx_err_set(err, SBX_EX_USAGE, "--allow-out and "
+		    "--deny-out need --network allow");
 	return sbx_backend_need(be, want, err);
 }
 

@@ -303,6 +303,8 @@ struct sbx_spec {
 	const char *runtime;  /* an OCI runtime (docker); NULL: default */
 	int pull;             /* fetch the image first (docker) */
 	const char *endpoint; /* the server's URL (e2b); NULL: default */
+	json_t *net_rules;    /* {"allow_out":[...],"deny_out":[...]} with
+	                       * network allow (lib/net/net.h); NULL: none */
 };
 
 struct sbx_exec_opts {
@@ -345,6 +347,7 @@ enum {
 	SBX_CAP_NAME = 1 << 15,      /* sbx-create --name */
 	SBX_CAP_KEEP = 1 << 16,      /* sbx-kill -k; an ended sandbox stays
 	                              * listed (expired, dead) until sbx-gc */
+	SBX_CAP_NET_RULES = 1 << 17, /* --allow-out, --deny-out; sbx-net */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that
@@ -371,6 +374,15 @@ struct sbx_backend_ops {
 	    struct sbx_err *err);
 	/* Its file operations (sbx-sync), or NULL. */
 	const struct sbx_files *files;
+	/* With SBX_CAP_NET_RULES (sbx-net): the egress rules as
+	 * {"allow_out":[...],"deny_out":[...]}, replaced first by set when
+	 * set is not NULL (a list it omits is cleared), applied to new
+	 * connections at once. */
+	json_t *(*net_rules)(const json_t *ref, const json_t *set,
+	    struct sbx_err *err);
+	/* The log of decisions, JSON lines, copied to stdout; follow: then
+	 * what comes, until the sandbox ends. */
+	int (*net_log)(const json_t *ref, int follow, struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as

@@ -231,7 +231,7 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 		sbx_err_set(&err, SBX_EX_FAIL, "cannot set the hostname:");
 		goto fail;
 	}
-	if (s->network_deny && lo_up() < 0) {
+	if (lo_up() < 0) {
 		sbx_err_set(&err, SBX_EX_FAIL, "cannot bring up loopback:");
 		goto fail;
 	}
@@ -447,7 +447,7 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	json_t *meta = NULL;
 	uint32_t slot = 0;
 	ssize_t n;
-	pid_t pid = -1;
+	pid_t pid = -1, netd = 0;
 
 	*ref = NULL;
 	s.listen_fd = s.status_fd = s.log_fd = s.init_fd = s.image_fd = -1;
@@ -455,6 +455,8 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 		return sbx_err_set(err, SBX_EX_USAGE,
 		    "invalid workdir '%s' (want an absolute, plain path)",
 		    workdir);
+	if (sbx_local_net_check(spec, err) < 0)
+		return -1;
 	if (!host && check_image(spec->image, &image, err) < 0) {
 		free(image);
 		return -1;
@@ -491,7 +493,6 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	s.rootless = rootless;
 	s.image = host ? NULL : image;
 	s.workdir = workdir;
-	s.network_deny = spec->network == SBX_NET_DENY;
 	if (rootless) {
 		s.uid_base = getuid();
 		s.gid_base = getgid();
@@ -570,10 +571,11 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 		goto fail;
 	}
 	s.config_fd = cp[1];
+	/* A network namespace of its own whatever the network: allow is
+	 * sbx-netd's way out of it, never the host's namespace. */
 	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS |
-	    CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
-	    (s.network_deny ? CLONE_NEWNET : 0) | SIGCHLD, NULL, NULL, NULL,
-	    NULL);
+	    CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
+	    SIGCHLD, NULL, NULL, NULL, NULL);
 	if (pid < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot create namespaces:");
 		goto fail;
@@ -624,6 +626,9 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 			goto fail;
 		}
 	}
+	if (spec->network == SBX_NET_ALLOW && sbx_local_net_start(dir, id,
+	    pid, spec, &netd, err) < 0)
+		goto fail;
 	if (write(go[1], &c, 1) != 1 || send_config(cp[0], spec, workdir) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
 		goto fail;
@@ -640,6 +645,11 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	if (rid)
 		json_object_set(meta, "created_at_epoch", json_object_get(
 		    oldmeta, "created_at_epoch"));
+	if (netd) {
+		json_object_set_new(meta, "net_pid", json_integer(netd));
+		json_object_set_new(meta, "net_starttime", json_integer(
+		    (json_int_t)sbx_local_starttime(netd)));
+	}
 	p = sbx_xasprintf("%s/meta.json", dir);
 	{
 		char *text = json_dumps(meta, JSON_COMPACT |
@@ -655,6 +665,8 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	goto out;
 fail:
 	rc = -1;
+	if (netd)
+		sbx_local_net_stop(netd, sbx_local_starttime(netd));
 	if (pid > 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
@@ -721,6 +733,8 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 	meta = load_meta(dir);
 	sbx_cg_find(&cg, id);
 	pid = live_init(meta);
+	sbx_local_net_stop((pid_t)sbx_json_int(meta, "net_pid", 0),
+	    (unsigned long long)sbx_json_int(meta, "net_starttime", 0));
 	if (cg.n && sbx_cg_kill(&cg, 5000) < 0)
 		rc = sbx_err_set(err, SBX_EX_FAIL,
 		    "processes of '%s' did not die", id);
@@ -1180,4 +1194,6 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.list = local_list,
 	.info = local_info,
 	.files = &sbx_local_files,
+	.net_rules = sbx_local_net_rules,
+	.net_log = sbx_local_net_log,
 };

@@ -106,7 +106,6 @@ struct sbx_local_setup {
 	const char *hostname;
 	const char *image;  /* NULL: host */
 	const char *workdir;
-	int network_deny;
 	int rootless;
 	uid_t uid_base;     /* sandbox root on the host */
 	gid_t gid_base;
@@ -122,6 +121,23 @@ struct sbx_local_setup {
  * root in the new namespaces. Returns -1 with a message in err. */
 int sbx_local_mount_rootfs(const struct sbx_local_setup *s,
     struct sbx_err *err);
+
+/* --- net.c: network allow (sbx-netd) ------------------------------------ */
+
+/* The rules and resolvers of a spec with network allow, checked before
+ * anything is made (SBX_EX_USAGE). */
+int sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err);
+/* Write DIR/net.json (unless a stopped sandbox left one) and start
+ * sbx-netd for the sandbox whose init is pid; its pid in *netd once it
+ * has set the network namespace up. */
+int sbx_local_net_start(const char *dir, const char *id, pid_t pid,
+    const struct sbx_spec *spec, pid_t *netd, struct sbx_err *err);
+/* Kill sbx-netd (pid and start time from meta.json) and wait for it. */
+void sbx_local_net_stop(pid_t pid, unsigned long long starttime);
+/* sbx-net's operations (struct sbx_backend_ops's net_rules, net_log). */
+json_t *sbx_local_net_rules(const json_t *ref, const json_t *set,
+    struct sbx_err *err);
+int sbx_local_net_log(const json_t *ref, int follow, struct sbx_err *err);
 
 /* --- seccomp.c and harden ------------------------------------------------ */
 

@@ -291,8 +291,9 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 	if (mount_proc(root, err) < 0 || mount_dev(root, err) < 0)
 		goto out;
 	p = sbx_xasprintf("%s/sys", root);
-	/* sysfs goes with a network namespace of our own; else no /sys. */
-	if (s->network_deny && mount("sysfs", p, "sysfs", MS_RDONLY |
+	/* sysfs goes with a network namespace of our own (every sandbox
+	 * has one). */
+	if (mount("sysfs", p, "sysfs", MS_RDONLY |
 	    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /sys:");
 		free(p);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "sbxd.h"
+#include "../net/net.h"
 
 #define SBXD_DEFAULT_TIMEOUT 15 /* seconds, when a create names none */
 #define SBXD_DEFAULT_TIMEOUT_V2 300 /* the same for the v2 create and connect */
@@ -151,6 +152,97 @@ admit(char *msg, size_t n)
 	return NULL;
 }
 
+/* E2B's network field (and allow_internet_access) as a spec's network
+ * and rules, checked as E2B's API does; what sbx cannot do yet is
+ * refused, never dropped. NULL with msg set on bad input. */
+static int
+net_of(const json_t *j, struct sbx_spec *spec, char *msg, size_t n)
+{
+	const json_t *net = json_object_get(j, "network"), *v;
+	const char *lists[] = {"allowOut", "denyOut"};
+	const char *keys[] = {"allow_out", "deny_out"};
+	const char *refused[] = {"egressProxy", "rules", "maskRequestHost"};
+	struct sbx_net_rule rule;
+	struct sbx_err err;
+	json_t *rules = json_pack("{s[]s[]}", "allow_out", "deny_out"), *a;
+	int domains = 0, all = 0, internet = 1;
+	size_t i, k;
+
+	if ((v = json_object_get(j, "allow_internet_access")) &&
+	    json_is_false(v))
+		internet = 0;
+	spec->network = SBX_NET_ALLOW;
+	if (net && !json_is_object(net)) {
+		snprintf(msg, n, "Error when parsing request: \"network\" "
+		    "must be an object");
+		goto bad;
+	}
+	for (i = 0; net && i < 3; i++)
+		if ((v = json_object_get(net, refused[i])) && !json_is_null(v) &&
+		    !(json_is_object(v) && !json_object_size(v))) {
+			snprintf(msg, n, "network.%s is not supported by this "
+			    "server yet", refused[i]);
+			goto bad;
+		}
+	for (k = 0; net && k < 2; k++) {
+		v = json_object_get(net, lists[k]);
+		if (v && !json_is_array(v) && !json_is_null(v)) {
+			snprintf(msg, n, "Error when parsing request: "
+			    "\"network.%s\" must be an array", lists[k]);
+			goto bad;
+		}
+		a = json_object_get(rules, keys[k]);
+		for (i = 0; i < json_array_size(v); i++) {
+			const char *s = json_string_value(json_array_get(v, i));
+
+			if (!s || sbx_net_rule_parse(s, &rule, &err) < 0) {
+				snprintf(msg, n, "%.200s", s ? err.msg :
+				    "network rules must be strings");
+				goto bad;
+			}
+			if (rule.kind == SBX_NR_DOMAIN ||
+			    rule.kind == SBX_NR_WILDCARD) {
+				if (k == 1) {
+					snprintf(msg, n, "denyOut takes IP "
+					    "addresses and CIDRs, not domains "
+					    "('%s')", s);
+					goto bad;
+				}
+				domains = 1;
+			}
+			if (k == 1 && (rule.kind == SBX_NR_ALL || (rule.kind ==
+			    SBX_NR_CIDR && rule.prefix == 0)))
+				all = 1;
+			json_array_append_new(a, json_string(s));
+		}
+	}
+	if (domains && !all && internet) {
+		snprintf(msg, n, "allowOut with domains needs denyOut to hold "
+		    "0.0.0.0/0");
+		goto bad;
+	}
+	/* No internet is E2B's denyOut 0.0.0.0/0: what allowOut names still
+	 * goes. Without any, no way out at all. */
+	if (!internet) {
+		if (!json_array_size(json_object_get(rules, "allow_out"))) {
+			spec->network = SBX_NET_DENY;
+			json_decref(rules);
+			return 0;
+		}
+		json_array_append_new(json_object_get(rules, "deny_out"),
+		    json_string("all"));
+	}
+	if (json_array_size(json_object_get(rules, "allow_out")) ||
+	    json_array_size(json_object_get(rules, "deny_out")))
+		spec->net_rules = rules;
+	else
+		json_decref(rules);
+	return 0;
+bad:
+	json_decref(rules);
+	return -1;
+}
+
 /* POST /sandboxes, and v2's POST /v2/sandboxes (which the JS SDK uses
  * since 2.4x): always secure, 300 s unless told. */
 static enum MHD_Result
@@ -204,9 +296,11 @@ create(struct sbxd_req *r, int v2)
 	}
 	v = json_object_get(j, "secure");
 	secure = v2 || (v ? json_is_true(v) : 0);
-	if ((v = json_object_get(j, "allow_internet_access")) &&
-	    json_is_false(v))
-		internet = 0;
+	if (net_of(j, &spec, msg, sizeof msg) < 0) {
+		ret = sbxd_reply_err(r, 400, "%s", msg);
+		goto out;
+	}
+	internet = spec.network == SBX_NET_ALLOW;
 	if ((v = json_object_get(j, "network")) && json_is_object(v) &&
 	    json_is_false(json_object_get(v, "allowPublicTraffic")) &&
 	    !secure) {
@@ -238,7 +332,6 @@ create(struct sbxd_req *r, int v2)
 	b->internet = internet;
 	b->next_pid = 100;
 	spec.image = image;
-	spec.network = internet ? SBX_NET_ALLOW : SBX_NET_DENY;
 	spec.workdir = "/home/user";
 	spec.labels = json_pack("{s:s}", "sbxd", b->id);
 	env = sbxd_box_env(b, NULL);
@@ -265,6 +358,7 @@ create(struct sbxd_req *r, int v2)
 out:
 	sbxd_env_free(env);
 	json_decref(spec.labels);
+	json_decref(spec.net_rules);
 	json_decref(j);
 	return ret;
 }

@@ -30,12 +30,13 @@ spec_json(const struct sbx_spec *s)
 	for (i = 0; s->env && s->env[i]; i++)
 		json_array_append_new(env, json_string(s->env[i]));
 	return json_pack("{s:s?,s:I,s:I,s:I,s:i,s:I,s:O?,s:o,s:s?,s:s?,s:s?,"
-	    "s:b,s:s?}", "image", s->image, "memory", (json_int_t)s->memory,
+	    "s:b,s:s?,s:O?}", "image", s->image, "memory", (json_int_t)s->memory,
 	    "cpus_milli", (json_int_t)s->cpus_milli, "pids",
 	    (json_int_t)s->pids, "network", (int)s->network, "timeout",
 	    (json_int_t)s->timeout, "labels", s->labels, "env", env,
 	    "workdir", s->workdir, "name", s->name, "runtime", s->runtime,
-	    "pull", s->pull, "endpoint", s->endpoint);
+	    "pull", s->pull, "endpoint", s->endpoint, "net_rules",
+	    s->net_rules);
 }
 
 static void
@@ -60,6 +61,7 @@ spec_of(const json_t *j, struct sbx_spec *s)
 	s->runtime = sbx_json_str(j, "runtime");
 	s->pull = json_is_true(json_object_get(j, "pull"));
 	s->endpoint = sbx_json_str(j, "endpoint");
+	s->net_rules = json_object_get(j, "net_rules");
 }
 
 /* The spawner's child for a call (args: op, spec or ref); its answer on

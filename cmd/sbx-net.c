@@ -1,0 +1,111 @@
+/* sbx-net - print or replace a sandbox's egress rules; its network log */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+#include "net/net.h"
+
+static const char usage[] =
+    "usage: sbx-net [-qv] [-b backend] [-I id | -s file] "
+    "[--allow-out dest]... [--deny-out dest]...\n"
+    "       sbx-net [-qv] [-b backend] [-I id | -s file] --clear\n"
+    "       sbx-net log [-f] [-b backend] [-I id | -s file]\n";
+
+enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_CLEAR };
+
+static const struct option longopts[] = {
+	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
+	{"backend", required_argument, NULL, 'b'},
+	{"clear", no_argument, NULL, OPT_CLEAR},
+	{"deny-out", required_argument, NULL, OPT_DENY_OUT},
+	{"follow", no_argument, NULL, 'f'},
+	{"help", no_argument, NULL, 'h'},
+	{"id", required_argument, NULL, 'I'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"state", required_argument, NULL, 's'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+static void
+add_rule(json_t *set, const char *list, const char *text)
+{
+	struct sbx_net_rule r;
+	struct sbx_err err = {0};
+
+	if (sbx_net_rule_parse(text, &r, &err) < 0)
+		sbx_die_err(&err);
+	json_array_append_new(json_object_get(set, list), json_string(text));
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sbx_target t = {0};
+	struct sbx_err err = {0};
+	const struct sbx_backend *be;
+	const char *state = NULL;
+	json_t *ref, *set, *out;
+	int c, follow = 0, log = 0, change = 0, clear = 0, rc = SBX_EX_OK;
+
+	sbx_prog_set(argv);
+	if (argc > 1 && !strcmp(argv[1], "log")) {
+		log = 1;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
+	set = json_pack("{s[]s[]}", "allow_out", "deny_out");
+	while ((c = getopt_long(argc, argv, "b:fhI:qs:vV", longopts, NULL)) !=
+	    -1) {
+		switch (c) {
+		case OPT_ALLOW_OUT:
+			add_rule(set, "allow_out", optarg);
+			change = 1;
+			break;
+		case OPT_DENY_OUT:
+			add_rule(set, "deny_out", optarg);
+			change = 1;
+			break;
+		case OPT_CLEAR:
+			clear = 1;
+			break;
+		case 'f':
+			follow = 1;
+			break;
+		default:
+			if (!sbx_opt_common(c, usage) &&
+			    !sbx_target_opt(c, optarg, &t))
+				sbx_usage(usage, SBX_EX_USAGE);
+		}
+	}
+	if (optind < argc)
+		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
+	if (log && (change || clear))
+		sbx_usage_error(usage, "log takes no rules");
+	if (follow && !log)
+		sbx_usage_error(usage, "--follow is for sbx-net log");
+	if (clear && change)
+		sbx_usage_error(usage, "--clear and rules do not go together");
+	if (!(ref = sbx_ref_resolve(&t, &state, &err)))
+		sbx_die_err(&err);
+	sbx_flavour_pick(sbx_json_str(ref, "backend"));
+	if (!(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
+	    SBX_CAP_NET_RULES, &err) < 0)
+		sbx_die_err(&err);
+	if (log) {
+		if (be->ops->net_log(ref, follow, &err) < 0)
+			sbx_die_err(&err);
+	} else {
+		if (!(out = be->ops->net_rules(ref, change || clear ? set :
+		    NULL, &err)))
+			sbx_die_err(&err);
+		sbx_out_json(out);
+		json_decref(out);
+	}
+	json_decref(set);
+	json_decref(ref);
+	return sbx_out_close(rc);
+}

@@ -1,0 +1,422 @@
+/* net.c - network allow for a local sandbox: its rules in net.json and
+ * sbx-netd, the helper outside the sandbox that gives its network
+ * namespace a way out (lib/netd, cmd/sbx-netd.c). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "local.h"
+#include "../net/net.h"
+
+/* How long sbx-netd may take to set the namespace up. */
+#define NETD_READY_MS 10000
+
+/* One resolver: "IP", "IP:PORT" or "[IPv6]:PORT". */
+static int
+valid_dns(const char *s)
+{
+	char host[64];
+	const char *port = NULL, *end;
+	unsigned char a[16];
+	size_t n;
+
+	if (*s == '[') {
+		if (!(end = strchr(s, ']')) || (end[1] && end[1] != ':'))
+			return 0;
+		n = (size_t)(end - s - 1);
+		s++;
+		port = end[1] ? end + 2 : NULL;
+	} else if ((end = strchr(s, ':')) && !strchr(end + 1, ':')) {
+		n = (size_t)(end - s);
+		port = end + 1;
+	} else
+		n = strlen(s);
+	if (n >= sizeof host)
+		return 0;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (inet_pton(AF_INET, host, a) != 1 && inet_pton(AF_INET6, host,
+	    a) != 1)
+		return 0;
+	if (port) {
+		char *e;
+		long p = strtol(port, &e, 10);
+
+		if (!*port || *e || p < 1 || p > 65535)
+			return 0;
+	}
+	return 1;
+}
+
+/* network.dns (SBX_NETWORK_DNS): resolvers, comma-separated; empty: the
+ * host's own. */
+static json_t *
+dns_list(struct sbx_err *err)
+{
+	const char *v = sbx_config_get("network.dns", "");
+	char *copy = sbx_xstrdup(v), *tok, *save = NULL;
+	json_t *a = json_array();
+
+	for (tok = strtok_r(copy, ", ", &save); tok; tok = strtok_r(NULL,
+	    ", ", &save)) {
+		if (!valid_dns(tok)) {
+			sbx_err_set(err, SBX_EX_USAGE, "invalid resolver '%s' "
+			    "in network.dns (want IP or IP:PORT)", tok);
+			json_decref(a);
+			a = NULL;
+			break;
+		}
+		json_array_append_new(a, json_string(tok));
+	}
+	free(copy);
+	return a;
+}
+
+int
+sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err)
+{
+	struct sbx_net_rules rs;
+	json_t *dns;
+
+	if (spec->network != SBX_NET_ALLOW)
+		return 0;
+	if (spec->net_rules) {
+		if (sbx_net_rules_from_json(spec->net_rules, &rs, err) < 0)
+			return -1;
+		sbx_net_rules_free(&rs);
+	}
+	if (!(dns = dns_list(err)))
+		return -1;
+	json_decref(dns);
+	return 0;
+}
+
+/* DIR/net.json: what sbx-netd enforces. A stopped sandbox started again
+ * keeps its own (sbx-net may have changed it). */
+static int
+write_rules(const char *dir, const char *id, const struct sbx_spec *spec,
+    struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/net.json", dir), *text;
+	json_t *o, *dns;
+	struct stat st;
+	int rc;
+
+	if (stat(p, &st) == 0) {
+		free(p);
+		return 0;
+	}
+	if (!(dns = dns_list(err))) {
+		free(p);
+		return -1;
+	}
+	o = json_pack("{sssOsOso}", "id", id,
+	    "allow_out", spec->net_rules ? json_object_get(spec->net_rules,
+	    "allow_out") : json_array(),
+	    "deny_out", spec->net_rules ? json_object_get(spec->net_rules,
+	    "deny_out") : json_array(), "dns", dns);
+	/* json_pack's O took a reference to the fresh arrays too. */
+	if (!spec->net_rules) {
+		json_decref(json_object_get(o, "allow_out"));
+		json_decref(json_object_get(o, "deny_out"));
+	}
+	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+	free(text);
+	json_decref(o);
+	free(p);
+	return rc;
+}
+
+static char *
+netd_path(struct sbx_err *err)
+{
+	static const char *const where[] = {"sbx-netd", "../sbx-netd",
+	    "../libexec/sbx/sbx-netd"};
+	char *p;
+	size_t i;
+
+	for (i = 0; i < sizeof where / sizeof where[0]; i++) {
+		if (!(p = sbx_sibling(where[i]))) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot find myself:");
+			return NULL;
+		}
+		if (access(p, X_OK) == 0)
+			return p;
+		free(p);
+	}
+	sbx_err_set(err, SBX_EX_FAIL, "cannot find sbx-netd beside sbx-init");
+	return NULL;
+}
+
+/* The grandchild: a session of its own, so that it outlives sbx-create
+ * and is nobody's zombie. Only async-signal-safe calls: sbxd forks from
+ * a thread. */
+static void
+netd_child(const char *path, const char *errlog, char *const argv[],
+    int ready)
+{
+	sigset_t none;
+	int fd, sig;
+
+	setsid();
+	if (fork() != 0)
+		_exit(0);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	if ((fd = open("/dev/null", O_RDWR)) < 0 || dup2(fd, 0) < 0 ||
+	    dup2(fd, 1) < 0)
+		_exit(1);
+	if ((fd = open(errlog, O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0 ||
+	    dup2(fd, 2) < 0 || dup2(ready, 3) < 0)
+		_exit(1);
+	syscall(SYS_close_range, 4, ~0U, 0);
+	execv(path, argv);
+	(void)!write(3, "cannot start sbx-netd\n", 22);
+	_exit(1);
+}
+
+int
+sbx_local_net_start(const char *dir, const char *id, pid_t pid,
+    const struct sbx_spec *spec, pid_t *netd, struct sbx_err *err)
+{
+	char *path, *errlog = NULL, pidstr[24], line[512];
+	char *argv[] = {"sbx-netd", (char *)dir, pidstr, NULL};
+	struct pollfd pfd;
+	int ready[2] = {-1, -1}, rc = -1;
+	size_t n = 0;
+	ssize_t r;
+	pid_t c;
+	long v;
+
+	*netd = 0;
+	if (write_rules(dir, id, spec, err) < 0)
+		return -1;
+	if (!(path = netd_path(err)))
+		return -1;
+	errlog = sbx_xasprintf("%s/netd.err", dir);
+	snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
+	if (pipe2(ready, O_CLOEXEC) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create a pipe:");
+		goto out;
+	}
+	if ((c = fork()) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot start sbx-netd:");
+		goto out;
+	}
+	if (c == 0)
+		netd_child(path, errlog, argv, ready[1]);
+	close(ready[1]);
+	ready[1] = -1;
+	while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
+		;
+	/* "ok PID\n", or one line that says what went wrong. */
+	pfd.fd = ready[0];
+	pfd.events = POLLIN;
+	while (n < sizeof line - 1) {
+		if ((r = poll(&pfd, 1, NETD_READY_MS)) == 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "sbx-netd was not ready "
+			    "in %d s", NETD_READY_MS / 1000);
+			goto out;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if ((r = read(ready[0], line + n, sizeof line - 1 - n)) <= 0)
+			break;
+		n += (size_t)r;
+		if (memchr(line, '\n', n))
+			break;
+	}
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (sscanf(line, "ok %ld", &v) == 1 && v > 0) {
+		*netd = (pid_t)v;
+		rc = 0;
+	} else if (*line)
+		sbx_err_set(err, SBX_EX_FAIL, "network: %s", line);
+	else
+		sbx_err_set(err, SBX_EX_FAIL, "sbx-netd ended before it was "
+		    "ready (see %s)", errlog);
+out:
+	if (ready[0] >= 0)
+		close(ready[0]);
+	if (ready[1] >= 0)
+		close(ready[1]);
+	free(errlog);
+	free(path);
+	return rc;
+}
+
+void
+sbx_local_net_stop(pid_t pid, unsigned long long starttime)
+{
+	int i;
+
+	if (pid <= 0 || !starttime || sbx_local_starttime(pid) != starttime)
+		return;
+	kill(pid, SIGKILL);
+	/* Not our child: gone when its start time is. */
+	for (i = 0; i < 500 && sbx_local_starttime(pid) == starttime; i++)
+		usleep(1000);
+}
+
+/* --- sbx-net ------------------------------------------------------------- */
+
+/* The directory of a sandbox with network allow. */
+static char *
+net_dir(const json_t *ref, char **id, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *dir = want ? sbx_local_find(want, id) : NULL, *p;
+	json_t *meta;
+	const char *net;
+	int allow;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "");
+		return NULL;
+	}
+	p = sbx_xasprintf("%s/meta.json", dir);
+	meta = json_load_file(p, 0, NULL);
+	free(p);
+	net = sbx_json_str(meta, "network");
+	allow = net && !strcmp(net, "allow");
+	json_decref(meta);
+	if (!allow) {
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has network "
+		    "deny: rules need --network allow", *id);
+		free(dir);
+		free(*id);
+		*id = NULL;
+		return NULL;
+	}
+	return dir;
+}
+
+json_t *
+sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
+{
+	char *id = NULL, *dir = net_dir(ref, &id, err), *p = NULL, *text;
+	json_t *cur = NULL, *out = NULL, *meta = NULL;
+	struct sbx_net_rules rs;
+	const char *k[] = {"allow_out", "deny_out"};
+	pid_t pid;
+	int i;
+
+	if (!dir)
+		return NULL;
+	p = sbx_xasprintf("%s/net.json", dir);
+	if (!(cur = json_load_file(p, 0, NULL))) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s'", p);
+		goto out;
+	}
+	if (set) {
+		if (sbx_net_rules_from_json(set, &rs, err) < 0)
+			goto out;
+		sbx_net_rules_free(&rs);
+		for (i = 0; i < 2; i++) {
+			json_t *a = json_object_get(set, k[i]);
+
+			json_object_set_new(cur, k[i], a ? json_deep_copy(a) :
+			    json_array());
+		}
+		text = json_dumps(cur, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		i = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+		free(text);
+		if (i < 0)
+			goto out;
+		/* Reloaded by the helper; a stopped sandbox's starts with
+		 * it. */
+		free(p);
+		p = sbx_xasprintf("%s/meta.json", dir);
+		meta = json_load_file(p, 0, NULL);
+		pid = (pid_t)sbx_json_int(meta, "net_pid", 0);
+		if (pid > 0 && sbx_local_starttime(pid) == (unsigned long long)
+		    sbx_json_int(meta, "net_starttime", 0))
+			kill(pid, SIGHUP);
+	}
+	out = json_object();
+	for (i = 0; i < 2; i++) {
+		json_t *a = json_object_get(cur, k[i]);
+
+		json_object_set_new(out, k[i], json_is_array(a) ?
+		    json_deep_copy(a) : json_array());
+	}
+out:
+	json_decref(meta);
+	json_decref(cur);
+	free(p);
+	free(dir);
+	free(id);
+	return out;
+}
+
+/* Copy what fd holds from *off on to stdout. */
+static int
+copy_from(int fd, off_t *off)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof buf, *off)) > 0) {
+		if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n)
+			return -1;
+		*off += n;
+	}
+	return fflush(stdout) == 0 && n == 0 ? 0 : -1;
+}
+
+int
+sbx_local_net_log(const json_t *ref, int follow, struct sbx_err *err)
+{
+	char *id = NULL, *dir = net_dir(ref, &id, err), *p;
+	struct stat st, now;
+	off_t off = 0;
+	int fd = -1, rc = 0;
+
+	if (!dir)
+		return -1;
+	p = sbx_xasprintf("%s/net.log", dir);
+	for (;;) {
+		if (fd < 0 && (fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0) {
+			off = 0;
+			if (fstat(fd, &st) < 0)
+				st.st_ino = 0;
+		}
+		if (fd >= 0 && copy_from(fd, &off) < 0) {
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write the "
+			    "log:");
+			break;
+		}
+		if (!follow)
+			break;
+		/* Rotated (net.log.1 now): the new file from its start. */
+		if (fd >= 0 && (stat(p, &now) < 0 || now.st_ino != st.st_ino)) {
+			copy_from(fd, &off);
+			close(fd);
+			fd = -1;
+			continue;
+		}
+		if (access(dir, F_OK) < 0)
+			break; /* killed */
+		usleep(100 * 1000);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(p);
+	free(dir);
+	free(id);
+	return rc;
+}
