@@ -124,13 +124,60 @@ netdevs() {
 	fi | awk -F: 'NR > 2 { gsub(/ /, "", $1); print $1 }' | sort
 }
 
-@test "allow_internet_access false: the sandbox has loopback only; by default it has the host's network" {
+# The network namespace of sandbox $1 ("net:[inode]").
+netns() {
+	sbxd_run "$1" "" '{"process":{"cmd":"readlink","args":["/proc/self/ns/net"]}}' |
+		jq -r 'select(.event.data.stdout) | .event.data.stdout' | base64 -d
+}
+
+@test "allow_internet_access false: loopback only; by default a network of its own, never the host's" {
 	box '{"templateID":"base","timeout":60,"allow_internet_access":false}'
 	assert_equal "$(netdevs "$ID")" lo
 	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .allowInternetAccess)" false
 	box '{"templateID":"base","timeout":60}'
-	assert_equal "$(netdevs "$ID")" "$(netdevs)"
+	assert_equal "$(netdevs "$ID")" lo
+	local ns
+	ns=$(netns "$ID")
+	[[ $ns == net:\[* ]]
+	[ "$ns" != "$(readlink /proc/self/ns/net)" ]
 	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .allowInternetAccess)" true
+}
+
+@test "network at create: allowOut and denyOut are taken; what sbxd cannot do yet is 400, never dropped" {
+	box '{"templateID":"base","timeout":60,"network":{"allowOut":["198.18.1.1","*.a.test"],"denyOut":["0.0.0.0/0"]}}'
+	local dir
+	dir=$(sbx-ls -j | jq -r --arg id "$ID" 'select(.labels.sbxd == $id) | .dir')
+	[ -d "$dir" ]
+	run jq -c '[.allow_out, .deny_out]' "$dir/net.json"
+	assert_output '[["198.18.1.1","*.a.test"],["0.0.0.0/0"]]'
+	box '{"templateID":"base","timeout":60,"allow_internet_access":false,"network":{"allowOut":["198.18.1.1"]}}'
+	dir=$(sbx-ls -j | jq -r --arg id "$ID" 'select(.labels.sbxd == $id) | .dir')
+	run jq -c '[.allow_out, .deny_out]' "$dir/net.json"
+	assert_output '[["198.18.1.1"],["all"]]'
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" \
+		-d '{"templateID":"base","network":{"allowOut":["a.test"]}}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output "allowOut with domains needs denyOut to hold 0.0.0.0/0"
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" \
+		-d '{"templateID":"base","network":{"denyOut":["a.test"]}}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output "denyOut takes IP addresses and CIDRs, not domains ('a.test')"
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" \
+		-d '{"templateID":"base","network":{"denyOut":["10.0.0.0/33"]}}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output --partial "invalid rule '10.0.0.0/33'"
+	for f in '"egressProxy":{"address":"127.0.0.1:1080"}' \
+	    '"rules":{"a.test":[{"transform":{"headers":{"X":"y"}}}]}' \
+	    '"maskRequestHost":"x"'; do
+		run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" \
+			-d "{\"templateID\":\"base\",\"network\":{$f}}"
+		assert_output 400
+		run jq -r .message "$BATS_TEST_TMPDIR/body"
+		assert_output --regexp '^network\.(egressProxy|rules|maskRequestHost) is not supported by this server yet$'
+	done
 }
 
 @test "create with malformed JSON, no template, a bad timeout or an unknown template fails" {
