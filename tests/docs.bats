@@ -3,7 +3,8 @@
 
 load lib/helper
 
-TOOLS=(sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-pause sbx-sync sbxd)
+TOOLS=(sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-net sbx-pause
+    sbx-sync sbxd)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
 # The long options of tool $1, from the getopt_long table in cmd/$1.c.
@@ -44,11 +45,12 @@ synopsis() {
 }
 
 # What bash completes for "$1 --" (with or without bash-completion); for
-# sbx-sync, after each of its commands.
+# sbx-sync, after each of its commands; for sbx-net, without and after log.
 bash_long_completions() {
 	local tool=$1 with=$2 sub
 	local subs=("")
 	if [ "$tool" = sbx-sync ]; then subs=(push pull status); fi
+	if [ "$tool" = sbx-net ]; then subs=("" log); fi
 	for sub in "${subs[@]}"; do
 		bash -c '
 			if [ "$2" = yes ]; then
