@@ -243,26 +243,27 @@ networld_py_client() {
 	"$py" -c "$NETWORLD_CLIENT" "$@"
 }
 
-# Everything networld_start made, whatever it got to.
+# Everything networld_start made, whatever it got to (every step may fail:
+# it carries on, under set -e too).
 networld_stop() {
-	local pid i p
+	local pid i
 	[ -n "${NETWORLD_DIR:-}" ] && [ -d "$NETWORLD_DIR" ] || return 0
 	if [ -s "$NETWORLD_DIR/server.pid" ]; then
 		pid=$(cat "$NETWORLD_DIR/server.pid")
-		kill "$pid" 2>/dev/null
+		kill "$pid" 2>/dev/null || true
 		for ((i = 0; i < 100; i++)); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.05
 		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
 	fi
 	if [ -s "$NETWORLD_DIR/unreachable" ]; then
-		ip route del unreachable "$(cat "$NETWORLD_DIR/unreachable")" 2>/dev/null
+		ip route del unreachable "$(cat "$NETWORLD_DIR/unreachable")" 2>/dev/null || true
 	fi
 	# The veth's routes go with it; deleting the netns deletes its end.
-	[ -z "${NETWORLD_VETH:-}" ] || ip link del "$NETWORLD_VETH" 2>/dev/null
-	[ -z "${NETWORLD_NS:-}" ] || ip netns del "$NETWORLD_NS" 2>/dev/null
+	[ -z "${NETWORLD_VETH:-}" ] || ip link del "$NETWORLD_VETH" 2>/dev/null || true
+	[ -z "${NETWORLD_NS:-}" ] || ip netns del "$NETWORLD_NS" 2>/dev/null || true
 	rm -rf "$NETWORLD_DIR"
 	NETWORLD_DIR=
 	return 0
