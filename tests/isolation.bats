@@ -362,12 +362,14 @@ for name, nr in (("keyctl", 250), ("add_key", 248), ("bpf", 321),
 	refute_output --partial "hello from host"
 }
 
-@test "network allow: the host loopback server is reachable inside" {
+@test "network allow: a server on host loopback is unreachable inside, as with deny" {
 	start_server
+	run "$PY" -c "$CONNECT" "$PORT"
+	assert_output "hello from host"
 	new_sandbox --network allow
 	run sx python3 -c "$CONNECT" "$PORT"
-	assert_success
-	assert_output "hello from host"
+	assert_failure
+	refute_output --partial "hello from host"
 }
 
 @test "the hostname is the sandbox's id, or its --name; the host's is unchanged" {
