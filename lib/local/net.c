@@ -363,6 +363,21 @@ out:
 	return out;
 }
 
+/* Whether the sandbox in dir still runs (its init, as in meta.json). */
+static int
+alive(const char *dir)
+{
+	char *p = sbx_xasprintf("%s/meta.json", dir);
+	json_t *meta = json_load_file(p, 0, NULL);
+	pid_t pid = (pid_t)sbx_json_int(meta, "pid", 0);
+	unsigned long long st = (unsigned long long)sbx_json_int(meta,
+	    "starttime", 0);
+
+	free(p);
+	json_decref(meta);
+	return pid > 0 && st && sbx_local_starttime(pid) == st;
+}
+
 /* Copy what fd holds from *off on to stdout. */
 static int
 copy_from(int fd, off_t *off)
@@ -409,8 +424,8 @@ sbx_local_net_log(const json_t *ref, int follow, struct sbx_err *err)
 			fd = -1;
 			continue;
 		}
-		if (access(dir, F_OK) < 0)
-			break; /* killed */
+		if (!alive(dir))
+			break; /* killed, expired or stopped */
 		usleep(100 * 1000);
 	}
 	if (fd >= 0)
