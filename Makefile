@@ -92,12 +92,20 @@ SBXD_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard lib/sbxd/*.c))
 SBXD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd libcrypto zlib \
 	2>/dev/null || echo -lmicrohttpd -lcrypto -lz) -lpthread
 
-all: $(TOOLS) $(REMOTE_TOOLS) $(BIN)/sbx-init $(BIN)/sbxd
+# sbx-netd: a sandbox's network helper, dynamic (threads, and libnftables
+# has no static library), so lib/netd/ stays out of libsbx.a.
+NETD_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard lib/netd/*.c))
+NETD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libnftables 2>/dev/null)
+NETD_LIBS := $(shell $(PKG_CONFIG) --libs libnftables 2>/dev/null \
+	|| echo -lnftables) -lpthread
+
+all: $(TOOLS) $(REMOTE_TOOLS) $(BIN)/sbx-init $(BIN)/sbxd $(BIN)/sbx-netd
 
 # What -MMD wrote: an object is rebuilt when a header it includes changes.
-CMD_OBJ = $(CMDS:%=$(BUILD)/cmd/%.o) $(BUILD)/cmd/sbxd.o
+CMD_OBJ = $(CMDS:%=$(BUILD)/cmd/%.o) $(BUILD)/cmd/sbxd.o \
+	$(BUILD)/cmd/sbx-netd.o
 DEPS = $(patsubst %.o,%.d,$(LIB_OBJ) $(REMOTE_OBJ) $(INIT_OBJ) $(SBXD_OBJ) \
-	$(CMD_OBJ) $(BUILD)/remote/lib/backend.o \
+	$(NETD_OBJ) $(CMD_OBJ) $(BUILD)/remote/lib/backend.o \
 	$(BUILD)/tests/lib/portable.o) $(UNITS:%=%.d)
 -include $(DEPS)
 
@@ -160,6 +168,14 @@ $(BIN)/sbxd: $(BUILD)/cmd/sbxd.o $(SBXD_OBJ) $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -pthread -o $@ $^ $(SBXD_LIBS) $(SYNC_LIBS) $(LDLIBS)
 
+$(BUILD)/lib/netd/%.o: lib/netd/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(NETD_CFLAGS) -pthread -c -o $@ $<
+
+$(BIN)/sbx-netd: $(BUILD)/cmd/sbx-netd.o $(NETD_OBJ) $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(LDFLAGS) -pthread -o $@ $^ $(NETD_LIBS) $(LDLIBS)
+
 $(BIN)/sbx-init: $(INIT_OBJ)
 	@mkdir -p $(@D)
 	$(CC) -static -o $@ $^
@@ -197,7 +213,7 @@ install: all
 		$(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 755 $(TOOLS) $(DESTDIR)$(BINDIR)
 	install -m 755 $(BIN)/sbxd $(DESTDIR)$(SBINDIR)
-	install -m 755 $(BIN)/sbx-init $(DESTDIR)$(LIBEXECDIR)/sbx
+	install -m 755 $(BIN)/sbx-init $(BIN)/sbx-netd $(DESTDIR)$(LIBEXECDIR)/sbx
 	install -d $(DESTDIR)$(LIBEXECDIR)/sbx/remote
 	install -m 755 $(REMOTE_TOOLS) $(DESTDIR)$(LIBEXECDIR)/sbx/remote
 	install -m 644 man/*.1 $(DESTDIR)$(MANDIR)/man1
@@ -212,6 +228,7 @@ install: all
 uninstall:
 	rm -f $(CMDS:%=$(DESTDIR)$(BINDIR)/%) $(DESTDIR)$(SBINDIR)/sbxd \
 		$(DESTDIR)$(LIBEXECDIR)/sbx/sbx-init \
+		$(DESTDIR)$(LIBEXECDIR)/sbx/sbx-netd \
 		$(CMDS:%=$(DESTDIR)$(LIBEXECDIR)/sbx/remote/%) \
 		$(CMDS:%=$(DESTDIR)$(BASHCOMPDIR)/%) $(DESTDIR)$(BASHCOMPDIR)/sbxd \
 		$(DESTDIR)$(ZSHCOMPDIR)/_sbx

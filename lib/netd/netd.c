@@ -1,0 +1,118 @@
+/* netd.c - sbx-netd's life: started beside a sandbox, it serves until the
+ * sandbox's init exits or it is told to stop; SIGHUP reloads net.json */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "netd.h"
+
+static sigset_t sigs;
+
+static int
+ns_open(pid_t pid, const char *ns, struct sbx_err *err)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%d/ns/%s", (int)pid, ns);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", path);
+	return fd;
+}
+
+int
+sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
+{
+	struct pollfd p;
+	struct netd_conf *c;
+	int userfd = -1, netfd = -1, rc = -1;
+
+	/* Before any thread: they all inherit the mask, and the signals wait
+	 * for sbx_netd_run's signalfd. */
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	netd.dir = dir;
+	netd.pid = pid;
+	if (netd_conf_load(dir, &c, err) < 0)
+		return -1;
+	netd_conf_set(c);
+	if (netd_log_open(dir, err) < 0)
+		return -1;
+	if ((netd.pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot watch process "
+		    "%d:", (int)pid);
+	if ((userfd = ns_open(pid, "user", err)) < 0 ||
+	    (netfd = ns_open(pid, "net", err)) < 0)
+		goto out;
+	/* The pid could have been reused before the opens: if the process
+	 * the pidfd holds still runs, they are its namespaces. */
+	p = (struct pollfd){netd.pidfd, POLLIN, 0};
+	if (poll(&p, 1, 0) != 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "process %d is gone", (int)pid);
+		goto out;
+	}
+	if (netd_setup(userfd, netfd, &netd.tcp, &netd.udp, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (userfd >= 0)
+		close(userfd);
+	if (netfd >= 0)
+		close(netfd);
+	return rc;
+}
+
+static void
+reload(void)
+{
+	struct sbx_err err = {0};
+	struct netd_conf *c;
+
+	if (netd_conf_load(netd.dir, &c, &err) < 0) {
+		sbx_warn("%s; the rules stay as they were", err.msg);
+		return;
+	}
+	netd_conf_set(c);
+	sbx_note("reloaded '%s/net.json'", netd.dir);
+}
+
+int
+sbx_netd_run(struct sbx_err *err)
+{
+	struct signalfd_siginfo si;
+	struct pollfd p[2];
+	int sfd;
+
+	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC)) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot open a signalfd:");
+	if (netd_proxy_start(err) < 0 || netd_dns_start(err) < 0)
+		return -1;
+	p[0] = (struct pollfd){sfd, POLLIN, 0};
+	p[1] = (struct pollfd){netd.pidfd, POLLIN, 0};
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return sbx_err_set(err, SBX_EX_FAIL, "poll:");
+		}
+		/* The sandbox is gone: so is everything it could connect. */
+		if (p[1].revents)
+			return 0;
+		if (!(p[0].revents & POLLIN) ||
+		    read(sfd, &si, sizeof si) != sizeof si)
+			continue;
+		if (si.ssi_signo == SIGHUP)
+			reload();
+		else
+			return 0;
+	}
+}

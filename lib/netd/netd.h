@@ -1,0 +1,75 @@
+/* netd.h - the inside of sbx-netd: its configuration, the setup of the
+ * sandbox's netns, the TCP proxy, the DNS forwarder and the log */
+#ifndef NETD_H
+#define NETD_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "../net/net.h"
+#include "../netd.h"
+
+#define NETD_MAX_DNS 8
+#define NETD_MAX_CONNS 1024
+
+/* What DIR/net.json says, as one snapshot: SIGHUP makes a new one and
+ * swaps it in, and each connection or query holds a ref to the one it
+ * started with, so that it is judged by one version of the rules. */
+struct netd_conf {
+	char *id;                  /* the sandbox's, for the log */
+	struct sbx_net_rules rules;
+	int want_host;             /* a domain rule: sniff the host */
+	struct sockaddr_storage dns[NETD_MAX_DNS];
+	socklen_t dnslen[NETD_MAX_DNS];
+	int ndns;
+	int refs;                  /* under netd.mu */
+};
+
+struct netd {
+	const char *dir;
+	pid_t pid;
+	int pidfd;                 /* the sandbox's init */
+	int tcp, udp;              /* the listeners, in the sandbox's netns */
+	pthread_mutex_t mu;
+	struct netd_conf *conf;    /* the current snapshot */
+};
+
+extern struct netd netd;
+
+/* conf.c */
+int netd_conf_load(const char *dir, struct netd_conf **out,
+    struct sbx_err *err);
+/* A ref to the current snapshot; give it back with netd_conf_put. */
+struct netd_conf *netd_conf_get(void);
+void netd_conf_put(struct netd_conf *c);
+/* Make c the current snapshot (taking its ref). */
+void netd_conf_set(struct netd_conf *c);
+/* "198.18.0.2" or "fd00::1" and the port, from a sockaddr_in(6). */
+void netd_addr_fmt(const struct sockaddr *sa, char *buf, size_t n,
+    int *port);
+
+/* setup.c: from a child in the namespaces of pid (whose ns files are
+ * userfd and netfd), set its netns up; the listeners come back. */
+int netd_setup(int userfd, int netfd, int *tcp, int *udp,
+    struct sbx_err *err);
+
+/* proxy.c, dns.c: start the thread that serves each listener. */
+int netd_proxy_start(struct sbx_err *err);
+int netd_dns_start(struct sbx_err *err);
+
+/* log.c: DIR/net.log, one JSON line per decision. */
+int netd_log_open(const char *dir, struct sbx_err *err);
+struct netd_logrec {
+	const char *sandbox;
+	const char *proto;         /* "tcp", "dns" */
+	const struct sockaddr *dest;
+	const char *host;          /* or NULL */
+	int allow;
+	uint64_t bytes_out, bytes_in;
+	const char *error;         /* or NULL */
+};
+void netd_log(const struct netd_logrec *r);
+
+#endif

@@ -1,0 +1,428 @@
+/* proxy.c - the sandbox's TCP: each connection redirected to our listener
+ * is judged by its original destination (and the host its first bytes
+ * name, when a rule names domains), then relayed to that destination from
+ * the host's netns, or reset */
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "netd.h"
+
+/* The NAT's getsockopt; the kernel headers that name it clash with
+ * <netinet/in.h>. */
+#ifndef SO_ORIGINAL_DST
+#define SO_ORIGINAL_DST 80
+#endif
+#ifndef IP6T_SO_ORIGINAL_DST
+#define IP6T_SO_ORIGINAL_DST 80
+#endif
+
+#define SNIFF_MS 2000       /* how long the first bytes may take */
+#define SNIFF_MAX 16384     /* a ClientHello with big key shares fits */
+#define CONNECT_MS 10000
+#define PIPE_CHUNK 65536
+
+struct conn {
+	int fd, up;             /* the sandbox's end, the upstream's */
+	struct sockaddr_storage dest;
+	char host[256];
+	uint64_t out, in;       /* bytes sandbox->upstream, and back */
+};
+
+static atomic_int nconns;
+
+/* --- the host's own addresses: is_host for sbx_net_protected ---------- */
+
+static struct {
+	pthread_mutex_t mu;
+	long long at;           /* when they were read, 0: never */
+	struct sockaddr_storage *a;
+	size_t n;
+} ha = {PTHREAD_MUTEX_INITIALIZER, 0, NULL, 0};
+
+static void
+host_addrs_refresh(void)
+{
+	struct ifaddrs *ifa, *i;
+	size_t n = 0;
+
+	if (getifaddrs(&ifa) < 0)
+		return;
+	for (i = ifa; i; i = i->ifa_next)
+		n++;
+	free(ha.a);
+	ha.a = sbx_xcalloc(n ? n : 1, sizeof *ha.a);
+	ha.n = 0;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET &&
+		    i->ifa_addr->sa_family != AF_INET6))
+			continue;
+		memcpy(&ha.a[ha.n++], i->ifa_addr,
+		    i->ifa_addr->sa_family == AF_INET ?
+		    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6));
+	}
+	freeifaddrs(ifa);
+}
+
+/* Whether dest is one of the host's addresses; they are read again at
+ * most once a second (an address added since is seen within one). */
+static int
+is_host(const struct sockaddr *dest)
+{
+	const struct sockaddr_in *d4 = (const struct sockaddr_in *)dest;
+	const struct sockaddr_in6 *d6 = (const struct sockaddr_in6 *)dest;
+	long long now = sbx_mono_ms();
+	size_t i;
+	int yes = 0;
+
+	pthread_mutex_lock(&ha.mu);
+	if (!ha.at || now - ha.at >= 1000) {
+		host_addrs_refresh();
+		ha.at = now;
+	}
+	for (i = 0; i < ha.n && !yes; i++) {
+		const struct sockaddr *a = (const struct sockaddr *)&ha.a[i];
+
+		if (a->sa_family != dest->sa_family)
+			continue;
+		if (a->sa_family == AF_INET)
+			yes = ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+			    d4->sin_addr.s_addr;
+		else
+			yes = !memcmp(&((const struct sockaddr_in6 *)a)->
+			    sin6_addr, &d6->sin6_addr, 16);
+	}
+	pthread_mutex_unlock(&ha.mu);
+	return yes;
+}
+
+/* --- one connection --------------------------------------------------- */
+
+/* Where the sandbox meant to go: the NAT's record of the redirect. */
+static int
+original_dest(int fd, struct sockaddr_storage *ss)
+{
+	socklen_t len = sizeof(struct sockaddr_in);
+	struct sockaddr_in6 peer;
+	socklen_t plen = sizeof peer;
+
+	memset(ss, 0, sizeof *ss);
+	if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
+		return -1;
+	/* A v4 client on our dual-stack socket is a v4-mapped peer, and its
+	 * NAT record is IPv4's. */
+	if (IN6_IS_ADDR_V4MAPPED(&peer.sin6_addr))
+		return getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, ss, &len);
+	len = sizeof(struct sockaddr_in6);
+	return getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, ss, &len);
+}
+
+/* The host the first bytes name, waiting for them up to SNIFF_MS; "" when
+ * none does (not TLS or HTTP, too slow, too long). MSG_PEEK: the bytes
+ * stay for the upstream. */
+static void
+sniff(struct conn *c)
+{
+	unsigned char *buf = sbx_xmalloc(SNIFF_MAX);
+	long long end = sbx_mono_ms() + SNIFF_MS, left;
+	struct pollfd p = {c->fd, POLLIN | POLLRDHUP, 0};
+	ssize_t n = 0, got;
+	int lowat;
+
+	c->host[0] = '\0';
+	while ((left = end - sbx_mono_ms()) > 0) {
+		/* Wake only when there is more than what was judged. */
+		lowat = (int)n + 1;
+		setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &lowat,
+		    sizeof lowat);
+		if (poll(&p, 1, (int)left) <= 0)
+			break;
+		got = recv(c->fd, buf, SNIFF_MAX, MSG_PEEK | MSG_DONTWAIT);
+		if (got <= 0 || got == n) {
+			if (got < 0 && errno == EAGAIN)
+				continue;
+			break;          /* closed, or its end came */
+		}
+		n = got;
+		switch (sbx_net_sniff(buf, (size_t)n, c->host,
+		    sizeof c->host)) {
+		case 1:
+			goto out;
+		case 0:
+			if (n < SNIFF_MAX)
+				continue;
+			/* fall through */
+		default:
+			c->host[0] = '\0';
+			goto out;
+		}
+	}
+	c->host[0] = '\0';
+out:
+	lowat = 1;
+	setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+	free(buf);
+}
+
+/* Close with a RST, as a refused or broken connection looks. */
+static void
+reset(int fd)
+{
+	struct linger l = {1, 0};
+
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+	close(fd);
+}
+
+/* Connect to dest from the host's netns within CONNECT_MS; NULL or why
+ * not. */
+static const char *
+connect_up(struct conn *c)
+{
+	socklen_t len = c->dest.ss_family == AF_INET ?
+	    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	struct pollfd p;
+	int e = 0, r;
+	socklen_t elen = sizeof e;
+
+	c->up = socket(c->dest.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0);
+	if (c->up < 0)
+		return strerror(errno);
+	if (connect(c->up, (struct sockaddr *)&c->dest, len) == 0)
+		return NULL;
+	if (errno != EINPROGRESS)
+		return strerror(errno);
+	p.fd = c->up;
+	p.events = POLLOUT;
+	while ((r = poll(&p, 1, CONNECT_MS)) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return "connect timed out";
+	if (r < 0 || getsockopt(c->up, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+		return strerror(errno);
+	return e ? strerror(e) : NULL;
+}
+
+/* One direction of the relay: src -> pipe -> dst. */
+struct half {
+	int src, dst;
+	int p[2];
+	size_t pending;          /* bytes in the pipe */
+	int full;                /* the pipe took no more: wait for dst */
+	int eof;                 /* src ended */
+	int shut;                /* dst got its SHUT_WR */
+	uint64_t *count;
+};
+
+static int
+half_in(struct half *h)
+{
+	ssize_t n = splice(h->src, NULL, h->p[1], NULL, PIPE_CHUNK,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+
+	if (n > 0)
+		h->pending += (size_t)n;
+	else if (n == 0)
+		h->eof = 1;
+	else if (errno == EAGAIN)
+		/* src empty or the pipe full: if data waits, the pipe. */
+		h->full = h->pending > 0;
+	else if (errno != EINTR)
+		return -1;
+	return 0;
+}
+
+static int
+half_out(struct half *h)
+{
+	ssize_t n = splice(h->p[0], NULL, h->dst, NULL, h->pending,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+
+	if (n > 0) {
+		h->pending -= (size_t)n;
+		*h->count += (uint64_t)n;
+		h->full = 0;
+	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+		return -1;
+	}
+	return 0;
+}
+
+/* Relay both ways until both have ended; an end (FIN) is passed on as
+ * SHUT_WR, so a half-closed connection stays half-open. -1 when a side
+ * broke: the caller resets the other. */
+static int
+relay(struct conn *c)
+{
+	struct half h[2] = {
+		{c->fd, c->up, {-1, -1}, 0, 0, 0, 0, &c->out},
+		{c->up, c->fd, {-1, -1}, 0, 0, 0, 0, &c->in},
+	};
+	struct pollfd p[2];
+	int i, rc = -1;
+
+	for (i = 0; i < 2; i++)
+		if (pipe2(h[i].p, O_NONBLOCK | O_CLOEXEC) < 0)
+			goto out;
+	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+	while (!h[0].shut || !h[1].shut) {
+		/* p[0] is the sandbox's socket, p[1] the upstream's: half i
+		 * reads from p[i] and writes to p[1 - i]. */
+		p[0] = (struct pollfd){c->fd, 0, 0};
+		p[1] = (struct pollfd){c->up, 0, 0};
+		for (i = 0; i < 2; i++) {
+			if (!h[i].eof && !h[i].full)
+				p[i].events |= POLLIN | POLLRDHUP;
+			if (h[i].pending)
+				p[1 - i].events |= POLLOUT;
+		}
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			goto out;
+		}
+		for (i = 0; i < 2; i++) {
+			if ((p[i].revents & (POLLIN | POLLRDHUP | POLLHUP |
+			    POLLERR)) && !h[i].eof && !h[i].full &&
+			    half_in(&h[i]) < 0)
+				goto out;
+			if ((p[1 - i].revents & (POLLOUT | POLLHUP |
+			    POLLERR)) && h[i].pending && half_out(&h[i]) < 0)
+				goto out;
+			if (h[i].eof && !h[i].pending && !h[i].shut) {
+				shutdown(h[i].dst, SHUT_WR);
+				h[i].shut = 1;
+			}
+		}
+	}
+	rc = 0;
+out:
+	for (i = 0; i < 2; i++) {
+		if (h[i].p[0] >= 0)
+			close(h[i].p[0]);
+		if (h[i].p[1] >= 0)
+			close(h[i].p[1]);
+	}
+	return rc;
+}
+
+static void *
+conn_main(void *arg)
+{
+	struct conn *c = arg;
+	struct netd_conf *cf = netd_conf_get();
+	struct netd_logrec r = {.sandbox = cf->id, .proto = "tcp",
+	    .dest = (struct sockaddr *)&c->dest};
+	const char *e;
+	int host;
+
+	if (original_dest(c->fd, &c->dest) < 0) {
+		/* Straight to our port from inside, not redirected: nothing
+		 * to judge, nothing to log. */
+		reset(c->fd);
+		goto out;
+	}
+	if (cf->want_host)
+		sniff(c);
+	r.host = c->host[0] ? c->host : NULL;
+	host = is_host(r.dest);
+	r.allow = sbx_net_allowed(&cf->rules, r.dest, r.host, host);
+	if (!r.allow) {
+		reset(c->fd);
+		netd_log(&r);
+		goto out;
+	}
+	if ((e = connect_up(c))) {
+		r.error = e;
+		reset(c->fd);
+		netd_log(&r);
+		goto out;
+	}
+	if (relay(c) < 0) {
+		/* One side broke: the other learns it as it would have
+		 * without us in between. */
+		reset(c->fd);
+		reset(c->up);
+	} else {
+		close(c->fd);
+		close(c->up);
+	}
+	c->up = -1;
+	r.bytes_out = c->out;
+	r.bytes_in = c->in;
+	netd_log(&r);
+out:
+	if (c->up >= 0)
+		close(c->up);
+	netd_conf_put(cf);
+	free(c);
+	atomic_fetch_sub(&nconns, 1);
+	return NULL;
+}
+
+/* --- the listener ----------------------------------------------------- */
+
+static void *
+accept_main(void *arg)
+{
+	pthread_attr_t at;
+	pthread_t th;
+	struct conn *c;
+	long long warned = 0;
+	int fd;
+
+	(void)arg;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	/* A relay needs little stack; a thousand of them, little memory. */
+	pthread_attr_setstacksize(&at, 256 << 10);
+	for (;;) {
+		fd = accept4(netd.tcp, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0) {
+			/* EMFILE and the like: pause rather than spin. */
+			if (errno != EINTR && errno != ECONNABORTED)
+				usleep(100000);
+			continue;
+		}
+		if (atomic_load(&nconns) >= NETD_MAX_CONNS) {
+			if (sbx_mono_ms() - warned > 60000) {
+				warned = sbx_mono_ms();
+				sbx_warn("%d connections at once: refusing more",
+				    NETD_MAX_CONNS);
+			}
+			reset(fd);
+			continue;
+		}
+		c = sbx_xcalloc(1, sizeof *c);
+		c->fd = fd;
+		c->up = -1;
+		atomic_fetch_add(&nconns, 1);
+		if ((errno = pthread_create(&th, &at, conn_main, c)) != 0) {
+			sbx_warn("cannot start a thread:");
+			atomic_fetch_sub(&nconns, 1);
+			reset(fd);
+			free(c);
+		}
+	}
+	return NULL;
+}
+
+int
+netd_proxy_start(struct sbx_err *err)
+{
+	pthread_t th;
+
+	if ((errno = pthread_create(&th, NULL, accept_main, NULL)) != 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread:");
+	pthread_detach(th);
+	return 0;
+}

@@ -1,0 +1,336 @@
+/* setup.c - the sandbox's netns set up from a child that joins it: lo
+ * up with the sandbox's addresses and default routes, the nftables
+ * ruleset that sends its TCP and DNS to us, and the two listeners, which
+ * come back to the parent (in the host's namespaces) over a socketpair */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <linux/if_addr.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <nftables/libnftables.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../msg.h"
+#include "netd.h"
+
+/* The sandbox's own addresses: what its programs see as theirs, and the
+ * sources of the default routes that make every address reachable. */
+#define SANDBOX_V4 "10.0.2.100"
+#define SANDBOX_V6 "fd00::100"
+
+enum { MSG_OK, MSG_ERR };
+
+struct nlreq {
+	struct nlmsghdr h;
+	union {
+		struct ifinfomsg i;
+		struct ifaddrmsg a;
+		struct rtmsg r;
+	} u;
+	char attrs[128];
+};
+
+static void
+nl_attr(struct nlreq *q, int type, const void *data, size_t len)
+{
+	struct rtattr *a = (struct rtattr *)((char *)q +
+	    NLMSG_ALIGN(q->h.nlmsg_len));
+
+	/* The attributes are ours and few: attrs has room for them all. */
+	a->rta_type = (unsigned short)type;
+	a->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(a), data, len);
+	q->h.nlmsg_len = NLMSG_ALIGN(q->h.nlmsg_len) + RTA_ALIGN(a->rta_len);
+}
+
+/* Send one request and wait for its ack; errno from the kernel. */
+static int
+nl_talk(int fd, struct nlreq *q)
+{
+	static unsigned seq;
+	char buf[4096];
+	struct nlmsghdr *h;
+	struct nlmsgerr *e;
+	ssize_t n;
+
+	q->h.nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+	q->h.nlmsg_seq = ++seq;
+	if (send(fd, q, q->h.nlmsg_len, 0) < 0)
+		return -1;
+	for (;;) {
+		if ((n = recv(fd, buf, sizeof buf, 0)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		    h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_seq != seq || h->nlmsg_type != NLMSG_ERROR)
+				continue;
+			e = NLMSG_DATA(h);
+			if (e->error == 0)
+				return 0;
+			errno = -e->error;
+			return -1;
+		}
+	}
+}
+
+static void
+nl_init(struct nlreq *q, int type, int flags, size_t len)
+{
+	memset(q, 0, sizeof *q);
+	q->h.nlmsg_type = (unsigned short)type;
+	q->h.nlmsg_flags = (unsigned short)flags;
+	q->h.nlmsg_len = (unsigned)NLMSG_LENGTH(len);
+}
+
+static int
+nl_addr(int fd, int ifindex, int family, const char *text,
+    struct sbx_err *err)
+{
+	unsigned char a[16];
+	size_t alen = family == AF_INET ? 4 : 16;
+	struct nlreq q;
+
+	inet_pton(family, text, a);
+	nl_init(&q, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE,
+	    sizeof q.u.a);
+	q.u.a.ifa_family = (unsigned char)family;
+	q.u.a.ifa_prefixlen = (unsigned char)(alen * 8);
+	q.u.a.ifa_scope = RT_SCOPE_UNIVERSE;
+	q.u.a.ifa_index = (unsigned)ifindex;
+	/* On lo there is no one to detect a duplicate with; and a
+	 * tentative address could not be a source at once. */
+	q.u.a.ifa_flags = family == AF_INET6 ? IFA_F_NODAD : 0;
+	nl_attr(&q, IFA_LOCAL, a, alen);
+	nl_attr(&q, IFA_ADDRESS, a, alen);
+	if (nl_talk(fd, &q) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot add %s to lo:",
+		    text);
+	return 0;
+}
+
+static int
+nl_route(int fd, int ifindex, int family, const char *src,
+    struct sbx_err *err)
+{
+	unsigned char a[16];
+	size_t alen = family == AF_INET ? 4 : 16;
+	uint32_t oif = (uint32_t)ifindex;
+	struct nlreq q;
+
+	inet_pton(family, src, a);
+	nl_init(&q, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE,
+	    sizeof q.u.r);
+	q.u.r.rtm_family = (unsigned char)family;
+	q.u.r.rtm_table = RT_TABLE_MAIN;
+	q.u.r.rtm_protocol = RTPROT_BOOT;
+	q.u.r.rtm_scope = RT_SCOPE_LINK;
+	q.u.r.rtm_type = RTN_UNICAST;
+	nl_attr(&q, RTA_OIF, &oif, sizeof oif);
+	nl_attr(&q, RTA_PREFSRC, a, alen);
+	if (nl_talk(fd, &q) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot add the default "
+		    "route via %s:", src);
+	return 0;
+}
+
+static int
+net_links(struct sbx_err *err)
+{
+	struct nlreq q;
+	int fd, ifindex, rc = -1;
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+
+	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
+	    NETLINK_ROUTE)) < 0 || bind(fd, (struct sockaddr *)&sa,
+	    sizeof sa) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open rtnetlink:");
+		goto out;
+	}
+	if (!(ifindex = (int)if_nametoindex("lo"))) {
+		sbx_err_set(err, SBX_EX_FAIL, "no lo in the sandbox:");
+		goto out;
+	}
+	nl_init(&q, RTM_NEWLINK, 0, sizeof q.u.i);
+	q.u.i.ifi_index = ifindex;
+	q.u.i.ifi_flags = IFF_UP;
+	q.u.i.ifi_change = IFF_UP;
+	if (nl_talk(fd, &q) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot bring lo up:");
+		goto out;
+	}
+	if (nl_addr(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0 ||
+	    nl_addr(fd, ifindex, AF_INET6, SANDBOX_V6, err) < 0 ||
+	    nl_route(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0 ||
+	    nl_route(fd, ifindex, AF_INET6, SANDBOX_V6, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* The ruleset of i19.md: DNS to our UDP socket, TCP to anything not
+ * local to our listener, all else that leaves the sandbox dropped (the
+ * filter chain runs after NAT, so what was redirected is local by then). */
+static const char ruleset[] =
+    "table inet sbx {\n"
+    "	chain nat_out {\n"
+    "		type nat hook output priority -100; policy accept;\n"
+    "		udp dport 53 redirect to :%u\n"
+    "		fib daddr type local return\n"
+    "		meta l4proto tcp redirect to :%u\n"
+    "	}\n"
+    "	chain filter_out {\n"
+    "		type filter hook output priority 0; policy drop;\n"
+    "		fib daddr type local accept\n"
+    "	}\n"
+    "}\n";
+
+static int
+net_rules(unsigned tcp_port, unsigned dns_port, struct sbx_err *err)
+{
+	struct nft_ctx *ctx;
+	const char *msg;
+	char buf[sizeof ruleset + 32];
+	size_t n;
+	int rc = 0;
+
+	snprintf(buf, sizeof buf, ruleset, dns_port, tcp_port);
+	if (!(ctx = nft_ctx_new(NFT_CTX_DEFAULT)))
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot start libnftables");
+	nft_ctx_buffer_output(ctx);
+	nft_ctx_buffer_error(ctx);
+	if (nft_run_cmd_from_buffer(ctx, buf) != 0) {
+		msg = nft_ctx_get_error_buffer(ctx);
+		/* libnftables' first line says why; the rest quotes us. */
+		n = msg ? strcspn(msg, "\n") : 0;
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot load the nftables "
+		    "ruleset: %.*s", (int)n, n ? msg : "unknown error");
+	}
+	nft_ctx_free(ctx);
+	return rc;
+}
+
+/* A dual-stack socket on [::]:0 and the port it got. */
+static int
+listener(int type, unsigned *port, struct sbx_err *err)
+{
+	struct sockaddr_in6 sa = {.sin6_family = AF_INET6};
+	socklen_t len = sizeof sa;
+	int fd, off = 0, on = 1;
+
+	if ((fd = socket(AF_INET6, type | SOCK_CLOEXEC, 0)) < 0 ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0 ||
+	    (type == SOCK_STREAM && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR,
+	    &on, sizeof on) < 0) ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    (type == SOCK_STREAM && listen(fd, SOMAXCONN) < 0) ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open the %s socket:",
+		    type == SOCK_STREAM ? "TCP" : "DNS");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(sa.sin6_port);
+	return fd;
+}
+
+/* Whether fd is the user namespace we are in already: joining it again
+ * is EINVAL (the sandbox of real root shares ours). */
+static int
+same_userns(int fd)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat("/proc/self/ns/user", &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+static void
+child(int sock, int userfd, int netfd)
+{
+	struct sbx_err err = {0};
+	unsigned tport, uport;
+	int fds[2] = {-1, -1};
+
+	/* User first: it gives the capabilities over the netns it owns. */
+	if (!same_userns(userfd) && setns(userfd, CLONE_NEWUSER) < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL, "cannot join the sandbox's "
+		    "user namespace:");
+		goto fail;
+	}
+	if (setns(netfd, CLONE_NEWNET) < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL, "cannot join the sandbox's "
+		    "network namespace:");
+		goto fail;
+	}
+	if (net_links(&err) < 0 ||
+	    (fds[0] = listener(SOCK_STREAM, &tport, &err)) < 0 ||
+	    (fds[1] = listener(SOCK_DGRAM, &uport, &err)) < 0 ||
+	    net_rules(tport, uport, &err) < 0)
+		goto fail;
+	if (sbx_msg_send(sock, MSG_OK, NULL, 0, fds, 2) < 0)
+		_exit(1);
+	_exit(0);
+fail:
+	sbx_msg_send(sock, MSG_ERR, err.msg, strlen(err.msg), NULL, 0);
+	_exit(1);
+}
+
+int
+netd_setup(int userfd, int netfd, int *tcp, int *udp, struct sbx_err *err)
+{
+	struct sbx_msg m = {0};
+	int sp[2], st, r, rc = -1;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a socketpair:");
+	/* A child, because joining a user namespace takes a process of one
+	 * thread that then stays there; we stay in the host's. */
+	if ((pid = fork()) < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+	}
+	if (pid == 0) {
+		close(sp[0]);
+		child(sp[1], userfd, netfd);
+	}
+	close(sp[1]);
+	r = sbx_msg_recv(sp[0], &m);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (r <= 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "the setup of the sandbox's "
+		    "network died");
+	} else if (m.type == MSG_ERR) {
+		sbx_err_set(err, SBX_EX_FAIL, "%s", m.data);
+	} else if (m.nfds != 2) {
+		sbx_err_set(err, SBX_EX_FAIL, "the setup of the sandbox's "
+		    "network sent no sockets");
+	} else {
+		*tcp = m.fds[0];
+		*udp = m.fds[1];
+		m.nfds = 0;
+		rc = 0;
+	}
+	sbx_msg_release(&m);
+	close(sp[0]);
+	return rc;
+}
