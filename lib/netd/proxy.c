@@ -25,6 +25,7 @@
 #define IP6T_SO_ORIGINAL_DST 80
 #endif
 
+#define LOG_SNIFF_MS 20     /* the name for the log, without rules */
 #define SNIFF_MS 2000       /* how long the first bytes may take */
 #define SNIFF_MAX 16384     /* a ClientHello with big key shares fits */
 #define CONNECT_MS 10000
@@ -169,6 +170,28 @@ sniff(struct conn *c)
 out:
 	lowat = 1;
 	setsockopt(c->fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+	free(buf);
+}
+
+/* Without a domain rule nothing waits for the name, but the log still
+ * wants it: by the time the upstream has answered, a TLS or HTTP client
+ * has sent its first bytes. Waits LOG_SNIFF_MS at most (a server-first
+ * protocol, such as SSH, pays that once). */
+static void
+peek_host(struct conn *c)
+{
+	unsigned char *buf;
+	struct pollfd p = {c->fd, POLLIN, 0};
+	ssize_t n;
+
+	c->host[0] = '\0';
+	if (poll(&p, 1, LOG_SNIFF_MS) <= 0)
+		return;
+	buf = sbx_xmalloc(SNIFF_MAX);
+	n = recv(c->fd, buf, SNIFF_MAX, MSG_PEEK | MSG_DONTWAIT);
+	if (n <= 0 || sbx_net_sniff(buf, (size_t)n, c->host,
+	    sizeof c->host) != 1)
+		c->host[0] = '\0';
 	free(buf);
 }
 
@@ -346,6 +369,10 @@ conn_main(void *arg)
 		reset(c->fd);
 		netd_log(&r);
 		goto out;
+	}
+	if (!cf->want_host) {
+		peek_host(c);
+		r.host = c->host[0] ? c->host : NULL;
 	}
 	if (relay(c) < 0) {
 		/* One side broke: the other learns it as it would have
