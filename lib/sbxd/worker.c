@@ -62,6 +62,8 @@ spec_of(const json_t *j, struct sbx_spec *s)
 	s->pull = json_is_true(json_object_get(j, "pull"));
 	s->endpoint = sbx_json_str(j, "endpoint");
 	s->net_rules = json_object_get(j, "net_rules");
+	if (!json_is_object(s->net_rules))
+		s->net_rules = NULL; /* none: null in the JSON */
 }
 
 /* The spawner's child for a call (args: op, spec or ref); its answer on
