@@ -305,6 +305,17 @@ struct sbx_spec {
 	const char *endpoint; /* the server's URL (e2b); NULL: default */
 	json_t *net_rules;    /* {"allow_out":[...],"deny_out":[...]} with
 	                       * network allow (lib/net/net.h); NULL: none */
+	/* Headers a proxy outside the sandbox adds to its requests:
+	 * [{"host":H,"name":N,"value":V}] or "template":T in place of value
+	 * (T may hold ${e2b.secrets.NAME}, resolved per request); NULL:
+	 * none. Values live here and in the sandbox's secret file only. */
+	json_t *net_inject;
+	/* {"url":"socks5://[user@]host:port","password":P or null}: allowed
+	 * TCP goes through it; NULL: straight out. */
+	json_t *egress_proxy;
+	/* [{"port":N,"host_port":M}] published on the host's loopback
+	 * (M 0: a free port); NULL: none. */
+	json_t *ports;
 };
 
 struct sbx_exec_opts {

@@ -30,13 +30,14 @@ spec_json(const struct sbx_spec *s)
 	for (i = 0; s->env && s->env[i]; i++)
 		json_array_append_new(env, json_string(s->env[i]));
 	return json_pack("{s:s?,s:I,s:I,s:I,s:i,s:I,s:O?,s:o,s:s?,s:s?,s:s?,"
-	    "s:b,s:s?,s:O?}", "image", s->image, "memory", (json_int_t)s->memory,
+	    "s:b,s:s?,s:O?,s:O?,s:O?,s:O?}", "image", s->image, "memory", (json_int_t)s->memory,
 	    "cpus_milli", (json_int_t)s->cpus_milli, "pids",
 	    (json_int_t)s->pids, "network", (int)s->network, "timeout",
 	    (json_int_t)s->timeout, "labels", s->labels, "env", env,
 	    "workdir", s->workdir, "name", s->name, "runtime", s->runtime,
 	    "pull", s->pull, "endpoint", s->endpoint, "net_rules",
-	    s->net_rules);
+	    s->net_rules, "net_inject", s->net_inject, "egress_proxy",
+	    s->egress_proxy, "ports", s->ports);
 }
 
 static void
@@ -61,9 +62,19 @@ spec_of(const json_t *j, struct sbx_spec *s)
 	s->runtime = sbx_json_str(j, "runtime");
 	s->pull = json_is_true(json_object_get(j, "pull"));
 	s->endpoint = sbx_json_str(j, "endpoint");
+	/* None is null in the JSON. */
 	s->net_rules = json_object_get(j, "net_rules");
 	if (!json_is_object(s->net_rules))
-		s->net_rules = NULL; /* none: null in the JSON */
+		s->net_rules = NULL;
+	s->net_inject = json_object_get(j, "net_inject");
+	if (!json_is_array(s->net_inject))
+		s->net_inject = NULL;
+	s->egress_proxy = json_object_get(j, "egress_proxy");
+	if (!json_is_object(s->egress_proxy))
+		s->egress_proxy = NULL;
+	s->ports = json_object_get(j, "ports");
+	if (!json_is_array(s->ports))
+		s->ports = NULL;
 }
 
 /* The spawner's child for a call (args: op, spec or ref); its answer on
