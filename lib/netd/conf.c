@@ -14,10 +14,28 @@ struct netd netd = {.mu = PTHREAD_MUTEX_INITIALIZER, .pidfd = -1,
     .tcp = -1, .udp = -1};
 
 static void
+zfree(char *s)
+{
+	if (s) {
+		explicit_bzero(s, strlen(s));
+		free(s);
+	}
+}
+
+static void
 conf_free(struct netd_conf *c)
 {
+	size_t i;
+
 	if (!c)
 		return;
+	for (i = 0; i < c->ninject; i++) {
+		free(c->inject[i].host);
+		free(c->inject[i].name);
+		zfree(c->inject[i].value);
+		zfree(c->inject[i].template);
+	}
+	free(c->inject);
 	sbx_net_rules_free(&c->rules);
 	free(c->id);
 	free(c);
@@ -95,6 +113,50 @@ dns_resolv_conf(struct netd_conf *c)
 	fclose(f);
 }
 
+/* DIR/net.secret.json's "inject", when net.json names injections. */
+static int
+inject_load(const char *dir, const json_t *names, struct netd_conf *c,
+    struct sbx_err *err)
+{
+	char *path;
+	json_t *root, *a, *v;
+	const char *host, *name, *value, *tmpl;
+	size_t i;
+	int rc = -1;
+
+	if (!json_array_size(names))
+		return 0;
+	path = sbx_xasprintf("%s/net.secret.json", dir);
+	if (!(root = sbx_json_load_object(path, err)))
+		goto out;
+	a = json_object_get(root, "inject");
+	c->inject = sbx_xcalloc(json_array_size(a) + 1, sizeof *c->inject);
+	json_array_foreach(a, i, v) {
+		host = sbx_json_str(v, "host");
+		name = sbx_json_str(v, "name");
+		value = sbx_json_str(v, "value");
+		tmpl = sbx_json_str(v, "template");
+		if (!host || !name || (!value && !tmpl)) {
+			sbx_err_set(err, SBX_EX_DATA, "'%s': injection %zu is "
+			    "incomplete", path, i);
+			goto out;
+		}
+		c->inject[c->ninject].host = sbx_xstrdup(host);
+		c->inject[c->ninject].name = sbx_xstrdup(name);
+		c->inject[c->ninject].value = value ? sbx_xstrdup(value) :
+		    NULL;
+		c->inject[c->ninject++].template = !value ? sbx_xstrdup(tmpl) :
+		    NULL;
+	}
+	rc = 0;
+out:
+	/* jansson's copy of the values: gone with root, not wiped (it
+	 * has no hook for that); ours are. */
+	json_decref(root);
+	free(path);
+	return rc;
+}
+
 int
 netd_conf_load(const char *dir, struct netd_conf **out,
     struct sbx_err *err)
@@ -112,7 +174,9 @@ netd_conf_load(const char *dir, struct netd_conf **out,
 	c->id = sbx_xstrdup(id ? id : "");
 	if (sbx_net_rules_from_json(root, &c->rules, err) < 0)
 		goto out;
-	c->want_host = sbx_net_rules_want_host(&c->rules);
+	if (inject_load(dir, json_object_get(root, "inject"), c, err) < 0)
+		goto out;
+	c->want_host = sbx_net_rules_want_host(&c->rules) || c->ninject;
 	dns = json_object_get(root, "dns");
 	if (dns && !json_is_array(dns) && !json_is_null(dns)) {
 		sbx_err_set(err, SBX_EX_DATA, "'%s': \"dns\" is not an array",

@@ -109,8 +109,8 @@ netd_log(const struct netd_logrec *r)
 	if (r->host)
 		json_object_set_new(o, "host", sbx_json_bytes(r->host,
 		    strlen(r->host)));
-	json_object_set_new(o, "verdict", json_string(r->allow ? "allow" :
-	    "deny"));
+	json_object_set_new(o, "verdict", json_string(!r->allow ? "deny" :
+	    r->inject ? "inject" : "allow"));
 	json_object_set_new(o, "bytes_out", json_integer(
 	    (json_int_t)r->bytes_out));
 	json_object_set_new(o, "bytes_in", json_integer(

@@ -47,6 +47,11 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	netd_conf_set(c);
 	if (netd_log_open(dir, err) < 0)
 		return -1;
+	/* Injection is set at create: its CA, in the sandbox's trust store
+	 * before the sandbox starts (sbx-create waits for our "ok"). */
+	if (c->ninject && (netd_ca_init(dir, err) < 0 ||
+	    netd_inject_init(err) < 0))
+		return -1;
 	if ((netd.pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot watch process "
 		    "%d:", (int)pid);

@@ -14,13 +14,21 @@
 #define NETD_MAX_DNS 8
 #define NETD_MAX_CONNS 1024
 
+/* One header injection (DIR/net.secret.json): host a domain or
+ * "*.domain"; value, or template with ${e2b.secrets.NAME} in it. */
+struct netd_inject {
+	char *host, *name, *value, *template;
+};
+
 /* What DIR/net.json says, as one snapshot: SIGHUP makes a new one and
  * swaps it in, and each connection or query holds a ref to the one it
  * started with, so that it is judged by one version of the rules. */
 struct netd_conf {
 	char *id;                  /* the sandbox's, for the log */
 	struct sbx_net_rules rules;
-	int want_host;             /* a domain rule: sniff the host */
+	int want_host;             /* a domain rule or an injection: sniff */
+	struct netd_inject *inject;
+	size_t ninject;
 	struct sockaddr_storage dns[NETD_MAX_DNS];
 	socklen_t dnslen[NETD_MAX_DNS];
 	int ndns;
@@ -50,6 +58,16 @@ void netd_conf_set(struct netd_conf *c);
 void netd_addr_fmt(const struct sockaddr *sa, char *buf, size_t n,
     int *port);
 
+struct netd_logrec;
+
+/* One connection from the sandbox (proxy.c, inject.c). */
+struct conn {
+	int fd, up;             /* the sandbox's end, the upstream's */
+	struct sockaddr_storage dest;
+	char host[256];
+	uint64_t out, in;       /* bytes sandbox->upstream, and back */
+};
+
 /* setup.c: from a child in the namespaces of pid (whose ns files are
  * userfd and netfd), set its netns up; the listeners come back. */
 int netd_setup(int userfd, int netfd, int *tcp, int *udp,
@@ -57,6 +75,28 @@ int netd_setup(int userfd, int netfd, int *tcp, int *udp,
 
 /* proxy.c, dns.c: start the thread that serves each listener. */
 int netd_proxy_start(struct sbx_err *err);
+/* Connect c->up to c->dest within 10 s; NULL, or why not. */
+const char *netd_connect_up(struct conn *c);
+/* Close with a RST, as a refused or broken connection looks. */
+void netd_reset(int fd);
+
+/* ca.c: the sandbox's CA (DIR/ca.key, DIR/ca.crt), made at the first
+ * start with injection and put into the sandbox's trust store (DIR/upper
+ * over the image, net.json "image"); then leaves signed for each host. */
+int netd_ca_init(const char *dir, struct sbx_err *err);
+/* A server context with a leaf for host (cached), ALPN http/1.1 only;
+ * NULL without a CA or on failure. A ref: give it back with
+ * SSL_CTX_free. */
+struct ssl_ctx_st *netd_ca_server(const char *host);
+
+/* inject.c: the hosts whose requests get headers (TLS terminated). */
+int netd_inject_init(struct sbx_err *err);
+/* Whether an injection of cf names host. */
+int netd_inject_wanted(const struct netd_conf *cf, const char *host);
+/* Serve an allowed connection c to an injected host, r its log record
+ * (verdict, error, bytes filled in); closes c's sockets. */
+void netd_inject_serve(struct conn *c, struct netd_conf *cf,
+    struct netd_logrec *r);
 int netd_dns_start(struct sbx_err *err);
 
 /* log.c: DIR/net.log, one JSON line per decision. */
@@ -67,6 +107,7 @@ struct netd_logrec {
 	const struct sockaddr *dest;
 	const char *host;          /* or NULL */
 	int allow;
+	int inject;                /* verdict "inject" (when allowed) */
 	uint64_t bytes_out, bytes_in;
 	const char *error;         /* or NULL */
 };

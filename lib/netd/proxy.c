@@ -31,13 +31,6 @@
 #define CONNECT_MS 10000
 #define PIPE_CHUNK 65536
 
-struct conn {
-	int fd, up;             /* the sandbox's end, the upstream's */
-	struct sockaddr_storage dest;
-	char host[256];
-	uint64_t out, in;       /* bytes sandbox->upstream, and back */
-};
-
 static atomic_int nconns;
 
 /* --- the host's own addresses: is_host for sbx_net_protected ---------- */
@@ -195,9 +188,8 @@ peek_host(struct conn *c)
 	free(buf);
 }
 
-/* Close with a RST, as a refused or broken connection looks. */
-static void
-reset(int fd)
+void
+netd_reset(int fd)
 {
 	struct linger l = {1, 0};
 
@@ -205,10 +197,9 @@ reset(int fd)
 	close(fd);
 }
 
-/* Connect to dest from the host's netns within CONNECT_MS; NULL or why
- * not. */
-static const char *
-connect_up(struct conn *c)
+/* From the host's netns. */
+const char *
+netd_connect_up(struct conn *c)
 {
 	socklen_t len = c->dest.ss_family == AF_INET ?
 	    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
@@ -351,7 +342,7 @@ conn_main(void *arg)
 	if (original_dest(c->fd, &c->dest) < 0) {
 		/* Straight to our port from inside, not redirected: nothing
 		 * to judge, nothing to log. */
-		reset(c->fd);
+		netd_reset(c->fd);
 		goto out;
 	}
 	if (cf->want_host)
@@ -360,13 +351,18 @@ conn_main(void *arg)
 	host = is_host(r.dest);
 	r.allow = sbx_net_allowed(&cf->rules, r.dest, r.host, host);
 	if (!r.allow) {
-		reset(c->fd);
+		netd_reset(c->fd);
 		netd_log(&r);
 		goto out;
 	}
-	if ((e = connect_up(c))) {
+	if (r.host && netd_inject_wanted(cf, r.host)) {
+		netd_inject_serve(c, cf, &r);
+		c->up = -1;
+		goto out;
+	}
+	if ((e = netd_connect_up(c))) {
 		r.error = e;
-		reset(c->fd);
+		netd_reset(c->fd);
 		netd_log(&r);
 		goto out;
 	}
@@ -377,8 +373,8 @@ conn_main(void *arg)
 	if (relay(c) < 0) {
 		/* One side broke: the other learns it as it would have
 		 * without us in between. */
-		reset(c->fd);
-		reset(c->up);
+		netd_reset(c->fd);
+		netd_reset(c->up);
 	} else {
 		close(c->fd);
 		close(c->up);
@@ -426,7 +422,7 @@ accept_main(void *arg)
 				sbx_warn("%d connections at once: refusing more",
 				    NETD_MAX_CONNS);
 			}
-			reset(fd);
+			netd_reset(fd);
 			continue;
 		}
 		c = sbx_xcalloc(1, sizeof *c);
@@ -436,7 +432,7 @@ accept_main(void *arg)
 		if ((errno = pthread_create(&th, &at, conn_main, c)) != 0) {
 			sbx_warn("cannot start a thread:");
 			atomic_fetch_sub(&nconns, 1);
-			reset(fd);
+			netd_reset(fd);
 			free(c);
 		}
 	}
