@@ -361,24 +361,31 @@ undo(const char *root, const char *dir, struct sbx_cgroups *cg,
 	release_name(root, name, id);
 }
 
+/* ca: the sandbox has sbx-netd's CA in its trust store (header
+ * injection): the variables that make clients that do not read
+ * /etc/ssl/certs trust it. Before --env, which may replace them. */
 static int
-send_config(int fd, const struct sbx_spec *spec, const char *workdir)
+send_config(int fd, const struct sbx_spec *spec, const char *workdir, int ca)
 {
 	struct sbx_buf b = SBX_BUF_INIT;
-	uint32_t n = 0;
+	uint32_t n = 0, nbase;
 	size_t i;
 	int rc;
 	static const char *const base[] = {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:"
 		"/bin", "HOME=/root", "LANG=C.UTF-8",
+		"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+		"REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+		"NODE_EXTRA_CA_CERTS=/etc/ssl/certs/sbx-ca.pem",
 	};
 
 	while (spec->env && spec->env[n])
 		n++;
+	nbase = ca ? 6 : 3;
 	sbx_msg_put_u64(&b, spec->timeout);
 	sbx_msg_put_str(&b, workdir);
-	sbx_msg_put_u32(&b, n + 3);
-	for (i = 0; i < 3; i++)
+	sbx_msg_put_u32(&b, n + nbase);
+	for (i = 0; i < nbase; i++)
 		sbx_msg_put_str(&b, base[i]);
 	for (i = 0; i < n; i++)
 		sbx_msg_put_str(&b, spec->env[i]);
@@ -627,9 +634,15 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 		}
 	}
 	if (spec->network == SBX_NET_ALLOW && sbx_local_net_start(dir, id,
-	    pid, spec, &netd, err) < 0)
+	    host ? "/" : image, pid, spec, &netd, err) < 0)
 		goto fail;
-	if (write(go[1], &c, 1) != 1 || send_config(cp[0], spec, workdir) < 0) {
+	/* sbx-netd made it (header injection) and put it in the sandbox's
+	 * trust store; a stopped sandbox started again still has both. */
+	p = sbx_xasprintf("%s/ca.crt", dir);
+	i = spec->network == SBX_NET_ALLOW && access(p, F_OK) == 0;
+	free(p);
+	if (write(go[1], &c, 1) != 1 || send_config(cp[0], spec, workdir,
+	    i) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
 		goto fail;
 	}

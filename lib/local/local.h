@@ -127,11 +127,14 @@ int sbx_local_mount_rootfs(const struct sbx_local_setup *s,
 /* The rules and resolvers of a spec with network allow, checked before
  * anything is made (SBX_EX_USAGE). */
 int sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err);
-/* Write DIR/net.json (unless a stopped sandbox left one) and start
- * sbx-netd for the sandbox whose init is pid; its pid in *netd once it
- * has set the network namespace up. */
-int sbx_local_net_start(const char *dir, const char *id, pid_t pid,
-    const struct sbx_spec *spec, pid_t *netd, struct sbx_err *err);
+/* Write DIR/net.json and DIR/net.secret.json (unless a stopped sandbox
+ * left them) and start sbx-netd for the sandbox whose init is pid; its
+ * pid in *netd once it has set the network namespace up (and, with
+ * header injection, put its CA in DIR/upper). image: "/" or the image's
+ * directory, where the CA bundle comes from. */
+int sbx_local_net_start(const char *dir, const char *id, const char *image,
+    pid_t pid, const struct sbx_spec *spec, pid_t *netd,
+    struct sbx_err *err);
 /* Kill sbx-netd (pid and start time from meta.json) and wait for it. */
 void sbx_local_net_stop(pid_t pid, unsigned long long starttime);
 /* sbx-net's operations (struct sbx_backend_ops's net_rules, net_log). */

@@ -74,6 +74,34 @@ make_skeleton(const char *lower, const char *workdir, struct sbx_err *err)
 	return rc;
 }
 
+/* Header injection, host image: sbx-netd's CA (DIR/certs) over the
+ * host's /etc/ssl/certs, read-only, as an image has it in its upper. */
+static int
+ca_certs(const struct sbx_local_setup *s, const char *root,
+    struct sbx_err *err)
+{
+	char *ours = sbx_xasprintf("%s/certs", s->dir), *to, *opts;
+	struct stat st;
+	int rc = 0;
+
+	if (stat(ours, &st) < 0 || stat("/etc/ssl/certs", &st) < 0 ||
+	    !S_ISDIR(st.st_mode)) {
+		free(ours);
+		return 0;
+	}
+	to = sbx_xasprintf("%s/etc/ssl/certs", root);
+	opts = sbx_xasprintf("lowerdir=%s:/etc/ssl/certs%s", ours,
+	    s->rootless || s->uid_base ? ",userxattr" : "");
+	if (mount("overlay", to, "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV,
+	    opts) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot mount the CA on "
+		    "/etc/ssl/certs:");
+	free(opts);
+	free(to);
+	free(ours);
+	return rc;
+}
+
 static int
 bind_ro(const char *src, const char *dst, struct sbx_err *err)
 {
@@ -270,6 +298,8 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 			if (rc < 0)
 				goto out;
 		}
+		if (ca_certs(s, root, err) < 0)
+			goto out;
 	} else {
 		/* An image may lack the mount points and the workdir. */
 		for (i = 0; i < sizeof private_dirs / sizeof private_dirs[0];

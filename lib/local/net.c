@@ -81,6 +81,37 @@ dns_list(struct sbx_err *err)
 	return a;
 }
 
+/* spec->net_inject as sbx-create or sbxd made it: what sbx-netd needs. */
+static int
+inject_check(const json_t *inject, struct sbx_err *err)
+{
+	const char *host, *name, *v;
+	struct sbx_net_rule r;
+	json_t *o;
+	size_t i;
+
+	if (inject && !json_is_array(inject))
+		return sbx_err_set(err, SBX_EX_USAGE, "header injections are "
+		    "not a list");
+	json_array_foreach(inject, i, o) {
+		host = sbx_json_str(o, "host");
+		name = sbx_json_str(o, "name");
+		if (!(v = sbx_json_str(o, "value")))
+			v = sbx_json_str(o, "template");
+		if (!host || sbx_net_rule_parse(host, &r, err) < 0 ||
+		    (r.kind != SBX_NR_DOMAIN && r.kind != SBX_NR_WILDCARD))
+			return sbx_err_set(err, SBX_EX_USAGE, "invalid host "
+			    "'%s' for a header injection", host ? host : "");
+		if (!name || !sbx_net_header_name_ok(name, strlen(name)))
+			return sbx_err_set(err, SBX_EX_USAGE, "invalid header "
+			    "name '%s'", name ? name : "");
+		if (!v || !sbx_net_header_value_ok(v, strlen(v)))
+			return sbx_err_set(err, SBX_EX_USAGE, "invalid value "
+			    "for header '%s' of '%s'", name, host);
+	}
+	return 0;
+}
+
 int
 sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err)
 {
@@ -97,18 +128,41 @@ sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err)
 	if (!(dns = dns_list(err)))
 		return -1;
 	json_decref(dns);
-	return 0;
+	return inject_check(spec->net_inject, err);
+}
+
+/* DIR/net.secret.json: the injected headers with their values, for
+ * sbx-netd alone (never printed, never logged). */
+static int
+write_secret(const char *dir, const json_t *inject, struct sbx_err *err)
+{
+	char *p, *text;
+	json_t *o;
+	int rc;
+
+	if (!json_array_size(inject))
+		return 0;
+	p = sbx_xasprintf("%s/net.secret.json", dir);
+	o = json_pack("{sO}", "inject", inject);
+	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+	explicit_bzero(text, strlen(text));
+	free(text);
+	json_decref(o);
+	free(p);
+	return rc;
 }
 
 /* DIR/net.json: what sbx-netd enforces. A stopped sandbox started again
- * keeps its own (sbx-net may have changed it). */
+ * keeps its own (sbx-net may have changed it), and its net.secret.json. */
 static int
-write_rules(const char *dir, const char *id, const struct sbx_spec *spec,
-    struct sbx_err *err)
+write_rules(const char *dir, const char *id, const char *image,
+    const struct sbx_spec *spec, struct sbx_err *err)
 {
 	char *p = sbx_xasprintf("%s/net.json", dir), *text;
-	json_t *o, *dns;
+	json_t *o, *dns, *inject, *v;
 	struct stat st;
+	size_t i;
 	int rc;
 
 	if (stat(p, &st) == 0) {
@@ -119,6 +173,17 @@ write_rules(const char *dir, const char *id, const struct sbx_spec *spec,
 		free(p);
 		return -1;
 	}
+	if (write_secret(dir, spec->net_inject, err) < 0) {
+		json_decref(dns);
+		free(p);
+		return -1;
+	}
+	/* Which headers, never their values. */
+	inject = json_array();
+	json_array_foreach(spec->net_inject, i, v)
+		json_array_append_new(inject, json_pack("{sOsO}", "host",
+		    json_object_get(v, "host"), "name", json_object_get(v,
+		    "name")));
 	o = json_pack("{sssOsOso}", "id", id,
 	    "allow_out", spec->net_rules ? json_object_get(spec->net_rules,
 	    "allow_out") : json_array(),
@@ -129,6 +194,8 @@ write_rules(const char *dir, const char *id, const struct sbx_spec *spec,
 		json_decref(json_object_get(o, "allow_out"));
 		json_decref(json_object_get(o, "deny_out"));
 	}
+	json_object_set_new(o, "inject", inject);
+	json_object_set_new(o, "image", json_string(image));
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
 	free(text);
@@ -163,7 +230,7 @@ netd_path(struct sbx_err *err)
  * a thread. */
 static void
 netd_child(const char *path, const char *errlog, char *const argv[],
-    int ready)
+    char *const envp[], int ready)
 {
 	sigset_t none;
 	int fd, sig;
@@ -182,17 +249,22 @@ netd_child(const char *path, const char *errlog, char *const argv[],
 	    dup2(fd, 2) < 0 || dup2(ready, 3) < 0)
 		_exit(1);
 	syscall(SYS_close_range, 4, ~0U, 0);
-	execv(path, argv);
+	execve(path, argv, envp);
 	(void)!write(3, "cannot start sbx-netd\n", 22);
 	_exit(1);
 }
 
 int
-sbx_local_net_start(const char *dir, const char *id, pid_t pid,
-    const struct sbx_spec *spec, pid_t *netd, struct sbx_err *err)
+sbx_local_net_start(const char *dir, const char *id, const char *image,
+    pid_t pid, const struct sbx_spec *spec, pid_t *netd, struct sbx_err *err)
 {
 	char *path, *errlog = NULL, pidstr[24], line[512];
 	char *argv[] = {"sbx-netd", (char *)dir, pidstr, NULL};
+	static const char *const keep[] = {"HOME", "XDG_CONFIG_HOME",
+	    "SBX_NETWORK_CA_FILE", "PATH", "TZ"};
+	char *envp[sizeof keep / sizeof keep[0] + 1];
+	const char *ev;
+	size_t i, ne = 0;
 	struct pollfd pfd;
 	int ready[2] = {-1, -1}, rc = -1;
 	size_t n = 0;
@@ -201,10 +273,17 @@ sbx_local_net_start(const char *dir, const char *id, pid_t pid,
 	long v;
 
 	*netd = 0;
-	if (write_rules(dir, id, spec, err) < 0)
+	if (write_rules(dir, id, image, spec, err) < 0)
 		return -1;
 	if (!(path = netd_path(err)))
 		return -1;
+	/* Only what it reads: sbx-create's environment may hold the value
+	 * of an injected header (env:VAR), which sbx-netd has from its
+	 * file. */
+	for (i = 0; i < sizeof keep / sizeof keep[0]; i++)
+		if ((ev = getenv(keep[i])))
+			envp[ne++] = sbx_xasprintf("%s=%s", keep[i], ev);
+	envp[ne] = NULL;
 	errlog = sbx_xasprintf("%s/netd.err", dir);
 	snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
 	if (pipe2(ready, O_CLOEXEC) < 0) {
@@ -216,7 +295,7 @@ sbx_local_net_start(const char *dir, const char *id, pid_t pid,
 		goto out;
 	}
 	if (c == 0)
-		netd_child(path, errlog, argv, ready[1]);
+		netd_child(path, errlog, argv, envp, ready[1]);
 	close(ready[1]);
 	ready[1] = -1;
 	while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
@@ -253,6 +332,8 @@ out:
 		close(ready[0]);
 	if (ready[1] >= 0)
 		close(ready[1]);
+	for (i = 0; i < ne; i++)
+		free(envp[i]);
 	free(errlog);
 	free(path);
 	return rc;

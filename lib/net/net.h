@@ -80,4 +80,16 @@ int sbx_net_allowed(const struct sbx_net_rules *rs,
 int sbx_net_sniff(const unsigned char *buf, size_t len, char *host,
     size_t hostsz);
 
+/* --inject-header HOST:NAME=SOURCE (lib/net/inject.c): HOST a domain or
+ * "*.domain", NAME an HTTP token, SOURCE env:VAR (sbx-create's
+ * environment), file:PATH (a regular 0600 file of the user's, one trailing
+ * newline dropped) or secret:NAME (the template "${e2b.secrets.NAME}").
+ * Appends {"host","name","value"} or {"host","name","template"} to list;
+ * SBX_EX_USAGE with a message that never holds the value. */
+int sbx_net_inject_parse(const char *text, json_t *list,
+    struct sbx_err *err);
+/* An HTTP header name (a token); a value without CR, LF or NUL. */
+int sbx_net_header_name_ok(const char *s, size_t n);
+int sbx_net_header_value_ok(const char *s, size_t n);
+
 #endif
