@@ -12,9 +12,10 @@ static const char usage[] =
     "                  [-n deny|allow] [-T seconds] [-l key=value]... "
     "[-e name[=value]]...\n"
     "                  [-w dir] [-N name] [-r] [-R runtime] [-P] [-E url]\n"
-    "                  [--allow-out dest]... [--deny-out dest]...\n";
+    "                  [--allow-out dest]... [--deny-out dest]...\n"
+    "                  [--inject-header host:name=source]...\n";
 
-enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT };
+enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_INJECT_HEADER };
 
 static const struct option longopts[] = {
 	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
@@ -25,6 +26,7 @@ static const struct option longopts[] = {
 	{"env", required_argument, NULL, 'e'},
 	{"help", no_argument, NULL, 'h'},
 	{"image", required_argument, NULL, 'i'},
+	{"inject-header", required_argument, NULL, OPT_INJECT_HEADER},
 	{"label", required_argument, NULL, 'l'},
 	{"memory", required_argument, NULL, 'm'},
 	{"name", required_argument, NULL, 'N'},
@@ -192,6 +194,14 @@ main(int argc, char **argv)
 		case OPT_DENY_OUT:
 			add_rule(&spec.net_rules, "deny_out", optarg);
 			break;
+		case OPT_INJECT_HEADER:
+			/* The value is read now, from here on never shown. */
+			if (!spec.net_inject)
+				spec.net_inject = json_array();
+			if (sbx_net_inject_parse(optarg, spec.net_inject,
+			    &err) < 0)
+				sbx_die_err(&err);
+			break;
 		case 'b':
 			backend = optarg;
 			break;
@@ -333,6 +343,7 @@ done:
 	json_decref(old);
 	json_decref(spec.labels);
 	json_decref(spec.net_rules);
+	json_decref(spec.net_inject);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);
 	free(env);

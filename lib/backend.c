@@ -175,10 +175,13 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	want |= spec->runtime ? SBX_CAP_RUNTIME : 0;
 	want |= spec->pull ? SBX_CAP_PULL : 0;
 	want |= spec->name ? SBX_CAP_NAME : 0;
-	want |= spec->net_rules ? SBX_CAP_NET_RULES : 0;
+	want |= spec->net_rules || spec->net_inject ? SBX_CAP_NET_RULES : 0;
 	if (spec->net_rules && spec->network != SBX_NET_ALLOW)
 		return sbx_err_set(err, SBX_EX_USAGE, "--allow-out and "
 		    "--deny-out need --network allow");
+	if (spec->net_inject && spec->network != SBX_NET_ALLOW)
+		return sbx_err_set(err, SBX_EX_USAGE, "--inject-header needs "
+		    "--network allow");
 	return sbx_backend_need(be, want, err);
 }
 
