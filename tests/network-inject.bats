@@ -256,6 +256,40 @@ print(json.load(urllib.request.urlopen("https://a.test/", context=c))["headers"]
 	[ -z "$(find "$img" -path '*ssl*')" ]
 }
 
+@test "the CA: a sandbox stopped and started again keeps its CA and variables, and injects" {
+	inject_sandbox
+	cp "$(sdir)/ca.crt" ca.before
+	sbx-pause -q -m stop -s s.json
+	sbx-pause -q -r -s s.json
+	cmp ca.before "$(sdir)/ca.crt"
+	run sx sh -c 'echo "$SSL_CERT_FILE"; curl -sS --max-time 5 https://a.test/'
+	assert_success
+	[ "${lines[0]}" = /etc/ssl/certs/ca-certificates.crt ]
+	output=${lines[1]}
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+}
+
+@test "rootless: injection over HTTPS, the CA trusted inside" {
+	local d
+	d=$(mktemp -d /tmp/sbx-rootless.XXXXXX)
+	chown 65534:65534 "$d"
+	chmod 755 "$d"
+	nobody() {
+		(cd "$d" && setpriv --reuid=65534 --regid=65534 --clear-groups \
+		    env -i HOME="$d" SBX_LOCAL_DIR="$d/sb" SBX_NETWORK_DNS="$SBX_NETWORK_DNS" \
+		    SBX_NETWORK_CA_FILE="$NETWORLD_CA" SBX_TEST_KEY="$SBX_TEST_KEY" \
+		    PATH="$SBX_BIN:/usr/bin:/bin" "$@")
+	}
+	run nobody sbx-create -n allow -s "$d/s.json" \
+	    --inject-header 'a.test:x-api-key=env:SBX_TEST_KEY'
+	assert_success
+	run nobody sbx-exec -s "$d/s.json" -- curl -sS --max-time 5 https://a.test/
+	nobody sbx-kill -q -s "$d/s.json" >/dev/null 2>&1 || true
+	rm -rf "$d"
+	assert_success
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+}
+
 # --- the value is nowhere -----------------------------------------------------
 
 @test "the value is nowhere: env, /proc, the sandbox's files, state, ref, sbx-ls, net files, argv" {
