@@ -359,6 +359,7 @@ enum {
 	SBX_CAP_KEEP = 1 << 16,      /* sbx-kill -k; an ended sandbox stays
 	                              * listed (expired, dead) until sbx-gc */
 	SBX_CAP_NET_RULES = 1 << 17, /* --allow-out, --deny-out; sbx-net */
+	SBX_CAP_PORTS = 1 << 18,     /* sbx-create --port; sbx-port */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that
@@ -394,6 +395,11 @@ struct sbx_backend_ops {
 	/* The log of decisions, JSON lines, copied to stdout; follow: then
 	 * what comes, until the sandbox ends. */
 	int (*net_log)(const json_t *ref, int follow, struct sbx_err *err);
+	/* With SBX_CAP_PORTS (sbx-port): port 0, the published ports as an
+	 * array; else that port's {"port","host","host_port","url"},
+	 * published first (on host_port, 0: a free one) when it is not. */
+	json_t *(*ports)(const json_t *ref, unsigned port, unsigned host_port,
+	    struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as

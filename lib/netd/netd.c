@@ -44,6 +44,7 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	netd.pid = pid;
 	if (netd_conf_load(dir, &c, err) < 0)
 		return -1;
+	netd.egress = c->egress;
 	netd_conf_set(c);
 	if (netd_log_open(dir, err) < 0)
 		return -1;
@@ -60,7 +61,8 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "process %d is gone", (int)pid);
 		goto out;
 	}
-	if (netd_setup(userfd, netfd, &netd.tcp, &netd.udp, err) < 0)
+	if (netd_setup(userfd, netfd, netd.egress, &netd.tcp, &netd.udp,
+	    &netd.inside, err) < 0 || netd_ports_start(err) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -94,7 +96,8 @@ sbx_netd_run(struct sbx_err *err)
 
 	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC)) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot open a signalfd:");
-	if (netd_proxy_start(err) < 0 || netd_dns_start(err) < 0)
+	if (netd.egress && (netd_proxy_start(err) < 0 ||
+	    netd_dns_start(err) < 0))
 		return -1;
 	p[0] = (struct pollfd){sfd, POLLIN, 0};
 	p[1] = (struct pollfd){netd.pidfd, POLLIN, 0};

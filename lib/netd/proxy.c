@@ -195,9 +195,8 @@ peek_host(struct conn *c)
 	free(buf);
 }
 
-/* Close with a RST, as a refused or broken connection looks. */
-static void
-reset(int fd)
+void
+netd_reset(int fd)
 {
 	struct linger l = {1, 0};
 
@@ -281,14 +280,13 @@ half_out(struct half *h)
 }
 
 /* Relay both ways until both have ended; an end (FIN) is passed on as
- * SHUT_WR, so a half-closed connection stays half-open. -1 when a side
- * broke: the caller resets the other. */
-static int
-relay(struct conn *c)
+ * SHUT_WR, so a half-closed connection stays half-open. */
+int
+netd_relay(int a, int b, uint64_t *a_to_b, uint64_t *b_to_a)
 {
 	struct half h[2] = {
-		{c->fd, c->up, {-1, -1}, 0, 0, 0, 0, &c->out},
-		{c->up, c->fd, {-1, -1}, 0, 0, 0, 0, &c->in},
+		{a, b, {-1, -1}, 0, 0, 0, 0, a_to_b},
+		{b, a, {-1, -1}, 0, 0, 0, 0, b_to_a},
 	};
 	struct pollfd p[2];
 	int i, rc = -1;
@@ -296,12 +294,12 @@ relay(struct conn *c)
 	for (i = 0; i < 2; i++)
 		if (pipe2(h[i].p, O_NONBLOCK | O_CLOEXEC) < 0)
 			goto out;
-	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+	fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
+	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
 	while (!h[0].shut || !h[1].shut) {
-		/* p[0] is the sandbox's socket, p[1] the upstream's: half i
-		 * reads from p[i] and writes to p[1 - i]. */
-		p[0] = (struct pollfd){c->fd, 0, 0};
-		p[1] = (struct pollfd){c->up, 0, 0};
+		/* Half i reads from p[i] and writes to p[1 - i]. */
+		p[0] = (struct pollfd){a, 0, 0};
+		p[1] = (struct pollfd){b, 0, 0};
 		for (i = 0; i < 2; i++) {
 			if (!h[i].eof && !h[i].full)
 				p[i].events |= POLLIN | POLLRDHUP;
@@ -351,7 +349,7 @@ conn_main(void *arg)
 	if (original_dest(c->fd, &c->dest) < 0) {
 		/* Straight to our port from inside, not redirected: nothing
 		 * to judge, nothing to log. */
-		reset(c->fd);
+		netd_reset(c->fd);
 		goto out;
 	}
 	if (cf->want_host)
@@ -360,13 +358,13 @@ conn_main(void *arg)
 	host = is_host(r.dest);
 	r.allow = sbx_net_allowed(&cf->rules, r.dest, r.host, host);
 	if (!r.allow) {
-		reset(c->fd);
+		netd_reset(c->fd);
 		netd_log(&r);
 		goto out;
 	}
 	if ((e = connect_up(c))) {
 		r.error = e;
-		reset(c->fd);
+		netd_reset(c->fd);
 		netd_log(&r);
 		goto out;
 	}
@@ -374,11 +372,11 @@ conn_main(void *arg)
 		peek_host(c);
 		r.host = c->host[0] ? c->host : NULL;
 	}
-	if (relay(c) < 0) {
+	if (netd_relay(c->fd, c->up, &c->out, &c->in) < 0) {
 		/* One side broke: the other learns it as it would have
 		 * without us in between. */
-		reset(c->fd);
-		reset(c->up);
+		netd_reset(c->fd);
+		netd_reset(c->up);
 	} else {
 		close(c->fd);
 		close(c->up);
@@ -426,7 +424,7 @@ accept_main(void *arg)
 				sbx_warn("%d connections at once: refusing more",
 				    NETD_MAX_CONNS);
 			}
-			reset(fd);
+			netd_reset(fd);
 			continue;
 		}
 		c = sbx_xcalloc(1, sizeof *c);
@@ -436,7 +434,7 @@ accept_main(void *arg)
 		if ((errno = pthread_create(&th, &at, conn_main, c)) != 0) {
 			sbx_warn("cannot start a thread:");
 			atomic_fetch_sub(&nconns, 1);
-			reset(fd);
+			netd_reset(fd);
 			free(c);
 		}
 	}
