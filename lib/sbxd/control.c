@@ -333,6 +333,11 @@ create(struct sbxd_req *r, int v2)
 	b->next_pid = 100;
 	spec.image = image;
 	spec.workdir = "/home/user";
+	/* Its ports answer at <port>-<id>.<domain> whatever its network:
+	 * with none published, the backend's helper still runs (for the
+	 * local one, sbx-netd, which then lets nothing out). */
+	if (sbxd.be->caps & SBX_CAP_PORTS)
+		spec.ports = json_array();
 	spec.labels = json_pack("{s:s}", "sbxd", b->id);
 	env = sbxd_box_env(b, NULL);
 	spec.env = env;
@@ -359,6 +364,7 @@ out:
 	sbxd_env_free(env);
 	json_decref(spec.labels);
 	json_decref(spec.net_rules);
+	json_decref(spec.ports);
 	json_decref(j);
 	return ret;
 }

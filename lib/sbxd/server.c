@@ -369,10 +369,16 @@ dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 			return NULL;
 		}
 		pthread_mutex_unlock(&sbxd.mu);
+		r->port = port;
+		/* Another port: the sandbox's server answers, without
+		 * envd's token (E2B's public traffic). */
 		if (port != SBX_E2B_ENVD_PORT) {
-			*ret = proxy_err(r, id,
-			    "The sandbox is running but port is not open");
-			return NULL;
+			if (port < 1 || port > 65535) {
+				*ret = proxy_err(r, id, "The sandbox is running "
+				    "but port is not open");
+				return NULL;
+			}
+			return &sbxd_port_route;
 		}
 		/* /files checks a presigned URL's signature itself. */
 		if (!(rt && (!strcmp(rt->path, "/health") ||
