@@ -4,7 +4,7 @@
 load lib/helper
 
 TOOLS=(sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-net sbx-pause
-    sbx-sync sbxd)
+    sbx-port sbx-sync sbxd)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
 # The long options of tool $1, from the getopt_long table in cmd/$1.c.
