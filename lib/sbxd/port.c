@@ -135,9 +135,8 @@ up_free(void *cls)
 static enum MHD_Result
 bad_gateway(struct sbxd_req *r, const char *msg)
 {
-	return sbxd_reply_json(r, 502, json_pack("{s:s,s:s,s:i,s:i}",
-	    "sandboxId", r->box->id, "message", msg, "port", (int)r->port,
-	    "code", 502));
+	return sbxd_reply_json(r, 502, json_pack("{s:s,s:s,s:i}",
+	    "sandboxId", r->box->id, "message", msg, "code", 502));
 }
 
 /* Any method, any path: the sandbox's server decides. */
