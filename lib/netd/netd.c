@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,6 +25,18 @@ ns_open(pid_t pid, const char *ns, struct sbx_err *err)
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", path);
 	return fd;
+}
+
+/* Whether fd is the namespace of ours named ns. */
+static int
+ns_ours(int fd, const char *ns)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof path, "/proc/self/ns/%s", ns);
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
 int
@@ -58,6 +71,14 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	p = (struct pollfd){netd.pidfd, POLLIN, 0};
 	if (poll(&p, 1, 0) != 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "process %d is gone", (int)pid);
+		goto out;
+	}
+	/* A process without a netns of its own: the setup would take the
+	 * host's network away (its routes, and a ruleset that drops all
+	 * that leaves). */
+	if (ns_ours(netfd, "net")) {
+		sbx_err_set(err, SBX_EX_FAIL, "process %d is in our network "
+		    "namespace, not a sandbox's", (int)pid);
 		goto out;
 	}
 	if (netd_setup(userfd, netfd, &netd.tcp, &netd.udp, err) < 0)
