@@ -276,14 +276,18 @@ relay(struct conn *c)
 	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
 	while (!h[0].shut || !h[1].shut) {
 		/* p[0] is the sandbox's socket, p[1] the upstream's: half i
-		 * reads from p[i] and writes to p[1 - i]. */
-		p[0] = (struct pollfd){c->fd, 0, 0};
-		p[1] = (struct pollfd){c->up, 0, 0};
+		 * reads from p[i] and writes to p[1 - i]. A socket is polled
+		 * while we want something of it, or while we still write to
+		 * it (to learn that it is gone); else its POLLHUP, which
+		 * poll reports unasked, would spin us. */
 		for (i = 0; i < 2; i++) {
+			p[i] = (struct pollfd){i ? c->up : c->fd, 0, 0};
 			if (!h[i].eof && !h[i].full)
 				p[i].events |= POLLIN | POLLRDHUP;
-			if (h[i].pending)
-				p[1 - i].events |= POLLOUT;
+			if (h[1 - i].pending)
+				p[i].events |= POLLOUT;
+			if (!p[i].events && h[1 - i].shut)
+				p[i].fd = -1;
 		}
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
@@ -291,13 +295,22 @@ relay(struct conn *c)
 			goto out;
 		}
 		for (i = 0; i < 2; i++) {
-			if ((p[i].revents & (POLLIN | POLLRDHUP | POLLHUP |
-			    POLLERR)) && !h[i].eof && !h[i].full &&
-			    half_in(&h[i]) < 0)
+			if (p[i].revents & POLLERR)
 				goto out;
-			if ((p[1 - i].revents & (POLLOUT | POLLHUP |
-			    POLLERR)) && h[i].pending && half_out(&h[i]) < 0)
+			if ((p[i].revents & (POLLIN | POLLRDHUP | POLLHUP)) &&
+			    !h[i].eof && !h[i].full && half_in(&h[i]) < 0)
 				goto out;
+			if ((p[i].revents & POLLOUT) && h[1 - i].pending &&
+			    half_out(&h[1 - i]) < 0)
+				goto out;
+			/* Closed both ways: what we would write to it has
+			 * nowhere to go; what it sent is still passed on. */
+			if ((p[i].revents & POLLHUP) && !h[1 - i].shut) {
+				h[1 - i].eof = h[1 - i].shut = 1;
+				h[1 - i].pending = 0;
+			}
+		}
+		for (i = 0; i < 2; i++) {
 			if (h[i].eof && !h[i].pending && !h[i].shut) {
 				shutdown(h[i].dst, SHUT_WR);
 				h[i].shut = 1;
