@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -44,6 +45,7 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 {
 	struct pollfd p;
 	struct netd_conf *c;
+	struct rlimit rl;
 	int userfd = -1, netfd = -1, rc = -1;
 
 	/* Before any thread: they all inherit the mask, and the signals wait
@@ -55,6 +57,12 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	netd.dir = dir;
 	netd.pid = pid;
+	/* A relayed connection holds six fds (two sockets, two pipes): a
+	 * thousand of them are more than the usual soft limit of 1024. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	if (netd_conf_load(dir, &c, err) < 0)
 		return -1;
 	netd_conf_set(c);
