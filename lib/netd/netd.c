@@ -135,13 +135,14 @@ sbx_netd_run(struct sbx_err *err)
 		}
 		/* The sandbox is gone: so is everything it could connect. */
 		if (p[1].revents)
-			return 0;
+			break;
 		if (!(p[0].revents & POLLIN) ||
 		    read(sfd, &si, sizeof si) != sizeof si)
 			continue;
-		if (si.ssi_signo == SIGHUP)
-			reload();
-		else
-			return 0;
+		if (si.ssi_signo != SIGHUP)
+			break;
+		reload();
 	}
+	netd_proxy_stop();
+	return 0;
 }

@@ -55,10 +55,6 @@ void netd_addr_fmt(const struct sockaddr *sa, char *buf, size_t n,
 int netd_setup(int userfd, int netfd, int *tcp, int *udp,
     struct sbx_err *err);
 
-/* proxy.c, dns.c: start the thread that serves each listener. */
-int netd_proxy_start(struct sbx_err *err);
-int netd_dns_start(struct sbx_err *err);
-
 /* log.c: DIR/net.log, one JSON line per decision. */
 int netd_log_open(const char *dir, struct sbx_err *err);
 struct netd_logrec {
@@ -71,5 +67,11 @@ struct netd_logrec {
 	const char *error;         /* or NULL */
 };
 void netd_log(const struct netd_logrec *r);
+
+/* proxy.c, dns.c: start the thread that serves each listener. */
+int netd_proxy_start(struct sbx_err *err);
+int netd_dns_start(struct sbx_err *err);
+/* Log the connections still relayed, as cut, before we exit. */
+void netd_proxy_stop(void);
 
 #endif

@@ -34,8 +34,19 @@ struct conn {
 	int fd, up;             /* the sandbox's end, the upstream's */
 	struct sockaddr_storage dest;
 	char host[256];
-	uint64_t out, in;       /* bytes sandbox->upstream, and back */
+	uint64_t out, in;       /* bytes sandbox->upstream, and back
+				 * (atomic: netd_proxy_stop reads them) */
+	struct netd_logrec r;   /* its log line, once relaying */
+	struct conn *prev, *next; /* in live, while relaying */
 };
+
+/* The connections being relayed, for netd_proxy_stop to log: they end
+ * with us, and a line must say so. */
+static struct {
+	pthread_mutex_t mu;
+	struct conn *head;
+	int stopped;            /* their lines are written: no more */
+} live = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
 
 static atomic_int nconns;
 
@@ -249,7 +260,7 @@ half_out(struct half *h)
 
 	if (n > 0) {
 		h->pending -= (size_t)n;
-		*h->count += (uint64_t)n;
+		__atomic_fetch_add(h->count, (uint64_t)n, __ATOMIC_RELAXED);
 		h->full = 0;
 	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
 		return -1;
@@ -328,16 +339,46 @@ out:
 	return rc;
 }
 
+static void
+live_add(struct conn *c)
+{
+	pthread_mutex_lock(&live.mu);
+	c->next = live.head;
+	if (live.head)
+		live.head->prev = c;
+	live.head = c;
+	pthread_mutex_unlock(&live.mu);
+}
+
+/* Out of live; 0 when netd_proxy_stop has logged it already. */
+static int
+live_del(struct conn *c)
+{
+	int stopped;
+
+	pthread_mutex_lock(&live.mu);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		live.head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	stopped = live.stopped;
+	pthread_mutex_unlock(&live.mu);
+	return !stopped;
+}
+
 static void *
 conn_main(void *arg)
 {
 	struct conn *c = arg;
 	struct netd_conf *cf = netd_conf_get();
-	struct netd_logrec r = {.sandbox = cf->id, .proto = "tcp",
-	    .dest = (struct sockaddr *)&c->dest};
+	struct netd_logrec *r = &c->r;
 	const char *e;
 	int host;
 
+	*r = (struct netd_logrec){.sandbox = cf->id, .proto = "tcp",
+	    .dest = (struct sockaddr *)&c->dest};
 	if (original_dest(c->fd, &c->dest) < 0) {
 		/* Straight to our port from inside, not redirected: nothing
 		 * to judge, nothing to log. */
@@ -346,20 +387,21 @@ conn_main(void *arg)
 	}
 	if (cf->want_host)
 		sniff(c);
-	r.host = c->host[0] ? c->host : NULL;
-	host = is_host(r.dest);
-	r.allow = sbx_net_allowed(&cf->rules, r.dest, r.host, host);
-	if (!r.allow) {
+	r->host = c->host[0] ? c->host : NULL;
+	host = is_host(r->dest);
+	r->allow = sbx_net_allowed(&cf->rules, r->dest, r->host, host);
+	if (!r->allow) {
 		reset(c->fd);
-		netd_log(&r);
+		netd_log(r);
 		goto out;
 	}
 	if ((e = connect_up(c))) {
-		r.error = e;
+		r->error = e;
 		reset(c->fd);
-		netd_log(&r);
+		netd_log(r);
 		goto out;
 	}
+	live_add(c);
 	if (relay(c) < 0) {
 		/* One side broke: the other learns it as it would have
 		 * without us in between. */
@@ -370,9 +412,11 @@ conn_main(void *arg)
 		close(c->up);
 	}
 	c->up = -1;
-	r.bytes_out = c->out;
-	r.bytes_in = c->in;
-	netd_log(&r);
+	if (live_del(c)) {
+		r->bytes_out = c->out;
+		r->bytes_in = c->in;
+		netd_log(r);
+	}
 out:
 	if (c->up >= 0)
 		close(c->up);
@@ -380,6 +424,22 @@ out:
 	free(c);
 	atomic_fetch_sub(&nconns, 1);
 	return NULL;
+}
+
+void
+netd_proxy_stop(void)
+{
+	struct conn *c;
+
+	pthread_mutex_lock(&live.mu);
+	live.stopped = 1;
+	for (c = live.head; c; c = c->next) {
+		c->r.bytes_out = __atomic_load_n(&c->out, __ATOMIC_RELAXED);
+		c->r.bytes_in = __atomic_load_n(&c->in, __ATOMIC_RELAXED);
+		c->r.error = "cut: sbx-netd stopped";
+		netd_log(&c->r);
+	}
+	pthread_mutex_unlock(&live.mu);
 }
 
 /* --- the listener ----------------------------------------------------- */
