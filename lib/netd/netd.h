@@ -80,6 +80,8 @@ int netd_dns_start(struct sbx_err *err);
 int netd_relay(int a, int b, uint64_t *a_to_b, uint64_t *b_to_a);
 /* Close with a RST, as a refused or broken connection looks. */
 void netd_reset(int fd);
+/* Log the connections still relayed, as cut, before we exit. */
+void netd_proxy_stop(void);
 
 /* log.c: DIR/net.log, one JSON line per decision. */
 int netd_log_open(const char *dir, struct sbx_err *err);

@@ -193,8 +193,12 @@ out:
 
 /* The ruleset of i19.md: DNS to our UDP socket, TCP to anything not
  * local to our listener, all else that leaves the sandbox dropped (the
- * filter chain runs after NAT, so what was redirected is local by then). */
+ * filter chain runs after NAT, so what was redirected is local by then).
+ * One transaction that first empties the table: a helper started again
+ * for the same sandbox replaces its predecessor's ports. */
 static const char ruleset[] =
+    "add table inet sbx\n"
+    "delete table inet sbx\n"
     "table inet sbx {\n"
     "	chain nat_out {\n"
     "		type nat hook output priority -100; policy accept;\n"
