@@ -89,7 +89,8 @@ t_set_get(void)
 	CHECK(!strcmp(sbx_json_str(json_object_get(j, "metadata"), "team"),
 	    "a"));
 	json_decref(j);
-	j = sbx_secret_set("key", "three", 5, json_object(), &err);
+	json_object_clear(m);
+	j = sbx_secret_set("key", "three", 5, m, &err);
 	CHECK(j && sbx_json_int(j, "version", 0) == 3);
 	CHECK(json_object_size(json_object_get(j, "metadata")) == 0);
 	json_decref(j);
