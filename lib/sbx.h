@@ -138,6 +138,10 @@ const char *sbx_config_get(const char *key, const char *def);
 /* The environment variable of a key ("local.dir": SBX_LOCAL_DIR);
  * -1 when it does not fit in n. */
 int sbx_config_env(const char *key, char *env, size_t n);
+/* The credentials directory (DESIGN.md 8), allocated:
+ * $XDG_CONFIG_HOME/sbx/credentials, else ~/.config/sbx/credentials;
+ * NULL when neither variable is set. */
+char *sbx_config_cred_dir(void);
 
 /* --- state: the state file (sbx-state(5)) ----------------------------- */
 

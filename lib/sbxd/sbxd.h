@@ -217,8 +217,9 @@ json_t *sbxd_stream_request(struct sbxd_req *r, enum MHD_Result *ret);
  * answering invalid_argument. */
 json_t *sbxd_unary_request(struct sbxd_req *r, enum MHD_Result *ret);
 
-/* control.c, proc.c, fs.c: the routes */
+/* control.c, secrets.c, proc.c, fs.c: the routes */
 extern const struct sbxd_route sbxd_control_routes[];
+extern const struct sbxd_route sbxd_secret_routes[];
 extern const struct sbxd_route sbxd_proc_routes[];
 extern const struct sbxd_route sbxd_fs_routes[];
 /* port.c: a request for a port of the sandbox other than envd's. */

@@ -283,7 +283,7 @@ static const struct sbxd_route *
 route_find(const char *method, const char *path, int envd, int *allowed)
 {
 	const struct sbxd_route *tabs[] = {sbxd_control_routes,
-	    sbxd_proc_routes, sbxd_fs_routes};
+	    sbxd_secret_routes, sbxd_proc_routes, sbxd_fs_routes};
 	size_t t;
 	const struct sbxd_route *rt;
 
