@@ -36,7 +36,8 @@ sandbox_json(struct sbxd_box *b)
 	if (b->token[0])
 		json_object_set_new(j, "envdAccessToken",
 		    json_string(b->token));
-	json_object_set_new(j, "trafficAccessToken", json_null());
+	json_object_set_new(j, "trafficAccessToken", b->traffic[0] ?
+	    json_string(b->traffic) : json_null());
 	json_object_set_new(j, "domain", sbxd.o.domain ?
 	    json_string(sbxd.o.domain) : json_null());
 	return j;
@@ -486,6 +487,9 @@ create(struct sbxd_req *r, int v2)
 	sbxd_random_id(b->id, SBXD_ID_LEN);
 	if (secure)
 		sbxd_random_id(b->token, 40);
+	if ((v = json_object_get(j, "network")) && json_is_object(v) &&
+	    json_is_false(json_object_get(v, "allowPublicTraffic")))
+		sbxd_random_id(b->traffic, 40);
 	b->template = sbx_xstrdup(tid);
 	b->metadata = json_object_get(j, "metadata") ?
 	    json_deep_copy(json_object_get(j, "metadata")) : json_object();

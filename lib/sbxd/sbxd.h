@@ -21,6 +21,9 @@ struct sbxd_proc;
 struct sbxd_box {
 	char id[SBXD_ID_LEN + 1];
 	char token[48];        /* the envd access token ("" : not secure) */
+	/* allowPublicTraffic false: what a user port's request must carry
+	 * in e2b-traffic-access-token ("": public) */
+	char traffic[48];
 	json_t *ref;           /* the backend's ref */
 	char *template;
 	json_t *metadata;      /* object of strings */

@@ -79,3 +79,23 @@ serve() {
 	run curl -s -o /dev/null -w '%{http_code}' -X POST -d 'x=1' -H "Host: 8004-$ID.e2b.local" "$SBXD_URL/hello"
 	assert_output 501
 }
+
+@test "allowPublicTraffic false: a port answers only with the sandbox's traffic access token" {
+	local out traffic
+	out=$(sbxd_create '{"templateID":"base","timeout":300,"secure":true,"network":{"allowPublicTraffic":false}}')
+	ID=$(jq -r .sandboxID <<<"$out")
+	TOK=$(jq -r .envdAccessToken <<<"$out")
+	traffic=$(jq -r .trafficAccessToken <<<"$out")
+	[ ${#traffic} = 40 ]
+	[ "$traffic" != "$TOK" ]
+	serve 8005
+	run curl -s -w ' %{http_code}' -H "Host: 8005-$ID.e2b.local" "$SBXD_URL/hello"
+	assert_output '{"code":403,"message":"Missing or invalid traffic access token"} 403'
+	run curl -s -w ' %{http_code}' -H "Host: 8005-$ID.e2b.local" -H "e2b-traffic-access-token: $TOK" "$SBXD_URL/hello"
+	assert_output '{"code":403,"message":"Missing or invalid traffic access token"} 403'
+	run curl -s -H "Host: 8005-$ID.e2b.local" -H "e2b-traffic-access-token: $traffic" "$SBXD_URL/hello"
+	assert_output "hi from 8005"
+	# A public sandbox has no traffic token.
+	out=$(sbxd_create '{"templateID":"base","timeout":300}')
+	assert_equal "$(jq -r .trafficAccessToken <<<"$out")" null
+}
