@@ -371,7 +371,29 @@ done"
 	[ "$(store_listing)" = "$before" ]
 }
 
-@test "--inject-header: needs -n allow; a bad host or name; secret: until sbx-secret: exit 2" {
+@test "inject: secret:, read at each request: a new value takes effect, a removed one is a 502" {
+	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/cfg
+	printf '%s' "$SBX_TEST_KEY" | sbx-secret set tkey >/dev/null
+	new_sandbox -n allow --inject-header 'a.test:authorization=secret:TKEY'
+	[ "$(jq -c .inject "$(sdir)/net.json")" = '[{"host":"a.test","name":"authorization"}]' ]
+	[ "$(jq -c .inject "$(sdir)/net.secret.json")" = '[{"host":"a.test","name":"authorization","template":"${e2b.secrets.tkey}"}]' ]
+	run sx curl -sS --max-time 5 http://a.test/1
+	field_is .headers.authorization "$SBX_TEST_KEY"
+	printf '%s' "$SBX_TEST_KEY-2" | sbx-secret set tkey >/dev/null
+	run sx curl -sS --max-time 5 https://a.test/2
+	field_is .headers.authorization "$SBX_TEST_KEY-2"
+	sbx-secret rm tkey >/dev/null
+	run sx curl -sS --max-time 5 -w '%{http_code}' https://a.test/3
+	assert_success
+	assert_output "sbx-netd: no secret 'tkey'
+502"
+	wait_log 1 '.proto == "tcp" and .error != null'
+	run log_lines '.proto == "tcp" and .error != null'
+	field_is .error "no secret 'tkey'"
+	refute_output --partial "$SBX_TEST_KEY"
+}
+
+@test "--inject-header: needs -n allow; a bad host or name; a missing secret: exit 2" {
 	run --separate-stderr sbx-create -s s.json --inject-header 'a.test:x=env:SBX_TEST_KEY'
 	[ "$status" -eq 2 ]
 	[ "$stderr" = "sbx-create: --inject-header needs --network allow" ]
@@ -381,8 +403,9 @@ done"
 	run --separate-stderr sbx-create -s s.json -n allow --inject-header 'a.test:x y=env:SBX_TEST_KEY'
 	[ "$status" -eq 2 ]
 	[ "$stderr" = "sbx-create: invalid header injection 'a.test:x y=env:SBX_TEST_KEY': invalid header name" ]
-	run --separate-stderr sbx-create -s s.json -n allow --inject-header 'a.test:x=secret:k'
+	XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/cfg run --separate-stderr sbx-create -s s.json \
+	    -n allow --inject-header 'a.test:x=secret:k'
 	[ "$status" -eq 2 ]
-	[ "$stderr" = "sbx-create: --inject-header 'a.test:x=secret:k': secret: needs sbx-secret (not built yet)" ]
+	[ "$stderr" = "sbx-create: --inject-header 'a.test:x=secret:k': no secret 'k'" ]
 	[ ! -e s.json ]
 }

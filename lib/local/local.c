@@ -633,7 +633,7 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 			goto fail;
 		}
 	}
-	if (spec->network == SBX_NET_ALLOW && sbx_local_net_start(dir, id,
+	if (sbx_local_net_wanted(dir, spec) && sbx_local_net_start(dir, id,
 	    host ? "/" : image, pid, spec, &netd, err) < 0)
 		goto fail;
 	/* sbx-netd made it (header injection) and put it in the sandbox's
@@ -1209,4 +1209,5 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.files = &sbx_local_files,
 	.net_rules = sbx_local_net_rules,
 	.net_log = sbx_local_net_log,
+	.ports = sbx_local_ports,
 };

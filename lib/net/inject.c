@@ -142,10 +142,15 @@ sbx_net_inject_parse(const char *text, json_t *list, struct sbx_err *err)
 		json_t *info;
 
 		if (sbx_secret_name(src + 7, sname, err) < 0)
-			return -1;
+			return bad(err, text, "invalid secret name");
 		/* Read per request by sbx-netd; it must exist now. */
-		if (!(info = sbx_secret_info(sname, err)))
-			return -1;
+		if (!(info = sbx_secret_info(sname, err))) {
+			char why[sizeof err->msg];
+
+			snprintf(why, sizeof why, "%s", err->msg);
+			return sbx_err_set(err, SBX_EX_USAGE, "--inject-header "
+			    "'%s': %s", text, why);
+		}
 		json_decref(info);
 		value = sbx_xasprintf("${e2b.secrets.%s}", sname);
 		len = strlen(value);

@@ -220,7 +220,7 @@ static int
 refuse(struct inj *j, int status, const char *why)
 {
 	j->status = status;
-	snprintf(j->error, sizeof j->error, "%s", why);
+	snprintf(j->error, sizeof j->error, "%.200s", why);
 	return -1;
 }
 
@@ -230,7 +230,7 @@ resolve(struct inj *j, const struct netd_inject *in)
 {
 	struct sbx_buf b = SBX_BUF_INIT;
 	const char *t = in->template, *p, *e;
-	char name[65], why[128];
+	char name[65];
 	size_t n;
 
 	if (in->value)
@@ -252,8 +252,8 @@ resolve(struct inj *j, const struct netd_inject *in)
 			char *v = sbx_secret_get(name, &vlen, &err);
 
 			if (!v) {
-				snprintf(why, sizeof why, "no secret '%s'", name);
-				refuse(j, 502, why);
+				/* "no secret 'NAME'", or why it was refused */
+				refuse(j, 502, err.msg);
 				goto fail;
 			}
 			sbx_buf_add(&b, v, vlen);
@@ -261,9 +261,13 @@ resolve(struct inj *j, const struct netd_inject *in)
 			free(v);
 		}
 #else
-		snprintf(why, sizeof why, "no secret '%s'", name);
-		refuse(j, 502, why);
-		goto fail;
+		{
+			char why[128];
+
+			snprintf(why, sizeof why, "no secret '%s'", name);
+			refuse(j, 502, why);
+			goto fail;
+		}
 #endif
 		t = e + 1;
 	}
@@ -512,7 +516,8 @@ pump(struct inj *j)
 			n = side_read(&j->sb, tmp, sizeof tmp);
 			if (n > 0) {
 				sbx_buf_add(&j->in, tmp, (size_t)n);
-				j->c->out += (uint64_t)n;
+				__atomic_fetch_add(&j->c->out, (uint64_t)n,
+				    __ATOMIC_RELAXED);
 				if (parse(j) < 0) {
 					/* After what the host has sent. */
 					answer(j);
@@ -559,7 +564,8 @@ pump(struct inj *j)
 			n = side_write(&j->sb, j->down.data, j->down.len);
 			if (n > 0) {
 				drop(&j->down, (size_t)n);
-				j->c->in += (uint64_t)n;
+				__atomic_fetch_add(&j->c->in, (uint64_t)n,
+				    __ATOMIC_RELAXED);
 				progress = 1;
 			} else if (n == -1) {
 				return -1;
@@ -620,9 +626,9 @@ bad_gateway(struct inj *j, const char *why)
 }
 
 void
-netd_inject_serve(struct conn *c, struct netd_conf *cf,
-    struct netd_logrec *r)
+netd_inject_serve(struct conn *c, struct netd_conf *cf)
 {
+	struct netd_logrec *r = &c->r;
 	struct inj j = {.c = c, .cf = cf, .sb = {c->fd, NULL, 0},
 	    .up = {-1, NULL, 0}};
 	SSL_CTX *leaf = NULL;
@@ -704,9 +710,11 @@ netd_inject_serve(struct conn *c, struct netd_conf *cf,
 	else
 		netd_reset(c->fd);
 log:
-	r->bytes_out = c->out;
-	r->bytes_in = c->in;
-	netd_log(r);
+	/* The caller logs it: j's words must outlive j. */
+	if (r->error == j.error) {
+		snprintf(c->why, sizeof c->why, "%s", j.error);
+		r->error = c->why;
+	}
 	if (j.sb.ssl)
 		SSL_free(j.sb.ssl);
 	if (j.up.ssl)

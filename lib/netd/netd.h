@@ -13,6 +13,7 @@
 
 #define NETD_MAX_DNS 8
 #define NETD_MAX_CONNS 1024
+#define NETD_MAX_PORTS 64
 
 /* One header injection (DIR/net.secret.json): host a domain or
  * "*.domain"; value, or template with ${e2b.secrets.NAME} in it. */
@@ -32,6 +33,8 @@ struct netd_conf {
 	struct sockaddr_storage dns[NETD_MAX_DNS];
 	socklen_t dnslen[NETD_MAX_DNS];
 	int ndns;
+	int egress;                /* 0: "network":"deny", published ports
+	                            * in and no way out */
 	int refs;                  /* under netd.mu */
 };
 
@@ -40,6 +43,8 @@ struct netd {
 	pid_t pid;
 	int pidfd;                 /* the sandbox's init */
 	int tcp, udp;              /* the listeners, in the sandbox's netns */
+	int egress;                /* as the first net.json said */
+	int inside;                /* the connector's socket (setup.c) */
 	pthread_mutex_t mu;
 	struct netd_conf *conf;    /* the current snapshot */
 };
@@ -58,27 +63,30 @@ void netd_conf_set(struct netd_conf *c);
 void netd_addr_fmt(const struct sockaddr *sa, char *buf, size_t n,
     int *port);
 
+struct conn;
 struct netd_logrec;
 
-/* One connection from the sandbox (proxy.c, inject.c). */
-struct conn {
-	int fd, up;             /* the sandbox's end, the upstream's */
-	struct sockaddr_storage dest;
-	char host[256];
-	uint64_t out, in;       /* bytes sandbox->upstream, and back */
-};
-
 /* setup.c: from a child in the namespaces of pid (whose ns files are
- * userfd and netfd), set its netns up; the listeners come back. */
-int netd_setup(int userfd, int netfd, int *tcp, int *udp,
-    struct sbx_err *err);
+ * userfd and netfd), set its netns up (with egress; without, nothing is
+ * set up); the listeners come back. The child stays there as the
+ * connector, whose socket is *inside. */
+int netd_setup(int userfd, int netfd, int egress, int *tcp, int *udp,
+    int *inside, struct sbx_err *err);
+/* A TCP connection to the sandbox's own 127.0.0.1:port (or [::1]:port
+ * when nothing listens on the first), made by the connector; -1 with
+ * *why. Thread-safe. */
+int netd_inside_connect(unsigned port, const char **why);
+
+/* ports.c: the published ports, on the host's 127.0.0.1, and the
+ * control socket DIR/netd.sock. Binds what net.json's "ports" says
+ * (SBX_EX_FAIL "port M is in use"), writes back the ports as bound. */
+int netd_ports_start(struct sbx_err *err);
 
 /* proxy.c, dns.c: start the thread that serves each listener. */
 int netd_proxy_start(struct sbx_err *err);
+int netd_dns_start(struct sbx_err *err);
 /* Connect c->up to c->dest within 10 s; NULL, or why not. */
 const char *netd_connect_up(struct conn *c);
-/* Close with a RST, as a refused or broken connection looks. */
-void netd_reset(int fd);
 
 /* ca.c: the sandbox's CA (DIR/ca.key, DIR/ca.crt), made at the first
  * start with injection and put into the sandbox's trust store (DIR/upper
@@ -93,17 +101,23 @@ struct ssl_ctx_st *netd_ca_server(const char *host);
 int netd_inject_init(struct sbx_err *err);
 /* Whether an injection of cf names host. */
 int netd_inject_wanted(const struct netd_conf *cf, const char *host);
-/* Serve an allowed connection c to an injected host, r its log record
- * (verdict, error, bytes filled in); closes c's sockets. */
-void netd_inject_serve(struct conn *c, struct netd_conf *cf,
-    struct netd_logrec *r);
-int netd_dns_start(struct sbx_err *err);
+/* Serve an allowed connection c to an injected host: its bytes counted
+ * in c, its verdict and error in c->r; closes c's sockets. */
+void netd_inject_serve(struct conn *c, struct netd_conf *cf);
+/* proxy.c: relay a and b both ways until both ends are done (their fds
+ * made non-blocking); a_to_b and b_to_a count the bytes. -1 when a side
+ * broke: the caller resets both. */
+int netd_relay(int a, int b, uint64_t *a_to_b, uint64_t *b_to_a);
+/* Close with a RST, as a refused or broken connection looks. */
+void netd_reset(int fd);
+/* Log the connections still relayed, as cut, before we exit. */
+void netd_proxy_stop(void);
 
 /* log.c: DIR/net.log, one JSON line per decision. */
 int netd_log_open(const char *dir, struct sbx_err *err);
 struct netd_logrec {
 	const char *sandbox;
-	const char *proto;         /* "tcp", "dns" */
+	const char *proto;         /* "tcp", "tcp-in", "dns" */
 	const struct sockaddr *dest;
 	const char *host;          /* or NULL */
 	int allow;
@@ -112,5 +126,17 @@ struct netd_logrec {
 	const char *error;         /* or NULL */
 };
 void netd_log(const struct netd_logrec *r);
+
+/* One connection from the sandbox (proxy.c, inject.c). */
+struct conn {
+	int fd, up;             /* the sandbox's end, the upstream's */
+	struct sockaddr_storage dest;
+	char host[256];
+	uint64_t out, in;       /* bytes sandbox->upstream, and back
+				 * (atomic: netd_proxy_stop reads them) */
+	struct netd_logrec r;   /* its log line, once relaying */
+	char why[256];          /* r.error, when it is made up */
+	struct conn *prev, *next; /* in live, while relaying */
+};
 
 #endif
