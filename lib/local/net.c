@@ -316,7 +316,8 @@ sbx_local_net_start(const char *dir, const char *id, const char *image,
 	char *path, *errlog = NULL, pidstr[24], line[512];
 	char *argv[] = {"sbx-netd", (char *)dir, pidstr, NULL};
 	static const char *const keep[] = {"HOME", "XDG_CONFIG_HOME",
-	    "SBX_NETWORK_CA_FILE", "PATH", "TZ"};
+	    "SBX_NETWORK_CA_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "PATH",
+	    "TZ"};
 	char *envp[sizeof keep / sizeof keep[0] + 1];
 	const char *ev;
 	size_t i, ne = 0;
