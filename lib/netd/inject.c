@@ -404,9 +404,12 @@ out:
 static size_t
 head_end(const char *d, size_t n)
 {
-	const char *a = memmem(d, n, "\r\n\r\n", 4), *b = memmem(d, n,
-	    "\n\n", 2);
+	const char *a, *b;
 
+	if (n == 0)
+		return 0;       /* nothing yet, d may be NULL */
+	a = memmem(d, n, "\r\n\r\n", 4);
+	b = memmem(d, n, "\n\n", 2);
 	if (b && (!a || b < a))
 		return (size_t)(b - d) + 2;
 	return a ? (size_t)(a - d) + 4 : 0;
