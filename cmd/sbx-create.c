@@ -12,13 +12,15 @@ static const char usage[] =
     "                  [-n deny|allow] [-T seconds] [-l key=value]... "
     "[-e name[=value]]...\n"
     "                  [-w dir] [-N name] [-r] [-R runtime] [-P] [-E url]\n"
-    "                  [--allow-out dest]... [--deny-out dest]...\n";
+    "                  [--allow-out dest]... [--deny-out dest]... "
+    "[--egress-proxy url]\n";
 
-enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT };
+enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY };
 
 static const struct option longopts[] = {
 	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
 	{"deny-out", required_argument, NULL, OPT_DENY_OUT},
+	{"egress-proxy", required_argument, NULL, OPT_EGRESS_PROXY},
 	{"backend", required_argument, NULL, 'b'},
 	{"cpus", required_argument, NULL, 'c'},
 	{"endpoint", required_argument, NULL, 'E'},
@@ -162,6 +164,46 @@ add_rule(json_t **rules, const char *list, const char *text)
 	json_array_append_new(a, json_string(text));
 }
 
+/* --egress-proxy: the URL checked now; the password of its user from the
+ * environment or the credentials file (never argv), taken out of the
+ * environment so that no process started from here inherits it. */
+static json_t *
+egress_proxy(const char *url)
+{
+	struct sbx_net_proxy p;
+	struct sbx_err err = {0};
+	char *pw = NULL, *where = NULL;
+	json_t *o;
+
+	if (sbx_net_proxy_parse(url, &p, &err) < 0)
+		sbx_die_err(&err);
+	if (*p.user && !(pw = sbx_cred_get("SBX_EGRESS_PROXY_PASSWORD",
+	    "egress-proxy", &where)))
+		sbx_die(SBX_EX_CRED, "no password for the egress proxy's user "
+		    "'%s' (set SBX_EGRESS_PROXY_PASSWORD or write it to '%s')",
+		    p.user, where);
+	free(where);
+	unsetenv("SBX_EGRESS_PROXY_PASSWORD");
+	o = json_pack("{s:s,s:s?}", "url", url, "password", pw);
+	if (pw) {
+		explicit_bzero(pw, strlen(pw));
+		free(pw);
+	}
+	return o;
+}
+
+/* The spec's copy of a password, wiped before it goes. */
+static void
+egress_proxy_free(json_t *o)
+{
+	json_t *pw = json_object_get(o, "password");
+
+	if (json_is_string(pw))
+		explicit_bzero((char *)json_string_value(pw),
+		    json_string_length(pw));
+	json_decref(o);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -173,6 +215,8 @@ main(int argc, char **argv)
 	char **env = NULL, names[128];
 	size_t nenv = 0;
 	json_t *ref = NULL, *old = NULL;
+	const char *proxy = NULL;
+	struct sbx_net_proxy np;
 	int c, rc = SBX_EX_OK, reuse = 0;
 
 	sbx_prog_set(argv);
@@ -191,6 +235,11 @@ main(int argc, char **argv)
 			break;
 		case OPT_DENY_OUT:
 			add_rule(&spec.net_rules, "deny_out", optarg);
+			break;
+		case OPT_EGRESS_PROXY:
+			if (sbx_net_proxy_parse(optarg, &np, &err) < 0)
+				sbx_die_err(&err);
+			proxy = optarg;
 			break;
 		case 'b':
 			backend = optarg;
@@ -283,9 +332,15 @@ main(int argc, char **argv)
 	sbx_flavour_pick(backend);
 	if (state)
 		sbx_flavour_pick_state(state);
+	/* Checked as a flag first; the password only once all is well. */
+	spec.egress_proxy = proxy ? json_object() : NULL;
 	if (!(be = sbx_backend_get(backend, &err)) ||
 	    sbx_backend_check_spec(be, &spec, &err) < 0)
 		sbx_die_err(&err);
+	if (proxy) {
+		json_decref(spec.egress_proxy);
+		spec.egress_proxy = egress_proxy(proxy);
+	}
 	if (reuse && !state)
 		sbx_usage_error(usage, "--reuse needs a state file (--state or "
 		    "SBX_STATE)");
@@ -333,6 +388,7 @@ done:
 	json_decref(old);
 	json_decref(spec.labels);
 	json_decref(spec.net_rules);
+	egress_proxy_free(spec.egress_proxy);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);
 	free(env);

@@ -145,7 +145,7 @@ static const struct {
 	{SBX_CAP_NAME, "name", "name a sandbox (--name)"},
 	{SBX_CAP_KEEP, "keep", "keep a killed sandbox's files (--keep)"},
 	{SBX_CAP_NET_RULES, "network_rules", "filter the network "
-	    "(--allow-out, --deny-out, sbx-net)"},
+	    "(--allow-out, --deny-out, --egress-proxy, sbx-net)"},
 };
 
 int
@@ -175,10 +175,13 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	want |= spec->runtime ? SBX_CAP_RUNTIME : 0;
 	want |= spec->pull ? SBX_CAP_PULL : 0;
 	want |= spec->name ? SBX_CAP_NAME : 0;
-	want |= spec->net_rules ? SBX_CAP_NET_RULES : 0;
+	want |= spec->net_rules || spec->egress_proxy ? SBX_CAP_NET_RULES : 0;
 	if (spec->net_rules && spec->network != SBX_NET_ALLOW)
 		return sbx_err_set(err, SBX_EX_USAGE, "--allow-out and "
 		    "--deny-out need --network allow");
+	if (spec->egress_proxy && spec->network != SBX_NET_ALLOW)
+		return sbx_err_set(err, SBX_EX_USAGE, "--egress-proxy needs "
+		    "--network allow");
 	return sbx_backend_need(be, want, err);
 }
 

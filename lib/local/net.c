@@ -100,6 +100,34 @@ sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err)
 	return 0;
 }
 
+/* DIR/net.secret.json's egress_proxy: {"password": P}, or none when
+ * proxy is NULL or has no password; what else the file holds stays. */
+static int
+write_secret(const char *dir, const json_t *proxy, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/net.secret.json", dir), *text;
+	json_t *o = json_load_file(p, 0, NULL), *pw;
+	int rc;
+
+	if (!json_is_object(o)) {
+		json_decref(o);
+		o = json_object();
+	}
+	pw = json_object_get(proxy, "password");
+	if (json_is_string(pw))
+		json_object_set_new(o, "egress_proxy", json_pack("{s:O}",
+		    "password", pw));
+	else
+		json_object_del(o, "egress_proxy");
+	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+	explicit_bzero(text, strlen(text));
+	free(text);
+	json_decref(o);
+	free(p);
+	return rc;
+}
+
 /* DIR/net.json: what sbx-netd enforces. A stopped sandbox started again
  * keeps its own (sbx-net may have changed it). */
 static int
@@ -129,8 +157,15 @@ write_rules(const char *dir, const char *id, const struct sbx_spec *spec,
 		json_decref(json_object_get(o, "allow_out"));
 		json_decref(json_object_get(o, "deny_out"));
 	}
+	if (spec->egress_proxy)
+		json_object_set(o, "egress_proxy", json_object_get(
+		    spec->egress_proxy, "url"));
+	/* The password first: sbx-netd reads both at its start. */
+	rc = spec->egress_proxy ? write_secret(dir, spec->egress_proxy, err) :
+	    0;
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+	if (rc == 0)
+		rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
 	free(text);
 	json_decref(o);
 	free(p);
@@ -305,11 +340,32 @@ net_dir(const json_t *ref, char **id, struct sbx_err *err)
 	return dir;
 }
 
+/* A set's egress_proxy: null, or {"url": U, "password": P or null}
+ * with a password when U names a user. */
+static int
+proxy_check(const json_t *px, struct sbx_err *err)
+{
+	struct sbx_net_proxy p;
+	const char *url = sbx_json_str(px, "url");
+
+	if (json_is_null(px))
+		return 0;
+	if (!url)
+		return sbx_err_set(err, SBX_EX_USAGE, "an egress proxy without "
+		    "a URL");
+	if (sbx_net_proxy_parse(url, &p, err) < 0)
+		return -1;
+	if (*p.user && !sbx_json_str(px, "password"))
+		return sbx_err_set(err, SBX_EX_CRED, "no password for the "
+		    "egress proxy's user '%s'", p.user);
+	return 0;
+}
+
 json_t *
 sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 {
 	char *id = NULL, *dir = net_dir(ref, &id, err), *p = NULL, *text;
-	json_t *cur = NULL, *out = NULL, *meta = NULL;
+	json_t *cur = NULL, *out = NULL, *meta = NULL, *px;
 	struct sbx_net_rules rs;
 	const char *k[] = {"allow_out", "deny_out"};
 	pid_t pid;
@@ -331,6 +387,18 @@ sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 
 			json_object_set_new(cur, k[i], a ? json_deep_copy(a) :
 			    json_array());
+		}
+		/* The proxy: replaced when set names it (null: none), kept
+		 * when it does not. */
+		if ((px = json_object_get(set, "egress_proxy"))) {
+			if (proxy_check(px, err) < 0 ||
+			    write_secret(dir, px, err) < 0)
+				goto out;
+			if (json_is_object(px))
+				json_object_set(cur, "egress_proxy",
+				    json_object_get(px, "url"));
+			else
+				json_object_del(cur, "egress_proxy");
 		}
 		text = json_dumps(cur, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		i = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
@@ -354,6 +422,9 @@ sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 		json_object_set_new(out, k[i], json_is_array(a) ?
 		    json_deep_copy(a) : json_array());
 	}
+	if (json_is_string(json_object_get(cur, "egress_proxy")))
+		json_object_set(out, "egress_proxy", json_object_get(cur,
+		    "egress_proxy"));
 out:
 	json_decref(meta);
 	json_decref(cur);

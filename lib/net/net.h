@@ -80,4 +80,15 @@ int sbx_net_allowed(const struct sbx_net_rules *rs,
 int sbx_net_sniff(const unsigned char *buf, size_t len, char *host,
     size_t hostsz);
 
+
+/* An egress proxy (--egress-proxy, E2B's egressProxy):
+ * "socks5://[user@]host:port", host a name, an IPv4 or "[IPv6]". A
+ * password in the URL is refused: it comes from elsewhere (never argv). */
+struct sbx_net_proxy {
+	char user[256];           /* "" : no authentication */
+	char host[256];           /* without the brackets */
+	char port[6];
+};
+int sbx_net_proxy_parse(const char *url, struct sbx_net_proxy *p,
+    struct sbx_err *err);
 #endif

@@ -24,6 +24,11 @@ struct netd_conf {
 	struct sockaddr_storage dns[NETD_MAX_DNS];
 	socklen_t dnslen[NETD_MAX_DNS];
 	int ndns;
+	/* net.json's egress_proxy (and net.secret.json's password): allowed
+	 * TCP is connected through it. */
+	int proxy;
+	struct sbx_net_proxy px;
+	char *px_pass;             /* NULL: none */
 	int refs;                  /* under netd.mu */
 };
 
@@ -49,6 +54,13 @@ void netd_conf_set(struct netd_conf *c);
 /* "198.18.0.2" or "fd00::1" and the port, from a sockaddr_in(6). */
 void netd_addr_fmt(const struct sockaddr *sa, char *buf, size_t n,
     int *port);
+
+/* socks.c: a connection through the proxy of c to dest (RFC 1928
+ * CONNECT, RFC 1929 user and password), within deadline (sbx_mono_ms);
+ * *fd the connected socket; NULL, or why not ("socks5: ...") in why. */
+const char *netd_socks_connect(const struct netd_conf *c,
+    const struct sockaddr *dest, int *fd, long long deadline, char *why,
+    size_t n);
 
 /* setup.c: from a child in the namespaces of pid (whose ns files are
  * userfd and netfd), set its netns up; the listeners come back. */

@@ -36,6 +36,7 @@ struct conn {
 	struct sockaddr_storage dest;
 	char host[256];
 	uint64_t out, in;       /* bytes sandbox->upstream, and back */
+	char why[320];          /* a proxy's failure */
 };
 
 static atomic_int nconns;
@@ -205,10 +206,10 @@ reset(int fd)
 	close(fd);
 }
 
-/* Connect to dest from the host's netns within CONNECT_MS; NULL or why
- * not. */
+/* Connect to dest from the host's netns within CONNECT_MS, through the
+ * egress proxy when there is one (socks.c); NULL or why not. */
 static const char *
-connect_up(struct conn *c)
+connect_up(struct conn *c, const struct netd_conf *cf)
 {
 	socklen_t len = c->dest.ss_family == AF_INET ?
 	    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
@@ -216,6 +217,9 @@ connect_up(struct conn *c)
 	int e = 0, r;
 	socklen_t elen = sizeof e;
 
+	if (cf->proxy)
+		return netd_socks_connect(cf, (struct sockaddr *)&c->dest,
+		    &c->up, sbx_mono_ms() + CONNECT_MS, c->why, sizeof c->why);
 	c->up = socket(c->dest.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0);
 	if (c->up < 0)
@@ -364,7 +368,7 @@ conn_main(void *arg)
 		netd_log(&r);
 		goto out;
 	}
-	if ((e = connect_up(c))) {
+	if ((e = connect_up(c, cf))) {
 		r.error = e;
 		reset(c->fd);
 		netd_log(&r);
