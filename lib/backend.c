@@ -50,7 +50,8 @@ static const struct sbx_backend backends[] = {
 		 * it). */
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
-		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES,
+		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES |
+		    SBX_CAP_NET_RULES,
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.ops = REMOTE(sbx_e2b_ops),
