@@ -13,9 +13,10 @@ static const char usage[] =
     "[-e name[=value]]...\n"
     "                  [-w dir] [-N name] [-r] [-R runtime] [-P] [-E url]\n"
     "                  [--allow-out dest]... [--deny-out dest]... "
-    "[--egress-proxy url]\n";
+    "[--port [hostport:]port]...\n"
+    "                  [--egress-proxy url]\n";
 
-enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY };
+enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY, OPT_PORT };
 
 static const struct option longopts[] = {
 	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
@@ -32,6 +33,7 @@ static const struct option longopts[] = {
 	{"name", required_argument, NULL, 'N'},
 	{"network", required_argument, NULL, 'n'},
 	{"pids", required_argument, NULL, 'p'},
+	{"port", required_argument, NULL, OPT_PORT},
 	{"pull", no_argument, NULL, 'P'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"reuse", no_argument, NULL, 'r'},
@@ -204,6 +206,21 @@ egress_proxy_free(json_t *o)
 	json_decref(o);
 }
 
+/* --port: published on the host's loopback (-p is --pids). */
+static void
+add_port(json_t **ports, const char *text)
+{
+	struct sbx_err err = {0};
+	unsigned port, host_port;
+
+	if (sbx_net_port_parse(text, &port, &host_port, &err) < 0)
+		sbx_die_err(&err);
+	if (!*ports)
+		*ports = json_array();
+	json_array_append_new(*ports, json_pack("{sIsI}", "port",
+	    (json_int_t)port, "host_port", (json_int_t)host_port));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -240,6 +257,9 @@ main(int argc, char **argv)
 			if (sbx_net_proxy_parse(optarg, &np, &err) < 0)
 				sbx_die_err(&err);
 			proxy = optarg;
+			break;
+		case OPT_PORT:
+			add_port(&spec.ports, optarg);
 			break;
 		case 'b':
 			backend = optarg;
@@ -389,6 +409,7 @@ done:
 	json_decref(spec.labels);
 	json_decref(spec.net_rules);
 	egress_proxy_free(spec.egress_proxy);
+	json_decref(spec.ports);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);
 	free(env);

@@ -58,6 +58,18 @@ load(void)
 	load_file(".sbxrc");
 }
 
+char *
+sbx_config_cred_dir(void)
+{
+	const char *x = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+
+	if (x && *x)
+		return sbx_xasprintf("%s/sbx/credentials", x);
+	if (home && *home)
+		return sbx_xasprintf("%s/.config/sbx/credentials", home);
+	return NULL;
+}
+
 int
 sbx_config_env(const char *key, char *env, size_t n)
 {
@@ -90,9 +102,8 @@ sbx_config_get(const char *key, const char *def)
 char *
 sbx_cred_get(const char *env, const char *name, char **where)
 {
-	const char *v = getenv(env), *x = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
-	char *path = NULL, *line = NULL, *val = NULL;
+	const char *v = getenv(env);
+	char *dir, *path = NULL, *line = NULL, *val = NULL;
 	size_t cap = 0;
 	struct stat sb;
 	FILE *f;
@@ -101,11 +112,9 @@ sbx_cred_get(const char *env, const char *name, char **where)
 		*where = NULL;
 	if (v && *v)
 		return sbx_xstrdup(v);
-	if (x && *x)
-		path = sbx_xasprintf("%s/sbx/credentials/%s", x, name);
-	else if (home && *home)
-		path = sbx_xasprintf("%s/.config/sbx/credentials/%s", home,
-		    name);
+	if ((dir = sbx_config_cred_dir()))
+		path = sbx_xasprintf("%s/%s", dir, name);
+	free(dir);
 	if (path && (f = fopen(path, "re"))) {
 		if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
 			sbx_warn("credentials file '%s' is readable by others "

@@ -283,7 +283,7 @@ static const struct sbxd_route *
 route_find(const char *method, const char *path, int envd, int *allowed)
 {
 	const struct sbxd_route *tabs[] = {sbxd_control_routes,
-	    sbxd_proc_routes, sbxd_fs_routes};
+	    sbxd_secret_routes, sbxd_proc_routes, sbxd_fs_routes};
 	size_t t;
 	const struct sbxd_route *rt;
 
@@ -369,10 +369,16 @@ dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 			return NULL;
 		}
 		pthread_mutex_unlock(&sbxd.mu);
+		r->port = port;
+		/* Another port: the sandbox's server answers, without
+		 * envd's token (E2B's public traffic). */
 		if (port != SBX_E2B_ENVD_PORT) {
-			*ret = proxy_err(r, id,
-			    "The sandbox is running but port is not open");
-			return NULL;
+			if (port < 1 || port > 65535) {
+				*ret = proxy_err(r, id, "The sandbox is running "
+				    "but port is not open");
+				return NULL;
+			}
+			return &sbxd_port_route;
 		}
 		/* /files checks a presigned URL's signature itself. */
 		if (!(rt && (!strcmp(rt->path, "/health") ||
