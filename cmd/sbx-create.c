@@ -186,6 +186,9 @@ egress_proxy(const char *url)
 		    p.user, where);
 	free(where);
 	unsetenv("SBX_EGRESS_PROXY_PASSWORD");
+	if (pw && strlen(pw) > 255)
+		sbx_die(SBX_EX_USAGE, "the egress proxy's password is longer "
+		    "than SOCKS5's 255 bytes");
 	o = json_pack("{s:s,s:s?}", "url", url, "password", pw);
 	if (pw) {
 		explicit_bzero(pw, strlen(pw));

@@ -137,6 +137,14 @@ pw_nowhere() {
 	[ ! -e "$(S)" ]
 }
 
+@test "--egress-proxy with a password longer than SOCKS5's 255 bytes is exit 2" {
+	SBX_EGRESS_PROXY_PASSWORD=$(printf 'x%.0s' {1..256}) run sbx-create -n allow \
+	    --egress-proxy socks5://u@proxy.test:1080 -s "$(S)"
+	assert_failure 2
+	assert_output "sbx-create: the egress proxy's password is longer than SOCKS5's 255 bytes"
+	[ ! -e "$(S)" ]
+}
+
 @test "allowed TCP goes through the SOCKS5 proxy: the server's peer is the proxy, which logged the CONNECT" {
 	start_socks
 	sbx-create -n allow --egress-proxy "socks5://$PROXY" -s "$(S)" >/dev/null
