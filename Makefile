@@ -41,9 +41,6 @@ endif
 
 DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags jansson 2>/dev/null)
 DEPS_LIBS := $(shell $(PKG_CONFIG) --libs jansson 2>/dev/null || echo -ljansson)
-# The secret store (lib/secret.c) comes in its own branch; until it is
-# there, --inject-header secret: is refused and sbx-netd has no store.
-DEPS_CFLAGS += $(if $(wildcard lib/secret.c),-DSBX_HAVE_SECRET)
 # -MMD -MP: each object's header dependencies, in a .d file beside it.
 override CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(OPT) $(SANFLAGS) \
 	-MMD -MP -Ilib $(DEPS_CFLAGS) $(CFLAGS)

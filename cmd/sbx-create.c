@@ -14,13 +14,16 @@ static const char usage[] =
     "                  [-w dir] [-N name] [-r] [-R runtime] [-P] [-E url]\n"
     "                  [--allow-out dest]... [--deny-out dest]... "
     "[--port [hostport:]port]...\n"
-    "                  [--inject-header host:name=source]...\n";
+    "                  [--inject-header host:name=source]... "
+    "[--egress-proxy url]\n";
 
-enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_PORT, OPT_INJECT_HEADER };
+enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY, OPT_PORT,
+    OPT_INJECT_HEADER };
 
 static const struct option longopts[] = {
 	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
 	{"deny-out", required_argument, NULL, OPT_DENY_OUT},
+	{"egress-proxy", required_argument, NULL, OPT_EGRESS_PROXY},
 	{"backend", required_argument, NULL, 'b'},
 	{"cpus", required_argument, NULL, 'c'},
 	{"endpoint", required_argument, NULL, 'E'},
@@ -166,6 +169,49 @@ add_rule(json_t **rules, const char *list, const char *text)
 	json_array_append_new(a, json_string(text));
 }
 
+/* --egress-proxy: the URL checked now; the password of its user from the
+ * environment or the credentials file (never argv), taken out of the
+ * environment so that no process started from here inherits it. */
+static json_t *
+egress_proxy(const char *url)
+{
+	struct sbx_net_proxy p;
+	struct sbx_err err = {0};
+	char *pw = NULL, *where = NULL;
+	json_t *o;
+
+	if (sbx_net_proxy_parse(url, &p, &err) < 0)
+		sbx_die_err(&err);
+	if (*p.user && !(pw = sbx_cred_get("SBX_EGRESS_PROXY_PASSWORD",
+	    "egress-proxy", &where)))
+		sbx_die(SBX_EX_CRED, "no password for the egress proxy's user "
+		    "'%s' (set SBX_EGRESS_PROXY_PASSWORD or write it to '%s')",
+		    p.user, where);
+	free(where);
+	unsetenv("SBX_EGRESS_PROXY_PASSWORD");
+	if (pw && strlen(pw) > 255)
+		sbx_die(SBX_EX_USAGE, "the egress proxy's password is longer "
+		    "than SOCKS5's 255 bytes");
+	o = json_pack("{s:s,s:s?}", "url", url, "password", pw);
+	if (pw) {
+		explicit_bzero(pw, strlen(pw));
+		free(pw);
+	}
+	return o;
+}
+
+/* The spec's copy of a password, wiped before it goes. */
+static void
+egress_proxy_free(json_t *o)
+{
+	json_t *pw = json_object_get(o, "password");
+
+	if (json_is_string(pw))
+		explicit_bzero((char *)json_string_value(pw),
+		    json_string_length(pw));
+	json_decref(o);
+}
+
 /* --port: published on the host's loopback (-p is --pids). */
 static void
 add_port(json_t **ports, const char *text)
@@ -192,6 +238,8 @@ main(int argc, char **argv)
 	char **env = NULL, names[128];
 	size_t nenv = 0;
 	json_t *ref = NULL, *old = NULL;
+	const char *proxy = NULL;
+	struct sbx_net_proxy np;
 	int c, rc = SBX_EX_OK, reuse = 0;
 
 	sbx_prog_set(argv);
@@ -218,6 +266,11 @@ main(int argc, char **argv)
 			if (sbx_net_inject_parse(optarg, spec.net_inject,
 			    &err) < 0)
 				sbx_die_err(&err);
+			break;
+		case OPT_EGRESS_PROXY:
+			if (sbx_net_proxy_parse(optarg, &np, &err) < 0)
+				sbx_die_err(&err);
+			proxy = optarg;
 			break;
 		case OPT_PORT:
 			add_port(&spec.ports, optarg);
@@ -313,9 +366,15 @@ main(int argc, char **argv)
 	sbx_flavour_pick(backend);
 	if (state)
 		sbx_flavour_pick_state(state);
+	/* Checked as a flag first; the password only once all is well. */
+	spec.egress_proxy = proxy ? json_object() : NULL;
 	if (!(be = sbx_backend_get(backend, &err)) ||
 	    sbx_backend_check_spec(be, &spec, &err) < 0)
 		sbx_die_err(&err);
+	if (proxy) {
+		json_decref(spec.egress_proxy);
+		spec.egress_proxy = egress_proxy(proxy);
+	}
 	if (reuse && !state)
 		sbx_usage_error(usage, "--reuse needs a state file (--state or "
 		    "SBX_STATE)");
@@ -364,6 +423,7 @@ done:
 	json_decref(spec.labels);
 	json_decref(spec.net_rules);
 	json_decref(spec.net_inject);
+	egress_proxy_free(spec.egress_proxy);
 	json_decref(spec.ports);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);

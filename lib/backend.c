@@ -50,7 +50,8 @@ static const struct sbx_backend backends[] = {
 		 * it). */
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
-		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES,
+		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES |
+		    SBX_CAP_NET_RULES,
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.ops = REMOTE(sbx_e2b_ops),
@@ -145,7 +146,7 @@ static const struct {
 	{SBX_CAP_NAME, "name", "name a sandbox (--name)"},
 	{SBX_CAP_KEEP, "keep", "keep a killed sandbox's files (--keep)"},
 	{SBX_CAP_NET_RULES, "network_rules", "filter the network "
-	    "(--allow-out, --deny-out, sbx-net)"},
+	    "(--allow-out, --deny-out, --egress-proxy, sbx-net)"},
 	{SBX_CAP_PORTS, "ports", "publish ports (--port, sbx-port)"},
 };
 
@@ -176,13 +177,17 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	want |= spec->runtime ? SBX_CAP_RUNTIME : 0;
 	want |= spec->pull ? SBX_CAP_PULL : 0;
 	want |= spec->name ? SBX_CAP_NAME : 0;
-	want |= spec->net_rules || spec->net_inject ? SBX_CAP_NET_RULES : 0;
+	want |= spec->net_rules || spec->net_inject || spec->egress_proxy ?
+	    SBX_CAP_NET_RULES : 0;
 	want |= spec->ports ? SBX_CAP_PORTS : 0;
 	if (spec->net_rules && spec->network != SBX_NET_ALLOW)
 		return sbx_err_set(err, SBX_EX_USAGE, "--allow-out and "
 		    "--deny-out need --network allow");
 	if (spec->net_inject && spec->network != SBX_NET_ALLOW)
 		return sbx_err_set(err, SBX_EX_USAGE, "--inject-header needs "
+		    "--network allow");
+	if (spec->egress_proxy && spec->network != SBX_NET_ALLOW)
+		return sbx_err_set(err, SBX_EX_USAGE, "--egress-proxy needs "
 		    "--network allow");
 	return sbx_backend_need(be, want, err);
 }

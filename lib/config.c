@@ -1,7 +1,9 @@
 /* config.c - settings: SBX_* environment > config files > defaults */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "sbx.h"
 
@@ -95,4 +97,41 @@ sbx_config_get(const char *key, const char *def)
 		load();
 	v = sbx_json_str(settings, key);
 	return v ? v : def;
+}
+
+char *
+sbx_cred_get(const char *env, const char *name, char **where)
+{
+	const char *v = getenv(env);
+	char *dir, *path = NULL, *line = NULL, *val = NULL;
+	size_t cap = 0;
+	struct stat sb;
+	FILE *f;
+
+	if (where)
+		*where = NULL;
+	if (v && *v)
+		return sbx_xstrdup(v);
+	if ((dir = sbx_config_cred_dir()))
+		path = sbx_xasprintf("%s/%s", dir, name);
+	free(dir);
+	if (path && (f = fopen(path, "re"))) {
+		if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
+			sbx_warn("credentials file '%s' is readable by others "
+			    "(want mode 0600)", path);
+		if (getline(&line, &cap, f) > 0) {
+			line[strcspn(line, "\r\n")] = '\0';
+			if (*line)
+				val = sbx_xstrdup(line);
+			explicit_bzero(line, cap);
+		}
+		free(line);
+		fclose(f);
+	}
+	if (where)
+		*where = path ? path : sbx_xasprintf("$XDG_CONFIG_HOME/sbx/"
+		    "credentials/%s", name);
+	else
+		free(path);
+	return val;
 }

@@ -142,6 +142,11 @@ int sbx_config_env(const char *key, char *env, size_t n);
  * $XDG_CONFIG_HOME/sbx/credentials, else ~/.config/sbx/credentials;
  * NULL when neither variable is set. */
 char *sbx_config_cred_dir(void);
+/* A credential (DESIGN.md 8): the environment variable env, else the
+ * first line of $XDG_CONFIG_HOME/sbx/credentials/NAME (a warning unless
+ * it is 0600); NULL when neither has one. *where (if asked; free it) is
+ * the file's path, for the caller's message. */
+char *sbx_cred_get(const char *env, const char *name, char **where);
 
 /* --- state: the state file (sbx-state(5)) ----------------------------- */
 
@@ -393,7 +398,10 @@ struct sbx_backend_ops {
 	/* With SBX_CAP_NET_RULES (sbx-net): the egress rules as
 	 * {"allow_out":[...],"deny_out":[...]}, replaced first by set when
 	 * set is not NULL (a list it omits is cleared), applied to new
-	 * connections at once. */
+	 * connections at once. A set's "egress_proxy" ({"url","password"}
+	 * as sbx_spec's, or null: none) replaces the proxy; without that
+	 * key the proxy stays. The result has "egress_proxy" (the URL)
+	 * when there is one. */
 	json_t *(*net_rules)(const json_t *ref, const json_t *set,
 	    struct sbx_err *err);
 	/* The log of decisions, JSON lines, copied to stdout; follow: then

@@ -129,7 +129,7 @@ sanitized() {
 		jq -se '.[2].caps | .stdin and .suspend and .timeout and
 		    .pty and .cpus and .memory and .files and
 		    (.zstd | not) and (.stop | not) and (.name | not) and
-		    (.keep | not) and (.network_rules | not) and (.ports | not)' <<<"$output"
+		    (.keep | not) and .network_rules and (.ports | not)' <<<"$output"
 	done
 	# The default is the configured one.
 	SBX_BACKEND=docker run "$SBX_BIN/sbx-ls" --backends

@@ -97,6 +97,20 @@ int sbx_e2b_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err);
 
+/* net.c: the network rules */
+/* E2B's network object for a spec's rules ({"allow_out","deny_out"}, or
+ * NULL) and egress proxy ({"url","password"}, or NULL), checked as E2B
+ * checks it (no domain in denyOut; a domain in allowOut only with
+ * denyOut 0.0.0.0/0): SBX_EX_USAGE before any call. */
+json_t *sbx_e2b_net_body(const json_t *rules, const json_t *proxy,
+    struct sbx_err *err);
+/* json_decref, the egressProxy's password wiped first (in b or in its
+ * "network"). */
+void sbx_e2b_body_free(json_t *b);
+/* sbx-net: GET's network, or PUT /sandboxes/ID/network. */
+json_t *sbx_e2b_net_rules(const json_t *ref, const json_t *set,
+    struct sbx_err *err);
+
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_e2b_files;
 

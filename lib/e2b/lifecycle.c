@@ -117,7 +117,7 @@ owner(void)
 }
 
 static json_t *
-create_body(const struct sbx_spec *spec)
+create_body(const struct sbx_spec *spec, json_t *net)
 {
 	json_t *b = json_object(), *meta = json_object(), *env = json_object();
 	char t[32], *k;
@@ -152,6 +152,8 @@ create_body(const struct sbx_spec *spec)
 	json_object_set_new(b, "secure", json_true());
 	json_object_set_new(b, "allow_internet_access",
 	    json_boolean(spec->network == SBX_NET_ALLOW));
+	if (net)
+		json_object_set_new(b, "network", net);
 	return b;
 }
 
@@ -160,7 +162,7 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
 	struct sbx_http_resp rs = {0};
 	struct eb e;
-	json_t *body = NULL;
+	json_t *body = NULL, *net = NULL;
 	const char *id;
 	const char *api = getenv("E2B_API_URL");
 	int rc = -1;
@@ -169,9 +171,14 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (spec->workdir && !valid_workdir(spec->workdir))
 		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
 		    "(want an absolute, plain path)", spec->workdir);
-	if (sbx_e2b_open(&e, spec->endpoint, err) < 0)
+	if ((spec->net_rules || spec->egress_proxy) && !(net =
+	    sbx_e2b_net_body(spec->net_rules, spec->egress_proxy, err)))
 		return -1;
-	body = create_body(spec);
+	if (sbx_e2b_open(&e, spec->endpoint, err) < 0) {
+		sbx_e2b_body_free(net);
+		return -1;
+	}
+	body = create_body(spec, net);
 	if (sbx_e2b_req(&e, "POST", body, &rs, err, "/sandboxes") < 0)
 		goto out;
 	if (rs.status != 201 && rs.status != 200) {
@@ -208,7 +215,13 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 out:
 	sbx_http_resp_release(&rs);
 	if (body) {
-		/* It holds the values of --env. */
+		/* It holds the values of --env, and a proxy's password. */
+		json_t *pw = json_object_get(json_object_get(json_object_get(
+		    body, "network"), "egressProxy"), "password");
+
+		if (json_is_string(pw))
+			explicit_bzero((char *)json_string_value(pw),
+			    json_string_length(pw));
 		json_object_clear(body);
 		json_decref(body);
 	}
@@ -366,4 +379,6 @@ const struct sbx_backend_ops sbx_e2b_ops = {
 	.resume = e2b_resume,
 	.list = e2b_list,
 	.files = &sbx_e2b_files,
+	.net_rules = sbx_e2b_net_rules,
+	/* E2B keeps no log of the sandbox's connections: net_log NULL. */
 };

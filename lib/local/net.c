@@ -164,19 +164,36 @@ sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err)
 	return inject_check(spec->net_inject, err);
 }
 
-/* DIR/net.secret.json: the injected headers with their values, for
- * sbx-netd alone (never printed, never logged). */
+/* DIR/net.secret.json, for sbx-netd alone (0600; never printed, never
+ * logged): "inject", the injected headers with their values (when inject
+ * has any), and "egress_proxy": {"password": P} (when proxy is not NULL:
+ * set, or removed when it has no password). What else it holds stays. */
 static int
-write_secret(const char *dir, const json_t *inject, struct sbx_err *err)
+write_secret(const char *dir, const json_t *inject, const json_t *proxy,
+    struct sbx_err *err)
 {
 	char *p, *text;
-	json_t *o;
+	json_t *o, *pw;
 	int rc;
 
-	if (!json_array_size(inject))
+	if (!json_array_size(inject) && !proxy)
 		return 0;
 	p = sbx_xasprintf("%s/net.secret.json", dir);
-	o = json_pack("{sO}", "inject", inject);
+	o = json_load_file(p, 0, NULL);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		o = json_object();
+	}
+	if (json_array_size(inject))
+		json_object_set(o, "inject", (json_t *)inject);
+	if (proxy) {
+		pw = json_object_get(proxy, "password");
+		if (json_is_string(pw))
+			json_object_set_new(o, "egress_proxy", json_pack(
+			    "{s:O}", "password", pw));
+		else
+			json_object_del(o, "egress_proxy");
+	}
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
 	explicit_bzero(text, strlen(text));
@@ -206,7 +223,9 @@ write_rules(const char *dir, const char *id, const char *image,
 		free(p);
 		return -1;
 	}
-	if (write_secret(dir, spec->net_inject, err) < 0) {
+	/* The secrets first: sbx-netd reads both files at its start. */
+	if (write_secret(dir, spec->net_inject, spec->egress_proxy,
+	    err) < 0) {
 		json_decref(dns);
 		free(p);
 		return -1;
@@ -235,8 +254,13 @@ write_rules(const char *dir, const char *id, const char *image,
 		json_object_set_new(o, "network", json_string("deny"));
 	json_object_set_new(o, "inject", inject);
 	json_object_set_new(o, "image", json_string(image));
+	if (spec->egress_proxy)
+		json_object_set(o, "egress_proxy", json_object_get(
+		    spec->egress_proxy, "url"));
+	rc = 0;
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+	if (rc == 0)
+		rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
 	free(text);
 	json_decref(o);
 	free(p);
@@ -442,11 +466,32 @@ net_dir(const json_t *ref, char **id, struct sbx_err *err)
 	return dir;
 }
 
+/* A set's egress_proxy: null, or {"url": U, "password": P or null}
+ * with a password when U names a user. */
+static int
+proxy_check(const json_t *px, struct sbx_err *err)
+{
+	struct sbx_net_proxy p;
+	const char *url = sbx_json_str(px, "url");
+
+	if (json_is_null(px))
+		return 0;
+	if (!url)
+		return sbx_err_set(err, SBX_EX_USAGE, "an egress proxy without "
+		    "a URL");
+	if (sbx_net_proxy_parse(url, &p, err) < 0)
+		return -1;
+	if (*p.user && !sbx_json_str(px, "password"))
+		return sbx_err_set(err, SBX_EX_CRED, "no password for the "
+		    "egress proxy's user '%s'", p.user);
+	return 0;
+}
+
 json_t *
 sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 {
 	char *id = NULL, *dir = net_dir(ref, &id, err), *p = NULL, *text;
-	json_t *cur = NULL, *out = NULL, *meta = NULL;
+	json_t *cur = NULL, *out = NULL, *meta = NULL, *px;
 	struct sbx_net_rules rs;
 	const char *k[] = {"allow_out", "deny_out"};
 	pid_t pid;
@@ -468,6 +513,18 @@ sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 
 			json_object_set_new(cur, k[i], a ? json_deep_copy(a) :
 			    json_array());
+		}
+		/* The proxy: replaced when set names it (null: none), kept
+		 * when it does not. */
+		if ((px = json_object_get(set, "egress_proxy"))) {
+			if (proxy_check(px, err) < 0 ||
+			    write_secret(dir, NULL, px, err) < 0)
+				goto out;
+			if (json_is_object(px))
+				json_object_set(cur, "egress_proxy",
+				    json_object_get(px, "url"));
+			else
+				json_object_del(cur, "egress_proxy");
 		}
 		text = json_dumps(cur, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		i = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
@@ -491,6 +548,9 @@ sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 		json_object_set_new(out, k[i], json_is_array(a) ?
 		    json_deep_copy(a) : json_array());
 	}
+	if (json_is_string(json_object_get(cur, "egress_proxy")))
+		json_object_set(out, "egress_proxy", json_object_get(cur,
+		    "egress_proxy"));
 out:
 	json_decref(meta);
 	json_decref(cur);

@@ -9,9 +9,7 @@
 #include <unistd.h>
 
 #include "net.h"
-#ifdef SBX_HAVE_SECRET
 #include "../secret.h"
-#endif
 
 #define VALUE_MAX 16384
 
@@ -137,7 +135,6 @@ sbx_net_inject_parse(const char *text, json_t *list, struct sbx_err *err)
 		if (!(value = read_file(text, src + 5, &len, err)))
 			return -1;
 	} else if (!strncmp(src, "secret:", 7)) {
-#ifdef SBX_HAVE_SECRET
 		char sname[65];
 		json_t *info;
 
@@ -154,10 +151,6 @@ sbx_net_inject_parse(const char *text, json_t *list, struct sbx_err *err)
 		json_decref(info);
 		value = sbx_xasprintf("${e2b.secrets.%s}", sname);
 		len = strlen(value);
-#else
-		return sbx_err_set(err, SBX_EX_USAGE, "--inject-header '%s': "
-		    "secret: needs sbx-secret (not built yet)", text);
-#endif
 	} else {
 		return bad(err, text, "SOURCE is env:VAR, file:PATH or "
 		    "secret:NAME");

@@ -98,4 +98,15 @@ int sbx_net_inject_parse(const char *text, json_t *list,
 int sbx_net_header_name_ok(const char *s, size_t n);
 int sbx_net_header_value_ok(const char *s, size_t n);
 
+
+/* An egress proxy (--egress-proxy, E2B's egressProxy):
+ * "socks5://[user@]host:port", host a name, an IPv4 or "[IPv6]". A
+ * password in the URL is refused: it comes from elsewhere (never argv). */
+struct sbx_net_proxy {
+	char user[256];           /* "" : no authentication */
+	char host[256];           /* without the brackets */
+	char port[6];
+};
+int sbx_net_proxy_parse(const char *url, struct sbx_net_proxy *p,
+    struct sbx_err *err);
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "netd.h"
 
@@ -38,6 +39,10 @@ conf_free(struct netd_conf *c)
 	free(c->inject);
 	sbx_net_rules_free(&c->rules);
 	free(c->id);
+	if (c->px_pass) {
+		explicit_bzero(c->px_pass, strlen(c->px_pass));
+		free(c->px_pass);
+	}
 	free(c);
 }
 
@@ -157,6 +162,46 @@ out:
 	return rc;
 }
 
+/* net.json's egress_proxy, and its password from net.secret.json
+ * (which only sbx-create and sbx-net write; never printed). */
+static int
+proxy_load(const char *dir, const json_t *root, struct netd_conf *c,
+    struct sbx_err *err)
+{
+	const json_t *u = json_object_get(root, "egress_proxy");
+	char *path;
+	json_t *sec;
+	const char *pw;
+	struct stat st;
+
+	if (!u || json_is_null(u))
+		return 0;
+	if (!json_is_string(u))
+		return sbx_err_set(err, SBX_EX_DATA, "net.json: "
+		    "\"egress_proxy\" is not a string");
+	if (sbx_net_proxy_parse(json_string_value(u), &c->px, err) < 0)
+		return -1;
+	c->proxy = 1;
+	if (!*c->px.user)
+		return 0;
+	path = sbx_xasprintf("%s/net.secret.json", dir);
+	sec = stat(path, &st) == 0 ? sbx_json_load_object(path, err) : NULL;
+	free(path);
+	if ((pw = sbx_json_str(json_object_get(sec, "egress_proxy"),
+	    "password"))) {
+		c->px_pass = sbx_xstrdup(pw);
+		explicit_bzero((char *)pw, strlen(pw));
+	}
+	json_decref(sec);
+	if (!c->px_pass)
+		return sbx_err_set(err, SBX_EX_CRED, "no password for the "
+		    "egress proxy's user '%s' in net.secret.json", c->px.user);
+	if (strlen(c->px_pass) > 255)
+		return sbx_err_set(err, SBX_EX_USAGE, "the egress proxy's "
+		    "password is longer than 255 bytes");
+	return 0;
+}
+
 int
 netd_conf_load(const char *dir, struct netd_conf **out,
     struct sbx_err *err)
@@ -197,6 +242,8 @@ netd_conf_load(const char *dir, struct netd_conf **out,
 	}
 	if (c->ndns == 0)
 		dns_resolv_conf(c);
+	if (proxy_load(dir, root, c, err) < 0)
+		goto out;
 	c->refs = 1;
 	*out = c;
 	c = NULL;

@@ -17,9 +17,7 @@
 #include <openssl/x509v3.h>
 
 #include "netd.h"
-#ifdef SBX_HAVE_SECRET
 #include "../secret.h"
-#endif
 
 #define HANDSHAKE_MS 10000
 #define HEAD_MAX 65536       /* a request's head */
@@ -245,7 +243,6 @@ resolve(struct inj *j, const struct netd_inject *in)
 		}
 		memcpy(name, p, n);
 		name[n] = '\0';
-#ifdef SBX_HAVE_SECRET
 		{
 			struct sbx_err err = {0};
 			size_t vlen;
@@ -260,15 +257,6 @@ resolve(struct inj *j, const struct netd_inject *in)
 			explicit_bzero(v, vlen);
 			free(v);
 		}
-#else
-		{
-			char why[128];
-
-			snprintf(why, sizeof why, "no secret '%s'", name);
-			refuse(j, 502, why);
-			goto fail;
-		}
-#endif
 		t = e + 1;
 	}
 	sbx_buf_add(&b, t, strlen(t) + 1);
@@ -642,7 +630,7 @@ netd_inject_serve(struct conn *c, struct netd_conf *cf)
 	r->inject = 1;
 	tls = recv(c->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 &&
 	    first == 0x16;
-	if ((e = netd_connect_up(c))) {
+	if ((e = netd_connect_up(c, cf))) {
 		r->error = e;
 		netd_reset(c->fd);
 		goto log;

@@ -35,6 +35,11 @@ struct netd_conf {
 	int ndns;
 	int egress;                /* 0: "network":"deny", published ports
 	                            * in and no way out */
+	/* net.json's egress_proxy (and net.secret.json's password): allowed
+	 * TCP is connected through it. */
+	int proxy;
+	struct sbx_net_proxy px;
+	char *px_pass;             /* NULL: none */
 	int refs;                  /* under netd.mu */
 };
 
@@ -65,6 +70,12 @@ void netd_addr_fmt(const struct sockaddr *sa, char *buf, size_t n,
 
 struct conn;
 struct netd_logrec;
+/* socks.c: a connection through the proxy of c to dest (RFC 1928
+ * CONNECT, RFC 1929 user and password), within deadline (sbx_mono_ms);
+ * *fd the connected socket; NULL, or why not ("socks5: ...") in why. */
+const char *netd_socks_connect(const struct netd_conf *c,
+    const struct sockaddr *dest, int *fd, long long deadline, char *why,
+    size_t n);
 
 /* setup.c: from a child in the namespaces of pid (whose ns files are
  * userfd and netfd), set its netns up (with egress; without, nothing is
@@ -86,7 +97,8 @@ int netd_ports_start(struct sbx_err *err);
 int netd_proxy_start(struct sbx_err *err);
 int netd_dns_start(struct sbx_err *err);
 /* Connect c->up to c->dest within 10 s; NULL, or why not. */
-const char *netd_connect_up(struct conn *c);
+const char *netd_connect_up(struct conn *c,
+    const struct netd_conf *cf);
 
 /* ca.c: the sandbox's CA (DIR/ca.key, DIR/ca.crt), made at the first
  * start with injection and put into the sandbox's trust store (DIR/upper

@@ -205,9 +205,10 @@ netd_reset(int fd)
 	close(fd);
 }
 
-/* From the host's netns. */
+/* Connect to dest from the host's netns within CONNECT_MS, through the
+ * egress proxy when there is one (socks.c); NULL or why not. */
 const char *
-netd_connect_up(struct conn *c)
+netd_connect_up(struct conn *c, const struct netd_conf *cf)
 {
 	socklen_t len = c->dest.ss_family == AF_INET ?
 	    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
@@ -215,6 +216,9 @@ netd_connect_up(struct conn *c)
 	int e = 0, r;
 	socklen_t elen = sizeof e;
 
+	if (cf->proxy)
+		return netd_socks_connect(cf, (struct sockaddr *)&c->dest,
+		    &c->up, sbx_mono_ms() + CONNECT_MS, c->why, sizeof c->why);
 	c->up = socket(c->dest.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0);
 	if (c->up < 0)
@@ -417,7 +421,7 @@ conn_main(void *arg)
 		}
 		goto out;
 	}
-	if ((e = netd_connect_up(c))) {
+	if ((e = netd_connect_up(c, cf))) {
 		r->error = e;
 		netd_reset(c->fd);
 		netd_log(r);

@@ -46,6 +46,7 @@ box_free(struct sbxd_box *b)
 	json_decref(b->ref);
 	json_decref(b->metadata);
 	json_decref(b->envs);
+	json_decref(b->network);
 	free(b->template);
 	explicit_bzero(b->token, sizeof b->token);
 	explicit_bzero(b->traffic, sizeof b->traffic);
@@ -112,6 +113,8 @@ sbxd_box_save(struct sbxd_box *b)
 	    "end_ms", (json_int_t)b->end_ms, "paused", b->paused,
 	    "autoPause", b->auto_pause, "internet", b->internet,
 	    "token", b->token, "traffic", b->traffic);
+	if (b->network)
+		json_object_set(j, "network", b->network);
 	pthread_mutex_unlock(&sbxd.mu);
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
@@ -212,6 +215,8 @@ adopt(const char *name)
 	b->end_ms = sbx_json_int(j, "end_ms", 0);
 	b->auto_pause = json_is_true(json_object_get(j, "autoPause"));
 	b->internet = json_is_true(json_object_get(j, "internet"));
+	if (json_is_object(json_object_get(j, "network")))
+		b->network = json_incref(json_object_get(j, "network"));
 	b->next_pid = 100;
 	json_decref(j);
 	if (!b->metadata)

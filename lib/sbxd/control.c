@@ -64,6 +64,8 @@ listed_json(struct sbxd_box *b, int detail)
 			    json_string(b->token));
 		json_object_set_new(j, "allowInternetAccess",
 		    json_boolean(b->internet));
+		json_object_set(j, "network", b->network ? b->network :
+		    json_object());
 		json_object_set_new(j, "domain", sbxd.o.domain ?
 		    json_string(sbxd.o.domain) : json_null());
 		json_object_set_new(j, "lifecycle", json_pack("{s:b,s:s}",
@@ -307,32 +309,98 @@ bad:
 	return -1;
 }
 
-/* E2B's network field (and allow_internet_access) as a spec's network
- * and rules, checked as E2B's API does; what sbx cannot do yet is
- * refused, never dropped. NULL with msg set on bad input. */
-static int
-net_of(const json_t *j, struct sbx_spec *spec, char *msg, size_t n)
+/* The spec's password, wiped before it goes. */
+static void
+proxy_free(json_t *px)
 {
-	const json_t *net = json_object_get(j, "network"), *v;
+	const char *pw = sbx_json_str(px, "password");
+
+	if (pw)
+		explicit_bzero((char *)pw, strlen(pw));
+	json_decref(px);
+}
+
+/* E2B's egressProxy {address, username, password} as a spec's
+ * {"url","password"}; *shown what GET says of it (no password). */
+static int
+proxy_of(const json_t *v, struct sbx_spec *spec, json_t *shown, char *msg,
+    size_t n)
+{
+	const char *addr = sbx_json_str(v, "address");
+	const char *user = sbx_json_str(v, "username");
+	const char *pw = sbx_json_str(v, "password");
+	struct sbx_net_proxy p;
+	struct sbx_err err;
+	char *url;
+
+	if (!json_is_object(v) || !addr || (json_object_get(v, "username") &&
+	    !user) || (json_object_get(v, "password") && !pw)) {
+		snprintf(msg, n, "Error when parsing request: "
+		    "\"network.egressProxy\" must be {address, username, "
+		    "password} of strings");
+		return -1;
+	}
+	if (pw && !user) {
+		snprintf(msg, n, "egressProxy.password needs egressProxy.username");
+		return -1;
+	}
+	if ((user && (!*user || strlen(user) > 255)) || (pw && strlen(pw) >
+	    255)) {
+		snprintf(msg, n, "egressProxy.username and password are 1 to "
+		    "255 bytes");
+		return -1;
+	}
+	if (user && strpbrk(user, "@:/")) {
+		snprintf(msg, n, "egressProxy.username cannot hold '@', ':' or "
+		    "'/'");
+		return -1;
+	}
+	url = sbx_xasprintf("socks5://%s%s%s", user ? user : "", user ? "@" :
+	    "", addr);
+	if (sbx_net_proxy_parse(url, &p, &err) < 0) {
+		snprintf(msg, n, "invalid egressProxy.address '%.100s' (want "
+		    "host:port)", addr);
+		free(url);
+		return -1;
+	}
+	spec->egress_proxy = json_pack("{s:s,s:s?}", "url", url, "password",
+	    pw);
+	free(url);
+	json_object_set_new(shown, "egressProxy", json_pack("{s:s}",
+	    "address", addr));
+	if (user)
+		json_object_set_new(json_object_get(shown, "egressProxy"),
+		    "username", json_string(user));
+	return 0;
+}
+
+/* E2B's network object (a create's "network", or a PUT's body) and
+ * allow_internet_access (internet) as a spec's network, rules and egress
+ * proxy, checked as E2B's API does; what sbx cannot do yet is refused,
+ * never dropped. *shown (if asked) is what GET says of it. -1 with msg
+ * set on bad input. */
+static int
+net_parse(const json_t *net, int internet, struct sbx_spec *spec,
+    json_t **shown, char *msg, size_t n)
+{
+	const json_t *v;
 	const char *lists[] = {"allowOut", "denyOut"};
 	const char *keys[] = {"allow_out", "deny_out"};
-	const char *refused[] = {"egressProxy", "maskRequestHost"};
+	const char *refused[] = {"maskRequestHost"};
 	struct sbx_net_rule rule;
 	struct sbx_err err;
 	json_t *rules = json_pack("{s[]s[]}", "allow_out", "deny_out"), *a;
-	int domains = 0, all = 0, internet = 1;
+	json_t *show = json_object();
+	int domains = 0, all = 0;
 	size_t i, k;
 
-	if ((v = json_object_get(j, "allow_internet_access")) &&
-	    json_is_false(v))
-		internet = 0;
 	spec->network = SBX_NET_ALLOW;
 	if (net && !json_is_object(net)) {
 		snprintf(msg, n, "Error when parsing request: \"network\" "
 		    "must be an object");
 		goto bad;
 	}
-	for (i = 0; net && i < 2; i++)
+	for (i = 0; net && i < sizeof refused / sizeof refused[0]; i++)
 		if ((v = json_object_get(net, refused[i])) && !json_is_null(v) &&
 		    !(json_is_object(v) && !json_object_size(v))) {
 			snprintf(msg, n, "network.%s is not supported by this "
@@ -370,12 +438,18 @@ net_of(const json_t *j, struct sbx_spec *spec, char *msg, size_t n)
 				all = 1;
 			json_array_append_new(a, json_string(s));
 		}
+		if (json_array_size(v))
+			json_object_set_new(show, lists[k], json_deep_copy(v));
 	}
 	if (domains && !all && internet) {
 		snprintf(msg, n, "allowOut with domains needs denyOut to hold "
 		    "0.0.0.0/0");
 		goto bad;
 	}
+	if (net && (v = json_object_get(net, "egressProxy")) &&
+	    !json_is_null(v) && !(json_is_object(v) && !json_object_size(v)) &&
+	    proxy_of(v, spec, show, msg, n) < 0)
+		goto bad;
 	/* Header rules do not open the way (E2B's rule); with no way out
 	 * at all they have nothing to act on and are not carried. */
 	if (net && (v = json_object_get(net, "rules")) && !json_is_null(v) &&
@@ -386,10 +460,13 @@ net_of(const json_t *j, struct sbx_spec *spec, char *msg, size_t n)
 	if (!internet) {
 		if (!json_array_size(json_object_get(rules, "allow_out"))) {
 			spec->network = SBX_NET_DENY;
+			json_decref(spec->egress_proxy);
+			spec->egress_proxy = NULL;
 			json_decref(spec->net_inject);
 			spec->net_inject = NULL;
 			json_decref(rules);
-			return 0;
+			rules = NULL;
+			goto done;
 		}
 		json_array_append_new(json_object_get(rules, "deny_out"),
 		    json_string("all"));
@@ -399,13 +476,33 @@ net_of(const json_t *j, struct sbx_spec *spec, char *msg, size_t n)
 		spec->net_rules = rules;
 	else
 		json_decref(rules);
+done:
+	if (shown)
+		*shown = show;
+	else
+		json_decref(show);
 	return 0;
 bad:
 	json_decref(spec->net_inject);
 	spec->net_inject = NULL;
+	proxy_free(spec->egress_proxy);
+	spec->egress_proxy = NULL;
 	json_decref(rules);
+	json_decref(show);
 	return -1;
 }
+
+/* A create's network field and allow_internet_access. */
+static int
+net_of(const json_t *j, struct sbx_spec *spec, json_t **shown, char *msg,
+    size_t n)
+{
+	const json_t *v = json_object_get(j, "allow_internet_access");
+
+	return net_parse(json_object_get(j, "network"), !(v &&
+	    json_is_false(v)), spec, shown, msg, n);
+}
+
 
 /* POST /sandboxes, and v2's POST /v2/sandboxes (which the JS SDK uses
  * since 2.4x): always secure, 300 s unless told. */
@@ -413,7 +510,7 @@ static enum MHD_Result
 create(struct sbxd_req *r, int v2)
 {
 	enum MHD_Result ret;
-	json_t *j = sbxd_body_json(r, &ret), *v, *ref = NULL;
+	json_t *j = sbxd_body_json(r, &ret), *v, *ref = NULL, *shown = NULL;
 	const char *tid, *image;
 	struct sbx_spec spec = {0};
 	struct sbx_err err;
@@ -460,7 +557,7 @@ create(struct sbxd_req *r, int v2)
 	}
 	v = json_object_get(j, "secure");
 	secure = v2 || (v ? json_is_true(v) : 0);
-	if (net_of(j, &spec, msg, sizeof msg) < 0) {
+	if (net_of(j, &spec, &shown, msg, sizeof msg) < 0) {
 		ret = sbxd_reply_err(r, 400, "%s", msg);
 		goto out;
 	}
@@ -497,6 +594,8 @@ create(struct sbxd_req *r, int v2)
 	    json_deep_copy(json_object_get(j, "envVars")) : json_object();
 	b->auto_pause = json_is_true(json_object_get(j, "autoPause"));
 	b->internet = internet;
+	b->network = shown;
+	shown = NULL;
 	b->next_pid = 100;
 	spec.image = image;
 	spec.workdir = "/home/user";
@@ -531,6 +630,8 @@ out:
 	sbxd_env_free(env);
 	json_decref(spec.labels);
 	json_decref(spec.net_rules);
+	proxy_free(spec.egress_proxy);
+	json_decref(shown);
 	json_decref(spec.ports);
 	json_decref(spec.net_inject);
 	json_decref(j);
@@ -1016,6 +1117,86 @@ h_resume(struct sbxd_req *r)
 	return resume(r, 0, 0);
 }
 
+/* PUT /sandboxes/ID/network: E2B's update, which replaces the whole of
+ * it (what the body omits is cleared, a proxy too), through the
+ * backend's net_rules. */
+static enum MHD_Result
+h_network(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	json_t *j = sbxd_body_json(r, &ret), *shown = NULL, *set = NULL, *out;
+	struct sbx_spec spec = {0};
+	struct sbxd_box *b = NULL;
+	struct sbx_err err;
+	const json_t *v;
+	char msg[256];
+
+	if (!j)
+		return ret;
+	v = json_object_get(j, "allow_internet_access");
+	if (v && !json_is_boolean(v)) {
+		ret = sbxd_reply_err(r, 400, "Error when parsing request: "
+		    "\"allow_internet_access\" must be a boolean");
+		goto out;
+	}
+	if (net_parse(j, !(v && json_is_false(v)), &spec, &shown, msg,
+	    sizeof msg) < 0) {
+		ret = sbxd_reply_err(r, 400, "%s", msg);
+		goto out;
+	}
+	if (spec.net_inject) {
+		ret = sbxd_reply_err(r, 400, "network.rules in an update is not "
+		    "supported by this server yet");
+		goto out;
+	}
+	if (!(b = path_box_begin(r, 1, &ret)))
+		goto out;
+	if (!b->internet) {
+		/* Made without a network of its own: none to change. */
+		if (spec.network == SBX_NET_ALLOW)
+			ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" was "
+			    "created without internet access; sbxd cannot give "
+			    "it a network now", b->id);
+		else
+			ret = sbxd_reply_empty(r, 204);
+		goto end;
+	}
+	/* No internet at all, on a sandbox that has a network: every
+	 * connection denied. */
+	set = spec.network == SBX_NET_DENY ? json_pack("{s:[],s:[s],s:n}",
+	    "allow_out", "deny_out", "all", "egress_proxy") :
+	    json_pack("{s:O,s:O,s:O}", "allow_out", spec.net_rules ?
+	    json_object_get(spec.net_rules, "allow_out") : json_array(),
+	    "deny_out", spec.net_rules ? json_object_get(spec.net_rules,
+	    "deny_out") : json_array(), "egress_proxy", spec.egress_proxy ?
+	    spec.egress_proxy : json_null());
+	if (!(out = sbxd_be_net_rules(b->ref, set, &err))) {
+		sbxd_log("cannot change the network of %s: %s", b->id, err.msg);
+		ret = sbxd_reply_err(r, err.code == SBX_EX_USAGE ? 400 : 500,
+		    "Error updating the sandbox's network: %s", err.msg);
+		goto end;
+	}
+	json_decref(out);
+	pthread_mutex_lock(&sbxd.mu);
+	json_decref(b->network);
+	b->network = shown;
+	shown = NULL;
+	pthread_mutex_unlock(&sbxd.mu);
+	sbxd_box_save(b);
+	ret = sbxd_reply_empty(r, 204);
+end:
+	box_end(b);
+	sbxd_box_put(b);
+out:
+	json_decref(set);
+	json_decref(shown);
+	json_decref(spec.net_rules);
+	json_decref(spec.net_inject);
+	proxy_free(spec.egress_proxy);
+	json_decref(j);
+	return ret;
+}
+
 static enum MHD_Result
 h_health(struct sbxd_req *r)
 {
@@ -1040,8 +1221,6 @@ h_unsupported(struct sbxd_req *r)
 		what = "metrics";
 	else if (third && !strcmp(third, "logs"))
 		what = "logs";
-	else if (third && !strcmp(third, "network"))
-		what = "network updates";
 	else if (first && !strcmp(first, "snapshots"))
 		what = "snapshots";
 	else if (first && !strcmp(first, "volumes"))
@@ -1073,7 +1252,7 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"POST", "/sandboxes/*/fork", 0, h_unsupported, NULL},
 	{"POST", "/sandboxes/*/snapshots", 0, h_unsupported, NULL},
 	{"GET", "/snapshots", 0, h_unsupported, NULL},
-	{"PUT", "/sandboxes/*/network", 0, h_unsupported, NULL},
+	{"PUT", "/sandboxes/*/network", 0, h_network, NULL},
 	{"GET", "/sandboxes/*/metrics", 0, h_unsupported, NULL},
 	{"GET", "/sandboxes/*/logs", 0, h_unsupported, NULL},
 	{"GET", "/v2/sandboxes/*/logs", 0, h_unsupported, NULL},

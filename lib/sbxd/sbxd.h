@@ -30,6 +30,9 @@ struct sbxd_box {
 	json_t *envs;          /* object of strings: every process's */
 	long long started_ms, end_ms;
 	int paused, auto_pause, internet;
+	/* E2B's network of GET, never a password: {"allowOut","denyOut"}
+	 * and "egressProxy" {"address","username"} when there is one. */
+	json_t *network;
 	int gone;              /* killed: out of the table */
 	int busy;              /* a pause, resume or kill is under way */
 	int refs;
@@ -169,6 +172,9 @@ int sbxd_be_create(const struct sbx_spec *spec, json_t **ref,
 int sbxd_be_kill(json_t *ref, struct sbx_err *err);
 int sbxd_be_pause(json_t *ref, struct sbx_err *err);
 int sbxd_be_resume(json_t *ref, struct sbx_err *err);
+/* The backend's net_rules (set: NULL to read): the rules, or NULL. */
+json_t *sbxd_be_net_rules(json_t *ref, const json_t *set,
+    struct sbx_err *err);
 
 /* files.c: a helper inside a box's sandbox, where every path of its
  * files is resolved. Requests are {"op":"stat"|"list"|"mkdir"|"move"|

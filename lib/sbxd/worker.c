@@ -18,7 +18,7 @@
 
 #include "sbxd.h"
 
-enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME };
+enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET };
 
 /* A spec as JSON, for the worker, and back (its strings the JSON's). */
 static json_t *
@@ -85,6 +85,7 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 	struct sbx_err err = {0};
 	struct sbx_spec spec;
 	json_t *out_ref = NULL, *j, *ref = json_object_get(args, "ref");
+	json_t *set = json_object_get(args, "set"), *out = NULL;
 	enum op op = (enum op)sbx_json_int(args, "op", -1);
 	uint32_t len;
 	char *s;
@@ -109,12 +110,20 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 	case OP_RESUME:
 		rc = sbxd.be->ops->resume(ref, &err);
 		break;
+	case OP_NET:
+		if (!sbxd.be->ops->net_rules)
+			rc = sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' "
+			    "cannot filter the network", sbxd.be->name);
+		else
+			rc = (out = sbxd.be->ops->net_rules(ref,
+			    json_is_object(set) ? set : NULL, &err)) ? 0 : -1;
+		break;
 	default:
 		_exit(125);
 	}
-	j = json_pack("{s:i,s:i,s:s,s:O?}", "rc", rc, "code", err.code,
+	j = json_pack("{s:i,s:i,s:s,s:O?,s:o?}", "rc", rc, "code", err.code,
 	    "msg", rc < 0 ? err.msg : "", "ref", op == OP_CREATE ? out_ref :
-	    ref);
+	    ref, "out", out);
 	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (!s)
 		_exit(125);
@@ -158,7 +167,7 @@ read_worker(int fd, struct sbxd_child *c, void *buf, size_t n)
 
 static int
 call(enum op op, const struct sbx_spec *spec, json_t **ref,
-    struct sbx_err *err)
+    const json_t *set, json_t **out, struct sbx_err *err)
 {
 	struct sbxd_child c;
 	int fds[2], rc = -1;
@@ -173,8 +182,11 @@ call(enum op op, const struct sbx_spec *spec, json_t **ref,
 		json_object_set_new(args, "spec", spec_json(spec));
 	else
 		json_object_set(args, "ref", *ref);
+	if (set)
+		json_object_set(args, "set", (json_t *)set);
 	rc = sbxd_spawn("worker", args, &fds[1], 1, &c, err);
-	/* It holds the values of the sandbox's env. */
+	/* It holds the values of the sandbox's env (and the set a proxy's
+	 * password, which is the caller's to wipe). */
 	json_object_clear(args);
 	json_decref(args);
 	close(fds[1]);
@@ -205,6 +217,8 @@ call(enum op op, const struct sbx_spec *spec, json_t **ref,
 		goto out;
 	}
 	r = json_object_get(j, "ref");
+	if (out)
+		*out = json_incref(json_object_get(j, "out"));
 	if (op == OP_CREATE)
 		*ref = json_incref(r);
 	else if (json_is_object(r) && json_is_object(*ref))
@@ -219,23 +233,35 @@ sbxd_be_create(const struct sbx_spec *spec, json_t **ref,
     struct sbx_err *err)
 {
 	*ref = NULL;
-	return call(OP_CREATE, spec, ref, err);
+	return call(OP_CREATE, spec, ref, NULL, NULL, err);
 }
 
 int
 sbxd_be_kill(json_t *ref, struct sbx_err *err)
 {
-	return call(OP_KILL, NULL, &ref, err);
+	return call(OP_KILL, NULL, &ref, NULL, NULL, err);
 }
 
 int
 sbxd_be_pause(json_t *ref, struct sbx_err *err)
 {
-	return call(OP_PAUSE, NULL, &ref, err);
+	return call(OP_PAUSE, NULL, &ref, NULL, NULL, err);
 }
 
 int
 sbxd_be_resume(json_t *ref, struct sbx_err *err)
 {
-	return call(OP_RESUME, NULL, &ref, err);
+	return call(OP_RESUME, NULL, &ref, NULL, NULL, err);
+}
+
+json_t *
+sbxd_be_net_rules(json_t *ref, const json_t *set, struct sbx_err *err)
+{
+	json_t *out = NULL;
+
+	if (call(OP_NET, NULL, &ref, set, &out, err) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
 }

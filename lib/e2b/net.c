@@ -1,0 +1,231 @@
+/* net.c - the e2b backend's network rules: --allow-out, --deny-out and
+ * --egress-proxy as E2B's "network" (checked as E2B's API checks it,
+ * before any call), and sbx-net through PUT /sandboxes/ID/network */
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2b.h"
+#include "../net/net.h"
+
+/* One rule as E2B words it: "all" is its 0.0.0.0/0. */
+static json_t *
+e2b_rule(const char *text)
+{
+	return json_string(!strcmp(text, "all") ? "0.0.0.0/0" : text);
+}
+
+/* E2B's egressProxy of a spec's {"url","password"}: address "host:port",
+ * and the user and password when there is a user. */
+static json_t *
+e2b_proxy(const json_t *px, struct sbx_err *err)
+{
+	struct sbx_net_proxy p;
+	const char *pw = sbx_json_str(px, "password");
+	json_t *o;
+	char *addr;
+
+	if (sbx_net_proxy_parse(sbx_json_str(px, "url") ? sbx_json_str(px,
+	    "url") : "", &p, err) < 0)
+		return NULL;
+	addr = sbx_xasprintf(strchr(p.host, ':') ? "[%s]:%s" : "%s:%s",
+	    p.host, p.port);
+	o = json_pack("{s:s}", "address", addr);
+	free(addr);
+	if (*p.user) {
+		if (!pw) {
+			json_decref(o);
+			sbx_err_set(err, SBX_EX_CRED, "no password for the egress "
+			    "proxy's user '%s'", p.user);
+			return NULL;
+		}
+		json_object_set_new(o, "username", json_string(p.user));
+		json_object_set_new(o, "password", json_string(pw));
+	}
+	return o;
+}
+
+json_t *
+sbx_e2b_net_body(const json_t *rules, const json_t *proxy,
+    struct sbx_err *err)
+{
+	const char *lists[] = {"allow_out", "deny_out"};
+	const char *keys[] = {"allowOut", "denyOut"};
+	struct sbx_net_rule r;
+	json_t *net = json_object(), *a, *v, *px;
+	int domains = 0, all = 0;
+	size_t i, k;
+
+	for (k = 0; k < 2; k++) {
+		a = json_array();
+		json_array_foreach(json_object_get(rules, lists[k]), i, v) {
+			const char *t = json_string_value(v);
+
+			if (!t || sbx_net_rule_parse(t, &r, err) < 0)
+				goto bad;
+			if (r.kind == SBX_NR_DOMAIN || r.kind ==
+			    SBX_NR_WILDCARD) {
+				if (k == 1) {
+					sbx_err_set(err, SBX_EX_USAGE, "backend "
+					    "'e2b' denies addresses and CIDRs, "
+					    "not domains: --deny-out '%s'", t);
+					goto bad;
+				}
+				domains = 1;
+			}
+			if (k == 1 && (r.kind == SBX_NR_ALL || (r.kind ==
+			    SBX_NR_CIDR && r.family == AF_INET &&
+			    r.prefix == 0)))
+				all = 1;
+			json_array_append_new(a, e2b_rule(t));
+		}
+		json_object_set_new(net, keys[k], a);
+		continue;
+bad:
+		json_decref(a);
+		json_decref(net);
+		return NULL;
+	}
+	if (domains && !all) {
+		json_decref(net);
+		sbx_err_set(err, SBX_EX_USAGE, "backend 'e2b' allows a domain "
+		    "only with --deny-out all (or 0.0.0.0/0)");
+		return NULL;
+	}
+	if (json_is_object(proxy)) {
+		if (!(px = e2b_proxy(proxy, err))) {
+			json_decref(net);
+			return NULL;
+		}
+		json_object_set_new(net, "egressProxy", px);
+	}
+	return net;
+}
+
+void
+sbx_e2b_body_free(json_t *b)
+{
+	json_t *px = json_object_get(json_object_get(b, "network"),
+	    "egressProxy");
+	json_t *pw = json_object_get(px ? px : json_object_get(b,
+	    "egressProxy"), "password");
+
+	if (json_is_string(pw))
+		explicit_bzero((char *)json_string_value(pw),
+		    json_string_length(pw));
+	json_decref(b);
+}
+
+/* sbx-net's view of a SandboxDetail's network: E2B omits it when there
+ * is none, which is no rules. */
+static json_t *
+rules_of(const json_t *s)
+{
+	const json_t *net = json_object_get(s, "network");
+	const json_t *px = json_object_get(net, "egressProxy");
+	const char *lists[] = {"allowOut", "denyOut"};
+	const char *keys[] = {"allow_out", "deny_out"};
+	json_t *out = json_object(), *a;
+	const char *addr, *user;
+	char *u;
+	size_t k;
+
+	for (k = 0; k < 2; k++) {
+		a = json_object_get(net, lists[k]);
+		json_object_set_new(out, keys[k], json_is_array(a) ?
+		    json_deep_copy(a) : json_array());
+	}
+	if ((addr = sbx_json_str(px, "address"))) {
+		user = sbx_json_str(px, "username");
+		u = sbx_xasprintf("socks5://%s%s%s", user ? user : "",
+		    user ? "@" : "", addr);
+		json_object_set_new(out, "egress_proxy", json_string(u));
+		free(u);
+	}
+	return out;
+}
+
+/* The proxy a sandbox has now, as a set's egress_proxy (its password
+ * from where sbx-create took it): PUT would clear it otherwise. */
+static json_t *
+current_proxy(const json_t *s, struct sbx_err *err)
+{
+	const json_t *px = json_object_get(json_object_get(s, "network"),
+	    "egressProxy");
+	const char *addr = sbx_json_str(px, "address");
+	const char *user = sbx_json_str(px, "username");
+	char *pw = NULL, *where = NULL, *url;
+	json_t *o;
+
+	if (!addr)
+		return json_null();
+	if (user && !(pw = sbx_cred_get("SBX_EGRESS_PROXY_PASSWORD",
+	    "egress-proxy", &where))) {
+		sbx_err_set(err, SBX_EX_CRED, "the sandbox's egress proxy "
+		    "needs its user's password again (set "
+		    "SBX_EGRESS_PROXY_PASSWORD or write it to '%s')", where);
+		free(where);
+		return NULL;
+	}
+	free(where);
+	url = sbx_xasprintf("socks5://%s%s%s", user ? user : "", user ? "@" :
+	    "", addr);
+	o = json_pack("{s:s,s:s?}", "url", url, "password", pw);
+	free(url);
+	if (pw) {
+		explicit_bzero(pw, strlen(pw));
+		free(pw);
+	}
+	return o;
+}
+
+json_t *
+sbx_e2b_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	struct eb e;
+	json_t *s = NULL, *px = NULL, *body = NULL, *out = NULL;
+	const char *id, *pw;
+	int mine = 0;
+
+	if (sbx_e2b_ref_open(&e, ref, &id, &s, err) < 0)
+		return NULL;
+	if (json_is_false(json_object_get(s, "allowInternetAccess"))) {
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has network deny: "
+		    "rules need --network allow", id);
+		goto out;
+	}
+	if (!set) {
+		out = rules_of(s);
+		goto out;
+	}
+	if ((px = json_object_get(set, "egress_proxy")))
+		json_incref(px);
+	else
+		px = current_proxy(s, err), mine = 1;
+	if (!px || !(body = sbx_e2b_net_body(set, px, err)))
+		goto out;
+	/* E2B's PUT: what it omits is cleared; internet stays on (the
+	 * rules say what of it). */
+	json_object_set_new(body, "allow_internet_access", json_true());
+	if (sbx_e2b_req(&e, "PUT", body, &rs, err, "/sandboxes/%s/network",
+	    id) < 0)
+		goto out;
+	if (rs.status != 204 && rs.status != 200) {
+		sbx_e2b_fail(&rs, "cannot change the sandbox's network", id,
+		    err);
+		sbx_http_resp_release(&rs);
+		goto out;
+	}
+	sbx_http_resp_release(&rs);
+	json_decref(s);
+	if (sbx_e2b_get(&e, id, &s, err) == 0)
+		out = rules_of(s);
+out:
+	sbx_e2b_body_free(body);
+	if (mine && (pw = sbx_json_str(px, "password")))
+		explicit_bzero((char *)pw, strlen(pw));
+	json_decref(px);
+	json_decref(s);
+	sbx_e2b_close(&e);
+	return out;
+}
