@@ -48,13 +48,18 @@ main(int argc, char **argv)
 	const struct sbx_backend *be;
 	const char *state = NULL;
 	json_t *ref, *set, *out;
+	char **av = NULL;
 	int c, follow = 0, log = 0, change = 0, clear = 0, rc = SBX_EX_OK;
 
 	sbx_prog_set(argv);
 	if (argc > 1 && !strcmp(argv[1], "log")) {
+		/* Options after the word, parsed from a copy: the remote
+		 * flavour is run with argv as it came. */
+		av = sbx_xcalloc((size_t)argc, sizeof *av);
+		av[0] = argv[0];
+		memcpy(av + 1, argv + 2, (size_t)(argc - 2) * sizeof *av);
 		log = 1;
-		argv[1] = argv[0];
-		argv++;
+		argv = av;
 		argc--;
 	}
 	set = json_pack("{s[]s[]}", "allow_out", "deny_out");
@@ -107,5 +112,6 @@ main(int argc, char **argv)
 	}
 	json_decref(set);
 	json_decref(ref);
+	free(av);
 	return sbx_out_close(rc);
 }
