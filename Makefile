@@ -77,7 +77,7 @@ LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
 	lib/net/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMDS = sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-net sbx-pause \
-	sbx-sync
+	sbx-port sbx-secret sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
 REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.

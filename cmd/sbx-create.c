@@ -12,9 +12,10 @@ static const char usage[] =
     "                  [-n deny|allow] [-T seconds] [-l key=value]... "
     "[-e name[=value]]...\n"
     "                  [-w dir] [-N name] [-r] [-R runtime] [-P] [-E url]\n"
-    "                  [--allow-out dest]... [--deny-out dest]...\n";
+    "                  [--allow-out dest]... [--deny-out dest]... "
+    "[--port [hostport:]port]...\n";
 
-enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT };
+enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_PORT };
 
 static const struct option longopts[] = {
 	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
@@ -30,6 +31,7 @@ static const struct option longopts[] = {
 	{"name", required_argument, NULL, 'N'},
 	{"network", required_argument, NULL, 'n'},
 	{"pids", required_argument, NULL, 'p'},
+	{"port", required_argument, NULL, OPT_PORT},
 	{"pull", no_argument, NULL, 'P'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"reuse", no_argument, NULL, 'r'},
@@ -162,6 +164,21 @@ add_rule(json_t **rules, const char *list, const char *text)
 	json_array_append_new(a, json_string(text));
 }
 
+/* --port: published on the host's loopback (-p is --pids). */
+static void
+add_port(json_t **ports, const char *text)
+{
+	struct sbx_err err = {0};
+	unsigned port, host_port;
+
+	if (sbx_net_port_parse(text, &port, &host_port, &err) < 0)
+		sbx_die_err(&err);
+	if (!*ports)
+		*ports = json_array();
+	json_array_append_new(*ports, json_pack("{sIsI}", "port",
+	    (json_int_t)port, "host_port", (json_int_t)host_port));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -191,6 +208,9 @@ main(int argc, char **argv)
 			break;
 		case OPT_DENY_OUT:
 			add_rule(&spec.net_rules, "deny_out", optarg);
+			break;
+		case OPT_PORT:
+			add_port(&spec.ports, optarg);
 			break;
 		case 'b':
 			backend = optarg;
@@ -333,6 +353,7 @@ done:
 	json_decref(old);
 	json_decref(spec.labels);
 	json_decref(spec.net_rules);
+	json_decref(spec.ports);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);
 	free(env);

@@ -22,7 +22,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_PIDS | SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND |
 		    SBX_CAP_STOP | SBX_CAP_FILES | SBX_CAP_IDLE |
 		    SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP |
-		    SBX_CAP_NET_RULES,
+		    SBX_CAP_NET_RULES | SBX_CAP_PORTS,
 		/* On this machine compression only costs time. */
 		.compress = SBX_COMPRESS_NONE,
 		/* It runs on the user's own machine. */
@@ -147,6 +147,7 @@ static const struct {
 	{SBX_CAP_KEEP, "keep", "keep a killed sandbox's files (--keep)"},
 	{SBX_CAP_NET_RULES, "network_rules", "filter the network "
 	    "(--allow-out, --deny-out, sbx-net)"},
+	{SBX_CAP_PORTS, "ports", "publish ports (--port, sbx-port)"},
 };
 
 int
@@ -177,6 +178,7 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	want |= spec->pull ? SBX_CAP_PULL : 0;
 	want |= spec->name ? SBX_CAP_NAME : 0;
 	want |= spec->net_rules ? SBX_CAP_NET_RULES : 0;
+	want |= spec->ports ? SBX_CAP_PORTS : 0;
 	if (spec->net_rules && spec->network != SBX_NET_ALLOW)
 		return sbx_err_set(err, SBX_EX_USAGE, "--allow-out and "
 		    "--deny-out need --network allow");

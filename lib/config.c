@@ -56,6 +56,18 @@ load(void)
 	load_file(".sbxrc");
 }
 
+char *
+sbx_config_cred_dir(void)
+{
+	const char *x = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+
+	if (x && *x)
+		return sbx_xasprintf("%s/sbx/credentials", x);
+	if (home && *home)
+		return sbx_xasprintf("%s/.config/sbx/credentials", home);
+	return NULL;
+}
+
 int
 sbx_config_env(const char *key, char *env, size_t n)
 {

@@ -152,6 +152,9 @@ struct sbx_files {
 	 * single-threaded. NULL: the backend cannot. */
 	pid_t (*enter)(const json_t *ref, struct sbx_job *job,
 	    struct sbx_err *err);
+	/* A TCP connection to the sandbox's own 127.0.0.1:port, as an fd
+	 * (thread-safe); -1 with err. NULL: the backend cannot. */
+	int (*connect)(const json_t *ref, unsigned port, struct sbx_err *err);
 };
 
 /* The file operations of the ref's backend. */

@@ -138,6 +138,10 @@ const char *sbx_config_get(const char *key, const char *def);
 /* The environment variable of a key ("local.dir": SBX_LOCAL_DIR);
  * -1 when it does not fit in n. */
 int sbx_config_env(const char *key, char *env, size_t n);
+/* The credentials directory (DESIGN.md 8), allocated:
+ * $XDG_CONFIG_HOME/sbx/credentials, else ~/.config/sbx/credentials;
+ * NULL when neither variable is set. */
+char *sbx_config_cred_dir(void);
 
 /* --- state: the state file (sbx-state(5)) ----------------------------- */
 
@@ -359,6 +363,7 @@ enum {
 	SBX_CAP_KEEP = 1 << 16,      /* sbx-kill -k; an ended sandbox stays
 	                              * listed (expired, dead) until sbx-gc */
 	SBX_CAP_NET_RULES = 1 << 17, /* --allow-out, --deny-out; sbx-net */
+	SBX_CAP_PORTS = 1 << 18,     /* sbx-create --port; sbx-port */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that
@@ -394,6 +399,11 @@ struct sbx_backend_ops {
 	/* The log of decisions, JSON lines, copied to stdout; follow: then
 	 * what comes, until the sandbox ends. */
 	int (*net_log)(const json_t *ref, int follow, struct sbx_err *err);
+	/* With SBX_CAP_PORTS (sbx-port): port 0, the published ports as an
+	 * array; else that port's {"port","host","host_port","url"},
+	 * published first (on host_port, 0: a free one) when it is not. */
+	json_t *(*ports)(const json_t *ref, unsigned port, unsigned host_port,
+	    struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as

@@ -7,7 +7,9 @@
  *   {"name":"NAME","version":N,"created_at":"RFC3339","updated_at":"...",
  *    "metadata":{...strings...}}
  * Names: [a-z0-9_-], 1..64, lower-cased on the way in (E2B's rule); the
- * "sec_" prefix is reserved. A value never appears in a message. */
+ * "sec_" prefix is reserved. A value never appears in a message.
+ * A value file that is not 0600 or not the user's is refused
+ * (SBX_EX_CRED); changes hold a lock (flock) on secrets/. */
 #ifndef SBX_SECRET_H
 #define SBX_SECRET_H
 
@@ -16,6 +18,9 @@
 #include <jansson.h>
 
 #include "sbx.h"
+
+/* The largest value (bytes): a header's worth, with room. */
+#define SBX_SECRET_MAX 65536
 
 /* The store's directory (allocated), made 0700 when make is set. */
 char *sbx_secret_dir(int make, struct sbx_err *err);

@@ -4,7 +4,7 @@
 load lib/helper
 
 TOOLS=(sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-net sbx-pause
-    sbx-sync sbxd)
+    sbx-port sbx-secret sbx-sync sbxd)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
 # The long options of tool $1, from the getopt_long table in cmd/$1.c.
@@ -45,12 +45,14 @@ synopsis() {
 }
 
 # What bash completes for "$1 --" (with or without bash-completion); for
-# sbx-sync, after each of its commands; for sbx-net, without and after log.
+# sbx-sync and sbx-secret, after each of their commands; for sbx-net, without
+# and after log.
 bash_long_completions() {
 	local tool=$1 with=$2 sub
 	local subs=("")
 	if [ "$tool" = sbx-sync ]; then subs=(push pull status); fi
 	if [ "$tool" = sbx-net ]; then subs=("" log); fi
+	if [ "$tool" = sbx-secret ]; then subs=(set ls rm); fi
 	for sub in "${subs[@]}"; do
 		bash -c '
 			if [ "$2" = yes ]; then

@@ -25,19 +25,17 @@ sbx_e2b_domain(void)
 static char *
 api_key(struct sbx_err *err)
 {
-	const char *k = getenv("E2B_API_KEY"), *x = getenv("XDG_CONFIG_HOME");
-	const char *home = getenv("HOME");
-	char *path = NULL, *line = NULL, *key = NULL;
+	const char *k = getenv("E2B_API_KEY");
+	char *path = NULL, *line = NULL, *key = NULL, *dir;
 	size_t cap = 0, n;
 	struct stat sb;
 	FILE *f;
 
 	if (k && *k)
 		return sbx_xstrdup(k);
-	if (x && *x)
-		path = sbx_xasprintf("%s/sbx/credentials/e2b", x);
-	else if (home && *home)
-		path = sbx_xasprintf("%s/.config/sbx/credentials/e2b", home);
+	if ((dir = sbx_config_cred_dir()))
+		path = sbx_xasprintf("%s/e2b", dir);
+	free(dir);
 	if (path && (f = fopen(path, "r"))) {
 		if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
 			sbx_warn("credentials file '%s' is readable by others "

@@ -622,4 +622,5 @@ const struct sbx_files sbx_local_files = {
 	.hash = local_hash,
 	.remove = local_remove,
 	.enter = local_enter,
+	.connect = sbx_local_port_connect,
 };

@@ -626,7 +626,7 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 			goto fail;
 		}
 	}
-	if (spec->network == SBX_NET_ALLOW && sbx_local_net_start(dir, id,
+	if (sbx_local_net_wanted(dir, spec) && sbx_local_net_start(dir, id,
 	    pid, spec, &netd, err) < 0)
 		goto fail;
 	if (write(go[1], &c, 1) != 1 || send_config(cp[0], spec, workdir) < 0) {
@@ -1196,4 +1196,5 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.files = &sbx_local_files,
 	.net_rules = sbx_local_net_rules,
 	.net_log = sbx_local_net_log,
+	.ports = sbx_local_ports,
 };

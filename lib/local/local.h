@@ -124,10 +124,20 @@ int sbx_local_mount_rootfs(const struct sbx_local_setup *s,
 
 /* The rest of net.c, which the docker backend uses too, is in
  * internal.h. */
+/* Whether the sandbox in dir has sbx-netd: network allow, or published
+ * ports (then, with deny, only they come in and nothing goes out). */
+int sbx_local_net_wanted(const char *dir, const struct sbx_spec *spec);
 /* sbx-net's operations (struct sbx_backend_ops's net_rules, net_log). */
 json_t *sbx_local_net_rules(const json_t *ref, const json_t *set,
     struct sbx_err *err);
 int sbx_local_net_log(const json_t *ref, int follow, struct sbx_err *err);
+/* sbx-port's operation (struct sbx_backend_ops's ports). */
+json_t *sbx_local_ports(const json_t *ref, unsigned port, unsigned host_port,
+    struct sbx_err *err);
+/* A connection into the sandbox through its sbx-netd (struct sbx_files's
+ * connect): the ref's directory, no other state, so threads may call it. */
+int sbx_local_port_connect(const json_t *ref, unsigned port,
+    struct sbx_err *err);
 
 /* --- seccomp.c and harden ------------------------------------------------ */
 

@@ -9,12 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "local.h"
+#include "../msg.h"
 #include "../net/net.h"
 
 /* How long sbx-netd may take to set the namespace up. */
@@ -81,12 +84,42 @@ dns_list(struct sbx_err *err)
 	return a;
 }
 
+/* --port: each sandbox port and each host port once. */
+static int
+ports_check(const json_t *ports, struct sbx_err *err)
+{
+	size_t i, k;
+
+	for (i = 0; i < json_array_size(ports); i++) {
+		json_int_t p = sbx_json_int(json_array_get(ports, i), "port", 0);
+		json_int_t h = sbx_json_int(json_array_get(ports, i),
+		    "host_port", 0);
+
+		if (p < 1 || p > 65535 || h < 0 || h > 65535)
+			return sbx_err_set(err, SBX_EX_USAGE, "invalid port "
+			    "%lld (want 1-65535)", (long long)p);
+		for (k = 0; k < i; k++) {
+			const json_t *o = json_array_get(ports, k);
+
+			if (sbx_json_int(o, "port", 0) == p)
+				return sbx_err_set(err, SBX_EX_USAGE, "port "
+				    "%lld is given twice", (long long)p);
+			if (h && sbx_json_int(o, "host_port", 0) == h)
+				return sbx_err_set(err, SBX_EX_USAGE, "host "
+				    "port %lld is given twice", (long long)h);
+		}
+	}
+	return 0;
+}
+
 int
 sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err)
 {
 	struct sbx_net_rules rs;
 	json_t *dns;
 
+	if (ports_check(spec->ports, err) < 0)
+		return -1;
 	if (spec->network != SBX_NET_ALLOW)
 		return 0;
 	if (spec->net_rules) {
@@ -119,22 +152,44 @@ write_rules(const char *dir, const char *id, const struct sbx_spec *spec,
 		free(p);
 		return -1;
 	}
-	o = json_pack("{sssOsOso}", "id", id,
+	o = json_pack("{sssOsOsosO}", "id", id,
 	    "allow_out", spec->net_rules ? json_object_get(spec->net_rules,
 	    "allow_out") : json_array(),
 	    "deny_out", spec->net_rules ? json_object_get(spec->net_rules,
-	    "deny_out") : json_array(), "dns", dns);
+	    "deny_out") : json_array(), "dns", dns, "ports", spec->ports ?
+	    spec->ports : json_array());
 	/* json_pack's O took a reference to the fresh arrays too. */
 	if (!spec->net_rules) {
 		json_decref(json_object_get(o, "allow_out"));
 		json_decref(json_object_get(o, "deny_out"));
 	}
+	if (!spec->ports)
+		json_decref(json_object_get(o, "ports"));
+	/* Deny with ports: sbx-netd lets those in and nothing out. */
+	if (spec->network != SBX_NET_ALLOW)
+		json_object_set_new(o, "network", json_string("deny"));
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
 	free(text);
 	json_decref(o);
 	free(p);
 	return rc;
+}
+
+int
+sbx_local_net_wanted(const char *dir, const struct sbx_spec *spec)
+{
+	char *p;
+	struct stat st;
+	int yes;
+
+	if (spec->network == SBX_NET_ALLOW || spec->ports)
+		return 1;
+	/* A stopped sandbox started again: what its first start had. */
+	p = sbx_xasprintf("%s/net.json", dir);
+	yes = stat(p, &st) == 0;
+	free(p);
+	return yes;
 }
 
 static char *
@@ -454,4 +509,136 @@ sbx_local_net_log(const json_t *ref, int follow, struct sbx_err *err)
 	free(dir);
 	free(id);
 	return rc;
+}
+
+/* --- sbx-port --------------------------------------------------------- */
+
+static json_t *
+port_obj(json_int_t port, json_int_t host_port)
+{
+	char url[64];
+
+	snprintf(url, sizeof url, "http://127.0.0.1:%lld",
+	    (long long)host_port);
+	return json_pack("{sIsssIss}", "port", port, "host", "127.0.0.1",
+	    "host_port", host_port, "url", url);
+}
+
+/* One request to sbx-netd's control socket in dir, its answer (and fd
+ * when fd is not NULL); NULL with err. */
+static json_t *
+netd_call(const char *dir, const char *id, json_t *q, int *fd,
+    struct sbx_err *err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sbx_msg m = {0};
+	json_t *a = NULL;
+	char *s = NULL;
+	int sock = -1;
+
+	if (fd)
+		*fd = -1;
+	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/netd.sock", dir) >=
+	    (int)sizeof sa.sun_path) {
+		sbx_err_set(err, SBX_EX_FAIL, "'%s' is too long for a socket "
+		    "path", dir);
+		goto out;
+	}
+	if ((sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    connect(sock, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "sandbox '%s' is not running "
+		    "(no network helper)", id);
+		goto out;
+	}
+	s = json_dumps(q, JSON_COMPACT);
+	if (!s || sbx_msg_send(sock, 0, s, strlen(s), NULL, 0) < 0 ||
+	    sbx_msg_recv(sock, &m) <= 0 || !(a = json_loadb(m.data, m.len, 0,
+	    NULL))) {
+		sbx_err_set(err, SBX_EX_FAIL, "the network helper of '%s' did "
+		    "not answer", id);
+		goto out;
+	}
+	if (sbx_json_str(a, "error")) {
+		sbx_err_set(err, SBX_EX_FAIL, "%s", sbx_json_str(a, "error"));
+		json_decref(a);
+		a = NULL;
+		goto out;
+	}
+	if (fd && m.nfds == 1) {
+		*fd = m.fds[0];
+		m.nfds = 0;
+	}
+out:
+	sbx_msg_release(&m);
+	if (sock >= 0)
+		close(sock);
+	free(s);
+	return a;
+}
+
+json_t *
+sbx_local_ports(const json_t *ref, unsigned port, unsigned host_port,
+    struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL, *p;
+	json_t *net = NULL, *out = NULL, *a, *v, *q;
+	size_t i;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "");
+		return NULL;
+	}
+	p = sbx_xasprintf("%s/net.json", dir);
+	net = json_load_file(p, 0, NULL);
+	free(p);
+	a = json_object_get(net, "ports");
+	if (!port) {
+		out = json_array();
+		json_array_foreach(a, i, v)
+			if (sbx_json_int(v, "host_port", 0) > 0)
+				json_array_append_new(out, port_obj(
+				    sbx_json_int(v, "port", 0),
+				    sbx_json_int(v, "host_port", 0)));
+		goto out;
+	}
+	if (!net) {
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has network deny "
+		    "and no published port: ports need --network allow or "
+		    "--port at create", id);
+		goto out;
+	}
+	q = json_pack("{sIsI}", "publish", (json_int_t)port, "host_port",
+	    (json_int_t)host_port);
+	v = netd_call(dir, id, q, NULL, err);
+	json_decref(q);
+	if (v)
+		out = port_obj(port, sbx_json_int(v, "host_port", 0));
+	json_decref(v);
+out:
+	json_decref(net);
+	free(dir);
+	free(id);
+	return out;
+}
+
+int
+sbx_local_port_connect(const json_t *ref, unsigned port, struct sbx_err *err)
+{
+	const char *dir = sbx_json_str(ref, "dir"), *id = sbx_json_str(ref,
+	    "id");
+	json_t *q, *a;
+	int fd = -1;
+
+	if (!dir || !id)
+		return sbx_err_set(err, SBX_EX_DATA, "a local ref without its "
+		    "directory");
+	q = json_pack("{sI}", "connect", (json_int_t)port);
+	a = netd_call(dir, id, q, &fd, err);
+	json_decref(q);
+	json_decref(a);
+	if (a && fd < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "no connection came back");
+	return a ? fd : -1;
 }

@@ -47,6 +47,12 @@ void sbx_net_rules_free(struct sbx_net_rules *rs);
 /* Whether any rule names a domain: then connections are sniffed. */
 int sbx_net_rules_want_host(const struct sbx_net_rules *rs);
 
+/* A published port: "PORT" or "HOSTPORT:PORT", each 1-65535 (host_port
+ * 0 when omitted: a free one); SBX_EX_USAGE with "invalid port 'TEXT'
+ * (want [HOSTPORT:]PORT, each 1-65535)" on error. */
+int sbx_net_port_parse(const char *text, unsigned *port,
+    unsigned *host_port, struct sbx_err *err);
+
 /* Why an address is protected (never reachable unless an allow rule that
  * is an IP or CIDR other than "all" contains it; domain rules never open
  * it): SBX_NP_NONE for an ordinary public address. */

@@ -351,3 +351,31 @@ sbx_net_allowed(const struct sbx_net_rules *rs, const struct sockaddr *dest,
 			return 0;
 	return 1;
 }
+
+int
+sbx_net_port_parse(const char *text, unsigned *port, unsigned *host_port,
+    struct sbx_err *err)
+{
+	const char *colon = strchr(text, ':');
+	char hp[8];
+	uint64_t a = 0, b;
+	size_t n;
+
+	if (colon) {
+		n = (size_t)(colon - text);
+		if (n == 0 || n >= sizeof hp)
+			goto bad;
+		memcpy(hp, text, n);
+		hp[n] = '\0';
+		if (sbx_parse_u64(hp, 1, 65535, &a) < 0)
+			goto bad;
+	}
+	if (sbx_parse_u64(colon ? colon + 1 : text, 1, 65535, &b) < 0)
+		goto bad;
+	*port = (unsigned)b;
+	*host_port = (unsigned)a;
+	return 0;
+bad:
+	return sbx_err_set(err, SBX_EX_USAGE, "invalid port '%s' (want "
+	    "[HOSTPORT:]PORT, each 1-65535)", text);
+}

@@ -11,7 +11,7 @@
 #include "netd.h"
 
 struct netd netd = {.mu = PTHREAD_MUTEX_INITIALIZER, .pidfd = -1,
-    .tcp = -1, .udp = -1};
+    .tcp = -1, .udp = -1, .inside = -1};
 
 static void
 conf_free(struct netd_conf *c)
@@ -110,6 +110,9 @@ netd_conf_load(const char *dir, struct netd_conf **out,
 		goto out;
 	id = sbx_json_str(root, "id");
 	c->id = sbx_xstrdup(id ? id : "");
+	/* Deny with published ports: only those in, nothing out. */
+	c->egress = !sbx_json_str(root, "network") || strcmp(sbx_json_str(
+	    root, "network"), "deny") != 0;
 	if (sbx_net_rules_from_json(root, &c->rules, err) < 0)
 		goto out;
 	c->want_host = sbx_net_rules_want_host(&c->rules);

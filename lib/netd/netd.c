@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,11 +28,24 @@ ns_open(pid_t pid, const char *ns, struct sbx_err *err)
 	return fd;
 }
 
+/* Whether fd is the namespace of ours named ns. */
+static int
+ns_ours(int fd, const char *ns)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof path, "/proc/self/ns/%s", ns);
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int
 sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 {
 	struct pollfd p;
 	struct netd_conf *c;
+	struct rlimit rl;
 	int userfd = -1, netfd = -1, rc = -1;
 
 	/* Before any thread: they all inherit the mask, and the signals wait
@@ -42,8 +57,15 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	netd.dir = dir;
 	netd.pid = pid;
+	/* A relayed connection holds six fds (two sockets, two pipes): a
+	 * thousand of them are more than the usual soft limit of 1024. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	if (netd_conf_load(dir, &c, err) < 0)
 		return -1;
+	netd.egress = c->egress;
 	netd_conf_set(c);
 	if (netd_log_open(dir, err) < 0)
 		return -1;
@@ -60,7 +82,16 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "process %d is gone", (int)pid);
 		goto out;
 	}
-	if (netd_setup(userfd, netfd, &netd.tcp, &netd.udp, err) < 0)
+	/* A process without a netns of its own: the setup would take the
+	 * host's network away (its routes, and a ruleset that drops all
+	 * that leaves). */
+	if (ns_ours(netfd, "net")) {
+		sbx_err_set(err, SBX_EX_FAIL, "process %d is in our network "
+		    "namespace, not a sandbox's", (int)pid);
+		goto out;
+	}
+	if (netd_setup(userfd, netfd, netd.egress, &netd.tcp, &netd.udp,
+	    &netd.inside, err) < 0 || netd_ports_start(err) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -94,7 +125,8 @@ sbx_netd_run(struct sbx_err *err)
 
 	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC)) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot open a signalfd:");
-	if (netd_proxy_start(err) < 0 || netd_dns_start(err) < 0)
+	if (netd.egress && (netd_proxy_start(err) < 0 ||
+	    netd_dns_start(err) < 0))
 		return -1;
 	p[0] = (struct pollfd){sfd, POLLIN, 0};
 	p[1] = (struct pollfd){netd.pidfd, POLLIN, 0};
@@ -106,13 +138,14 @@ sbx_netd_run(struct sbx_err *err)
 		}
 		/* The sandbox is gone: so is everything it could connect. */
 		if (p[1].revents)
-			return 0;
+			break;
 		if (!(p[0].revents & POLLIN) ||
 		    read(sfd, &si, sizeof si) != sizeof si)
 			continue;
-		if (si.ssi_signo == SIGHUP)
-			reload();
-		else
-			return 0;
+		if (si.ssi_signo != SIGHUP)
+			break;
+		reload();
 	}
+	netd_proxy_stop();
+	return 0;
 }

@@ -13,6 +13,7 @@
 
 #define NETD_MAX_DNS 8
 #define NETD_MAX_CONNS 1024
+#define NETD_MAX_PORTS 64
 
 /* What DIR/net.json says, as one snapshot: SIGHUP makes a new one and
  * swaps it in, and each connection or query holds a ref to the one it
@@ -24,6 +25,8 @@ struct netd_conf {
 	struct sockaddr_storage dns[NETD_MAX_DNS];
 	socklen_t dnslen[NETD_MAX_DNS];
 	int ndns;
+	int egress;                /* 0: "network":"deny", published ports
+	                            * in and no way out */
 	int refs;                  /* under netd.mu */
 };
 
@@ -32,6 +35,8 @@ struct netd {
 	pid_t pid;
 	int pidfd;                 /* the sandbox's init */
 	int tcp, udp;              /* the listeners, in the sandbox's netns */
+	int egress;                /* as the first net.json said */
+	int inside;                /* the connector's socket (setup.c) */
 	pthread_mutex_t mu;
 	struct netd_conf *conf;    /* the current snapshot */
 };
@@ -51,19 +56,38 @@ void netd_addr_fmt(const struct sockaddr *sa, char *buf, size_t n,
     int *port);
 
 /* setup.c: from a child in the namespaces of pid (whose ns files are
- * userfd and netfd), set its netns up; the listeners come back. */
-int netd_setup(int userfd, int netfd, int *tcp, int *udp,
-    struct sbx_err *err);
+ * userfd and netfd), set its netns up (with egress; without, nothing is
+ * set up); the listeners come back. The child stays there as the
+ * connector, whose socket is *inside. */
+int netd_setup(int userfd, int netfd, int egress, int *tcp, int *udp,
+    int *inside, struct sbx_err *err);
+/* A TCP connection to the sandbox's own 127.0.0.1:port (or [::1]:port
+ * when nothing listens on the first), made by the connector; -1 with
+ * *why. Thread-safe. */
+int netd_inside_connect(unsigned port, const char **why);
+
+/* ports.c: the published ports, on the host's 127.0.0.1, and the
+ * control socket DIR/netd.sock. Binds what net.json's "ports" says
+ * (SBX_EX_FAIL "port M is in use"), writes back the ports as bound. */
+int netd_ports_start(struct sbx_err *err);
 
 /* proxy.c, dns.c: start the thread that serves each listener. */
 int netd_proxy_start(struct sbx_err *err);
 int netd_dns_start(struct sbx_err *err);
+/* proxy.c: relay a and b both ways until both ends are done (their fds
+ * made non-blocking); a_to_b and b_to_a count the bytes. -1 when a side
+ * broke: the caller resets both. */
+int netd_relay(int a, int b, uint64_t *a_to_b, uint64_t *b_to_a);
+/* Close with a RST, as a refused or broken connection looks. */
+void netd_reset(int fd);
+/* Log the connections still relayed, as cut, before we exit. */
+void netd_proxy_stop(void);
 
 /* log.c: DIR/net.log, one JSON line per decision. */
 int netd_log_open(const char *dir, struct sbx_err *err);
 struct netd_logrec {
 	const char *sandbox;
-	const char *proto;         /* "tcp", "dns" */
+	const char *proto;         /* "tcp", "tcp-in", "dns" */
 	const struct sockaddr *dest;
 	const char *host;          /* or NULL */
 	int allow;

@@ -35,8 +35,19 @@ struct conn {
 	int fd, up;             /* the sandbox's end, the upstream's */
 	struct sockaddr_storage dest;
 	char host[256];
-	uint64_t out, in;       /* bytes sandbox->upstream, and back */
+	uint64_t out, in;       /* bytes sandbox->upstream, and back
+				 * (atomic: netd_proxy_stop reads them) */
+	struct netd_logrec r;   /* its log line, once relaying */
+	struct conn *prev, *next; /* in live, while relaying */
 };
+
+/* The connections being relayed, for netd_proxy_stop to log: they end
+ * with us, and a line must say so. */
+static struct {
+	pthread_mutex_t mu;
+	struct conn *head;
+	int stopped;            /* their lines are written: no more */
+} live = {PTHREAD_MUTEX_INITIALIZER, NULL, 0};
 
 static atomic_int nconns;
 
@@ -195,9 +206,8 @@ peek_host(struct conn *c)
 	free(buf);
 }
 
-/* Close with a RST, as a refused or broken connection looks. */
-static void
-reset(int fd)
+void
+netd_reset(int fd)
 {
 	struct linger l = {1, 0};
 
@@ -272,7 +282,7 @@ half_out(struct half *h)
 
 	if (n > 0) {
 		h->pending -= (size_t)n;
-		*h->count += (uint64_t)n;
+		__atomic_fetch_add(h->count, (uint64_t)n, __ATOMIC_RELAXED);
 		h->full = 0;
 	} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
 		return -1;
@@ -281,14 +291,13 @@ half_out(struct half *h)
 }
 
 /* Relay both ways until both have ended; an end (FIN) is passed on as
- * SHUT_WR, so a half-closed connection stays half-open. -1 when a side
- * broke: the caller resets the other. */
-static int
-relay(struct conn *c)
+ * SHUT_WR, so a half-closed connection stays half-open. */
+int
+netd_relay(int a, int b, uint64_t *a_to_b, uint64_t *b_to_a)
 {
 	struct half h[2] = {
-		{c->fd, c->up, {-1, -1}, 0, 0, 0, 0, &c->out},
-		{c->up, c->fd, {-1, -1}, 0, 0, 0, 0, &c->in},
+		{a, b, {-1, -1}, 0, 0, 0, 0, a_to_b},
+		{b, a, {-1, -1}, 0, 0, 0, 0, b_to_a},
 	};
 	struct pollfd p[2];
 	int i, rc = -1;
@@ -296,17 +305,22 @@ relay(struct conn *c)
 	for (i = 0; i < 2; i++)
 		if (pipe2(h[i].p, O_NONBLOCK | O_CLOEXEC) < 0)
 			goto out;
-	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+	fcntl(a, F_SETFL, fcntl(a, F_GETFL) | O_NONBLOCK);
+	fcntl(b, F_SETFL, fcntl(b, F_GETFL) | O_NONBLOCK);
 	while (!h[0].shut || !h[1].shut) {
-		/* p[0] is the sandbox's socket, p[1] the upstream's: half i
-		 * reads from p[i] and writes to p[1 - i]. */
-		p[0] = (struct pollfd){c->fd, 0, 0};
-		p[1] = (struct pollfd){c->up, 0, 0};
+		/* p[0] is a (the sandbox's side), p[1] b: half i reads from
+		 * p[i] and writes to p[1 - i]. A socket is polled while we
+		 * want something of it, or while we still write to it (to
+		 * learn that it is gone); else its POLLHUP, which poll
+		 * reports unasked, would spin us. */
 		for (i = 0; i < 2; i++) {
+			p[i] = (struct pollfd){i ? b : a, 0, 0};
 			if (!h[i].eof && !h[i].full)
 				p[i].events |= POLLIN | POLLRDHUP;
-			if (h[i].pending)
-				p[1 - i].events |= POLLOUT;
+			if (h[1 - i].pending)
+				p[i].events |= POLLOUT;
+			if (!p[i].events && h[1 - i].shut)
+				p[i].fd = -1;
 		}
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
@@ -314,13 +328,22 @@ relay(struct conn *c)
 			goto out;
 		}
 		for (i = 0; i < 2; i++) {
-			if ((p[i].revents & (POLLIN | POLLRDHUP | POLLHUP |
-			    POLLERR)) && !h[i].eof && !h[i].full &&
-			    half_in(&h[i]) < 0)
+			if (p[i].revents & POLLERR)
 				goto out;
-			if ((p[1 - i].revents & (POLLOUT | POLLHUP |
-			    POLLERR)) && h[i].pending && half_out(&h[i]) < 0)
+			if ((p[i].revents & (POLLIN | POLLRDHUP | POLLHUP)) &&
+			    !h[i].eof && !h[i].full && half_in(&h[i]) < 0)
 				goto out;
+			if ((p[i].revents & POLLOUT) && h[1 - i].pending &&
+			    half_out(&h[1 - i]) < 0)
+				goto out;
+			/* Closed both ways: what we would write to it has
+			 * nowhere to go; what it sent is still passed on. */
+			if ((p[i].revents & POLLHUP) && !h[1 - i].shut) {
+				h[1 - i].eof = h[1 - i].shut = 1;
+				h[1 - i].pending = 0;
+			}
+		}
+		for (i = 0; i < 2; i++) {
 			if (h[i].eof && !h[i].pending && !h[i].shut) {
 				shutdown(h[i].dst, SHUT_WR);
 				h[i].shut = 1;
@@ -338,55 +361,88 @@ out:
 	return rc;
 }
 
+static void
+live_add(struct conn *c)
+{
+	pthread_mutex_lock(&live.mu);
+	c->next = live.head;
+	if (live.head)
+		live.head->prev = c;
+	live.head = c;
+	pthread_mutex_unlock(&live.mu);
+}
+
+/* Out of live; 0 when netd_proxy_stop has logged it already. */
+static int
+live_del(struct conn *c)
+{
+	int stopped;
+
+	pthread_mutex_lock(&live.mu);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		live.head = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	stopped = live.stopped;
+	pthread_mutex_unlock(&live.mu);
+	return !stopped;
+}
+
 static void *
 conn_main(void *arg)
 {
 	struct conn *c = arg;
 	struct netd_conf *cf = netd_conf_get();
-	struct netd_logrec r = {.sandbox = cf->id, .proto = "tcp",
-	    .dest = (struct sockaddr *)&c->dest};
+	struct netd_logrec *r = &c->r;
 	const char *e;
 	int host;
 
+	*r = (struct netd_logrec){.sandbox = cf->id, .proto = "tcp",
+	    .dest = (struct sockaddr *)&c->dest};
 	if (original_dest(c->fd, &c->dest) < 0) {
 		/* Straight to our port from inside, not redirected: nothing
 		 * to judge, nothing to log. */
-		reset(c->fd);
+		netd_reset(c->fd);
 		goto out;
 	}
 	if (cf->want_host)
 		sniff(c);
-	r.host = c->host[0] ? c->host : NULL;
-	host = is_host(r.dest);
-	r.allow = sbx_net_allowed(&cf->rules, r.dest, r.host, host);
-	if (!r.allow) {
-		reset(c->fd);
-		netd_log(&r);
+	r->host = c->host[0] ? c->host : NULL;
+	host = is_host(r->dest);
+	r->allow = sbx_net_allowed(&cf->rules, r->dest, r->host, host);
+	if (!r->allow) {
+		netd_reset(c->fd);
+		netd_log(r);
 		goto out;
 	}
 	if ((e = connect_up(c))) {
-		r.error = e;
-		reset(c->fd);
-		netd_log(&r);
+		r->error = e;
+		netd_reset(c->fd);
+		netd_log(r);
 		goto out;
 	}
 	if (!cf->want_host) {
 		peek_host(c);
-		r.host = c->host[0] ? c->host : NULL;
+		r->host = c->host[0] ? c->host : NULL;
 	}
-	if (relay(c) < 0) {
+	live_add(c);
+	if (netd_relay(c->fd, c->up, &c->out, &c->in) < 0) {
 		/* One side broke: the other learns it as it would have
 		 * without us in between. */
-		reset(c->fd);
-		reset(c->up);
+		netd_reset(c->fd);
+		netd_reset(c->up);
 	} else {
 		close(c->fd);
 		close(c->up);
 	}
 	c->up = -1;
-	r.bytes_out = c->out;
-	r.bytes_in = c->in;
-	netd_log(&r);
+	if (live_del(c)) {
+		r->bytes_out = c->out;
+		r->bytes_in = c->in;
+		netd_log(r);
+	}
 out:
 	if (c->up >= 0)
 		close(c->up);
@@ -394,6 +450,22 @@ out:
 	free(c);
 	atomic_fetch_sub(&nconns, 1);
 	return NULL;
+}
+
+void
+netd_proxy_stop(void)
+{
+	struct conn *c;
+
+	pthread_mutex_lock(&live.mu);
+	live.stopped = 1;
+	for (c = live.head; c; c = c->next) {
+		c->r.bytes_out = __atomic_load_n(&c->out, __ATOMIC_RELAXED);
+		c->r.bytes_in = __atomic_load_n(&c->in, __ATOMIC_RELAXED);
+		c->r.error = "cut: sbx-netd stopped";
+		netd_log(&c->r);
+	}
+	pthread_mutex_unlock(&live.mu);
 }
 
 /* --- the listener ----------------------------------------------------- */
@@ -426,7 +498,7 @@ accept_main(void *arg)
 				sbx_warn("%d connections at once: refusing more",
 				    NETD_MAX_CONNS);
 			}
-			reset(fd);
+			netd_reset(fd);
 			continue;
 		}
 		c = sbx_xcalloc(1, sizeof *c);
@@ -436,7 +508,7 @@ accept_main(void *arg)
 		if ((errno = pthread_create(&th, &at, conn_main, c)) != 0) {
 			sbx_warn("cannot start a thread:");
 			atomic_fetch_sub(&nconns, 1);
-			reset(fd);
+			netd_reset(fd);
 			free(c);
 		}
 	}

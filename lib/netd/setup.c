@@ -1,7 +1,10 @@
 /* setup.c - the sandbox's netns set up from a child that joins it: lo
  * up with the sandbox's addresses and default routes, the nftables
  * ruleset that sends its TCP and DNS to us, and the two listeners, which
- * come back to the parent (in the host's namespaces) over a socketpair */
+ * come back to the parent (in the host's namespaces) over a socketpair.
+ * The child then stays there, as the connector: the published ports'
+ * connections into the sandbox are made by it and handed over the same
+ * socketpair. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,7 +34,9 @@
 #define SANDBOX_V4 "10.0.2.100"
 #define SANDBOX_V6 "fd00::100"
 
-enum { MSG_OK, MSG_ERR };
+enum { MSG_OK, MSG_ERR, MSG_CONNECT };
+
+#define INSIDE_CONNECT_MS 3000
 
 struct nlreq {
 	struct nlmsghdr h;
@@ -205,8 +213,12 @@ out:
 
 /* The ruleset of i19.md: DNS to our UDP socket, TCP to anything not
  * local to our listener, all else that leaves the sandbox dropped (the
- * filter chain runs after NAT, so what was redirected is local by then). */
+ * filter chain runs after NAT, so what was redirected is local by then).
+ * One transaction that first empties the table: a helper started again
+ * for the same sandbox replaces its predecessor's ports. */
 static const char ruleset[] =
+    "add table inet sbx\n"
+    "delete table inet sbx\n"
     "table inet sbx {\n"
     "	chain nat_out {\n"
     "		type nat hook output priority -100; policy accept;\n"
@@ -281,13 +293,96 @@ same_userns(int fd)
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* A connection to addr:port of the sandbox's own, within
+ * INSIDE_CONNECT_MS; -1 with errno. */
+static int
+connect_local(int family, unsigned port)
+{
+	struct sockaddr_in a4 = {.sin_family = AF_INET,
+	    .sin_port = htons((uint16_t)port),
+	    .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6,
+	    .sin6_port = htons((uint16_t)port), .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+	struct pollfd p;
+	int fd, e = 0, r;
+	socklen_t elen = sizeof e;
+
+	if ((fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) < 0)
+		return -1;
+	r = family == AF_INET ? connect(fd, (struct sockaddr *)&a4,
+	    sizeof a4) : connect(fd, (struct sockaddr *)&a6, sizeof a6);
+	if (r < 0 && errno != EINPROGRESS)
+		goto fail;
+	if (r < 0) {
+		p = (struct pollfd){fd, POLLOUT, 0};
+		while ((r = poll(&p, 1, INSIDE_CONNECT_MS)) < 0 &&
+		    errno == EINTR)
+			;
+		if (r == 0)
+			errno = ETIMEDOUT;
+		if (r <= 0)
+			goto fail;
+		if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &elen) < 0)
+			goto fail;
+		if (e) {
+			errno = e;
+			goto fail;
+		}
+	}
+	return fd;
+fail:
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
+}
+
+/* The connector: one connection at a time, as the parent asks (a u32
+ * port), back with its fd or why not. Ends with the parent. */
 static void
-child(int sock, int userfd, int netfd)
+connector(int sock)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sbx_msg m;
+	uint32_t port;
+	int fd;
+
+	while (sbx_msg_recv(sock, &m) > 0) {
+		if (m.type != MSG_CONNECT || sbx_msg_get_u32(&m, &port) < 0) {
+			sbx_msg_release(&m);
+			break;
+		}
+		sbx_msg_release(&m);
+		fd = connect_local(AF_INET, port);
+		/* A server on [::1] alone. */
+		if (fd < 0 && errno == ECONNREFUSED)
+			fd = connect_local(AF_INET6, port);
+		if (fd >= 0) {
+			sbx_msg_send(sock, MSG_OK, NULL, 0, &fd, 1);
+			close(fd);
+		} else {
+			b.len = 0;
+			sbx_msg_put_u32(&b, (uint32_t)errno);
+			sbx_msg_send(sock, MSG_ERR, b.data, b.len, NULL, 0);
+		}
+	}
+	_exit(0);
+}
+
+static void
+child(int sock, int userfd, int netfd, int egress, pid_t parent)
 {
 	struct sbx_err err = {0};
 	unsigned tport, uport;
 	int fds[2] = {-1, -1};
 
+	/* It lives on in the sandbox's namespaces: nothing there may look
+	 * into it, and it goes with us. */
+	prctl(PR_SET_DUMPABLE, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(1);
 	/* User first: it gives the capabilities over the netns it owns. */
 	if (!same_userns(userfd) && setns(userfd, CLONE_NEWUSER) < 0) {
 		sbx_err_set(&err, SBX_EX_FAIL, "cannot join the sandbox's "
@@ -299,6 +394,15 @@ child(int sock, int userfd, int netfd)
 		    "network namespace:");
 		goto fail;
 	}
+	close(userfd);
+	close(netfd);
+	if (!egress) {
+		/* Deny: no route, no rules, no listeners; lo is up (sbx-init
+		 * did it), and the connector is all we need. */
+		if (sbx_msg_send(sock, MSG_OK, NULL, 0, NULL, 0) < 0)
+			_exit(1);
+		connector(sock);
+	}
 	if (net_links(&err) < 0 ||
 	    (fds[0] = listener(SOCK_STREAM, &tport, &err)) < 0 ||
 	    (fds[1] = listener(SOCK_DGRAM, &uport, &err)) < 0 ||
@@ -306,18 +410,59 @@ child(int sock, int userfd, int netfd)
 		goto fail;
 	if (sbx_msg_send(sock, MSG_OK, NULL, 0, fds, 2) < 0)
 		_exit(1);
-	_exit(0);
+	close(fds[0]);
+	close(fds[1]);
+	connector(sock);
 fail:
 	sbx_msg_send(sock, MSG_ERR, err.msg, strlen(err.msg), NULL, 0);
 	_exit(1);
 }
 
+static struct {
+	pthread_mutex_t mu;
+	int gone;
+} ins = {PTHREAD_MUTEX_INITIALIZER, 0};
+
 int
-netd_setup(int userfd, int netfd, int *tcp, int *udp, struct sbx_err *err)
+netd_inside_connect(unsigned port, const char **why)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sbx_msg m = {0};
+	uint32_t e;
+	int fd = -1;
+
+	pthread_mutex_lock(&ins.mu);
+	*why = "the connector into the sandbox is gone";
+	if (ins.gone)
+		goto out;
+	sbx_msg_put_u32(&b, port);
+	if (sbx_msg_send(netd.inside, MSG_CONNECT, b.data, b.len, NULL,
+	    0) < 0 || sbx_msg_recv(netd.inside, &m) <= 0) {
+		ins.gone = 1;
+		goto out;
+	}
+	if (m.type == MSG_OK && m.nfds == 1) {
+		fd = m.fds[0];
+		m.nfds = 0;
+	} else if (m.type == MSG_ERR && sbx_msg_get_u32(&m, &e) == 0) {
+		*why = strerror((int)e);
+	} else {
+		ins.gone = 1;
+	}
+out:
+	pthread_mutex_unlock(&ins.mu);
+	sbx_msg_release(&m);
+	sbx_buf_release(&b);
+	return fd;
+}
+
+int
+netd_setup(int userfd, int netfd, int egress, int *tcp, int *udp,
+    int *inside, struct sbx_err *err)
 {
 	struct sbx_msg m = {0};
-	int sp[2], st, r, rc = -1;
-	pid_t pid;
+	int sp[2], r, rc = -1;
+	pid_t pid, me = getpid();
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a socketpair:");
@@ -330,27 +475,34 @@ netd_setup(int userfd, int netfd, int *tcp, int *udp, struct sbx_err *err)
 	}
 	if (pid == 0) {
 		close(sp[0]);
-		child(sp[1], userfd, netfd);
+		child(sp[1], userfd, netfd, egress, me);
 	}
 	close(sp[1]);
 	r = sbx_msg_recv(sp[0], &m);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
 	if (r <= 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "the setup of the sandbox's "
 		    "network died");
 	} else if (m.type == MSG_ERR) {
 		sbx_err_set(err, SBX_EX_FAIL, "%s", m.data);
-	} else if (m.nfds != 2) {
+	} else if (m.nfds != (egress ? 2 : 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "the setup of the sandbox's "
 		    "network sent no sockets");
 	} else {
-		*tcp = m.fds[0];
-		*udp = m.fds[1];
+		if (egress) {
+			*tcp = m.fds[0];
+			*udp = m.fds[1];
+		}
 		m.nfds = 0;
+		*inside = sp[0];
+		sp[0] = -1;
 		rc = 0;
 	}
 	sbx_msg_release(&m);
-	close(sp[0]);
+	if (sp[0] >= 0) {
+		close(sp[0]);
+		kill(pid, SIGKILL);
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
 	return rc;
 }

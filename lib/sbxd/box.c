@@ -48,6 +48,7 @@ box_free(struct sbxd_box *b)
 	json_decref(b->envs);
 	free(b->template);
 	explicit_bzero(b->token, sizeof b->token);
+	explicit_bzero(b->traffic, sizeof b->traffic);
 	free(b);
 }
 
@@ -104,13 +105,13 @@ sbxd_box_save(struct sbxd_box *b)
 		pthread_mutex_unlock(&sbxd.mu);
 		return 0;
 	}
-	j = json_pack("{s:s,s:O,s:s,s:O,s:O,s:I,s:I,s:b,s:b,s:b,s:s}",
+	j = json_pack("{s:s,s:O,s:s,s:O,s:O,s:I,s:I,s:b,s:b,s:b,s:s,s:s}",
 	    "sandboxID", b->id, "ref", b->ref, "templateID", b->template,
 	    "metadata", b->metadata, "envVars", b->envs,
 	    "started_ms", (json_int_t)b->started_ms,
 	    "end_ms", (json_int_t)b->end_ms, "paused", b->paused,
 	    "autoPause", b->auto_pause, "internet", b->internet,
-	    "token", b->token);
+	    "token", b->token, "traffic", b->traffic);
 	pthread_mutex_unlock(&sbxd.mu);
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
@@ -200,6 +201,8 @@ adopt(const char *name)
 	snprintf(b->id, sizeof b->id, "%s", s ? s : "");
 	snprintf(b->token, sizeof b->token, "%s",
 	    sbx_json_str(j, "token") ? sbx_json_str(j, "token") : "");
+	snprintf(b->traffic, sizeof b->traffic, "%s",
+	    sbx_json_str(j, "traffic") ? sbx_json_str(j, "traffic") : "");
 	b->ref = json_incref(json_object_get(j, "ref"));
 	s = sbx_json_str(j, "templateID");
 	b->template = sbx_xstrdup(s ? s : "base");

@@ -2,9 +2,11 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sbxd.h"
 #include "../net/net.h"
+#include "../secret.h"
 
 #define SBXD_DEFAULT_TIMEOUT 15 /* seconds, when a create names none */
 #define SBXD_DEFAULT_TIMEOUT_V2 300 /* the same for the v2 create and connect */
@@ -34,7 +36,8 @@ sandbox_json(struct sbxd_box *b)
 	if (b->token[0])
 		json_object_set_new(j, "envdAccessToken",
 		    json_string(b->token));
-	json_object_set_new(j, "trafficAccessToken", json_null());
+	json_object_set_new(j, "trafficAccessToken", b->traffic[0] ?
+	    json_string(b->traffic) : json_null());
 	json_object_set_new(j, "domain", sbxd.o.domain ?
 	    json_string(sbxd.o.domain) : json_null());
 	return j;
@@ -152,6 +155,158 @@ admit(char *msg, size_t n)
 	return NULL;
 }
 
+/* An HTTP header name: RFC 9110's token. */
+static int
+header_name_ok(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("!#$%&'*+-.^_`|~",
+		    *s))
+			return 0;
+	return 1;
+}
+
+/* A header value: no CR, LF or NUL, and every "${" one of
+ * ${e2b.secrets.NAME}. Sets *tmpl when there is one. The value is never
+ * in msg. */
+static int
+header_value_ok(const json_t *v, const char *host, const char *name,
+    int *tmpl, char *msg, size_t n)
+{
+	const char *s = json_string_value(v), *p, *end;
+	char sec[80], canon[65];
+	struct sbx_err err;
+	size_t len = json_string_length(v);
+
+	*tmpl = 0;
+	if (strlen(s) != len || strpbrk(s, "\r\n")) {
+		snprintf(msg, n, "network.rules[\"%.100s\"]: the value of header "
+		    "'%.80s' holds a line break or NUL", host, name);
+		return -1;
+	}
+	for (p = s; (p = strstr(p, "${")); p = end + 1) {
+		if (strncmp(p + 2, "e2b.secrets.", 12) ||
+		    !(end = strchr(p, '}')) || (size_t)(end - p - 14) >=
+		    sizeof sec) {
+			snprintf(msg, n, "network.rules[\"%.100s\"]: header '%.80s' "
+			    "has a placeholder other than ${e2b.secrets.NAME}",
+			    host, name);
+			return -1;
+		}
+		snprintf(sec, sizeof sec, "%.*s", (int)(end - p - 14), p + 14);
+		if (sbx_secret_name(sec, canon, &err) < 0) {
+			snprintf(msg, n, "network.rules[\"%.100s\"]: header '%.80s': "
+			    "%.200s", host, name, err.msg);
+			return -1;
+		}
+		*tmpl = 1;
+	}
+	return 0;
+}
+
+/* E2B's network.rules, {"<domain>": [{"transform": {"headers": {Name:
+ * value}}}]}, as a spec's net_inject: [{"host","name","value"}], or
+ * "template" for a value with ${e2b.secrets.NAME}. A later header of the
+ * same name for the same host replaces an earlier one. NULL for none;
+ * -1 with msg set on bad input. */
+static int
+inject_of(const json_t *rules, json_t **out, char *msg, size_t n)
+{
+	const char *dom, *name, *k;
+	json_t *list, *rule, *tr, *hdrs, *v, *e, *inj = json_array();
+	struct sbx_net_rule nr;
+	struct sbx_err err;
+	char host[256];
+	size_t i, j, d;
+	int tmpl;
+
+	*out = NULL;
+	if (!json_is_object(rules)) {
+		snprintf(msg, n, "Error when parsing request: "
+		    "\"network.rules\" must be an object");
+		goto bad;
+	}
+	json_object_foreach((json_t *)rules, dom, list) {
+		for (d = 0; dom[d] && d < sizeof host - 1; d++)
+			host[d] = (char)tolower((unsigned char)dom[d]);
+		host[d] = 0;
+		if (dom[d] || sbx_net_rule_parse(host, &nr, &err) < 0 ||
+		    (nr.kind != SBX_NR_DOMAIN && nr.kind != SBX_NR_WILDCARD)) {
+			snprintf(msg, n, "network.rules: '%.200s' is not a "
+			    "domain or *.domain", dom);
+			goto bad;
+		}
+		if (!json_is_array(list)) {
+			snprintf(msg, n, "network.rules[\"%.100s\"] must be an "
+			    "array of rules", host);
+			goto bad;
+		}
+		json_array_foreach(list, i, rule) {
+			if (!json_is_object(rule)) {
+				snprintf(msg, n, "network.rules[\"%.100s\"]: a rule "
+				    "must be an object", host);
+				goto bad;
+			}
+			json_object_foreach(rule, k, v)
+				if (strcmp(k, "transform")) {
+					snprintf(msg, n, "network.rules[\"%.100s\"]: "
+					    "'%.60s' is not supported (only "
+					    "transform)", host, k);
+					goto bad;
+				}
+			if (!(tr = json_object_get(rule, "transform")) ||
+			    json_is_null(tr))
+				continue;
+			hdrs = json_object_get(tr, "headers");
+			if (!json_is_object(tr) || json_object_size(tr) !=
+			    (hdrs ? 1u : 0u) || (hdrs && !json_is_null(hdrs) &&
+			    !json_is_object(hdrs))) {
+				snprintf(msg, n, "network.rules[\"%.100s\"]: a "
+				    "transform has only \"headers\", an object "
+				    "of strings", host);
+				goto bad;
+			}
+			json_object_foreach(hdrs, name, v) {
+				if (!header_name_ok(name)) {
+					snprintf(msg, n, "network.rules[\"%.100s\"]: "
+					    "'%.80s' is not a header name", host,
+					    name);
+					goto bad;
+				}
+				if (!json_is_string(v)) {
+					snprintf(msg, n, "network.rules[\"%.100s\"]: "
+					    "header '%.80s' must be a string", host,
+					    name);
+					goto bad;
+				}
+				if (header_value_ok(v, host, name, &tmpl, msg,
+				    n) < 0)
+					goto bad;
+				json_array_foreach(inj, j, e)
+					if (!strcmp(sbx_json_str(e, "host"), host) &&
+					    !strcasecmp(sbx_json_str(e, "name"),
+					    name)) {
+						json_array_remove(inj, j);
+						break;
+					}
+				json_array_append_new(inj, json_pack("{s:s,s:s,"
+				    "s:O}", "host", host, "name", name, tmpl ?
+				    "template" : "value", v));
+			}
+		}
+	}
+	if (json_array_size(inj))
+		*out = inj;
+	else
+		json_decref(inj);
+	return 0;
+bad:
+	json_decref(inj);
+	return -1;
+}
+
 /* E2B's network field (and allow_internet_access) as a spec's network
  * and rules, checked as E2B's API does; what sbx cannot do yet is
  * refused, never dropped. NULL with msg set on bad input. */
@@ -161,7 +316,7 @@ net_of(const json_t *j, struct sbx_spec *spec, char *msg, size_t n)
 	const json_t *net = json_object_get(j, "network"), *v;
 	const char *lists[] = {"allowOut", "denyOut"};
 	const char *keys[] = {"allow_out", "deny_out"};
-	const char *refused[] = {"egressProxy", "rules", "maskRequestHost"};
+	const char *refused[] = {"egressProxy", "maskRequestHost"};
 	struct sbx_net_rule rule;
 	struct sbx_err err;
 	json_t *rules = json_pack("{s[]s[]}", "allow_out", "deny_out"), *a;
@@ -177,7 +332,7 @@ net_of(const json_t *j, struct sbx_spec *spec, char *msg, size_t n)
 		    "must be an object");
 		goto bad;
 	}
-	for (i = 0; net && i < 3; i++)
+	for (i = 0; net && i < 2; i++)
 		if ((v = json_object_get(net, refused[i])) && !json_is_null(v) &&
 		    !(json_is_object(v) && !json_object_size(v))) {
 			snprintf(msg, n, "network.%s is not supported by this "
@@ -221,11 +376,18 @@ net_of(const json_t *j, struct sbx_spec *spec, char *msg, size_t n)
 		    "0.0.0.0/0");
 		goto bad;
 	}
+	/* Header rules do not open the way (E2B's rule); with no way out
+	 * at all they have nothing to act on and are not carried. */
+	if (net && (v = json_object_get(net, "rules")) && !json_is_null(v) &&
+	    inject_of(v, &spec->net_inject, msg, n) < 0)
+		goto bad;
 	/* No internet is E2B's denyOut 0.0.0.0/0: what allowOut names still
 	 * goes. Without any, no way out at all. */
 	if (!internet) {
 		if (!json_array_size(json_object_get(rules, "allow_out"))) {
 			spec->network = SBX_NET_DENY;
+			json_decref(spec->net_inject);
+			spec->net_inject = NULL;
 			json_decref(rules);
 			return 0;
 		}
@@ -239,6 +401,8 @@ net_of(const json_t *j, struct sbx_spec *spec, char *msg, size_t n)
 		json_decref(rules);
 	return 0;
 bad:
+	json_decref(spec->net_inject);
+	spec->net_inject = NULL;
 	json_decref(rules);
 	return -1;
 }
@@ -255,7 +419,7 @@ create(struct sbxd_req *r, int v2)
 	struct sbx_err err;
 	struct sbxd_box *b;
 	long long timeout = v2 ? SBXD_DEFAULT_TIMEOUT_V2 : SBXD_DEFAULT_TIMEOUT;
-	char msg[256], **env = NULL;
+	char msg[512], **env = NULL;
 	int secure, internet = 1;
 
 	if (!j)
@@ -323,6 +487,9 @@ create(struct sbxd_req *r, int v2)
 	sbxd_random_id(b->id, SBXD_ID_LEN);
 	if (secure)
 		sbxd_random_id(b->token, 40);
+	if ((v = json_object_get(j, "network")) && json_is_object(v) &&
+	    json_is_false(json_object_get(v, "allowPublicTraffic")))
+		sbxd_random_id(b->traffic, 40);
 	b->template = sbx_xstrdup(tid);
 	b->metadata = json_object_get(j, "metadata") ?
 	    json_deep_copy(json_object_get(j, "metadata")) : json_object();
@@ -333,6 +500,11 @@ create(struct sbxd_req *r, int v2)
 	b->next_pid = 100;
 	spec.image = image;
 	spec.workdir = "/home/user";
+	/* Its ports answer at <port>-<id>.<domain> whatever its network:
+	 * with none published, the backend's helper still runs (for the
+	 * local one, sbx-netd, which then lets nothing out). */
+	if (sbxd.be->caps & SBX_CAP_PORTS)
+		spec.ports = json_array();
 	spec.labels = json_pack("{s:s}", "sbxd", b->id);
 	env = sbxd_box_env(b, NULL);
 	spec.env = env;
@@ -359,6 +531,8 @@ out:
 	sbxd_env_free(env);
 	json_decref(spec.labels);
 	json_decref(spec.net_rules);
+	json_decref(spec.ports);
+	json_decref(spec.net_inject);
 	json_decref(j);
 	return ret;
 }

@@ -21,6 +21,9 @@ struct sbxd_proc;
 struct sbxd_box {
 	char id[SBXD_ID_LEN + 1];
 	char token[48];        /* the envd access token ("" : not secure) */
+	/* allowPublicTraffic false: what a user port's request must carry
+	 * in e2b-traffic-access-token ("": public) */
+	char traffic[48];
 	json_t *ref;           /* the backend's ref */
 	char *template;
 	json_t *metadata;      /* object of strings */
@@ -66,6 +69,7 @@ struct sbxd_req {
 	struct sbx_buf body;   /* a JSON body, up to max_body */
 	int too_big;
 	struct sbxd_box *box;  /* envd: the sandbox it is for (a ref) */
+	long port;             /* and the port it names */
 	const struct sbxd_route *route;
 	/* A route that takes its body as it comes (uploads). */
 	void *up;
@@ -216,10 +220,14 @@ json_t *sbxd_stream_request(struct sbxd_req *r, enum MHD_Result *ret);
  * answering invalid_argument. */
 json_t *sbxd_unary_request(struct sbxd_req *r, enum MHD_Result *ret);
 
-/* control.c, proc.c, fs.c: the routes */
+/* control.c, secrets.c, proc.c, fs.c: the routes */
 extern const struct sbxd_route sbxd_control_routes[];
+extern const struct sbxd_route sbxd_secret_routes[];
 extern const struct sbxd_route sbxd_proc_routes[];
 extern const struct sbxd_route sbxd_fs_routes[];
+/* port.c: a request for a port of the sandbox other than envd's. */
+extern const struct sbxd_route sbxd_port_route;
+enum MHD_Result sbxd_port_proxy(struct sbxd_req *r);
 /* End a box's processes and watchers (it is being killed). */
 void sbxd_proc_end_all(struct sbxd_box *b);
 void sbxd_fs_end_all(struct sbxd_box *b);

@@ -244,19 +244,26 @@ key_ok(struct sbxd_req *r)
 	return ok;
 }
 
+/* Whether header holds want ("" wants nothing), in constant time. */
 static int
-token_ok(struct sbxd_req *r)
+secret_ok(struct sbxd_req *r, const char *header, const char *want)
 {
-	const char *t = sbxd_header(r, "X-Access-Token");
+	const char *t = sbxd_header(r, header);
 	unsigned char a[32], b[32];
 
-	if (!r->box->token[0])
+	if (!want[0])
 		return 1;
 	if (!t)
 		return 0;
 	SHA256((const unsigned char *)t, strlen(t), a);
-	SHA256((const unsigned char *)r->box->token, strlen(r->box->token), b);
+	SHA256((const unsigned char *)want, strlen(want), b);
 	return !CRYPTO_memcmp(a, b, 32);
+}
+
+static int
+token_ok(struct sbxd_req *r)
+{
+	return secret_ok(r, "X-Access-Token", r->box->token);
 }
 
 /* --- routing ----------------------------------------------------------- */
@@ -283,7 +290,7 @@ static const struct sbxd_route *
 route_find(const char *method, const char *path, int envd, int *allowed)
 {
 	const struct sbxd_route *tabs[] = {sbxd_control_routes,
-	    sbxd_proc_routes, sbxd_fs_routes};
+	    sbxd_secret_routes, sbxd_proc_routes, sbxd_fs_routes};
 	size_t t;
 	const struct sbxd_route *rt;
 
@@ -369,10 +376,23 @@ dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 			return NULL;
 		}
 		pthread_mutex_unlock(&sbxd.mu);
+		r->port = port;
+		/* Another port: the sandbox's server answers, without
+		 * envd's token (E2B's public traffic), unless the sandbox
+		 * was made with allowPublicTraffic false. */
 		if (port != SBX_E2B_ENVD_PORT) {
-			*ret = proxy_err(r, id,
-			    "The sandbox is running but port is not open");
-			return NULL;
+			if (port < 1 || port > 65535) {
+				*ret = proxy_err(r, id, "The sandbox is running "
+				    "but port is not open");
+				return NULL;
+			}
+			if (!secret_ok(r, "E2b-Traffic-Access-Token",
+			    b->traffic)) {
+				*ret = sbxd_reply_err(r, 403, "Missing or "
+				    "invalid traffic access token");
+				return NULL;
+			}
+			return &sbxd_port_route;
 		}
 		/* /files checks a presigned URL's signature itself. */
 		if (!(rt && (!strcmp(rt->path, "/health") ||

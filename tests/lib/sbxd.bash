@@ -7,7 +7,9 @@ sbxd_free_port() {
 }
 
 # sbxd_start [sbxd options...]: sets SBXD_PID, SBXD_URL, SBXD_KEY,
-# SBXD_DIR (key file, store, log at $SBXD_DIR/log).
+# SBXD_DIR (key file, store, log at $SBXD_DIR/log), SBXD_CONFIG_HOME (the
+# XDG_CONFIG_HOME sbxd runs with: its secret store is under it, never the
+# user's).
 sbxd_start() {
 	local i
 	SBXD_DIR=${SBXD_DIR:-$(mktemp -d /tmp/sbxd-test.XXXXXX)}
@@ -15,10 +17,12 @@ sbxd_start() {
 	(umask 077; printf '%s\n' "$SBXD_KEY" >"$SBXD_DIR/key")
 	SBXD_PORT=$(sbxd_free_port)
 	SBXD_URL=http://127.0.0.1:$SBXD_PORT
-	sbxd -l "127.0.0.1:$SBXD_PORT" -k "$SBXD_DIR/key" -S "$SBXD_DIR/store" \
+	SBXD_CONFIG_HOME=${SBXD_CONFIG_HOME:-$SBXD_DIR/config}
+	XDG_CONFIG_HOME=$SBXD_CONFIG_HOME sbxd -l "127.0.0.1:$SBXD_PORT" \
+		-k "$SBXD_DIR/key" -S "$SBXD_DIR/store" \
 		"$@" >>"$SBXD_DIR/log" 2>&1 &
 	SBXD_PID=$!
-	export SBXD_PID SBXD_URL SBXD_KEY SBXD_DIR SBXD_PORT
+	export SBXD_PID SBXD_URL SBXD_KEY SBXD_DIR SBXD_PORT SBXD_CONFIG_HOME
 	for ((i = 0; i < 100; i++)); do
 		curl -s -o /dev/null "$SBXD_URL/health" && return 0
 		kill -0 "$SBXD_PID" 2>/dev/null || break

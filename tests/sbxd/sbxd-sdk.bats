@@ -209,3 +209,18 @@ field() {
 	run sbx-ls -j
 	refute_output --partial "\"sbxd\":\"$id\""
 }
+
+@test "SDK: Secret create, getInfo by name and id, update, list by pages, exists, destroy" {
+	local value=tv-$RANDOM$RANDOM-never-returned
+	run sdk secrets "$value"
+	assert_success
+	OUT=$output
+	refute_output --partial "$value"
+	run field '[.created.secretId, .created.name, .created.version, .created.metadata, .byName, .byId] | @json'
+	assert_output '["sec_sdk_key","sdk_key",1,{"team":"a"},"sdk_key","sdk_key"]'
+	run field '[.updated, .pages, .dup, .existsBefore, .destroyed, .destroyedAgain, .existsAfter, .missing] | @json'
+	assert_output '[{"version":2,"metadata":{"team":"a"}},[["sdk-other"],["sdk_key"]],"SecretError",true,true,false,false,"SecretNotFoundError"]'
+	run env XDG_CONFIG_HOME="$SBXD_CONFIG_HOME" sbx-secret ls
+	assert_success
+	assert_output ""
+}

@@ -19,6 +19,9 @@ export const {
   SandboxNotFoundError,
   FileNotFoundError,
   FileType,
+  Secret,
+  SecretError,
+  SecretNotFoundError,
 } = e2b
 
 // Print one JSON line: what the bats test asserts with jq.
