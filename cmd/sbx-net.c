@@ -53,12 +53,12 @@ main(int argc, char **argv)
 
 	sbx_prog_set(argv);
 	if (argc > 1 && !strcmp(argv[1], "log")) {
-		/* Parsed without it, on a copy: the remote flavour is run
-		 * with argv as it came (sbx_flavour_pick). */
-		log = 1;
+		/* Options after the word, parsed from a copy: the remote
+		 * flavour is run with argv as it came. */
 		av = sbx_xcalloc((size_t)argc, sizeof *av);
 		av[0] = argv[0];
 		memcpy(av + 1, argv + 2, (size_t)(argc - 2) * sizeof *av);
+		log = 1;
 		argv = av;
 		argc--;
 	}

@@ -280,6 +280,35 @@ json_t *sbx_e2b_error(const char *code, const char *msg);
  * contents replaced); -1 when it is not base64. */
 int sbx_e2b_unb64(const char *s, struct sbx_buf *out);
 
+/* --- netdir: a sandbox's network directory and its sbx-netd ------------ */
+/* lib/local/net.c; the docker backend, whose containers' network sbx-netd
+ * serves the same way, uses them too. DIR holds net.json, net.log,
+ * netd.err and meta.json (pid, starttime: the sandbox's init; net_pid,
+ * net_starttime: sbx-netd). */
+
+/* A process's start time (clock ticks since boot), 0 if it is gone. */
+unsigned long long sbx_local_starttime(pid_t pid);
+/* The rules and resolvers of a spec with network allow, checked before
+ * anything is made (SBX_EX_USAGE). */
+int sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err);
+/* Write DIR/net.json and DIR/net.secret.json (unless a stopped sandbox
+ * left them) and start sbx-netd for the sandbox whose init is pid; its
+ * pid in *netd once it has set the network namespace up (and, with
+ * header injection, put its CA in DIR/upper). image: "/" or the image's
+ * directory, where the CA bundle comes from; NULL where there is none
+ * (docker: no injection there yet). */
+int sbx_local_net_start(const char *dir, const char *id, const char *image,
+    pid_t pid, const struct sbx_spec *spec, pid_t *netd,
+    struct sbx_err *err);
+/* Kill sbx-netd (pid and start time from meta.json) and wait for it. */
+void sbx_local_net_stop(pid_t pid, unsigned long long starttime);
+/* sbx-net on DIR: the rules of DIR/net.json, replaced first by set (not
+ * NULL), with SIGHUP to sbx-netd; and DIR/net.log, followed until the
+ * init of DIR/meta.json ends. */
+json_t *sbx_local_net_dir_rules(const char *dir, const json_t *set,
+    struct sbx_err *err);
+int sbx_local_net_dir_log(const char *dir, int follow, struct sbx_err *err);
+
 /* --- docker: the Docker Engine API backend (the remote flavour only) --- */
 
 extern const struct sbx_backend_ops sbx_docker_ops;

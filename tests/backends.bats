@@ -124,7 +124,7 @@ sanitized() {
 		    (.pull | not)' \
 		    <<<"$output"
 		jq -se '.[1].caps | .runtime and .pull and .files and .name and
-		    .keep and (.idle | not) and (.network_rules | not) and
+		    .keep and .network_rules and (.idle | not) and
 		    (.ports | not)' <<<"$output"
 		jq -se '.[2].caps | .stdin and .suspend and .timeout and
 		    .pty and .cpus and .memory and .files and

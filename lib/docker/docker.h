@@ -58,6 +58,31 @@ int sbx_docker_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err);
 
+/* net.c: the network with rules (sbx-netd on a container of NetworkMode
+ * none). A container with rules has the label NET_LABEL: the directory
+ * of the local store that holds its own, DIR/<container id>. */
+#define NET_LABEL LABEL_PREFIX "net"
+/* Whether a spec needs sbx-netd: rules, or what the proxy adds. */
+int sbx_docker_net_wanted(const struct sbx_spec *spec);
+/* $(local store)/.docker-net, where NET_LABEL points. */
+char *sbx_docker_net_root(void);
+/* Before anything is made (SBX_EX_USAGE): an engine on this machine, a
+ * runtime on the kernel's network stack (info: the engine's /info),
+ * valid rules. */
+int sbx_docker_net_check(const struct dk *d, const json_t *info,
+    const struct sbx_spec *spec, struct sbx_err *err);
+/* The container of inspect c runs: its directory, its net.json from spec
+ * (NULL: started again, the one it has), sbx-netd on its init's network
+ * namespace, DIR/meta.json. Undoes what it did when it fails. A no-op
+ * for a container without rules. */
+int sbx_docker_net_start(const json_t *c, const struct sbx_spec *spec,
+    struct sbx_err *err);
+/* Stop its sbx-netd; with remove, its directory goes too. */
+void sbx_docker_net_stop(const json_t *c, int remove);
+json_t *sbx_docker_net_rules(const json_t *ref, const json_t *set,
+    struct sbx_err *err);
+int sbx_docker_net_log(const json_t *ref, int follow, struct sbx_err *err);
+
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_docker_files;
 

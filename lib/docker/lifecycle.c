@@ -21,26 +21,30 @@ static const char keepalive_sh[] =
 
 /* --- create --------------------------------------------------------------- */
 
-static int
-has_runtime(struct dk *d, const char *runtime, struct sbx_err *err)
+/* The engine's /info: its runtimes, and the default one. */
+static json_t *
+engine_info(struct dk *d, struct sbx_err *err)
 {
 	struct sbx_http_resp rs;
-	int rc;
+	json_t *o = NULL;
 
 	if (sbx_docker_req(d, "GET", NULL, &rs, err, "/info") < 0)
-		return -1;
-	if (rs.status != 200) {
-		sbx_docker_fail(&rs, SBX_EX_FAIL,
-		    "cannot ask the engine for its "
-		    "runtimes", err);
-		sbx_http_resp_release(&rs);
-		return -1;
-	}
-	rc = json_object_get(json_object_get(rs.json, "Runtimes"), runtime) ?
+		return NULL;
+	if (rs.status != 200 || !json_is_object(rs.json))
+		sbx_docker_fail(&rs, SBX_EX_FAIL, "cannot ask the engine for "
+		    "its runtimes", err);
+	else
+		o = json_incref(rs.json);
+	sbx_http_resp_release(&rs);
+	return o;
+}
+
+static int
+has_runtime(const json_t *info, const char *runtime, struct sbx_err *err)
+{
+	return json_object_get(json_object_get(info, "Runtimes"), runtime) ?
 	    0 : sbx_err_set(err, SBX_EX_USAGE, "the engine knows no runtime "
 	    "'%s'", runtime);
-	sbx_http_resp_release(&rs);
-	return rc;
 }
 
 /* POST /images/create streams progress; a failure comes as an "error"
@@ -91,8 +95,10 @@ dk_remove(struct dk *d, const char *id, struct sbx_err *err)
 	return rc;
 }
 
+/* netroot: where its network directory goes, for a container with
+ * rules; NULL: Docker's bridge (allow) or no network (deny). */
 static json_t *
-create_body(const struct sbx_spec *spec)
+create_body(const struct sbx_spec *spec, const char *netroot)
 {
 	json_t *b = json_object(), *hc = json_object(), *labels = json_object();
 	json_t *env = json_array();
@@ -103,6 +109,8 @@ create_body(const struct sbx_spec *spec)
 	json_object_update(labels, spec->labels);
 	json_object_set_new(labels, MANAGED, json_string("1"));
 	json_object_set_new(labels, "io.sbx.timeout", json_string(t));
+	if (netroot)
+		json_object_set_new(labels, NET_LABEL, json_string(netroot));
 	if (spec->name) {
 		json_object_set_new(labels, "io.sbx.named", json_string("1"));
 		json_object_set_new(b, "Hostname", json_string(spec->name));
@@ -130,8 +138,10 @@ create_body(const struct sbx_spec *spec)
 	json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
 	json_object_set_new(hc, "SecurityOpt", json_pack("[s]",
 	    "no-new-privileges"));
+	/* With rules, the only way out is sbx-netd's, which it attaches
+	 * once the container runs. */
 	json_object_set_new(hc, "NetworkMode", json_string(spec->network ==
-	    SBX_NET_ALLOW ? "default" : "none"));
+	    SBX_NET_ALLOW && !netroot ? "default" : "none"));
 	if (spec->memory)
 		json_object_set_new(hc, "Memory", json_integer((json_int_t)
 		    spec->memory));
@@ -160,8 +170,8 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
 	struct sbx_http_resp rs = {0};
 	struct dk d;
-	json_t *body = NULL;
-	char *id = NULL, *q = NULL;
+	json_t *body = NULL, *info = NULL, *c = NULL, *cref;
+	char *id = NULL, *q = NULL, *netroot = NULL;
 	int rc = -1;
 
 	*ref = NULL;
@@ -173,11 +183,17 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		    "(want an absolute, plain path)", spec->workdir);
 	if (sbx_docker_open(&d, NULL, err) < 0)
 		return -1;
-	if (spec->runtime && has_runtime(&d, spec->runtime, err) < 0)
+	if (sbx_docker_net_wanted(spec))
+		netroot = sbx_docker_net_root();
+	if ((spec->runtime || netroot) && !(info = engine_info(&d, err)))
+		goto out;
+	if (spec->runtime && has_runtime(info, spec->runtime, err) < 0)
+		goto out;
+	if (netroot && sbx_docker_net_check(&d, info, spec, err) < 0)
 		goto out;
 	if (spec->pull && pull(&d, spec->image, err) < 0)
 		goto out;
-	body = create_body(spec);
+	body = create_body(spec, netroot);
 	q = spec->name ? sbx_http_escape(spec->name) : NULL;
 	if (sbx_docker_req(&d, "POST", body, &rs, err, "/containers/create%s%s",
 	    q ? "?name=" : "", q ? q : "") < 0)
@@ -210,6 +226,19 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		dk_remove(&d, id, &rerr);
 		goto out;
 	}
+	if (netroot) {
+		struct sbx_err rerr;
+
+		cref = json_pack("{ss}", "id", id);
+		rc = sbx_docker_find(&d, cref, &c, err);
+		json_decref(cref);
+		if (rc < 0 || sbx_docker_net_start(c, spec, err) < 0) {
+			dk_remove(&d, id, &rerr);
+			rc = -1;
+			goto out;
+		}
+		rc = -1;
+	}
 	*ref = json_pack("{ssssss}", "backend", "docker", "id", id, "endpoint",
 	    d.endpoint);
 	rc = 0;
@@ -220,6 +249,9 @@ out:
 		json_object_clear(body);
 		json_decref(body);
 	}
+	json_decref(info);
+	json_decref(c);
+	free(netroot);
 	free(q);
 	free(id);
 	sbx_docker_close(&d);
@@ -283,6 +315,9 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 
 	if (ref_open_id(&d, ref, &c, &id, err) < 0)
 		return -1;
+	/* Its network first: none at all is what a container with rules
+	 * falls back to. */
+	sbx_docker_net_stop(c, 0);
 	/* runsc can neither signal nor remove a paused container. */
 	if (!strcmp(sbx_docker_status_of(c), "paused") && dk_post(&d, id,
 	    "unpause",
@@ -292,6 +327,10 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 		rc = kill_keep(&d, id, sbx_docker_status_of(c), err);
 	else
 		rc = dk_remove(&d, id, err);
+	/* Its directory goes with it; kept with the files, it holds the
+	 * log. */
+	if (!keep && (rc == 0 || err->code == SBX_EX_NOSANDBOX))
+		sbx_docker_net_stop(c, 1);
 	json_decref(c);
 	sbx_docker_close(&d);
 	return rc;
@@ -390,6 +429,31 @@ out:
 	return rc;
 }
 
+/* A stopped container started again, its network too: a new init in a
+ * new namespace, for a new sbx-netd. */
+static int
+start_again(struct dk *d, const char *id, struct sbx_err *err)
+{
+	json_t *c, *ref;
+	int rc;
+
+	if (dk_post(d, id, "start", "cannot start the container", err) < 0)
+		return -1;
+	ref = json_pack("{ss}", "id", id);
+	rc = sbx_docker_find(d, ref, &c, err);
+	json_decref(ref);
+	if (rc < 0)
+		return -1;
+	if ((rc = sbx_docker_net_start(c, NULL, err)) < 0) {
+		struct sbx_err e2;
+
+		/* Not running without the network it was made with. */
+		dk_post(d, id, "stop?t=2", "cannot stop the container", &e2);
+	}
+	json_decref(c);
+	return rc;
+}
+
 static int
 docker_resume(json_t *ref, struct sbx_err *err)
 {
@@ -405,8 +469,7 @@ docker_resume(json_t *ref, struct sbx_err *err)
 		rc = dk_post(&d, id, "unpause", "cannot unpause the container",
 		    err);
 	else if (!strcmp(st, "stopped"))
-		rc = dk_post(&d, id, "start", "cannot start the container",
-		    err);
+		rc = start_again(&d, id, err);
 	else if (strcmp(st, "running"))
 		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is "
 		    "%s", id, st);
@@ -424,4 +487,6 @@ const struct sbx_backend_ops sbx_docker_ops = {
 	.list = docker_list,
 	.info = docker_info,
 	.files = &sbx_docker_files,
+	.net_rules = sbx_docker_net_rules,
+	.net_log = sbx_docker_net_log,
 };

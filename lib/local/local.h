@@ -63,8 +63,6 @@ int sbx_local_valid_id(const char *id);
 char *sbx_local_find(const char *id_or_name, char **id_out);
 /* Connect to the agent's socket in dir; -1 with errno. */
 int sbx_local_connect(const char *dir);
-/* A process's start time (clock ticks since boot), 0 if it is gone. */
-unsigned long long sbx_local_starttime(pid_t pid);
 
 /* A paused sandbox's directory holds this file: "suspend MS" or "stop MS"
  * (MS: CLOCK_MONOTONIC milliseconds when it was paused). */
@@ -124,22 +122,11 @@ int sbx_local_mount_rootfs(const struct sbx_local_setup *s,
 
 /* --- net.c: network allow (sbx-netd) ------------------------------------ */
 
-/* The rules and resolvers of a spec with network allow, checked before
- * anything is made (SBX_EX_USAGE). */
-int sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err);
-/* Write DIR/net.json and DIR/net.secret.json (unless a stopped sandbox
- * left them) and start sbx-netd for the sandbox whose init is pid; its
- * pid in *netd once it has set the network namespace up (and, with
- * header injection, put its CA in DIR/upper). image: "/" or the image's
- * directory, where the CA bundle comes from. */
-int sbx_local_net_start(const char *dir, const char *id, const char *image,
-    pid_t pid, const struct sbx_spec *spec, pid_t *netd,
-    struct sbx_err *err);
+/* The rest of net.c, which the docker backend uses too, is in
+ * internal.h. */
 /* Whether the sandbox in dir has sbx-netd: network allow, or published
  * ports (then, with deny, only they come in and nothing goes out). */
 int sbx_local_net_wanted(const char *dir, const struct sbx_spec *spec);
-/* Kill sbx-netd (pid and start time from meta.json) and wait for it. */
-void sbx_local_net_stop(pid_t pid, unsigned long long starttime);
 /* sbx-net's operations (struct sbx_backend_ops's net_rules, net_log). */
 json_t *sbx_local_net_rules(const json_t *ref, const json_t *set,
     struct sbx_err *err);

@@ -253,7 +253,8 @@ write_rules(const char *dir, const char *id, const char *image,
 	if (spec->network != SBX_NET_ALLOW)
 		json_object_set_new(o, "network", json_string("deny"));
 	json_object_set_new(o, "inject", inject);
-	json_object_set_new(o, "image", json_string(image));
+	if (image)
+		json_object_set_new(o, "image", json_string(image));
 	if (spec->egress_proxy)
 		json_object_set(o, "egress_proxy", json_object_get(
 		    spec->egress_proxy, "url"));
@@ -488,18 +489,16 @@ proxy_check(const json_t *px, struct sbx_err *err)
 }
 
 json_t *
-sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
+sbx_local_net_dir_rules(const char *dir, const json_t *set,
+    struct sbx_err *err)
 {
-	char *id = NULL, *dir = net_dir(ref, &id, err), *p = NULL, *text;
+	char *p = sbx_xasprintf("%s/net.json", dir), *text;
 	json_t *cur = NULL, *out = NULL, *meta = NULL, *px;
 	struct sbx_net_rules rs;
 	const char *k[] = {"allow_out", "deny_out"};
 	pid_t pid;
 	int i;
 
-	if (!dir)
-		return NULL;
-	p = sbx_xasprintf("%s/net.json", dir);
 	if (!(cur = json_load_file(p, 0, NULL))) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s'", p);
 		goto out;
@@ -555,12 +554,25 @@ out:
 	json_decref(meta);
 	json_decref(cur);
 	free(p);
+	return out;
+}
+
+json_t *
+sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
+{
+	char *id = NULL, *dir = net_dir(ref, &id, err);
+	json_t *out;
+
+	if (!dir)
+		return NULL;
+	out = sbx_local_net_dir_rules(dir, set, err);
 	free(dir);
 	free(id);
 	return out;
 }
 
-/* Whether the sandbox in dir still runs (its init, as in meta.json). */
+/* Whether the sandbox in dir still runs (its init, as in meta.json: the
+ * docker backend writes one there too). */
 static int
 alive(const char *dir)
 {
@@ -591,16 +603,13 @@ copy_from(int fd, off_t *off)
 }
 
 int
-sbx_local_net_log(const json_t *ref, int follow, struct sbx_err *err)
+sbx_local_net_dir_log(const char *dir, int follow, struct sbx_err *err)
 {
-	char *id = NULL, *dir = net_dir(ref, &id, err), *p;
+	char *p = sbx_xasprintf("%s/net.log", dir);
 	struct stat st, now;
 	off_t off = 0;
 	int fd = -1, rc = 0;
 
-	if (!dir)
-		return -1;
-	p = sbx_xasprintf("%s/net.log", dir);
 	for (;;) {
 		if (fd < 0 && (fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0) {
 			off = 0;
@@ -628,6 +637,18 @@ sbx_local_net_log(const json_t *ref, int follow, struct sbx_err *err)
 	if (fd >= 0)
 		close(fd);
 	free(p);
+	return rc;
+}
+
+int
+sbx_local_net_log(const json_t *ref, int follow, struct sbx_err *err)
+{
+	char *id = NULL, *dir = net_dir(ref, &id, err);
+	int rc;
+
+	if (!dir)
+		return -1;
+	rc = sbx_local_net_dir_log(dir, follow, err);
 	free(dir);
 	free(id);
 	return rc;

@@ -154,6 +154,25 @@ nl_route(int fd, int ifindex, int family, const char *src,
 	return 0;
 }
 
+/* Whether the netns has IPv6: Docker turns it off in a container's
+ * (NetworkMode none), where lo then refuses a v6 address. Its programs
+ * are left as Docker made them, with IPv4 alone; /proc/sys/net is the
+ * namespace of whoever reads it, ours by now. */
+static int
+ipv6_on(void)
+{
+	char c = '0';
+	int fd = open("/proc/sys/net/ipv6/conf/lo/disable_ipv6", O_RDONLY |
+	    O_CLOEXEC);
+
+	if (fd < 0)
+		return 0; /* no IPv6 in this kernel */
+	if (read(fd, &c, 1) != 1)
+		c = '0';
+	close(fd);
+	return c != '1';
+}
+
 static int
 net_links(struct sbx_err *err)
 {
@@ -180,9 +199,10 @@ net_links(struct sbx_err *err)
 		goto out;
 	}
 	if (nl_addr(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0 ||
-	    nl_addr(fd, ifindex, AF_INET6, SANDBOX_V6, err) < 0 ||
-	    nl_route(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0 ||
-	    nl_route(fd, ifindex, AF_INET6, SANDBOX_V6, err) < 0)
+	    nl_route(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0)
+		goto out;
+	if (ipv6_on() && (nl_addr(fd, ifindex, AF_INET6, SANDBOX_V6,
+	    err) < 0 || nl_route(fd, ifindex, AF_INET6, SANDBOX_V6, err) < 0))
 		goto out;
 	rc = 0;
 out:

@@ -1,0 +1,261 @@
+/* net.c - the docker backend's network with rules: the container on
+ * NetworkMode none, and sbx-netd attached to its network namespace as to
+ * a local sandbox's (lib/local/net.c, lib/netd), its directory in the
+ * local store */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "docker.h"
+
+int
+sbx_docker_net_wanted(const struct sbx_spec *spec)
+{
+	return spec->network == SBX_NET_ALLOW && (spec->net_rules ||
+	    spec->net_inject || spec->egress_proxy || spec->ports);
+}
+
+char *
+sbx_docker_net_root(void)
+{
+	return sbx_xasprintf("%s/.docker-net", sbx_local_root());
+}
+
+/* Runtimes whose containers use the kernel's network stack, in the
+ * namespace the engine made: the rules sbx-netd loads there apply.
+ * gVisor (runsc) has a stack of its own that takes the namespace's
+ * addresses and routes once, at start; a VM (kata) sees none of it. */
+static int
+kernel_stack(const char *path)
+{
+	static const char *const ok[] = {"runc", "crun", "youki"};
+	const char *base = path ? strrchr(path, '/') : NULL;
+	size_t i;
+
+	base = base ? base + 1 : path;
+	for (i = 0; base && i < sizeof ok / sizeof ok[0]; i++)
+		if (!strcmp(base, ok[i]))
+			return 1;
+	return 0;
+}
+
+int
+sbx_docker_net_check(const struct dk *d, const json_t *info,
+    const struct sbx_spec *spec, struct sbx_err *err)
+{
+	const char *rt = spec->runtime ? spec->runtime : sbx_json_str(info,
+	    "DefaultRuntime");
+	json_t *r = json_object_get(json_object_get(info, "Runtimes"),
+	    rt ? rt : "");
+
+	/* The sandbox's CA would have to go into the container first. */
+	if (spec->net_inject)
+		return sbx_err_set(err, SBX_EX_USAGE, "backend 'docker' "
+		    "cannot inject headers yet (--inject-header)");
+	/* sbx-netd joins the namespace of the container's init, by its
+	 * pid: the engine must run on this machine. */
+	if (strncmp(d->endpoint, "unix://", 7))
+		return sbx_err_set(err, SBX_EX_USAGE, "network rules on "
+		    "backend 'docker' need an engine on this machine (a unix "
+		    "socket, not '%s')", d->endpoint);
+	if (!kernel_stack(sbx_json_str(r, "path")))
+		return sbx_err_set(err, SBX_EX_USAGE, "runtime '%s' has a "
+		    "network stack of its own: sbx cannot enforce network "
+		    "rules there", rt ? rt : "?");
+	return sbx_local_net_check(spec, err);
+}
+
+/* DIR of a container with rules: the label's directory and its id. */
+static char *
+net_dir_of(const json_t *c)
+{
+	const json_t *labels = json_object_get(json_object_get(c, "Config"),
+	    "Labels");
+	const char *root = sbx_json_str(labels, NET_LABEL);
+	const char *id = sbx_json_str(c, "Id");
+
+	if (!root || root[0] != '/' || !id || strchr(id, '/'))
+		return NULL;
+	return sbx_xasprintf("%s/%s", root, id);
+}
+
+/* Whether pid is a process of container id on this machine: its cgroup
+ * path names the container (cgroupfs and systemd drivers alike). */
+static int
+in_container(pid_t pid, const char *id)
+{
+	char p[64], buf[4096];
+	size_t n;
+	FILE *f;
+
+	snprintf(p, sizeof p, "/proc/%d/cgroup", (int)pid);
+	if (!(f = fopen(p, "re")))
+		return 0;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return strstr(buf, id) != NULL;
+}
+
+static int
+write_meta(const char *dir, pid_t pid, pid_t netd, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/meta.json", dir), *text;
+	json_t *m = json_pack("{sIsIsIsI}", "pid", (json_int_t)pid,
+	    "starttime", (json_int_t)sbx_local_starttime(pid), "net_pid",
+	    (json_int_t)netd, "net_starttime", (json_int_t)
+	    sbx_local_starttime(netd));
+	int rc;
+
+	text = json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+	free(text);
+	json_decref(m);
+	free(p);
+	return rc;
+}
+
+static json_t *
+load_meta(const char *dir)
+{
+	char *p = sbx_xasprintf("%s/meta.json", dir);
+	json_t *m = json_load_file(p, 0, NULL);
+
+	free(p);
+	return m;
+}
+
+static void
+stop_dir(const char *dir)
+{
+	json_t *m = load_meta(dir);
+
+	sbx_local_net_stop((pid_t)sbx_json_int(m, "net_pid", 0),
+	    (unsigned long long)sbx_json_int(m, "net_starttime", 0));
+	json_decref(m);
+}
+
+int
+sbx_docker_net_start(const json_t *c, const struct sbx_spec *spec,
+    struct sbx_err *err)
+{
+	const char *id = sbx_json_str(c, "Id");
+	pid_t pid = (pid_t)sbx_json_int(json_object_get(c, "State"), "Pid", 0);
+	char *dir = net_dir_of(c), *p = NULL, *root;
+	pid_t netd = 0;
+	struct stat st;
+	int made = 0, rc = -1;
+
+	if (!dir)
+		return 0;
+	if (pid <= 0 || !in_container(pid, id)) {
+		sbx_err_set(err, SBX_EX_FAIL, "the init of container '%.12s' "
+		    "(pid %d) is not on this machine: network rules need the "
+		    "engine here", id, (int)pid);
+		goto out;
+	}
+	root = sbx_docker_net_root();
+	rc = sbx_mkdirs(root, 0700, err);
+	free(root);
+	if (rc < 0)
+		goto out;
+	rc = -1;
+	if (mkdir(dir, 0700) == 0)
+		made = 1;
+	else if (errno != EEXIST) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", dir);
+		goto out;
+	}
+	/* Started again (sbx-pause -m stop, then resume): the rules are
+	 * the ones it had, never none. */
+	p = sbx_xasprintf("%s/net.json", dir);
+	if (!spec && stat(p, &st) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot find '%s':", p);
+		goto out;
+	}
+	stop_dir(dir);
+	if (sbx_local_net_start(dir, id, NULL, pid, spec ? spec :
+	    &(struct sbx_spec){.network = SBX_NET_ALLOW}, &netd, err) < 0 ||
+	    write_meta(dir, pid, netd, err) < 0)
+		goto out;
+	rc = 0;
+out:
+	if (rc < 0 && netd)
+		sbx_local_net_stop(netd, sbx_local_starttime(netd));
+	if (rc < 0 && made)
+		sbx_rmtree(dir);
+	free(p);
+	free(dir);
+	return rc;
+}
+
+void
+sbx_docker_net_stop(const json_t *c, int remove)
+{
+	char *dir = net_dir_of(c);
+
+	if (!dir)
+		return;
+	stop_dir(dir);
+	if (remove)
+		sbx_rmtree(dir);
+	free(dir);
+}
+
+/* --- sbx-net ------------------------------------------------------------- */
+
+static char *
+ref_net_dir(const json_t *ref, struct sbx_err *err)
+{
+	struct dk d;
+	json_t *c;
+	char *dir;
+	const char *mode;
+
+	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
+		return NULL;
+	if (!(dir = net_dir_of(c))) {
+		mode = sbx_json_str(json_object_get(c, "HostConfig"),
+		    "NetworkMode");
+		if (mode && !strcmp(mode, "none"))
+			sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has "
+			    "network deny: rules need --network allow",
+			    sbx_json_str(c, "Id"));
+		else
+			sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' uses "
+			    "Docker's bridge: rules need --allow-out or "
+			    "--deny-out at sbx-create", sbx_json_str(c, "Id"));
+	}
+	json_decref(c);
+	sbx_docker_close(&d);
+	return dir;
+}
+
+json_t *
+sbx_docker_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
+{
+	char *dir = ref_net_dir(ref, err);
+	json_t *out;
+
+	if (!dir)
+		return NULL;
+	out = sbx_local_net_dir_rules(dir, set, err);
+	free(dir);
+	return out;
+}
+
+int
+sbx_docker_net_log(const json_t *ref, int follow, struct sbx_err *err)
+{
+	char *dir = ref_net_dir(ref, err);
+	int rc;
+
+	if (!dir)
+		return -1;
+	rc = sbx_local_net_dir_log(dir, follow, err);
+	free(dir);
+	return rc;
+}
