@@ -317,7 +317,10 @@ netd_ca_init(const char *dir, struct sbx_err *err)
 		    np);
 		goto out;
 	}
-	cn = sbx_xasprintf("sbx sandbox %s CA", sbx_json_str(net, "id") ?
+	/* A CN holds 64 characters: a container's id (64 hex digits) is
+	 * cut to its short form, as `docker ps` shows it; a local id has
+	 * 12 already. */
+	cn = sbx_xasprintf("sbx sandbox %.12s CA", sbx_json_str(net, "id") ?
 	    sbx_json_str(net, "id") : "?");
 	ca.key = EVP_EC_gen("P-256");
 	ca.crt = ca.key ? cert_new(ca.key, cn, NULL, NULL, CA_DAYS) : NULL;
