@@ -623,7 +623,7 @@ ls: /etc/ssl: No such file or directory"
 	pat="${SBX_TEST_KEY:0:6}[${SBX_TEST_KEY:6:1}]${SBX_TEST_KEY:7}"
 	run sx curl -sS --max-time 5 http://a.test/
 	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
-	run sx sh -c 'env | grep -c KEY; cat /proc/[0-9]*/environ 2>/dev/null | tr "\0" "\n" | grep -cE "$0"; cat /proc/[0-9]*/cmdline | tr "\0" "\n" | grep -cE "$0"' "$pat"
+	run sx sh -c 'env | grep -c KEY; cat /proc/[0-9]*/environ 2>/dev/null | tr "\0" "\n" | grep -cE "$0"; cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" "\n" | grep -cE "$0"' "$pat"
 	assert_output "0
 0
 0"
@@ -647,7 +647,7 @@ done"
 	    "$dir/net.log" "$dir/netd.err" "$dir/meta.json" "$dir/ca.crt"
 	assert_failure 1
 	assert_output ""
-	run sh -c 'sbx-ls -b docker -j && cat /proc/[0-9]*/cmdline | tr "\0" "\n" | grep -cE "$0"' "$pat"
+	run sh -c 'sbx-ls -b docker -j && cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" "\n" | grep -cE "$0"' "$pat"
 	assert_line --index 0 --partial "\"id\":\"$(sid)\""
 	assert_line --index 1 0
 	refute_output --partial "$SBX_TEST_KEY"
