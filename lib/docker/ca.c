@@ -64,22 +64,26 @@ octal(const unsigned char *p, size_t n)
 }
 
 /* A PAX header's "linkpath" (Go's archive/tar, the engine's, writes one
- * for a target longer than the ustar field), malloc'd, or NULL. */
+ * for a target longer than the ustar field), malloc'd, or NULL. Records
+ * are "LEN key=value\n", LEN counting the whole record. */
 static char *
 pax_linkpath(const unsigned char *p, size_t n)
 {
+	static const char key[] = "linkpath=";
 	size_t off = 0, len, k;
-	char *e;
 
 	while (off < n) {
-		len = (size_t)strtoul((const char *)p + off, &e, 10);
-		if (*e != ' ' || len < 2 || len > n - off)
+		for (len = 0, k = off; k < n && p[k] >= '0' && p[k] <= '9' &&
+		    len < n; k++)
+			len = len * 10 + (size_t)(p[k] - '0');
+		if (k == off || k >= n || p[k] != ' ' || len > n - off ||
+		    k + 1 >= off + len || p[off + len - 1] != '\n')
 			return NULL;
-		k = (size_t)(e + 1 - (const char *)p);
-		if (off + len - k > 9 && !memcmp(p + k, "linkpath=", 9) &&
-		    p[off + len - 1] == '\n')
-			return dupn((const char *)p + k + 9,
-			    off + len - 1 - k - 9);
+		k++;
+		if (off + len - 1 - k >= sizeof key - 1 &&
+		    !memcmp(p + k, key, sizeof key - 1))
+			return dupn((const char *)p + k + sizeof key - 1,
+			    off + len - 1 - k - (sizeof key - 1));
 		off += len;
 	}
 	return NULL;
