@@ -300,6 +300,13 @@ int sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err);
 int sbx_local_net_start(const char *dir, const char *id, const char *image,
     pid_t pid, const struct sbx_spec *spec, pid_t *netd,
     struct sbx_err *err);
+/* The same in two steps, so that the sandbox's own start can go on
+ * meanwhile: spawn returns the fd its readiness comes on (-1 with err);
+ * ready reads it (and closes it). */
+int sbx_local_net_spawn(const char *dir, const char *id, const char *image,
+    pid_t pid, const struct sbx_spec *spec, struct sbx_err *err);
+int sbx_local_net_ready(int ready, const char *dir, pid_t *netd,
+    struct sbx_err *err);
 /* Kill sbx-netd (pid and start time from meta.json) and wait for it. */
 void sbx_local_net_stop(pid_t pid, unsigned long long starttime);
 /* sbx-net on DIR: the rules of DIR/net.json, replaced first by set (not
