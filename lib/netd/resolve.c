@@ -1,6 +1,7 @@
 /* resolve.c - the addresses of a host with header injection, asked of the
  * resolvers the sandbox's DNS goes to: an injected value goes to those
  * alone, whatever address the sandbox connected to */
+#include <ctype.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -179,7 +180,7 @@ answer_parse(const unsigned char *r, size_t n, const unsigned char *q,
 	    r[4] != 0 || r[5] != 1)
 		return 0;
 	for (k = 0; k < qn; k++)
-		if ((r[12 + k] | 0x20) != (q[12 + k] | 0x20))
+		if (tolower(r[12 + k]) != tolower(q[12 + k]))
 			return 0;
 	switch (r[3] & 15) {
 	case 0:
