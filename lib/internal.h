@@ -296,7 +296,7 @@ int sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err);
  * pid in *netd once it has set the network namespace up (and, with
  * header injection, put its CA in DIR/upper). image: "/" or the image's
  * directory, where the CA bundle comes from; NULL where there is none
- * (docker: no injection there yet). */
+ * (docker: sbx-netd only makes DIR/ca.crt, which the backend installs). */
 int sbx_local_net_start(const char *dir, const char *id, const char *image,
     pid_t pid, const struct sbx_spec *spec, pid_t *netd,
     struct sbx_err *err);
