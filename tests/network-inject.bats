@@ -409,3 +409,90 @@ done"
 	[ "$stderr" = "sbx-create: --inject-header 'a.test:x=secret:k': no secret 'k'" ]
 	[ ! -e s.json ]
 }
+
+# --- the value goes to the host's own addresses only -------------------------
+
+# Connections the world's server has taken on ADDR PORT so far.
+world_conns() {
+	grep -c "^tcp $1 $2 " "$NETWORLD_LOG" || true
+}
+
+@test "inject: HTTP to another address with the injected Host: 502, deny line, that server never reached" {
+	local before
+	inject_sandbox
+	before=$(world_conns "$NETWORLD_C" 80)
+	run sx curl -sS --max-time 10 -w '%{http_code}' --resolve "a.test:80:$NETWORLD_C" http://a.test/k
+	assert_success
+	assert_output "sbx-netd: destination is not a.test's
+502"
+	# a bare IP with the Host header, as a hostile program would send it
+	run sx curl -sS --max-time 10 -w '%{http_code}' -H 'Host: a.test' "http://$NETWORLD_C/k"
+	assert_success
+	assert_output "sbx-netd: destination is not a.test's
+502"
+	[ "$(world_conns "$NETWORLD_C" 80)" = "$before" ]
+	wait_log 2 '.proto == "tcp" and .port == 80'
+	run log_lines '.proto == "tcp" and .port == 80'
+	[ "$(jq -c '[.dest, .host, .verdict, .error]' <<<"$output" | sort -u)" = \
+	    "[\"$NETWORLD_C\",\"a.test\",\"deny\",\"destination is not a.test's\"]" ]
+	[ "$(wc -l <<<"$output")" = 2 ]
+}
+
+@test "inject: HTTPS to another address with the injected SNI: 502 over the sandbox's TLS, deny line" {
+	local before
+	inject_sandbox
+	before=$(world_conns "$NETWORLD_C" 443)
+	# the world's one certificate names every host: only the address tells
+	run sx curl -sS --max-time 10 -w '%{http_code}' --resolve "a.test:443:$NETWORLD_C" https://a.test/k
+	assert_success
+	assert_output "sbx-netd: destination is not a.test's
+502"
+	[ "$(world_conns "$NETWORLD_C" 443)" = "$before" ]
+	wait_log 1 '.proto == "tcp" and .port == 443'
+	run log_lines '.proto == "tcp" and .port == 443'
+	field_is .dest "$NETWORLD_C"
+	field_is .verdict deny
+	field_is .error "destination is not a.test's"
+}
+
+@test "inject: the host's own address by IP, and by name, get the header" {
+	inject_sandbox
+	run sx curl -sS --max-time 5 -H 'Host: a.test' "http://$NETWORLD_A/ip"
+	assert_success
+	field_is .server a.test
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+	run sx curl -sS --max-time 5 http://d.test:8080/name
+	assert_success
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+	wait_log 2 '.proto == "tcp" and .verdict == "inject"'
+	run log_lines '.proto == "tcp" and .error != null'
+	assert_output ""
+}
+
+@test "inject: a host the resolvers do not know: 502, deny line" {
+	new_sandbox -n allow --inject-header 'nope.test:x-api-key=env:SBX_TEST_KEY'
+	run sx curl -sS --max-time 10 -w '%{http_code}' --resolve "nope.test:80:$NETWORLD_A" http://nope.test/
+	assert_success
+	assert_output "sbx-netd: destination is not nope.test's
+502"
+	wait_log 1 '.proto == "tcp"'
+	run log_lines '.proto == "tcp"'
+	field_is .verdict deny
+	field_is .host nope.test
+}
+
+@test "inject: no resolver answers: 502 with why, the host never reached" {
+	local before
+	before=$(world_conns "$NETWORLD_A" 80)
+	# a world address where nothing serves DNS: port unreachable
+	SBX_NETWORK_DNS=$NETWORLD_C:53 inject_sandbox
+	run sx curl -sS --max-time 15 -w '%{http_code}' --resolve "a.test:80:$NETWORLD_A" http://a.test/
+	assert_success
+	assert_output "sbx-netd: cannot resolve a.test: Connection refused
+502"
+	[ "$(world_conns "$NETWORLD_A" 80)" = "$before" ]
+	wait_log 1 '.proto == "tcp"'
+	run log_lines '.proto == "tcp"'
+	field_is .verdict inject
+	field_is .error "cannot resolve a.test: Connection refused"
+}

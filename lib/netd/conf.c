@@ -288,6 +288,7 @@ netd_conf_set(struct netd_conf *c)
 	old = netd.conf;
 	netd.conf = c;
 	pthread_mutex_unlock(&netd.mu);
+	netd_resolve_flush();
 	if (old)
 		netd_conf_put(old);
 }

@@ -624,32 +624,50 @@ netd_inject_serve(struct conn *c, struct netd_conf *cf)
 	    .up = {-1, NULL, 0}};
 	SSL_CTX *leaf = NULL;
 	unsigned char first = 0;
-	const char *e;
+	const char *e = NULL;
 	int tls, ok = 0;
 
 	r->inject = 1;
 	tls = recv(c->fd, &first, 1, MSG_PEEK | MSG_DONTWAIT) == 1 &&
 	    first == 0x16;
-	if ((e = netd_connect_up(c, cf))) {
+	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
+	/* The host's name is the sandbox's word (its Host header, its SNI),
+	 * the address any it chose: the value goes to one of the host's own
+	 * addresses, or nowhere. Over HTTPS the certificate proves it as
+	 * well; over HTTP nothing else does. */
+	switch (netd_resolve_has(cf, c->host, (struct sockaddr *)&c->dest,
+	    j.error, sizeof j.error)) {
+	case 1:
+		break;
+	case 0:
+		snprintf(j.error, sizeof j.error, "destination is not %.200s's",
+		    c->host);
+		r->allow = 0;
+		/* fall through */
+	default:
+		e = j.error;
+		break;
+	}
+	if (!e && (e = netd_connect_up(c, cf))) {
 		r->error = e;
 		netd_reset(c->fd);
 		goto log;
 	}
 	j.up.fd = c->up;
-	fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) | O_NONBLOCK);
 	if (tls) {
 		/* The host first: a failure there is the sandbox's 502. */
-		if (!(j.up.ssl = SSL_new(client)) ||
+		if (!e && (!(j.up.ssl = SSL_new(client)) ||
 		    !SSL_set_fd(j.up.ssl, c->up) ||
 		    !SSL_set_tlsext_host_name(j.up.ssl, c->host) ||
-		    !SSL_set1_host(j.up.ssl, c->host)) {
+		    !SSL_set1_host(j.up.ssl, c->host))) {
 			r->error = "cannot set TLS up";
 			netd_reset(c->fd);
 			goto log;
 		}
-		SSL_set_mode(j.up.ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
-		    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-		if (handshake(&j.up, 0) < 0) {
+		if (j.up.ssl)
+			SSL_set_mode(j.up.ssl, SSL_MODE_ENABLE_PARTIAL_WRITE |
+			    SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+		if (j.up.ssl && handshake(&j.up, 0) < 0) {
 			long v = SSL_get_verify_result(j.up.ssl);
 
 			if (v != X509_V_OK) {
@@ -676,20 +694,21 @@ netd_inject_serve(struct conn *c, struct netd_conf *cf)
 
 			/* e.g. a client that does not trust the CA */
 			ssl_why(why, sizeof why, "sandbox TLS");
-			snprintf(j.error, sizeof j.error, "%s", e ? e : why);
+			if (!e)         /* else j.error says it already */
+				snprintf(j.error, sizeof j.error, "%s", why);
 			r->error = j.error;
 			netd_reset(c->fd);
 			goto log;
 		}
-		if (e) {
-			char why[256];
+	}
+	if (e) {
+		char why[256];
 
-			snprintf(why, sizeof why, "%s", e);
-			bad_gateway(&j, why);
-			r->error = j.error;
-			close(c->fd);
-			goto log;
-		}
+		snprintf(why, sizeof why, "%s", e);
+		bad_gateway(&j, why);
+		r->error = j.error;
+		close(c->fd);
+		goto log;
 	}
 	ok = pump(&j) == 0;
 	if (j.status)

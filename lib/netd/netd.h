@@ -100,6 +100,15 @@ int netd_dns_start(struct sbx_err *err);
 const char *netd_connect_up(struct conn *c,
     const struct netd_conf *cf);
 
+/* resolve.c: whether dest's address is one of host's, as the resolvers
+ * of cf answer for its family now (A or AAAA; an answer that names it is
+ * kept for its TTL, 5 minutes at most): 1 yes, 0 no, -1 no answer (why:
+ * "cannot resolve HOST: ..."). Thread-safe. */
+int netd_resolve_has(const struct netd_conf *cf, const char *host,
+    const struct sockaddr *dest, char *why, size_t whyn);
+/* Forget the answers kept (the resolvers may have changed). */
+void netd_resolve_flush(void);
+
 /* ca.c: the sandbox's CA (DIR/ca.key, DIR/ca.crt), made at the first
  * start with injection and put into the sandbox's trust store (DIR/upper
  * over the image, net.json "image"; without "image", a container's, the
