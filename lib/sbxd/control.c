@@ -602,7 +602,7 @@ create(struct sbxd_req *r, int v2)
 	/* Its ports answer at <port>-<id>.<domain> whatever its network:
 	 * with none published, the backend's helper still runs (for the
 	 * local one, sbx-netd, which then lets nothing out). */
-	if (sbxd.be->caps & SBX_CAP_PORTS)
+	if (sbxd.be->caps & SBX_CAP_PUBLISH)
 		spec.ports = json_array();
 	spec.labels = json_pack("{s:s}", "sbxd", b->id);
 	env = sbxd_box_env(b, NULL);
