@@ -386,7 +386,6 @@ net_parse(const json_t *net, int internet, struct sbx_spec *spec,
 	const json_t *v;
 	const char *lists[] = {"allowOut", "denyOut"};
 	const char *keys[] = {"allow_out", "deny_out"};
-	const char *refused[] = {"maskRequestHost"};
 	struct sbx_net_rule rule;
 	struct sbx_err err;
 	json_t *rules = json_pack("{s[]s[]}", "allow_out", "deny_out"), *a;
@@ -400,13 +399,6 @@ net_parse(const json_t *net, int internet, struct sbx_spec *spec,
 		    "must be an object");
 		goto bad;
 	}
-	for (i = 0; net && i < sizeof refused / sizeof refused[0]; i++)
-		if ((v = json_object_get(net, refused[i])) && !json_is_null(v) &&
-		    !(json_is_object(v) && !json_object_size(v))) {
-			snprintf(msg, n, "network.%s is not supported by this "
-			    "server yet", refused[i]);
-			goto bad;
-		}
 	for (k = 0; net && k < 2; k++) {
 		v = json_object_get(net, lists[k]);
 		if (v && !json_is_array(v) && !json_is_null(v)) {
@@ -492,6 +484,40 @@ bad:
 	return -1;
 }
 
+/* network.maskRequestHost: the Host that requests for the sandbox's
+ * ports carry (port.c), "${PORT}" standing for the port; a host[:port]
+ * as it would be written, so that no header can be smuggled in. "" and
+ * null: none. */
+static int
+mask_of(const json_t *net, json_t *shown, char *msg, size_t n)
+{
+	const json_t *v = json_object_get(net, "maskRequestHost");
+	const char *s = json_string_value(v), *p;
+
+	if (!v || json_is_null(v) || (s && !*s))
+		return 0;
+	if (!s || json_string_length(v) > 255) {
+		snprintf(msg, n, "Error when parsing request: "
+		    "\"network.maskRequestHost\" must be a string of at most "
+		    "255 bytes");
+		return -1;
+	}
+	for (p = s; *p; p++) {
+		if (!strncmp(p, "${PORT}", 7)) {
+			p += 6;
+			continue;
+		}
+		if (!isalnum((unsigned char)*p) && !strchr("-._:[]", *p)) {
+			/* Not quoted: it may hold a line break. */
+			snprintf(msg, n, "network.maskRequestHost is not a "
+			    "host[:port] (with ${PORT} for the port)");
+			return -1;
+		}
+	}
+	json_object_set(shown, "maskRequestHost", (json_t *)v);
+	return 0;
+}
+
 /* A create's network field and allow_internet_access. */
 static int
 net_of(const json_t *j, struct sbx_spec *spec, json_t **shown, char *msg,
@@ -499,8 +525,11 @@ net_of(const json_t *j, struct sbx_spec *spec, json_t **shown, char *msg,
 {
 	const json_t *v = json_object_get(j, "allow_internet_access");
 
-	return net_parse(json_object_get(j, "network"), !(v &&
-	    json_is_false(v)), spec, shown, msg, n);
+	/* On failure the caller releases what the spec and *shown hold. */
+	if (net_parse(json_object_get(j, "network"), !(v &&
+	    json_is_false(v)), spec, shown, msg, n) < 0)
+		return -1;
+	return mask_of(json_object_get(j, "network"), *shown, msg, n);
 }
 
 
@@ -1149,6 +1178,13 @@ h_network(struct sbxd_req *r)
 		    "supported by this server yet");
 		goto out;
 	}
+	/* Not one of E2B's update's fields: what the sandbox was made with
+	 * stays. */
+	if ((v = json_object_get(j, "maskRequestHost")) && !json_is_null(v)) {
+		ret = sbxd_reply_err(r, 400, "network.maskRequestHost is set at "
+		    "create only");
+		goto out;
+	}
 	if (!(b = path_box_begin(r, 1, &ret)))
 		goto out;
 	if (!b->internet) {
@@ -1178,6 +1214,8 @@ h_network(struct sbxd_req *r)
 	}
 	json_decref(out);
 	pthread_mutex_lock(&sbxd.mu);
+	if ((v = json_object_get(b->network, "maskRequestHost")))
+		json_object_set(shown, "maskRequestHost", (json_t *)v);
 	json_decref(b->network);
 	b->network = shown;
 	shown = NULL;
