@@ -403,8 +403,11 @@ struct sbx_backend_ops {
 	 * set is not NULL (a list it omits is cleared), applied to new
 	 * connections at once. A set's "egress_proxy" ({"url","password"}
 	 * as sbx_spec's, or null: none) replaces the proxy; without that
-	 * key the proxy stays. The result has "egress_proxy" (the URL)
-	 * when there is one. */
+	 * key the proxy stays. A set's "inject" (an array as sbx_spec's
+	 * net_inject; [] none) replaces the header injections, which a
+	 * sandbox can have only when it had some at create (its CA); without
+	 * that key they stay. The result has "egress_proxy" (the URL) when
+	 * there is one. */
 	json_t *(*net_rules)(const json_t *ref, const json_t *set,
 	    struct sbx_err *err);
 	/* The log of decisions, JSON lines, copied to stdout; follow: then

@@ -198,6 +198,11 @@ sbx_e2b_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 		out = rules_of(s);
 		goto out;
 	}
+	if (json_array_size(json_object_get(set, "inject"))) {
+		sbx_err_set(err, SBX_EX_USAGE, "backend 'e2b' cannot change "
+		    "header injections");
+		goto out;
+	}
 	if ((px = json_object_get(set, "egress_proxy")))
 		json_incref(px);
 	else

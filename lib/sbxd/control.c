@@ -623,6 +623,7 @@ create(struct sbxd_req *r, int v2)
 	    json_deep_copy(json_object_get(j, "envVars")) : json_object();
 	b->auto_pause = json_is_true(json_object_get(j, "autoPause"));
 	b->internet = internet;
+	b->ca = spec.net_inject != NULL;
 	b->network = shown;
 	shown = NULL;
 	b->next_pid = 100;
@@ -1173,11 +1174,6 @@ h_network(struct sbxd_req *r)
 		ret = sbxd_reply_err(r, 400, "%s", msg);
 		goto out;
 	}
-	if (spec.net_inject) {
-		ret = sbxd_reply_err(r, 400, "network.rules in an update is not "
-		    "supported by this server yet");
-		goto out;
-	}
 	/* Not one of E2B's update's fields: what the sandbox was made with
 	 * stays. */
 	if ((v = json_object_get(j, "maskRequestHost")) && !json_is_null(v)) {
@@ -1197,15 +1193,28 @@ h_network(struct sbxd_req *r)
 			ret = sbxd_reply_empty(r, 204);
 		goto end;
 	}
+	/* Its CA is made at create, and only then in its trust store:
+	 * making every sandbox one would cost each create a key and a
+	 * copy of the trust store. */
+	if (spec.net_inject && !b->ca) {
+		ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" was created "
+		    "without network.rules; sbxd gave it no CA to terminate "
+		    "TLS with, so it cannot take rules now (create it with "
+		    "rules)", b->id);
+		goto end;
+	}
 	/* No internet at all, on a sandbox that has a network: every
-	 * connection denied. */
-	set = spec.network == SBX_NET_DENY ? json_pack("{s:[],s:[s],s:n}",
-	    "allow_out", "deny_out", "all", "egress_proxy") :
-	    json_pack("{s:O,s:O,s:O}", "allow_out", spec.net_rules ?
-	    json_object_get(spec.net_rules, "allow_out") : json_array(),
-	    "deny_out", spec.net_rules ? json_object_get(spec.net_rules,
-	    "deny_out") : json_array(), "egress_proxy", spec.egress_proxy ?
-	    spec.egress_proxy : json_null());
+	 * connection denied. What the body omits is cleared: the proxy,
+	 * the header rules. */
+	set = spec.network == SBX_NET_DENY ? json_pack("{s:[],s:[s],s:n,"
+	    "s:[]}", "allow_out", "deny_out", "all", "egress_proxy",
+	    "inject") : json_pack("{s:o,s:o,s:O,s:o}", "allow_out",
+	    spec.net_rules ? json_incref(json_object_get(spec.net_rules,
+	    "allow_out")) : json_array(), "deny_out", spec.net_rules ?
+	    json_incref(json_object_get(spec.net_rules, "deny_out")) :
+	    json_array(), "egress_proxy", spec.egress_proxy ?
+	    spec.egress_proxy : json_null(), "inject", spec.net_inject ?
+	    json_incref(spec.net_inject) : json_array());
 	if (!(out = sbxd_be_net_rules(b->ref, set, &err))) {
 		sbxd_log("cannot change the network of %s: %s", b->id, err.msg);
 		ret = sbxd_reply_err(r, err.code == SBX_EX_USAGE ? 400 : 500,
