@@ -296,9 +296,16 @@ int sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err);
  * pid in *netd once it has set the network namespace up (and, with
  * header injection, put its CA in DIR/upper). image: "/" or the image's
  * directory, where the CA bundle comes from; NULL where there is none
- * (docker: no injection there yet). */
+ * (docker: sbx-netd only makes DIR/ca.crt, which the backend installs). */
 int sbx_local_net_start(const char *dir, const char *id, const char *image,
     pid_t pid, const struct sbx_spec *spec, pid_t *netd,
+    struct sbx_err *err);
+/* The same in two steps, so that the sandbox's own start can go on
+ * meanwhile: spawn returns the fd its readiness comes on (-1 with err);
+ * ready reads it (and closes it). */
+int sbx_local_net_spawn(const char *dir, const char *id, const char *image,
+    pid_t pid, const struct sbx_spec *spec, struct sbx_err *err);
+int sbx_local_net_ready(int ready, const char *dir, pid_t *netd,
     struct sbx_err *err);
 /* Kill sbx-netd (pid and start time from meta.json) and wait for it. */
 void sbx_local_net_stop(pid_t pid, unsigned long long starttime);

@@ -73,15 +73,27 @@ int sbx_docker_net_check(const struct dk *d, const json_t *info,
     const struct sbx_spec *spec, struct sbx_err *err);
 /* The container of inspect c runs: its directory, its net.json from spec
  * (NULL: started again, the one it has), sbx-netd on its init's network
- * namespace, DIR/meta.json. Undoes what it did when it fails. A no-op
- * for a container without rules. */
-int sbx_docker_net_start(const json_t *c, const struct sbx_spec *spec,
-    struct sbx_err *err);
+ * namespace, DIR/meta.json; with header injection at create, the CA
+ * sbx-netd made in the container's trust store. Undoes what it did when
+ * it fails. A no-op for a container without rules. */
+int sbx_docker_net_start(struct dk *d, const json_t *c,
+    const struct sbx_spec *spec, struct sbx_err *err);
 /* Stop its sbx-netd; with remove, its directory goes too. */
 void sbx_docker_net_stop(const json_t *c, int remove);
 json_t *sbx_docker_net_rules(const json_t *ref, const json_t *set,
     struct sbx_err *err);
 int sbx_docker_net_log(const json_t *ref, int follow, struct sbx_err *err);
+
+/* ca.c: the sandbox's CA (DIR/ca.crt) into the trust store of container
+ * id, through the archive API: /etc/ssl/certs/ca-certificates.crt (the
+ * container's own, and the CA), sbx-ca.pem and its subject-hash link,
+ * root's, 0644. */
+int sbx_docker_ca_install(struct dk *d, const char *id, const char *dir,
+    struct sbx_err *err);
+/* Where the container's clients find it: the variables a local sandbox
+ * gets too (lib/local/local.c). */
+#define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define CA_PEM "/etc/ssl/certs/sbx-ca.pem"
 
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_docker_files;

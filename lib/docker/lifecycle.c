@@ -95,6 +95,28 @@ dk_remove(struct dk *d, const char *id, struct sbx_err *err)
 	return rc;
 }
 
+/* Header injection: the variables that make clients that do not read
+ * /etc/ssl/certs trust the sandbox's CA, which sbx-netd makes and
+ * lib/docker/ca.c puts there. A local sandbox's come before --env, which
+ * replaces them; the engine keeps both of a name, and the first is the
+ * one a process sees, so one of --env's names is left out here. */
+static void
+ca_env(json_t *env, char *const *user)
+{
+	static const char *const vars[] = {"SSL_CERT_FILE=" CA_BUNDLE,
+	    "REQUESTS_CA_BUNDLE=" CA_BUNDLE, "NODE_EXTRA_CA_CERTS=" CA_PEM};
+	size_t i, j, n;
+
+	for (i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+		n = strcspn(vars[i], "=") + 1;
+		for (j = 0; user && user[j]; j++)
+			if (!strncmp(user[j], vars[i], n))
+				break;
+		if (!user || !user[j])
+			json_array_append_new(env, json_string(vars[i]));
+	}
+}
+
 /* netroot: where its network directory goes, for a container with
  * rules; NULL: Docker's bridge (allow) or no network (deny). */
 static json_t *
@@ -115,6 +137,8 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 		json_object_set_new(labels, "io.sbx.named", json_string("1"));
 		json_object_set_new(b, "Hostname", json_string(spec->name));
 	}
+	if (netroot && json_array_size(spec->net_inject))
+		ca_env(env, spec->env);
 	for (i = 0; spec->env && spec->env[i]; i++)
 		json_array_append_new(env, json_string(spec->env[i]));
 	json_object_set_new(b, "Image", json_string(spec->image));
@@ -232,7 +256,7 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		cref = json_pack("{ss}", "id", id);
 		rc = sbx_docker_find(&d, cref, &c, err);
 		json_decref(cref);
-		if (rc < 0 || sbx_docker_net_start(c, spec, err) < 0) {
+		if (rc < 0 || sbx_docker_net_start(&d, c, spec, err) < 0) {
 			dk_remove(&d, id, &rerr);
 			rc = -1;
 			goto out;
@@ -444,7 +468,7 @@ start_again(struct dk *d, const char *id, struct sbx_err *err)
 	json_decref(ref);
 	if (rc < 0)
 		return -1;
-	if ((rc = sbx_docker_net_start(c, NULL, err)) < 0) {
+	if ((rc = sbx_docker_net_start(d, c, NULL, err)) < 0) {
 		struct sbx_err e2;
 
 		/* Not running without the network it was made with. */

@@ -51,10 +51,6 @@ sbx_docker_net_check(const struct dk *d, const json_t *info,
 	json_t *r = json_object_get(json_object_get(info, "Runtimes"),
 	    rt ? rt : "");
 
-	/* The sandbox's CA would have to go into the container first. */
-	if (spec->net_inject)
-		return sbx_err_set(err, SBX_EX_USAGE, "backend 'docker' "
-		    "cannot inject headers yet (--inject-header)");
 	/* sbx-netd joins the namespace of the container's init, by its
 	 * pid: the engine must run on this machine. */
 	if (strncmp(d->endpoint, "unix://", 7))
@@ -139,8 +135,8 @@ stop_dir(const char *dir)
 }
 
 int
-sbx_docker_net_start(const json_t *c, const struct sbx_spec *spec,
-    struct sbx_err *err)
+sbx_docker_net_start(struct dk *d, const json_t *c,
+    const struct sbx_spec *spec, struct sbx_err *err)
 {
 	const char *id = sbx_json_str(c, "Id");
 	pid_t pid = (pid_t)sbx_json_int(json_object_get(c, "State"), "Pid", 0);
@@ -180,6 +176,12 @@ sbx_docker_net_start(const json_t *c, const struct sbx_spec *spec,
 	if (sbx_local_net_start(dir, id, NULL, pid, spec ? spec :
 	    &(struct sbx_spec){.network = SBX_NET_ALLOW}, &netd, err) < 0 ||
 	    write_meta(dir, pid, netd, err) < 0)
+		goto out;
+	/* sbx-netd made the CA (DIR/ca.crt) before it was ready. Started
+	 * again, the container still has it: the engine keeps its files,
+	 * and sbx-netd its key. */
+	if (spec && json_array_size(spec->net_inject) &&
+	    sbx_docker_ca_install(d, id, dir, err) < 0)
 		goto out;
 	rc = 0;
 out:

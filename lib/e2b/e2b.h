@@ -99,11 +99,12 @@ int sbx_e2b_exec(const json_t *ref, char *const argv[],
 
 /* net.c: the network rules */
 /* E2B's network object for a spec's rules ({"allow_out","deny_out"}, or
- * NULL) and egress proxy ({"url","password"}, or NULL), checked as E2B
+ * NULL), egress proxy ({"url","password"}, or NULL) and header
+ * injections (spec->net_inject, or NULL: E2B's "rules"), checked as E2B
  * checks it (no domain in denyOut; a domain in allowOut only with
  * denyOut 0.0.0.0/0): SBX_EX_USAGE before any call. */
 json_t *sbx_e2b_net_body(const json_t *rules, const json_t *proxy,
-    struct sbx_err *err);
+    const json_t *inject, struct sbx_err *err);
 /* json_decref, the egressProxy's password wiped first (in b or in its
  * "network"). */
 void sbx_e2b_body_free(json_t *b);

@@ -171,8 +171,9 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (spec->workdir && !valid_workdir(spec->workdir))
 		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
 		    "(want an absolute, plain path)", spec->workdir);
-	if ((spec->net_rules || spec->egress_proxy) && !(net =
-	    sbx_e2b_net_body(spec->net_rules, spec->egress_proxy, err)))
+	if ((spec->net_rules || spec->egress_proxy || spec->net_inject) &&
+	    !(net = sbx_e2b_net_body(spec->net_rules, spec->egress_proxy,
+	    spec->net_inject, err)))
 		return -1;
 	if (sbx_e2b_open(&e, spec->endpoint, err) < 0) {
 		sbx_e2b_body_free(net);
@@ -214,17 +215,10 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	rc = 0;
 out:
 	sbx_http_resp_release(&rs);
-	if (body) {
-		/* It holds the values of --env, and a proxy's password. */
-		json_t *pw = json_object_get(json_object_get(json_object_get(
-		    body, "network"), "egressProxy"), "password");
-
-		if (json_is_string(pw))
-			explicit_bzero((char *)json_string_value(pw),
-			    json_string_length(pw));
-		json_object_clear(body);
-		json_decref(body);
-	}
+	/* It holds the values of --env, a proxy's password and injected
+	 * headers: the last two are wiped. */
+	if (body)
+		sbx_e2b_body_free(body);
 	sbx_e2b_close(&e);
 	return rc;
 }

@@ -44,9 +44,39 @@ e2b_proxy(const json_t *px, struct sbx_err *err)
 	return o;
 }
 
+/* E2B's rules of a spec's injections: {"<host>": [{"transform":
+ * {"headers": {"<name>": "<value or ${e2b.secrets.NAME}>"}}}]}, one
+ * transform per host. E2B keeps and applies them (and resolves the
+ * secrets placeholders); the values go nowhere else. */
+static json_t *
+e2b_inject_rules(const json_t *inject)
+{
+	json_t *rules = json_object(), *v, *h, *hdrs;
+	const char *host, *val;
+	size_t i;
+
+	json_array_foreach(inject, i, v) {
+		host = sbx_json_str(v, "host");
+		val = sbx_json_str(v, "value");
+		if (!val)
+			val = sbx_json_str(v, "template");
+		if (!host || !val || !sbx_json_str(v, "name"))
+			continue;
+		if (!(h = json_object_get(rules, host))) {
+			h = json_pack("[{s{s{}}}]", "transform", "headers");
+			json_object_set_new(rules, host, h);
+		}
+		hdrs = json_object_get(json_object_get(json_array_get(h, 0),
+		    "transform"), "headers");
+		json_object_set_new(hdrs, sbx_json_str(v, "name"),
+		    json_string(val));
+	}
+	return rules;
+}
+
 json_t *
 sbx_e2b_net_body(const json_t *rules, const json_t *proxy,
-    struct sbx_err *err)
+    const json_t *inject, struct sbx_err *err)
 {
 	const char *lists[] = {"allow_out", "deny_out"};
 	const char *keys[] = {"allowOut", "denyOut"};
@@ -98,7 +128,27 @@ bad:
 		}
 		json_object_set_new(net, "egressProxy", px);
 	}
+	if (json_array_size(inject))
+		json_object_set_new(net, "rules", e2b_inject_rules(inject));
 	return net;
+}
+
+/* Wipe the header values of E2B's rules in a network object. */
+static void
+wipe_rules(json_t *net)
+{
+	json_t *h, *t, *v;
+	const char *host, *name;
+	size_t i;
+
+	json_object_foreach(json_object_get(net, "rules"), host, h)
+		json_array_foreach(h, i, t)
+			json_object_foreach(json_object_get(json_object_get(t,
+			    "transform"), "headers"), name, v)
+				if (json_is_string(v))
+					explicit_bzero((char *)
+					    json_string_value(v),
+					    json_string_length(v));
 }
 
 void
@@ -112,6 +162,8 @@ sbx_e2b_body_free(json_t *b)
 	if (json_is_string(pw))
 		explicit_bzero((char *)json_string_value(pw),
 		    json_string_length(pw));
+	wipe_rules(json_object_get(b, "network"));
+	wipe_rules(b);
 	json_decref(b);
 }
 
@@ -178,6 +230,34 @@ current_proxy(const json_t *s, struct sbx_err *err)
 	return o;
 }
 
+/* The header rules a sandbox has now, into a PUT's body: PUT would clear
+ * them otherwise. A server that keeps their values to itself (sbxd
+ * answers null for each) cannot have them sent again: refused. */
+static int
+keep_rules(const json_t *s, json_t *body, const char *id,
+    struct sbx_err *err)
+{
+	json_t *rules = json_object_get(json_object_get(s, "network"),
+	    "rules"), *h, *t, *v;
+	const char *host, *name;
+	size_t i;
+
+	if (!json_is_object(rules) || !json_object_size(rules))
+		return 0;
+	json_object_foreach(rules, host, h)
+		json_array_foreach(h, i, t)
+			json_object_foreach(json_object_get(json_object_get(t,
+			    "transform"), "headers"), name, v)
+				if (!json_is_string(v))
+					return sbx_err_set(err, SBX_EX_USAGE,
+					    "sandbox '%s' injects headers whose "
+					    "values its server does not give "
+					    "back: sbx-net would clear them",
+					    id);
+	json_object_set_new(body, "rules", json_deep_copy(rules));
+	return 0;
+}
+
 json_t *
 sbx_e2b_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 {
@@ -207,7 +287,8 @@ sbx_e2b_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 		json_incref(px);
 	else
 		px = current_proxy(s, err), mine = 1;
-	if (!px || !(body = sbx_e2b_net_body(set, px, err)))
+	if (!px || !(body = sbx_e2b_net_body(set, px, NULL, err)) ||
+	    keep_rules(s, body, id, err) < 0)
 		goto out;
 	/* E2B's PUT: what it omits is cleared; internet stays on (the
 	 * rules say what of it). */

@@ -455,6 +455,7 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	uint32_t slot = 0;
 	ssize_t n;
 	pid_t pid = -1, netd = 0;
+	int netfd = -1; /* sbx-netd's readiness, until it is read */
 
 	*ref = NULL;
 	s.listen_fd = s.status_fd = s.log_fd = s.init_fd = s.image_fd = -1;
@@ -633,9 +634,19 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 			goto fail;
 		}
 	}
-	if (sbx_local_net_wanted(dir, spec) && sbx_local_net_start(dir, id,
-	    host ? "/" : image, pid, spec, &netd, err) < 0)
+	/* sbx-netd sets the network up while the sandbox builds its root,
+	 * unless it must first put a new CA where the sandbox's mounts will
+	 * find it (header injection at create). No command runs before
+	 * both are done. */
+	if (sbx_local_net_wanted(dir, spec) && (netfd = sbx_local_net_spawn(
+	    dir, id, host ? "/" : image, pid, spec, err)) < 0)
 		goto fail;
+	if (netfd >= 0 && json_array_size(spec->net_inject)) {
+		rc = sbx_local_net_ready(netfd, dir, &netd, err);
+		netfd = -1;
+		if (rc < 0)
+			goto fail;
+	}
 	/* sbx-netd made it (header injection) and put it in the sandbox's
 	 * trust store; a stopped sandbox started again still has both. */
 	p = sbx_xasprintf("%s/ca.crt", dir);
@@ -651,6 +662,12 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 		msg[n] = '\0';
 		sbx_err_set(err, SBX_EX_FAIL, "%s", msg);
 		goto fail;
+	}
+	if (netfd >= 0) {
+		rc = sbx_local_net_ready(netfd, dir, &netd, err);
+		netfd = -1;
+		if (rc < 0)
+			goto fail;
 	}
 	json_decref(meta);
 	meta = make_meta(spec, id, host ? "host" : image, workdir, pid,
@@ -692,7 +709,8 @@ fail:
 out:
 	{
 		int fds[] = {go[0], go[1], ep[0], ep[1], cp[0], cp[1], is[0],
-		    is[1], img, s.listen_fd, s.status_fd, s.log_fd, s.init_fd};
+		    is[1], img, s.listen_fd, s.status_fd, s.log_fd, s.init_fd,
+		    netfd};
 
 		for (i = 0; i < (int)(sizeof fds / sizeof fds[0]); i++)
 			if (fds[i] >= 0)

@@ -352,10 +352,10 @@ netd_child(const char *path, const char *errlog, char *const argv[],
 }
 
 int
-sbx_local_net_start(const char *dir, const char *id, const char *image,
-    pid_t pid, const struct sbx_spec *spec, pid_t *netd, struct sbx_err *err)
+sbx_local_net_spawn(const char *dir, const char *id, const char *image,
+    pid_t pid, const struct sbx_spec *spec, struct sbx_err *err)
 {
-	char *path, *errlog = NULL, pidstr[24], line[512];
+	char *path, *errlog = NULL, pidstr[24];
 	char *argv[] = {"sbx-netd", (char *)dir, pidstr, NULL};
 	static const char *const keep[] = {"HOME", "XDG_CONFIG_HOME",
 	    "SBX_NETWORK_CA_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "PATH",
@@ -363,14 +363,9 @@ sbx_local_net_start(const char *dir, const char *id, const char *image,
 	char *envp[sizeof keep / sizeof keep[0] + 1];
 	const char *ev;
 	size_t i, ne = 0;
-	struct pollfd pfd;
-	int ready[2] = {-1, -1}, rc = -1;
-	size_t n = 0;
-	ssize_t r;
+	int ready[2] = {-1, -1};
 	pid_t c;
-	long v;
 
-	*netd = 0;
 	if (write_rules(dir, id, image, spec, err) < 0)
 		return -1;
 	if (!(path = netd_path(err)))
@@ -390,51 +385,71 @@ sbx_local_net_start(const char *dir, const char *id, const char *image,
 	}
 	if ((c = fork()) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start sbx-netd:");
+		close(ready[0]);
+		ready[0] = -1;
 		goto out;
 	}
 	if (c == 0)
 		netd_child(path, errlog, argv, envp, ready[1]);
-	close(ready[1]);
-	ready[1] = -1;
 	while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
 		;
-	/* "ok PID\n", or one line that says what went wrong. */
-	pfd.fd = ready[0];
-	pfd.events = POLLIN;
-	while (n < sizeof line - 1) {
-		if ((r = poll(&pfd, 1, NETD_READY_MS)) == 0) {
-			sbx_err_set(err, SBX_EX_FAIL, "sbx-netd was not ready "
-			    "in %d s", NETD_READY_MS / 1000);
-			goto out;
-		}
-		if (r < 0 && errno == EINTR)
-			continue;
-		if ((r = read(ready[0], line + n, sizeof line - 1 - n)) <= 0)
-			break;
-		n += (size_t)r;
-		if (memchr(line, '\n', n))
-			break;
-	}
-	line[n] = '\0';
-	line[strcspn(line, "\n")] = '\0';
-	if (sscanf(line, "ok %ld", &v) == 1 && v > 0) {
-		*netd = (pid_t)v;
-		rc = 0;
-	} else if (*line)
-		sbx_err_set(err, SBX_EX_FAIL, "network: %s", line);
-	else
-		sbx_err_set(err, SBX_EX_FAIL, "sbx-netd ended before it was "
-		    "ready (see %s)", errlog);
 out:
-	if (ready[0] >= 0)
-		close(ready[0]);
 	if (ready[1] >= 0)
 		close(ready[1]);
 	for (i = 0; i < ne; i++)
 		free(envp[i]);
 	free(errlog);
 	free(path);
-	return rc;
+	return ready[0];
+}
+
+int
+sbx_local_net_ready(int ready, const char *dir, pid_t *netd,
+    struct sbx_err *err)
+{
+	struct pollfd pfd = {ready, POLLIN, 0};
+	char line[512];
+	size_t n = 0;
+	ssize_t r;
+	long v;
+
+	*netd = 0;
+	/* "ok PID\n", or one line that says what went wrong. */
+	while (n < sizeof line - 1) {
+		if ((r = poll(&pfd, 1, NETD_READY_MS)) == 0) {
+			close(ready);
+			return sbx_err_set(err, SBX_EX_FAIL, "sbx-netd was not "
+			    "ready in %d s", NETD_READY_MS / 1000);
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if ((r = read(ready, line + n, sizeof line - 1 - n)) <= 0)
+			break;
+		n += (size_t)r;
+		if (memchr(line, '\n', n))
+			break;
+	}
+	close(ready);
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if (sscanf(line, "ok %ld", &v) == 1 && v > 0) {
+		*netd = (pid_t)v;
+		return 0;
+	}
+	if (*line)
+		return sbx_err_set(err, SBX_EX_FAIL, "network: %s", line);
+	return sbx_err_set(err, SBX_EX_FAIL, "sbx-netd ended before it was "
+	    "ready (see %s/netd.err)", dir);
+}
+
+int
+sbx_local_net_start(const char *dir, const char *id, const char *image,
+    pid_t pid, const struct sbx_spec *spec, pid_t *netd, struct sbx_err *err)
+{
+	int ready = sbx_local_net_spawn(dir, id, image, pid, spec, err);
+
+	*netd = 0;
+	return ready < 0 ? -1 : sbx_local_net_ready(ready, dir, netd, err);
 }
 
 void

@@ -1,6 +1,7 @@
 /* ca.c - a sandbox's own CA, for the hosts whose HTTPS sbx-netd terminates
- * to inject headers: made once (DIR/ca.key, DIR/ca.crt), put into the
- * sandbox's trust store before the sandbox starts, and a leaf for each
+ * to inject headers: made once (DIR/ca.key, DIR/ca.crt), put into a local
+ * sandbox's trust store before the sandbox starts (a container's: by the
+ * docker backend, lib/docker/ca.c), and a leaf for each
  * host signed on demand and kept in memory */
 #include <errno.h>
 #include <fcntl.h>
@@ -309,11 +310,17 @@ netd_ca_init(const char *dir, struct sbx_err *err)
 	np = sbx_xasprintf("%s/net.json", dir);
 	if (!(net = sbx_json_load_object(np, err)))
 		goto out;
-	if (!(image = sbx_json_str(net, "image")) || *image != '/') {
-		sbx_err_set(err, SBX_EX_DATA, "'%s': no \"image\"", np);
+	/* No "image" (docker): no DIR/upper either; the backend puts the
+	 * CA into the container once sbx-netd is ready. */
+	if ((image = sbx_json_str(net, "image")) && *image != '/') {
+		sbx_err_set(err, SBX_EX_DATA, "'%s': \"image\" is not a path",
+		    np);
 		goto out;
 	}
-	cn = sbx_xasprintf("sbx sandbox %s CA", sbx_json_str(net, "id") ?
+	/* A CN holds 64 characters: a container's id (64 hex digits) is
+	 * cut to its short form, as `docker ps` shows it; a local id has
+	 * 12 already. */
+	cn = sbx_xasprintf("sbx sandbox %.12s CA", sbx_json_str(net, "id") ?
 	    sbx_json_str(net, "id") : "?");
 	ca.key = EVP_EC_gen("P-256");
 	ca.crt = ca.key ? cert_new(ca.key, cn, NULL, NULL, CA_DAYS) : NULL;
@@ -323,7 +330,7 @@ netd_ca_init(const char *dir, struct sbx_err *err)
 		goto out;
 	}
 	/* The trust store first: a CA on disk means it is installed. */
-	if (install(dir, image, err) < 0)
+	if (image && install(dir, image, err) < 0)
 		goto out;
 	if (!(s = pem_of(NULL, ca.key, &n)) ||
 	    sbx_file_write_atomic(kp, s, n, 0600, 0, err) < 0) {

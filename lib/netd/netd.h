@@ -103,7 +103,8 @@ const char *netd_connect_up(struct conn *c,
 
 /* ca.c: the sandbox's CA (DIR/ca.key, DIR/ca.crt), made at the first
  * start with injection and put into the sandbox's trust store (DIR/upper
- * over the image, net.json "image"); then leaves signed for each host. */
+ * over the image, net.json "image"; without "image", a container's, the
+ * docker backend does it); then leaves signed for each host. */
 int netd_ca_init(const char *dir, struct sbx_err *err);
 /* A server context with a leaf for host (cached), ALPN http/1.1 only;
  * NULL without a CA or on failure. A ref: give it back with

@@ -16,6 +16,10 @@ setup_file() {
 	networld_start
 	sbx_dockerd_start && sbx_docker_image && net_image && bridge_to_world &&
 	    own_resolver_or_stop
+	# Header injection: sbx-netd trusts the world's CA upstream, and the
+	# throwaway value the tests inject and then look for.
+	export SBX_NETWORK_CA_FILE=$NETWORLD_CA
+	export SBX_TEST_KEY=sbxinj-$RANDOM$RANDOM$RANDOM-value
 }
 
 teardown_file() {
@@ -49,15 +53,19 @@ teardown() {
 	done
 }
 
-# The busybox image with curl (and the libraries it needs), the world's CA
-# at /etc/ca.pem and a static /usr/bin/probe (probe.c below).
+# The busybox image with curl and openssl (and the libraries they need),
+# the world's CA at /etc/ca.pem and, as a trust store, a symlink to it at
+# /etc/ssl/certs/ca-certificates.crt; a static /usr/bin/probe (probe.c
+# below).
 net_image() {
 	local root=$SBX_TEST_DOCKERD_DIR/net-root c f
 	docker image inspect "$NET_IMAGE" >/dev/null 2>&1 && return 0
-	mkdir -p "$root/usr/bin" "$root/etc"
-	cp /usr/bin/curl "$root/usr/bin/curl" &&
-	    cp "$NETWORLD_CA" "$root/etc/ca.pem" || return 1
-	for f in $(ldd /usr/bin/curl | awk '$2 == "=>" { print $3 } $1 ~ /^\// { print $1 }'); do
+	mkdir -p "$root/usr/bin" "$root/etc/ssl/certs"
+	cp /usr/bin/curl /usr/bin/openssl "$root/usr/bin/" &&
+	    cp "$NETWORLD_CA" "$root/etc/ca.pem" &&
+	    ln -s ../../ca.pem "$root/etc/ssl/certs/ca-certificates.crt" ||
+	    return 1
+	for f in $({ ldd /usr/bin/curl; ldd /usr/bin/openssl; } | awk '$2 == "=>" { print $3 } $1 ~ /^\// { print $1 }' | sort -u); do
 		cp -L --parents "$f" "$root" || return 1
 	done
 	printf '%s\n' "$PROBE" >"$SBX_TEST_DOCKERD_DIR/probe.c"
@@ -490,4 +498,192 @@ udp: sendto: Operation not permitted"
 	run --separate-stderr sbx-net -s s.json
 	assert_failure 2
 	[ "$stderr" = "sbx-net: sandbox '$(sid)' has network deny: rules need --network allow" ]
+}
+
+# --- header injection ------------------------------------------------------------
+
+# A container of the net image injecting x-api-key: $SBX_TEST_KEY into
+# requests to a.test (extra arguments go to sbx-create).
+dk_inject() {
+	dk -n allow --inject-header 'a.test:x-api-key=env:SBX_TEST_KEY' "$@"
+}
+
+# The container's TLS clients verify a.test's certificate, which sbx-netd
+# signs with the sandbox's CA: curl with its default trust (the bundle),
+# openssl with the hashed directory alone (capath).
+ca_trusted() {
+	run sx curl -sS --max-time 5 https://a.test/s
+	assert_success
+	field_is .tls true
+	field_is .sni a.test
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+	run sx sh -c 'openssl s_client -connect a.test:443 -servername a.test \
+	    -CApath /etc/ssl/certs -no-CAfile -verify_return_error </dev/null \
+	    2>/dev/null | grep -E "^(issuer=|Verify return code)"'
+	assert_output "issuer=CN = sbx sandbox $(sid | cut -c1-12) CA
+Verify return code: 0 (ok)"
+}
+
+@test "docker inject: HTTP and HTTPS get the header, the container's own value replaced; its TLS clients trust the sandbox's CA" {
+	dk_inject
+	api "/containers/$(sid)/json" >c.json
+	jq -e '.HostConfig.NetworkMode == "none"' c.json
+	run sx curl -sS --max-time 5 -H 'X-Api-Key: mine' -H 'x-other: kept' http://a.test/h
+	assert_success
+	field_is .tls false
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+	field_is '.headers["x-other"]' kept
+	ca_trusted
+	# a host without injection is tunnelled: the world's certificate,
+	# which the image's bundle (kept, with the CA after it) trusts
+	run sx curl -sS --max-time 5 -H 'x-api-key: mine' https://c.test/
+	assert_success
+	field_is .server c.test
+	field_is '.headers["x-api-key"]' mine
+	wait_log 2 '.proto == "tcp" and .port == 443 and .host == "a.test"'
+	run log_lines '.proto == "tcp" and .port == 443 and .host == "a.test"'
+	[ "$(jq -r .verdict <<<"$output" | sort | uniq -c | awk '{ print $1, $2 }')" = "2 inject" ]
+}
+
+@test "docker inject: the trust store in the container: the image's bundle and the CA, sbx-ca.pem, its hash link, root's, 0644; the variables in Env" {
+	dk_inject
+	pem=$(cat "$(ndir)/ca.crt")
+	hash=$(openssl x509 -noout -subject_hash -in "$(ndir)/ca.crt")
+	run sx stat -c '%n %F %u %g %a' /etc/ssl/certs/ca-certificates.crt \
+	    /etc/ssl/certs/sbx-ca.pem /etc/ca.pem
+	assert_output "/etc/ssl/certs/ca-certificates.crt regular file 0 0 644
+/etc/ssl/certs/sbx-ca.pem regular file 0 0 644
+/etc/ca.pem regular file 0 0 644"
+	run sx readlink "/etc/ssl/certs/$hash.0"
+	assert_output sbx-ca.pem
+	run sx cat /etc/ssl/certs/ca-certificates.crt
+	assert_output "$(cat "$NETWORLD_CA")
+$pem"
+	run sx cat /etc/ssl/certs/sbx-ca.pem
+	assert_output "$pem"
+	# the image's file the symlink pointed at is untouched
+	run sx cat /etc/ca.pem
+	assert_output "$(cat "$NETWORLD_CA")"
+	api "/containers/$(sid)/json" >c.json
+	run jq -r '.Config.Env[] | select(test("^(SSL_CERT_FILE|REQUESTS_CA_BUNDLE|NODE_EXTRA_CA_CERTS)="))' c.json
+	assert_output "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt
+NODE_EXTRA_CA_CERTS=/etc/ssl/certs/sbx-ca.pem"
+	run sx sh -c 'echo "$SSL_CERT_FILE $REQUESTS_CA_BUNDLE $NODE_EXTRA_CA_CERTS"'
+	assert_output "/etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/sbx-ca.pem"
+}
+
+@test "docker inject: --env replaces a CA variable (one of its name in Env); without injection there are none" {
+	dk_inject -e SSL_CERT_FILE=/etc/ca.pem
+	api "/containers/$(sid)/json" >c.json
+	run jq -r '.Config.Env[] | select(startswith("SSL_CERT_FILE="))' c.json
+	assert_output SSL_CERT_FILE=/etc/ca.pem
+	run sx sh -c 'echo "$SSL_CERT_FILE $REQUESTS_CA_BUNDLE"'
+	assert_output "/etc/ca.pem /etc/ssl/certs/ca-certificates.crt"
+	sbx-kill -s s.json >/dev/null
+	dk -n allow --deny-out c.test
+	api "/containers/$(sid)/json" >c.json
+	run jq -r '.Config.Env[] | select(test("^(SSL_CERT_FILE|REQUESTS_CA_BUNDLE|NODE_EXTRA_CA_CERTS)="))' c.json
+	assert_output ''
+	[ ! -e "$(ndir)/ca.crt" ]
+	run sx ls /etc/ssl/certs
+	assert_output ca-certificates.crt
+}
+
+@test "docker inject: an image without /etc/ssl/certs gets one, 0755, and /etc keeps its mode and owner" {
+	run --separate-stderr docker run --rm --network none "$SBX_TEST_IMAGE" \
+	    sh -c 'stat -c "%a %u %g" /etc; ls /etc/ssl 2>&1'
+	assert_output "755 0 0
+ls: /etc/ssl: No such file or directory"
+	sbx-create -b docker -i "$SBX_TEST_IMAGE" -n allow \
+	    --inject-header 'a.test:x-api-key=env:SBX_TEST_KEY' -s s.json >/dev/null
+	hash=$(openssl x509 -noout -subject_hash -in "$(ndir)/ca.crt")
+	run sx stat -c '%n %F %u %g %a' /etc /etc/ssl /etc/ssl/certs \
+	    /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/sbx-ca.pem
+	assert_output "/etc directory 0 0 755
+/etc/ssl directory 0 0 755
+/etc/ssl/certs directory 0 0 755
+/etc/ssl/certs/ca-certificates.crt regular file 0 0 644
+/etc/ssl/certs/sbx-ca.pem regular file 0 0 644"
+	run sx cat /etc/ssl/certs/ca-certificates.crt
+	assert_output "$(cat "$(ndir)/ca.crt")"
+	run sx readlink "/etc/ssl/certs/$hash.0"
+	assert_output sbx-ca.pem
+	# and it injects: busybox nc over plain HTTP (its static getaddrinfo
+	# would want glibc's NSS modules for a name)
+	run sx sh -c 'printf "GET /w HTTP/1.0\r\nHost: a.test\r\n\r\n" |
+	    nc -w 5 "$0" 80 | sed "1,/^\r\$/d"' "$NETWORLD_A"
+	assert_success
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+}
+
+@test "docker inject: the value is nowhere: the container's env, /proc, files, docker inspect, state, host argv" {
+	dk_inject -e FOO=bar
+	dir=$(ndir)
+	pat="${SBX_TEST_KEY:0:6}[${SBX_TEST_KEY:6:1}]${SBX_TEST_KEY:7}"
+	run sx curl -sS --max-time 5 http://a.test/
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+	run sx sh -c 'env | grep -c KEY; cat /proc/[0-9]*/environ 2>/dev/null | tr "\0" "\n" | grep -cE "$0"; cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" "\n" | grep -cE "$0"' "$pat"
+	assert_output "0
+0
+0"
+	# every file of the container (a small image), the CA's among them
+	run sx sh -c 'find / \( -path /proc -o -path /sys -o -path /dev \) \
+	    -prune -o -type f -print >/tmp/files
+	    grep -c "^/etc/ssl/certs/sbx-ca.pem\$" /tmp/files
+	    find / \( -path /proc -o -path /sys -o -path /dev \) -prune -o \
+	    -type f -exec grep -lE "$0" {} +; echo done' "$pat"
+	assert_output "1
+done"
+	# the engine's whole inspect (Env, Cmd, Entrypoint, Labels, ...)
+	api "/containers/$(sid)/json" >c.json
+	jq -e '.Config.Env | index("FOO=bar")' c.json
+	run grep -cE "$pat" c.json
+	assert_output 0
+	run docker inspect "$(sid)"
+	assert_success
+	refute_output --regexp "$pat"
+	run grep -rlE "$pat" "$BATS_TEST_TMPDIR/s.json" "$dir/net.json" \
+	    "$dir/net.log" "$dir/netd.err" "$dir/meta.json" "$dir/ca.crt"
+	assert_failure 1
+	assert_output ""
+	run sh -c 'sbx-ls -b docker -j && cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" "\n" | grep -cE "$0"' "$pat"
+	assert_line --index 0 --partial "\"id\":\"$(sid)\""
+	assert_line --index 1 0
+	refute_output --partial "$SBX_TEST_KEY"
+	run grep -cE "$pat" "/proc/$(nmeta net_pid)/environ"
+	assert_output 0
+	[ "$(stat -c %a "$dir/net.secret.json")" = 600 ]
+	grep -qE "$pat" "$dir/net.secret.json"
+}
+
+@test "docker inject: stopped and resumed, a new sbx-netd with the same CA, still trusted, still injecting" {
+	dk_inject
+	old=$(nmeta net_pid)
+	sum=$(sha256sum <"$(ndir)/ca.crt")
+	sbx-pause -m stop -s s.json >/dev/null
+	wait_dead "$old"
+	sbx-pause --resume -s s.json >/dev/null
+	new=$(nmeta net_pid)
+	[ "$new" != "$old" ]
+	alive "$new"
+	[ "$(sha256sum <"$(ndir)/ca.crt")" = "$sum" ]
+	run sx grep -c 'BEGIN CERTIFICATE' /etc/ssl/certs/ca-certificates.crt
+	assert_output 2
+	ca_trusted
+	run sx curl -sS --max-time 5 http://a.test/h
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+}
+
+@test "docker inject: runsc cannot: exit 2, nothing created" {
+	mkdir -p "$SBX_LOCAL_DIR/.docker-net"
+	run --separate-stderr sbx-create -b docker -i "$NET_IMAGE" --runtime runsc \
+	    -n allow --inject-header 'a.test:x-api-key=env:SBX_TEST_KEY' -s s.json
+	assert_failure 2
+	assert_output ''
+	[ "$stderr" = "sbx-create: runtime 'runsc' has a network stack of its own: sbx cannot enforce network rules there" ]
+	[ ! -e s.json ]
+	[ -z "$(containers)" ]
+	run ls -A "$SBX_LOCAL_DIR/.docker-net"
+	assert_output ''
 }

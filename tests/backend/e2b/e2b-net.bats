@@ -201,3 +201,24 @@ connect $NETWORLD_A 80"
 	run get http://c.test/
 	assert_failure
 }
+
+@test "--inject-header on e2b: E2B's network rules at create; requests carry the header, the value never comes back" {
+	export SBX_TEST_KEY=key-$RANDOM-$RANDOM-secret
+	new_e2b --allow-out a.test --deny-out all --inject-header 'a.test:x-api-key=env:SBX_TEST_KEY'
+	run get -H 'x-api-key: mine' http://a.test/h
+	assert_success
+	assert_equal "$(jq -r '.headers["x-api-key"]' <<<"$output")" "$SBX_TEST_KEY"
+	run sbxd_api GET "/sandboxes/$(sid)"
+	assert_success
+	refute_output --partial "$SBX_TEST_KEY"
+	run sbx-exec -s "$S" -- sh -c 'env; cat /proc/*/environ 2>/dev/null'
+	refute_output --partial "$SBX_TEST_KEY"
+	run cat "$S"
+	refute_output --partial "$SBX_TEST_KEY"
+	# E2B's shape, checked before any call: a bad source creates nothing.
+	unset SBX_TEST_KEY
+	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -n allow -s "$BATS_TEST_TMPDIR/t.json" \
+		--inject-header 'a.test:x-api-key=env:SBX_TEST_KEY'
+	assert_failure 2
+	[ ! -e "$BATS_TEST_TMPDIR/t.json" ]
+}
