@@ -309,6 +309,29 @@ bad:
 	return -1;
 }
 
+/* E2B's rules as GET shows them: each header named, its value null
+ * (E2B returns the values; sbxd never does), so that a client which
+ * sends the rules back on a PUT knows it cannot. */
+static json_t *
+rules_shown(const json_t *inject)
+{
+	json_t *rules = json_object(), *v, *h;
+	const char *host;
+	size_t i;
+
+	json_array_foreach(inject, i, v) {
+		host = sbx_json_str(v, "host");
+		if (!(h = json_object_get(rules, host))) {
+			h = json_pack("[{s{s{}}}]", "transform", "headers");
+			json_object_set_new(rules, host, h);
+		}
+		json_object_set_new(json_object_get(json_object_get(
+		    json_array_get(h, 0), "transform"), "headers"),
+		    sbx_json_str(v, "name"), json_null());
+	}
+	return rules;
+}
+
 /* The spec's password, wiped before it goes. */
 static void
 proxy_free(json_t *px)
@@ -468,6 +491,9 @@ net_parse(const json_t *net, int internet, struct sbx_spec *spec,
 		spec->net_rules = rules;
 	else
 		json_decref(rules);
+	if (spec->net_inject)
+		json_object_set_new(show, "rules", rules_shown(
+		    spec->net_inject));
 done:
 	if (shown)
 		*shown = show;
