@@ -1,5 +1,6 @@
-/* sbx-port - a sandbox's published ports on the host's loopback: print
- * them, or publish one more */
+/* sbx-port - a sandbox's ports as the host reaches them: the published
+ * ones on the host's loopback (print them, or publish one more), or the
+ * URL a remote backend gives each port */
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ main(int argc, char **argv)
 		sbx_die_err(&err);
 	sbx_flavour_pick(sbx_json_str(ref, "backend"));
 	if (!(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
-	    SBX_CAP_PORTS, &err) < 0)
+	    SBX_CAP_PORTS | (host_port ? SBX_CAP_PUBLISH : 0), &err) < 0)
 		sbx_die_err(&err);
 	if (!(out = be->ops->ports(ref, port, host_port, &err)))
 		sbx_die_err(&err);

@@ -22,7 +22,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_PIDS | SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND |
 		    SBX_CAP_STOP | SBX_CAP_FILES | SBX_CAP_IDLE |
 		    SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP |
-		    SBX_CAP_NET_RULES | SBX_CAP_PORTS,
+		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH,
 		/* On this machine compression only costs time. */
 		.compress = SBX_COMPRESS_NONE,
 		/* It runs on the user's own machine. */
@@ -48,11 +48,12 @@ static const struct sbx_backend backends[] = {
 		.name = "e2b",
 		/* --cpus and --memory are checked against the template's
 		 * size (size_check); no zstd (the template's tar may lack
-		 * it). */
+		 * it). Every port of a sandbox answers at its own host of
+		 * E2B's domain: ports, and nothing to publish. */
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
 		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES |
-		    SBX_CAP_NET_RULES,
+		    SBX_CAP_NET_RULES | SBX_CAP_PORTS,
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.ops = REMOTE(sbx_e2b_ops),
@@ -148,7 +149,9 @@ static const struct {
 	{SBX_CAP_KEEP, "keep", "keep a killed sandbox's files (--keep)"},
 	{SBX_CAP_NET_RULES, "network_rules", "filter the network "
 	    "(--allow-out, --deny-out, --egress-proxy, sbx-net)"},
-	{SBX_CAP_PORTS, "ports", "publish ports (--port, sbx-port)"},
+	{SBX_CAP_PORTS, "ports", "reach a sandbox's ports (sbx-port)"},
+	{SBX_CAP_PUBLISH, "publish", "publish ports (--port, sbx-port "
+	    "HOSTPORT:PORT)"},
 };
 
 int
@@ -180,7 +183,7 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	want |= spec->name ? SBX_CAP_NAME : 0;
 	want |= spec->net_rules || spec->net_inject || spec->egress_proxy ?
 	    SBX_CAP_NET_RULES : 0;
-	want |= spec->ports ? SBX_CAP_PORTS : 0;
+	want |= spec->ports ? SBX_CAP_PUBLISH : 0;
 	if (spec->net_rules && spec->network != SBX_NET_ALLOW)
 		return sbx_err_set(err, SBX_EX_USAGE, "--allow-out and "
 		    "--deny-out need --network allow");
@@ -190,6 +193,11 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	if (spec->egress_proxy && spec->network != SBX_NET_ALLOW)
 		return sbx_err_set(err, SBX_EX_USAGE, "--egress-proxy needs "
 		    "--network allow");
+	if (spec->ports && (be->caps & SBX_CAP_PORTS) &&
+	    !(be->caps & SBX_CAP_PUBLISH))
+		return sbx_err_set(err, SBX_EX_USAGE, "backend '%s' publishes "
+		    "no ports (--port): every port of its sandboxes answers at "
+		    "a URL of its own, which sbx-port prints", be->name);
 	return sbx_backend_need(be, want, err);
 }
 

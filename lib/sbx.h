@@ -368,7 +368,10 @@ enum {
 	SBX_CAP_KEEP = 1 << 16,      /* sbx-kill -k; an ended sandbox stays
 	                              * listed (expired, dead) until sbx-gc */
 	SBX_CAP_NET_RULES = 1 << 17, /* --allow-out, --deny-out; sbx-net */
-	SBX_CAP_PORTS = 1 << 18,     /* sbx-create --port; sbx-port */
+	SBX_CAP_PORTS = 1 << 18,     /* sbx-port: a sandbox's port from the
+	                              * host, as a URL */
+	SBX_CAP_PUBLISH = 1 << 19,   /* sbx-create --port, sbx-port PORT
+	                              * publishing more on the host */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that
@@ -400,8 +403,11 @@ struct sbx_backend_ops {
 	 * set is not NULL (a list it omits is cleared), applied to new
 	 * connections at once. A set's "egress_proxy" ({"url","password"}
 	 * as sbx_spec's, or null: none) replaces the proxy; without that
-	 * key the proxy stays. The result has "egress_proxy" (the URL)
-	 * when there is one. */
+	 * key the proxy stays. A set's "inject" (an array as sbx_spec's
+	 * net_inject; [] none) replaces the header injections, which a
+	 * sandbox can have only when it had some at create (its CA); without
+	 * that key they stay. The result has "egress_proxy" (the URL) when
+	 * there is one. */
 	json_t *(*net_rules)(const json_t *ref, const json_t *set,
 	    struct sbx_err *err);
 	/* The log of decisions, JSON lines, copied to stdout; follow: then
@@ -409,7 +415,9 @@ struct sbx_backend_ops {
 	int (*net_log)(const json_t *ref, int follow, struct sbx_err *err);
 	/* With SBX_CAP_PORTS (sbx-port): port 0, the published ports as an
 	 * array; else that port's {"port","host","host_port","url"},
-	 * published first (on host_port, 0: a free one) when it is not. */
+	 * published first (on host_port, 0: a free one) when it is not.
+	 * Without SBX_CAP_PUBLISH every port answers already: the object
+	 * has no host_port, and host_port must be 0. */
 	json_t *(*ports)(const json_t *ref, unsigned port, unsigned host_port,
 	    struct sbx_err *err);
 };

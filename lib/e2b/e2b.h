@@ -111,6 +111,10 @@ void sbx_e2b_body_free(json_t *b);
 /* sbx-net: GET's network, or PUT /sandboxes/ID/network. */
 json_t *sbx_e2b_net_rules(const json_t *ref, const json_t *set,
     struct sbx_err *err);
+/* sbx-port: {"port","host","url"} of the host <port>-<id>.<domain> that
+ * E2B gives every port (the SDKs' getHost); nothing is published. */
+json_t *sbx_e2b_ports(const json_t *ref, unsigned port, unsigned host_port,
+    struct sbx_err *err);
 
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_e2b_files;

@@ -374,5 +374,6 @@ const struct sbx_backend_ops sbx_e2b_ops = {
 	.list = e2b_list,
 	.files = &sbx_e2b_files,
 	.net_rules = sbx_e2b_net_rules,
+	.ports = sbx_e2b_ports,
 	/* E2B keeps no log of the sandbox's connections: net_log NULL. */
 };

@@ -278,6 +278,11 @@ sbx_e2b_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 		out = rules_of(s);
 		goto out;
 	}
+	if (json_array_size(json_object_get(set, "inject"))) {
+		sbx_err_set(err, SBX_EX_USAGE, "backend 'e2b' cannot change "
+		    "header injections");
+		goto out;
+	}
 	if ((px = json_object_get(set, "egress_proxy")))
 		json_incref(px);
 	else
@@ -306,6 +311,66 @@ out:
 	if (mine && (pw = sbx_json_str(px, "password")))
 		explicit_bzero((char *)pw, strlen(pw));
 	json_decref(px);
+	json_decref(s);
+	sbx_e2b_close(&e);
+	return out;
+}
+
+/* --- sbx-port ------------------------------------------------------------ */
+
+/* Where a sandbox's ports answer: the domain its detail names, else E2B's
+ * (E2B_DOMAIN) for E2B's own API, else the API's own host and port (a
+ * server such as sbxd answers for its sandboxes at its own address). */
+static char *
+ports_domain(const struct eb *e, const json_t *s)
+{
+	const char *d = sbx_json_str(s, "domain"), *h;
+	char *own = sbx_xasprintf("https://api.%s", sbx_e2b_domain());
+	size_t n;
+
+	if (d && *d) {
+		free(own);
+		return sbx_xstrdup(d);
+	}
+	if (!strcmp(e->endpoint, own)) {
+		free(own);
+		return sbx_xstrdup(sbx_e2b_domain());
+	}
+	free(own);
+	h = strstr(e->endpoint, "://") + 3;
+	n = strcspn(h, "/?#");
+	/* user@ never: the API's key travels in a header. */
+	return sbx_xasprintf("%.*s", (int)n, h);
+}
+
+json_t *
+sbx_e2b_ports(const json_t *ref, unsigned port, unsigned host_port,
+    struct sbx_err *err)
+{
+	struct eb e;
+	json_t *s, *out;
+	const char *id;
+	char *dom, *host, *url;
+
+	/* host_port: sbx-port refused it (no SBX_CAP_PUBLISH). */
+	(void)host_port;
+	if (!port) {
+		sbx_err_set(err, SBX_EX_USAGE, "backend 'e2b' publishes no "
+		    "ports to list: every port of a sandbox answers at its own "
+		    "URL (name one: sbx-port PORT)");
+		return NULL;
+	}
+	if (sbx_e2b_ref_open(&e, ref, &id, &s, err) < 0)
+		return NULL;
+	dom = ports_domain(&e, s);
+	host = sbx_xasprintf("%u-%s.%s", port, id, dom);
+	url = sbx_xasprintf("%s://%s", strncmp(e.endpoint, "http://", 7) ?
+	    "https" : "http", host);
+	out = json_pack("{sIssss}", "port", (json_int_t)port, "host", host,
+	    "url", url);
+	free(url);
+	free(host);
+	free(dom);
 	json_decref(s);
 	sbx_e2b_close(&e);
 	return out;

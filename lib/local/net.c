@@ -166,8 +166,9 @@ sbx_local_net_check(const struct sbx_spec *spec, struct sbx_err *err)
 
 /* DIR/net.secret.json, for sbx-netd alone (0600; never printed, never
  * logged): "inject", the injected headers with their values (when inject
- * has any), and "egress_proxy": {"password": P} (when proxy is not NULL:
- * set, or removed when it has no password). What else it holds stays. */
+ * is not NULL: replaced, or removed when empty), and "egress_proxy":
+ * {"password": P} (when proxy is not NULL: set, or removed when it has
+ * no password). What else it holds stays. */
 static int
 write_secret(const char *dir, const json_t *inject, const json_t *proxy,
     struct sbx_err *err)
@@ -176,7 +177,7 @@ write_secret(const char *dir, const json_t *inject, const json_t *proxy,
 	json_t *o, *pw;
 	int rc;
 
-	if (!json_array_size(inject) && !proxy)
+	if (!inject && !proxy)
 		return 0;
 	p = sbx_xasprintf("%s/net.secret.json", dir);
 	o = json_load_file(p, 0, NULL);
@@ -186,6 +187,8 @@ write_secret(const char *dir, const json_t *inject, const json_t *proxy,
 	}
 	if (json_array_size(inject))
 		json_object_set(o, "inject", (json_t *)inject);
+	else if (inject)
+		json_object_del(o, "inject");
 	if (proxy) {
 		pw = json_object_get(proxy, "password");
 		if (json_is_string(pw))
@@ -193,6 +196,12 @@ write_secret(const char *dir, const json_t *inject, const json_t *proxy,
 			    "{s:O}", "password", pw));
 		else
 			json_object_del(o, "egress_proxy");
+	}
+	/* Nothing to keep, where nothing was kept: no file. */
+	if (!json_object_size(o) && access(p, F_OK) < 0) {
+		json_decref(o);
+		free(p);
+		return 0;
 	}
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
@@ -203,6 +212,20 @@ write_secret(const char *dir, const json_t *inject, const json_t *proxy,
 	return rc;
 }
 
+/* net.json's "inject": which headers, never their values. */
+static json_t *
+inject_names(const json_t *inject)
+{
+	json_t *a = json_array(), *v;
+	size_t i;
+
+	json_array_foreach(inject, i, v)
+		json_array_append_new(a, json_pack("{sOsO}", "host",
+		    json_object_get(v, "host"), "name", json_object_get(v,
+		    "name")));
+	return a;
+}
+
 /* DIR/net.json: what sbx-netd enforces. A stopped sandbox started again
  * keeps its own (sbx-net may have changed it), and its net.secret.json. */
 static int
@@ -210,9 +233,8 @@ write_rules(const char *dir, const char *id, const char *image,
     const struct sbx_spec *spec, struct sbx_err *err)
 {
 	char *p = sbx_xasprintf("%s/net.json", dir), *text;
-	json_t *o, *dns, *inject, *v;
+	json_t *o, *dns, *inject;
 	struct stat st;
-	size_t i;
 	int rc;
 
 	if (stat(p, &st) == 0) {
@@ -224,18 +246,13 @@ write_rules(const char *dir, const char *id, const char *image,
 		return -1;
 	}
 	/* The secrets first: sbx-netd reads both files at its start. */
-	if (write_secret(dir, spec->net_inject, spec->egress_proxy,
-	    err) < 0) {
+	if (write_secret(dir, json_array_size(spec->net_inject) ?
+	    spec->net_inject : NULL, spec->egress_proxy, err) < 0) {
 		json_decref(dns);
 		free(p);
 		return -1;
 	}
-	/* Which headers, never their values. */
-	inject = json_array();
-	json_array_foreach(spec->net_inject, i, v)
-		json_array_append_new(inject, json_pack("{sOsO}", "host",
-		    json_object_get(v, "host"), "name", json_object_get(v,
-		    "name")));
+	inject = inject_names(spec->net_inject);
 	o = json_pack("{sssOsOsosO}", "id", id,
 	    "allow_out", spec->net_rules ? json_object_get(spec->net_rules,
 	    "allow_out") : json_array(),
@@ -503,12 +520,33 @@ proxy_check(const json_t *px, struct sbx_err *err)
 	return 0;
 }
 
+/* Injections need DIR/ca.crt: sbx-netd makes it at the create of a
+ * sandbox with some, and the sandbox's trust store has it from then. */
+static int
+ca_check(const char *dir, const json_t *inject, struct sbx_err *err)
+{
+	char *p;
+	int ok;
+
+	if (!json_array_size(inject))
+		return 0;
+	p = sbx_xasprintf("%s/ca.crt", dir);
+	ok = access(p, F_OK) == 0;
+	free(p);
+	if (!ok)
+		return sbx_err_set(err, SBX_EX_USAGE, "the sandbox was created "
+		    "without header injection: it has no CA to terminate TLS "
+		    "with, so none can be added now (create it with "
+		    "--inject-header)");
+	return 0;
+}
+
 json_t *
 sbx_local_net_dir_rules(const char *dir, const json_t *set,
     struct sbx_err *err)
 {
 	char *p = sbx_xasprintf("%s/net.json", dir), *text;
-	json_t *cur = NULL, *out = NULL, *meta = NULL, *px;
+	json_t *cur = NULL, *out = NULL, *meta = NULL, *px, *inj;
 	struct sbx_net_rules rs;
 	const char *k[] = {"allow_out", "deny_out"};
 	pid_t pid;
@@ -527,6 +565,16 @@ sbx_local_net_dir_rules(const char *dir, const json_t *set,
 
 			json_object_set_new(cur, k[i], a ? json_deep_copy(a) :
 			    json_array());
+		}
+		/* The injections: replaced when set names them ([]: none),
+		 * kept when it does not; new ones only with the CA the
+		 * sandbox has trusted since its create. */
+		if ((inj = json_object_get(set, "inject"))) {
+			if (inject_check(inj, err) < 0 ||
+			    ca_check(dir, inj, err) < 0 ||
+			    write_secret(dir, inj, NULL, err) < 0)
+				goto out;
+			json_object_set_new(cur, "inject", inject_names(inj));
 		}
 		/* The proxy: replaced when set names it (null: none), kept
 		 * when it does not. */

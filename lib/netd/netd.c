@@ -74,6 +74,7 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	if (c->ninject && (netd_ca_init(dir, err) < 0 ||
 	    netd_inject_init(err) < 0))
 		return -1;
+	netd.injecting = c->ninject > 0;
 	if ((netd.pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot watch process "
 		    "%d:", (int)pid);
@@ -112,10 +113,28 @@ reload(void)
 {
 	struct sbx_err err = {0};
 	struct netd_conf *c;
+	char *p;
 
 	if (netd_conf_load(netd.dir, &c, &err) < 0) {
 		sbx_warn("%s; the rules stay as they were", err.msg);
 		return;
+	}
+	/* Injection new to this helper: only with the CA the sandbox
+	 * trusts since its create (sbx-net and sbxd refuse it otherwise);
+	 * one made now would not be in its trust store. */
+	if (c->ninject && !netd.injecting) {
+		p = sbx_xasprintf("%s/ca.key", netd.dir);
+		if (access(p, F_OK) < 0)
+			sbx_err_set(&err, SBX_EX_USAGE, "header injection needs "
+			    "the sandbox's CA, made only at create");
+		free(p);
+		if (err.code || netd_ca_init(netd.dir, &err) < 0 ||
+		    netd_inject_init(&err) < 0) {
+			sbx_warn("%s; the rules stay as they were", err.msg);
+			netd_conf_put(c);
+			return;
+		}
+		netd.injecting = 1;
 	}
 	netd_conf_set(c);
 	sbx_note("reloaded '%s/net.json'", netd.dir);

@@ -50,6 +50,7 @@ struct netd {
 	int tcp, udp;              /* the listeners, in the sandbox's netns */
 	int egress;                /* as the first net.json said */
 	int inside;                /* the connector's socket (setup.c) */
+	int injecting;             /* the CA and the TLS client are ready */
 	pthread_mutex_t mu;
 	struct netd_conf *conf;    /* the current snapshot */
 };

@@ -115,6 +115,8 @@ sbxd_box_save(struct sbxd_box *b)
 	    "token", b->token, "traffic", b->traffic);
 	if (b->network)
 		json_object_set(j, "network", b->network);
+	if (b->ca)
+		json_object_set_new(j, "ca", json_true());
 	pthread_mutex_unlock(&sbxd.mu);
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
@@ -215,6 +217,7 @@ adopt(const char *name)
 	b->end_ms = sbx_json_int(j, "end_ms", 0);
 	b->auto_pause = json_is_true(json_object_get(j, "autoPause"));
 	b->internet = json_is_true(json_object_get(j, "internet"));
+	b->ca = json_is_true(json_object_get(j, "ca"));
 	if (json_is_object(json_object_get(j, "network")))
 		b->network = json_incref(json_object_get(j, "network"));
 	b->next_pid = 100;

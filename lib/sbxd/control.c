@@ -309,6 +309,29 @@ bad:
 	return -1;
 }
 
+/* E2B's rules as GET shows them: each header named, its value null
+ * (E2B returns the values; sbxd never does), so that a client which
+ * sends the rules back on a PUT knows it cannot. */
+static json_t *
+rules_shown(const json_t *inject)
+{
+	json_t *rules = json_object(), *v, *h;
+	const char *host;
+	size_t i;
+
+	json_array_foreach(inject, i, v) {
+		host = sbx_json_str(v, "host");
+		if (!(h = json_object_get(rules, host))) {
+			h = json_pack("[{s{s{}}}]", "transform", "headers");
+			json_object_set_new(rules, host, h);
+		}
+		json_object_set_new(json_object_get(json_object_get(
+		    json_array_get(h, 0), "transform"), "headers"),
+		    sbx_json_str(v, "name"), json_null());
+	}
+	return rules;
+}
+
 /* The spec's password, wiped before it goes. */
 static void
 proxy_free(json_t *px)
@@ -386,7 +409,6 @@ net_parse(const json_t *net, int internet, struct sbx_spec *spec,
 	const json_t *v;
 	const char *lists[] = {"allowOut", "denyOut"};
 	const char *keys[] = {"allow_out", "deny_out"};
-	const char *refused[] = {"maskRequestHost"};
 	struct sbx_net_rule rule;
 	struct sbx_err err;
 	json_t *rules = json_pack("{s[]s[]}", "allow_out", "deny_out"), *a;
@@ -400,13 +422,6 @@ net_parse(const json_t *net, int internet, struct sbx_spec *spec,
 		    "must be an object");
 		goto bad;
 	}
-	for (i = 0; net && i < sizeof refused / sizeof refused[0]; i++)
-		if ((v = json_object_get(net, refused[i])) && !json_is_null(v) &&
-		    !(json_is_object(v) && !json_object_size(v))) {
-			snprintf(msg, n, "network.%s is not supported by this "
-			    "server yet", refused[i]);
-			goto bad;
-		}
 	for (k = 0; net && k < 2; k++) {
 		v = json_object_get(net, lists[k]);
 		if (v && !json_is_array(v) && !json_is_null(v)) {
@@ -476,6 +491,9 @@ net_parse(const json_t *net, int internet, struct sbx_spec *spec,
 		spec->net_rules = rules;
 	else
 		json_decref(rules);
+	if (spec->net_inject)
+		json_object_set_new(show, "rules", rules_shown(
+		    spec->net_inject));
 done:
 	if (shown)
 		*shown = show;
@@ -492,6 +510,40 @@ bad:
 	return -1;
 }
 
+/* network.maskRequestHost: the Host that requests for the sandbox's
+ * ports carry (port.c), "${PORT}" standing for the port; a host[:port]
+ * as it would be written, so that no header can be smuggled in. "" and
+ * null: none. */
+static int
+mask_of(const json_t *net, json_t *shown, char *msg, size_t n)
+{
+	const json_t *v = json_object_get(net, "maskRequestHost");
+	const char *s = json_string_value(v), *p;
+
+	if (!v || json_is_null(v) || (s && !*s))
+		return 0;
+	if (!s || json_string_length(v) > 255) {
+		snprintf(msg, n, "Error when parsing request: "
+		    "\"network.maskRequestHost\" must be a string of at most "
+		    "255 bytes");
+		return -1;
+	}
+	for (p = s; *p; p++) {
+		if (!strncmp(p, "${PORT}", 7)) {
+			p += 6;
+			continue;
+		}
+		if (!isalnum((unsigned char)*p) && !strchr("-._:[]", *p)) {
+			/* Not quoted: it may hold a line break. */
+			snprintf(msg, n, "network.maskRequestHost is not a "
+			    "host[:port] (with ${PORT} for the port)");
+			return -1;
+		}
+	}
+	json_object_set(shown, "maskRequestHost", (json_t *)v);
+	return 0;
+}
+
 /* A create's network field and allow_internet_access. */
 static int
 net_of(const json_t *j, struct sbx_spec *spec, json_t **shown, char *msg,
@@ -499,8 +551,11 @@ net_of(const json_t *j, struct sbx_spec *spec, json_t **shown, char *msg,
 {
 	const json_t *v = json_object_get(j, "allow_internet_access");
 
-	return net_parse(json_object_get(j, "network"), !(v &&
-	    json_is_false(v)), spec, shown, msg, n);
+	/* On failure the caller releases what the spec and *shown hold. */
+	if (net_parse(json_object_get(j, "network"), !(v &&
+	    json_is_false(v)), spec, shown, msg, n) < 0)
+		return -1;
+	return mask_of(json_object_get(j, "network"), *shown, msg, n);
 }
 
 
@@ -594,6 +649,7 @@ create(struct sbxd_req *r, int v2)
 	    json_deep_copy(json_object_get(j, "envVars")) : json_object();
 	b->auto_pause = json_is_true(json_object_get(j, "autoPause"));
 	b->internet = internet;
+	b->ca = spec.net_inject != NULL;
 	b->network = shown;
 	shown = NULL;
 	b->next_pid = 100;
@@ -602,7 +658,7 @@ create(struct sbxd_req *r, int v2)
 	/* Its ports answer at <port>-<id>.<domain> whatever its network:
 	 * with none published, the backend's helper still runs (for the
 	 * local one, sbx-netd, which then lets nothing out). */
-	if (sbxd.be->caps & SBX_CAP_PORTS)
+	if (sbxd.be->caps & SBX_CAP_PUBLISH)
 		spec.ports = json_array();
 	spec.labels = json_pack("{s:s}", "sbxd", b->id);
 	env = sbxd_box_env(b, NULL);
@@ -1144,9 +1200,11 @@ h_network(struct sbxd_req *r)
 		ret = sbxd_reply_err(r, 400, "%s", msg);
 		goto out;
 	}
-	if (spec.net_inject) {
-		ret = sbxd_reply_err(r, 400, "network.rules in an update is not "
-		    "supported by this server yet");
+	/* Not one of E2B's update's fields: what the sandbox was made with
+	 * stays. */
+	if ((v = json_object_get(j, "maskRequestHost")) && !json_is_null(v)) {
+		ret = sbxd_reply_err(r, 400, "network.maskRequestHost is set at "
+		    "create only");
 		goto out;
 	}
 	if (!(b = path_box_begin(r, 1, &ret)))
@@ -1161,15 +1219,28 @@ h_network(struct sbxd_req *r)
 			ret = sbxd_reply_empty(r, 204);
 		goto end;
 	}
+	/* Its CA is made at create, and only then in its trust store:
+	 * making every sandbox one would cost each create a key and a
+	 * copy of the trust store. */
+	if (spec.net_inject && !b->ca) {
+		ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" was created "
+		    "without network.rules; sbxd gave it no CA to terminate "
+		    "TLS with, so it cannot take rules now (create it with "
+		    "rules)", b->id);
+		goto end;
+	}
 	/* No internet at all, on a sandbox that has a network: every
-	 * connection denied. */
-	set = spec.network == SBX_NET_DENY ? json_pack("{s:[],s:[s],s:n}",
-	    "allow_out", "deny_out", "all", "egress_proxy") :
-	    json_pack("{s:O,s:O,s:O}", "allow_out", spec.net_rules ?
-	    json_object_get(spec.net_rules, "allow_out") : json_array(),
-	    "deny_out", spec.net_rules ? json_object_get(spec.net_rules,
-	    "deny_out") : json_array(), "egress_proxy", spec.egress_proxy ?
-	    spec.egress_proxy : json_null());
+	 * connection denied. What the body omits is cleared: the proxy,
+	 * the header rules. */
+	set = spec.network == SBX_NET_DENY ? json_pack("{s:[],s:[s],s:n,"
+	    "s:[]}", "allow_out", "deny_out", "all", "egress_proxy",
+	    "inject") : json_pack("{s:o,s:o,s:O,s:o}", "allow_out",
+	    spec.net_rules ? json_incref(json_object_get(spec.net_rules,
+	    "allow_out")) : json_array(), "deny_out", spec.net_rules ?
+	    json_incref(json_object_get(spec.net_rules, "deny_out")) :
+	    json_array(), "egress_proxy", spec.egress_proxy ?
+	    spec.egress_proxy : json_null(), "inject", spec.net_inject ?
+	    json_incref(spec.net_inject) : json_array());
 	if (!(out = sbxd_be_net_rules(b->ref, set, &err))) {
 		sbxd_log("cannot change the network of %s: %s", b->id, err.msg);
 		ret = sbxd_reply_err(r, err.code == SBX_EX_USAGE ? 400 : 500,
@@ -1178,6 +1249,8 @@ h_network(struct sbxd_req *r)
 	}
 	json_decref(out);
 	pthread_mutex_lock(&sbxd.mu);
+	if ((v = json_object_get(b->network, "maskRequestHost")))
+		json_object_set(shown, "maskRequestHost", (json_t *)v);
 	json_decref(b->network);
 	b->network = shown;
 	shown = NULL;

@@ -39,14 +39,42 @@ hop(const char *k)
 	return 0;
 }
 
+struct hdrs {
+	struct sbx_buf *b;
+	const char *mask;    /* network.maskRequestHost, or NULL */
+	long port;
+};
+
+/* The mask with each ${PORT} the port. */
+static void
+add_mask(struct sbx_buf *b, const char *mask, long port)
+{
+	char num[24];
+	const char *p;
+
+	snprintf(num, sizeof num, "%ld", port);
+	for (; (p = strstr(mask, "${PORT}")); mask = p + 7) {
+		sbx_buf_add(b, mask, (size_t)(p - mask));
+		sbx_buf_add(b, num, strlen(num));
+	}
+	sbx_buf_add(b, mask, strlen(mask));
+}
+
 static enum MHD_Result
 add_header(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
 {
-	struct sbx_buf *b = cls;
+	struct hdrs *h = cls;
+	struct sbx_buf *b = h->b;
 
 	(void)kind;
 	if (hop(k) || strpbrk(k, "\r\n") || (v && strpbrk(v, "\r\n")))
 		return MHD_YES;
+	if (h->mask && !strcasecmp(k, "Host")) {
+		sbx_buf_add(b, "Host: ", 6);
+		add_mask(b, h->mask, h->port);
+		sbx_buf_add(b, "\r\n", 2);
+		return MHD_YES;
+	}
 	sbx_buf_add(b, k, strlen(k));
 	sbx_buf_add(b, ": ", 2);
 	if (v)
@@ -149,7 +177,9 @@ sbxd_port_proxy(struct sbxd_req *r)
 	const struct sbx_files *files = sbx_files_of(r->box->ref, NULL);
 	struct sbx_buf b = SBX_BUF_INIT;
 	struct qs q = {&b, 0};
+	struct hdrs hd = {&b, NULL, r->port};
 	struct sbx_err err;
+	char *mask = NULL;
 	struct MHD_Response *rs;
 	struct up *u = NULL;
 	char head[HEAD_MAX + 1], cl[32], *eoh, *line, *next, *colon;
@@ -173,7 +203,21 @@ sbxd_port_proxy(struct sbxd_req *r)
 	pct(&b, r->path);
 	MHD_get_connection_values(r->c, MHD_GET_ARGUMENT_KIND, add_arg, &q);
 	sbx_buf_add(&b, " HTTP/1.0\r\n", 11);
-	MHD_get_connection_values(r->c, MHD_HEADER_KIND, add_header, &b);
+	pthread_mutex_lock(&sbxd.mu);
+	if (sbx_json_str(r->box->network, "maskRequestHost"))
+		mask = sbx_xstrdup(sbx_json_str(r->box->network,
+		    "maskRequestHost"));
+	pthread_mutex_unlock(&sbxd.mu);
+	hd.mask = mask;
+	MHD_get_connection_values(r->c, MHD_HEADER_KIND, add_header, &hd);
+	/* HTTP/1.0 may come without a Host: the mask is still the one. */
+	if (mask && !MHD_lookup_connection_value(r->c, MHD_HEADER_KIND,
+	    "Host")) {
+		sbx_buf_add(&b, "Host: ", 6);
+		add_mask(&b, mask, r->port);
+		sbx_buf_add(&b, "\r\n", 2);
+	}
+	free(mask);
 	snprintf(cl, sizeof cl, "Content-Length: %zu\r\n", r->body.len);
 	if (r->body.len || strcmp(r->method, "GET"))
 		sbx_buf_add(&b, cl, strlen(cl));

@@ -30,8 +30,13 @@ struct sbxd_box {
 	json_t *envs;          /* object of strings: every process's */
 	long long started_ms, end_ms;
 	int paused, auto_pause, internet;
-	/* E2B's network of GET, never a password: {"allowOut","denyOut"}
-	 * and "egressProxy" {"address","username"} when there is one. */
+	/* Made with network.rules: its network helper has a CA the
+	 * sandbox trusts, so a PUT may change the rules. */
+	int ca;
+	/* E2B's network of GET, never a password: {"allowOut","denyOut"},
+	 * "egressProxy" {"address","username"} when there is one, and
+	 * "maskRequestHost" (port.c puts it in the Host of the requests
+	 * for the sandbox's ports). */
 	json_t *network;
 	int gone;              /* killed: out of the table */
 	int busy;              /* a pause, resume or kill is under way */

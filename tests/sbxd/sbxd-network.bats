@@ -90,8 +90,8 @@ detail_net() {
 	assert_output 400
 	assert_equal "$(msg)" 'Error when parsing request: "allow_internet_access" must be a boolean'
 	run put "$ID" '{"rules":{"a.test":[{"transform":{"headers":{"X":"y"}}}]}}'
-	assert_output 400
-	assert_equal "$(msg)" "network.rules in an update is not supported by this server yet"
+	assert_output 409
+	assert_equal "$(msg)" "Sandbox \"$ID\" was created without network.rules; sbxd gave it no CA to terminate TLS with, so it cannot take rules now (create it with rules)"
 	run put "$ID" '{"egressProxy":{"address":"127.0.0.1:1080","password":"x"}}'
 	assert_output 400
 	assert_equal "$(msg)" "egressProxy.password needs egressProxy.username"

@@ -99,3 +99,92 @@ serve() {
 	out=$(sbxd_create '{"templateID":"base","timeout":300}')
 	assert_equal "$(jq -r .trafficAccessToken <<<"$out")" null
 }
+
+# Start a server on port $1 in the sandbox that answers each GET with the
+# Host header it got ("none" without one); wait until it answers inside.
+serve_host() {
+	local script
+	script='cat >/tmp/host'"$1"'.py <<"PY"
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        b = (self.headers.get("Host") or "none").encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+PY
+(setsid python3 /tmp/host'"$1"'.py '"$1"' >/dev/null 2>&1 &)
+for i in $(seq 50); do
+	python3 -c "import socket; socket.create_connection((\"127.0.0.1\", '"$1"'))" 2>/dev/null && exit 0
+	sleep 0.1
+done
+exit 1'
+	sbxd_run "$ID" "$TOK" "$(jq -cn --arg s "$script" '{process:{cmd:"/bin/sh",args:["-c",$s]}}')" >"$BATS_TEST_TMPDIR/run"
+	grep -q '"status":"exit status 0"' "$BATS_TEST_TMPDIR/run" || {
+		cat "$BATS_TEST_TMPDIR/run" >&2
+		return 1
+	}
+}
+
+put_net() {
+	curl -s -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' -X PUT \
+	    -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+	    -d "$2" "$SBXD_URL/sandboxes/$1/network"
+}
+
+@test "without maskRequestHost, the sandbox's server sees the Host the request came with" {
+	box
+	serve_host 8006
+	run curl -s -H "Host: 8006-$ID.e2b.local" "$SBXD_URL/"
+	assert_output "8006-$ID.e2b.local"
+}
+
+@test "network.maskRequestHost: the Host the sandbox's server sees, \${PORT} its port; GET says it and a PUT keeps it" {
+	box '{"templateID":"base","timeout":300,"secure":true,"network":{"maskRequestHost":"localhost:${PORT}"}}'
+	serve_host 8007
+	serve_host 8008
+	run curl -s -H "Host: 8007-$ID.e2b.local" "$SBXD_URL/"
+	assert_output "localhost:8007"
+	run curl -s -H "E2b-Sandbox-Id: $ID" -H 'E2b-Sandbox-Port: 8008' "$SBXD_URL/"
+	assert_output "localhost:8008"
+	run sbxd_api GET "/sandboxes/$ID"
+	assert_equal "$(jq -c .network <<<"$output")" '{"maskRequestHost":"localhost:${PORT}"}'
+	# E2B's update does not take it: what the sandbox was made with stays.
+	run put_net "$ID" '{"denyOut":["10.0.0.0/8"]}'
+	assert_output 204
+	run curl -s -H "Host: 8007-$ID.e2b.local" "$SBXD_URL/"
+	assert_output "localhost:8007"
+	run sbxd_api GET "/sandboxes/$ID"
+	assert_equal "$(jq -c .network <<<"$output")" '{"denyOut":["10.0.0.0/8"],"maskRequestHost":"localhost:${PORT}"}'
+	run put_net "$ID" '{"maskRequestHost":"x.test"}'
+	assert_output 400
+	assert_equal "$(jq -r .message "$BATS_TEST_TMPDIR/body")" "network.maskRequestHost is set at create only"
+}
+
+@test "a mask without \${PORT} is the Host as it is, kept in the sandbox's record" {
+	box '{"templateID":"base","timeout":300,"secure":true,"network":{"maskRequestHost":"app.internal"}}'
+	serve_host 8009
+	run curl -s -H "Host: 8009-$ID.e2b.local" "$SBXD_URL/"
+	assert_output "app.internal"
+	# What the next sbxd adopts the sandbox with.
+	run jq -r .network.maskRequestHost "$SBXD_DIR/store/$ID.json"
+	assert_output "app.internal"
+}
+
+@test "a bad maskRequestHost is 400 with a clear message, and nothing is created" {
+	local before body
+	before=$(sbx-ls -j | wc -l)
+	body=$(sbxd_api POST /sandboxes '{"templateID":"base","network":{"maskRequestHost":1}}')
+	assert_equal "$(jq -r .code <<<"$body")" 400
+	assert_equal "$(jq -r .message <<<"$body")" 'Error when parsing request: "network.maskRequestHost" must be a string of at most 255 bytes'
+	body=$(sbxd_api POST /sandboxes '{"templateID":"base","network":{"maskRequestHost":"a.test\r\nX-Evil: 1"}}')
+	assert_equal "$(jq -r .code <<<"$body")" 400
+	assert_equal "$(jq -r .message <<<"$body")" 'network.maskRequestHost is not a host[:port] (with ${PORT} for the port)'
+	body=$(sbxd_api POST /sandboxes '{"templateID":"base","network":{"maskRequestHost":"a b"}}')
+	assert_equal "$(jq -r .message <<<"$body")" 'network.maskRequestHost is not a host[:port] (with ${PORT} for the port)'
+	assert_equal "$(sbx-ls -j | wc -l)" "$before"
+}

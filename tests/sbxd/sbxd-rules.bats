@@ -1,19 +1,27 @@
 #!/usr/bin/env bats
 # sbxd: E2B's network.rules at create (header transforms, with
-# ${e2b.secrets.NAME} placeholders) become the sandbox's injection rules;
-# no answer ever carries a header value. Nothing here sends a packet.
+# ${e2b.secrets.NAME} placeholders) become the sandbox's injection rules,
+# and PUT /sandboxes/ID/network replaces them; no answer ever carries a
+# header value. The requests go to the tests' outside world
+# (lib/networld.bash): no packet leaves this machine.
 load ../lib/helper
 load ../lib/sbxd
+load ../lib/networld
 
 setup_file() {
 	sbx_setup_file
+	# First: sbxd's sandboxes take the world's resolver (SBX_NETWORK_DNS),
+	# and their network helpers trust the world's CA.
+	networld_start
+	export SBX_NETWORK_CA_FILE=$NETWORLD_CA
 	sbxd_start
 }
 
 teardown_file() {
 	sbxd_stop
 	sbx_teardown_file
-	rm -rf "$SBXD_DIR"
+	networld_stop
+	rm -rf "${SBXD_DIR:-/nonexistent}"
 }
 
 setup() {
@@ -140,4 +148,124 @@ box_dir() {
 	run grep -c -- "$VALUE" "$SBXD_DIR/log"
 	assert_output 0
 	assert_equal "$(sbx-ls -j | wc -l)" "$before"
+}
+
+# PUT BODY to sandbox $1's network: the status on stdout, the body in
+# ./body.
+put() {
+	curl -s -o "$BATS_TEST_TMPDIR/body" -w '%{http_code}' -X PUT \
+	    -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+	    --data-binary "$2" "$SBXD_URL/sandboxes/$1/network"
+}
+
+# A request from inside sbxd's sandbox $1 to URL $2: the world's echo.
+from_box() {
+	sbx-exec -b local -I "$(sbx-ls -j | jq -r --arg id "$1" 'select(.labels.sbxd == $id) | .id')" -- \
+	    curl -sS --max-time 5 "$2"
+}
+
+# The JSON in $output has $1 (a jq path) equal to $2 (output required:
+# jq 1.6 passes on none).
+field_is() {
+	local got
+	[ -n "$output" ] || { echo "no output"; return 1; }
+	got=$(jq -r "$1" <<<"$output") || { echo "not JSON: $output"; return 1; }
+	[ "$got" = "$2" ] || { echo "$1 is '$got', not '$2', in: $output"; return 1; }
+}
+
+# A sandbox with rules for a.test; sets ID and DIR.
+rules_box() {
+	run post '{"templateID":"base","timeout":120,"network":{"rules":{"a.test":[{"transform":{"headers":{"X-Old":"'"$VALUE"'"}}}]}}}'
+	assert_output 201
+	ID=$(jq -r .sandboxID "$BATS_TEST_TMPDIR/body")
+	DIR=$(box_dir "$ID")
+	[ -d "$DIR" ]
+}
+
+@test "PUT network with rules replaces the sandbox's header rules: the world's servers see the new headers, over HTTP and HTTPS" {
+	local new=tn-$RANDOM$RANDOM-never-returned
+	rules_box
+	run from_box "$ID" http://a.test/
+	assert_success
+	field_is '.headers["x-old"]' "$VALUE"
+	run put "$ID" '{"rules":{"c.test":[{"transform":{"headers":{"X-New":"'"$new"'"}}}]}}'
+	assert_output 204
+	[ ! -s "$BATS_TEST_TMPDIR/body" ]
+	run from_box "$ID" http://c.test/
+	assert_success
+	field_is .server c.test
+	field_is '.headers["x-new"]' "$new"
+	run from_box "$ID" https://c.test/
+	assert_success
+	field_is '.headers["x-new"]' "$new"
+	# The old rule is gone.
+	run from_box "$ID" http://a.test/
+	assert_success
+	field_is '.headers["x-old"]' null
+	# Names in net.json, the value in net.secret.json alone; no answer
+	# and no log holds it.
+	run jq -c .inject "$DIR/net.json"
+	assert_output '[{"host":"c.test","name":"X-New"}]'
+	run jq -c .inject "$DIR/net.secret.json"
+	assert_output '[{"host":"c.test","name":"X-New","value":"'"$new"'"}]'
+	run sbxd_api GET "/sandboxes/$ID"
+	[ -n "$output" ]
+	refute_output --partial "$new"
+	run grep -c -e "$new" -e "$VALUE" "$SBXD_DIR/log" "$DIR/net.json" "$DIR/meta.json" "$DIR/net.log"
+	assert_output "$SBXD_DIR/log:0
+$DIR/net.json:0
+$DIR/meta.json:0
+$DIR/net.log:0"
+}
+
+@test "PUT network without rules clears them (E2B's update: what it omits is cleared)" {
+	rules_box
+	run put "$ID" '{"denyOut":["10.0.0.0/8"]}'
+	assert_output 204
+	run from_box "$ID" http://a.test/
+	assert_success
+	field_is .server a.test
+	field_is '.headers["x-old"]' null
+	run jq -c .inject "$DIR/net.json"
+	assert_output '[]'
+	run jq -c . "$DIR/net.secret.json"
+	assert_output '{}'
+	# And back: a sandbox made with rules keeps its CA for later ones.
+	run put "$ID" '{"rules":{"a.test":[{"transform":{"headers":{"X-Again":"'"$VALUE"'"}}}]}}'
+	assert_output 204
+	run from_box "$ID" https://a.test/
+	assert_success
+	field_is '.headers["x-again"]' "$VALUE"
+}
+
+@test "PUT network with rules on a sandbox made without any: 409, and nothing changes" {
+	run post '{"templateID":"base","timeout":120,"network":{"denyOut":["10.0.0.0/8"]}}'
+	assert_output 201
+	ID=$(jq -r .sandboxID "$BATS_TEST_TMPDIR/body")
+	DIR=$(box_dir "$ID")
+	run put "$ID" '{"rules":{"a.test":[{"transform":{"headers":{"X":"'"$VALUE"'"}}}]}}'
+	assert_output 409
+	assert_equal "$(msg)" "Sandbox \"$ID\" was created without network.rules; sbxd gave it no CA to terminate TLS with, so it cannot take rules now (create it with rules)"
+	run jq -c '[.deny_out, .inject]' "$DIR/net.json"
+	assert_output '[["10.0.0.0/8"],[]]'
+	[ ! -e "$DIR/net.secret.json" ]
+	# Without rules it is an update as any other.
+	run put "$ID" '{"rules":{}}'
+	assert_output 204
+	[ ! -e "$DIR/net.secret.json" ]
+	run grep -c -- "$VALUE" "$SBXD_DIR/log"
+	assert_output 0
+}
+
+@test "PUT network with bad rules is 400, as at create, and the rules stay" {
+	rules_box
+	run put "$ID" '{"rules":{"a.test":[{"transform":{"headers":{"Bad Name":"'"$VALUE"'"}}}]}}'
+	assert_output 400
+	assert_equal "$(msg)" "network.rules[\"a.test\"]: 'Bad Name' is not a header name"
+	run put "$ID" '{"rules":{"a.test":[{"transform":{"headers":{"X":"${e2b.identity.tokens.aws}"}}}]}}'
+	assert_output 400
+	run jq -c .inject "$DIR/net.json"
+	assert_output '[{"host":"a.test","name":"X-Old"}]'
+	run from_box "$ID" http://a.test/
+	field_is '.headers["x-old"]' "$VALUE"
 }

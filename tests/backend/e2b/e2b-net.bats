@@ -222,3 +222,16 @@ connect $NETWORLD_A 80"
 	assert_failure 2
 	[ ! -e "$BATS_TEST_TMPDIR/t.json" ]
 }
+
+@test "sbx-net on an e2b sandbox whose server keeps the header values to itself (sbxd): exit 2, the header stays" {
+	export SBX_TEST_KEY=key-$RANDOM-$RANDOM-secret
+	new_e2b --allow-out a.test --deny-out all --inject-header 'a.test:x-api-key=env:SBX_TEST_KEY'
+	run sbxd_api GET "/sandboxes/$(sid)"
+	assert_equal "$(jq -c .network.rules <<<"$output")" '{"a.test":[{"transform":{"headers":{"x-api-key":null}}}]}'
+	run sbx-net -s "$S" --allow-out a.test --allow-out c.test --deny-out all
+	assert_failure 2
+	assert_output "sbx-net: sandbox '$(sid)' injects headers whose values its server does not give back: sbx-net would clear them"
+	run get http://a.test/
+	assert_success
+	assert_equal "$(jq -r '.headers["x-api-key"]' <<<"$output")" "$SBX_TEST_KEY"
+}
