@@ -1072,6 +1072,11 @@ local_pause(json_t *ref, int stop, struct sbx_err *err)
 		for (int i = 0; i < 2500 && live_init(meta); i++)
 			usleep(2000);
 		sbx_cg_remove(&cg);
+		/* It would go by itself, with init; gone now, its ports
+		 * closed, when the pause returns. */
+		sbx_local_net_stop((pid_t)sbx_json_int(meta, "net_pid", 0),
+		    (unsigned long long)sbx_json_int(meta, "net_starttime",
+		    0));
 	} else if (sbx_cg_freeze(&cg, 1, 5000) < 0) {
 		sbx_cg_freeze(&cg, 0, 1000);
 		unmark_paused(dir);
