@@ -551,6 +551,17 @@ net_of(const json_t *j, struct sbx_spec *spec, json_t **shown, char *msg,
 {
 	const json_t *v = json_object_get(j, "allow_internet_access");
 
+	const json_t *hp = json_object_get(json_object_get(j, "network"),
+	    "httpsPorts");
+
+	/* Ports that serve TLS themselves: sbxd forwards plain HTTP only,
+	 * so it refuses rather than drop them. */
+	if (hp && !json_is_null(hp) && !(json_is_array(hp) &&
+	    !json_array_size(hp))) {
+		snprintf(msg, n, "network.httpsPorts is not supported by this "
+		    "server");
+		return -1;
+	}
 	/* On failure the caller releases what the spec and *shown hold. */
 	if (net_parse(json_object_get(j, "network"), !(v &&
 	    json_is_false(v)), spec, shown, msg, n) < 0)

@@ -25,6 +25,7 @@
 # SDK to localhost:3000 and localhost:49983 and skips API calls).
 load ../lib/helper
 load ../lib/sbxd
+load ../lib/networld
 
 # The SDK version these tests are pinned to (it wants node >= 20.18.1).
 E2B_SDK_VERSION=2.51.0
@@ -60,6 +61,9 @@ sdk_install() {
 setup_file() {
 	sdk_install
 	sbx_setup_file
+	# First: sbxd's sandboxes take the world's resolver (SBX_NETWORK_DNS),
+	# so that no name looked up inside goes off this machine.
+	networld_start
 	sbxd_start
 	unset E2B_DEBUG E2B_DOMAIN E2B_ACCESS_TOKEN
 	# The key goes to the SDK by the environment, never by argv.
@@ -71,6 +75,7 @@ setup_file() {
 
 teardown_file() {
 	sbxd_stop
+	networld_stop
 	sbx_teardown_file
 	rm -rf "$SBXD_DIR"
 }
@@ -223,4 +228,14 @@ field() {
 	run env XDG_CONFIG_HOME="$SBXD_CONFIG_HOME" sbx-secret ls
 	assert_success
 	assert_output ""
+}
+
+@test "SDK: network at create (allowOut, denyOut, a header rule), getHost of a port, updateNetwork" {
+	export SBX_TEST_KEY=key-$RANDOM-$RANDOM-secret
+	run sdk network "$SBXD_URL"
+	assert_success
+	OUT=$output
+	run field '[.a.server, .a.key, .c, (.allowOut | join(",")), (.denyOut | join(",")), .host, .page, .c2, .a2] | @tsv'
+	assert_output $'a.test\ttrue\ttrue\ta.test\t0.0.0.0/0\t8000-ID.e2b.app\thi from 8000\tc.test\ttrue'
+	refute_output --partial "$SBX_TEST_KEY"
 }

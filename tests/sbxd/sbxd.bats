@@ -174,6 +174,15 @@ netns() {
 	assert_output 400
 	run jq -r .message "$BATS_TEST_TMPDIR/body"
 	assert_output 'network.maskRequestHost is not a host[:port] (with ${PORT} for the port)'
+	# Ports that serve TLS themselves: not forwarded by sbxd, so refused.
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" \
+		-d '{"templateID":"base","network":{"httpsPorts":[3000]}}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output 'network.httpsPorts is not supported by this server'
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" \
+		-d '{"templateID":"base","timeout":30,"network":{"httpsPorts":[]}}'
+	assert_output 201
 }
 
 @test "create with malformed JSON, no template, a bad timeout or an unknown template fails" {
