@@ -309,6 +309,8 @@ int sbx_local_net_ready(int ready, const char *dir, pid_t *netd,
     struct sbx_err *err);
 /* Kill sbx-netd (pid and start time from meta.json) and wait for it. */
 void sbx_local_net_stop(pid_t pid, unsigned long long starttime);
+/* The same with a meta.json's net_pid and net_starttime. */
+void sbx_local_net_stop_of(const json_t *meta);
 /* sbx-net on DIR: the rules of DIR/net.json, replaced first by set (not
  * NULL), with SIGHUP to sbx-netd; and DIR/net.log, followed until the
  * init of DIR/meta.json ends. */

@@ -129,8 +129,7 @@ stop_dir(const char *dir)
 {
 	json_t *m = load_meta(dir);
 
-	sbx_local_net_stop((pid_t)sbx_json_int(m, "net_pid", 0),
-	    (unsigned long long)sbx_json_int(m, "net_starttime", 0));
+	sbx_local_net_stop_of(m);
 	json_decref(m);
 }
 

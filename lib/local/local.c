@@ -764,8 +764,7 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 	meta = load_meta(dir);
 	sbx_cg_find(&cg, id);
 	pid = live_init(meta);
-	sbx_local_net_stop((pid_t)sbx_json_int(meta, "net_pid", 0),
-	    (unsigned long long)sbx_json_int(meta, "net_starttime", 0));
+	sbx_local_net_stop_of(meta);
 	if (cg.n && sbx_cg_kill(&cg, 5000) < 0)
 		rc = sbx_err_set(err, SBX_EX_FAIL,
 		    "processes of '%s' did not die", id);
@@ -1074,9 +1073,7 @@ local_pause(json_t *ref, int stop, struct sbx_err *err)
 		sbx_cg_remove(&cg);
 		/* It would go by itself, with init; gone now, its ports
 		 * closed, when the pause returns. */
-		sbx_local_net_stop((pid_t)sbx_json_int(meta, "net_pid", 0),
-		    (unsigned long long)sbx_json_int(meta, "net_starttime",
-		    0));
+		sbx_local_net_stop_of(meta);
 	} else if (sbx_cg_freeze(&cg, 1, 5000) < 0) {
 		sbx_cg_freeze(&cg, 0, 1000);
 		unmark_paused(dir);

@@ -465,6 +465,13 @@ sbx_local_net_stop(pid_t pid, unsigned long long starttime)
 		usleep(1000);
 }
 
+void
+sbx_local_net_stop_of(const json_t *meta)
+{
+	sbx_local_net_stop((pid_t)sbx_json_int(meta, "net_pid", 0),
+	    (unsigned long long)sbx_json_int(meta, "net_starttime", 0));
+}
+
 /* --- sbx-net ------------------------------------------------------------- */
 
 /* The directory of a sandbox with network allow. */
