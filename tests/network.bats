@@ -462,6 +462,21 @@ except OSError as e:
 	field_is .server a.test
 }
 
+@test "--deny-out all --allow-out a.test: naming a.test while connecting to c.test's address is denied" {
+	allow_sandbox --deny-out all --allow-out a.test
+	# The name is the sandbox's word: the address must be one a.test
+	# resolves to, or anyone could reach anything by naming a.test.
+	denied "$NETWORLD_C" 443 curl -sS --max-time 5 --cacert /tmp/ca.pem \
+		--resolve "a.test:443:$NETWORLD_C" https://a.test/
+	denied "$NETWORLD_C" 80 curl -sS --max-time 5 -H 'Host: a.test' "http://$NETWORLD_C/"
+	run sbx-net log -s s.json
+	assert_success
+	run jq -sc --arg c "$NETWORLD_C" '[.[] | select(.dest == $c) | [.host, .verdict, .error]] | unique' <<<"$output"
+	assert_output '[["a.test","deny","destination is not a.test'"'"'s"]]'
+	run scurl https://a.test/
+	field_is .server a.test
+}
+
 @test "'*.a.test' matches b.a.test, not a.test" {
 	allow_sandbox --deny-out all --allow-out '*.a.test'
 	run scurl https://b.a.test/

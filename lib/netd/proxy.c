@@ -405,6 +405,25 @@ conn_main(void *arg)
 	r->host = c->host[0] ? c->host : NULL;
 	host = is_host(r->dest);
 	r->allow = sbx_net_allowed(&cf->rules, r->dest, r->host, host);
+	/* Allowed for its name alone (an --allow-out domain, where the
+	 * address would be denied): the name is the sandbox's word, so the
+	 * address must be one of that name's, as our resolvers answer. Else
+	 * any program could reach any address by naming an allowed host. */
+	if (r->allow && r->host && !sbx_net_allowed(&cf->rules, r->dest,
+	    NULL, host)) {
+		switch (netd_resolve_has(cf, r->host, r->dest, c->why,
+		    sizeof c->why)) {
+		case 1:
+			break;
+		case 0:
+			snprintf(c->why, sizeof c->why, "destination is not "
+			    "%.200s's", r->host);
+			/* fall through */
+		default:
+			r->allow = 0;
+			r->error = c->why;
+		}
+	}
 	if (!r->allow) {
 		netd_reset(c->fd);
 		netd_log(r);
