@@ -40,7 +40,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_PIDS | SBX_CAP_TIMEOUT | SBX_CAP_RUNTIME |
 		    SBX_CAP_PULL | SBX_CAP_SUSPEND | SBX_CAP_STOP |
 		    SBX_CAP_FILES | SBX_CAP_NAME | SBX_CAP_KEEP |
-		    SBX_CAP_NET_RULES,
+		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH,
 		.compress = SBX_COMPRESS_GZIP,
 		.ops = REMOTE(sbx_docker_ops),
 	},

@@ -317,6 +317,10 @@ void sbx_local_net_stop_of(const json_t *meta);
 json_t *sbx_local_net_dir_rules(const char *dir, const json_t *set,
     struct sbx_err *err);
 int sbx_local_net_dir_log(const char *dir, int follow, struct sbx_err *err);
+/* sbx-port on DIR (the sandbox id, for messages): as struct
+ * sbx_backend_ops's ports, through DIR/net.json and DIR/netd.sock. */
+json_t *sbx_local_net_dir_ports(const char *dir, const char *id,
+    unsigned port, unsigned host_port, struct sbx_err *err);
 
 /* --- docker: the Docker Engine API backend (the remote flavour only) --- */
 

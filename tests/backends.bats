@@ -125,8 +125,8 @@ sanitized() {
 		    (.pull | not)' \
 		    <<<"$output"
 		jq -se '.[1].caps | .runtime and .pull and .files and .name and
-		    .keep and .network_rules and (.idle | not) and
-		    (.ports | not) and (.publish | not)' <<<"$output"
+		    .keep and .network_rules and (.idle | not) and .ports and
+		    .publish' <<<"$output"
 		jq -se '.[2].caps | .stdin and .suspend and .timeout and
 		    .pty and .cpus and .memory and .files and
 		    (.zstd | not) and (.stop | not) and (.name | not) and

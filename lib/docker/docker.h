@@ -62,7 +62,8 @@ int sbx_docker_exec(const json_t *ref, char *const argv[],
  * none). A container with rules has the label NET_LABEL: the directory
  * of the local store that holds its own, DIR/<container id>. */
 #define NET_LABEL LABEL_PREFIX "net"
-/* Whether a spec needs sbx-netd: rules, or what the proxy adds. */
+/* Whether a spec needs sbx-netd: rules, what the proxy adds, or --port
+ * (with any network). */
 int sbx_docker_net_wanted(const struct sbx_spec *spec);
 /* $(local store)/.docker-net, where NET_LABEL points. */
 char *sbx_docker_net_root(void);
@@ -83,6 +84,9 @@ void sbx_docker_net_stop(const json_t *c, int remove);
 json_t *sbx_docker_net_rules(const json_t *ref, const json_t *set,
     struct sbx_err *err);
 int sbx_docker_net_log(const json_t *ref, int follow, struct sbx_err *err);
+/* sbx-port: the ports sbx-netd publishes, as a local sandbox's. */
+json_t *sbx_docker_ports(const json_t *ref, unsigned port, unsigned host_port,
+    struct sbx_err *err);
 
 /* ca.c: the sandbox's CA (DIR/ca.crt) into the trust store of container
  * id, through the archive API: /etc/ssl/certs/ca-certificates.crt (the

@@ -118,7 +118,7 @@ ca_env(json_t *env, char *const *user)
 }
 
 /* netroot: where its network directory goes, for a container with
- * rules; NULL: Docker's bridge (allow) or no network (deny). */
+ * rules or ports; NULL: Docker's bridge (allow) or no network (deny). */
 static json_t *
 create_body(const struct sbx_spec *spec, const char *netroot)
 {
@@ -162,8 +162,8 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 	json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
 	json_object_set_new(hc, "SecurityOpt", json_pack("[s]",
 	    "no-new-privileges"));
-	/* With rules, the only way out is sbx-netd's, which it attaches
-	 * once the container runs. */
+	/* With rules or ports, the only way out (or in) is sbx-netd's,
+	 * which it attaches once the container runs. */
 	json_object_set_new(hc, "NetworkMode", json_string(spec->network ==
 	    SBX_NET_ALLOW && !netroot ? "default" : "none"));
 	if (spec->memory)
@@ -513,4 +513,5 @@ const struct sbx_backend_ops sbx_docker_ops = {
 	.files = &sbx_docker_files,
 	.net_rules = sbx_docker_net_rules,
 	.net_log = sbx_docker_net_log,
+	.ports = sbx_docker_ports,
 };

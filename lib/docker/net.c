@@ -14,8 +14,10 @@
 int
 sbx_docker_net_wanted(const struct sbx_spec *spec)
 {
-	return spec->network == SBX_NET_ALLOW && (spec->net_rules ||
-	    spec->net_inject || spec->egress_proxy || spec->ports);
+	/* --port: with network deny too, sbx-netd letting those in and
+	 * nothing out. */
+	return spec->ports || (spec->network == SBX_NET_ALLOW &&
+	    (spec->net_rules || spec->net_inject || spec->egress_proxy));
 }
 
 char *
@@ -54,7 +56,7 @@ sbx_docker_net_check(const struct dk *d, const json_t *info,
 	/* sbx-netd joins the namespace of the container's init, by its
 	 * pid: the engine must run on this machine. */
 	if (strncmp(d->endpoint, "unix://", 7))
-		return sbx_err_set(err, SBX_EX_USAGE, "network rules on "
+		return sbx_err_set(err, SBX_EX_USAGE, "network rules and ports on "
 		    "backend 'docker' need an engine on this machine (a unix "
 		    "socket, not '%s')", d->endpoint);
 	if (!kernel_stack(sbx_json_str(r, "path")))
@@ -206,30 +208,57 @@ sbx_docker_net_stop(const json_t *c, int remove)
 	free(dir);
 }
 
-/* --- sbx-net ------------------------------------------------------------- */
+/* --- sbx-net, sbx-port ------------------------------------------------- */
 
+/* Whether DIR/net.json says network deny: sbx-netd for --port alone. */
+static int
+dir_deny(const char *dir)
+{
+	char *p = sbx_xasprintf("%s/net.json", dir);
+	json_t *o = json_load_file(p, 0, NULL);
+	const char *net = sbx_json_str(o, "network");
+	int deny = net && !strcmp(net, "deny");
+
+	json_decref(o);
+	free(p);
+	return deny;
+}
+
+/* The DIR of the sandbox of ref, for its rules and log (ports 0) or its
+ * ports (1); its container id in *id. */
 static char *
-ref_net_dir(const json_t *ref, struct sbx_err *err)
+ref_net_dir(const json_t *ref, int ports, char **id, struct sbx_err *err)
 {
 	struct dk d;
 	json_t *c;
 	char *dir;
-	const char *mode;
+	const char *mode, *cid;
+	int none;
 
+	*id = NULL;
 	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
 		return NULL;
-	if (!(dir = net_dir_of(c))) {
-		mode = sbx_json_str(json_object_get(c, "HostConfig"),
-		    "NetworkMode");
-		if (mode && !strcmp(mode, "none"))
-			sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has "
-			    "network deny: rules need --network allow",
-			    sbx_json_str(c, "Id"));
-		else
-			sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' uses "
-			    "Docker's bridge: rules need --allow-out or "
-			    "--deny-out at sbx-create", sbx_json_str(c, "Id"));
+	cid = sbx_json_str(c, "Id");
+	mode = sbx_json_str(json_object_get(c, "HostConfig"), "NetworkMode");
+	none = mode && !strcmp(mode, "none");
+	dir = net_dir_of(c);
+	if (dir && !ports && dir_deny(dir)) {
+		free(dir);
+		dir = NULL;
 	}
+	if (dir)
+		*id = sbx_xstrdup(cid ? cid : "");
+	else if (ports)
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' %s: publish its "
+		    "ports with --port at sbx-create", cid, none ? "has network "
+		    "deny and no published port" : "uses Docker's bridge");
+	else if (none)
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has network deny: "
+		    "rules need --network allow", cid);
+	else
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' uses Docker's "
+		    "bridge: rules need --allow-out or --deny-out at "
+		    "sbx-create", cid);
 	json_decref(c);
 	sbx_docker_close(&d);
 	return dir;
@@ -238,25 +267,42 @@ ref_net_dir(const json_t *ref, struct sbx_err *err)
 json_t *
 sbx_docker_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 {
-	char *dir = ref_net_dir(ref, err);
+	char *id, *dir = ref_net_dir(ref, 0, &id, err);
 	json_t *out;
 
 	if (!dir)
 		return NULL;
 	out = sbx_local_net_dir_rules(dir, set, err);
 	free(dir);
+	free(id);
 	return out;
 }
 
 int
 sbx_docker_net_log(const json_t *ref, int follow, struct sbx_err *err)
 {
-	char *dir = ref_net_dir(ref, err);
+	char *id, *dir = ref_net_dir(ref, 0, &id, err);
 	int rc;
 
 	if (!dir)
 		return -1;
 	rc = sbx_local_net_dir_log(dir, follow, err);
 	free(dir);
+	free(id);
 	return rc;
+}
+
+json_t *
+sbx_docker_ports(const json_t *ref, unsigned port, unsigned host_port,
+    struct sbx_err *err)
+{
+	char *id, *dir = ref_net_dir(ref, 1, &id, err);
+	json_t *out;
+
+	if (!dir)
+		return NULL;
+	out = sbx_local_net_dir_ports(dir, id, port, host_port, err);
+	free(dir);
+	free(id);
+	return out;
 }

@@ -790,21 +790,13 @@ out:
 }
 
 json_t *
-sbx_local_ports(const json_t *ref, unsigned port, unsigned host_port,
-    struct sbx_err *err)
+sbx_local_net_dir_ports(const char *dir, const char *id, unsigned port,
+    unsigned host_port, struct sbx_err *err)
 {
-	const char *want = sbx_json_str(ref, "id");
-	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL, *p;
-	json_t *net = NULL, *out = NULL, *a, *v, *q;
+	char *p = sbx_xasprintf("%s/net.json", dir);
+	json_t *net = json_load_file(p, 0, NULL), *out = NULL, *a, *v, *q;
 	size_t i;
 
-	if (!dir) {
-		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
-		    want ? want : "");
-		return NULL;
-	}
-	p = sbx_xasprintf("%s/net.json", dir);
-	net = json_load_file(p, 0, NULL);
 	free(p);
 	a = json_object_get(net, "ports");
 	if (!port) {
@@ -831,6 +823,23 @@ sbx_local_ports(const json_t *ref, unsigned port, unsigned host_port,
 	json_decref(v);
 out:
 	json_decref(net);
+	return out;
+}
+
+json_t *
+sbx_local_ports(const json_t *ref, unsigned port, unsigned host_port,
+    struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL;
+	json_t *out;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "");
+		return NULL;
+	}
+	out = sbx_local_net_dir_ports(dir, id, port, host_port, err);
 	free(dir);
 	free(id);
 	return out;

@@ -687,3 +687,127 @@ done"
 	run ls -A "$SBX_LOCAL_DIR/.docker-net"
 	assert_output ''
 }
+
+# --- published ports -------------------------------------------------------------
+
+# A free port on the host's 127.0.0.1.
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+# serve PORT: busybox httpd on the container's 127.0.0.1:PORT, whose
+# /hello says "hi from PORT"; back once it answers there.
+serve() {
+	sx sh -c '
+		mkdir -p /tmp/w$1 && echo "hi from $1" >/tmp/w$1/hello &&
+		httpd -p 127.0.0.1:$1 -h /tmp/w$1 || exit 1
+		for i in $(seq 100); do
+			wget -q -O /dev/null http://127.0.0.1:$1/hello && exit 0
+			sleep 0.05
+		done
+		exit 1' sh "$1"
+}
+
+# The URL sbx-port prints for PORT.
+url() {
+	sbx-port -s "$BATS_TEST_TMPDIR/s.json" "$1" | jq -er .url
+}
+
+@test "docker ports: --port takes the container off the bridge; its server answers at the URL sbx-port prints, one tcp-in line; the world through sbx-netd" {
+	dk -n allow --port 8000
+	api "/containers/$(sid)/json" >c.json
+	jq -e --arg d "$SBX_LOCAL_DIR/.docker-net" '.HostConfig.NetworkMode == "none" and
+	    .Config.Labels["io.sbx.net"] == $d' c.json
+	serve 8000
+	u=$(url 8000)
+	[[ $u =~ ^http://127\.0\.0\.1:[0-9]+$ ]]
+	run curl -sS --max-time 5 "$u/hello"
+	assert_success
+	assert_output "hi from 8000"
+	wait_log 1 '.proto == "tcp-in"'
+	run log_lines '.proto == "tcp-in"'
+	run jq -c '[.proto, .dest, .port, .verdict, (.bytes_in > 0), (.bytes_out > 0)]' <<<"$output"
+	assert_output '["tcp-in","127.0.0.1",8000,"allow",true,true]'
+	# Network allow: no rules, every destination.
+	run scurl https://a.test/
+	assert_success
+	field_is .server a.test
+}
+
+@test "docker ports: HOSTPORT:PORT is kept, listens on the host's 127.0.0.1 only, and sbx-port lists it" {
+	hp=$(free_port)
+	dk -n allow --port "$hp:8000" --port 8001
+	serve 8000
+	run sh -c "ss -Hltn 'sport = :$hp' | awk '{print \$4}'"
+	assert_output "127.0.0.1:$hp"
+	run curl -sS --max-time 5 "http://127.0.0.1:$hp/hello"
+	assert_output "hi from 8000"
+	run sbx-port -s s.json
+	assert_success
+	[ "${#lines[@]}" = 2 ]
+	[ "${lines[0]}" = "{\"port\":8000,\"host\":\"127.0.0.1\",\"host_port\":$hp,\"url\":\"http://127.0.0.1:$hp\"}" ]
+	[[ ${lines[1]} =~ ^\{\"port\":8001,\"host\":\"127.0.0.1\",\"host_port\":[0-9]+,\"url\":\"http://127.0.0.1:[0-9]+\"\}$ ]]
+}
+
+@test "docker ports: -n deny with --port: the port answers, the container has no way out, and sbx-net refuses it" {
+	dk -n deny --port 8000
+	api "/containers/$(sid)/json" >c.json
+	jq -e '.HostConfig.NetworkMode == "none"' c.json
+	jq -e '.network == "deny"' "$(ndir)/net.json"
+	serve 8000
+	run curl -sS --max-time 5 "$(url 8000)/hello"
+	assert_output "hi from 8000"
+	run scurl https://a.test/
+	assert_failure
+	run sx sh -c 'wc -l </proc/net/route'
+	assert_output 1
+	run --separate-stderr sbx-net -s s.json
+	assert_failure 2
+	[ "$stderr" = "sbx-net: sandbox '$(sid)' has network deny: rules need --network allow" ]
+}
+
+@test "docker ports: sbx-port publishes another port live, on a HOSTPORT too" {
+	hp=$(free_port)
+	dk -n allow --deny-out all
+	serve 8100
+	serve 8101
+	run sbx-port -s s.json
+	assert_success
+	assert_output ''
+	u=$(url 8100)
+	run curl -sS --max-time 5 "$u/hello"
+	assert_output "hi from 8100"
+	[ "$(url 8100)" = "$u" ]
+	run sbx-port -s s.json "$hp:8101"
+	assert_output "{\"port\":8101,\"host\":\"127.0.0.1\",\"host_port\":$hp,\"url\":\"http://127.0.0.1:$hp\"}"
+	run curl -sS --max-time 5 "http://127.0.0.1:$hp/hello"
+	assert_output "hi from 8101"
+}
+
+@test "docker ports: sbx-kill closes them and ends sbx-netd" {
+	hp=$(free_port)
+	dk -n deny --port "$hp:8000"
+	net=$(nmeta net_pid)
+	alive "$net"
+	ss -Hltn "sport = :$hp" | grep -q .
+	sbx-kill -q -s s.json >/dev/null
+	wait_dead "$net"
+	run ss -Hltn "sport = :$hp"
+	assert_output ''
+	[ -z "$(containers)" ]
+}
+
+@test "docker ports: on a bridge container, or network deny without --port, sbx-port is exit 2 and says why" {
+	dk -n allow
+	run --separate-stderr sbx-port -s s.json 8000
+	assert_failure 2
+	assert_output ''
+	[ "$stderr" = "sbx-port: sandbox '$(sid)' uses Docker's bridge: publish its ports with --port at sbx-create" ]
+	run --separate-stderr sbx-port -s s.json
+	assert_failure 2
+	sbx-kill -s s.json >/dev/null
+	dk -n deny
+	run --separate-stderr sbx-port -s s.json 8000
+	assert_failure 2
+	[ "$stderr" = "sbx-port: sandbox '$(sid)' has network deny and no published port: publish its ports with --port at sbx-create" ]
+}
