@@ -99,18 +99,20 @@ main(int argc, char **argv)
 	sbx_flavour_pick(sbx_json_str(ref, "backend"));
 	if (!(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
 	    SBX_CAP_NET_RULES, &err) < 0)
-		sbx_die_err(&err);
+		goto fail;
 	if (log) {
 		/* Rules without a log: E2B's. */
-		if (!be->ops->net_log)
-			sbx_die(SBX_EX_USAGE, "backend '%s' keeps no network log",
-			    be->name);
+		if (!be->ops->net_log) {
+			sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' keeps no "
+			    "network log", be->name);
+			goto fail;
+		}
 		if (be->ops->net_log(ref, follow, &err) < 0)
-			sbx_die_err(&err);
+			goto fail;
 	} else {
 		if (!(out = be->ops->net_rules(ref, change || clear ? set :
 		    NULL, &err)))
-			sbx_die_err(&err);
+			goto fail;
 		sbx_out_json(out);
 		json_decref(out);
 	}
@@ -118,4 +120,10 @@ main(int argc, char **argv)
 	json_decref(ref);
 	free(av);
 	return sbx_out_close(rc);
+fail:
+	/* Released first: a sanitizer build counts what exit leaves. */
+	json_decref(set);
+	json_decref(ref);
+	free(av);
+	sbx_die_err(&err);
 }

@@ -49,10 +49,13 @@ main(int argc, char **argv)
 		sbx_die_err(&err);
 	sbx_flavour_pick(sbx_json_str(ref, "backend"));
 	if (!(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
-	    SBX_CAP_PORTS | (host_port ? SBX_CAP_PUBLISH : 0), &err) < 0)
+	    SBX_CAP_PORTS | (host_port ? SBX_CAP_PUBLISH : 0), &err) < 0 ||
+	    !(out = be->ops->ports(ref, port, host_port, &err))) {
+		/* Released first: a sanitizer build counts what exit
+		 * leaves. */
+		json_decref(ref);
 		sbx_die_err(&err);
-	if (!(out = be->ops->ports(ref, port, host_port, &err)))
-		sbx_die_err(&err);
+	}
 	/* JSON lines: one a port. */
 	if (json_is_array(out))
 		for (i = 0; i < json_array_size(out); i++)

@@ -267,7 +267,7 @@ int
 netd_resolve_has(const struct netd_conf *cf, const char *host,
     const struct sockaddr *dest, char *why, size_t whyn)
 {
-	unsigned char a[16], q[300];
+	unsigned char a[16] = {0}, q[300];
 	struct addrs s = {.n = 0};
 	long long end = sbx_mono_ms() + RESOLVE_MS, try_end, t, ttl;
 	const char *e = "timed out";
@@ -275,6 +275,8 @@ netd_resolve_has(const struct netd_conf *cf, const char *host,
 	int family = dest_addr(dest, a), type = family == AF_INET ? 1 : 28;
 	int k, rc;
 
+	/* Before addrs_has: the family says how many bytes compare. */
+	s.family = family;
 	if (cache_has(host, family, a))
 		return 1;
 	if (!(qlen = query_make(host, type, q, sizeof q))) {
@@ -288,6 +290,7 @@ netd_resolve_has(const struct netd_conf *cf, const char *host,
 		try_end = sbx_mono_ms() + (t < RESOLVE_TRY_MS ?
 		    RESOLVE_TRY_MS : t);
 		s.n = 0;
+		s.family = family;
 		ttl = TTL_MAX;
 		rc = ask(cf, k, q, qlen, type, try_end < end ? try_end : end,
 		    &s, &ttl, &e);
@@ -296,7 +299,6 @@ netd_resolve_has(const struct netd_conf *cf, const char *host,
 		if (!addrs_has(&s, a))
 			return 0;
 		snprintf(s.host, sizeof s.host, "%s", host);
-		s.family = family;
 		if (ttl > 0) {
 			s.until = sbx_mono_ms() + ttl * 1000;
 			cache_put(&s);
