@@ -21,42 +21,27 @@ sbx_e2b_domain(void)
 }
 
 /* The key from E2B_API_KEY, else the first line of the credentials
- * file (DESIGN.md 8), which should be mode 0600. */
+ * file (DESIGN.md 8), which should be mode 0600; trailing blanks are no
+ * part of a key. */
 static char *
 api_key(struct sbx_err *err)
 {
-	const char *k = getenv("E2B_API_KEY");
-	char *path = NULL, *line = NULL, *key = NULL, *dir;
-	size_t cap = 0, n;
-	struct stat sb;
-	FILE *f;
+	char *where = NULL, *key = sbx_cred_get("E2B_API_KEY", "e2b", &where);
+	size_t n;
 
-	if (k && *k)
-		return sbx_xstrdup(k);
-	if ((dir = sbx_config_cred_dir()))
-		path = sbx_xasprintf("%s/e2b", dir);
-	free(dir);
-	if (path && (f = fopen(path, "r"))) {
-		if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
-			sbx_warn("credentials file '%s' is readable by others "
-			    "(want mode 0600)", path);
-		if (getline(&line, &cap, f) > 0) {
-			n = strcspn(line, "\r\n");
-			while (n && isspace((unsigned char)line[n - 1]))
-				n--;
-			line[n] = '\0';
-			if (*line)
-				key = sbx_xstrdup(line);
-			explicit_bzero(line, cap);
+	if (key) {
+		n = strlen(key);
+		while (n && isspace((unsigned char)key[n - 1]))
+			key[--n] = '\0';
+		if (!n) {
+			free(key);
+			key = NULL;
 		}
-		free(line);
-		fclose(f);
 	}
 	if (!key)
 		sbx_err_set(err, SBX_EX_CRED, "no E2B API key (set E2B_API_KEY "
-		    "or write it to '%s')", path ? path :
-		    "$XDG_CONFIG_HOME/sbx/credentials/e2b");
-	free(path);
+		    "or write it to '%s')", where);
+	free(where);
 	return key;
 }
 

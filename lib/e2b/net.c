@@ -3,6 +3,7 @@
  * before any call), and sbx-net through PUT /sandboxes/ID/network */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "e2b.h"
 #include "../net/net.h"
@@ -11,7 +12,7 @@
 static json_t *
 e2b_rule(const char *text)
 {
-	return json_string(!strcmp(text, "all") ? "0.0.0.0/0" : text);
+	return json_string(!strcasecmp(text, "all") ? "0.0.0.0/0" : text);
 }
 
 /* E2B's egressProxy of a spec's {"url","password"}: address "host:port",
@@ -80,46 +81,31 @@ sbx_e2b_net_body(const json_t *rules, const json_t *proxy,
 {
 	const char *lists[] = {"allow_out", "deny_out"};
 	const char *keys[] = {"allowOut", "denyOut"};
-	struct sbx_net_rule r;
-	json_t *net = json_object(), *a, *v, *px;
-	int domains = 0, all = 0;
+	const char *bad;
+	json_t *net, *a, *v, *px;
 	size_t i, k;
 
-	for (k = 0; k < 2; k++) {
-		a = json_array();
-		json_array_foreach(json_object_get(rules, lists[k]), i, v) {
-			const char *t = json_string_value(v);
-
-			if (!t || sbx_net_rule_parse(t, &r, err) < 0)
-				goto bad;
-			if (r.kind == SBX_NR_DOMAIN || r.kind ==
-			    SBX_NR_WILDCARD) {
-				if (k == 1) {
-					sbx_err_set(err, SBX_EX_USAGE, "backend "
-					    "'e2b' denies addresses and CIDRs, "
-					    "not domains: --deny-out '%s'", t);
-					goto bad;
-				}
-				domains = 1;
-			}
-			if (k == 1 && (r.kind == SBX_NR_ALL || (r.kind ==
-			    SBX_NR_CIDR && r.family == AF_INET &&
-			    r.prefix == 0)))
-				all = 1;
-			json_array_append_new(a, e2b_rule(t));
-		}
-		json_object_set_new(net, keys[k], a);
-		continue;
-bad:
-		json_decref(a);
-		json_decref(net);
+	switch (sbx_net_e2b_check(json_object_get(rules, lists[0]),
+	    json_object_get(rules, lists[1]), 0, &bad, err)) {
+	case SBX_NE_OK:
+		break;
+	case SBX_NE_RULE:
 		return NULL;
-	}
-	if (domains && !all) {
-		json_decref(net);
+	case SBX_NE_DENY_DOMAIN:
+		sbx_err_set(err, SBX_EX_USAGE, "backend 'e2b' denies addresses "
+		    "and CIDRs, not domains: --deny-out '%s'", bad);
+		return NULL;
+	case SBX_NE_ALLOW_DOMAIN:
 		sbx_err_set(err, SBX_EX_USAGE, "backend 'e2b' allows a domain "
 		    "only with --deny-out all (or 0.0.0.0/0)");
 		return NULL;
+	}
+	net = json_object();
+	for (k = 0; k < 2; k++) {
+		a = json_array();
+		json_array_foreach(json_object_get(rules, lists[k]), i, v)
+			json_array_append_new(a, e2b_rule(json_string_value(v)));
+		json_object_set_new(net, keys[k], a);
 	}
 	if (json_is_object(proxy)) {
 		if (!(px = e2b_proxy(proxy, err))) {

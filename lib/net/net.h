@@ -47,6 +47,21 @@ void sbx_net_rules_free(struct sbx_net_rules *rs);
 /* Whether any rule names a domain: then connections are sniffed. */
 int sbx_net_rules_want_host(const struct sbx_net_rules *rs);
 
+/* E2B's constraints on a network's allowOut and denyOut (arrays of rule
+ * strings, or NULL), as its API checks them (the e2b backend before a
+ * call, sbxd on a request): every entry a rule; no domain in deny; a
+ * domain in allow only when deny holds "all" or 0.0.0.0/0, or
+ * all_denied says that is implied. SBX_NE_OK, or what is wrong with
+ * *bad the entry (err: a rule's own message). */
+enum sbx_net_e2b {
+	SBX_NE_OK,
+	SBX_NE_RULE,         /* not a string, or not a rule */
+	SBX_NE_DENY_DOMAIN,  /* a domain in deny */
+	SBX_NE_ALLOW_DOMAIN, /* a domain in allow without deny-all */
+};
+enum sbx_net_e2b sbx_net_e2b_check(const json_t *allow, const json_t *deny,
+    int all_denied, const char **bad, struct sbx_err *err);
+
 /* A published port: "PORT" or "HOSTPORT:PORT", each 1-65535 (host_port
  * 0 when omitted: a free one); SBX_EX_USAGE with "invalid port 'TEXT'
  * (want [HOSTPORT:]PORT, each 1-65535)" on error. */

@@ -379,3 +379,40 @@ bad:
 	return sbx_err_set(err, SBX_EX_USAGE, "invalid port '%s' (want "
 	    "[HOSTPORT:]PORT, each 1-65535)", text);
 }
+
+enum sbx_net_e2b
+sbx_net_e2b_check(const json_t *allow, const json_t *deny, int all_denied,
+    const char **bad, struct sbx_err *err)
+{
+	const json_t *lists[] = {allow, deny};
+	const char *domain = NULL;
+	struct sbx_net_rule r;
+	const json_t *v;
+	size_t i, k;
+
+	*bad = NULL;
+	for (k = 0; k < 2; k++)
+		json_array_foreach(lists[k], i, v) {
+			*bad = json_string_value(v);
+			if (!*bad) {
+				sbx_err_set(err, SBX_EX_USAGE, "network rules "
+				    "must be strings");
+				return SBX_NE_RULE;
+			}
+			if (sbx_net_rule_parse(*bad, &r, err) < 0)
+				return SBX_NE_RULE;
+			if (r.kind == SBX_NR_DOMAIN || r.kind ==
+			    SBX_NR_WILDCARD) {
+				if (k == 1)
+					return SBX_NE_DENY_DOMAIN;
+				if (!domain)
+					domain = *bad;
+			}
+			if (k == 1 && (r.kind == SBX_NR_ALL || (r.kind ==
+			    SBX_NR_CIDR && r.family == AF_INET &&
+			    r.prefix == 0)))
+				all_denied = 1;
+		}
+	*bad = domain;
+	return domain && !all_denied ? SBX_NE_ALLOW_DOMAIN : SBX_NE_OK;
+}

@@ -409,11 +409,10 @@ net_parse(const json_t *net, int internet, struct sbx_spec *spec,
 	const json_t *v;
 	const char *lists[] = {"allowOut", "denyOut"};
 	const char *keys[] = {"allow_out", "deny_out"};
-	struct sbx_net_rule rule;
+	const char *bad;
 	struct sbx_err err;
-	json_t *rules = json_pack("{s[]s[]}", "allow_out", "deny_out"), *a;
+	json_t *rules = json_pack("{s[]s[]}", "allow_out", "deny_out"), *a, *e;
 	json_t *show = json_object();
-	int domains = 0, all = 0;
 	size_t i, k;
 
 	spec->network = SBX_NET_ALLOW;
@@ -429,37 +428,30 @@ net_parse(const json_t *net, int internet, struct sbx_spec *spec,
 			    "\"network.%s\" must be an array", lists[k]);
 			goto bad;
 		}
-		a = json_object_get(rules, keys[k]);
-		for (i = 0; i < json_array_size(v); i++) {
-			const char *s = json_string_value(json_array_get(v, i));
-
-			if (!s || sbx_net_rule_parse(s, &rule, &err) < 0) {
-				snprintf(msg, n, "%.200s", s ? err.msg :
-				    "network rules must be strings");
-				goto bad;
-			}
-			if (rule.kind == SBX_NR_DOMAIN ||
-			    rule.kind == SBX_NR_WILDCARD) {
-				if (k == 1) {
-					snprintf(msg, n, "denyOut takes IP "
-					    "addresses and CIDRs, not domains "
-					    "('%s')", s);
-					goto bad;
-				}
-				domains = 1;
-			}
-			if (k == 1 && (rule.kind == SBX_NR_ALL || (rule.kind ==
-			    SBX_NR_CIDR && rule.prefix == 0)))
-				all = 1;
-			json_array_append_new(a, json_string(s));
-		}
-		if (json_array_size(v))
-			json_object_set_new(show, lists[k], json_deep_copy(v));
 	}
-	if (domains && !all && internet) {
+	switch (sbx_net_e2b_check(json_object_get(net, lists[0]),
+	    json_object_get(net, lists[1]), !internet, &bad, &err)) {
+	case SBX_NE_OK:
+		break;
+	case SBX_NE_RULE:
+		snprintf(msg, n, "%.200s", err.msg);
+		goto bad;
+	case SBX_NE_DENY_DOMAIN:
+		snprintf(msg, n, "denyOut takes IP addresses and CIDRs, not "
+		    "domains ('%.200s')", bad);
+		goto bad;
+	case SBX_NE_ALLOW_DOMAIN:
 		snprintf(msg, n, "allowOut with domains needs denyOut to hold "
 		    "0.0.0.0/0");
 		goto bad;
+	}
+	for (k = 0; net && k < 2; k++) {
+		v = json_object_get(net, lists[k]);
+		a = json_object_get(rules, keys[k]);
+		json_array_foreach(v, i, e)
+			json_array_append(a, e);
+		if (json_array_size(v))
+			json_object_set_new(show, lists[k], json_deep_copy(v));
 	}
 	if (net && (v = json_object_get(net, "egressProxy")) &&
 	    !json_is_null(v) && !(json_is_object(v) && !json_object_size(v)) &&

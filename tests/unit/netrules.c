@@ -299,7 +299,7 @@ t_protected(void)
 		{"126.255.255.255", SBX_NP_NONE},
 		{"128.0.0.1", SBX_NP_NONE},
 		{"223.255.255.255", SBX_NP_NONE},
-		{"1.1.1.1", SBX_NP_NONE},
+		{"198.51.100.7", SBX_NP_NONE},
 		{"198.18.0.1", SBX_NP_NONE},
 		{"198.19.255.255", SBX_NP_NONE},
 		{"192.0.2.1", SBX_NP_NONE},
@@ -386,10 +386,10 @@ t_allow_wins(void)
 	CHECK(allowed(r, "198.18.2.5", "A.Test"));
 	CHECK(!allowed(r, "198.18.2.5", "b.test"));
 	CHECK(!allowed(r, "2001:db8::1", NULL));
-	CHECK(allowed("{\"allow_out\":[\"all\"],\"deny_out\":[\"1.1.1.1\"]}",
-	    "1.1.1.1", NULL));
-	CHECK(allowed("{\"allow_out\":[\"1.1.1.1\"],"
-	    "\"deny_out\":[\"1.1.1.1\"]}", "1.1.1.1", NULL));
+	CHECK(allowed("{\"allow_out\":[\"all\"],"
+	    "\"deny_out\":[\"198.51.100.7\"]}", "198.51.100.7", NULL));
+	CHECK(allowed("{\"allow_out\":[\"198.51.100.7\"],"
+	    "\"deny_out\":[\"198.51.100.7\"]}", "198.51.100.7", NULL));
 }
 
 static void
@@ -412,9 +412,9 @@ t_deny(void)
 	CHECK(allowed(r, "2001:db9::1", NULL));
 	/* A v4 rule never matches a v6 address, nor the reverse. */
 	CHECK(allowed("{\"deny_out\":[\"0.0.0.0/0\"]}", "2001:db8::1", NULL));
-	CHECK(!allowed("{\"deny_out\":[\"0.0.0.0/0\"]}", "::ffff:1.1.1.1",
+	CHECK(!allowed("{\"deny_out\":[\"0.0.0.0/0\"]}", "::ffff:198.51.100.7",
 	    NULL));
-	CHECK(allowed("{\"deny_out\":[\"::/0\"]}", "1.1.1.1", NULL));
+	CHECK(allowed("{\"deny_out\":[\"::/0\"]}", "198.51.100.7", NULL));
 	CHECK(!allowed("{\"deny_out\":[\"all\"]}", "2001:db8::1", NULL));
 }
 
@@ -431,6 +431,45 @@ t_wildcard_allow(void)
 	CHECK(!allowed(r, "198.18.0.1", ".example.org"));
 	CHECK(!allowed(r, "198.18.0.1", "example.org.evil"));
 	CHECK(!allowed(r, "198.18.0.1", NULL));
+}
+
+/* E2B's constraints: verdict and the entry named. */
+static int
+e2b(const char *allow, const char *deny, int all_denied, int want,
+    const char *want_bad)
+{
+	json_t *a = json_loads(allow, 0, NULL), *d = json_loads(deny, 0, NULL);
+	struct sbx_err err = {0};
+	const char *bad;
+	int got = (int)sbx_net_e2b_check(a, d, all_denied, &bad, &err);
+	int ok = got == want && (want_bad ? bad && !strcmp(bad, want_bad) :
+	    !bad);
+
+	if (!ok)
+		printf("# %s %s: %d '%s'\n", allow, deny, got, bad ? bad : "");
+	json_decref(a);
+	json_decref(d);
+	return ok;
+}
+
+static void
+t_e2b_check(void)
+{
+	CHECK(e2b("[\"198.18.0.1\"]", "[\"10.0.0.0/8\"]", 0, SBX_NE_OK, NULL));
+	CHECK(e2b("[\"a.test\"]", "[\"0.0.0.0/0\"]", 0, SBX_NE_OK,
+	    "a.test"));
+	CHECK(e2b("[\"*.a.test\"]", "[\"all\"]", 0, SBX_NE_OK, "*.a.test"));
+	CHECK(e2b("[\"a.test\"]", "[]", 1, SBX_NE_OK, "a.test"));
+	CHECK(e2b("[\"a.test\"]", "[]", 0, SBX_NE_ALLOW_DOMAIN, "a.test"));
+	/* E2B wants 0.0.0.0/0 itself: ::/0 or a wide v4 CIDR is not it */
+	CHECK(e2b("[\"a.test\"]", "[\"::/0\"]", 0, SBX_NE_ALLOW_DOMAIN,
+	    "a.test"));
+	CHECK(e2b("[\"a.test\"]", "[\"0.0.0.0/1\"]", 0, SBX_NE_ALLOW_DOMAIN,
+	    "a.test"));
+	CHECK(e2b("[]", "[\"a.test\"]", 0, SBX_NE_DENY_DOMAIN, "a.test"));
+	CHECK(e2b("[\"1.2.3.4/33\"]", "[]", 0, SBX_NE_RULE, "1.2.3.4/33"));
+	CHECK(e2b("[7]", "[]", 0, SBX_NE_RULE, NULL));
+	CHECK(e2b("null", "null", 0, SBX_NE_OK, NULL));
 }
 
 static const struct tap_test tests[] = {
@@ -450,6 +489,7 @@ static const struct tap_test tests[] = {
 	{"allow wins over deny", t_allow_wins},
 	{"deny by CIDR, name, wildcard and all", t_deny},
 	{"a wildcard matches strictly below its domain", t_wildcard_allow},
+	{"E2B's constraints on allowOut and denyOut", t_e2b_check},
 };
 
 int
