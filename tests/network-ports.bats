@@ -39,7 +39,7 @@ serve() {
 
 # The URL sbx-port prints for PORT.
 url() {
-	sbx-port -s "${2:-$BATS_TEST_TMPDIR/s.json}" "$1" | jq -er .url
+	sbx-port -s "${2:-$BATS_TEST_TMPDIR/s.json}" "$1" | jq_str .url
 }
 
 sdir() {

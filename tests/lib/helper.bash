@@ -56,6 +56,23 @@ sx() {
 	sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -- "$@"
 }
 
+# jq -e [ARGS...] FILTER on stdin, and a failure on empty input too
+# (Debian's jq 1.6 exits 0 for -e when there is nothing to read).
+jq_true() {
+	local in
+	in=$(cat)
+	[ -n "$in" ] || { echo "jq_true: no input for $*" >&2; return 1; }
+	jq -e "$@" <<<"$in"
+}
+
+# jq -er FILTER on stdin, printing the string; fails on empty input too.
+jq_str() {
+	local in
+	in=$(cat)
+	[ -n "$in" ] || { echo "jq_str: no input for $*" >&2; return 1; }
+	jq -er "$@" <<<"$in"
+}
+
 # The id in a state file (this test's s.json by default).
 sid() {
 	jq -r .ref.id "${1:-$BATS_TEST_TMPDIR/s.json}"

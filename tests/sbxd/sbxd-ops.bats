@@ -148,7 +148,7 @@ code_of() {
 @test "--max-sandboxes: one more is 429 in E2B's shape, until one is killed" {
 	sbxd_start --max-sandboxes 2
 	a=$(sbxd_create | jq -r .sandboxID)
-	sbxd_create | jq -e .sandboxID >/dev/null
+	sbxd_create | jq_true .sandboxID >/dev/null
 	run code_of POST /sandboxes '{"templateID":"base"}'
 	assert_output 429
 	run jq -c . "$BATS_TEST_TMPDIR/body"

@@ -282,8 +282,8 @@ world_icmp_count() {
 	dk -n allow --deny-out all --allow-out a.test
 	id=$(sid)
 	api "/containers/$id/json" >c.json
-	jq -e --arg d "$SBX_LOCAL_DIR/.docker-net" '.HostConfig.NetworkMode == "none" and
-	    .Config.Labels["io.sbx.net"] == $d' c.json
+	jq_true --arg d "$SBX_LOCAL_DIR/.docker-net" '.HostConfig.NetworkMode == "none" and
+	    .Config.Labels["io.sbx.net"] == $d' <c.json
 	run sx ls /sys/class/net
 	assert_output lo
 	run sx ip -o -4 addr show dev lo
@@ -298,8 +298,8 @@ $(ndir)/net.log 600"
 	alive "$pid"
 	grep -qF "$(ndir)" "/proc/$pid/cmdline"
 	[ "$(readlink "/proc/$pid/ns/net")" = "$(readlink /proc/self/ns/net)" ]
-	jq -e --arg id "$id" '.id == $id and .allow_out == ["a.test"] and
-	    .deny_out == ["all"]' "$(ndir)/net.json"
+	jq_true --arg id "$id" '.id == $id and .allow_out == ["a.test"] and
+	    .deny_out == ["all"]' <"$(ndir)/net.json"
 }
 
 @test "docker rules: HTTPS to an allowed host works, a denied one does not, and the log says which" {
@@ -316,15 +316,15 @@ $(ndir)/net.log 600"
 	wait_log 1 '.proto == "tcp" and .host == "c.test"'
 	run log_lines '.proto == "tcp"'
 	[ "${#lines[@]}" -eq 2 ]
-	jq -e --arg a "$NETWORLD_A" --arg id "$(sid)" '.sandbox == $id and
+	jq_true --arg a "$NETWORLD_A" --arg id "$(sid)" '.sandbox == $id and
 	    .dest == $a and .port == 443 and .host == "a.test" and
 	    .verdict == "allow" and .bytes_out > 0 and .bytes_in > 0' <<<"${lines[0]}"
-	jq -e --arg c "$NETWORLD_C" '.dest == $c and .port == 443 and
+	jq_true --arg c "$NETWORLD_C" '.dest == $c and .port == 443 and
 	    .host == "c.test" and .verdict == "deny" and .bytes_out == 0' \
 	    <<<"${lines[1]}"
 	run log_lines '.proto == "dns" and .host == "a.test"'
 	[ -n "$output" ]
-	jq -e --arg d "$NETWORLD_DNS_ADDR" '.dest == $d and .port == 53' <<<"${lines[0]}"
+	jq_true --arg d "$NETWORLD_DNS_ADDR" '.dest == $d and .port == 53' <<<"${lines[0]}"
 }
 
 @test "docker rules: the host's loopback and its own addresses are unreachable, the world is not" {
@@ -399,7 +399,7 @@ udp: sendto: Operation not permitted"
 	field_is .server c.test
 	run scurl https://a.test/
 	assert_failure
-	jq -e '.allow_out == ["c.test"]' "$(ndir)/net.json"
+	jq_true '.allow_out == ["c.test"]' <"$(ndir)/net.json"
 }
 
 @test "docker rules: sbx-kill leaves no sbx-netd, no directory, no container" {
@@ -472,8 +472,8 @@ udp: sendto: Operation not permitted"
 @test "docker bridge: without rules the container is on Docker's bridge and reaches the world, and the host's addresses" {
 	dk -n allow
 	api "/containers/$(sid)/json" >c.json
-	jq -e '.HostConfig.NetworkMode == "default" and
-	    (.Config.Labels["io.sbx.net"] | not)' c.json
+	jq_true '.HostConfig.NetworkMode == "default" and
+	    (.Config.Labels["io.sbx.net"] | not)' <c.json
 	run sx curl -sS --max-time 5 --cacert /etc/ca.pem \
 	    --resolve "a.test:443:$NETWORLD_A" https://a.test/
 	assert_success
@@ -527,7 +527,7 @@ Verify return code: 0 (ok)"
 @test "docker inject: HTTP and HTTPS get the header, the container's own value replaced; its TLS clients trust the sandbox's CA" {
 	dk_inject
 	api "/containers/$(sid)/json" >c.json
-	jq -e '.HostConfig.NetworkMode == "none"' c.json
+	jq_true '.HostConfig.NetworkMode == "none"' <c.json
 	run sx curl -sS --max-time 5 -H 'X-Api-Key: mine' -H 'x-other: kept' http://a.test/h
 	assert_success
 	field_is .tls false
@@ -637,7 +637,7 @@ ls: /etc/ssl: No such file or directory"
 done"
 	# the engine's whole inspect (Env, Cmd, Entrypoint, Labels, ...)
 	api "/containers/$(sid)/json" >c.json
-	jq -e '.Config.Env | index("FOO=bar")' c.json
+	jq_true '.Config.Env | index("FOO=bar")' <c.json
 	run grep -cE "$pat" c.json
 	assert_output 0
 	run docker inspect "$(sid)"
@@ -710,14 +710,14 @@ serve() {
 
 # The URL sbx-port prints for PORT.
 url() {
-	sbx-port -s "$BATS_TEST_TMPDIR/s.json" "$1" | jq -er .url
+	sbx-port -s "$BATS_TEST_TMPDIR/s.json" "$1" | jq_str .url
 }
 
 @test "docker ports: --port takes the container off the bridge; its server answers at the URL sbx-port prints, one tcp-in line; the world through sbx-netd" {
 	dk -n allow --port 8000
 	api "/containers/$(sid)/json" >c.json
-	jq -e --arg d "$SBX_LOCAL_DIR/.docker-net" '.HostConfig.NetworkMode == "none" and
-	    .Config.Labels["io.sbx.net"] == $d' c.json
+	jq_true --arg d "$SBX_LOCAL_DIR/.docker-net" '.HostConfig.NetworkMode == "none" and
+	    .Config.Labels["io.sbx.net"] == $d' <c.json
 	serve 8000
 	u=$(url 8000)
 	[[ $u =~ ^http://127\.0\.0\.1:[0-9]+$ ]]
@@ -752,8 +752,8 @@ url() {
 @test "docker ports: -n deny with --port: the port answers, the container has no way out, and sbx-net refuses it" {
 	dk -n deny --port 8000
 	api "/containers/$(sid)/json" >c.json
-	jq -e '.HostConfig.NetworkMode == "none"' c.json
-	jq -e '.network == "deny"' "$(ndir)/net.json"
+	jq_true '.HostConfig.NetworkMode == "none"' <c.json
+	jq_true '.network == "deny"' <"$(ndir)/net.json"
 	serve 8000
 	run curl -sS --max-time 5 "$(url 8000)/hello"
 	assert_output "hi from 8000"
