@@ -16,13 +16,19 @@ static const char usage[] =
     "[-x glob]...\n"
     "                     [-m size] [-L warn|skip] [-s file | -I id [-b "
     "backend]] [dir]\n"
-    "       sbx-sync pull [-nqv] [--theirs | --ours] [--full] [-x glob]... "
-    "[-s file |\n"
-    "                     -I id [-b backend]] [dir]\n"
-    "       sbx-sync status [-qv] [--full] [-x glob]... [-s file | -I id "
-    "[-b backend]] [dir]\n";
+    "       sbx-sync pull [-nqv] [--theirs | --ours] [--full] "
+    "[--links keep|skip]\n"
+    "                     [--trust-config] [-x glob]... [-s file | -I id "
+    "[-b backend]]\n"
+    "                     [dir]\n"
+    "       sbx-sync status [-qv] [--full] [--links keep|skip] "
+    "[--trust-config]\n"
+    "                       [-x glob]... [-s file | -I id [-b backend]] "
+    "[dir]\n";
 
-enum { OPT_DELETE = 256, OPT_THEIRS, OPT_OURS, OPT_FULL };
+enum {
+	OPT_DELETE = 256, OPT_THEIRS, OPT_OURS, OPT_FULL, OPT_LINKS, OPT_TRUST
+};
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
@@ -35,18 +41,21 @@ static const struct option longopts[] = {
 	{"id", required_argument, NULL, 'I'},
 	{"include", required_argument, NULL, 'a'},
 	{"large", required_argument, NULL, 'L'},
+	{"links", required_argument, NULL, OPT_LINKS},
 	{"max-file-size", required_argument, NULL, 'm'},
 	{"ours", no_argument, NULL, OPT_OURS},
 	{"quiet", no_argument, NULL, 'q'},
 	{"state", required_argument, NULL, 's'},
 	{"theirs", no_argument, NULL, OPT_THEIRS},
+	{"trust-config", no_argument, NULL, OPT_TRUST},
 	{"verbose", no_argument, NULL, 'v'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
 };
 
 static void
-print_plan(const char *path, const char *action, uint64_t size, void *arg)
+print_plan(const char *path, const char *action, const char *why,
+    uint64_t size, void *arg)
 {
 	json_t *o = json_object();
 
@@ -54,6 +63,8 @@ print_plan(const char *path, const char *action, uint64_t size, void *arg)
 	json_object_set_new(o, "path", sbx_json_bytes(path, strlen(path)));
 	json_object_set_new(o, "action", json_string(action));
 	json_object_set_new(o, "size", json_integer((json_int_t)size));
+	if (why)
+		json_object_set_new(o, "why", json_string(why));
 	sbx_out_json(o);
 	json_decref(o);
 }
@@ -173,6 +184,22 @@ main(int argc, char **argv)
 				    "pull and status");
 			o.full = 1;
 			break;
+		case OPT_LINKS:
+		case OPT_TRUST:
+			if (push)
+				sbx_usage_error(usage, "--%s is an option of "
+				    "pull and status", c == OPT_LINKS ?
+				    "links" : "trust-config");
+			if (c == OPT_TRUST)
+				o.trust_config = 1;
+			else if (!strcmp(optarg, "keep"))
+				o.links_keep = 1;
+			else if (!strcmp(optarg, "skip"))
+				o.links_keep = 0;
+			else
+				sbx_usage_error(usage, "--links must be keep "
+				    "or skip, not '%s'", optarg);
+			break;
 		case OPT_THEIRS:
 		case OPT_OURS:
 			if (push || status)
@@ -244,7 +271,8 @@ main(int argc, char **argv)
 	else
 		rc = sbx_sync_pull(&o, status, &r, &err);
 	sbx_progress_end();
-	if (rc < 0 && (push || err.code != SBX_EX_FAIL || !r.conflicts))
+	if (rc < 0 && (push || err.code != SBX_EX_FAIL || (!r.conflicts &&
+	    !r.held)))
 		sbx_die_err(&err);
 	if (!status && !o.dry_run) {
 		json_t *j = json_pack("{sIsIsIsIsI}", "files",
@@ -253,9 +281,12 @@ main(int argc, char **argv)
 		    (json_int_t)r.conflicts, "ms",
 		    (json_int_t)(sbx_mono_ms() - t0));
 
-		if (!push)
+		if (!push) {
 			json_object_set_new(j, "listed", json_string(r.partial ?
 			    "changed" : "all"));
+			json_object_set_new(j, "held", json_integer(
+			    (json_int_t)r.held));
+		}
 
 		sbx_out_json(j);
 		json_decref(j);

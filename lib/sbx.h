@@ -522,14 +522,18 @@ struct sbx_sync_opts {
 	enum sbx_compress z;
 	int delete, dry_run, theirs, ours, progress;
 	int full;                /* pull: list everything in the sandbox */
-	/* status and --dry-run: one call per path */
-	void (*plan)(const char *path, const char *action, uint64_t size,
-	    void *arg);
+	int links_keep;          /* pull: write links that leave the project */
+	int trust_config;        /* pull: write host-executed configuration */
+	/* status and --dry-run: one call per path; why is NULL, or "config"
+	 * or "link" for what the pull policy holds back */
+	void (*plan)(const char *path, const char *action, const char *why,
+	    uint64_t size, void *arg);
 	void *arg;
 };
 
 struct sbx_sync_result {
 	uint64_t files, bytes, deleted, conflicts;
+	uint64_t held;   /* pull: links left out (links_keep unset) */
 	int partial; /* pull: the sandbox listed only what changed */
 };
 
@@ -537,7 +541,8 @@ struct sbx_sync_result {
 int sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
     struct sbx_err *err);
 /* status_only: plan, print, change nothing (pull -n is the same). A pull
- * that leaves conflicts fails with SBX_EX_FAIL after doing the rest. */
+ * that leaves conflicts or holds links back fails with SBX_EX_FAIL after
+ * doing the rest. */
 int sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
     struct sbx_sync_result *r, struct sbx_err *err);
 

@@ -615,7 +615,7 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 		r->files++;
 		r->bytes += sel.e[i].size;
 		if (o->plan)
-			o->plan(sel.e[i].path, b ? "update" : "add",
+			o->plan(sel.e[i].path, b ? "update" : "add", NULL,
 			    sel.e[i].size, o->arg);
 	}
 	if (o->delete)
@@ -626,7 +626,7 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 					sbx_note("delete '%s'", base.e[i].path);
 				r->deleted++;
 				if (o->plan)
-					o->plan(base.e[i].path, "delete",
+					o->plan(base.e[i].path, "delete", NULL,
 					    base.e[i].size, o->arg);
 			}
 	if (o->dry_run) {
@@ -668,13 +668,18 @@ out:
 
 /* --- pull -------------------------------------------------------------------- */
 
-enum act { A_NONE, A_ADD, A_UPDATE, A_DELETE, A_CONFLICT, A_MAYBE };
+/* A_CONFIG: host-executed configuration the sandbox changed, a conflict
+ * until trusted; A_HELD: a link that leads out of the project. Neither
+ * writes anything, nor enters the baseline. */
+enum act { A_NONE, A_ADD, A_UPDATE, A_DELETE, A_CONFLICT, A_MAYBE, A_CONFIG,
+	A_HELD };
 
 struct item {
 	char *path;
 	enum act act;
 	struct sbx_fentry s;  /* the sandbox's (scan, then archive) */
 	int staged;           /* its content is in the stage, as name i */
+	char *target;         /* A_HELD: the link's target */
 	int have_host;
 	struct stat host;
 };
@@ -1108,10 +1113,169 @@ stale_stages(void)
 	closedir(d);
 }
 
+/* --- what a pull holds back: the host runs it, or it leads out ---------- */
+
+/* Configuration that tools on the host act on without being asked to run
+ * anything of the project's: entering the directory (direnv), opening it
+ * in an editor, git's own commands, package managers' settings, and our
+ * own ignore file. At any depth, since a subdirectory can be entered or
+ * opened on its own; a directory's name counts for what is below it and
+ * for a link or file in its place (a link .vscode -> cfg would make
+ * cfg's plain files the editor's). The man page's list is this one. */
+static const char *const config_dirs[] = {
+	".devcontainer", ".idea", ".vscode",
+};
+static const char *const config_files[] = {
+	".dir-locals.el", ".envrc", ".exrc", ".gitattributes", ".gitmodules",
+	".lfsconfig", ".npmrc", ".nvim.lua", ".nvimrc",
+	".pre-commit-config.yaml", ".sbxignore", ".yarnrc", ".yarnrc.yml",
+};
+
+static int
+is_config(const char *path)
+{
+	const char *s = path, *slash;
+	size_t i, n;
+
+	for (;; s = slash + 1) {
+		slash = strchr(s, '/');
+		n = slash ? (size_t)(slash - s) : strlen(s);
+		for (i = 0; i < sizeof config_dirs / sizeof config_dirs[0];
+		    i++)
+			if (strlen(config_dirs[i]) == n &&
+			    !memcmp(config_dirs[i], s, n))
+				return 1;
+		if (!slash)
+			break;
+	}
+	for (i = 0; i < sizeof config_files / sizeof config_files[0]; i++)
+		if (!strcmp(config_files[i], s))
+			return 1;
+	return 0;
+}
+
+/* The target of the link at path once the pull is done: the staged one
+ * where the pull writes that path (or would, but holds it back), else
+ * the host's. -1: not a link. */
+static ssize_t
+final_link(struct pull *p, const char *path, char *buf, size_t len)
+{
+	struct item *it = find_item(p, path);
+	char slot[32];
+	ssize_t n;
+
+	if (it && it->staged && (it->act == A_ADD || it->act == A_UPDATE ||
+	    it->act == A_HELD)) {
+		if (it->s.type != 'l')
+			return -1;
+		snprintf(slot, sizeof slot, "%zu", (size_t)(it - p->it));
+		n = readlinkat(p->stage_fd, slot, buf, len);
+	} else
+		n = readlink(path, buf, len);
+	return n >= 0 && (size_t)n < len ? n : -1;
+}
+
+/* Whether a link at path to target leads out of the project: absolute,
+ * or resolved from the link's directory one name at a time, with ".."
+ * going above the top, or through a link (of the pull or the host's)
+ * that does. Too many links on the way count as leaving. */
+static int
+link_leaves(struct pull *p, const char *path, const char *target)
+{
+	char cur[PATH_MAX], rest[2 * PATH_MAX], t[PATH_MAX], *r, *slash;
+	size_t n, k;
+	ssize_t tl;
+	int hops = 0;
+
+	n = (slash = strrchr(path, '/')) ? (size_t)(slash - path) : 0;
+	if (*target == '/' || n >= sizeof cur || strlen(target) >= sizeof rest)
+		return 1;
+	memcpy(cur, path, n);
+	cur[n] = '\0';
+	snprintf(rest, sizeof rest, "%s", target);
+	for (r = rest; *r;) {
+		if (*r == '/') {
+			r++;
+			continue;
+		}
+		k = (slash = strchr(r, '/')) ? (size_t)(slash - r) : strlen(r);
+		if (k == 1 && r[0] == '.') {
+			r += k + !!slash;
+			continue;
+		}
+		if (k == 2 && r[0] == '.' && r[1] == '.') {
+			if (!n)
+				return 1;
+			while (n && cur[n - 1] != '/')
+				n--;
+			n -= !!n;
+			cur[n] = '\0';
+			r += k + !!slash;
+			continue;
+		}
+		if (n + 1 + k >= sizeof cur)
+			return 1;
+		if (n)
+			cur[n++] = '/';
+		memcpy(cur + n, r, k);
+		cur[n + k] = '\0';
+		r += k + !!slash;
+		if ((tl = final_link(p, cur, t, sizeof t)) < 0) {
+			n += k;
+			continue;
+		}
+		/* A link: its target, then what was left of ours. */
+		if (++hops > 40 || !tl || *t == '/' ||
+		    (size_t)tl + 1 + strlen(r) >= sizeof rest)
+			return 1;
+		cur[n -= !!n] = '\0';
+		memmove(rest + tl + 1, r, strlen(r) + 1);
+		memcpy(rest, t, (size_t)tl);
+		rest[tl] = '/';
+		r = rest;
+	}
+	return 0;
+}
+
 static const char *const act_name[] = {
 	[A_ADD] = "add", [A_UPDATE] = "update", [A_DELETE] = "delete",
 	[A_CONFLICT] = "conflict", [A_MAYBE] = "conflict",
+	[A_CONFIG] = "conflict", [A_HELD] = "held",
 };
+
+/* Why the pull exits 1 after doing the rest: what it left, and how to
+ * take it. */
+static int
+held_message(const struct pull *p, int conflicts, uint64_t held,
+    struct sbx_err *err)
+{
+	char msg[512] = "";
+	size_t i, len;
+	int config = 0;
+
+	for (i = 0; i < p->n; i++)
+		config += p->it[i].act == A_CONFIG;
+	conflicts -= config;
+	if (conflicts)
+		snprintf(msg, sizeof msg, "%d conflict%s: keep yours with "
+		    "--ours or take the sandbox's with --theirs", conflicts,
+		    conflicts == 1 ? "" : "s");
+	if (config) {
+		len = strlen(msg);
+		snprintf(msg + len, sizeof msg - len, "%s%d configuration "
+		    "file%s not pulled: take %s with --trust-config",
+		    len ? "; " : "", config, config == 1 ? "" : "s",
+		    config == 1 ? "it" : "them");
+	}
+	if (held) {
+		len = strlen(msg);
+		snprintf(msg + len, sizeof msg - len, "%s%llu link%s held "
+		    "back: take %s with --links keep", len ? "; " : "",
+		    (unsigned long long)held, held == 1 ? "" : "s",
+		    held == 1 ? "it" : "them");
+	}
+	return sbx_err_set(err, SBX_EX_FAIL, "%s", msg);
+}
 
 int
 sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
@@ -1220,12 +1384,40 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 				drop_entry(&p.base, it->path);
 			it->act = A_NONE;
 		}
+		if (it->act != A_NONE && !o->trust_config && is_config(it->path))
+			it->act = A_CONFIG;
+	}
+	/* Links once every other path's fate is known: a link is judged by
+	 * the links it goes through as they will be. */
+	for (i = 0; !o->links_keep && i < p.n; i++) {
+		struct item *it = &p.it[i];
+		char slot[32], target[PATH_MAX];
+		ssize_t n;
+
+		if ((it->act != A_ADD && it->act != A_UPDATE &&
+		    it->act != A_CONFLICT) || !it->staged || it->s.type != 'l')
+			continue;
+		snprintf(slot, sizeof slot, "%zu", i);
+		n = readlinkat(p.stage_fd, slot, target, sizeof target - 1);
+		target[n < 0 ? 0 : n] = '\0';
+		if (n <= 0 || link_leaves(&p, it->path, target)) {
+			it->act = A_HELD;
+			it->target = sbx_xstrdup(target);
+		}
+	}
+	for (i = 0; i < p.n; i++) {
+		struct item *it = &p.it[i];
+
 		if (it->act == A_NONE)
 			continue;
 		if (o->plan)
-			o->plan(it->path, act_name[it->act], it->s.size, o->arg);
-		if (it->act == A_CONFLICT)
+			o->plan(it->path, act_name[it->act], it->act ==
+			    A_CONFIG ? "config" : it->act == A_HELD ? "link" :
+			    NULL, it->s.size, o->arg);
+		if (it->act == A_CONFLICT || it->act == A_CONFIG)
 			conflicts++;
+		else if (it->act == A_HELD)
+			r->held++;
 	}
 	r->conflicts = (uint64_t)conflicts;
 	if (status_only || o->dry_run) {
@@ -1236,7 +1428,8 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 	for (i = 0; i < p.n; i++) {
 		struct item *it = &p.it[i];
 
-		if (it->act == A_NONE || it->act == A_DELETE)
+		if (it->act != A_ADD && it->act != A_UPDATE &&
+		    it->act != A_CONFLICT)
 			continue;
 		dest = it->act == A_CONFLICT ? sbx_xasprintf("%s.sbx-conflict",
 		    it->path) : sbx_xstrdup(it->path);
@@ -1278,16 +1471,28 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 		r->files++;
 		r->bytes += it->s.size;
 	}
-	for (i = 0; i < p.n; i++)
-		if (p.it[i].act == A_CONFLICT && !p.it[i].staged)
+	for (i = 0; i < p.n; i++) {
+		struct item *it = &p.it[i];
+
+		if (it->act == A_CONFLICT && !it->staged)
 			sbx_warn("conflict: '%s' was deleted in the sandbox and "
-			    "changed here; kept", p.it[i].path);
+			    "changed here; kept", it->path);
+		else if (it->act == A_CONFIG)
+			sbx_warn("conflict: '%s' is configuration the host "
+			    "runs, %s in the sandbox; kept as it is here (take "
+			    "it with --trust-config)", it->path, !it->staged ?
+			    "deleted" : it->have_host ? "changed" : "made");
+		else if (it->act == A_HELD)
+			sbx_warn("held back: link '%s' -> '%s' leads out of "
+			    "the project (take it with --links keep)",
+			    it->path, it->target);
+	}
 	compact(&p.base, &p.adds);
-	/* Where a conflict stays, the sandbox's side is not in the
-	 * baseline: the next pull lists everything again. */
+	/* Where a conflict stays or a link waits, the sandbox's side is not
+	 * in the baseline: the next pull lists everything again. */
 	free(p.meta.token);
 	p.meta.token = NULL;
-	if (!conflicts) {
+	if (!conflicts && !r->held) {
 		p.meta.token = p.delta.token;
 		p.delta.token = NULL;
 	}
@@ -1295,10 +1500,8 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 	if (baseline_save(o, &p.base, &p.meta, err) < 0)
 		goto out;
 	rc = 0;
-	if (conflicts)
-		rc = sbx_err_set(err, SBX_EX_FAIL, "%d conflict%s: keep yours "
-		    "with --ours or take the sandbox's with --theirs",
-		    conflicts, conflicts == 1 ? "" : "s");
+	if (conflicts || r->held)
+		rc = held_message(&p, conflicts, r->held, err);
 out:
 	if (job.pid > 0)
 		sbx_job_wait(&job, &jerr);
@@ -1310,8 +1513,10 @@ out:
 	}
 	if (made_sbx)
 		rmdir(".sbx"); /* only if nothing else went there */
-	for (i = 0; i < p.n; i++)
+	for (i = 0; i < p.n; i++) {
 		free(p.it[i].path);
+		free(p.it[i].target);
+	}
 	free(p.it);
 	sbx_manifest_release(&p.base);
 	sbx_manifest_release(&p.scan);
