@@ -1,6 +1,7 @@
 /* ignore.c - TAP unit tests of the gitignore pattern matcher */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -498,6 +499,15 @@ xrun(const char *dir, char *const argv[], const char *in, const char *out)
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+static int
+rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
 /* git check-ignore's verdict on every path of the tree, for the lines in
  * .gitignore, against ours; 300 random sets of 1 to 4 lines. */
 static void
@@ -580,6 +590,9 @@ t_same_as_git(void)
 		sbx_ignore_free(ig);
 	}
 	CHECK(bad == 0);
+	for (i = sizeof xdirs / sizeof xdirs[0]; i < npaths; i++)
+		free((char *)paths[i]);
+	CHECK(nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
 }
 
 static const struct tap_test tests[] = {
