@@ -38,7 +38,7 @@ struct pat {
 
 /* The largest pattern file read: a real one is a few KiB, and a match
  * costs up to (path length) x (total pattern length). */
-#define IGNORE_MAX (256 * 1024)
+#define IGNORE_MAX (64 * 1024)
 
 struct sbx_ignore {
 	struct pat *p;

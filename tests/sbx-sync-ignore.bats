@@ -44,18 +44,18 @@ bomb() {
 	    sort)"
 }
 
-@test "sbx-sync: a .sbxignore past 256 KiB is a usage error and nothing is pushed" {
+@test "sbx-sync: a .sbxignore past 64 KiB is a usage error and nothing is pushed" {
 	echo top >"$P/top.txt"
-	head -c $((256 * 1024 + 1)) /dev/zero | tr '\0' '\n' >"$P/.sbxignore"
+	head -c $((64 * 1024 + 1)) /dev/zero | tr '\0' '\n' >"$P/.sbxignore"
 	new_sandbox
 	run sbx-sync push -s "$S" "$P"
 	assert_failure 2
-	assert_output "sbx-sync: '.sbxignore' is larger than 256 KiB"
+	assert_output "sbx-sync: '.sbxignore' is larger than 64 KiB"
 	run sx sh -c 'cd /workspace && find . -type f'
 	assert_success
 	assert_output ''
-	# 256 KiB is allowed.
-	head -c $((256 * 1024)) /dev/zero | tr '\0' '\n' >"$P/.sbxignore"
+	# 64 KiB is allowed.
+	head -c $((64 * 1024)) /dev/zero | tr '\0' '\n' >"$P/.sbxignore"
 	run sbx-sync push -s "$S" "$P"
 	assert_success
 	run sx sh -c 'cd /workspace && find . -type f | sort'

@@ -402,12 +402,12 @@ t_bomb(void)
 	sbx_ignore_free(ig);
 }
 
-/* A pattern file is at most 256 KiB: one byte more is a usage error
+/* A pattern file is at most 64 KiB: one byte more is a usage error
  * that adds nothing. */
 static void
 t_load_cap(void)
 {
-	size_t max = 256 * 1024;
+	size_t max = 64 * 1024;
 	char *text = sbx_xmalloc(max + 1), *path;
 	struct sbx_ignore *ig = sbx_ignore_new();
 	struct sbx_err err = {0};
@@ -425,7 +425,7 @@ t_load_cap(void)
 	path = temp_with(text, max + 1);
 	CHECK(sbx_ignore_load(ig, path, &err) == -1);
 	CHECK(err.code == SBX_EX_USAGE);
-	snprintf(want, sizeof want, "'%s' is larger than 256 KiB", path);
+	snprintf(want, sizeof want, "'%s' is larger than 64 KiB", path);
 	CHECK(!strcmp(err.msg, want));
 	CHECK(sbx_ignore_count(ig) == 0);
 	unlink(path);
@@ -621,7 +621,7 @@ static const struct tap_test tests[] = {
 	{"10,000 paths against 20 patterns", t_many_paths},
 	{"nine **/*/ segments on a 200-deep path, and star runs, are quick",
 	    t_bomb},
-	{"a pattern file past 256 KiB is a usage error", t_load_cap},
+	{"a pattern file past 64 KiB is a usage error", t_load_cap},
 	{"the same verdicts as git check-ignore on random patterns",
 	    t_same_as_git},
 };
