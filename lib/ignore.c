@@ -24,6 +24,7 @@ enum {
 struct tok {
 	unsigned char op, c;
 	unsigned cls; /* for T_CLASS, an index into pat.cls */
+	size_t reg;   /* its region: 1 + the last '/', "**" or skip before */
 };
 
 struct pat {
@@ -173,6 +174,14 @@ parse_class(const char *s, size_t len, size_t i, unsigned char *bm)
 	return i + 1;
 }
 
+/* What a "*" cannot read past: a '/', a "**", a skip over one. */
+static int
+barrier(const struct tok *t)
+{
+	return (t->op == T_CHAR && t->c == '/') || t->op == T_DSTAR ||
+	    t->op == T_SKIP;
+}
+
 static void
 emit(struct pat *p, size_t *cap, int op, int c)
 {
@@ -302,6 +311,11 @@ sbx_ignore_add(struct sbx_ignore *ig, const char *line)
 	if (!len)
 		return;
 	compile(&p, s, len);
+	for (i = 0, keep = 0; i < p.n; i++) {
+		p.t[i].reg = keep;
+		if (barrier(&p.t[i]))
+			keep = i + 1;
+	}
 	if (ig->n == ig->cap) {
 		ig->cap = ig->cap ? ig->cap * 2 : 16;
 		ig->p = sbx_xrealloc(ig->p, ig->cap * sizeof *ig->p);
@@ -352,66 +366,89 @@ out:
 	return rc;
 }
 
-/* The live tokens of a run: on[i] when token i is next to match; on[n]
- * when the pattern has matched all it read. lo..hi bounds the live ones,
- * so a step costs what is live, not the whole pattern. */
+/* The live tokens of a run, in a list and flagged in on[]: token i live
+ * means it is next to match; token n (one past the last) means the
+ * pattern has matched all it read. A step costs what is live, not the
+ * whole pattern. */
 struct nfa {
-	unsigned char *on, *nx;
-	size_t lo, hi; /* hi < lo: none live */
+	unsigned char *on, *nx;    /* flags of cur, and of next */
+	size_t *cur, *next, ncur;
+	size_t *top;               /* by region: its highest live "*", + 1 */
 };
 
 static void
-add(struct nfa *a, unsigned char *on, size_t i)
+add(unsigned char *on, size_t *list, size_t *n, size_t i)
 {
 	if (on[i])
 		return;
 	on[i] = 1;
-	if (i < a->lo)
-		a->lo = i;
-	if (i > a->hi || a->hi == (size_t)-1)
-		a->hi = i;
+	list[(*n)++] = i;
 }
 
-/* Follow the tokens that match nothing; they only lead forward, so one
- * pass from lo does it. */
+/* Follow the tokens that match nothing; then drop the live tokens a live
+ * "*" stands for: from a token x below a "*" at j in its region (no '/',
+ * "**" or skip between), every path to a match reads j's "*" after
+ * bytes that are not '/', which that "*" reads as well. Without this a
+ * run of "*a*a*a..." keeps every one of its stars live. */
 static void
-closure(const struct pat *p, struct nfa *a)
+settle(const struct pat *p, struct nfa *a)
 {
-	size_t i;
+	const struct tok *t;
+	size_t k, j, i;
 
-	for (i = a->lo; i <= a->hi && i < p->n; i++) {
-		if (!a->on[i])
+	for (k = 0; k < a->ncur; k++) {
+		if ((i = a->cur[k]) == p->n)
 			continue;
-		if (p->t[i].op == T_STAR || p->t[i].op == T_DSTAR ||
-		    p->t[i].op == T_SKIP)
-			add(a, a->on, i + 1);
-		if (p->t[i].op == T_SKIP)
-			add(a, a->on, i + 3);
+		t = &p->t[i];
+		if (t->op == T_STAR || t->op == T_DSTAR || t->op == T_SKIP)
+			add(a->on, a->cur, &a->ncur, i + 1);
+		if (t->op == T_SKIP)
+			add(a->on, a->cur, &a->ncur, i + 3);
 	}
+	for (k = 0; k < a->ncur; k++) {
+		i = a->cur[k];
+		if (i < p->n && p->t[i].op == T_STAR &&
+		    a->top[p->t[i].reg] < i + 1)
+			a->top[p->t[i].reg] = i + 1;
+	}
+	for (k = j = 0; k < a->ncur; k++) {
+		i = a->cur[k];
+		if (i < p->n && !barrier(&p->t[i]) &&
+		    a->top[p->t[i].reg] > i + 1)
+			a->on[i] = 0;
+		else
+			a->cur[j++] = i;
+	}
+	a->ncur = j;
+	for (k = 0; k < a->ncur; k++)
+		if (a->cur[k] < p->n)
+			a->top[p->t[a->cur[k]].reg] = 0;
 }
 
 static void
 restart(const struct pat *p, struct nfa *a)
 {
-	if (a->hi != (size_t)-1)
-		memset(a->on + a->lo, 0, a->hi - a->lo + 1);
-	a->lo = (size_t)-1;
-	a->hi = (size_t)-1;
-	add(a, a->on, 0);
-	closure(p, a);
+	size_t k;
+
+	for (k = 0; k < a->ncur; k++)
+		a->on[a->cur[k]] = 0;
+	a->ncur = 0;
+	add(a->on, a->cur, &a->ncur, 0);
+	settle(p, a);
 }
 
 static void
 step(const struct pat *p, struct nfa *a, unsigned char c)
 {
-	size_t i, lo = a->lo, hi = a->hi;
+	size_t k, i, nnext = 0, *tl;
 	const struct tok *t;
-	unsigned char *tmp;
+	unsigned char *tf;
 	int ok;
 
-	a->lo = a->hi = (size_t)-1;
-	for (i = lo; hi != (size_t)-1 && i <= hi && i < p->n; i++) {
-		if (!a->on[i])
+	for (k = 0; k < a->ncur; k++) {
+		i = a->cur[k];
+		a->on[i] = 0;
+		if (i == p->n)
 			continue;
 		t = &p->t[i];
 		switch (t->op) {
@@ -426,24 +463,25 @@ step(const struct pat *p, struct nfa *a, unsigned char c)
 			break;
 		case T_STAR:
 			if (c != '/')
-				add(a, a->nx, i);
+				add(a->nx, a->next, &nnext, i);
 			continue;
 		case T_DSTAR:
-			add(a, a->nx, i);
+			add(a->nx, a->next, &nnext, i);
 			continue;
 		default:
 			continue;
 		}
 		if (ok)
-			add(a, a->nx, i + 1);
+			add(a->nx, a->next, &nnext, i + 1);
 	}
-	if (hi != (size_t)-1)
-		memset(a->on + lo, 0, hi - lo + 1);
-	tmp = a->on;
+	tf = a->on;
 	a->on = a->nx;
-	a->nx = tmp;
-	if (a->hi != (size_t)-1)
-		closure(p, a);
+	a->nx = tf;
+	tl = a->cur;
+	a->cur = a->next;
+	a->next = tl;
+	a->ncur = nnext;
+	settle(p, a);
 }
 
 /* Run p over s..end: whether it matches the whole. With hit (zeroed, one
@@ -452,34 +490,44 @@ step(const struct pat *p, struct nfa *a, unsigned char c)
 static int
 run(const struct pat *p, const char *s, const char *end, unsigned char *hit)
 {
-	unsigned char stack[2][256], *heap = NULL;
+	enum { SMALL = 64 };
+	unsigned char flags[2][SMALL];
+	size_t lists[3][SMALL], m = p->n + 1;
+	void *heap = NULL;
 	struct nfa a;
 	const char *q;
 	size_t k = 0;
-	int m = 0;
+	int r = 0;
 
 	if (p->never)
 		return 0;
-	if (p->n < sizeof stack[0]) {
-		a.on = stack[0];
-		a.nx = stack[1];
+	if (m <= SMALL) {
+		a.on = flags[0];
+		a.nx = flags[1];
+		a.cur = lists[0];
+		a.next = lists[1];
+		a.top = lists[2];
 	} else {
-		a.on = heap = sbx_xmalloc(2 * (p->n + 1));
-		a.nx = heap + p->n + 1;
+		heap = sbx_xmalloc(m * (2 + 3 * sizeof(size_t)));
+		a.cur = heap;
+		a.next = a.cur + m;
+		a.top = a.next + m;
+		a.on = (unsigned char *)(a.top + m);
+		a.nx = a.on + m;
 	}
-	memset(a.on, 0, p->n + 1);
-	memset(a.nx, 0, p->n + 1);
-	a.lo = a.hi = (size_t)-1;
+	memset(a.on, 0, m);
+	memset(a.nx, 0, m);
+	memset(a.top, 0, m * sizeof *a.top);
+	a.ncur = 0;
 	restart(p, &a);
 	for (q = s;; q++) {
-		/* on[n] is the last token: it is live when hi is n. */
-		m = a.hi == p->n;
+		r = a.on[p->n];
 		if (hit && (q == end || *q == '/'))
-			hit[k++] = m;
+			hit[k++] = r;
 		if (q == end)
 			break;
-		if (a.hi == (size_t)-1 && (p->anchored || !hit)) {
-			m = 0;
+		if (!a.ncur && (p->anchored || !hit)) {
+			r = 0;
 			break;
 		}
 		step(p, &a, (unsigned char)*q);
@@ -487,7 +535,7 @@ run(const struct pat *p, const char *s, const char *end, unsigned char *hit)
 			restart(p, &a);
 	}
 	free(heap);
-	return m;
+	return r;
 }
 
 int
