@@ -236,7 +236,8 @@ void sbx_ignore_free(struct sbx_ignore *ig);
 /* Add one line of gitignore syntax (a pattern, a comment, a blank line). */
 void sbx_ignore_add(struct sbx_ignore *ig, const char *line);
 /* Add the lines of a file; a missing file is not an error (returns 0).
- * -1 with err (SBX_EX_FAIL, "cannot read 'PATH': ...") on other errors. */
+ * -1 with err (SBX_EX_FAIL, "cannot read 'PATH': ...") on other errors,
+ * and (SBX_EX_USAGE, adding nothing) when it is larger than 64 KiB. */
 int sbx_ignore_load(struct sbx_ignore *ig, const char *path,
     struct sbx_err *err);
 /* The verdict of the last pattern matching path itself: 1 ignored, 0

@@ -94,7 +94,7 @@ cg() { echo "/sys/fs/cgroup/unified/sbx/$(sid)"; }
 	run sbx-create --reuse -s "$S"
 	assert_success
 	assert_equal "$(jq -r .replaced <<<"$output")" true
-	jq -e --arg id "$id" '.replaced[0].ref.id == $id and .replaced[0].status == "lost"' "$S"
+	jq_true --arg id "$id" '.replaced[0].ref.id == $id and .replaced[0].status == "lost"' <"$S"
 	[ ! -e "$SBX_LOCAL_DIR/$id" ]
 	run sx echo ok
 	assert_output ok

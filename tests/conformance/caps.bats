@@ -61,13 +61,13 @@ no_sandboxes() {
 @test "$B: idle time is reported and sbx-gc --idle-for uses it, or both say they cannot" {
 	new_sandbox
 	if has_cap idle; then
-		jq -e '.idle | type == "number"' <<<"$(ls_line "$(sid)")"
+		jq_true '.idle | type == "number"' <<<"$(ls_line "$(sid)")"
 		run sbx-gc --idle-for 1h
 		assert_success
 		run sx true
 		assert_success
 	else
-		jq -e '.idle == null' <<<"$(ls_line "$(sid)")"
+		jq_true '.idle == null' <<<"$(ls_line "$(sid)")"
 		run --separate-stderr sbx-gc --idle-for 1s
 		assert_failure 2
 		[ "$stderr" = "sbx-gc: backend '$BACKEND' cannot tell how long a sandbox was idle (--idle-for)" ]

@@ -509,7 +509,7 @@ refused() {
 	assert_failure 3
 	[ -z "$stderr" ]
 	[ "${#lines[@]}" -eq 1 ]
-	jq -e '.exit_code == 3 and .signal == null and
+	jq_true '.exit_code == 3 and .signal == null and
 	    .stdout == "out\n" and .stderr == "err\n" and
 	    .stdout_truncated == false and .stderr_truncated == false and
 	    .timed_out == false and (.duration_ms | type) == "number" and
@@ -520,7 +520,7 @@ refused() {
 	shared_sandbox
 	run --separate-stderr sbx-exec -s s.json --json -- sh -c 'kill -9 $$'
 	assert_failure 137
-	jq -e '.exit_code == 137 and .signal == 9' <<<"$output"
+	jq_true '.exit_code == 137 and .signal == 9' <<<"$output"
 }
 
 @test "$B: sbx-exec --json --max-output truncates each stream and says so" {
@@ -528,7 +528,7 @@ refused() {
 	run --separate-stderr sbx-exec -s s.json --json --max-output 10 -- \
 	    sh -c 'echo 0123456789abcdef; echo 0123456789ABCDEF >&2'
 	assert_success
-	jq -e '.stdout == "0123456789" and .stderr == "0123456789" and
+	jq_true '.stdout == "0123456789" and .stderr == "0123456789" and
 	    .stdout_truncated == true and .stderr_truncated == true' <<<"$output"
 }
 
@@ -536,14 +536,14 @@ refused() {
 	shared_sandbox
 	sbx-exec -s s.json --json -- sh -c "printf 'a\\377b\\n'; printf '\\300x' >&2" >out
 	[ "$(wc -l <out)" -eq 1 ]
-	jq -e '.stdout == "a\ufffdb\n" and .stderr == "\ufffdx"' out
+	jq_true '.stdout == "a\ufffdb\n" and .stderr == "\ufffdx"' <out
 }
 
 @test "$B: sbx-exec --json reports a command that is not found as an object with exit_code 127" {
 	shared_sandbox
 	run -127 --separate-stderr sbx-exec -s s.json --json -- no-such-command-xyz
 	[ "${#lines[@]}" -eq 1 ]
-	jq -e '.exit_code == 127 and (.error | type) == "string" and
+	jq_true '.exit_code == 127 and (.error | type) == "string" and
 	    (.error | contains("no-such-command-xyz"))' <<<"$output"
 	[[ "$stderr" == "sbx-exec: "*no-such-command-xyz* ]]
 }
@@ -553,7 +553,7 @@ refused() {
 	run -124 --separate-stderr sbx-exec -s s.json --json --timeout 1 -- \
 	    sh -c 'echo before; sleep 30'
 	[ "${#lines[@]}" -eq 1 ]
-	jq -e '.exit_code == 124 and .timed_out == true and .signal == null and
+	jq_true '.exit_code == 124 and .timed_out == true and .signal == null and
 	    .stdout == "before\n"' <<<"$output"
 }
 

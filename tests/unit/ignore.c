@@ -1,7 +1,12 @@
 /* ignore.c - TAP unit tests of the gitignore pattern matcher */
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -187,8 +192,16 @@ t_other_stars(void)
 	CHECK(ignored("a**b", "axyb", 0));
 	CHECK(ignored("a**b", "dir/ab", 0));
 	CHECK(verdict1("/p**s", "p/q/s", 0) == -1);
-	CHECK(verdict1("a/x**/b", "a/x/y/b", 0) == -1);
 	CHECK(verdict1("a/x**/b", "a/xyz/b", 0) == 1);
+	CHECK(verdict1("a/\\x**/b", "a/x/y/b", 0) == -1);
+	CHECK(verdict1("a/x?**/b", "a/xy/z/b", 0) == -1);
+	/* git matches a pattern with a slash in two parts: its literal head
+	 * by strcmp, the rest by wildmatch; a "**" that starts the rest is
+	 * at its start, and spans directories (git 2.39 does so). */
+	CHECK(verdict1("a/x**/b", "a/x/y/b", 0) == 1);
+	CHECK(verdict1("a**/b", "ax/y/b", 0) == 1);
+	CHECK(verdict1("a/b**", "a/bc/d", 0) == 1);
+	CHECK(verdict1("a**", "ab/c", 0) == -1);
 }
 
 static void
@@ -350,6 +363,238 @@ t_many_paths(void)
 	sbx_ignore_free(ig);
 }
 
+/* The pattern a sandbox could plant in .sbxignore: nine "**" then "*"
+ * segments; a backtracking matcher takes minutes on a deep path. The
+ * alarm fails the test rather than hang the suite. */
+static void
+t_bomb(void)
+{
+	char bomb[128] = "", path[4096] = "", deep[4096];
+	struct sbx_ignore *ig = sbx_ignore_new();
+	size_t i, len = 0;
+
+	alarm(10);
+	for (i = 0; i < 9; i++)
+		len += snprintf(bomb + len, sizeof bomb - len, "**/*/");
+	snprintf(bomb + len, sizeof bomb - len, "nomatch");
+	sbx_ignore_add(ig, bomb);
+	snprintf(bomb + len, sizeof bomb - len, "f.txt");
+	sbx_ignore_add(ig, bomb);
+	for (i = 0, len = 0; i < 200; i++)
+		len += snprintf(path + len, sizeof path - len, "d%zu/", i);
+	snprintf(deep, sizeof deep, "%sf.txt", path);
+	CHECK(sbx_ignore_match1(ig, deep, 0) == 1);
+	CHECK(sbx_ignore_match(ig, deep, 0) == 1);
+	snprintf(deep, sizeof deep, "%sg.txt", path);
+	CHECK(sbx_ignore_match1(ig, deep, 0) == -1);
+	CHECK(sbx_ignore_match(ig, deep, 0) == 0);
+	/* Eight directories are one too few for nine "*". */
+	CHECK(sbx_ignore_match1(ig, "1/2/3/4/5/6/7/8/f.txt", 0) == -1);
+	CHECK(sbx_ignore_match1(ig, "1/2/3/4/5/6/7/8/9/f.txt", 0) == 1);
+	sbx_ignore_free(ig);
+	/* Star runs in one name, and a class between each. */
+	ig = ig_of("*a*a*a*a*a*a*a*a*a*a*a*a*b\n*[a]*[a]*[a]*[a]*[a]*[a]*c");
+	memset(deep, 'a', 250);
+	deep[250] = '\0';
+	CHECK(sbx_ignore_match(ig, deep, 0) == 0);
+	deep[249] = 'c';
+	CHECK(sbx_ignore_match(ig, deep, 0) == 1);
+	sbx_ignore_free(ig);
+}
+
+/* A pattern file is at most 64 KiB: one byte more is a usage error
+ * that adds nothing. */
+static void
+t_load_cap(void)
+{
+	size_t max = 64 * 1024;
+	char *text = sbx_xmalloc(max + 1), *path;
+	struct sbx_ignore *ig = sbx_ignore_new();
+	struct sbx_err err = {0};
+	char want[600];
+
+	memset(text, '\n', max + 1);
+	memcpy(text, "*.o\n", 4);
+	path = temp_with(text, max);
+	CHECK(sbx_ignore_load(ig, path, &err) == 0);
+	CHECK(sbx_ignore_count(ig) == 1);
+	unlink(path);
+	free(path);
+	sbx_ignore_free(ig);
+	ig = sbx_ignore_new();
+	path = temp_with(text, max + 1);
+	CHECK(sbx_ignore_load(ig, path, &err) == -1);
+	CHECK(err.code == SBX_EX_USAGE);
+	snprintf(want, sizeof want, "'%s' is larger than 64 KiB", path);
+	CHECK(!strcmp(err.msg, want));
+	CHECK(sbx_ignore_count(ig) == 0);
+	unlink(path);
+	free(path);
+	free(text);
+	sbx_ignore_free(ig);
+}
+
+/* --- against git itself ------------------------------------------------- */
+
+/* The tree the cross-check asks about: directories, then files in each. */
+static const char *xdirs[] = {"a", "b", "ab", "a/b", "a/b/c", "b/a",
+    "ab/ba", "ab/ba/a", "x", "x/y", "x/y/z", "x/y/z/w", "a/a", "a/a/a",
+    "a/a/a/a"};
+static const char *xfiles[] = {"a", "b", "ab", "x.c", "*", "[a]", "a b",
+    "!a", "#a", "ba"};
+/* Pattern pieces: stars in every arrangement, classes, escapes, broken
+ * classes, names of the tree. */
+static const char *xatoms[] = {"a", "b", "ab", "ba", "x", "y", "z", "w",
+    "c", "x.c", "*", "**", "***", "?", "a*", "*b", "a**", "**a", "*a*",
+    "a?", "?b", "[ab]", "[!a]", "[^b]", "[a-b]", "[b-a]", "[]a]", "[!]]",
+    "[[:alpha:]]", "[[:digit:]]", "[[:nope:]]", "[a", "[\\]]", "\\a",
+    "\\*", "\\[a]", "\\", "*.c", "[*]", "\\!a", "\\#a", "a\\ b", "a b",
+    "[a-]", "[-a]", "[[]", "[[:]"};
+
+static uint32_t xseed = 20;
+
+static uint32_t
+xrand(uint32_t n)
+{
+	xseed = xseed * 1103515245 + 12345;
+	return (xseed >> 8) % n;
+}
+
+/* One random pattern line into buf. */
+static void
+xpattern(char *buf, size_t size)
+{
+	size_t n = 1 + xrand(4), i, len = 0;
+	const char *sep = "";
+
+	buf[0] = '\0';
+	if (!xrand(5))
+		len += snprintf(buf + len, size - len, "!");
+	if (!xrand(4))
+		len += snprintf(buf + len, size - len, "/");
+	for (i = 0; i < n; i++, sep = "/")
+		len += snprintf(buf + len, size - len, "%s%s", sep,
+		    xatoms[xrand(sizeof xatoms / sizeof xatoms[0])]);
+	if (!xrand(4))
+		snprintf(buf + len, size - len, "/");
+}
+
+/* Run argv in dir, stdin from in, stdout to out; its exit status. */
+static int
+xrun(const char *dir, char *const argv[], const char *in, const char *out)
+{
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		if (chdir(dir) < 0 || !freopen(in, "r", stdin) ||
+		    !freopen(out, "w", stdout))
+			_exit(126);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int
+rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+/* git check-ignore's verdict on every path of the tree, for the lines in
+ * .gitignore, against ours; 300 random sets of 1 to 4 lines. */
+static void
+t_same_as_git(void)
+{
+	char root[] = "/tmp/sbx-unit-ignore-git.XXXXXX", p[512], in[600],
+	    out[600], lines[4][128], text[600], got[64 * 1024];
+	char *init[] = {"git", "init", "-q", ".", NULL};
+	char *ci[] = {"git", "check-ignore", "--no-index", "-z", "-v", "-n",
+	    "--stdin", NULL};
+	size_t i, j, k, npaths = 0, nlines, len, off, bad = 0;
+	const char *paths[256], *f[4];
+	int isdir[256], rc, want, mine;
+	struct sbx_ignore *ig;
+	FILE *fp;
+
+	CHECK(mkdtemp(root) != NULL);
+	snprintf(in, sizeof in, "%s/.paths", root);
+	snprintf(out, sizeof out, "%s/.out", root);
+	CHECK(xrun(root, init, "/dev/null", out) == 0);
+	for (i = 0; i < sizeof xdirs / sizeof xdirs[0]; i++) {
+		snprintf(p, sizeof p, "%s/%s", root, xdirs[i]);
+		CHECK(mkdir(p, 0755) == 0 || errno == EEXIST);
+		paths[npaths] = xdirs[i];
+		isdir[npaths++] = 1;
+	}
+	for (i = 0; i < sizeof xdirs / sizeof xdirs[0] + 1; i++)
+		for (j = 0; j < sizeof xfiles / sizeof xfiles[0]; j++) {
+			snprintf(p, sizeof p, "%s%s%s", i ? xdirs[i - 1] : "",
+			    i ? "/" : "", xfiles[j]);
+			paths[npaths] = sbx_xstrdup(p);
+			snprintf(p, sizeof p, "%s/%s", root, paths[npaths]);
+			/* "a" is a file at the top and a directory below. */
+			isdir[npaths] = mkdir(p, 0755) < 0 && errno == EEXIST;
+			if (!isdir[npaths])
+				CHECK(rmdir(p) == 0 && close(open(p, O_CREAT |
+				    O_WRONLY, 0644)) == 0);
+			npaths++;
+		}
+	CHECK((fp = fopen(in, "w")) != NULL);
+	for (i = 0; i < npaths; i++)
+		fwrite(paths[i], 1, strlen(paths[i]) + 1, fp);
+	fclose(fp);
+	for (k = 0; k < 300 && bad < 10; k++) {
+		nlines = 1 + xrand(4);
+		len = 0;
+		ig = sbx_ignore_new();
+		for (i = 0; i < nlines; i++) {
+			xpattern(lines[i], sizeof lines[i]);
+			sbx_ignore_add(ig, lines[i]);
+			len += snprintf(text + len, sizeof text - len, "%s\n",
+			    lines[i]);
+		}
+		snprintf(p, sizeof p, "%s/.gitignore", root);
+		CHECK((fp = fopen(p, "w")) && fputs(text, fp) >= 0 &&
+		    fclose(fp) == 0);
+		/* 0: some path ignored, 1: none; both are answers. */
+		rc = xrun(root, ci, in, out);
+		CHECK(rc == 0 || rc == 1);
+		CHECK((fp = fopen(out, "r")) != NULL);
+		len = fread(got, 1, sizeof got - 1, fp);
+		fclose(fp);
+		got[len] = '\0';
+		/* source, line, pattern, path: each ending in a NUL. */
+		for (off = 0, i = 0; off < len && i < npaths; i++) {
+			for (j = 0; j < 4; j++) {
+				f[j] = got + off;
+				off += strlen(got + off) + 1;
+			}
+			want = *f[2] && *f[2] != '!';
+			mine = sbx_ignore_match(ig, paths[i], isdir[i]);
+			CHECK(!strcmp(f[3], paths[i]));
+			if (want != mine && bad++ < 10)
+				printf("# git %s, sbx %s: '%s'%s for:\n%s",
+				    want ? "ignores" : "keeps", mine ?
+				    "ignores" : "keeps", paths[i], isdir[i] ?
+				    " (dir)" : "", text);
+		}
+		CHECK(i == npaths);
+		sbx_ignore_free(ig);
+	}
+	CHECK(bad == 0);
+	for (i = sizeof xdirs / sizeof xdirs[0]; i < npaths; i++)
+		free((char *)paths[i]);
+	CHECK(nftw(root, rm_one, 16, FTW_DEPTH | FTW_PHYS) == 0);
+}
+
 static const struct tap_test tests[] = {
 	{"a pattern without a slash matches the basename at any depth",
 	    t_basename_any_depth},
@@ -374,6 +619,11 @@ static const struct tap_test tests[] = {
 	{"sbx_ignore_load takes a missing file as empty", t_load_missing},
 	{"sbx_ignore_load fails on a directory, naming it", t_load_error},
 	{"10,000 paths against 20 patterns", t_many_paths},
+	{"nine **/*/ segments on a 200-deep path, and star runs, are quick",
+	    t_bomb},
+	{"a pattern file past 64 KiB is a usage error", t_load_cap},
+	{"the same verdicts as git check-ignore on random patterns",
+	    t_same_as_git},
 };
 
 int

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -538,11 +539,159 @@ t_save_rename_fails(void)
 	free(d);
 }
 
+/* A second opener in a child, given secs to get the lock: 0 when it got
+ * it, SIGALRM when it was still waiting. */
+static int
+open_in_child(const char *p, unsigned secs)
+{
+	struct sbx_state st;
+	struct sbx_err err = {0};
+	int status;
+	pid_t pid;
+
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		alarm(secs);
+		_exit(sbx_state_open(&st, p, &err) == 0 ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status);
+}
+
+/* The lock is exclusive: a shared lock is refused too, and another tool
+ * opening the state waits until it is released. */
+static void
+t_lock_excludes_shared(void)
+{
+	char *d = test_dir("lockshared"), *p = path_in(d, "state.json");
+	char *lock = path_in(d, "state.json.lock");
+	struct sbx_state st;
+	struct sbx_err err = {0};
+	int fd;
+
+	CHECK(sbx_state_open(&st, p, &err) == 0);
+	fd = open(lock, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0);
+	CHECK(flock(fd, LOCK_SH | LOCK_NB) == -1 && errno == EWOULDBLOCK);
+	CHECK(open_in_child(p, 1) == SIGALRM);
+	sbx_state_release(&st);
+	CHECK(flock(fd, LOCK_SH | LOCK_NB) == 0);
+	CHECK(flock(fd, LOCK_UN) == 0);
+	CHECK(open_in_child(p, 10) == 0);
+	if (fd >= 0)
+		close(fd);
+	free(lock);
+	free(p);
+	free(d);
+}
+
+/* Each save is a new file renamed over the old: a new inode every time,
+ * and a reader that opened the old one still reads it whole. */
+static void
+t_save_new_inode(void)
+{
+	char *d = test_dir("inode"), *p = path_in(d, "state.json"), *before;
+	struct sbx_state st;
+	struct sbx_err err = {0};
+	struct stat old, now;
+	char buf[65536];
+	ssize_t n;
+	int i, fd;
+
+	CHECK(sbx_state_open(&st, p, &err) == 0);
+	json_decref(st.root);
+	st.root = sample_root();
+	CHECK(sbx_state_save(&st, &err) == 0);
+	for (i = 0; i < 5; i++) {
+		before = get(p);
+		/* The open file keeps its inode from being reused. */
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+		CHECK(fd >= 0 && fstat(fd, &old) == 0);
+		json_object_set_new(st.root, "x-round", json_integer(i));
+		CHECK(sbx_state_save(&st, &err) == 0);
+		CHECK(stat(p, &now) == 0);
+		CHECK(now.st_ino != old.st_ino);
+		n = read(fd, buf, sizeof buf - 1);
+		CHECK(before && n == (ssize_t)strlen(before));
+		buf[n > 0 ? n : 0] = '\0';
+		CHECK(before && !strcmp(buf, before));
+		free(before);
+		if (fd >= 0)
+			close(fd);
+	}
+	sbx_state_release(&st);
+	free(p);
+	free(d);
+}
+
+/* A reader in another process, reading the state over and over while it
+ * is saved 300 times, never sees a missing, empty or partial file. The
+ * state is large, so an in-place write would show halfway. */
+static void
+t_save_reader_sees_whole(void)
+{
+	char *d = test_dir("reader"), *p = path_in(d, "state.json");
+	char *go = path_in(d, "go"), *big = sbx_xmalloc(256 * 1024 + 1);
+	struct sbx_state st, rd;
+	struct sbx_err err = {0};
+	int i, status, bad = 0, reads = 0;
+	pid_t pid;
+
+	memset(big, 'x', 256 * 1024);
+	big[256 * 1024] = '\0';
+	CHECK(sbx_state_open(&st, p, &err) == 0);
+	json_decref(st.root);
+	st.root = sample_root();
+	json_object_set_new(st.root, "x-big", json_string(big));
+	st.lazy = 1; /* no fsync: many saves, quickly */
+	CHECK(sbx_state_save(&st, &err) == 0);
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		/* Until the parent is done: every read a whole state. */
+		while (!exists(go) || reads < 10) {
+			if (sbx_state_read(&rd, p, &err) < 0 ||
+			    strlen(sbx_json_str(rd.root, "x-big") ?
+			    sbx_json_str(rd.root, "x-big") : "") != 256 * 1024) {
+				if (bad++ < 3)
+					printf("# read %d: %s\n", reads,
+					    err.msg);
+			}
+			if (rd.root)
+				sbx_state_release(&rd);
+			reads++;
+		}
+		if (bad)
+			printf("# %d of %d reads were not a whole state\n",
+			    bad, reads);
+		fflush(stdout);
+		_exit(bad ? 1 : 0);
+	}
+	for (i = 0; i < 300; i++) {
+		json_object_set_new(st.root, "x-round", json_integer(i));
+		CHECK(sbx_state_save(&st, &err) == 0);
+	}
+	put(go, "");
+	CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	sbx_state_release(&st);
+	free(big);
+	free(go);
+	free(p);
+	free(d);
+}
+
 static const struct tap_test tests[] = {
 	{"sbx_state_open of a missing file gives an empty object and makes "
 	    "the parent directories", t_open_missing},
 	{"sbx_state_open holds an exclusive flock on FILE.lock until release",
 	    t_lock},
+	{"the lock refuses a shared lock, and a second opener waits for it",
+	    t_lock_excludes_shared},
+	{"sbx_state_save makes a new inode each time; an open reader keeps "
+	    "the old file whole", t_save_new_inode},
+	{"a reader in another process never sees a half-written state",
+	    t_save_reader_sees_whole},
 	{"sbx_state_save writes valid JSON, mode 0600, with a fresh "
 	    "updated_at", t_save},
 	{"sbx_state_save leaves no temp file behind", t_save_no_temp},

@@ -14,8 +14,11 @@ NET_IMAGE=sbx-test-net:latest
 setup_file() {
 	sbx_setup_file
 	networld_start
-	sbx_dockerd_start && sbx_docker_image && net_image && bridge_to_world &&
-	    own_resolver_or_stop
+	sbx_dockerd_start
+	sbx_docker_image
+	net_image
+	bridge_to_world
+	own_resolver_or_stop
 	# Header injection: sbx-netd trusts the world's CA upstream, and the
 	# throwaway value the tests inject and then look for.
 	export SBX_NETWORK_CA_FILE=$NETWORLD_CA

@@ -61,11 +61,11 @@ dk() {
 	assert_success
 	id=$(jq -r .id <<<"$output")
 	[[ "$id" =~ ^[0-9a-f]{64}$ ]]
-	jq -e --arg h "$DOCKER_HOST" '.backend == "docker" and .endpoint == $h
+	jq_true --arg h "$DOCKER_HOST" '.backend == "docker" and .endpoint == $h
 	    and (keys | length) == 3' <<<"$output"
 	[ "$(api "/containers/$id/json" | jq -r .Id)" = "$id" ]
 	run sbx-ls -b docker -j
-	jq -e --arg h "$DOCKER_HOST" '.endpoint == $h and .runtime == "runc"' \
+	jq_true --arg h "$DOCKER_HOST" '.endpoint == $h and .runtime == "runc"' \
 	    <<<"$output"
 	sbx-kill -s s.json >/dev/null
 	no_containers
@@ -75,13 +75,13 @@ dk() {
 	dk -l owner=ci -l team=a
 	id=$(sid)
 	api "/containers/$id/json" >c.json
-	jq -e '.Config.Labels["io.sbx.managed"] == "1" and
+	jq_true '.Config.Labels["io.sbx.managed"] == "1" and
 	    .Config.Labels.owner == "ci" and .HostConfig.Init == true and
 	    .HostConfig.CapDrop == ["ALL"] and
 	    .HostConfig.SecurityOpt == ["no-new-privileges"] and
 	    .HostConfig.NetworkMode == "none"' c.json
 	run sbx-ls -b docker -j -l owner=ci
-	jq -e '.labels == {"owner": "ci", "team": "a"}' <<<"$output"
+	jq_true '.labels == {"owner": "ci", "team": "a"}' <<<"$output"
 	run sbx-ls -b docker -j -l owner=other
 	assert_output ''
 	run sbx-exec -s s.json -- sh -c 'grep CapEff /proc/self/status'
@@ -96,7 +96,7 @@ dk() {
 	sbx-exec -s s.json -- sh -c 'echo kept >/workspace/kept.txt'
 	run sbx-kill --keep -s s.json
 	assert_success
-	api "/containers/$id/json" | jq -e '.State.Running == false'
+	api "/containers/$id/json" | jq_true '.State.Running == false'
 	[ "$(api "/containers/$id/archive?path=/workspace/kept.txt" |
 	    tar -xOf - kept.txt)" = kept ]
 	sbx-kill "$id" >/dev/null
@@ -109,10 +109,11 @@ dk() {
 	dk
 	run sbx-ls -b docker -j
 	[ "${#lines[@]}" -eq 1 ]
-	jq -e --arg id "$(sid)" '.id == $id' <<<"$output"
+	jq_true --arg id "$(sid)" '.id == $id' <<<"$output"
 	sbx-kill -s s.json >/dev/null
 	c=$(containers)
-	[ "$(wc -l <<<"$c")" -eq 1 ] && [ "$c" != "$(sid)" ]
+	[ "$(wc -l <<<"$c")" -eq 1 ]
+	[ "$c" != "$(sid)" ]
 	api "/containers/$c?force=1" -X DELETE
 	no_containers
 }
@@ -193,12 +194,12 @@ cpu_ns() {
 	sbx-exec -s s.json -- sh -c 'while :; do sleep 0.01; done' &
 	LOOP=$!
 	sbx-pause -s s.json >/dev/null
-	jq -e '.State.Paused == true' <<<"$(api "/containers/$id/json")"
+	jq_true '.State.Paused == true' <<<"$(api "/containers/$id/json")"
 	a=$(cpu_ns "$id")
 	sleep 1
 	[ "$(cpu_ns "$id")" = "$a" ]
 	sbx-pause -r -s s.json >/dev/null
-	jq -e '.State.Paused == false and .State.Running' <<<"$(api "/containers/$id/json")"
+	jq_true '.State.Paused == false and .State.Running' <<<"$(api "/containers/$id/json")"
 	sbx-pause -s s.json >/dev/null
 	run sbx-kill -s s.json
 	assert_success
@@ -209,10 +210,10 @@ cpu_ns() {
 	dk -w /work/dir
 	id=$(sid)
 	api "/containers/$id/json" >c.json
-	jq -e '.Mounts | length == 1 and .[0].Type == "volume" and
-	    .[0].Destination == "/work/dir" and .[0].RW' c.json
+	jq_true '.Mounts | length == 1 and .[0].Type == "volume" and
+	    .[0].Destination == "/work/dir" and .[0].RW' <c.json
 	vol=$(jq -r '.Mounts[0].Name' c.json)
-	api "/volumes/$vol" | jq -e --arg v "$vol" '.Name == $v'
+	api "/volumes/$vol" | jq_true --arg v "$vol" '.Name == $v'
 	sbx-kill -s s.json >/dev/null
 	no_containers
 	[ "$(api "/volumes/$vol" -o /dev/null -w '%{http_code}')" = 404 ]

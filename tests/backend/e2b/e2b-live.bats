@@ -42,7 +42,8 @@ teardown() {
 	run --separate-stderr sbx-create -b e2b -T 120 -l sbx-test=live -s s.json
 	assert_success
 	id=$(jq -r .id <<<"$output")
-	[ -n "$id" ] && [ "$id" != null ]
+	[ -n "$id" ]
+	[ "$id" != null ]
 	assert_equal "$(jq -r .ref.id s.json)" "$id"
 	# The key is nowhere in what sbx wrote or printed.
 	run grep -rF -e "$LIVE_KEY" s.json

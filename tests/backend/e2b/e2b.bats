@@ -110,7 +110,8 @@ EOF
 	id=$(jq -r .id <<<"$output")
 	assert_equal "$(jq -r .ref.id s.json)" "$id"
 	tok=$(e2b_token "$id")
-	[ -n "$tok" ] && [ "$tok" != null ]
+	[ -n "$tok" ]
+	[ "$tok" != null ]
 	run grep -rF -e "$SBXD_KEY" -e "$tok" s.json
 	assert_failure
 	run grep -F -e "$SBXD_KEY" -e "$tok" <<<"$output"
