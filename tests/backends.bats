@@ -147,7 +147,7 @@ sanitized() {
 	run --separate-stderr bin/sbx-ls --backends
 	assert_success
 	[ "${#lines[@]}" -eq 1 ]
-	jq -e '.backend == "local"' <<<"$output"
+	jq_true '.backend == "local"' <<<"$output"
 }
 
 @test "a backend refuses what it cannot do, with exit 2 and nothing made" {

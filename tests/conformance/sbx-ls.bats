@@ -39,8 +39,8 @@ field() {
 	run --separate-stderr sbx-ls
 	assert_success
 	[ "${#lines[@]}" -eq 2 ]
-	jq -e . <<<"${lines[0]}" >/dev/null
-	jq -e . <<<"${lines[1]}" >/dev/null
+	jq_true . <<<"${lines[0]}" >/dev/null
+	jq_true . <<<"${lines[1]}" >/dev/null
 	[ "$(printf '%s\n' "${lines[@]}" | jq -r .id | sort)" = "$(printf '%s\n' "$a" "$b" | sort)" ]
 	[ -z "$stderr" ]
 }

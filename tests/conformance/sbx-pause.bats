@@ -151,7 +151,7 @@ refused_mode() {
 	run sbx-exec -R -s "$S" -- echo hi
 	assert_success
 	assert_output hi
-	jq -e '.status == "running" and (.segments | length == 2 and .[1][1] == null)' "$S"
+	jq_true '.status == "running" and (.segments | length == 2 and .[1][1] == null)' <"$S"
 }
 
 @test "$B: sbx-pause --mode stop ends the processes, keeps the files, and resume starts it again" {
@@ -185,13 +185,13 @@ refused_mode() {
 
 @test "$B: sbx-pause closes the billable segment and resume opens one" {
 	new_sandbox
-	jq -e '.segments | length == 1 and .[0][1] == null' "$S"
+	jq_true '.segments | length == 1 and .[0][1] == null' <"$S"
 	run sbx-pause -s "$S"
 	assert_success
 	st=$(jq -r .status <<<"$output")
-	jq -e --arg st "$st" '.status == $st and (.segments | length == 1 and .[0][1] != null)' "$S"
+	jq_true --arg st "$st" '.status == $st and (.segments | length == 1 and .[0][1] != null)' <"$S"
 	sbx-pause -r -s "$S" >/dev/null
-	jq -e '.status == "running" and (.segments | length == 2 and .[1][1] == null)' "$S"
+	jq_true '.status == "running" and (.segments | length == 2 and .[1][1] == null)' <"$S"
 }
 
 @test "$B: sbx-kill kills a paused sandbox" {
@@ -245,9 +245,9 @@ refused_mode() {
 	new=$(jq -r .id <<<"$output")
 	[ "$new" != "$id" ]
 	assert_equal "$(jq -r .replaced <<<"$output")" true
-	jq -e --arg id "$id" '.replaced[0].ref.id == $id and .replaced[0].status == "lost"' "$S"
+	jq_true --arg id "$id" '.replaced[0].ref.id == $id and .replaced[0].status == "lost"' <"$S"
 	# The budget spans the replacement: the old segments are kept.
-	jq -e '(.segments | length) == 3 and .segments[2][1] == null and .segments[1][1] != null' "$S"
+	jq_true '(.segments | length) == 3 and .segments[2][1] == null and .segments[1][1] != null' <"$S"
 	run sx echo ok
 	assert_output ok
 }
@@ -310,12 +310,12 @@ refused_files() {
 	run create -r -s "$S"
 	assert_success
 	assert_equal "$(jq -r .replaced <<<"$output")" true
-	jq -e '.ref | has("replaced") | not' "$S"
+	jq_true '.ref | has("replaced") | not' <"$S"
 	sbx-kill -s "$S" >/dev/null
 	run create -r -s "$S"
 	assert_success
-	jq -e 'has("replaced") | not' <<<"$output"
-	jq -e '(.segments | length) == 1 and (has("replaced") | not)' "$S"
+	jq_true 'has("replaced") | not' <<<"$output"
+	jq_true '(.segments | length) == 1 and (has("replaced") | not)' <"$S"
 }
 
 @test "$B: sbx-kill --final-sync pulls once more, then kills" {
