@@ -21,6 +21,7 @@ teardown_file() {
 setup() {
 	sbx_setup
 	HOST_PIDS=()
+	ROOTLESS_DIR=
 }
 teardown() {
 	local p
@@ -28,6 +29,18 @@ teardown() {
 		kill "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
+	[ -n "$ROOTLESS_DIR" ] || return 0
+	as_nobody sh -c 'sbx-ls -j | sbx-kill -q' >/dev/null 2>&1 || true
+	rm -rf "$ROOTLESS_DIR"
+}
+
+# Run as uid 65534 in a directory it owns, with a store of its own; the
+# world's resolver is passed on.
+as_nobody() {
+	(cd "$ROOTLESS_DIR" && setpriv --reuid=65534 --regid=65534 \
+	    --clear-groups env -i HOME="$ROOTLESS_DIR" \
+	    SBX_LOCAL_DIR="$ROOTLESS_DIR/sb" SBX_NETWORK_DNS="$SBX_NETWORK_DNS" \
+	    PATH="$SBX_BIN:/usr/bin:/bin" "$@")
 }
 
 PY=/usr/bin/python3
@@ -171,7 +184,10 @@ from 1"
 @test "udp: the host's loopback, the host's addresses, link-local and private are refused; the world is not" {
 	local addrs a
 	start_echo 0.0.0.0
-	addrs=$(ip -4 -o addr show scope global | awk '{ sub("/.*", "", $4); print $4 }')
+	# the world's end and the host's other addresses (not those of other
+	# test worlds, which may come and go meanwhile)
+	addrs=$(ip -4 -o addr show scope global | awk -v w="$NETWORLD_HOST" '
+	    { sub("/.*", "", $4) } $4 == w || $4 !~ /^198\.1[89]\./ { print $4 }')
 	[[ $addrs == *"$NETWORLD_HOST"* ]]
 	run "$PY" -c "$UDP" 127.0.0.1 "$PORT"
 	assert_output "ping 0 from 127.0.0.1:$PORT"
@@ -301,4 +317,23 @@ from 1"
 		sleep 0.05
 	done
 	[ -z "$left" ] || { echo "still in the sandbox's netns $ns:$left"; return 1; }
+}
+
+@test "udp: rootless, the world echoes and a private address is refused" {
+	local before
+	ROOTLESS_DIR=$(mktemp -d /tmp/sbx-rootless.XXXXXX)
+	chown 65534:65534 "$ROOTLESS_DIR"
+	chmod 755 "$ROOTLESS_DIR"
+	run as_nobody sbx-create -n allow -s "$ROOTLESS_DIR/s.json"
+	assert_success
+	run as_nobody sbx-exec -s "$ROOTLESS_DIR/s.json" -- python3 -c "$UDP" "$NETWORLD_A" "$NETWORLD_UDP"
+	assert_success
+	assert_output "ping 0 from $NETWORLD_A:$NETWORLD_UDP"
+	before=$(world_udp "$NETWORLD_PRIVATE" "$NETWORLD_UDP")
+	run as_nobody sbx-exec -s "$ROOTLESS_DIR/s.json" -- python3 -c "$UDP" "$NETWORLD_PRIVATE" "$NETWORLD_UDP"
+	assert_failure
+	refute_output --partial ping
+	[ "$(world_udp "$NETWORLD_PRIVATE" "$NETWORLD_UDP")" = "$before" ]
+	run as_nobody sbx-kill -q -s "$ROOTLESS_DIR/s.json"
+	assert_success
 }
