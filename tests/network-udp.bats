@@ -207,9 +207,11 @@ from 1"
 	[ "${#lines[@]}" -eq 2 ]
 	[[ ${lines[0]} == "ping 0 from 127.0.0.1:"* ]]
 	[[ ${lines[1]} == "ping 0 from 10.0.2.100:"* ]]
+	run "$PY" -c "$UDP" "$NETWORLD_HOST" "$PORT"
+	assert_output "ping 0 from $NETWORLD_HOST:$PORT"
 	for a in $addrs; do
-		run "$PY" -c "$UDP" "$a" "$PORT"
-		assert_output "ping 0 from $a:$PORT"
+		# an address that went away meanwhile (another test's bridge)
+		"$PY" -c "$UDP" "$a" "$PORT" >/dev/null || continue
 		run sx python3 -c "$UDP" "$a" "$PORT"
 		assert_failure
 		refute_output --partial ping
