@@ -226,9 +226,17 @@ from 1"
 	assert_output "ping 0 from $NETWORLD_A:$NETWORLD_UDP"
 }
 
-@test "udp: IPv6 goes to sbx-netd too: a private and a link-local v6 destination are denied and logged" {
+@test "udp: IPv6: an echo from the world's v6 address; the host's v6 address, a private and a link-local one are denied and logged" {
+	run "$PY" -c "$UDP" "$NETWORLD_UDP6" "$NETWORLD_UDP"
+	assert_output "ping 0 from $NETWORLD_UDP6:$NETWORLD_UDP"
 	new_sandbox -n allow
-	sx python3 -c 'import socket; socket.socket(socket.AF_INET6).close()'
+	run sx python3 -c "$UDP" "$NETWORLD_UDP6" "$NETWORLD_UDP" 2
+	assert_success
+	assert_output "ping 0 from $NETWORLD_UDP6:$NETWORLD_UDP
+ping 1 from $NETWORLD_UDP6:$NETWORLD_UDP"
+	grep -q "^udp $NETWORLD_UDP6 $NETWORLD_UDP $NETWORLD_HOST6\$" "$NETWORLD_LOG"
+	udp_denied "$NETWORLD_HOST6" "$NETWORLD_UDP"
+	deny_logged "$NETWORLD_HOST6" "$NETWORLD_UDP"
 	run sx python3 -c "$UDP" fd77::1 9999
 	assert_failure
 	deny_logged fd77::1 9999
