@@ -47,6 +47,7 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	struct netd_conf *c;
 	struct rlimit rl;
 	int userfd = -1, netfd = -1, rc = -1;
+	int fds[4] = {-1, -1, -1, -1};
 
 	/* Before any thread: they all inherit the mask, and the signals wait
 	 * for sbx_netd_run's signalfd. */
@@ -96,8 +97,14 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 		    "namespace, not a sandbox's", (int)pid);
 		goto out;
 	}
-	if (netd_setup(userfd, netfd, netd.egress, &netd.tcp, &netd.udp,
-	    &netd.inside, err) < 0 || netd_ports_start(err) < 0)
+	if (netd_setup(userfd, netfd, netd.egress, fds, &netd.inside,
+	    err) < 0)
+		goto out;
+	netd.tcp = fds[0];
+	netd.udp = fds[1];
+	netd.udpx = fds[2];
+	netd.binder = fds[3];
+	if (netd_ports_start(err) < 0)
 		goto out;
 	rc = 0;
 out:
@@ -150,7 +157,7 @@ sbx_netd_run(struct sbx_err *err)
 	if ((sfd = signalfd(-1, &sigs, SFD_CLOEXEC)) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot open a signalfd:");
 	if (netd.egress && (netd_proxy_start(err) < 0 ||
-	    netd_dns_start(err) < 0))
+	    netd_dns_start(err) < 0 || netd_udp_start(err) < 0))
 		return -1;
 	p[0] = (struct pollfd){sfd, POLLIN, 0};
 	p[1] = (struct pollfd){netd.pidfd, POLLIN, 0};
@@ -171,5 +178,7 @@ sbx_netd_run(struct sbx_err *err)
 		reload();
 	}
 	netd_proxy_stop();
+	if (netd.egress)
+		netd_udp_stop();
 	return 0;
 }

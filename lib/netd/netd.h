@@ -14,6 +14,11 @@
 #define NETD_MAX_DNS 8
 #define NETD_MAX_CONNS 1024
 #define NETD_MAX_PORTS 64
+#define NETD_MAX_UDP 256        /* UDP flows at once */
+/* The mark of the sandbox's UDP other than DNS, and the routing table
+ * its rule sends it to (setup.c). */
+#define NETD_UDP_MARK 0x5b8
+#define NETD_UDP_TABLE 0x5b8
 
 /* One header injection (DIR/net.secret.json): host a domain or
  * "*.domain"; value, or template with ${e2b.secrets.NAME} in it. */
@@ -47,7 +52,9 @@ struct netd {
 	const char *dir;
 	pid_t pid;
 	int pidfd;                 /* the sandbox's init */
-	int tcp, udp;              /* the listeners, in the sandbox's netns */
+	/* The listeners, in the sandbox's netns: TCP, DNS, other UDP
+	 * (transparent); and the binder's socket (setup.c). */
+	int tcp, udp, udpx, binder;
 	int egress;                /* as the first net.json said */
 	int inside;                /* the connector's socket (setup.c) */
 	int injecting;             /* the CA and the TLS client are ready */
@@ -80,10 +87,15 @@ const char *netd_socks_connect(const struct netd_conf *c,
 
 /* setup.c: from a child in the namespaces of pid (whose ns files are
  * userfd and netfd), set its netns up (with egress; without, nothing is
- * set up); the listeners come back. The child stays there as the
- * connector, whose socket is *inside. */
-int netd_setup(int userfd, int netfd, int egress, int *tcp, int *udp,
-    int *inside, struct sbx_err *err);
+ * set up); the listeners come back in fds (tcp, udp, udpx, binder). The
+ * child stays there as the connector, whose socket is *inside. */
+int netd_setup(int userfd, int netfd, int egress, int fds[4], int *inside,
+    struct sbx_err *err);
+/* A UDP socket of the sandbox's netns bound to self and connected to
+ * peer (both of one family, AF_INET or AF_INET6), made by the binder; -1
+ * with *why. Thread-safe. */
+int netd_udp_bind(const struct sockaddr_storage *self,
+    const struct sockaddr_storage *peer, const char **why);
 /* A TCP connection to the sandbox's own 127.0.0.1:port (or [::1]:port
  * when nothing listens on the first), made by the connector; -1 with
  * *why. Thread-safe. */
@@ -94,9 +106,15 @@ int netd_inside_connect(unsigned port, const char **why);
  * (SBX_EX_FAIL "port M is in use"), writes back the ports as bound. */
 int netd_ports_start(struct sbx_err *err);
 
-/* proxy.c, dns.c: start the thread that serves each listener. */
+/* proxy.c, dns.c, udp.c: start the thread that serves each listener. */
 int netd_proxy_start(struct sbx_err *err);
 int netd_dns_start(struct sbx_err *err);
+int netd_udp_start(struct sbx_err *err);
+/* Log the UDP flows still open, as cut, before we exit. */
+void netd_udp_stop(void);
+/* proxy.c: whether dest is one of the host's addresses (for
+ * sbx_net_protected). Thread-safe. */
+int netd_is_host(const struct sockaddr *dest);
 /* Connect c->up to c->dest within 10 s; NULL, or why not. */
 const char *netd_connect_up(struct conn *c,
     const struct netd_conf *cf);
@@ -140,7 +158,7 @@ void netd_proxy_stop(void);
 int netd_log_open(const char *dir, struct sbx_err *err);
 struct netd_logrec {
 	const char *sandbox;
-	const char *proto;         /* "tcp", "tcp-in", "dns" */
+	const char *proto;         /* "tcp", "tcp-in", "dns", "udp" */
 	const struct sockaddr *dest;
 	const char *host;          /* or NULL */
 	int allow;

@@ -41,7 +41,7 @@ static struct {
 
 static atomic_int nconns;
 
-/* --- the host's own addresses: is_host for sbx_net_protected ---------- */
+/* --- the host's own addresses: netd_is_host, for sbx_net_protected ---- */
 
 static struct {
 	pthread_mutex_t mu;
@@ -76,8 +76,8 @@ host_addrs_refresh(void)
 
 /* Whether dest is one of the host's addresses; they are read again at
  * most once a second (an address added since is seen within one). */
-static int
-is_host(const struct sockaddr *dest)
+int
+netd_is_host(const struct sockaddr *dest)
 {
 	const struct sockaddr_in *d4 = (const struct sockaddr_in *)dest;
 	const struct sockaddr_in6 *d6 = (const struct sockaddr_in6 *)dest;
@@ -403,7 +403,7 @@ conn_main(void *arg)
 	if (cf->want_host)
 		sniff(c);
 	r->host = c->host[0] ? c->host : NULL;
-	host = is_host(r->dest);
+	host = netd_is_host(r->dest);
 	r->allow = sbx_net_allowed(&cf->rules, r->dest, r->host, host);
 	/* Allowed for its name alone (an --allow-out domain, where the
 	 * address would be denied): the name is the sandbox's word, so the

@@ -1,15 +1,18 @@
 /* setup.c - the sandbox's netns set up from a child that joins it: lo
  * up with the sandbox's addresses and default routes, the nftables
- * ruleset that sends its TCP and DNS to us, and the two listeners, which
- * come back to the parent (in the host's namespaces) over a socketpair.
- * The child then stays there, as the connector: the published ports'
- * connections into the sandbox are made by it and handed over the same
- * socketpair. */
+ * ruleset that sends its TCP, DNS and other UDP to us, and the three
+ * listeners, which come back to the parent (in the host's namespaces) over
+ * a socketpair. The child then stays there, as the connector: the
+ * published ports' connections into the sandbox are made by it and handed
+ * over the same socketpair. A second child, the binder, makes the sockets
+ * that answer the sandbox's UDP flows (udp.c), over a socketpair of its
+ * own, so that a slow connect of the connector never holds them up. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <linux/fib_rules.h>
 #include <linux/if_addr.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -34,7 +37,7 @@
 #define SANDBOX_V4 "10.0.2.100"
 #define SANDBOX_V6 "fd00::100"
 
-enum { MSG_OK, MSG_ERR, MSG_CONNECT };
+enum { MSG_OK, MSG_ERR, MSG_CONNECT, MSG_BIND };
 
 #define INSIDE_CONNECT_MS 3000
 
@@ -44,6 +47,7 @@ struct nlreq {
 		struct ifinfomsg i;
 		struct ifaddrmsg a;
 		struct rtmsg r;
+		struct fib_rule_hdr f;
 	} u;
 	char attrs[128];
 };
@@ -154,6 +158,41 @@ nl_route(int fd, int ifindex, int family, const char *src,
 	return 0;
 }
 
+/* The sandbox's UDP other than DNS, marked by the ruleset as it leaves,
+ * is routed back in (a local route for every address, in a table of its
+ * own) so that TPROXY in prerouting hands it to our UDP listener with
+ * its destination intact. */
+static int
+nl_udp_route(int fd, int ifindex, int family, struct sbx_err *err)
+{
+	uint32_t oif = (uint32_t)ifindex, mark = NETD_UDP_MARK,
+	    table = NETD_UDP_TABLE, prio = 100;
+	struct nlreq q;
+
+	nl_init(&q, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, sizeof q.u.f);
+	q.u.f.family = (unsigned char)family;
+	q.u.f.action = FR_ACT_TO_TBL;
+	nl_attr(&q, FRA_PRIORITY, &prio, sizeof prio);
+	nl_attr(&q, FRA_FWMARK, &mark, sizeof mark);
+	nl_attr(&q, FRA_TABLE, &table, sizeof table);
+	if (nl_talk(fd, &q) < 0 && errno != EEXIST)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot add the UDP "
+		    "routing rule:");
+	nl_init(&q, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE,
+	    sizeof q.u.r);
+	q.u.r.rtm_family = (unsigned char)family;
+	q.u.r.rtm_table = RT_TABLE_UNSPEC;
+	q.u.r.rtm_protocol = RTPROT_BOOT;
+	q.u.r.rtm_scope = RT_SCOPE_HOST;
+	q.u.r.rtm_type = RTN_LOCAL;
+	nl_attr(&q, RTA_TABLE, &table, sizeof table);
+	nl_attr(&q, RTA_OIF, &oif, sizeof oif);
+	if (nl_talk(fd, &q) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot add the UDP "
+		    "route:");
+	return 0;
+}
+
 /* Whether the netns has IPv6: Docker turns it off in a container's
  * (NetworkMode none), where lo then refuses a v6 address. Its programs
  * are left as Docker made them, with IPv4 alone; /proc/sys/net is the
@@ -199,10 +238,12 @@ net_links(struct sbx_err *err)
 		goto out;
 	}
 	if (nl_addr(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0 ||
-	    nl_route(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0)
+	    nl_route(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0 ||
+	    nl_udp_route(fd, ifindex, AF_INET, err) < 0)
 		goto out;
 	if (ipv6_on() && (nl_addr(fd, ifindex, AF_INET6, SANDBOX_V6,
-	    err) < 0 || nl_route(fd, ifindex, AF_INET6, SANDBOX_V6, err) < 0))
+	    err) < 0 || nl_route(fd, ifindex, AF_INET6, SANDBOX_V6, err) < 0 ||
+	    nl_udp_route(fd, ifindex, AF_INET6, err) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -214,6 +255,11 @@ out:
 /* The ruleset of i19.md: DNS to our UDP socket, TCP to anything not
  * local to our listener, all else that leaves the sandbox dropped (the
  * filter chain runs after NAT, so what was redirected is local by then).
+ * Other UDP that leaves is marked (udp_mark, a route chain: the mark
+ * reroutes it by nl_udp_route's rule to lo, as local) and, as it comes
+ * back in, handed to our transparent UDP listener (udp_in) with its
+ * destination untouched: no NAT, so each flow can have its own
+ * destination and the answers come from it (udp.c).
  * One transaction that first empties the table: a helper started again
  * for the same sandbox replaces its predecessor's ports. */
 static const char ruleset[] =
@@ -226,22 +272,33 @@ static const char ruleset[] =
     "		fib daddr type local return\n"
     "		meta l4proto tcp redirect to :%u\n"
     "	}\n"
+    "	chain udp_mark {\n"
+    "		type route hook output priority -150; policy accept;\n"
+    "		udp dport != 53 fib daddr type != local meta mark set %u\n"
+    "	}\n"
+    "	chain udp_in {\n"
+    "		type filter hook prerouting priority -150; policy accept;\n"
+    "		meta mark %u meta l4proto udp tproxy to :%u\n"
+    "	}\n"
     "	chain filter_out {\n"
     "		type filter hook output priority 0; policy drop;\n"
     "		fib daddr type local accept\n"
+    "		meta mark %u meta l4proto udp accept\n"
     "	}\n"
     "}\n";
 
 static int
-net_rules(unsigned tcp_port, unsigned dns_port, struct sbx_err *err)
+net_rules(unsigned tcp_port, unsigned dns_port, unsigned udp_port,
+    struct sbx_err *err)
 {
 	struct nft_ctx *ctx;
 	const char *msg;
-	char buf[sizeof ruleset + 32];
+	char buf[sizeof ruleset + 64];
 	size_t n;
 	int rc = 0;
 
-	snprintf(buf, sizeof buf, ruleset, dns_port, tcp_port);
+	snprintf(buf, sizeof buf, ruleset, dns_port, tcp_port, NETD_UDP_MARK,
+	    NETD_UDP_MARK, udp_port, NETD_UDP_MARK);
 	if (!(ctx = nft_ctx_new(NFT_CTX_DEFAULT)))
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot start libnftables");
 	nft_ctx_buffer_output(ctx);
@@ -274,6 +331,32 @@ listener(int type, unsigned *port, struct sbx_err *err)
 	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot open the %s socket:",
 		    type == SOCK_STREAM ? "TCP" : "DNS");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*port = ntohs(sa.sin6_port);
+	return fd;
+}
+
+/* The transparent UDP socket TPROXY hands the flows to: each datagram
+ * comes with the destination the sandbox sent it to. Dual-stack. */
+static int
+udp_listener(unsigned *port, struct sbx_err *err)
+{
+	struct sockaddr_in6 sa = {.sin6_family = AF_INET6};
+	socklen_t len = sizeof sa;
+	int fd, off = 0, on = 1;
+
+	if ((fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0 ||
+	    setsockopt(fd, SOL_IP, IP_TRANSPARENT, &on, sizeof on) < 0 ||
+	    setsockopt(fd, SOL_IP, IP_RECVORIGDSTADDR, &on, sizeof on) < 0 ||
+	    setsockopt(fd, SOL_IPV6, IPV6_RECVORIGDSTADDR, &on,
+	    sizeof on) < 0 ||
+	    bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open the UDP socket:");
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -370,12 +453,108 @@ connector(int sock)
 	_exit(0);
 }
 
+/* A socket of the sandbox's netns bound to self (a destination the
+ * sandbox sent a datagram to, not ours: transparent) and connected to
+ * peer (the sandbox's socket that sent it): its answers come from where
+ * the sandbox expects them, and TPROXY hands the flow's next datagrams
+ * to it straight. -1 with errno. */
+static int
+udp_bind(const struct sockaddr_storage *self,
+    const struct sockaddr_storage *peer)
+{
+	socklen_t len = self->ss_family == AF_INET ?
+	    sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+	int fd, on = 1, e;
+
+	if (self->ss_family != peer->ss_family ||
+	    (self->ss_family != AF_INET && self->ss_family != AF_INET6)) {
+		errno = EAFNOSUPPORT;
+		return -1;
+	}
+	if ((fd = socket(self->ss_family, SOCK_DGRAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) < 0)
+		return -1;
+	/* REUSEADDR: two of the sandbox's sockets may talk to one
+	 * destination; each flow's socket is told apart by its peer. */
+	if (setsockopt(fd, SOL_IP, IP_TRANSPARENT, &on, sizeof on) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) < 0 ||
+	    bind(fd, (const struct sockaddr *)self, len) < 0 ||
+	    connect(fd, (const struct sockaddr *)peer, len) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* The binder: a udp_bind for each request (two sockaddr_storage), back
+ * with its fd or why not. Ends with its parent, the connector. */
+static void
+binder(int sock)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sockaddr_storage a[2];
+	struct sbx_msg m;
+	int fd;
+
+	while (sbx_msg_recv(sock, &m) > 0) {
+		if (m.type != MSG_BIND || m.len != sizeof a) {
+			sbx_msg_release(&m);
+			break;
+		}
+		memcpy(a, m.data, sizeof a);
+		sbx_msg_release(&m);
+		if ((fd = udp_bind(&a[0], &a[1])) >= 0) {
+			sbx_msg_send(sock, MSG_OK, NULL, 0, &fd, 1);
+			close(fd);
+		} else {
+			b.len = 0;
+			sbx_msg_put_u32(&b, (uint32_t)errno);
+			sbx_msg_send(sock, MSG_ERR, b.data, b.len, NULL, 0);
+		}
+	}
+	_exit(0);
+}
+
+/* Fork the binder, in our namespaces; *fd its socket, for the parent. */
+static int
+binder_start(int *fd, const int *keep, int nkeep, int sock,
+    struct sbx_err *err)
+{
+	int sp[2], i;
+	pid_t me = getpid(), pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a "
+		    "socketpair:");
+	if ((pid = fork()) < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+	}
+	if (pid == 0) {
+		prctl(PR_SET_DUMPABLE, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != me)
+			_exit(1);
+		close(sp[0]);
+		close(sock);
+		for (i = 0; i < nkeep; i++)
+			close(keep[i]);
+		binder(sp[1]);
+	}
+	close(sp[1]);
+	*fd = sp[0];
+	return 0;
+}
+
 static void
 child(int sock, int userfd, int netfd, int egress, pid_t parent)
 {
 	struct sbx_err err = {0};
-	unsigned tport, uport;
-	int fds[2] = {-1, -1};
+	unsigned tport, uport, xport;
+	int fds[4] = {-1, -1, -1, -1};
 
 	/* It lives on in the sandbox's namespaces: nothing there may look
 	 * into it, and it goes with us. */
@@ -406,12 +585,16 @@ child(int sock, int userfd, int netfd, int egress, pid_t parent)
 	if (net_links(&err) < 0 ||
 	    (fds[0] = listener(SOCK_STREAM, &tport, &err)) < 0 ||
 	    (fds[1] = listener(SOCK_DGRAM, &uport, &err)) < 0 ||
-	    net_rules(tport, uport, &err) < 0)
+	    (fds[2] = udp_listener(&xport, &err)) < 0 ||
+	    net_rules(tport, uport, xport, &err) < 0 ||
+	    binder_start(&fds[3], fds, 3, sock, &err) < 0)
 		goto fail;
-	if (sbx_msg_send(sock, MSG_OK, NULL, 0, fds, 2) < 0)
+	if (sbx_msg_send(sock, MSG_OK, NULL, 0, fds, 4) < 0)
 		_exit(1);
 	close(fds[0]);
 	close(fds[1]);
+	close(fds[2]);
+	close(fds[3]);
 	connector(sock);
 fail:
 	sbx_msg_send(sock, MSG_ERR, err.msg, strlen(err.msg), NULL, 0);
@@ -456,9 +639,48 @@ out:
 	return fd;
 }
 
+static struct {
+	pthread_mutex_t mu;
+	int gone;
+} bnd = {PTHREAD_MUTEX_INITIALIZER, 0};
+
 int
-netd_setup(int userfd, int netfd, int egress, int *tcp, int *udp,
-    int *inside, struct sbx_err *err)
+netd_udp_bind(const struct sockaddr_storage *self,
+    const struct sockaddr_storage *peer, const char **why)
+{
+	struct sockaddr_storage a[2];
+	struct sbx_msg m = {0};
+	uint32_t e;
+	int fd = -1;
+
+	a[0] = *self;
+	a[1] = *peer;
+	pthread_mutex_lock(&bnd.mu);
+	*why = "the binder in the sandbox is gone";
+	if (bnd.gone)
+		goto out;
+	if (sbx_msg_send(netd.binder, MSG_BIND, a, sizeof a, NULL, 0) < 0 ||
+	    sbx_msg_recv(netd.binder, &m) <= 0) {
+		bnd.gone = 1;
+		goto out;
+	}
+	if (m.type == MSG_OK && m.nfds == 1) {
+		fd = m.fds[0];
+		m.nfds = 0;
+	} else if (m.type == MSG_ERR && sbx_msg_get_u32(&m, &e) == 0) {
+		*why = strerror((int)e);
+	} else {
+		bnd.gone = 1;
+	}
+out:
+	pthread_mutex_unlock(&bnd.mu);
+	sbx_msg_release(&m);
+	return fd;
+}
+
+int
+netd_setup(int userfd, int netfd, int egress, int fds[4], int *inside,
+    struct sbx_err *err)
 {
 	struct sbx_msg m = {0};
 	int sp[2], r, rc = -1;
@@ -484,14 +706,12 @@ netd_setup(int userfd, int netfd, int egress, int *tcp, int *udp,
 		    "network died");
 	} else if (m.type == MSG_ERR) {
 		sbx_err_set(err, SBX_EX_FAIL, "%s", m.data);
-	} else if (m.nfds != (egress ? 2 : 0)) {
+	} else if (m.nfds != (egress ? 4 : 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "the setup of the sandbox's "
 		    "network sent no sockets");
 	} else {
-		if (egress) {
-			*tcp = m.fds[0];
-			*udp = m.fds[1];
-		}
+		if (egress)
+			memcpy(fds, m.fds, 4 * sizeof *fds);
 		m.nfds = 0;
 		*inside = sp[0];
 		sp[0] = -1;

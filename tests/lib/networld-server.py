@@ -5,6 +5,7 @@ CONF is a JSON file:
   {"names": {"a.test": "198.18.1.1", ...},   served and resolved
    "dns": "198.18.0.2",                      the DNS server's address (port 53)
    "http": 80, "https": 443, "hello": 22, "udp": 9999,
+   "udp6": "2001:db8:5b8:10::2",             a UDP echo there too (optional)
    "cert": PEM, "key": PEM,                  the leaf for every name
    "log": FILE,                              one line per connection/query
    "ready": FIFO}                            "ready" once everything listens
@@ -186,6 +187,10 @@ for addr in sorted(set(names.values())):
     thread(HelloServer((addr, conf["hello"]), Hello).serve_forever)
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.bind((addr, conf["udp"]))
+    thread(udp_echo, u)
+if conf.get("udp6"):
+    u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    u.bind((conf["udp6"], conf["udp"]))
     thread(udp_echo, u)
 d = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 d.bind((conf["dns"], 53))

@@ -14,6 +14,10 @@
 #   - a network namespace sbxwPID joined to the host by a veth pair sbxwPIDh
 #     (host end 198.18.0.1/30, $NETWORLD_HOST) - eth0 in the world
 #     (198.18.0.2/30: the DNS server, $NETWORLD_DNS = 198.18.0.2:53);
+#   - IPv6 on the veth pair alone: 2001:db8:5b8:1K::1/64 on the host's end
+#     ($NETWORLD_HOST6), 2001:db8:5b8:1K::2/64 on the world's, where a UDP
+#     echo answers ($NETWORLD_UDP6): a documentation prefix, on-link, so
+#     nothing of it is routed anywhere else;
 #   - on the world's lo, 198.18.1.1 ... 198.18.1.9 (the names below), the
 #     link-local 169.254.77.1 and the private 10.77.0.1 (slot K: 198.18.4K.0/30,
 #     198.18.(4K+1).N, 169.254.77.(K+1), 10.77.0.(K+1)), each /32;
@@ -33,9 +37,10 @@
 # "udp ADDR PORT PEER", "dns NAME QTYPE PEER").
 #
 # Exported: NETWORLD_DIR, NETWORLD_NS, NETWORLD_CA (the CA's PEM),
-# NETWORLD_LOG, NETWORLD_HOST, NETWORLD_DNS_ADDR, NETWORLD_DNS (ADDR:53) and
-# SBX_NETWORK_DNS (the same: sbx's resolvers), NETWORLD_NET (the /24 of the
-# names' addresses), NETWORLD_HTTP, NETWORLD_HTTPS, NETWORLD_HELLO,
+# NETWORLD_LOG, NETWORLD_HOST, NETWORLD_HOST6, NETWORLD_UDP6,
+# NETWORLD_DNS_ADDR, NETWORLD_DNS (ADDR:53) and SBX_NETWORK_DNS (the same:
+# sbx's resolvers), NETWORLD_NET (the /24 of the names' addresses),
+# NETWORLD_HTTP, NETWORLD_HTTPS, NETWORLD_HELLO,
 # NETWORLD_UDP (ports), and the addresses of the names: NETWORLD_A (a.test),
 # NETWORLD_BA (b.a.test), NETWORLD_C (c.test), NETWORLD_HELLO_ADDR
 # (hello.test), NETWORLD_X (x.example.test), NETWORLD_LINKLOCAL
@@ -120,7 +125,7 @@ networld_start() {
 	for ((k = 0; k < 64; k++)); do
 		ll=169.254.77.$((k + 1)) pv=10.77.0.$((k + 1))
 		_networld_free "198.18.$((4 * k)).0/22" && _networld_free "$ll/32" &&
-		    _networld_free "$pv/32" && break
+		    _networld_free "$pv/32" && _networld_free "2001:db8:5b8:1$k::/64" && break
 	done
 	if ((k == 64)); then
 		exec {lk}>&-
@@ -128,6 +133,8 @@ networld_start() {
 		return 1
 	fi
 	export NETWORLD_HOST=198.18.$((4 * k)).1 NETWORLD_DNS_ADDR=198.18.$((4 * k)).2
+	# 1K: written as the kernel and Python print it back
+	export NETWORLD_HOST6=2001:db8:5b8:1$k::1 NETWORLD_UDP6=2001:db8:5b8:1$k::2
 	export NETWORLD_NET=198.18.$((4 * k + 1)).0/24
 	awk -v net="198.18.$((4 * k + 1))." -v ll="$ll" -v pv="$pv" '
 	    { print $1, $2 == "ll" ? ll : $2 == "pv" ? pv : net $2 }' \
@@ -136,9 +143,12 @@ networld_start() {
 	ip netns add "$NETWORLD_NS" || { exec {lk}>&-; _networld_die "ip netns add failed"; return 1; }
 	{
 		ip link add "$NETWORLD_VETH" type veth peer name eth0 netns "$NETWORLD_NS" &&
-		sysctl -qw "net.ipv6.conf.$NETWORLD_VETH.disable_ipv6=1" &&
-		ip netns exec "$NETWORLD_NS" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 &&
+		sysctl -qw "net.ipv6.conf.$NETWORLD_VETH.accept_ra=0" &&
+		sysctl -qw "net.ipv6.conf.$NETWORLD_VETH.autoconf=0" &&
+		ip netns exec "$NETWORLD_NS" sysctl -qw net.ipv6.conf.eth0.accept_ra=0 &&
 		ip addr add "$NETWORLD_HOST/30" dev "$NETWORLD_VETH" &&
+		ip -6 addr add "$NETWORLD_HOST6/64" dev "$NETWORLD_VETH" nodad &&
+		ip -n "$NETWORLD_NS" -6 addr add "$NETWORLD_UDP6/64" dev eth0 nodad &&
 		ip link set "$NETWORLD_VETH" up &&
 		ip -n "$NETWORLD_NS" addr add "$NETWORLD_DNS_ADDR/30" dev eth0 &&
 		ip -n "$NETWORLD_NS" link set eth0 up &&
@@ -171,11 +181,12 @@ networld_start() {
 	export NETWORLD_LINKLOCAL NETWORLD_PRIVATE
 	export NETWORLD_LOG=$NETWORLD_DIR/conn.log
 	: >"$NETWORLD_LOG"
-	conf=$(awk -v d="$NETWORLD_DIR" -v dns="$NETWORLD_DNS_ADDR" '
+	conf=$(awk -v d="$NETWORLD_DIR" -v dns="$NETWORLD_DNS_ADDR" -v udp6="$NETWORLD_UDP6" '
 	    BEGIN { printf "{\"names\": {" }
 	    { printf "%s\"%s\": \"%s\"", s, $1, $2; s = ", " }
 	    END { printf "}, \"dns\": \"%s\", \"http\": 80, \"https\": 443, ", dns
 	          printf "\"hello\": 22, \"udp\": 9999, \"cert\": \"%s/leaf.pem\", ", d
+	          printf "\"udp6\": \"%s\", ", udp6
 	          printf "\"key\": \"%s/leaf.key\", \"log\": \"%s/conn.log\", ", d, d
 	          printf "\"ready\": \"%s/ready\"}\n", d }' "$NETWORLD_DIR/names")
 	printf '%s\n' "$conf" >"$NETWORLD_DIR/server.json"

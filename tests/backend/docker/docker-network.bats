@@ -349,7 +349,7 @@ $(ndir)/net.log 600"
 	field_is .server b.a.test
 }
 
-@test "docker rules: no raw socket, ping socket or UDP gets a packet out, not even with NET_RAW" {
+@test "docker rules: no raw socket, ping socket or UDP gets a packet out, not even with NET_RAW (UDP: sbx-netd denies it)" {
 	# The probe can fail: from a container with NET_RAW on the bridge,
 	# all three reach the world.
 	run --separate-stderr docker run --rm --network bridge --cap-drop ALL \
@@ -362,16 +362,20 @@ udp: reply"
 	udp_before=$(grep -c "^udp $NETWORLD_A 9999 " "$NETWORLD_LOG" || true)
 	dk -n allow --deny-out all --allow-out a.test
 	run sx probe "$NETWORLD_A"
+	# UDP goes to sbx-netd, which denies it: the container has rules
 	assert_output "raw: socket: Operation not permitted
 ping: sendto: Operation not permitted
-udp: sendto: Operation not permitted"
+udp: no reply"
+	run log_lines '.proto == "udp"'
+	jq_true --arg a "$NETWORLD_A" '.dest == $a and .port == 9999 and
+	    .verdict == "deny"' <<<"$output"
 	# A container in its network namespace with NET_RAW (Docker's
 	# default set has it; sbx drops it): the ruleset drops the packets.
 	run --separate-stderr docker run --rm --network "container:$(sid)" --cap-drop ALL \
 	    --cap-add NET_RAW "$NET_IMAGE" probe "$NETWORLD_A"
 	assert_output "raw: sendto: Operation not permitted
 ping: sendto: Operation not permitted
-udp: sendto: Operation not permitted"
+udp: no reply"
 	[ "$(world_icmp_count)" = "$before" ]
 	[ "$(grep -c "^udp $NETWORLD_A 9999 " "$NETWORLD_LOG" || true)" = "$udp_before" ]
 }
