@@ -209,8 +209,13 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	if (img_sock >= 0) {
 		struct sbx_msg m;
 
-		if (sbx_msg_recv(img_sock, &m) > 0 && m.nfds == 1) {
-			s->image_fd = m.fds[0];
+		/* type: 1 the image's mount, 2 the disk's, in that order. */
+		if (sbx_msg_recv(img_sock, &m) > 0 && m.nfds ==
+		    !!(m.type & 1) + !!(m.type & 2)) {
+			if (m.type & 1)
+				s->image_fd = m.fds[0];
+			if (m.type & 2)
+				s->disk_fd = m.fds[m.nfds - 1];
 			m.nfds = 0;
 		}
 		sbx_msg_release(&m);
@@ -456,9 +461,21 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	ssize_t n;
 	pid_t pid = -1, netd = 0;
 	int netfd = -1; /* sbx-netd's readiness, until it is read */
+	uint64_t disk = spec->disk;
+	int diskfd = -1;
 
 	*ref = NULL;
 	s.listen_fd = s.status_fd = s.log_fd = s.init_fd = s.image_fd = -1;
+	s.disk_fd = -1;
+	/* Loop devices are root's: rootless, no quota on the disk. */
+	if (disk && rootless && !spec->disk_default)
+		return sbx_err_set(err, SBX_EX_USAGE, "--disk needs root: a "
+		    "rootless sandbox cannot have a disk quota");
+	if (disk && rootless) {
+		sbx_note("limits.disk not applied: a rootless sandbox cannot "
+		    "have a disk quota");
+		disk = 0;
+	}
 	if (!valid_workdir(workdir))
 		return sbx_err_set(err, SBX_EX_USAGE,
 		    "invalid workdir '%s' (want an absolute, plain path)",
@@ -526,9 +543,9 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	s.hostname = hostname;
 	{
 		static const char *const sub[] = {"upper", "work", "rootfs",
-		    "lower"};
+		    "lower", SBX_DISK_MOUNT};
 
-		for (i = 0; i < 4 && !rid; i++) {
+		for (i = 0; i < (disk ? 5 : 4) && !rid; i++) {
 			p = sbx_xasprintf("%s/%s", dir, sub[i]);
 			if (mkdir(p, 0755) < 0 || lchown(p, s.uid_base,
 			    s.gid_base) < 0) {
@@ -540,6 +557,9 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 			free(p);
 		}
 	}
+	if (disk && (diskfd = sbx_local_disk_open(dir, disk, s.uid_base,
+	    s.gid_base, err)) < 0)
+		goto fail;
 	/* The agent's socket: only we may connect to it. */
 	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", dir) >=
 	    (int)sizeof sa.sun_path) {
@@ -573,7 +593,8 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	cg_made = 1;
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0 ||
-	    (!host && !rootless && socketpair(AF_UNIX, SOCK_STREAM |
+	    ((!host || diskfd >= 0) && !rootless && socketpair(AF_UNIX,
+	    SOCK_STREAM |
 	    SOCK_CLOEXEC, 0, is) < 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot create pipes:");
 		goto fail;
@@ -627,9 +648,16 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	if (sbx_cg_attach(&cg, pid, err) < 0)
 		goto fail;
 	if (is[0] >= 0) {
-		if ((img = idmapped_image(image, pid, err)) < 0)
+		int mfds[2], nm = 0;
+
+		if (!host && (img = idmapped_image(image, pid, err)) < 0)
 			goto fail;
-		if (sbx_msg_send(is[0], 0, NULL, 0, &img, 1) < 0) {
+		if (!host)
+			mfds[nm++] = img;
+		if (diskfd >= 0)
+			mfds[nm++] = diskfd;
+		if (sbx_msg_send(is[0], (!host ? 1u : 0u) | (diskfd >= 0 ?
+		    2u : 0u), NULL, 0, mfds, nm) < 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "cannot pass the image:");
 			goto fail;
 		}
@@ -675,6 +703,7 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	if (rid)
 		json_object_set(meta, "created_at_epoch", json_object_get(
 		    oldmeta, "created_at_epoch"));
+	json_object_set_new(meta, "disk", json_integer((json_int_t)disk));
 	if (netd) {
 		json_object_set_new(meta, "net_pid", json_integer(netd));
 		json_object_set_new(meta, "net_starttime", json_integer(
@@ -710,7 +739,7 @@ out:
 	{
 		int fds[] = {go[0], go[1], ep[0], ep[1], cp[0], cp[1], is[0],
 		    is[1], img, s.listen_fd, s.status_fd, s.log_fd, s.init_fd,
-		    netfd};
+		    netfd, diskfd};
 
 		for (i = 0; i < (int)(sizeof fds / sizeof fds[0]); i++)
 			if (fds[i] >= 0)
@@ -778,6 +807,9 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 		rc = sbx_err_set(err, SBX_EX_FAIL,
 		    "cannot remove the cgroups of '%s':", id);
 	sbx_cg_release(&cg);
+	if (!rc && sbx_local_disk_wait(dir, 2000) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "the disk of '%s' is still "
+		    "on a loop device", id);
 	if (keep) {
 		p = sbx_xasprintf("%s/status", dir);
 		FILE *f = fopen(p, "ae");
@@ -1012,6 +1044,7 @@ spec_of(json_t *meta, struct sbx_spec *spec)
 	spec->memory = (uint64_t)sbx_json_int(meta, "memory", 0);
 	spec->cpus_milli = (uint64_t)sbx_json_int(meta, "cpus_milli", 0);
 	spec->pids = (uint64_t)sbx_json_int(meta, "pids_max", 0);
+	spec->disk = (uint64_t)sbx_json_int(meta, "disk", 0);
 	spec->timeout = (uint64_t)sbx_json_int(meta, "timeout", 0);
 	spec->network = net && !strcmp(net, "allow") ? SBX_NET_ALLOW :
 	    SBX_NET_DENY;
