@@ -7,10 +7,13 @@
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -210,29 +213,29 @@ loop_attach(int fd, char *dev, size_t n, struct sbx_err *err)
 	return lfd;
 }
 
-int
-sbx_local_disk_open(const char *dir, uint64_t size, uid_t uid, gid_t gid,
-    struct sbx_err *err)
+/* The disk of size bytes of the sandbox in dir, mounted nowhere: its
+ * mount's fd, or -1 with err. */
+static int
+disk_mount(const char *dir, uint64_t size, struct sbx_err *err)
 {
 	char *img = sbx_xasprintf("%s/%s", dir, SBX_DISK_IMAGE), dev[32];
-	static const char *const sub[] = {"upper", "work"};
-	int fd, tpl = -1, lfd = -1, fs = -1, mfd = -1, i;
+	int fd, tpl = -1, lfd = -1, fs = -1, mfd = -1;
 
 	/* A stopped sandbox's disk is there; a new one is the template's
 	 * copy. */
 	if ((fd = open(img, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		if (errno != ENOENT || (tpl = template(size, err)) < 0)
-			goto fail;
+			goto out;
 		if ((fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
 		    0600)) < 0 || ftruncate(fd, (off_t)size) < 0 ||
 		    copy_sparse(tpl, fd) < 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':",
 			    img);
-			goto fail;
+			goto out;
 		}
 	}
 	if ((lfd = loop_attach(fd, dev, sizeof dev, err)) < 0)
-		goto fail;
+		goto out;
 	if ((fs = fsopen("ext4", FSOPEN_CLOEXEC)) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
 	    /* Its inode tables are never written ahead: the image stays
@@ -240,23 +243,9 @@ sbx_local_disk_open(const char *dir, uint64_t size, uid_t uid, gid_t gid,
 	    fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
 	    (mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID |
-	    MOUNT_ATTR_NODEV)) < 0) {
+	    MOUNT_ATTR_NODEV)) < 0)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the disk '%s':",
 		    img);
-		goto fail;
-	}
-	for (i = 0; i < 2; i++)
-		if ((mkdirat(mfd, sub[i], 0755) < 0 && errno != EEXIST) ||
-		    fchownat(mfd, sub[i], uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
-			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s' on "
-			    "the disk '%s':", sub[i], img);
-			goto fail;
-		}
-	goto out;
-fail:
-	if (mfd >= 0)
-		close(mfd);
-	mfd = -1;
 out:
 	/* The mount holds the device now (or nothing does: it goes). */
 	if (fs >= 0)
@@ -268,6 +257,75 @@ out:
 	if (fd >= 0)
 		close(fd);
 	free(img);
+	return mfd;
+}
+
+/* The loop device and the mount cost milliseconds of waiting on the
+ * kernel: a helper process does them while the sandbox is set up. */
+int
+sbx_local_disk_start(const char *dir, uint64_t size, pid_t *pid,
+    struct sbx_err *err)
+{
+	struct sbx_err e = {0};
+	struct sbx_buf b = SBX_BUF_INIT;
+	int sp[2], mfd;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot create a "
+		    "socket pair:");
+	if ((*pid = fork()) < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+	}
+	if (*pid == 0) {
+		/* With sbx-create, whatever kills it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(sp[0]);
+		if ((mfd = disk_mount(dir, size, &e)) >= 0)
+			_exit(sbx_msg_send(sp[1], 0, NULL, 0, &mfd, 1) < 0);
+		sbx_msg_put_str(&b, e.msg);
+		_exit(sbx_msg_send(sp[1], 1, b.data, b.len, NULL, 0) < 0);
+	}
+	close(sp[1]);
+	return sp[0];
+}
+
+int
+sbx_local_disk_finish(int sock, pid_t pid, uid_t uid, gid_t gid,
+    struct sbx_err *err)
+{
+	static const char *const sub[] = {"upper", "work"};
+	struct sbx_msg m;
+	const char *msg;
+	int mfd = -1, i;
+
+	if (sbx_msg_recv(sock, &m) <= 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot make the disk: its "
+		    "helper ended");
+		goto out;
+	}
+	if (m.type == 0 && m.nfds == 1) {
+		mfd = m.fds[0];
+		m.nfds = 0;
+	} else {
+		msg = sbx_msg_get_str(&m);
+		sbx_err_set(err, SBX_EX_FAIL, "%s", msg && *msg ? msg :
+		    "cannot make the disk");
+	}
+	sbx_msg_release(&m);
+	for (i = 0; mfd >= 0 && i < 2; i++)
+		if ((mkdirat(mfd, sub[i], 0755) < 0 && errno != EEXIST) ||
+		    fchownat(mfd, sub[i], uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s' on "
+			    "the sandbox's disk:", sub[i]);
+			close(mfd);
+			mfd = -1;
+		}
+out:
+	close(sock);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 	return mfd;
 }
 

@@ -462,7 +462,8 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	pid_t pid = -1, netd = 0;
 	int netfd = -1; /* sbx-netd's readiness, until it is read */
 	uint64_t disk = spec->disk;
-	int diskfd = -1;
+	int diskfd = -1, disksock = -1;
+	pid_t diskpid = -1;
 
 	*ref = NULL;
 	s.listen_fd = s.status_fd = s.log_fd = s.init_fd = s.image_fd = -1;
@@ -508,6 +509,12 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	if (rid) {
 		snprintf(id, sizeof id, "%s", rid);
 		dir = sbx_xasprintf("%s/%s", root, id);
+	}
+	if (disk && (disksock = sbx_local_disk_start(dir, disk, &diskpid,
+	    err)) < 0)
+		goto fail;
+	if (rid) {
+		/* started again */
 	} else if (spec->name) {
 		if (claim_name(root, spec->name, id, err) < 0)
 			goto fail;
@@ -557,9 +564,6 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 			free(p);
 		}
 	}
-	if (disk && (diskfd = sbx_local_disk_open(dir, disk, s.uid_base,
-	    s.gid_base, err)) < 0)
-		goto fail;
 	/* The agent's socket: only we may connect to it. */
 	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", dir) >=
 	    (int)sizeof sa.sun_path) {
@@ -593,7 +597,7 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	cg_made = 1;
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0 ||
-	    ((!host || diskfd >= 0) && !rootless && socketpair(AF_UNIX,
+	    ((!host || disk) && !rootless && socketpair(AF_UNIX,
 	    SOCK_STREAM |
 	    SOCK_CLOEXEC, 0, is) < 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot create pipes:");
@@ -647,6 +651,13 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	rc = -1;
 	if (sbx_cg_attach(&cg, pid, err) < 0)
 		goto fail;
+	if (disksock >= 0) {
+		diskfd = sbx_local_disk_finish(disksock, diskpid, s.uid_base,
+		    s.gid_base, err);
+		disksock = -1;
+		if (diskfd < 0)
+			goto fail;
+	}
 	if (is[0] >= 0) {
 		int mfds[2], nm = 0;
 
@@ -724,6 +735,12 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	goto out;
 fail:
 	rc = -1;
+	if (disksock >= 0) {
+		/* Its mount, if made, goes with it. */
+		kill(diskpid, SIGKILL);
+		close(disksock);
+		waitpid(diskpid, NULL, 0);
+	}
 	if (netd)
 		sbx_local_net_stop(netd, sbx_local_starttime(netd));
 	if (pid > 0) {
@@ -807,9 +824,11 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 		rc = sbx_err_set(err, SBX_EX_FAIL,
 		    "cannot remove the cgroups of '%s':", id);
 	sbx_cg_release(&cg);
+	/* Its end lets go of its disk's loop device; a process that still
+	 * holds a file in it (a sync's helper) does when it closes it. */
 	if (!rc && sbx_local_disk_wait(dir, 2000) < 0)
-		rc = sbx_err_set(err, SBX_EX_FAIL, "the disk of '%s' is still "
-		    "on a loop device", id);
+		sbx_note("the disk of '%s' is still on a loop device, until "
+		    "what holds it lets go", id);
 	if (keep) {
 		p = sbx_xasprintf("%s/status", dir);
 		FILE *f = fopen(p, "ae");

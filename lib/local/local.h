@@ -74,10 +74,13 @@ int sbx_local_connect(const char *dir);
 #define SBX_DISK_MOUNT "disk"     /* DIR/disk, where the sandbox mounts it */
 
 /* The sandbox in dir's disk of size bytes (DIR/disk.img: a stopped
- * sandbox's, else a new one) on a loop device, mounted nowhere yet, with
- * the overlay's upper and work owned by uid and gid: the mount's fd (for
- * move_mount), or -1 with err. */
-int sbx_local_disk_open(const char *dir, uint64_t size, uid_t uid, gid_t gid,
+ * sandbox's, else a new one) on a loop device, mounted nowhere yet, made
+ * by a helper process meanwhile: start returns the socket that finish
+ * takes (-1 with err), finish the mount's fd (for move_mount), with the
+ * overlay's upper and work on it owned by uid and gid, or -1 with err. */
+int sbx_local_disk_start(const char *dir, uint64_t size, pid_t *pid,
+    struct sbx_err *err);
+int sbx_local_disk_finish(int sock, pid_t pid, uid_t uid, gid_t gid,
     struct sbx_err *err);
 /* Wait up to ms until no loop device holds DIR/disk.img (its sandbox's
  * end releases it): 0, or -1 when one still does. */
