@@ -477,6 +477,15 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 		    "have a disk quota");
 		disk = 0;
 	}
+	if (disk && access("/dev/loop-control", R_OK | W_OK) < 0) {
+		/* A container without loop devices, say. */
+		if (!spec->disk_default)
+			return sbx_err_set(err, SBX_EX_USAGE, "--disk needs "
+			    "loop devices: '/dev/loop-control':");
+		sbx_note("limits.disk not applied: no loop devices "
+		    "('/dev/loop-control': %s)", strerror(errno));
+		disk = 0;
+	}
 	if (!valid_workdir(workdir))
 		return sbx_err_set(err, SBX_EX_USAGE,
 		    "invalid workdir '%s' (want an absolute, plain path)",
