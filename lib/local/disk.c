@@ -190,13 +190,10 @@ loop_attach(int fd, char *dev, size_t n, struct sbx_err *err)
 			sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", dev);
 			break;
 		}
-		/* Direct I/O: the image's pages are not cached twice (a
-		 * filesystem that has none, tmpfs, says EINVAL). */
-		c.info.lo_flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
-		if (ioctl(lfd, LOOP_CONFIGURE, &c) == 0)
-			break;
+		/* No direct I/O: setting it up syncs the image just copied
+		 * to the disk, milliseconds a create cannot spare. */
 		c.info.lo_flags = LO_FLAGS_AUTOCLEAR;
-		if (errno == EINVAL && ioctl(lfd, LOOP_CONFIGURE, &c) == 0)
+		if (ioctl(lfd, LOOP_CONFIGURE, &c) == 0)
 			break;
 		e = errno;
 		close(lfd);
