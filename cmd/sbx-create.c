@@ -9,13 +9,14 @@
 static const char usage[] =
     "usage: sbx-create [-qv] [-b backend] [-s file] [-i image] [-m size] "
     "[-c cpus] [-p n]\n"
-    "                  [-n deny|allow] [-T seconds] [-l key=value]... "
-    "[-e name[=value]]...\n"
-    "                  [-w dir] [-N name] [-r] [-R runtime] [-P] [-E url]\n"
-    "                  [--allow-out dest]... [--deny-out dest]... "
-    "[--port [hostport:]port]...\n"
-    "                  [--inject-header host:name=source]... "
-    "[--egress-proxy url]\n";
+    "                  [-d size] [-n deny|allow] [-T seconds] "
+    "[-l key=value]...\n"
+    "                  [-e name[=value]]... [-w dir] [-N name] [-r] "
+    "[-R runtime] [-P]\n"
+    "                  [-E url] [--allow-out dest]... [--deny-out dest]...\n"
+    "                  [--port [hostport:]port]... "
+    "[--inject-header host:name=source]...\n"
+    "                  [--egress-proxy url]\n";
 
 enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY, OPT_PORT,
     OPT_INJECT_HEADER };
@@ -26,6 +27,7 @@ static const struct option longopts[] = {
 	{"egress-proxy", required_argument, NULL, OPT_EGRESS_PROXY},
 	{"backend", required_argument, NULL, 'b'},
 	{"cpus", required_argument, NULL, 'c'},
+	{"disk", required_argument, NULL, 'd'},
 	{"endpoint", required_argument, NULL, 'E'},
 	{"env", required_argument, NULL, 'e'},
 	{"help", no_argument, NULL, 'h'},
@@ -227,6 +229,25 @@ add_port(json_t **ports, const char *text)
 	    (json_int_t)port, "host_port", (json_int_t)host_port));
 }
 
+/* --disk, else limits.disk (a default: dropped, never refused, where it
+ * cannot apply); 0 is no quota. */
+static void
+disk_limit(struct sbx_spec *spec, const char *arg)
+{
+	const char *v = arg ? arg : sbx_config_get("limits.disk",
+	    SBX_DISK_DEFAULT);
+
+	if (sbx_parse_size(v, &spec->disk) < 0 || (spec->disk &&
+	    (spec->disk < SBX_DISK_MIN || spec->disk > SBX_DISK_MAX))) {
+		if (arg)
+			sbx_usage_error(usage, "invalid disk size '%s' (0, or "
+			    "16M to 8T)", arg);
+		sbx_die(SBX_EX_USAGE, "invalid limits.disk '%s' in the "
+		    "configuration (0, or 16M to 8T)", v);
+	}
+	spec->disk_default = !arg;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -241,6 +262,7 @@ main(int argc, char **argv)
 	const char *proxy = NULL;
 	struct sbx_net_proxy np;
 	int c, rc = SBX_EX_OK, reuse = 0;
+	const char *disk_arg = NULL;
 
 	sbx_prog_set(argv);
 	spec.labels = json_object();
@@ -250,7 +272,7 @@ main(int argc, char **argv)
 	    &spec.timeout) < 0)
 		sbx_die(SBX_EX_USAGE, "invalid timeout '%s' in the configuration",
 		    sbx_config_get("timeout", ""));
-	while ((c = getopt_long(argc, argv, "b:c:E:e:hi:l:m:N:n:Pp:qR:rs:T:vVw:",
+	while ((c = getopt_long(argc, argv, "b:c:d:E:e:hi:l:m:N:n:Pp:qR:rs:T:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_ALLOW_OUT:
@@ -281,6 +303,9 @@ main(int argc, char **argv)
 		case 'c':
 			if (sbx_parse_milli(optarg, 1, 4096, &spec.cpus_milli) < 0)
 				sbx_usage_error(usage, "invalid cpus '%s'", optarg);
+			break;
+		case 'd':
+			disk_arg = optarg;
 			break;
 		case 'E':
 			spec.endpoint = optarg;
@@ -354,6 +379,7 @@ main(int argc, char **argv)
 	if (optind < argc)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
 	spec.env = env;
+	disk_limit(&spec, disk_arg);
 	if (!backend)
 		backend = sbx_backend_default();
 	if (spec.endpoint && (!(be = sbx_backend_find(backend)) ||

@@ -22,7 +22,8 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_PIDS | SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND |
 		    SBX_CAP_STOP | SBX_CAP_FILES | SBX_CAP_IDLE |
 		    SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP |
-		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH,
+		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
+		    SBX_CAP_DISK,
 		/* On this machine compression only costs time. */
 		.compress = SBX_COMPRESS_NONE,
 		/* It runs on the user's own machine. */
@@ -40,7 +41,8 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_PIDS | SBX_CAP_TIMEOUT | SBX_CAP_RUNTIME |
 		    SBX_CAP_PULL | SBX_CAP_SUSPEND | SBX_CAP_STOP |
 		    SBX_CAP_FILES | SBX_CAP_NAME | SBX_CAP_KEEP |
-		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH,
+		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
+		    SBX_CAP_DISK,
 		.compress = SBX_COMPRESS_GZIP,
 		.ops = REMOTE(sbx_docker_ops),
 	},
@@ -53,7 +55,7 @@ static const struct sbx_backend backends[] = {
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
 		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES |
-		    SBX_CAP_NET_RULES | SBX_CAP_PORTS,
+		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_DISK,
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.ops = REMOTE(sbx_e2b_ops),
@@ -152,6 +154,7 @@ static const struct {
 	{SBX_CAP_PORTS, "ports", "reach a sandbox's ports (sbx-port)"},
 	{SBX_CAP_PUBLISH, "publish", "publish ports (--port, sbx-port "
 	    "HOSTPORT:PORT)"},
+	{SBX_CAP_DISK, "disk", "limit what a sandbox writes (--disk)"},
 };
 
 int
@@ -184,6 +187,8 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	want |= spec->net_rules || spec->net_inject || spec->egress_proxy ?
 	    SBX_CAP_NET_RULES : 0;
 	want |= spec->ports ? SBX_CAP_PUBLISH : 0;
+	/* limits.disk's default is dropped where it cannot apply. */
+	want |= spec->disk && !spec->disk_default ? SBX_CAP_DISK : 0;
 	if (spec->net_rules && spec->network != SBX_NET_ALLOW)
 		return sbx_err_set(err, SBX_EX_USAGE, "--allow-out and "
 		    "--deny-out need --network allow");

@@ -326,7 +326,20 @@ struct sbx_spec {
 	/* [{"port":N,"host_port":M}] published on the host's loopback
 	 * (M 0: a free port); NULL: none. */
 	json_t *ports;
+	/* --- disk (i20-disk) --- */
+	/* A quota on what the sandbox writes, bytes (local: the size of its
+	 * own ext4 image); 0: none. disk_default: it came from limits.disk,
+	 * not --disk: dropped, never refused, where it cannot apply. */
+	uint64_t disk;
+	int disk_default;
 };
+
+/* --disk: the smallest and largest quota (0 aside) any backend takes. */
+#define SBX_DISK_MIN (16ull << 20)
+#define SBX_DISK_MAX (8ull << 40)
+/* limits.disk's default, and one inode per so many bytes of it. */
+#define SBX_DISK_DEFAULT "10G"
+#define SBX_DISK_INODE_RATIO 16384
 
 struct sbx_exec_opts {
 	const char *cwd;  /* NULL: the sandbox's workdir */
@@ -373,6 +386,7 @@ enum {
 	                              * host, as a URL */
 	SBX_CAP_PUBLISH = 1 << 19,   /* sbx-create --port, sbx-port PORT
 	                              * publishing more on the host */
+	SBX_CAP_DISK = 1 << 20,      /* sbx-create --disk (i20-disk) */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that

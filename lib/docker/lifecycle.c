@@ -177,6 +177,16 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 		    spec->pids));
 	if (spec->runtime)
 		json_object_set_new(hc, "Runtime", json_string(spec->runtime));
+	/* --disk: the storage driver's quota, where it has one (limits.disk's
+	 * default is not asked of an engine, most of whose drivers cannot). */
+	if (spec->disk && !spec->disk_default) {
+		char size[32];
+
+		snprintf(size, sizeof size, "%llu",
+		    (unsigned long long)spec->disk);
+		json_object_set_new(hc, "StorageOpt", json_pack("{ss}", "size",
+		    size));
+	}
 	json_object_set_new(b, "HostConfig", hc);
 	return b;
 }
@@ -230,6 +240,13 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (rs.status == 409) {
 		sbx_err_set(err, SBX_EX_FAIL, "the name '%s' is in use",
 		    spec->name ? spec->name : "?");
+		goto out;
+	}
+	if (rs.status != 201 && spec->disk && !spec->disk_default &&
+	    strstr(sbx_docker_msg(&rs), "storage")) {
+		/* overlay2 but on xfs with pquota, vfs likewise, ... */
+		sbx_err_set(err, SBX_EX_USAGE, "the engine's storage driver "
+		    "cannot limit disk (--disk): %s", sbx_docker_msg(&rs));
 		goto out;
 	}
 	if (rs.status != 201 || !sbx_json_str(rs.json, "Id")) {

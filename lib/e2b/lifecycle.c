@@ -7,6 +7,33 @@
 
 #include "e2b.h"
 
+/* --disk against the template's disk (diskSizeMB): more than it has is
+ * refused, as --cpus and --memory are. limits.disk's default is not
+ * checked: the template decides. */
+static int
+disk_check(const json_t *s, const struct sbx_spec *spec,
+    const struct sbx_err *gerr, const char *endpoint, const char *id,
+    struct sbx_err *err)
+{
+	long long mb = s ? sbx_json_int(s, "diskSizeMB", 0) : 0;
+
+	if (!spec->disk || spec->disk_default)
+		return 0;
+	if (mb <= 0) {
+		if (gerr)
+			return sbx_err_set(err, gerr->code, "%s", gerr->msg);
+		return sbx_err_set(err, SBX_EX_USAGE, "'%s' did not say the "
+		    "disk size of sandbox '%s' (--disk)", endpoint, id);
+	}
+	if (spec->disk > (uint64_t)mb << 20)
+		return sbx_err_set(err, SBX_EX_USAGE, "template '%s' gives a "
+		    "disk of %lld MiB, less than --disk asks: E2B sizes a "
+		    "sandbox by its template (build one with more)",
+		    sbx_json_str(s, "templateID") ? sbx_json_str(s,
+		    "templateID") : "?", mb);
+	return 0;
+}
+
 /* E2B sizes a sandbox by its template: the ref records what it got, for
  * sbx-cost's per vCPU and per GiB rates (null: not told). Less than
  * --cpus or --memory asks for is refused (the caller kills it); more is
@@ -30,6 +57,11 @@ size_check(struct eb *e, const char *id, const struct sbx_spec *spec,
 	json_object_set_new(ref, "resources", json_pack("{s:o,s:o}", "vcpus",
 	    cpus > 0 ? json_integer(cpus) : json_null(), "memory_mib",
 	    mib > 0 ? json_integer(mib) : json_null()));
+	if (disk_check(s, spec, gerr.code ? &gerr : NULL, e->endpoint, id,
+	    err) < 0) {
+		json_decref(s);
+		return -1;
+	}
 	if ((spec->cpus_milli || spec->memory) && (cpus <= 0 || mib <= 0)) {
 		json_decref(s);
 		if (gerr.code)

@@ -209,8 +209,13 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	if (img_sock >= 0) {
 		struct sbx_msg m;
 
-		if (sbx_msg_recv(img_sock, &m) > 0 && m.nfds == 1) {
-			s->image_fd = m.fds[0];
+		/* type: 1 the image's mount, 2 the disk's, in that order. */
+		if (sbx_msg_recv(img_sock, &m) > 0 && m.nfds ==
+		    !!(m.type & 1) + !!(m.type & 2)) {
+			if (m.type & 1)
+				s->image_fd = m.fds[0];
+			if (m.type & 2)
+				s->disk_fd = m.fds[m.nfds - 1];
 			m.nfds = 0;
 		}
 		sbx_msg_release(&m);
@@ -456,9 +461,31 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	ssize_t n;
 	pid_t pid = -1, netd = 0;
 	int netfd = -1; /* sbx-netd's readiness, until it is read */
+	uint64_t disk = spec->disk;
+	int diskfd = -1, disksock = -1;
+	pid_t diskpid = -1;
 
 	*ref = NULL;
 	s.listen_fd = s.status_fd = s.log_fd = s.init_fd = s.image_fd = -1;
+	s.disk_fd = -1;
+	/* Loop devices are root's: rootless, no quota on the disk. */
+	if (disk && rootless && !spec->disk_default)
+		return sbx_err_set(err, SBX_EX_USAGE, "--disk needs root: a "
+		    "rootless sandbox cannot have a disk quota");
+	if (disk && rootless) {
+		sbx_note("limits.disk not applied: a rootless sandbox cannot "
+		    "have a disk quota");
+		disk = 0;
+	}
+	if (disk && access("/dev/loop-control", R_OK | W_OK) < 0) {
+		/* A container without loop devices, say. */
+		if (!spec->disk_default)
+			return sbx_err_set(err, SBX_EX_USAGE, "--disk needs "
+			    "loop devices: '/dev/loop-control':");
+		sbx_note("limits.disk not applied: no loop devices "
+		    "('/dev/loop-control': %s)", strerror(errno));
+		disk = 0;
+	}
 	if (!valid_workdir(workdir))
 		return sbx_err_set(err, SBX_EX_USAGE,
 		    "invalid workdir '%s' (want an absolute, plain path)",
@@ -491,6 +518,12 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	if (rid) {
 		snprintf(id, sizeof id, "%s", rid);
 		dir = sbx_xasprintf("%s/%s", root, id);
+	}
+	if (disk && (disksock = sbx_local_disk_start(dir, disk, &diskpid,
+	    err)) < 0)
+		goto fail;
+	if (rid) {
+		/* started again */
 	} else if (spec->name) {
 		if (claim_name(root, spec->name, id, err) < 0)
 			goto fail;
@@ -526,9 +559,9 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	s.hostname = hostname;
 	{
 		static const char *const sub[] = {"upper", "work", "rootfs",
-		    "lower"};
+		    "lower", SBX_DISK_MOUNT};
 
-		for (i = 0; i < 4 && !rid; i++) {
+		for (i = 0; i < (disk ? 5 : 4) && !rid; i++) {
 			p = sbx_xasprintf("%s/%s", dir, sub[i]);
 			if (mkdir(p, 0755) < 0 || lchown(p, s.uid_base,
 			    s.gid_base) < 0) {
@@ -573,7 +606,8 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	cg_made = 1;
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0 ||
-	    (!host && !rootless && socketpair(AF_UNIX, SOCK_STREAM |
+	    ((!host || disk) && !rootless && socketpair(AF_UNIX,
+	    SOCK_STREAM |
 	    SOCK_CLOEXEC, 0, is) < 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot create pipes:");
 		goto fail;
@@ -626,10 +660,24 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	rc = -1;
 	if (sbx_cg_attach(&cg, pid, err) < 0)
 		goto fail;
-	if (is[0] >= 0) {
-		if ((img = idmapped_image(image, pid, err)) < 0)
+	if (disksock >= 0) {
+		diskfd = sbx_local_disk_finish(disksock, diskpid, s.uid_base,
+		    s.gid_base, err);
+		disksock = -1;
+		if (diskfd < 0)
 			goto fail;
-		if (sbx_msg_send(is[0], 0, NULL, 0, &img, 1) < 0) {
+	}
+	if (is[0] >= 0) {
+		int mfds[2], nm = 0;
+
+		if (!host && (img = idmapped_image(image, pid, err)) < 0)
+			goto fail;
+		if (!host)
+			mfds[nm++] = img;
+		if (diskfd >= 0)
+			mfds[nm++] = diskfd;
+		if (sbx_msg_send(is[0], (!host ? 1u : 0u) | (diskfd >= 0 ?
+		    2u : 0u), NULL, 0, mfds, nm) < 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "cannot pass the image:");
 			goto fail;
 		}
@@ -675,6 +723,7 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	if (rid)
 		json_object_set(meta, "created_at_epoch", json_object_get(
 		    oldmeta, "created_at_epoch"));
+	json_object_set_new(meta, "disk", json_integer((json_int_t)disk));
 	if (netd) {
 		json_object_set_new(meta, "net_pid", json_integer(netd));
 		json_object_set_new(meta, "net_starttime", json_integer(
@@ -695,6 +744,12 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	goto out;
 fail:
 	rc = -1;
+	if (disksock >= 0) {
+		/* Its mount, if made, goes with it. */
+		kill(diskpid, SIGKILL);
+		close(disksock);
+		waitpid(diskpid, NULL, 0);
+	}
 	if (netd)
 		sbx_local_net_stop(netd, sbx_local_starttime(netd));
 	if (pid > 0) {
@@ -710,7 +765,7 @@ out:
 	{
 		int fds[] = {go[0], go[1], ep[0], ep[1], cp[0], cp[1], is[0],
 		    is[1], img, s.listen_fd, s.status_fd, s.log_fd, s.init_fd,
-		    netfd};
+		    netfd, diskfd};
 
 		for (i = 0; i < (int)(sizeof fds / sizeof fds[0]); i++)
 			if (fds[i] >= 0)
@@ -778,6 +833,11 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 		rc = sbx_err_set(err, SBX_EX_FAIL,
 		    "cannot remove the cgroups of '%s':", id);
 	sbx_cg_release(&cg);
+	/* Its end lets go of its disk's loop device; a process that still
+	 * holds a file in it (a sync's helper) does when it closes it. */
+	if (!rc && sbx_local_disk_wait(dir, 2000) < 0)
+		sbx_note("the disk of '%s' is still on a loop device, until "
+		    "what holds it lets go", id);
 	if (keep) {
 		p = sbx_xasprintf("%s/status", dir);
 		FILE *f = fopen(p, "ae");
@@ -1012,6 +1072,7 @@ spec_of(json_t *meta, struct sbx_spec *spec)
 	spec->memory = (uint64_t)sbx_json_int(meta, "memory", 0);
 	spec->cpus_milli = (uint64_t)sbx_json_int(meta, "cpus_milli", 0);
 	spec->pids = (uint64_t)sbx_json_int(meta, "pids_max", 0);
+	spec->disk = (uint64_t)sbx_json_int(meta, "disk", 0);
 	spec->timeout = (uint64_t)sbx_json_int(meta, "timeout", 0);
 	spec->network = net && !strcmp(net, "allow") ? SBX_NET_ALLOW :
 	    SBX_NET_DENY;

@@ -68,6 +68,24 @@ int sbx_local_connect(const char *dir);
  * (MS: CLOCK_MONOTONIC milliseconds when it was paused). */
 #define SBX_PAUSED_FILE "paused"
 
+/* --- disk.c: the quota on what a sandbox writes (i20-disk) ----------- */
+
+#define SBX_DISK_IMAGE "disk.img" /* DIR/disk.img, its ext4 image */
+#define SBX_DISK_MOUNT "disk"     /* DIR/disk, where the sandbox mounts it */
+
+/* The sandbox in dir's disk of size bytes (DIR/disk.img: a stopped
+ * sandbox's, else a new one) on a loop device, mounted nowhere yet, made
+ * by a helper process meanwhile: start returns the socket that finish
+ * takes (-1 with err), finish the mount's fd (for move_mount), with the
+ * overlay's upper and work on it owned by uid and gid, or -1 with err. */
+int sbx_local_disk_start(const char *dir, uint64_t size, pid_t *pid,
+    struct sbx_err *err);
+int sbx_local_disk_finish(int sock, pid_t pid, uid_t uid, gid_t gid,
+    struct sbx_err *err);
+/* Wait up to ms until no loop device holds DIR/disk.img (its sandbox's
+ * end releases it): 0, or -1 when one still does. */
+int sbx_local_disk_wait(const char *dir, int ms);
+
 /* --- cgroup.c ------------------------------------------------------------ */
 
 struct sbx_cgroups {
@@ -113,6 +131,7 @@ struct sbx_local_setup {
 	int status_fd;
 	int log_fd;
 	int image_fd;       /* an idmapped mount of the image, or -1 */
+	int disk_fd;        /* the disk's mount (disk.c), or -1: none */
 };
 
 /* Build the rootfs and pivot into it; called in the child, as sandbox

@@ -276,9 +276,28 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 		    "paths with ',', ':' or '\\' cannot be overlay layers");
 		goto out;
 	}
-	opts = sbx_xasprintf("lowerdir=%s,upperdir=%s/upper,workdir=%s/work%s",
-	    s->image && s->image_fd < 0 ? s->image : lower, s->dir, s->dir,
-	    s->rootless || s->uid_base ? ",userxattr" : "");
+	if (s->disk_fd >= 0) {
+		/* The disk holds upper and work; DIR/upper stays, under
+		 * the image, for what sbx-netd puts there (its CA). */
+		p = sbx_xasprintf("%s/" SBX_DISK_MOUNT, s->dir);
+		rc = move_mount(s->disk_fd, "", AT_FDCWD, p,
+		    MOVE_MOUNT_F_EMPTY_PATH);
+		free(p);
+		rc = rc < 0 ? sbx_err_set(err, SBX_EX_FAIL, "cannot mount the "
+		    "disk:") : 0;
+		if (rc < 0)
+			goto out;
+		rc = -1;
+		opts = sbx_xasprintf("lowerdir=%s%s%s,upperdir=%s/" SBX_DISK_MOUNT
+		    "/upper,workdir=%s/" SBX_DISK_MOUNT "/work%s", s->image ?
+		    s->dir : "", s->image ? "/upper:" : "", s->image &&
+		    s->image_fd < 0 ? s->image : lower, s->dir, s->dir,
+		    s->rootless || s->uid_base ? ",userxattr" : "");
+	} else
+		opts = sbx_xasprintf("lowerdir=%s,upperdir=%s/upper,"
+		    "workdir=%s/work%s", s->image && s->image_fd < 0 ?
+		    s->image : lower, s->dir, s->dir, s->rootless ||
+		    s->uid_base ? ",userxattr" : "");
 	if (mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, opts) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the overlay:");
 		goto out;

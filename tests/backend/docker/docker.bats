@@ -299,3 +299,30 @@ PY
 	[ "$stderr" = "sbx-ls: the Docker engine at 'tcp://127.0.0.1:$port' speaks API 1.24; sbx needs 1.35 or later" ]
 	no_containers
 }
+
+@test "docker: --disk is the engine's storage quota where its driver has one, else exit 2 with nothing created" {
+	local driver fs
+	driver=$(api /info | jq -r .Driver)
+	fs=$(api /info | jq -r '.DriverStatus // [] | map(select(.[0] == "Backing Filesystem"))[0][1] // ""')
+	run --separate-stderr sbx-create -b docker -i "$SBX_TEST_IMAGE" -s s.json --disk 64M
+	if [ "$status" -eq 0 ]; then
+		# The driver took it: the container's writes stop near 64 MiB.
+		run sbx-exec -s s.json -- sh -c 'dd if=/dev/zero of=/big bs=1M count=100 2>&1'
+		assert_failure
+		assert_output --partial "No space left on device"
+		sbx-kill -q -s s.json >/dev/null
+	else
+		echo "driver $driver on ${fs:-?}: $stderr"
+		assert_failure 2
+		assert_output ""
+		assert_equal "${#stderr_lines[@]}" 1
+		[[ "$stderr" == "sbx-create: the engine's storage driver cannot limit disk (--disk): "*storage* ]]
+		[ ! -e s.json ]
+	fi
+	no_containers
+	# limits.disk is not asked of the engine: no flag, no quota, no refusal.
+	SBX_LIMITS_DISK=64M dk
+	assert_equal "$(api "/containers/$(sid)/json" | jq -c '.HostConfig.StorageOpt // {}')" '{}'
+	sbx-kill -q -s s.json >/dev/null
+	no_containers
+}

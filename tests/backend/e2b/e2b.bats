@@ -674,3 +674,24 @@ in_term() {
 	assert_output ""
 	alive "$young"
 }
+
+@test "--disk beyond the template's disk (diskSizeMB) is exit 2 and the sandbox goes again; limits.disk is not checked" {
+	local made='{"sandboxID":"abc","templateID":"base","clientID":"c","envdVersion":"0.2.0"}'
+	local detail='{"sandboxID":"abc","templateID":"base","clientID":"c","envdVersion":"0.2.0","startedAt":"2026-12-01T00:00:00Z","endAt":"2026-12-01T01:00:00Z","state":"running","cpuCount":2,"memoryMB":512,"diskSizeMB":512,"metadata":{"io.sbx.managed":"1"}}'
+	fake_start "[(201, 'application/json', '$made'), (200, 'application/json', '$detail'), (204, 'text/plain', '')]"
+	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-create -b e2b -s s.json --disk 1G
+	assert_failure 2
+	assert_output ""
+	assert_equal "$stderr" "sbx-create: template 'base' gives a disk of 512 MiB, less than --disk asks: E2B sizes a sandbox by its template (build one with more)"
+	[ ! -e s.json ]
+	assert_equal "$(grep -c '^DELETE /sandboxes/abc' "$BATS_TEST_TMPDIR/fake.log")" 1
+	# A server that does not say its disk (sbxd) cannot be checked.
+	E2B_API_URL= run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s s.json --disk 64M
+	assert_failure 2
+	[[ "$stderr" == "sbx-create: '"*"' did not say the disk size of sandbox '"*"' (--disk)" ]]
+	[ ! -e s.json ]
+	# The default is the template's business: not checked.
+	SBX_LIMITS_DISK=20G run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s s.json
+	assert_success
+	jq -r .id <<<"$output" >>e2b.ids
+}

@@ -1,0 +1,387 @@
+/* disk.c - a sandbox's quota on what it writes: its own ext4 image
+ * (DIR/disk.img, sparse) on a loop device, holding the overlay's upper
+ * and work directories; the kernel says ENOSPC past its size, and
+ * inodes run out at one per SBX_DISK_INODE_RATIO bytes */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "local.h"
+
+/* mkfs costs 20-50 ms (it syncs): done once per size, into a template
+ * in ROOT/.disk that every sandbox of that size copies (a few hundred
+ * KiB of metadata, the rest holes). */
+static const char *const mke2fs_paths[] = {
+	"/usr/sbin/mke2fs", "/sbin/mke2fs",
+};
+
+/* Run mke2fs on fd (as the child's fd 3); -1 with err. */
+static int
+mkfs(int fd, uint64_t size, struct sbx_err *err)
+{
+	char ratio[32], msg[256];
+	char *argv[] = {"mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096",
+	    "-I", "256", "-i", ratio, "-m", "0",
+	    /* No journal: what a sandbox writes is scratch, and mounting
+	     * one costs a kernel thread and milliseconds. No room kept for
+	     * growing it. */
+	    "-O", "^has_journal,^resize_inode",
+	    "-E", "lazy_itable_init=1,nodiscard", "/proc/self/fd/3", NULL};
+	int ep[2], status;
+	ssize_t n = 0;
+	size_t i;
+	pid_t pid;
+
+	snprintf(ratio, sizeof ratio, "%d", SBX_DISK_INODE_RATIO);
+	if (pipe2(ep, O_CLOEXEC) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot create a pipe:");
+	if ((pid = fork()) < 0) {
+		close(ep[0]);
+		close(ep[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (dup2(fd, 3) < 0 || null < 0 || dup2(null, 0) < 0 ||
+		    dup2(null, 1) < 0 || dup2(ep[1], 2) < 0)
+			_exit(127);
+		for (i = 0; i < sizeof mke2fs_paths / sizeof *mke2fs_paths;
+		    i++)
+			execv(mke2fs_paths[i], argv);
+		execvp("mke2fs", argv);
+		dprintf(2, "cannot run mke2fs: %s (install e2fsprogs)",
+		    strerror(errno));
+		_exit(127);
+	}
+	close(ep[1]);
+	while (n < (ssize_t)sizeof msg - 1) {
+		ssize_t r = read(ep[0], msg + n, sizeof msg - 1 - (size_t)n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += r;
+	}
+	msg[n] = '\0';
+	close(ep[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		msg[strcspn(msg, "\n")] = '\0';
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a filesystem "
+		    "of %llu bytes: %s", (unsigned long long)size,
+		    *msg ? msg : "mke2fs failed");
+	}
+	return 0;
+}
+
+/* The template of size bytes, open for reading; made (an unnamed file,
+ * named once whole: an interrupted mkfs leaves nothing) when missing. */
+static int
+template(uint64_t size, struct sbx_err *err)
+{
+	char *dir = sbx_xasprintf("%s/.disk", sbx_local_root());
+	char *path = sbx_xasprintf("%s/ext4-%llu.img", dir,
+	    (unsigned long long)size), fdp[64];
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 || errno != ENOENT) {
+		if (fd < 0)
+			sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", path);
+		goto out;
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", dir);
+		goto out;
+	}
+	if ((fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0 ||
+	    ftruncate(fd, (off_t)size) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create a disk image in "
+		    "'%s':", dir);
+		goto fail;
+	}
+	if (mkfs(fd, size, err) < 0)
+		goto fail;
+	/* Durable before it has a name: a template is trusted forever. */
+	snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
+	if (fsync(fd) < 0 || (linkat(AT_FDCWD, fdp, AT_FDCWD, path,
+	    AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", path);
+		goto fail;
+	}
+	goto out;
+fail:
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+out:
+	free(path);
+	free(dir);
+	return fd;
+}
+
+/* Copy what in is made of (its data; its holes stay holes). */
+static int
+copy_sparse(int in, int out)
+{
+	char buf[65536];
+	off_t d = 0, h, o;
+	ssize_t n;
+
+	while ((d = lseek(in, d, SEEK_DATA)) >= 0) {
+		if ((h = lseek(in, d, SEEK_HOLE)) < 0)
+			return -1;
+		for (o = d; o < h; ) {
+			off_t to = o;
+
+			n = copy_file_range(in, &o, out, &to, (size_t)(h - o),
+			    0);
+			if (n < 0 && (errno == EXDEV || errno == EINVAL ||
+			    errno == ENOSYS || errno == EOPNOTSUPP)) {
+				/* Another filesystem that will not: by hand. */
+				n = pread(in, buf, (size_t)(h - o) < sizeof buf ?
+				    (size_t)(h - o) : sizeof buf, o);
+				if (n > 0 && pwrite(out, buf, (size_t)n, o) != n)
+					n = -1;
+				if (n > 0)
+					o += n;
+			}
+			if (n <= 0)
+				return -1;
+		}
+		d = h;
+	}
+	return errno == ENXIO ? 0 : -1;
+}
+
+/* A free loop device set up on fd (cleared by itself once nothing holds
+ * it: the mount, or us before there is one). */
+static int
+loop_attach(int fd, char *dev, size_t n, struct sbx_err *err)
+{
+	struct loop_config c = {.fd = (uint32_t)fd, .block_size = 4096};
+	int ctl, lfd = -1, nr, i, e;
+
+	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot open "
+		    "'/dev/loop-control':");
+	/* Another process may take the device we were told is free. */
+	for (i = 0; i < 32 && lfd < 0; i++) {
+		if ((nr = ioctl(ctl, LOOP_CTL_GET_FREE)) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "no free loop device:");
+			break;
+		}
+		snprintf(dev, n, "/dev/loop%d", nr);
+		if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", dev);
+			break;
+		}
+		/* No direct I/O: setting it up syncs the image just copied
+		 * to the disk, milliseconds a create cannot spare. */
+		c.info.lo_flags = LO_FLAGS_AUTOCLEAR;
+		if (ioctl(lfd, LOOP_CONFIGURE, &c) == 0)
+			break;
+		e = errno;
+		close(lfd);
+		lfd = -1;
+		if (e != EBUSY) {
+			errno = e;
+			sbx_err_set(err, SBX_EX_FAIL, "cannot set up '%s':", dev);
+			break;
+		}
+	}
+	if (lfd < 0 && !err->msg[0])
+		sbx_err_set(err, SBX_EX_FAIL, "no free loop device");
+	close(ctl);
+	return lfd;
+}
+
+/* The disk of size bytes of the sandbox in dir, mounted nowhere: its
+ * mount's fd, or -1 with err. */
+static int
+disk_mount(const char *dir, uint64_t size, struct sbx_err *err)
+{
+	char *img = sbx_xasprintf("%s/%s", dir, SBX_DISK_IMAGE), dev[32];
+	int fd, tpl = -1, lfd = -1, fs = -1, mfd = -1;
+
+	/* A stopped sandbox's disk is there; a new one is the template's
+	 * copy. */
+	if ((fd = open(img, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		if (errno != ENOENT || (tpl = template(size, err)) < 0)
+			goto out;
+		if ((fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0600)) < 0 || ftruncate(fd, (off_t)size) < 0 ||
+		    copy_sparse(tpl, fd) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':",
+			    img);
+			goto out;
+		}
+	}
+	if ((lfd = loop_attach(fd, dev, sizeof dev, err)) < 0)
+		goto out;
+	if ((fs = fsopen("ext4", FSOPEN_CLOEXEC)) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
+	    /* Its inode tables are never written ahead: the image stays
+	     * as small as what is in it. */
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    (mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID |
+	    MOUNT_ATTR_NODEV)) < 0)
+		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the disk '%s':",
+		    img);
+out:
+	/* The mount holds the device now (or nothing does: it goes). */
+	if (fs >= 0)
+		close(fs);
+	if (lfd >= 0)
+		close(lfd);
+	if (tpl >= 0)
+		close(tpl);
+	if (fd >= 0)
+		close(fd);
+	free(img);
+	return mfd;
+}
+
+/* The loop device and the mount cost milliseconds of waiting on the
+ * kernel: a helper process does them while the sandbox is set up. */
+int
+sbx_local_disk_start(const char *dir, uint64_t size, pid_t *pid,
+    struct sbx_err *err)
+{
+	struct sbx_err e = {0};
+	struct sbx_buf b = SBX_BUF_INIT;
+	int sp[2], mfd;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot create a "
+		    "socket pair:");
+	if ((*pid = fork()) < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+	}
+	if (*pid == 0) {
+		/* With sbx-create, whatever kills it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(sp[0]);
+		if ((mfd = disk_mount(dir, size, &e)) >= 0)
+			_exit(sbx_msg_send(sp[1], 0, NULL, 0, &mfd, 1) < 0);
+		sbx_msg_put_str(&b, e.msg);
+		_exit(sbx_msg_send(sp[1], 1, b.data, b.len, NULL, 0) < 0);
+	}
+	close(sp[1]);
+	return sp[0];
+}
+
+int
+sbx_local_disk_finish(int sock, pid_t pid, uid_t uid, gid_t gid,
+    struct sbx_err *err)
+{
+	static const char *const sub[] = {"upper", "work"};
+	struct sbx_msg m;
+	const char *msg;
+	int mfd = -1, i;
+
+	if (sbx_msg_recv(sock, &m) <= 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot make the disk: its "
+		    "helper ended");
+		goto out;
+	}
+	if (m.type == 0 && m.nfds == 1) {
+		mfd = m.fds[0];
+		m.nfds = 0;
+	} else {
+		msg = sbx_msg_get_str(&m);
+		sbx_err_set(err, SBX_EX_FAIL, "%s", msg && *msg ? msg :
+		    "cannot make the disk");
+	}
+	sbx_msg_release(&m);
+	for (i = 0; mfd >= 0 && i < 2; i++)
+		if ((mkdirat(mfd, sub[i], 0755) < 0 && errno != EEXIST) ||
+		    fchownat(mfd, sub[i], uid, gid, AT_SYMLINK_NOFOLLOW) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s' on "
+			    "the sandbox's disk:", sub[i]);
+			close(mfd);
+			mfd = -1;
+		}
+out:
+	close(sock);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	return mfd;
+}
+
+/* Whether a loop device is bound to the file whose path is img. */
+static int
+loop_bound(const char *img)
+{
+	char p[PATH_MAX], buf[PATH_MAX + 16];
+	size_t len = strlen(img);
+	struct dirent *e;
+	DIR *d = opendir("/sys/block");
+	ssize_t n;
+	int fd, found = 0;
+
+	while (d && !found && (e = readdir(d))) {
+		if (strncmp(e->d_name, "loop", 4))
+			continue;
+		snprintf(p, sizeof p, "/sys/block/%s/loop/backing_file",
+		    e->d_name);
+		if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		buf[strcspn(buf, "\n")] = '\0';
+		found = !strncmp(buf, img, len) && (!buf[len] ||
+		    !strcmp(buf + len, " (deleted)"));
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+int
+sbx_local_disk_wait(const char *dir, int ms)
+{
+	char *p = sbx_xasprintf("%s/%s", dir, SBX_DISK_IMAGE), *img;
+	int i, rc = 0;
+	struct stat st;
+
+	if (lstat(p, &st) < 0) {
+		free(p);
+		return 0;
+	}
+	img = realpath(p, NULL);
+	free(p);
+	if (!img)
+		return 0;
+	/* The sandbox's last process took its mount, and the device, with
+	 * it; the kernel lets go of them a moment later. */
+	for (i = 0; loop_bound(img); i++) {
+		if (i * 2 >= ms) {
+			rc = -1;
+			break;
+		}
+		usleep(2000);
+	}
+	free(img);
+	return rc;
+}

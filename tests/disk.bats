@@ -1,0 +1,232 @@
+#!/usr/bin/env bats
+# --disk and limits.disk: a quota on what a sandbox writes, enforced by the
+# kernel (local: the sandbox's own ext4 image on a loop device), released by
+# sbx-kill; bad sizes refused; rootless refused or not applied.
+
+load lib/helper
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+setup() {
+	sbx_setup
+	unset SBX_LIMITS_DISK
+	ROOTLESS_DIR=
+	CREATE_PID=
+}
+
+teardown() {
+	if [ -n "$CREATE_PID" ]; then
+		kill -KILL "$CREATE_PID" 2>/dev/null || true
+		wait "$CREATE_PID" 2>/dev/null || true
+	fi
+	[ -f "$BATS_TEST_TMPDIR/s.json" ] &&
+	    sbx-kill -q -s "$BATS_TEST_TMPDIR/s.json" >/dev/null 2>&1 || true
+	[ -n "$ROOTLESS_DIR" ] || return 0
+	as_nobody sh -c 'sbx-ls -j | sbx-kill -q' >/dev/null 2>&1 || true
+	rm -rf "$ROOTLESS_DIR"
+}
+
+as_nobody() {
+	(cd "$ROOTLESS_DIR" && setpriv --reuid=65534 --regid=65534 \
+	    --clear-groups env -i HOME="$ROOTLESS_DIR" \
+	    SBX_LOCAL_DIR="$ROOTLESS_DIR/sb" PATH="$SBX_BIN:/usr/bin:/bin" "$@")
+}
+
+rootless_dir() {
+	ROOTLESS_DIR=$(mktemp -d /tmp/sbx-rootless.XXXXXX)
+	chown 65534:65534 "$ROOTLESS_DIR"
+	chmod 755 "$ROOTLESS_DIR"
+}
+
+# KiB the store holds on the host's disk (what its files take, holes not).
+store_kib() {
+	du -sk "$SBX_LOCAL_DIR" | cut -f1
+}
+
+# The loop devices and mounts that name path $1.
+loops_of() {
+	losetup -a | grep -F "$1" || true
+}
+mounts_of() {
+	grep -F "$1" /proc/self/mountinfo || true
+}
+
+sandbox_ids() {
+	find "$SBX_LOCAL_DIR" -mindepth 1 -maxdepth 1 -regextype egrep \
+	    -regex '.*/[0-9a-f]{12}' -printf '%f\n' | sort
+}
+
+@test "--disk 64M: writing 100 MiB stops with ENOSPC near 64 MiB, and the host holds at most 64 MiB of it" {
+	new_sandbox --disk 64M
+	local before after
+	before=$(store_kib)
+	run --separate-stderr sx sh -c \
+	    'dd if=/dev/zero of=/workspace/big bs=1M count=100 2>&1; echo "rc=$?"; stat -c %s /workspace/big'
+	assert_success
+	assert_line --partial "No space left on device"
+	assert_line rc=1
+	local size=${lines[-1]}
+	# About the quota: the filesystem's own metadata comes out of it.
+	[ "$size" -ge $((56 << 20)) ] && [ "$size" -le $((64 << 20)) ] ||
+	    fail "wrote $size bytes"
+	after=$(store_kib)
+	[ $((after - before)) -le $((64 * 1024)) ] ||
+	    fail "the store grew by $((after - before)) KiB"
+	# The sandbox still works, and what it deletes makes room again.
+	run sx sh -c 'rm /workspace/big && echo ok >/workspace/f && cat /workspace/f'
+	assert_success
+	assert_output ok
+}
+
+@test "--disk 64M: 50,000 files stop at the inode limit (one per 16 KiB)" {
+	new_sandbox --disk 64M
+	run sx sh -c 'mkdir /workspace/many && cd /workspace/many &&
+	    i=0; while [ $i -lt 50000 ]; do
+		if ! (: >"$i") 2>/dev/null; then break; fi; i=$((i + 1)); done
+	    echo "$i"; : >x'
+	assert_failure
+	assert_line --partial "No space left on device"
+	local made=${lines[0]}
+	[ "$made" -ge 3000 ] && [ "$made" -le 4096 ] || fail "made $made files"
+}
+
+@test "limits.disk applies without --disk, and its default is 10G" {
+	export SBX_LIMITS_DISK=32M
+	new_sandbox
+	[ "$(jq -r .disk "$(jq -r .ref.dir s.json)/meta.json")" = $((32 << 20)) ]
+	run sx sh -c 'dd if=/dev/zero of=/workspace/big bs=1M count=40 2>&1; echo "rc=$?"'
+	assert_line --partial "No space left on device"
+	assert_line rc=1
+	sbx-kill -q -s s.json >/dev/null
+	unset SBX_LIMITS_DISK
+	new_sandbox
+	run sx stat -f -c '%b %S %c' /workspace
+	assert_success
+	read -r blocks bsize inodes <<<"$output"
+	local bytes=$((blocks * bsize))
+	[ "$bytes" -gt $((95 * (10 << 30) / 100)) ] && [ "$bytes" -le $((10 << 30)) ] ||
+	    fail "a disk of $bytes bytes"
+	[ "$inodes" = $(((10 << 30) / 16384)) ]
+}
+
+@test "--disk 0 and limits.disk 0: no quota, no image, no loop device" {
+	new_sandbox --disk 0
+	local dir
+	dir=$(jq -r .ref.dir s.json)
+	[ ! -e "$dir/disk.img" ]
+	assert_equal "$(loops_of "$dir/")" ""
+	sbx-kill -q -s s.json >/dev/null
+	SBX_LIMITS_DISK=0 new_sandbox
+	dir=$(jq -r .ref.dir s.json)
+	[ ! -e "$dir/disk.img" ]
+	assert_equal "$(loops_of "$dir/")" ""
+	[ "$(jq -r .disk "$dir/meta.json")" = 0 ]
+}
+
+@test "sbx-kill leaves no loop device, mount or image of the sandbox" {
+	new_sandbox --disk 64M
+	local dir
+	dir=$(jq -r .ref.dir s.json)
+	sx sh -c 'echo x >/workspace/f'
+	[ -f "$dir/disk.img" ]
+	[ -n "$(loops_of "$dir/disk.img")" ]
+	run sbx-kill -s s.json
+	assert_success
+	[ ! -e "$dir" ]
+	assert_equal "$(loops_of "$dir/")" ""
+	assert_equal "$(mounts_of "$dir/")" ""
+}
+
+@test "sbx-gc leaves no loop device, mount or image of what it collects" {
+	new_sandbox --disk 64M
+	local dir
+	dir=$(jq -r .ref.dir s.json)
+	sx sh -c 'echo x >/workspace/f'
+	[ -n "$(loops_of "$dir/disk.img")" ]
+	run sbx-gc -g 0 -o 0
+	assert_success
+	[ ! -e "$dir" ]
+	assert_equal "$(loops_of "$dir/")" ""
+	assert_equal "$(mounts_of "$dir/")" ""
+}
+
+@test "stopped and resumed, a sandbox keeps its disk's files and quota; stopped, it holds no loop device" {
+	new_sandbox --disk 64M
+	local dir
+	dir=$(jq -r .ref.dir s.json)
+	sx sh -c 'echo kept >/workspace/f'
+	sbx-pause -q -m stop -s s.json >/dev/null
+	assert_equal "$(loops_of "$dir/")" ""
+	sbx-pause -q --resume -s s.json >/dev/null
+	run sx sh -c 'cat /workspace/f; dd if=/dev/zero of=/workspace/big bs=1M count=100 2>&1'
+	assert_line --index 0 kept
+	assert_line --partial "No space left on device"
+}
+
+@test "sbx-create killed -9 mid-create leaves no mount on the host; sbx-gc cleans the rest: no loop device, image or directory" {
+	local delay id size=16
+	for delay in 0.005 0.01 0.02 0.03 0.05 0.08 0.1; do
+		# A size of its own: the template is made too (mkfs).
+		size=$((size + 1))
+		sbx-create -T 60 --disk "${size}M" -s k.json >/dev/null 2>&1 &
+		CREATE_PID=$!
+		sleep "$delay"
+		kill -KILL "$CREATE_PID" 2>/dev/null || true
+		wait "$CREATE_PID" 2>/dev/null || true
+		CREATE_PID=
+		rm -f k.json
+	done
+	# Nothing is mounted on the host. What is left, an hour later, is
+	# sbx-gc's: the dead creations, and any sandbox that came up without
+	# its meta.json (it holds its disk's loop device until it ends).
+	assert_equal "$(mounts_of "$SBX_LOCAL_DIR/")" ""
+	for id in $(sandbox_ids); do
+		touch -d '1 hour ago' "$SBX_LOCAL_DIR/$id"
+	done
+	run sbx-gc -g 0 -o 0
+	assert_success
+	assert_equal "$(loops_of "$SBX_LOCAL_DIR/")" ""
+	assert_equal "$(mounts_of "$SBX_LOCAL_DIR/")" ""
+	assert_equal "$(sandbox_ids)" ""
+	# no half-made template either
+	run find "$SBX_LOCAL_DIR/.disk" -type f ! -name 'ext4-*.img'
+	assert_output ""
+}
+
+@test "bad --disk and limits.disk values are exit 2 with one line, and create nothing" {
+	local v before
+	sbx-create --disk 0 -s warm.json >/dev/null
+	sbx-kill -q -s warm.json >/dev/null
+	before=$(find "$SBX_LOCAL_DIR" | sort)
+	for v in 0x -1 -64M 1k 15M 9T 1P 64X ''; do
+		run --separate-stderr sbx-create -s s.json --disk "$v"
+		assert_failure 2
+		assert_output ""
+		assert_equal "$stderr" "sbx-create: invalid disk size '$v' (0, or 16M to 8T)"
+		[ ! -e s.json ]
+	done
+	SBX_LIMITS_DISK=lots run --separate-stderr sbx-create -s s.json
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: invalid limits.disk 'lots' in the configuration (0, or 16M to 8T)"
+	[ ! -e s.json ]
+	assert_equal "$(find "$SBX_LOCAL_DIR" | sort)" "$before"
+}
+
+@test "rootless: --disk is exit 2 and says why; limits.disk is not applied, and -v says so" {
+	rootless_dir
+	run --separate-stderr as_nobody sbx-create -s "$ROOTLESS_DIR/d.json" --disk 64M
+	assert_failure 2
+	assert_output ""
+	assert_equal "$stderr" "sbx-create: --disk needs root: a rootless sandbox cannot have a disk quota"
+	[ ! -e "$ROOTLESS_DIR/d.json" ]
+	[ -z "$(find "$ROOTLESS_DIR/sb" -mindepth 1 -maxdepth 1 -regextype egrep \
+	    -regex '.*/[0-9a-f]{12}' 2>/dev/null)" ]
+	run --separate-stderr as_nobody sbx-create -v -s "$ROOTLESS_DIR/s.json"
+	assert_success
+	[[ "$stderr" == *"sbx-create: limits.disk not applied: a rootless sandbox cannot have a disk quota"* ]]
+	local dir
+	dir=$(jq -r .dir <<<"$output")
+	[ ! -e "$dir/disk.img" ]
+	run as_nobody sbx-exec -s "$ROOTLESS_DIR/s.json" -- sh -c 'echo hi >/workspace/f'
+	assert_success
+}
