@@ -44,6 +44,21 @@ teardown_file() {
 }
 setup() {
 	sbx_setup
+	ROOTLESS_DIR=
+}
+
+teardown() {
+	[ -n "$ROOTLESS_DIR" ] || return 0
+	nobody sh -c 'sbx-ls -j | sbx-kill -q' >/dev/null 2>&1 || true
+	rm -rf "$ROOTLESS_DIR"
+}
+
+# Run as uid 65534 in a directory it owns, with a store of its own.
+nobody() {
+	(cd "$ROOTLESS_DIR" && setpriv --reuid=65534 --regid=65534 --clear-groups \
+	    env -i HOME="$ROOTLESS_DIR" SBX_LOCAL_DIR="$ROOTLESS_DIR/sb" \
+	    SBX_NETWORK_DNS="$SBX_NETWORK_DNS" SBX_NETWORK_CA_FILE="$NETWORLD_CA" \
+	    SBX_TEST_KEY="$SBX_TEST_KEY" PATH="$SBX_BIN:/usr/bin:/bin" "$@")
 }
 
 sdir() {
@@ -249,4 +264,26 @@ print(json.load(urllib.request.urlopen("https://d.test:8443/", context=ctx))["he
 	[ "$stderr" = "sbx-net: --inject-header 'd.test:x-k=env:SBX_NO_SUCH_VAR': SBX_NO_SUCH_VAR is not set" ]
 	[ ! -e "$(sdir)/net.json" ]
 	[ "$(meta network)" = deny ]
+}
+
+@test "rootless: a deny sandbox given a network and injection live reaches the world, the header added" {
+	local net
+	ROOTLESS_DIR=$(mktemp -d /tmp/sbx-rootless.XXXXXX)
+	chown 65534:65534 "$ROOTLESS_DIR"
+	chmod 755 "$ROOTLESS_DIR"
+	run nobody sbx-create -n deny -s "$ROOTLESS_DIR/s.json"
+	assert_success
+	run nobody sbx-exec -s "$ROOTLESS_DIR/s.json" -- curl -sS --max-time 5 http://a.test/
+	assert_failure
+	run --separate-stderr nobody sbx-net -s "$ROOTLESS_DIR/s.json" -n allow \
+	    --inject-header 'd.test:x-api-key=env:SBX_TEST_KEY'
+	assert_success
+	run nobody sbx-exec -s "$ROOTLESS_DIR/s.json" -- curl -sS --max-time 5 https://d.test:8443/r
+	assert_success
+	field_is '.headers["x-api-key"]' "$SBX_TEST_KEY"
+	net=$(jq -r .net_pid "$(jq -r .ref.dir "$ROOTLESS_DIR/s.json")/meta.json")
+	[ "$(stat -c %u "/proc/$net")" = 65534 ]
+	run nobody sbx-kill -q -s "$ROOTLESS_DIR/s.json"
+	assert_success
+	wait_dead "$net"
 }

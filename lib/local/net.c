@@ -998,18 +998,26 @@ net_reopen(const char *dir, const char *id, json_t *meta, json_t *net,
 {
 	struct sbx_spec spec = {.network = SBX_NET_ALLOW};
 	struct sbx_err e2;
-	const char *image = sbx_json_str(net, "image");
+	const char *image;
 	json_t *out;
 	pid_t pid, netd = 0;
 	char *p;
 
 	if (!(pid = live_init(dir, id, meta, err)) ||
-	    !(out = sbx_local_net_dir_rules(dir, set, err)))
+	    !(out = sbx_local_net_dir_rules(dir, set, err))) {
+		json_decref(net);
 		return NULL;
+	}
+	/* As the rules left it. */
 	p = sbx_xasprintf("%s/net.json", dir);
 	json_decref(net);
 	net = json_load_file(p, 0, NULL);
 	free(p);
+	if (!net) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s/net.json'", dir);
+		goto fail;
+	}
+	image = sbx_json_str(net, "image");
 	json_object_del(net, "network");
 	if (json_save(dir, "net.json", net, err) < 0)
 		goto fail;
