@@ -882,6 +882,37 @@ ca_need(const char *dir, const json_t *net, const json_t *inject,
 	    "container (create it with --inject-header)");
 }
 
+static json_t *netd_call(const char *dir, const char *id, json_t *q,
+    int *fd, struct sbx_err *err);
+
+/* The helper pid of the sandbox in dir reads net.json again: through its
+ * control socket, which answers once it has, or says why it could not;
+ * a signal to an older helper without one. */
+static int
+netd_reload(const char *dir, const char *id, pid_t pid, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/netd.sock", dir);
+	int sock = access(p, F_OK) == 0;
+	json_t *q, *a;
+
+	free(p);
+	if (!sock)
+		return kill(pid, SIGHUP) < 0 ? sbx_err_set(err, SBX_EX_FAIL,
+		    "cannot signal the network helper:") : 0;
+	q = json_pack("{sb}", "reload", 1);
+	a = netd_call(dir, id ? id : "?", q, NULL, err);
+	json_decref(q);
+	if (!a) {
+		char why[sizeof err->msg];
+
+		snprintf(why, sizeof why, "%s", err->msg);
+		return sbx_err_set(err, SBX_EX_FAIL, "the network helper kept "
+		    "the rules it had: %s", why);
+	}
+	json_decref(a);
+	return 0;
+}
+
 json_t *
 sbx_local_net_dir_rules(const char *dir, const json_t *set,
     struct sbx_err *err)
@@ -934,15 +965,17 @@ sbx_local_net_dir_rules(const char *dir, const json_t *set,
 		free(text);
 		if (i < 0)
 			goto out;
-		/* Reloaded by the helper; a stopped sandbox's starts with
-		 * it. */
+		/* Reloaded by the helper before we return, so that the next
+		 * connection has them (SIGHUP when its socket does not
+		 * answer); a stopped sandbox's starts with them. */
 		free(p);
 		p = sbx_xasprintf("%s/meta.json", dir);
 		meta = json_load_file(p, 0, NULL);
 		pid = (pid_t)sbx_json_int(meta, "net_pid", 0);
 		if (pid > 0 && sbx_local_starttime(pid) == (unsigned long long)
-		    sbx_json_int(meta, "net_starttime", 0))
-			kill(pid, SIGHUP);
+		    sbx_json_int(meta, "net_starttime", 0) &&
+		    netd_reload(dir, sbx_json_str(cur, "id"), pid, err) < 0)
+			goto out;
 	}
 	out = json_object();
 	for (i = 0; i < 2; i++) {
