@@ -7,12 +7,15 @@
 #include "net/net.h"
 
 static const char usage[] =
-    "usage: sbx-net [-qv] [-b backend] [-I id | -s file] "
-    "[--allow-out dest]... [--deny-out dest]...\n"
+    "usage: sbx-net [-qv] [-b backend] [-I id | -s file] [-n allow] "
+    "[--allow-out dest]...\n"
+    "               [--deny-out dest]... [--inject-header "
+    "host:name=source]...\n"
     "       sbx-net [-qv] [-b backend] [-I id | -s file] --clear\n"
+    "       sbx-net [-qv] [-b backend] [-I id | -s file] -n deny\n"
     "       sbx-net log [-f] [-b backend] [-I id | -s file]\n";
 
-enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_CLEAR };
+enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_CLEAR, OPT_INJECT_HEADER };
 
 static const struct option longopts[] = {
 	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
@@ -22,6 +25,8 @@ static const struct option longopts[] = {
 	{"follow", no_argument, NULL, 'f'},
 	{"help", no_argument, NULL, 'h'},
 	{"id", required_argument, NULL, 'I'},
+	{"inject-header", required_argument, NULL, OPT_INJECT_HEADER},
+	{"network", required_argument, NULL, 'n'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"state", required_argument, NULL, 's'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -47,7 +52,8 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
 	const char *state = NULL;
-	json_t *ref, *set, *out;
+	json_t *ref, *set, *out, *inject = NULL;
+	const char *network = NULL;
 	char **av = NULL;
 	int c, follow = 0, log = 0, change = 0, clear = 0, rc = SBX_EX_OK;
 
@@ -63,8 +69,8 @@ main(int argc, char **argv)
 		argc--;
 	}
 	set = json_pack("{s[]s[]}", "allow_out", "deny_out");
-	while ((c = getopt_long(argc, argv, "b:fhI:qs:vV", longopts, NULL)) !=
-	    -1) {
+	while ((c = getopt_long(argc, argv, "b:fhI:n:qs:vV", longopts,
+	    NULL)) != -1) {
 		switch (c) {
 		case OPT_ALLOW_OUT:
 			add_rule(set, "allow_out", optarg);
@@ -77,6 +83,18 @@ main(int argc, char **argv)
 		case OPT_CLEAR:
 			clear = 1;
 			break;
+		case OPT_INJECT_HEADER:
+			if (!inject)
+				inject = json_array();
+			if (sbx_net_inject_parse(optarg, inject, &err) < 0)
+				sbx_die_err(&err);
+			break;
+		case 'n':
+			if (strcmp(optarg, "allow") && strcmp(optarg, "deny"))
+				sbx_usage_error(usage, "invalid network '%s' "
+				    "(want allow or deny)", optarg);
+			network = optarg;
+			break;
 		case 'f':
 			follow = 1;
 			break;
@@ -88,12 +106,21 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
-	if (log && (change || clear))
+	if (log && (change || clear || inject || network))
 		sbx_usage_error(usage, "log takes no rules");
+	if (network && !strcmp(network, "deny") && (change || clear ||
+	    inject))
+		sbx_usage_error(usage, "-n deny takes no rules");
 	if (follow && !log)
 		sbx_usage_error(usage, "--follow is for sbx-net log");
-	if (clear && change)
+	if (clear && (change || inject || network))
 		sbx_usage_error(usage, "--clear and rules do not go together");
+	/* The injections replace the sandbox's (kept when none is given);
+	 * -n, as E2B's allow_internet_access, turns its network on or off. */
+	if (inject)
+		json_object_set_new(set, "inject", inject);
+	if (network)
+		json_object_set_new(set, "network", json_string(network));
 	if (!(ref = sbx_ref_resolve(&t, &state, &err)))
 		sbx_die_err(&err);
 	sbx_flavour_pick(sbx_json_str(ref, "backend"));
@@ -110,8 +137,8 @@ main(int argc, char **argv)
 		if (be->ops->net_log(ref, follow, &err) < 0)
 			goto fail;
 	} else {
-		if (!(out = be->ops->net_rules(ref, change || clear ? set :
-		    NULL, &err)))
+		if (!(out = be->ops->net_rules(ref, change || clear ||
+		    inject || network ? set : NULL, &err)))
 			goto fail;
 		sbx_out_json(out);
 		json_decref(out);

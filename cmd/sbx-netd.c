@@ -11,9 +11,11 @@
 /* sbx-create's end of the ready pipe. */
 #define READY_FD 3
 
-static const char usage[] = "usage: sbx-netd [-qv] dir pid\n";
+static const char usage[] = "usage: sbx-netd [-qv] dir pid\n"
+    "       sbx-netd [-qv] --ca dir\n";
 
 static const struct option longopts[] = {
+	{"ca", no_argument, NULL, 'c'},
 	{"help", no_argument, NULL, 'h'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -38,12 +40,23 @@ main(int argc, char **argv)
 	struct sbx_err err;
 	char buf[sizeof err.msg + 2];
 	uint64_t pid;
-	int c, fd;
+	int c, fd, ca = 0;
 
 	sbx_prog_set(argv);
-	while ((c = getopt_long(argc, argv, "hqvV", longopts, NULL)) != -1)
-		if (!sbx_opt_common(c, usage))
+	while ((c = getopt_long(argc, argv, "chqvV", longopts, NULL)) != -1)
+		if (c == 'c')
+			ca = 1;
+		else if (!sbx_opt_common(c, usage))
 			sbx_usage(usage, SBX_EX_USAGE);
+	/* sbx-net adding header injection to a sandbox that runs: its CA,
+	 * staged for sbx-net to put into the sandbox's trust store. */
+	if (ca) {
+		if (argc - optind != 1)
+			sbx_usage_error(usage, "expected a directory");
+		if (sbx_netd_ca(argv[optind], &err) < 0)
+			sbx_die_err(&err);
+		return SBX_EX_OK;
+	}
 	if (argc - optind != 2)
 		sbx_usage_error(usage, "expected a directory and a pid");
 	if (sbx_parse_u64(argv[optind + 1], 2, 0x7fffffff, &pid) < 0)

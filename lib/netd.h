@@ -17,5 +17,8 @@ int sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err);
  * reloads DIR/net.json (a bad one keeps the old rules and says why on
  * stderr). */
 int sbx_netd_run(struct sbx_err *err);
+/* sbx-netd --ca: the CA of a running sandbox, made now (net.json must
+ * say its id and image) and staged in DIR/certs; 0 when it has one. */
+int sbx_netd_ca(const char *dir, struct sbx_err *err);
 
 #endif

@@ -267,12 +267,30 @@ ref_net_dir(const json_t *ref, int ports, char **id, struct sbx_err *err)
 json_t *
 sbx_docker_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 {
+	const char *want = set ? sbx_json_str(set, "network") : NULL;
+	json_t *out, *cut = NULL;
 	char *id, *dir = ref_net_dir(ref, 0, &id, err);
-	json_t *out;
 
+	/* -n: only a container that has sbx-netd (created with rules) can
+	 * be cut off (every connection denied) and opened again; a
+	 * container's network mode is set at its create. */
+	if (!dir && want) {
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s': the docker "
+		    "backend turns a network on or off only for a container "
+		    "created with rules (--allow-out or --deny-out)",
+		    sbx_json_str(ref, "id") ? sbx_json_str(ref, "id") : "?");
+		return NULL;
+	}
 	if (!dir)
 		return NULL;
-	out = sbx_local_net_dir_rules(dir, set, err);
+	if (want && !strcmp(want, "deny"))
+		set = cut = json_pack("{s[]s[s]sns[]}", "allow_out",
+		    "deny_out", "all", "egress_proxy", "inject");
+	if ((out = sbx_local_net_dir_rules(dir, set, err)) && cut) {
+		json_decref(out);
+		out = json_pack("{s[]s[]}", "allow_out", "deny_out");
+	}
+	json_decref(cut);
 	free(dir);
 	free(id);
 	return out;

@@ -251,11 +251,13 @@ sbx_e2b_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 	struct eb e;
 	json_t *s = NULL, *px = NULL, *body = NULL, *out = NULL;
 	const char *id, *pw;
+	const char *want = set ? sbx_json_str(set, "network") : NULL;
 	int mine = 0;
 
 	if (sbx_e2b_ref_open(&e, ref, &id, &s, err) < 0)
 		return NULL;
-	if (json_is_false(json_object_get(s, "allowInternetAccess"))) {
+	if (!want && json_is_false(json_object_get(s,
+	    "allowInternetAccess"))) {
 		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has network deny: "
 		    "rules need --network allow", id);
 		goto out;
@@ -269,6 +271,11 @@ sbx_e2b_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 		    "header injections");
 		goto out;
 	}
+	/* -n deny: E2B's allow_internet_access false, nothing allowed. */
+	if (want && !strcmp(want, "deny")) {
+		body = json_pack("{sb}", "allow_internet_access", 0);
+		goto put;
+	}
 	if ((px = json_object_get(set, "egress_proxy")))
 		json_incref(px);
 	else
@@ -276,9 +283,10 @@ sbx_e2b_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 	if (!px || !(body = sbx_e2b_net_body(set, px, NULL, err)) ||
 	    keep_rules(s, body, id, err) < 0)
 		goto out;
-	/* E2B's PUT: what it omits is cleared; internet stays on (the
-	 * rules say what of it). */
+	/* E2B's PUT: what it omits is cleared; internet on (the rules say
+	 * what of it), turned on when it was off (-n allow). */
 	json_object_set_new(body, "allow_internet_access", json_true());
+put:
 	if (sbx_e2b_req(&e, "PUT", body, &rs, err, "/sandboxes/%s/network",
 	    id) < 0)
 		goto out;

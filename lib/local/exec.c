@@ -108,6 +108,44 @@ recv_reply(int sock, struct sbx_msg *m, struct sbx_err *err)
 	return 0;
 }
 
+/* A CA added to the sandbox after its create (sbx-net): the variables
+ * that a sandbox made with one has for every command (sbx_local_ca_env),
+ * but those its --env at create named; the request's own --env on top.
+ * NULL without a CA. */
+static char **
+ca_env(const char *dir, char *const *env)
+{
+	char *p = sbx_xasprintf("%s/ca.crt", dir), **out;
+	json_t *meta, *names, *v;
+	size_t n = 0, i, j, k = 0, len;
+	int has = access(p, F_OK) == 0;
+
+	free(p);
+	if (!has)
+		return NULL;
+	p = sbx_xasprintf("%s/meta.json", dir);
+	meta = json_load_file(p, 0, NULL);
+	free(p);
+	names = json_object_get(meta, "env_names");
+	while (env && env[n])
+		n++;
+	out = sbx_xcalloc(SBX_LOCAL_CA_ENV + n + 1, sizeof *out);
+	for (i = 0; i < SBX_LOCAL_CA_ENV; i++) {
+		len = strcspn(sbx_local_ca_env[i], "=");
+		json_array_foreach(names, j, v)
+			if (json_is_string(v) && strlen(json_string_value(v)) ==
+			    len && !strncmp(json_string_value(v),
+			    sbx_local_ca_env[i], len))
+				break;
+		if (j == json_array_size(names))
+			out[k++] = (char *)sbx_local_ca_env[i];
+	}
+	for (i = 0; i < n; i++)
+		out[k++] = env[i];
+	json_decref(meta);
+	return out;
+}
+
 static int
 build_request(struct sbx_buf *b, char *const argv[],
     const struct sbx_exec_opts *o, uint32_t flags)
@@ -278,8 +316,9 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	struct lx x = {.sock = -1, .master = -1, .null = -1, .procs_fd = -1,
 	    .kill_fd = -1, .outp = {-1, -1}, .errp = {-1, -1},
 	    .req = SBX_BUF_INIT};
-	char *dir = NULL, *cgdir = NULL;
+	char *dir = NULL, *cgdir = NULL, **caenv = NULL;
 	struct sbx_cgroups cg = {0};
+	struct sbx_exec_opts oc;
 	struct sbx_xs xs;
 	uint32_t flags = 0;
 	int rc = -1;
@@ -332,6 +371,11 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 			x.fds[x.nfds++] = x.kill_fd;
 		}
 	}
+	if ((caenv = ca_env(dir, o->env))) {
+		oc = *o;
+		oc.env = caenv;
+		o = &oc;
+	}
 	if (build_request(&x.req, argv, o, flags) < 0) {
 		sbx_err_set(err, SBX_EX_EXECFAIL, "command line too long");
 		goto out;
@@ -350,6 +394,7 @@ out:
 		sbx_cg_exec_free(cgdir, x.timed_out);
 	sbx_cg_release(&cg);
 	sbx_buf_release(&x.req);
+	free(caenv);
 	free(dir);
 	return rc;
 }

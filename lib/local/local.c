@@ -366,6 +366,12 @@ undo(const char *root, const char *dir, struct sbx_cgroups *cg,
 	release_name(root, name, id);
 }
 
+const char *const sbx_local_ca_env[SBX_LOCAL_CA_ENV] = {
+	"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+	"REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
+	"NODE_EXTRA_CA_CERTS=/etc/ssl/certs/sbx-ca.pem",
+};
+
 /* ca: the sandbox has sbx-netd's CA in its trust store (header
  * injection): the variables that make clients that do not read
  * /etc/ssl/certs trust it. Before --env, which may replace them. */
@@ -379,19 +385,18 @@ send_config(int fd, const struct sbx_spec *spec, const char *workdir, int ca)
 	static const char *const base[] = {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:"
 		"/bin", "HOME=/root", "LANG=C.UTF-8",
-		"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-		"REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt",
-		"NODE_EXTRA_CA_CERTS=/etc/ssl/certs/sbx-ca.pem",
 	};
 
 	while (spec->env && spec->env[n])
 		n++;
-	nbase = ca ? 6 : 3;
+	nbase = ca ? SBX_LOCAL_CA_ENV : 0;
 	sbx_msg_put_u64(&b, spec->timeout);
 	sbx_msg_put_str(&b, workdir);
-	sbx_msg_put_u32(&b, n + nbase);
-	for (i = 0; i < nbase; i++)
+	sbx_msg_put_u32(&b, n + 3 + nbase);
+	for (i = 0; i < 3; i++)
 		sbx_msg_put_str(&b, base[i]);
+	for (i = 0; i < nbase; i++)
+		sbx_msg_put_str(&b, sbx_local_ca_env[i]);
 	for (i = 0; i < n; i++)
 		sbx_msg_put_str(&b, spec->env[i]);
 	rc = sbx_msg_send(fd, SBX_MSG_EXEC, b.data, b.len, NULL, 0);

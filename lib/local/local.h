@@ -141,6 +141,12 @@ int sbx_local_mount_rootfs(const struct sbx_local_setup *s,
 
 /* --- net.c: network allow (sbx-netd) ------------------------------------ */
 
+/* What makes clients that do not read /etc/ssl/certs trust the sandbox's
+ * CA (header injection): given to every command of a sandbox that has
+ * one (at create: local.c; added live: exec.c). */
+#define SBX_LOCAL_CA_ENV 3
+extern const char *const sbx_local_ca_env[SBX_LOCAL_CA_ENV];
+
 /* The rest of net.c, which the docker backend uses too, is in
  * internal.h. */
 /* Whether the sandbox in dir has sbx-netd: network allow, or published

@@ -2,7 +2,12 @@
  * sbx-netd, the helper outside the sandbox that gives its network
  * namespace a way out (lib/netd, cmd/sbx-netd.c). */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <grp.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -322,6 +327,26 @@ netd_path(struct sbx_err *err)
 	return NULL;
 }
 
+/* The environment of sbx-netd, only what it reads: sbx-create's may hold
+ * the value of an injected header (env:VAR), which sbx-netd has from its
+ * file. Returns how many; free them. */
+#define NETD_ENV 7
+static size_t
+netd_env(char *envp[NETD_ENV + 1])
+{
+	static const char *const keep[NETD_ENV] = {"HOME", "XDG_CONFIG_HOME",
+	    "SBX_NETWORK_CA_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "PATH",
+	    "TZ"};
+	const char *ev;
+	size_t i, ne = 0;
+
+	for (i = 0; i < NETD_ENV; i++)
+		if ((ev = getenv(keep[i])))
+			envp[ne++] = sbx_xasprintf("%s=%s", keep[i], ev);
+	envp[ne] = NULL;
+	return ne;
+}
+
 /* The grandchild: a session of its own, so that it outlives sbx-create
  * and is nobody's zombie. Only async-signal-safe calls: sbxd forks from
  * a thread. */
@@ -357,12 +382,8 @@ sbx_local_net_spawn(const char *dir, const char *id, const char *image,
 {
 	char *path, *errlog = NULL, pidstr[24];
 	char *argv[] = {"sbx-netd", (char *)dir, pidstr, NULL};
-	static const char *const keep[] = {"HOME", "XDG_CONFIG_HOME",
-	    "SBX_NETWORK_CA_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "PATH",
-	    "TZ"};
-	char *envp[sizeof keep / sizeof keep[0] + 1];
-	const char *ev;
-	size_t i, ne = 0;
+	char *envp[NETD_ENV + 1];
+	size_t i, ne;
 	int ready[2] = {-1, -1};
 	pid_t c;
 
@@ -370,13 +391,7 @@ sbx_local_net_spawn(const char *dir, const char *id, const char *image,
 		return -1;
 	if (!(path = netd_path(err)))
 		return -1;
-	/* Only what it reads: sbx-create's environment may hold the value
-	 * of an injected header (env:VAR), which sbx-netd has from its
-	 * file. */
-	for (i = 0; i < sizeof keep / sizeof keep[0]; i++)
-		if ((ev = getenv(keep[i])))
-			envp[ne++] = sbx_xasprintf("%s=%s", keep[i], ev);
-	envp[ne] = NULL;
+	ne = netd_env(envp);
 	errlog = sbx_xasprintf("%s/netd.err", dir);
 	snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
 	if (pipe2(ready, O_CLOEXEC) < 0) {
@@ -472,38 +487,350 @@ sbx_local_net_stop_of(const json_t *meta)
 	    (unsigned long long)sbx_json_int(meta, "net_starttime", 0));
 }
 
+/* --- a network and a CA for a sandbox that runs --------------------------- */
+
+/* The init of the sandbox in dir, which runs and is not paused; 0 with
+ * err when it is not so. */
+static pid_t
+live_init(const char *dir, const char *id, const json_t *meta,
+    struct sbx_err *err)
+{
+	pid_t pid = (pid_t)sbx_json_int(meta, "pid", 0);
+	unsigned long long st = (unsigned long long)sbx_json_int(meta,
+	    "starttime", 0);
+	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+	int paused = access(p, F_OK) == 0;
+
+	free(p);
+	if (paused) {
+		sbx_err_set(err, SBX_EX_FAIL, "sandbox '%s' is paused: resume "
+		    "it to give it a network or header injection", id);
+		return 0;
+	}
+	if (pid <= 0 || !st || sbx_local_starttime(pid) != st) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is not "
+		    "running", id);
+		return 0;
+	}
+	return pid;
+}
+
+/* sbx-netd --ca DIR: the CA made (net.json names the sandbox), its
+ * trust store's files staged in DIR/certs. */
+static int
+netd_ca(const char *dir, struct sbx_err *err)
+{
+	char *path = netd_path(err), *errlog, *envp[NETD_ENV + 1];
+	char *argv[] = {"sbx-netd", "--ca", (char *)dir, NULL};
+	size_t i, ne;
+	int st = 0, fd, rc = -1;
+	pid_t c;
+
+	if (!path)
+		return -1;
+	ne = netd_env(envp);
+	errlog = sbx_xasprintf("%s/netd.err", dir);
+	if ((c = fork()) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot start sbx-netd:");
+		goto out;
+	}
+	if (c == 0) {
+		if ((fd = open("/dev/null", O_RDWR)) < 0 || dup2(fd, 0) < 0 ||
+		    dup2(fd, 1) < 0 || (fd = open(errlog, O_WRONLY | O_CREAT |
+		    O_APPEND, 0600)) < 0 || dup2(fd, 2) < 0)
+			_exit(127);
+		syscall(SYS_close_range, 3, ~0U, 0);
+		execve(path, argv, envp);
+		_exit(127);
+	}
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		rc = 0;
+	else
+		sbx_err_set(err, SBX_EX_FAIL, "cannot make the sandbox's CA "
+		    "(see %s)", errlog);
+out:
+	for (i = 0; i < ne; i++)
+		free(envp[i]);
+	free(errlog);
+	free(path);
+	return rc;
+}
+
+/* The files of DIR/certs: the bundle, the CA, and its hash's name. */
+struct staged {
+	struct sbx_buf bundle, pem;
+	char link[64];
+};
+
+/* All of path (a file of the sandbox's directory) into b, up to limit. */
+static int
+slurp(const char *path, size_t limit, struct sbx_buf *b, struct sbx_err *err)
+{
+	char buf[65536];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	b->limit = limit;
+	if (fd < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", path);
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		sbx_buf_add(b, buf, (size_t)n);
+	close(fd);
+	if (n < 0 || b->truncated)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s'%s", path,
+		    n < 0 ? ":" : ": too large");
+	return 0;
+}
+
+static int
+staged_read(const char *dir, struct staged *sf, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/certs", dir), *q;
+	struct dirent *e;
+	DIR *d;
+	int rc;
+
+	memset(sf, 0, sizeof *sf);
+	if (!(d = opendir(p))) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", p);
+		free(p);
+		return -1;
+	}
+	while ((e = readdir(d)))
+		if (e->d_type == DT_LNK && strlen(e->d_name) < sizeof sf->link)
+			snprintf(sf->link, sizeof sf->link, "%s", e->d_name);
+	closedir(d);
+	q = sbx_xasprintf("%s/ca-certificates.crt", p);
+	rc = slurp(q, 16u << 20, &sf->bundle, err);
+	free(q);
+	q = sbx_xasprintf("%s/sbx-ca.pem", p);
+	if (rc == 0)
+		rc = slurp(q, 1u << 20, &sf->pem, err);
+	free(q);
+	if (rc == 0 && !*sf->link)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "'%s' holds no hash link",
+		    p);
+	free(p);
+	return rc;
+}
+
+/* Write name in d from data, whole or not at all. Async-signal-safe. */
+static int
+put_at(int d, const char *name, const char *tmp, const char *data, size_t n)
+{
+	int fd = openat(d, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -1;
+	if (sbx_write_all(fd, data, n) < 0 || fchmod(fd, 0644) < 0) {
+		close(fd);
+		unlinkat(d, tmp, 0);
+		return -1;
+	}
+	close(fd);
+	return renameat(d, tmp, d, name);
+}
+
+/* Where the child failed: its step and errno, on a pipe. */
+struct live_fail {
+	int step, errnum;
+};
+
+/* The child that enters the sandbox's user and mount namespaces as its
+ * root, so that what it writes and mounts is the sandbox's own: the
+ * staged files into /etc/ssl/certs (an image: its overlay, writable), or,
+ * host image (/etc/ssl/certs the host's, read-only), onto a tmpfs laid
+ * over it as create lays DIR/certs (mounts.c). Not dumpable: nothing in
+ * the sandbox may trace it. Async-signal-safe: sbxd forks from a
+ * thread. */
+static void
+live_child(int ufd, int mfd, int host, const struct staged *sf, int out)
+{
+	static const char tmp[] = "/run/.sbx-ca";
+	struct live_fail f = {0, 0};
+	int d = -1;
+
+	prctl(PR_SET_DUMPABLE, 0);
+	if (setns(ufd, CLONE_NEWUSER) < 0 || setns(mfd, CLONE_NEWNS) < 0)
+		goto fail;
+	f.step = 1;
+	setgroups(0, NULL); /* refused rootless (setgroups deny): none */
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		goto fail;
+	f.step = 2;
+	umask(022);
+	if (!host) {
+		if ((mkdir("/etc", 0755) < 0 && errno != EEXIST) ||
+		    (mkdir("/etc/ssl", 0755) < 0 && errno != EEXIST) ||
+		    (mkdir("/etc/ssl/certs", 0755) < 0 && errno != EEXIST) ||
+		    (d = open("/etc/ssl/certs", O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) < 0)
+			goto fail;
+	} else if ((mkdir(tmp, 0700) < 0 && errno != EEXIST) ||
+	    mount("tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    "mode=0755,size=32m") < 0 || (d = open(tmp, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) < 0)
+		goto fail;
+	f.step = 3;
+	unlinkat(d, sf->link, 0);
+	if (put_at(d, "ca-certificates.crt", ".sbx-ca.tmp", sf->bundle.data,
+	    sf->bundle.len) < 0 || put_at(d, "sbx-ca.pem", ".sbx-ca.tmp",
+	    sf->pem.data, sf->pem.len) < 0 || symlinkat("sbx-ca.pem", d, sf->link) < 0)
+		goto fail;
+	if (host) {
+		f.step = 4;
+		if (mount("overlay", "/etc/ssl/certs", "overlay", MS_RDONLY |
+		    MS_NOSUID | MS_NODEV, "lowerdir=/run/.sbx-ca:"
+		    "/etc/ssl/certs,userxattr") < 0)
+			goto fail;
+		/* The overlay holds the tmpfs: out of sight now. */
+		umount2(tmp, MNT_DETACH);
+		rmdir(tmp);
+	}
+	_exit(0);
+fail:
+	f.errnum = errno;
+	(void)!write(out, &f, sizeof f);
+	_exit(1);
+}
+
+/* The staged CA into the trust store of the sandbox whose init is pid. */
+static int
+ca_put_live(const char *dir, pid_t pid, unsigned long long st, int host,
+    struct sbx_err *err)
+{
+	static const char *const what[] = {"enter the sandbox's namespaces",
+	    "become the sandbox's root", "open /etc/ssl/certs",
+	    "write the CA into /etc/ssl/certs",
+	    "lay the CA over /etc/ssl/certs"};
+	struct live_fail f;
+	struct staged sf;
+	char *p;
+	int ufd = -1, mfd = -1, pp[2] = {-1, -1}, rc = -1, ws = 0;
+	pid_t c;
+
+	if (staged_read(dir, &sf, err) < 0) /* sf set, even then */
+		goto out;
+	p = sbx_xasprintf("/proc/%d/ns/user", (int)pid);
+	ufd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	p = sbx_xasprintf("/proc/%d/ns/mnt", (int)pid);
+	mfd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	/* Still the sandbox's init once they are open: its namespaces. */
+	if (ufd < 0 || mfd < 0 || sbx_local_starttime(pid) != st) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open the namespaces of "
+		    "process %d:", (int)pid);
+		goto out;
+	}
+	if (pipe2(pp, O_CLOEXEC) < 0 || (c = fork()) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot start a process:");
+		goto out;
+	}
+	if (c == 0)
+		live_child(ufd, mfd, host, &sf, pp[1]);
+	close(pp[1]);
+	pp[1] = -1;
+	while (waitpid(c, &ws, 0) < 0 && errno == EINTR)
+		;
+	if (read(pp[0], &f, sizeof f) == (ssize_t)sizeof f && f.step >= 0 &&
+	    f.step < 5) {
+		errno = f.errnum;
+		sbx_err_set(err, SBX_EX_FAIL, "cannot %s:", what[f.step]);
+	} else if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0)
+		sbx_err_set(err, SBX_EX_FAIL, "cannot put the CA into the "
+		    "sandbox");
+	else
+		rc = 0;
+out:
+	if (ufd >= 0)
+		close(ufd);
+	if (mfd >= 0)
+		close(mfd);
+	if (pp[0] >= 0)
+		close(pp[0]);
+	if (pp[1] >= 0)
+		close(pp[1]);
+	sbx_buf_release(&sf.bundle);
+	sbx_buf_release(&sf.pem);
+	return rc;
+}
+
+/* Header injection new to a running local sandbox: its CA, made now and
+ * put into its trust store as create does (lib/netd/ca.c), so that new
+ * commands trust it (exec.c gives them SSL_CERT_FILE and the others).
+ * Nothing left when it fails: a CA on disk means a trusted one. */
+static int
+ca_live(const char *dir, const char *id, const char *image,
+    struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/meta.json", dir);
+	json_t *meta = json_load_file(p, 0, NULL);
+	pid_t pid;
+	int rc = -1;
+	const char *gone[] = {"ca.crt", "ca.key"};
+	size_t i;
+
+	free(p);
+	if (!(pid = live_init(dir, id, meta, err)))
+		goto out;
+	if (netd_ca(dir, err) == 0 && ca_put_live(dir, pid,
+	    (unsigned long long)sbx_json_int(meta, "starttime", 0),
+	    !strcmp(image, "/"), err) == 0) {
+		rc = 0;
+		goto out;
+	}
+	for (i = 0; i < 2; i++) {
+		p = sbx_xasprintf("%s/%s", dir, gone[i]);
+		unlink(p);
+		free(p);
+	}
+	p = sbx_xasprintf("%s/certs", dir);
+	sbx_rmtree(p);
+	free(p);
+out:
+	json_decref(meta);
+	return rc;
+}
+
 /* --- sbx-net ------------------------------------------------------------- */
 
-/* The directory of a sandbox with network allow. */
+/* The directory of a local sandbox, its id and its meta.json. */
 static char *
-net_dir(const json_t *ref, char **id, struct sbx_err *err)
+net_dir(const json_t *ref, char **id, json_t **meta, struct sbx_err *err)
 {
 	const char *want = sbx_json_str(ref, "id");
 	char *dir = want ? sbx_local_find(want, id) : NULL, *p;
-	json_t *meta;
-	const char *net;
-	int allow;
 
+	*meta = NULL;
 	if (!dir) {
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
 		    want ? want : "");
 		return NULL;
 	}
 	p = sbx_xasprintf("%s/meta.json", dir);
-	meta = json_load_file(p, 0, NULL);
+	*meta = json_load_file(p, 0, NULL);
 	free(p);
-	net = sbx_json_str(meta, "network");
-	allow = net && !strcmp(net, "allow");
-	json_decref(meta);
-	if (!allow) {
-		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has network "
-		    "deny: rules need --network allow", *id);
-		free(dir);
-		free(*id);
-		*id = NULL;
-		return NULL;
-	}
 	return dir;
+}
+
+/* Whether meta says network allow. */
+static int
+meta_allow(const json_t *meta)
+{
+	const char *net = sbx_json_str(meta, "network");
+
+	return net && !strcmp(net, "allow");
+}
+
+static int
+no_allow(const char *id, struct sbx_err *err)
+{
+	return sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has network deny: "
+	    "rules need --network allow", id);
 }
 
 /* A set's egress_proxy: null, or {"url": U, "password": P or null}
@@ -527,11 +854,15 @@ proxy_check(const json_t *px, struct sbx_err *err)
 	return 0;
 }
 
-/* Injections need DIR/ca.crt: sbx-netd makes it at the create of a
- * sandbox with some, and the sandbox's trust store has it from then. */
+/* Injections need DIR/ca.crt, in the sandbox's trust store: sbx-netd
+ * makes it at the create of a sandbox with some; a local sandbox that
+ * runs without one gets one now (net.json names its image); a
+ * container, whose CA the docker backend puts in at create, cannot. */
 static int
-ca_check(const char *dir, const json_t *inject, struct sbx_err *err)
+ca_need(const char *dir, const json_t *net, const json_t *inject,
+    struct sbx_err *err)
 {
+	const char *image = sbx_json_str(net, "image");
 	char *p;
 	int ok;
 
@@ -540,11 +871,45 @@ ca_check(const char *dir, const json_t *inject, struct sbx_err *err)
 	p = sbx_xasprintf("%s/ca.crt", dir);
 	ok = access(p, F_OK) == 0;
 	free(p);
-	if (!ok)
-		return sbx_err_set(err, SBX_EX_USAGE, "the sandbox was created "
-		    "without header injection: it has no CA to terminate TLS "
-		    "with, so none can be added now (create it with "
-		    "--inject-header)");
+	if (ok)
+		return 0;
+	if (image)
+		return ca_live(dir, sbx_json_str(net, "id") ? sbx_json_str(net,
+		    "id") : "?", image, err);
+	return sbx_err_set(err, SBX_EX_USAGE, "the sandbox was created "
+	    "without header injection: it has no CA to terminate TLS "
+	    "with, and the docker backend cannot add one to a running "
+	    "container (create it with --inject-header)");
+}
+
+static json_t *netd_call(const char *dir, const char *id, json_t *q,
+    int *fd, struct sbx_err *err);
+
+/* The helper pid of the sandbox in dir reads net.json again: through its
+ * control socket, which answers once it has, or says why it could not;
+ * a signal to an older helper without one. */
+static int
+netd_reload(const char *dir, const char *id, pid_t pid, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/netd.sock", dir);
+	int sock = access(p, F_OK) == 0;
+	json_t *q, *a;
+
+	free(p);
+	if (!sock)
+		return kill(pid, SIGHUP) < 0 ? sbx_err_set(err, SBX_EX_FAIL,
+		    "cannot signal the network helper:") : 0;
+	q = json_pack("{sb}", "reload", 1);
+	a = netd_call(dir, id ? id : "?", q, NULL, err);
+	json_decref(q);
+	if (!a) {
+		char why[sizeof err->msg];
+
+		snprintf(why, sizeof why, "%s", err->msg);
+		return sbx_err_set(err, SBX_EX_FAIL, "the network helper kept "
+		    "the rules it had: %s", why);
+	}
+	json_decref(a);
 	return 0;
 }
 
@@ -574,11 +939,11 @@ sbx_local_net_dir_rules(const char *dir, const json_t *set,
 			    json_array());
 		}
 		/* The injections: replaced when set names them ([]: none),
-		 * kept when it does not; new ones only with the CA the
-		 * sandbox has trusted since its create. */
+		 * kept when it does not; the first ones with a CA that the
+		 * sandbox trusts before sbx-netd is told. */
 		if ((inj = json_object_get(set, "inject"))) {
 			if (inject_check(inj, err) < 0 ||
-			    ca_check(dir, inj, err) < 0 ||
+			    ca_need(dir, cur, inj, err) < 0 ||
 			    write_secret(dir, inj, NULL, err) < 0)
 				goto out;
 			json_object_set_new(cur, "inject", inject_names(inj));
@@ -600,15 +965,17 @@ sbx_local_net_dir_rules(const char *dir, const json_t *set,
 		free(text);
 		if (i < 0)
 			goto out;
-		/* Reloaded by the helper; a stopped sandbox's starts with
-		 * it. */
+		/* Reloaded by the helper before we return, so that the next
+		 * connection has them (SIGHUP when its socket does not
+		 * answer); a stopped sandbox's starts with them. */
 		free(p);
 		p = sbx_xasprintf("%s/meta.json", dir);
 		meta = json_load_file(p, 0, NULL);
 		pid = (pid_t)sbx_json_int(meta, "net_pid", 0);
 		if (pid > 0 && sbx_local_starttime(pid) == (unsigned long long)
-		    sbx_json_int(meta, "net_starttime", 0))
-			kill(pid, SIGHUP);
+		    sbx_json_int(meta, "net_starttime", 0) &&
+		    netd_reload(dir, sbx_json_str(cur, "id"), pid, err) < 0)
+			goto out;
 	}
 	out = json_object();
 	for (i = 0; i < 2; i++) {
@@ -627,15 +994,202 @@ out:
 	return out;
 }
 
+/* DIR/name (meta.json, net.json), replaced. */
+static int
+json_save(const char *dir, const char *name, const json_t *o,
+    struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/%s", dir, name);
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	int rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+
+	free(text);
+	free(p);
+	return rc;
+}
+
+/* meta.json says network net and sbx-netd netd: what kill, pause and
+ * sbx-gc stop. */
+static int
+meta_netd(const char *dir, json_t *meta, const char *net, pid_t netd,
+    struct sbx_err *err)
+{
+	json_object_set_new(meta, "network", json_string(net));
+	json_object_set_new(meta, "net_pid", json_integer(netd));
+	json_object_set_new(meta, "net_starttime", json_integer((json_int_t)
+	    sbx_local_starttime(netd)));
+	return json_save(dir, "meta.json", meta, err);
+}
+
+/* A sandbox made with deny and published ports (every sandbox sbxd
+ * makes) has a sbx-netd that lets only them in: it gives way to one that
+ * lets out too, by set's rules, in net.json with the same ports. What
+ * goes through the ports now is cut. */
+static json_t *
+net_reopen(const char *dir, const char *id, json_t *meta, json_t *net,
+    const json_t *set, struct sbx_err *err)
+{
+	struct sbx_spec spec = {.network = SBX_NET_ALLOW};
+	struct sbx_err e2;
+	const char *image;
+	json_t *out;
+	pid_t pid, netd = 0;
+	char *p;
+
+	if (!(pid = live_init(dir, id, meta, err)) ||
+	    !(out = sbx_local_net_dir_rules(dir, set, err))) {
+		json_decref(net);
+		return NULL;
+	}
+	/* As the rules left it. */
+	p = sbx_xasprintf("%s/net.json", dir);
+	json_decref(net);
+	net = json_load_file(p, 0, NULL);
+	free(p);
+	if (!net) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s/net.json'", dir);
+		goto fail;
+	}
+	image = sbx_json_str(net, "image");
+	json_object_del(net, "network");
+	if (json_save(dir, "net.json", net, err) < 0)
+		goto fail;
+	sbx_local_net_stop_of(meta);
+	if (sbx_local_net_start(dir, id, image ? image : "/", pid, &spec,
+	    &netd, err) == 0 && meta_netd(dir, meta, "allow", netd, err) == 0)
+		goto out;
+	/* The ports at least, as before. */
+	sbx_local_net_stop(netd, sbx_local_starttime(netd));
+	json_object_set_new(net, "network", json_string("deny"));
+	spec.network = SBX_NET_DENY;
+	if (json_save(dir, "net.json", net, &e2) == 0 &&
+	    sbx_local_net_start(dir, id, image ? image : "/", pid, &spec,
+	    &netd, &e2) == 0)
+		meta_netd(dir, meta, "deny", netd, &e2);
+fail:
+	json_decref(out);
+	out = NULL;
+out:
+	json_decref(net);
+	return out;
+}
+
+/* sbx-net --network allow on a sandbox made with deny, which runs: the
+ * rules of set into a new net.json, a CA when set injects headers, and a
+ * sbx-netd started into the sandbox's network namespace as create starts
+ * one, recorded in meta.json for kill, pause and sbx-gc. Nothing left
+ * when it fails. */
+static int
+net_on(const char *dir, const char *id, json_t *meta, const json_t *set,
+    struct sbx_err *err)
+{
+	static const char *const files[] = {"net.json", "net.secret.json"};
+	const char *image = sbx_json_str(meta, "image");
+	struct sbx_spec spec = {0};
+	const json_t *px = json_object_get(set, "egress_proxy");
+	pid_t pid, netd = 0;
+	char *p;
+	size_t i;
+	int rc = -1;
+
+	if (!(pid = live_init(dir, id, meta, err)))
+		return -1;
+	if (!image || !strcmp(image, "host"))
+		image = "/";
+	spec.network = SBX_NET_ALLOW;
+	spec.net_rules = json_pack("{sOsO}", "allow_out",
+	    json_object_get(set, "allow_out") ? json_object_get(set,
+	    "allow_out") : json_array(), "deny_out", json_object_get(set,
+	    "deny_out") ? json_object_get(set, "deny_out") : json_array());
+	if (json_array_size(json_object_get(set, "inject")))
+		spec.net_inject = json_object_get(set, "inject");
+	if (json_is_object(px)) {
+		if (proxy_check(px, err) < 0)
+			goto out;
+		spec.egress_proxy = (json_t *)px;
+	}
+	if (sbx_local_net_check(&spec, err) < 0)
+		goto out;
+	/* net.json first: sbx-netd --ca reads it, and sbx-netd finds the
+	 * CA made when it starts. */
+	if (write_rules(dir, id, image, &spec, err) < 0 ||
+	    (spec.net_inject && ca_live(dir, id, image, err) < 0) ||
+	    sbx_local_net_start(dir, id, image, pid, &spec, &netd, err) < 0)
+		goto fail;
+	if (meta_netd(dir, meta, "allow", netd, err) == 0) {
+		rc = 0;
+		goto out;
+	}
+fail:
+	if (netd)
+		sbx_local_net_stop(netd, sbx_local_starttime(netd));
+	for (i = 0; i < sizeof files / sizeof files[0]; i++) {
+		p = sbx_xasprintf("%s/%s", dir, files[i]);
+		unlink(p);
+		free(p);
+	}
+out:
+	json_decref(spec.net_rules);
+	return rc;
+}
+
 json_t *
 sbx_local_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 {
-	char *id = NULL, *dir = net_dir(ref, &id, err);
-	json_t *out;
+	json_t *meta = NULL, *net = NULL, *out = NULL, *cut = NULL;
+	char *id = NULL, *dir = net_dir(ref, &id, &meta, err), *p;
+	const char *want = set ? sbx_json_str(set, "network") : NULL;
+	int allow;
 
 	if (!dir)
 		return NULL;
-	out = sbx_local_net_dir_rules(dir, set, err);
+	allow = meta_allow(meta);
+	p = sbx_xasprintf("%s/net.json", dir);
+	net = json_load_file(p, 0, NULL);
+	free(p);
+	if (!want) {
+		if (!allow) {
+			no_allow(id, err);
+			goto out;
+		}
+		out = sbx_local_net_dir_rules(dir, set, err);
+	} else if (!strcmp(want, "deny")) {
+		/* Cut: every new connection denied, the helper stays (as a
+		 * sandbox sbxd made with internet and then took it from). */
+		cut = json_pack("{s[]s[s]sns[]}", "allow_out", "deny_out",
+		    "all", "egress_proxy", "inject");
+		if (allow) {
+			if (!(out = sbx_local_net_dir_rules(dir, cut, err)))
+				goto out;
+			json_decref(out);
+			out = NULL;
+			json_object_set_new(meta, "network", json_string(
+			    "deny"));
+			if (json_save(dir, "meta.json", meta, err) < 0)
+				goto out;
+		}
+		out = json_pack("{s[]s[]}", "allow_out", "deny_out");
+	} else if (allow) {
+		out = sbx_local_net_dir_rules(dir, set, err);
+	} else if (net && sbx_json_str(net, "network")) {
+		out = net_reopen(dir, id, meta, net, set, err);
+		net = NULL;
+	} else if (net) {
+		/* Cut by --network deny before: its helper, given rules. */
+		if ((out = sbx_local_net_dir_rules(dir, set, err))) {
+			json_object_set_new(meta, "network", json_string(
+			    "allow"));
+			if (json_save(dir, "meta.json", meta, err) < 0) {
+				json_decref(out);
+				out = NULL;
+			}
+		}
+	} else if (net_on(dir, id, meta, set, err) == 0)
+		out = sbx_local_net_dir_rules(dir, NULL, err);
+out:
+	json_decref(cut);
+	json_decref(net);
+	json_decref(meta);
 	free(dir);
 	free(id);
 	return out;
@@ -713,12 +1267,20 @@ sbx_local_net_dir_log(const char *dir, int follow, struct sbx_err *err)
 int
 sbx_local_net_log(const json_t *ref, int follow, struct sbx_err *err)
 {
-	char *id = NULL, *dir = net_dir(ref, &id, err);
-	int rc;
+	json_t *meta;
+	char *id = NULL, *dir = net_dir(ref, &id, &meta, err), *p;
+	int rc = -1;
 
 	if (!dir)
 		return -1;
-	rc = sbx_local_net_dir_log(dir, follow, err);
+	/* A sandbox given a network and then cut has its log still. */
+	p = sbx_xasprintf("%s/net.log", dir);
+	if (!meta_allow(meta) && access(p, F_OK) < 0)
+		no_allow(id, err);
+	else
+		rc = sbx_local_net_dir_log(dir, follow, err);
+	free(p);
+	json_decref(meta);
 	free(dir);
 	free(id);
 	return rc;

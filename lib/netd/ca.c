@@ -210,11 +210,13 @@ put_file(int dirfd, const char *name, const char *a, size_t alen,
  * image gets them in DIR/upper/etc/ssl/certs; the host image, whose /etc
  * is the host's bound read-only, in DIR/certs, which the sandbox lays
  * over its /etc/ssl/certs (lib/local/mounts.c). The sandbox has not
- * started: nothing of its own is in upper yet. */
+ * started: nothing of its own is in upper yet. staged: it has, it runs;
+ * the files go to DIR/certs whatever the image, and sbx-net copies them
+ * in through its namespaces (lib/local/net.c). */
 static int
-install(const char *dir, const char *image, struct sbx_err *err)
+install(const char *dir, const char *image, int staged, struct sbx_err *err)
 {
-	int host = !strcmp(image, "/");
+	int host = staged || !strcmp(image, "/");
 	char *up = sbx_xasprintf("%s/upper", dir), *bundle = NULL, *pem;
 	char link[32];
 	size_t blen, plen = 0;
@@ -288,8 +290,8 @@ ca_load(const char *kp, const char *cp)
 	    0 : -1;
 }
 
-int
-netd_ca_init(const char *dir, struct sbx_err *err)
+static int
+ca_init(const char *dir, int staged, struct sbx_err *err)
 {
 	char *kp = sbx_xasprintf("%s/ca.key", dir);
 	char *cp = sbx_xasprintf("%s/ca.crt", dir), *np = NULL, *cn, *s;
@@ -330,7 +332,7 @@ netd_ca_init(const char *dir, struct sbx_err *err)
 		goto out;
 	}
 	/* The trust store first: a CA on disk means it is installed. */
-	if (image && install(dir, image, err) < 0)
+	if (image && install(dir, image, staged, err) < 0)
 		goto out;
 	if (!(s = pem_of(NULL, ca.key, &n)) ||
 	    sbx_file_write_atomic(kp, s, n, 0600, 0, err) < 0) {
@@ -350,6 +352,20 @@ out:
 	free(kp);
 	free(cp);
 	return rc;
+}
+
+int
+netd_ca_init(const char *dir, struct sbx_err *err)
+{
+	return ca_init(dir, 0, err);
+}
+
+/* A sandbox that runs already (injection added live): its trust store's
+ * files in DIR/certs whatever the image, for sbx-net to copy in. */
+int
+sbx_netd_ca(const char *dir, struct sbx_err *err)
+{
+	return ca_init(dir, 1, err);
 }
 
 static int

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -115,36 +116,51 @@ out:
 	return rc;
 }
 
-static void
-reload(void)
+/* From SIGHUP and from the control socket's "reload" (sbx-net, which
+ * then knows the new rules hold): one at a time. */
+static pthread_mutex_t reload_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int
+netd_reload(struct sbx_err *err)
 {
-	struct sbx_err err = {0};
 	struct netd_conf *c;
 	char *p;
+	int rc = -1;
 
-	if (netd_conf_load(netd.dir, &c, &err) < 0) {
-		sbx_warn("%s; the rules stay as they were", err.msg);
-		return;
-	}
-	/* Injection new to this helper: only with the CA the sandbox
-	 * trusts since its create (sbx-net and sbxd refuse it otherwise);
-	 * one made now would not be in its trust store. */
+	pthread_mutex_lock(&reload_mu);
+	if (netd_conf_load(netd.dir, &c, err) < 0)
+		goto out;
+	/* Injection new to this helper: only with a CA the sandbox trusts
+	 * (made at its create, or by sbx-net, which put it into the
+	 * sandbox's trust store first). */
 	if (c->ninject && !netd.injecting) {
 		p = sbx_xasprintf("%s/ca.key", netd.dir);
 		if (access(p, F_OK) < 0)
-			sbx_err_set(&err, SBX_EX_USAGE, "header injection needs "
-			    "the sandbox's CA, made only at create");
+			sbx_err_set(err, SBX_EX_USAGE, "header injection needs "
+			    "the sandbox's CA, which it does not have");
 		free(p);
-		if (err.code || netd_ca_init(netd.dir, &err) < 0 ||
-		    netd_inject_init(&err) < 0) {
-			sbx_warn("%s; the rules stay as they were", err.msg);
+		if (err->code || netd_ca_init(netd.dir, err) < 0 ||
+		    netd_inject_init(err) < 0) {
 			netd_conf_put(c);
-			return;
+			goto out;
 		}
 		netd.injecting = 1;
 	}
 	netd_conf_set(c);
 	sbx_note("reloaded '%s/net.json'", netd.dir);
+	rc = 0;
+out:
+	pthread_mutex_unlock(&reload_mu);
+	return rc;
+}
+
+static void
+reload(void)
+{
+	struct sbx_err err = {0};
+
+	if (netd_reload(&err) < 0)
+		sbx_warn("%s; the rules stay as they were", err.msg);
 }
 
 int

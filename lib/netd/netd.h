@@ -105,6 +105,9 @@ int netd_inside_connect(unsigned port, const char **why);
  * control socket DIR/netd.sock. Binds what net.json's "ports" says
  * (SBX_EX_FAIL "port M is in use"), writes back the ports as bound. */
 int netd_ports_start(struct sbx_err *err);
+/* Read DIR/net.json again (SIGHUP, or the control socket's "reload");
+ * -1 with err, the rules as they were. Thread-safe. */
+int netd_reload(struct sbx_err *err);
 
 /* proxy.c, dns.c, udp.c: start the thread that serves each listener. */
 int netd_proxy_start(struct sbx_err *err);

@@ -218,7 +218,8 @@ publish(unsigned port, unsigned host_port, unsigned *bound,
 
 /* One request a connection: {"publish":PORT,"host_port":M} answered with
  * {"port":PORT,"host_port":BOUND}; {"connect":PORT} with {"port":PORT}
- * and the fd of a connection to it; or {"error":WHY}. */
+ * and the fd of a connection to it; {"reload":true} with {"reload":true}
+ * once net.json holds; or {"error":WHY}. */
 static void *
 ctl_conn(void *arg)
 {
@@ -258,6 +259,11 @@ ctl_conn(void *arg)
 			a = json_pack("{ss}", "error", why);
 		else
 			a = json_pack("{sI}", "port", port);
+	} else if (json_is_true(json_object_get(q, "reload"))) {
+		if (netd_reload(&err) < 0)
+			a = json_pack("{ss}", "error", err.msg);
+		else
+			a = json_pack("{sb}", "reload", 1);
 	} else {
 		a = json_pack("{ss}", "error", "bad request");
 	}

@@ -1212,38 +1212,28 @@ h_network(struct sbxd_req *r)
 	}
 	if (!(b = path_box_begin(r, 1, &ret)))
 		goto out;
-	if (!b->internet) {
-		/* Made without a network of its own: none to change. */
-		if (spec.network == SBX_NET_ALLOW)
-			ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" was "
-			    "created without internet access; sbxd cannot give "
-			    "it a network now", b->id);
-		else
-			ret = sbxd_reply_empty(r, 204);
+	/* Given a network (made without internet), or a CA (made without
+	 * rules) while paused: at resume would surprise; refused. */
+	if (b->paused && ((!b->internet && spec.network == SBX_NET_ALLOW) ||
+	    (spec.net_inject && !b->ca))) {
+		ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" is paused: resume "
+		    "it to give it a network or network.rules", b->id);
 		goto end;
 	}
-	/* Its CA is made at create, and only then in its trust store:
-	 * making every sandbox one would cost each create a key and a
-	 * copy of the trust store. */
-	if (spec.net_inject && !b->ca) {
-		ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" was created "
-		    "without network.rules; sbxd gave it no CA to terminate "
-		    "TLS with, so it cannot take rules now (create it with "
-		    "rules)", b->id);
-		goto end;
-	}
-	/* No internet at all, on a sandbox that has a network: every
-	 * connection denied. What the body omits is cleared: the proxy,
-	 * the header rules. */
+	/* Made without internet: the backend gives it a network now (for
+	 * the local one, a sbx-netd that lets out); made without rules: a CA
+	 * now, in its trust store. No internet at all: every connection
+	 * denied, the helper stays. What the body omits is cleared: the
+	 * proxy, the header rules. */
 	set = spec.network == SBX_NET_DENY ? json_pack("{s:[],s:[s],s:n,"
-	    "s:[]}", "allow_out", "deny_out", "all", "egress_proxy",
-	    "inject") : json_pack("{s:o,s:o,s:O,s:o}", "allow_out",
+	    "s:[],s:s}", "allow_out", "deny_out", "all", "egress_proxy",
+	    "inject", "network", "deny") : json_pack("{s:o,s:o,s:O,s:o,s:s}",
+	    "allow_out", spec.net_rules ? json_incref(json_object_get(
+	    spec.net_rules, "allow_out")) : json_array(), "deny_out",
 	    spec.net_rules ? json_incref(json_object_get(spec.net_rules,
-	    "allow_out")) : json_array(), "deny_out", spec.net_rules ?
-	    json_incref(json_object_get(spec.net_rules, "deny_out")) :
-	    json_array(), "egress_proxy", spec.egress_proxy ?
+	    "deny_out")) : json_array(), "egress_proxy", spec.egress_proxy ?
 	    spec.egress_proxy : json_null(), "inject", spec.net_inject ?
-	    json_incref(spec.net_inject) : json_array());
+	    json_incref(spec.net_inject) : json_array(), "network", "allow");
 	if (!(out = sbxd_be_net_rules(b->ref, set, &err))) {
 		sbxd_log("cannot change the network of %s: %s", b->id, err.msg);
 		ret = sbxd_reply_err(r, err.code == SBX_EX_USAGE ? 400 : 500,
@@ -1252,6 +1242,9 @@ h_network(struct sbxd_req *r)
 	}
 	json_decref(out);
 	pthread_mutex_lock(&sbxd.mu);
+	b->internet = spec.network == SBX_NET_ALLOW;
+	if (spec.net_inject)
+		b->ca = 1;
 	if ((v = json_object_get(b->network, "maskRequestHost")))
 		json_object_set(shown, "maskRequestHost", (json_t *)v);
 	json_decref(b->network);

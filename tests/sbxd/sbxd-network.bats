@@ -89,9 +89,6 @@ detail_net() {
 	run put "$ID" '{"allow_internet_access":"no"}'
 	assert_output 400
 	assert_equal "$(msg)" 'Error when parsing request: "allow_internet_access" must be a boolean'
-	run put "$ID" '{"rules":{"a.test":[{"transform":{"headers":{"X":"y"}}}]}}'
-	assert_output 409
-	assert_equal "$(msg)" "Sandbox \"$ID\" was created without network.rules; sbxd gave it no CA to terminate TLS with, so it cannot take rules now (create it with rules)"
 	run put "$ID" '{"egressProxy":{"address":"127.0.0.1:1080","password":"x"}}'
 	assert_output 400
 	assert_equal "$(msg)" "egressProxy.password needs egressProxy.username"
@@ -114,13 +111,48 @@ detail_net() {
 	assert_output '[[],["all"],null]'
 }
 
-@test "PUT network on a sandbox made without internet: 409 to open it, 204 to keep it closed" {
+@test "PUT network on a sandbox made without internet gives it a network: a sbx-netd that lets out, recorded for kill" {
+	local net i
 	box '{"templateID":"base","timeout":60,"allow_internet_access":false}'
-	run put "$ID" '{"allowOut":["198.18.1.1"]}'
-	assert_output 409
-	assert_equal "$(msg)" "Sandbox \"$ID\" was created without internet access; sbxd cannot give it a network now"
 	run put "$ID" '{"allow_internet_access":false}'
 	assert_output 204
+	[ "$(jq -r .network "$DIR/net.json")" = deny ]
+	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .allowInternetAccess)" false
+	run put "$ID" '{"allowOut":["198.18.1.1"],"denyOut":["0.0.0.0/0"]}'
+	assert_output 204
+	[ ! -s "$BATS_TEST_TMPDIR/body" ]
+	run rules
+	assert_output '[["198.18.1.1"],["0.0.0.0/0"],null]'
+	[ "$(jq -r .network "$DIR/net.json")" = null ]
+	[ "$(jq -r .network "$DIR/meta.json")" = allow ]
+	net=$(jq -r .net_pid "$DIR/meta.json")
+	[[ $net =~ ^[0-9]+$ ]]
+	[ "$(basename "$(readlink "/proc/$net/exe")")" = sbx-netd ]
+	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .allowInternetAccess)" true
+	assert_equal "$(detail_net "$ID")" '{"allowOut":["198.18.1.1"],"denyOut":["0.0.0.0/0"]}'
+	# And closed again: every connection denied, the helper kept.
+	run put "$ID" '{"allow_internet_access":false}'
+	assert_output 204
+	run rules
+	assert_output '[[],["all"],null]'
+	[ "$(jq -r .net_pid "$DIR/meta.json")" = "$net" ]
+	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .allowInternetAccess)" false
+	sbxd_api DELETE "/sandboxes/$ID" >/dev/null
+	for ((i = 0; i < 100; i++)); do
+		[ -e "/proc/$net" ] || break
+		sleep 0.05
+	done
+	[ ! -e "/proc/$net" ]
+	[ ! -e "$DIR" ]
+}
+
+@test "PUT network on a paused sandbox made without internet is 409, and nothing changes" {
+	box '{"templateID":"base","timeout":60,"allow_internet_access":false}'
+	run sbxd_api POST "/sandboxes/$ID/pause"
+	run put "$ID" '{"allowOut":["198.18.1.1"]}'
+	assert_output 409
+	assert_equal "$(msg)" "Sandbox \"$ID\" is paused: resume it to give it a network or network.rules"
+	[ "$(jq -r .network "$DIR/net.json")" = deny ]
 }
 
 @test "PUT network of no sandbox is 404" {

@@ -238,23 +238,49 @@ $DIR/net.log:0"
 	field_is '.headers["x-again"]' "$VALUE"
 }
 
-@test "PUT network with rules on a sandbox made without any: 409, and nothing changes" {
+@test "PUT network with rules on a sandbox made without any: a CA now, curl inside trusts it, the server sees the header" {
 	run post '{"templateID":"base","timeout":120,"network":{"denyOut":["10.0.0.0/8"]}}'
 	assert_output 201
 	ID=$(jq -r .sandboxID "$BATS_TEST_TMPDIR/body")
 	DIR=$(box_dir "$ID")
-	run put "$ID" '{"rules":{"a.test":[{"transform":{"headers":{"X":"'"$VALUE"'"}}}]}}'
-	assert_output 409
-	assert_equal "$(msg)" "Sandbox \"$ID\" was created without network.rules; sbxd gave it no CA to terminate TLS with, so it cannot take rules now (create it with rules)"
-	run jq -c '[.deny_out, .inject]' "$DIR/net.json"
-	assert_output '[["10.0.0.0/8"],[]]'
-	[ ! -e "$DIR/net.secret.json" ]
-	# Without rules it is an update as any other.
-	run put "$ID" '{"rules":{}}'
+	[ ! -e "$DIR/ca.crt" ]
+	run put "$ID" '{"rules":{"a.test":[{"transform":{"headers":{"X-Late":"'"$VALUE"'"}}}]}}'
 	assert_output 204
-	[ ! -e "$DIR/net.secret.json" ]
-	run grep -c -- "$VALUE" "$SBXD_DIR/log"
-	assert_output 0
+	[ ! -s "$BATS_TEST_TMPDIR/body" ]
+	[ -e "$DIR/ca.crt" ]
+	run from_box "$ID" https://a.test/
+	assert_success
+	field_is .server a.test
+	field_is '.headers["x-late"]' "$VALUE"
+	run from_box "$ID" http://a.test/
+	assert_success
+	field_is '.headers["x-late"]' "$VALUE"
+	run jq -c '[.deny_out, .inject]' "$DIR/net.json"
+	assert_output '[[],[{"host":"a.test","name":"X-Late"}]]'
+	run grep -c -- "$VALUE" "$SBXD_DIR/log" "$DIR/net.json" "$DIR/meta.json"
+	assert_output "$SBXD_DIR/log:0
+$DIR/net.json:0
+$DIR/meta.json:0"
+}
+
+@test "PUT network with rules on a sandbox made without internet: it reaches the world, with the header" {
+	run post '{"templateID":"base","timeout":120,"allow_internet_access":false}'
+	assert_output 201
+	ID=$(jq -r .sandboxID "$BATS_TEST_TMPDIR/body")
+	DIR=$(box_dir "$ID")
+	run from_box "$ID" http://a.test/
+	assert_failure
+	run put "$ID" '{"allowOut":["a.test"],"denyOut":["0.0.0.0/0"],"rules":{"a.test":[{"transform":{"headers":{"X-Late":"'"$VALUE"'"}}}]}}'
+	assert_output 204
+	run from_box "$ID" https://a.test/
+	assert_success
+	field_is '.headers["x-late"]' "$VALUE"
+	run from_box "$ID" http://c.test/
+	assert_failure
+	run put "$ID" '{"allow_internet_access":false}'
+	assert_output 204
+	run from_box "$ID" http://a.test/
+	assert_failure
 }
 
 @test "PUT network with bad rules is 400, as at create, and the rules stay" {

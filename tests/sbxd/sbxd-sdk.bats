@@ -64,6 +64,9 @@ setup_file() {
 	# First: sbxd's sandboxes take the world's resolver (SBX_NETWORK_DNS),
 	# so that no name looked up inside goes off this machine.
 	networld_start
+	# and their network helpers trust the world's CA (HTTPS with a header
+	# rule is theirs to verify).
+	export SBX_NETWORK_CA_FILE=$NETWORLD_CA
 	sbxd_start
 	unset E2B_DEBUG E2B_DOMAIN E2B_ACCESS_TOKEN
 	# The key goes to the SDK by the environment, never by argv.
@@ -237,5 +240,15 @@ field() {
 	OUT=$output
 	run field '[.a.server, .a.key, .c, (.allowOut | join(",")), (.denyOut | join(",")), .host, .page, .c2, .a2] | @tsv'
 	assert_output $'a.test\ttrue\ttrue\ta.test\t0.0.0.0/0\t8000-ID.e2b.app\thi from 8000\tc.test\ttrue'
+	refute_output --partial "$SBX_TEST_KEY"
+}
+
+@test "SDK: updateNetwork gives a sandbox made without internet a network and a header rule, then takes it away" {
+	export SBX_TEST_KEY=key-$RANDOM-$RANDOM-secret
+	run sdk network-late
+	assert_success
+	OUT=$output
+	run field '[.before, .a, .key, .c, .after] | @tsv'
+	assert_output $'true\ta.test\ttrue\ttrue\ttrue'
 	refute_output --partial "$SBX_TEST_KEY"
 }

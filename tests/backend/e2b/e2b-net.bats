@@ -173,6 +173,27 @@ start_socks() {
 	assert_output "sbx-net: sandbox '$(sid)' has network deny: rules need --network allow"
 }
 
+@test "sbx-net -n allow on an e2b sandbox made with deny gives it a network (PUT); -n deny takes it again" {
+	sbx-create -b e2b -E "$SBXD_URL" -n deny -s "$S" >/dev/null
+	run get http://a.test/
+	assert_failure
+	run --separate-stderr sbx-net -s "$S" -n allow --allow-out a.test --deny-out all
+	assert_success
+	assert_output '{"allow_out":["a.test"],"deny_out":["0.0.0.0/0"]}'
+	assert_equal "$(sbxd_api GET "/sandboxes/$(sid)" | jq -r .allowInternetAccess)" true
+	run get http://a.test/
+	assert_success
+	assert_equal "$(jq -r .server <<<"$output")" a.test
+	run get http://c.test/
+	assert_failure
+	run --separate-stderr sbx-net -s "$S" -n deny
+	assert_success
+	assert_equal "$(sbxd_api GET "/sandboxes/$(sid)" | jq -r .allowInternetAccess)" false
+	run get http://a.test/
+	assert_failure
+	refute_output --partial '"server"'
+}
+
 @test "--egress-proxy on e2b: E2B's egressProxy, the traffic through it, and sbx-net keeps it" {
 	start_socks alice "$PW"
 	SBX_EGRESS_PROXY_PASSWORD=$PW new_e2b --egress-proxy "socks5://alice@$PROXY"
