@@ -204,6 +204,24 @@ for p in kids:
 	sbx-kill -q -s s.json >/dev/null
 }
 
+@test "--pids 1024: a fork bomb of a thousand processes still ends at -T (the agent keeps reaping and timing)" {
+	# Half a CPU, so that the bomb leaves the machine alone.
+	new_sandbox --pids 1024 --cpus 0.5
+	local cg
+	cg=/sys/fs/cgroup/pids/sbx/$(sid)
+	# 8 s for the bomb to reach the limit; the command would end
+	# by itself at 20 s: -T must end it first.
+	run sbx-exec -s s.json -T 8 -- sh -c \
+	    'bomb() { bomb | bomb & }; bomb; exec sleep 20'
+	[ "$status" -eq 124 ]
+	grep -Eq '^max [1-9]' "$cg/pids.events"
+	[ "$(cat "$cg/cgroup.procs")" = "$(init_pid)" ]
+	run sx echo alive
+	assert_success
+	assert_output alive
+	sbx-kill -q -s s.json >/dev/null
+}
+
 @test "--timeout leaves no descendant behind" {
 	new_sandbox
 	run sbx-exec -s s.json -T 1 -- sh -c \
