@@ -241,6 +241,7 @@ main(int argc, char **argv)
 	const char *proxy = NULL;
 	struct sbx_net_proxy np;
 	int c, rc = SBX_EX_OK, reuse = 0;
+	unsigned given = 0; /* the limits a flag set */
 
 	sbx_prog_set(argv);
 	spec.labels = json_object();
@@ -279,8 +280,9 @@ main(int argc, char **argv)
 			backend = optarg;
 			break;
 		case 'c':
-			if (sbx_parse_milli(optarg, 1, 4096, &spec.cpus_milli) < 0)
+			if (sbx_limits_parse(SBX_CAP_CPUS, optarg, &spec) < 0)
 				sbx_usage_error(usage, "invalid cpus '%s'", optarg);
+			given |= SBX_CAP_CPUS;
 			break;
 		case 'E':
 			spec.endpoint = optarg;
@@ -299,11 +301,10 @@ main(int argc, char **argv)
 				sbx_die_err(&err);
 			break;
 		case 'm':
-			if (sbx_parse_size(optarg, &spec.memory) < 0 ||
-			    spec.memory < (4u << 20))
-				sbx_usage_error(usage,
-				    "invalid memory size '%s' (at least 4M)",
-				    optarg);
+			if (sbx_limits_parse(SBX_CAP_MEMORY, optarg, &spec) < 0)
+				sbx_usage_error(usage, "invalid memory size '%s' "
+				    "(at least 4M, or 0 for none)", optarg);
+			given |= SBX_CAP_MEMORY;
 			break;
 		case 'N':
 			if (!valid_name(optarg))
@@ -320,8 +321,9 @@ main(int argc, char **argv)
 				    "invalid network '%s' (deny or allow)", optarg);
 			break;
 		case 'p':
-			if (sbx_parse_u64(optarg, 2, 4194304, &spec.pids) < 0)
+			if (sbx_limits_parse(SBX_CAP_PIDS, optarg, &spec) < 0)
 				sbx_usage_error(usage, "invalid pids '%s'", optarg);
+			given |= SBX_CAP_PIDS;
 			break;
 		case 'P':
 			spec.pull = 1;
@@ -369,6 +371,7 @@ main(int argc, char **argv)
 	/* Checked as a flag first; the password only once all is well. */
 	spec.egress_proxy = proxy ? json_object() : NULL;
 	if (!(be = sbx_backend_get(backend, &err)) ||
+	    sbx_limits_default(be, &spec, given, &err) < 0 ||
 	    sbx_backend_check_spec(be, &spec, &err) < 0)
 		sbx_die_err(&err);
 	if (proxy) {
