@@ -44,7 +44,7 @@ sandbox_json(struct sbxd_box *b)
 	return j;
 }
 
-/* What a sandbox gets (sbxd.limits): its vCPUs, rounded up, or its
+/* The size a sandbox has (sbxd.limits): its vCPUs, rounded up, or its
  * memory in MiB; the host's without a limit. */
 static json_int_t
 size_of(int memory)
