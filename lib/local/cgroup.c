@@ -228,18 +228,17 @@ limit(const char *dir, const char *file, const char *val, const char *what,
 }
 
 /* A default limit with no cgroup to hold it (rootless, not delegated)
- * is left out and said; an asked-for one is refused. */
+ * is left out and said; one asked for (--flag) is refused. */
 static int
 no_cgroup(struct sbx_spec *spec, unsigned cap, uint64_t *field,
-    const char *what, struct sbx_err *err)
+    const char *flag, const char *ctrl, struct sbx_err *err)
 {
 	if (!(spec->limits_default & cap))
 		return sbx_err_set(err, SBX_EX_USAGE,
-		    "--%s needs a writable %s cgroup", what, what[0] == 'c' ?
-		    "cpu" : what);
+		    "--%s needs a writable %s cgroup", flag, ctrl);
 	sbx_note("no writable %s cgroup%s: the default %s limit is not "
-	    "applied", what[0] == 'c' ? "cpu" : what, geteuid() ?
-	    " (rootless, not delegated)" : "", what[0] == 'c' ? "cpu" : what);
+	    "applied", ctrl, geteuid() ? " (rootless, not delegated)" : "",
+	    ctrl);
 	*field = 0;
 	spec->limits_default &= ~cap;
 	return 0;
@@ -311,8 +310,8 @@ sbx_cg_create(struct sbx_cgroups *cg, const char *id, struct sbx_spec *spec,
 			    err) < 0)
 				goto fail;
 			write_file(cg->unified, "memory.swap.max", "0");
-		} else if (no_cgroup(spec, SBX_CAP_MEMORY, &spec->memory, "memory",
-		    err) < 0) {
+		} else if (no_cgroup(spec, SBX_CAP_MEMORY, &spec->memory,
+		    "memory", "memory", err) < 0) {
 			goto fail;
 		}
 	}
@@ -325,7 +324,7 @@ sbx_cg_create(struct sbx_cgroups *cg, const char *id, struct sbx_spec *spec,
 			if (limit(cg->unified, "pids.max", val, "pids", err) < 0)
 				goto fail;
 		} else if (no_cgroup(spec, SBX_CAP_PIDS, &spec->pids, "pids",
-		    err) < 0) {
+		    "pids", err) < 0) {
 			goto fail;
 		}
 	}
@@ -354,8 +353,8 @@ sbx_cg_create(struct sbx_cgroups *cg, const char *id, struct sbx_spec *spec,
 			snprintf(val, sizeof val, "%llu 100000", quota);
 			if (limit(cg->unified, "cpu.max", val, "cpu", err) < 0)
 				goto fail;
-		} else if (no_cgroup(spec, SBX_CAP_CPUS, &spec->cpus_milli, "cpus",
-		    err) < 0) {
+		} else if (no_cgroup(spec, SBX_CAP_CPUS, &spec->cpus_milli,
+		    "cpus", "cpu", err) < 0) {
 			goto fail;
 		}
 	}
