@@ -263,6 +263,7 @@ main(int argc, char **argv)
 	struct sbx_net_proxy np;
 	int c, rc = SBX_EX_OK, reuse = 0;
 	const char *disk_arg = NULL;
+	unsigned given = 0; /* the limits a flag set */
 
 	sbx_prog_set(argv);
 	spec.labels = json_object();
@@ -301,8 +302,9 @@ main(int argc, char **argv)
 			backend = optarg;
 			break;
 		case 'c':
-			if (sbx_parse_milli(optarg, 1, 4096, &spec.cpus_milli) < 0)
+			if (sbx_limits_parse(SBX_CAP_CPUS, optarg, &spec) < 0)
 				sbx_usage_error(usage, "invalid cpus '%s'", optarg);
+			given |= SBX_CAP_CPUS;
 			break;
 		case 'd':
 			disk_arg = optarg;
@@ -324,11 +326,10 @@ main(int argc, char **argv)
 				sbx_die_err(&err);
 			break;
 		case 'm':
-			if (sbx_parse_size(optarg, &spec.memory) < 0 ||
-			    spec.memory < (4u << 20))
-				sbx_usage_error(usage,
-				    "invalid memory size '%s' (at least 4M)",
-				    optarg);
+			if (sbx_limits_parse(SBX_CAP_MEMORY, optarg, &spec) < 0)
+				sbx_usage_error(usage, "invalid memory size '%s' "
+				    "(at least 4M, or 0 for none)", optarg);
+			given |= SBX_CAP_MEMORY;
 			break;
 		case 'N':
 			if (!valid_name(optarg))
@@ -345,8 +346,9 @@ main(int argc, char **argv)
 				    "invalid network '%s' (deny or allow)", optarg);
 			break;
 		case 'p':
-			if (sbx_parse_u64(optarg, 2, 4194304, &spec.pids) < 0)
+			if (sbx_limits_parse(SBX_CAP_PIDS, optarg, &spec) < 0)
 				sbx_usage_error(usage, "invalid pids '%s'", optarg);
+			given |= SBX_CAP_PIDS;
 			break;
 		case 'P':
 			spec.pull = 1;
@@ -395,6 +397,7 @@ main(int argc, char **argv)
 	/* Checked as a flag first; the password only once all is well. */
 	spec.egress_proxy = proxy ? json_object() : NULL;
 	if (!(be = sbx_backend_get(backend, &err)) ||
+	    sbx_limits_default(be, &spec, given, &err) < 0 ||
 	    sbx_backend_check_spec(be, &spec, &err) < 0)
 		sbx_die_err(&err);
 	if (proxy) {

@@ -58,6 +58,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_DISK,
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
+		.template_sized = 1,
 		.ops = REMOTE(sbx_e2b_ops),
 	},
 };

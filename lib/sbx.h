@@ -304,6 +304,11 @@ struct sbx_spec {
 	uint64_t memory;      /* bytes, 0: no limit */
 	uint64_t cpus_milli;  /* 0: no limit */
 	uint64_t pids;        /* 0: no limit */
+	/* Which of memory, cpus_milli and pids (SBX_CAP_MEMORY, _CPUS,
+	 * _PIDS) are defaults (sbx_limits_default), not asked for: a
+	 * backend that cannot enforce one goes without it (a note says
+	 * so), where an asked-for limit is refused. */
+	unsigned limits_default;
 	enum sbx_net network;
 	uint64_t timeout;     /* idle seconds, 0: none */
 	json_t *labels;       /* object of strings */
@@ -450,6 +455,9 @@ struct sbx_backend {
 	/* Its sandboxes live in the local store (sbx_local_root), where
 	 * sbx-gc's lock is: without a store there is nothing to collect. */
 	int in_store;
+	/* Sized by its template: --cpus and --memory ask for at least so
+	 * much, and no default limit applies (sbx_limits_default). */
+	int template_sized;
 	/* NULL in the flavour that lacks it (sbx_flavour_pick runs the
 	 * other one). */
 	const struct sbx_backend_ops *ops;
@@ -487,6 +495,33 @@ const char *sbx_backend_pause_default(const struct sbx_backend *be);
  * this flavour of the tools can run; fn's result ends the walk when
  * not 0. */
 int sbx_backend_each(int (*fn)(json_t *o, void *arg), void *arg);
+
+/* --- limits: memory, CPUs and processes by default -------------------- */
+
+/* Built-in defaults (sbx-create(1)): E2B's smallest sandbox, and room
+ * for a parallel build's processes and threads. */
+#define SBX_LIMITS_MEMORY_DEFAULT "512M"
+#define SBX_LIMITS_CPUS_DEFAULT "2"
+#define SBX_LIMITS_PIDS_DEFAULT "1024"
+
+/* One limit as -m, -c, -p and limits.memory, .cpus, .pids take it
+ * (cap: SBX_CAP_MEMORY, _CPUS or _PIDS) into spec's field: a size of
+ * at least 4M, CPUs from 0.001 to 4096, 2 to 4194304 processes; "0" is
+ * none. -1 when malformed. */
+int sbx_limits_parse(unsigned cap, const char *s, struct sbx_spec *spec);
+/* The limits not in given (SBX_CAP_* bits) from the configuration
+ * (limits.memory, limits.cpus, limits.pids; SBX_LIMITS_*), else the
+ * built-in defaults, marked in spec->limits_default; those be cannot
+ * enforce (caps, template_sized) are left out with a note.
+ * SBX_EX_USAGE for a malformed value. */
+int sbx_limits_default(const struct sbx_backend *be, struct sbx_spec *spec,
+    unsigned given, struct sbx_err *err);
+/* /dev/shm's size within a memory limit (half of it); 0 for none. */
+uint64_t sbx_limits_shm(uint64_t memory);
+/* The "limits" object of a listing: {"memory","cpus","pids","shm"},
+ * null where there is none. */
+json_t *sbx_limits_json(uint64_t memory, uint64_t cpus_milli, uint64_t pids,
+    uint64_t shm);
 
 /* --- flavour: which build of a tool runs ------------------------------ */
 

@@ -204,6 +204,25 @@ for p in kids:
 	sbx-kill -q -s s.json >/dev/null
 }
 
+@test "no --pids: a fork bomb stops at the default 1024 processes and still ends at -T" {
+	# Half a CPU, so that the bomb leaves the machine alone.
+	new_sandbox --cpus 0.5
+	local cg
+	cg=/sys/fs/cgroup/pids/sbx/$(sid)
+	assert_equal "$(cat "$cg/pids.max")" 1024
+	# 8 s for the bomb to reach the limit; the command would end
+	# by itself at 20 s: -T must end it first.
+	run sbx-exec -s s.json -T 8 -- sh -c \
+	    'bomb() { bomb | bomb & }; bomb; exec sleep 20'
+	[ "$status" -eq 124 ]
+	grep -Eq '^max [1-9]' "$cg/pids.events"
+	[ "$(cat "$cg/cgroup.procs")" = "$(init_pid)" ]
+	run sx echo alive
+	assert_success
+	assert_output alive
+	sbx-kill -q -s s.json >/dev/null
+}
+
 @test "--timeout leaves no descendant behind" {
 	new_sandbox
 	run sbx-exec -s s.json -T 1 -- sh -c \
@@ -254,6 +273,135 @@ for p in kids:
 	[ ! -d "$cg" ]
 }
 
+# --- limits by default --------------------------------------------------------
+
+# A limit of sandbox $1's cgroup, cgroup v1 or v2: memory (bytes or max),
+# pids (n or max), cpu ("QUOTA PERIOD", or "max" for none).
+cg_limit() {
+	local id=$1 v1=/sys/fs/cgroup v2=/sys/fs/cgroup/unified/sbx/$1 q
+	[ -d "$v2" ] || v2=/sys/fs/cgroup/sbx/$1
+	case $2 in
+	memory)
+		if [ -e "$v1/memory/sbx/$id/memory.limit_in_bytes" ]; then
+			q=$(cat "$v1/memory/sbx/$id/memory.limit_in_bytes")
+			# v1 says "none" as the largest page-aligned value.
+			[ "$q" -ge $((1 << 62)) ] && q=max
+			echo "$q"
+		else
+			cat "$v2/memory.max"
+		fi ;;
+	pids)
+		if [ -e "$v1/pids/sbx/$id/pids.max" ]; then
+			cat "$v1/pids/sbx/$id/pids.max"
+		else
+			cat "$v2/pids.max"
+		fi ;;
+	cpu)
+		if [ -e "$v1/cpu/sbx/$id/cpu.cfs_quota_us" ]; then
+			q=$(cat "$v1/cpu/sbx/$id/cpu.cfs_quota_us")
+			[ "$q" = -1 ] && q=max
+			echo "$q $(cat "$v1/cpu/sbx/$id/cpu.cfs_period_us")"
+		elif [ -e "$v2/cpu.max" ]; then
+			cat "$v2/cpu.max"
+		else
+			echo max	# no cpu cgroup at all: no limit
+		fi ;;
+	esac
+}
+
+# /dev/shm's size inside sandbox s.json, in bytes.
+shm_size() {
+	sx df -B1 --output=size /dev/shm | tail -n 1 | tr -d ' '
+}
+
+@test "no flags: 512 MiB of memory, 1024 pids, 2 CPUs, a 256 MiB /dev/shm" {
+	new_sandbox
+	local id
+	id=$(sid)
+	assert_equal "$(cg_limit "$id" memory)" 536870912
+	assert_equal "$(cg_limit "$id" pids)" 1024
+	assert_equal "$(cg_limit "$id" cpu)" "200000 100000"
+	run shm_size
+	assert_success
+	assert_output 268435456
+}
+
+@test "no flags: sbx-ls shows the limits the sandbox got" {
+	new_sandbox
+	run ls_line "$(sid)"
+	assert_success
+	assert_equal "$(jq -c .limits <<<"$output")" \
+	    '{"memory":536870912,"cpus":2,"pids":1024,"shm":268435456}'
+}
+
+@test "limits.* in the configuration and SBX_LIMITS_* replace the defaults; a flag wins over both" {
+	printf 'limits.memory = 256M\nlimits.pids = 300\nlimits.cpus = 1.5\n' >.sbxrc
+	new_sandbox
+	local id
+	id=$(sid)
+	assert_equal "$(cg_limit "$id" memory)" 268435456
+	assert_equal "$(cg_limit "$id" pids)" 300
+	assert_equal "$(cg_limit "$id" cpu)" "150000 100000"
+	assert_equal "$(shm_size)" 134217728
+	sbx-kill -q -s s.json >/dev/null
+	SBX_LIMITS_MEMORY=128M SBX_LIMITS_PIDS=200 new_sandbox --cpus 0.5
+	id=$(sid)
+	assert_equal "$(cg_limit "$id" memory)" 134217728
+	assert_equal "$(cg_limit "$id" pids)" 200
+	assert_equal "$(cg_limit "$id" cpu)" "50000 100000"
+	sbx-kill -q -s s.json >/dev/null
+	SBX_LIMITS_MEMORY=128M new_sandbox --memory 64M --pids 50
+	id=$(sid)
+	assert_equal "$(cg_limit "$id" memory)" 67108864
+	assert_equal "$(cg_limit "$id" pids)" 50
+}
+
+@test "0 is no limit: --memory 0 --cpus 0 --pids 0, and limits.* = 0; /dev/shm as without limits" {
+	new_sandbox --memory 0 --cpus 0 --pids 0
+	local id
+	id=$(sid)
+	assert_equal "$(cg_limit "$id" memory)" max
+	assert_equal "$(cg_limit "$id" pids)" max
+	assert_equal "$(cg_limit "$id" cpu)" max
+	# tmpfs's own size, half the host's memory: more than any default.
+	[ "$(shm_size)" -gt $((1 << 30)) ]
+	assert_equal "$(ls_line "$id" | jq -c .limits)" \
+	    '{"memory":null,"cpus":null,"pids":null,"shm":null}'
+	sbx-kill -q -s s.json >/dev/null
+	printf 'limits.memory = 0\nlimits.pids = 0\nlimits.cpus = 0\n' >.sbxrc
+	new_sandbox
+	id=$(sid)
+	assert_equal "$(cg_limit "$id" memory)" max
+	assert_equal "$(cg_limit "$id" pids)" max
+	assert_equal "$(cg_limit "$id" cpu)" max
+}
+
+@test "bad limits.* or SBX_LIMITS_* are refused with exit 2, one message naming the key, and nothing created" {
+	local kv key val
+	snapshot
+	for kv in memory=12Q memory=1M memory=-1 cpus=abc cpus=0.0001 cpus=5000 \
+	    pids=1 pids=-5 pids=lots; do
+		key=${kv%%=*} val=${kv#*=}
+		printf 'limits.%s = %s\n' "$key" "$val" >.sbxrc
+		refused_cleanly "limits.$key '$val'"
+		rm .sbxrc
+		export "SBX_LIMITS_${key^^}=$val"
+		refused_cleanly "SBX_LIMITS_${key^^}"
+		unset "SBX_LIMITS_${key^^}"
+	done
+	no_cgroup_leaked
+}
+
+@test "a full /dev/shm is ENOSPC within the default memory limit; the sandbox goes on" {
+	new_sandbox
+	run sx sh -c 'head -c 400M /dev/zero > /dev/shm/big; echo "rc=$?"; ls -l /dev/shm/big'
+	assert_output --partial "No space left on device"
+	assert_output --partial "rc=1"
+	run sx sh -c 'rm /dev/shm/big && echo still here'
+	assert_success
+	assert_output "still here"
+}
+
 # --- refusals -----------------------------------------------------------------
 
 # sbx-create with the arguments after $1 exits 2, prints one message
@@ -286,9 +434,10 @@ refused_cleanly() {
 	snapshot
 	refused_cleanly 12Q --memory 12Q
 	refused_cleanly 1M --memory 1M
-	refused_cleanly 0 --cpus 0
+	refused_cleanly 0.0001 --cpus 0.0001
 	refused_cleanly abc --cpus abc
-	refused_cleanly 0 --pids 0
+	refused_cleanly 1 --pids 1
+	refused_cleanly 0M --memory 0M
 	refused_cleanly -1 --timeout -1
 	refused_cleanly maybe --network maybe
 	refused_cleanly noequals --label noequals
@@ -452,4 +601,19 @@ x"
 	[ ! -e "$ROOTLESS_DIR/m.json" ]
 	[ -z "$(find "$ROOTLESS_DIR/sb" -mindepth 1 -maxdepth 1 -regextype egrep \
 	    -regex '.*/[0-9a-f]{12}' 2>/dev/null)" ]
+}
+
+@test "rootless: no flags still creates (the defaults need cgroups it lacks); -v says so, one line each" {
+	rootless_dir
+	run --separate-stderr as_nobody sbx-create -v -s "$ROOTLESS_DIR/s.json"
+	assert_success
+	[ "$(grep -c 'default .* limit is not applied' <<<"$stderr")" -eq 3 ]
+	[[ "$stderr" == *"sbx-create: no writable memory cgroup"*"default memory limit is not applied"* ]]
+	run as_nobody sbx-ls -j
+	assert_success
+	assert_equal "$(jq -c .limits <<<"$output")" \
+	    '{"memory":null,"cpus":null,"pids":null,"shm":null}'
+	run --separate-stderr as_nobody sbx-create -s "$ROOTLESS_DIR/q.json"
+	assert_success
+	assert_equal "$stderr" ""
 }

@@ -187,11 +187,21 @@ sbx_docker_status_of(const json_t *c)
 	return "dead";
 }
 
+/* A limit of HostConfig; 0 for none (the engine says 0, -1 or null). */
+static uint64_t
+hc_u64(const json_t *hc, const char *key)
+{
+	long long v = sbx_json_int(hc, key, 0);
+
+	return v > 0 ? (uint64_t)v : 0;
+}
+
 /* The listing entry, shaped as the local backend's. */
 json_t *
 sbx_docker_info_of(const json_t *c, const char *endpoint)
 {
 	json_t *cfg = json_object_get(c, "Config"), *o = json_object();
+	json_t *hc = json_object_get(c, "HostConfig");
 	json_t *labels = json_object_get(cfg, "Labels"), *mine = json_object();
 	const char *k, *name = sbx_json_str(c, "Name");
 	long long now = sbx_now(), created;
@@ -220,9 +230,12 @@ sbx_docker_info_of(const json_t *c, const char *endpoint)
 	json_object_set_new(o, "processes", json_null());
 	json_object_set_new(o, "memory_bytes", json_null());
 	json_object_set_new(o, "cpu_s", json_null());
+	json_object_set_new(o, "limits", sbx_limits_json(hc_u64(hc,
+	    "Memory"), hc_u64(hc, "NanoCpus") / 1000000, hc_u64(hc,
+	    "PidsLimit"), hc_u64(hc, "ShmSize")));
 	json_object_set_new(o, "dir", json_null());
-	json_object_set_new(o, "runtime", json_incref(json_object_get(
-	    json_object_get(c, "HostConfig"), "Runtime")));
+	json_object_set_new(o, "runtime", json_incref(json_object_get(hc,
+	    "Runtime")));
 	json_object_set_new(o, "endpoint", json_string(endpoint));
 	return o;
 }

@@ -166,9 +166,16 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 	 * which it attaches once the container runs. */
 	json_object_set_new(hc, "NetworkMode", json_string(spec->network ==
 	    SBX_NET_ALLOW && !netroot ? "default" : "none"));
-	if (spec->memory)
+	/* As the local backend's: no swap beyond the limit, and /dev/shm
+	 * within it (else the engine's 64 MiB). */
+	if (spec->memory) {
 		json_object_set_new(hc, "Memory", json_integer((json_int_t)
 		    spec->memory));
+		json_object_set_new(hc, "MemorySwap", json_integer((json_int_t)
+		    spec->memory));
+		json_object_set_new(hc, "ShmSize", json_integer((json_int_t)
+		    sbx_limits_shm(spec->memory)));
+	}
 	if (spec->cpus_milli)
 		json_object_set_new(hc, "NanoCpus", json_integer((json_int_t)
 		    spec->cpus_milli * 1000000));

@@ -227,9 +227,26 @@ limit(const char *dir, const char *file, const char *val, const char *what,
 	return 0;
 }
 
+/* A default limit with no cgroup to hold it (rootless, not delegated)
+ * is left out and said; one asked for (--flag) is refused. */
+static int
+no_cgroup(struct sbx_spec *spec, unsigned cap, uint64_t *field,
+    const char *flag, const char *ctrl, struct sbx_err *err)
+{
+	if (!(spec->limits_default & cap))
+		return sbx_err_set(err, SBX_EX_USAGE,
+		    "--%s needs a writable %s cgroup", flag, ctrl);
+	sbx_note("no writable %s cgroup%s: the default %s limit is not "
+	    "applied", ctrl, geteuid() ? " (rootless, not delegated)" : "",
+	    ctrl);
+	*field = 0;
+	spec->limits_default &= ~cap;
+	return 0;
+}
+
 int
-sbx_cg_create(struct sbx_cgroups *cg, const char *id,
-    const struct sbx_spec *spec, struct sbx_err *err)
+sbx_cg_create(struct sbx_cgroups *cg, const char *id, struct sbx_spec *spec,
+    struct sbx_err *err)
 {
 	char val[64], *base, *dir;
 	int i, v2mem = 0, v2pids = 0, v2cpu = 0;
@@ -293,9 +310,8 @@ sbx_cg_create(struct sbx_cgroups *cg, const char *id,
 			    err) < 0)
 				goto fail;
 			write_file(cg->unified, "memory.swap.max", "0");
-		} else {
-			sbx_err_set(err, SBX_EX_USAGE,
-			    "--memory needs a writable memory cgroup");
+		} else if (no_cgroup(spec, SBX_CAP_MEMORY, &spec->memory,
+		    "memory", "memory", err) < 0) {
 			goto fail;
 		}
 	}
@@ -307,9 +323,8 @@ sbx_cg_create(struct sbx_cgroups *cg, const char *id,
 		} else if (v2pids) {
 			if (limit(cg->unified, "pids.max", val, "pids", err) < 0)
 				goto fail;
-		} else {
-			sbx_err_set(err, SBX_EX_USAGE,
-			    "--pids needs a writable pids cgroup");
+		} else if (no_cgroup(spec, SBX_CAP_PIDS, &spec->pids, "pids",
+		    "pids", err) < 0) {
 			goto fail;
 		}
 	}
@@ -338,9 +353,8 @@ sbx_cg_create(struct sbx_cgroups *cg, const char *id,
 			snprintf(val, sizeof val, "%llu 100000", quota);
 			if (limit(cg->unified, "cpu.max", val, "cpu", err) < 0)
 				goto fail;
-		} else {
-			sbx_err_set(err, SBX_EX_USAGE,
-			    "--cpus needs a writable cpu cgroup");
+		} else if (no_cgroup(spec, SBX_CAP_CPUS, &spec->cpus_milli,
+		    "cpus", "cpu", err) < 0) {
 			goto fail;
 		}
 	}

@@ -518,27 +518,31 @@ serve(int sock)
 	sbx_msg_release(&m);
 }
 
-/* Collect every child that ended: our commands report to their clients,
- * orphans of the sandbox are just reaped. */
-static void
+/* Collect children that ended: our commands report to their clients,
+ * orphans of the sandbox are just reaped. At most REAP_BATCH at a time:
+ * a fork bomb's orphans die as fast as we reap them, and deadlines
+ * (-T) must still be looked at. 1 when more may be waiting. */
+#define REAP_BATCH 64
+static int
 reap(void)
 {
 	siginfo_t si;
-	int i, status;
+	int i, k, status;
 
-	for (;;) {
+	for (k = 0; k < REAP_BATCH; k++) {
 		si.si_pid = 0;
 		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
 		    si.si_pid == 0)
-			return;
+			return 0;
 		if (waitpid(si.si_pid, &status, 0) != si.si_pid)
-			return;
+			return 0;
 		for (i = 0; i < ag.nruns; i++)
 			if (ag.runs[i].pid == si.si_pid) {
 				end_run(i, status);
 				break;
 			}
 	}
+	return 1;
 }
 
 /* Milliseconds until the next deadline (a timeout or the idle end), or
@@ -591,7 +595,7 @@ sbx_local_init_main(int argc, char **argv)
 {
 	struct pollfd p[3 + MAX_EXECS];
 	sigset_t mask;
-	int sfd, wfd, null, ms, expired, i, n, wpoll;
+	int sfd, wfd, null, ms, expired, i, n, wpoll, more = 0;
 	long long wnext = 0, now;
 
 	(void)argc;
@@ -619,6 +623,8 @@ sbx_local_init_main(int argc, char **argv)
 		struct signalfd_siginfo si;
 
 		ms = next_wait(&expired);
+		if (more)
+			ms = 0; /* children are left to reap */
 		if (expired) {
 			/* A resume may be waiting right behind the thaw. */
 			struct pollfd lp = {FD_LISTEN, POLLIN, 0};
@@ -661,7 +667,9 @@ sbx_local_init_main(int argc, char **argv)
 		if (p[1].revents & POLLIN) {
 			while (read(sfd, &si, sizeof si) > 0)
 				;
-			reap();
+			more = reap();
+		} else if (more) {
+			more = reap();
 		}
 		if (p[0].revents & POLLIN) {
 			int c = accept4(FD_LISTEN, NULL, NULL, SOCK_CLOEXEC);

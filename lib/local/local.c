@@ -432,6 +432,8 @@ make_meta(const struct sbx_spec *spec, const char *id, const char *image,
 	    spec->cpus_milli));
 	json_object_set_new(m, "pids_max", json_integer((json_int_t)
 	    spec->pids));
+	json_object_set_new(m, "shm", json_integer((json_int_t)
+	    sbx_limits_shm(spec->memory)));
 	json_object_set(m, "labels", spec->labels ? spec->labels :
 	    json_object());
 	json_object_set_new(m, "env_names", envk);
@@ -447,9 +449,11 @@ make_meta(const struct sbx_spec *spec, const char *id, const char *image,
 /* Create a sandbox, or (rid) start a stopped one again over its files:
  * the same id, directory, uid range and name. */
 static int
-start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
+start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
     json_t **ref, struct sbx_err *err)
 {
+	/* What it gets: a default limit it cannot have is left out. */
+	struct sbx_spec got = *asked, *spec = &got;
 	const char *root = sbx_local_root();
 	const char *workdir = spec->workdir ? spec->workdir : "/workspace";
 	int host = !spec->image || !strcmp(spec->image, "host");
@@ -609,6 +613,7 @@ start_sandbox(const struct sbx_spec *spec, const char *rid, json_t *oldmeta,
 	if (sbx_cg_create(&cg, id, spec, err) < 0)
 		goto fail;
 	cg_made = 1;
+	s.shm = sbx_limits_shm(spec->memory);
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0 ||
 	    ((!host || disk) && !rootless && socketpair(AF_UNIX,
@@ -1015,6 +1020,10 @@ info_of(const char *id)
 	cpu = cpu_usec(&cg);
 	json_object_set_new(o, "cpu_s", cpu >= 0 ? json_real((double)cpu /
 	    1e6) : json_null());
+	json_object_set_new(o, "limits", sbx_limits_json((uint64_t)
+	    sbx_json_int(meta, "memory", 0), (uint64_t)sbx_json_int(meta,
+	    "cpus_milli", 0), (uint64_t)sbx_json_int(meta, "pids_max", 0),
+	    (uint64_t)sbx_json_int(meta, "shm", 0)));
 	json_object_set_new(o, "dir", json_string(dir));
 	if (!meta)
 		json_object_set_new(o, "creating", json_true());

@@ -95,9 +95,11 @@ struct sbx_cgroups {
 	char *memory, *pids, *freezer, *cpuacct; /* borrowed from paths */
 };
 
-/* Create the sandbox's cgroups and apply the limits. */
+/* Create the sandbox's cgroups and apply the limits; a default one
+ * (spec->limits_default) with no cgroup to hold it is zeroed in spec,
+ * with a note. */
 int sbx_cg_create(struct sbx_cgroups *cg, const char *id,
-    const struct sbx_spec *spec, struct sbx_err *err);
+    struct sbx_spec *spec, struct sbx_err *err);
 /* Find the existing cgroups of a sandbox. */
 void sbx_cg_find(struct sbx_cgroups *cg, const char *id);
 int sbx_cg_attach(const struct sbx_cgroups *cg, pid_t pid,
@@ -132,6 +134,8 @@ struct sbx_local_setup {
 	int log_fd;
 	int image_fd;       /* an idmapped mount of the image, or -1 */
 	int disk_fd;        /* the disk's mount (disk.c), or -1: none */
+	uint64_t shm;       /* /dev/shm's size; 0: tmpfs's own (half the
+	                     * host's memory) */
 };
 
 /* Build the rootfs and pivot into it; called in the child, as sandbox

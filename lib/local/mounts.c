@@ -167,7 +167,7 @@ mount_proc(const char *root, struct sbx_err *err)
 }
 
 static int
-mount_dev(const char *root, struct sbx_err *err)
+mount_dev(const char *root, uint64_t shm, struct sbx_err *err)
 {
 	static const char *const nodes[] = {
 		"null", "zero", "full", "random", "urandom", "tty",
@@ -177,7 +177,7 @@ mount_dev(const char *root, struct sbx_err *err)
 		{"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
 		{"/proc/self/fd/2", "stderr"},
 	};
-	char *dev = sbx_xasprintf("%s/dev", root), *p, *src;
+	char *dev = sbx_xasprintf("%s/dev", root), *p, *src, opts[64];
 	size_t i;
 	int fd, rc = -1;
 
@@ -210,8 +210,15 @@ mount_dev(const char *root, struct sbx_err *err)
 	}
 	free(p);
 	p = sbx_xasprintf("%s/shm", dev);
+	/* Within the memory limit (sbx_limits_shm); without one, as
+	 * before: tmpfs's half of the host's memory. */
+	if (shm)
+		snprintf(opts, sizeof opts, "mode=1777,size=%llu",
+		    (unsigned long long)shm);
+	else
+		snprintf(opts, sizeof opts, "mode=1777");
 	if (mkdir(p, 01777) < 0 || mount("tmpfs", p, "tmpfs",
-	    MS_NOSUID | MS_NODEV, "mode=1777") < 0) {
+	    MS_NOSUID | MS_NODEV, opts) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev/shm:");
 		free(p);
 		goto out;
@@ -337,7 +344,7 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 			goto out;
 	}
 	rc = -1;
-	if (mount_proc(root, err) < 0 || mount_dev(root, err) < 0)
+	if (mount_proc(root, err) < 0 || mount_dev(root, s->shm, err) < 0)
 		goto out;
 	p = sbx_xasprintf("%s/sys", root);
 	/* sysfs goes with a network namespace of our own (every sandbox

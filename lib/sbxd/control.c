@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "sbxd.h"
 #include "../net/net.h"
@@ -43,6 +44,20 @@ sandbox_json(struct sbxd_box *b)
 	return j;
 }
 
+/* The size a sandbox has (sbxd.limits): its vCPUs, rounded up, or its
+ * memory in MiB; the host's without a limit. */
+static json_int_t
+size_of(int memory)
+{
+	long long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+
+	if (memory)
+		return (json_int_t)(sbxd.limits.memory ? sbxd.limits.memory >>
+		    20 : (uint64_t)(pages * psz) >> 20);
+	return (json_int_t)(sbxd.limits.cpus_milli ? (sbxd.limits.cpus_milli +
+	    999) / 1000 : (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
+}
+
 /* A ListedSandbox, or with detail a SandboxDetail (mu held). */
 static json_t *
 listed_json(struct sbxd_box *b, int detail)
@@ -52,11 +67,11 @@ listed_json(struct sbxd_box *b, int detail)
 
 	fmt_ms(b->started_ms, st, sizeof st);
 	fmt_ms(b->end_ms, en, sizeof en);
-	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:i,s:s,s:O}",
+	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:i,s:s,s:O}",
 	    "templateID", b->template, "sandboxID", b->id,
 	    "clientID", SBXD_CLIENT_ID, "startedAt", st, "endAt", en,
-	    "state", b->paused ? "paused" : "running", "cpuCount", 1,
-	    "memoryMB", 512, "diskSizeMB", 0, "envdVersion",
+	    "state", b->paused ? "paused" : "running", "cpuCount",
+	    size_of(0), "memoryMB", size_of(1), "diskSizeMB", 0, "envdVersion",
 	    SBXD_ENVD_VERSION, "metadata", b->metadata);
 	if (detail) {
 		if (b->token[0])
@@ -658,6 +673,10 @@ create(struct sbxd_req *r, int v2)
 	b->next_pid = 100;
 	spec.image = image;
 	spec.workdir = "/home/user";
+	spec.memory = sbxd.limits.memory;
+	spec.cpus_milli = sbxd.limits.cpus_milli;
+	spec.pids = sbxd.limits.pids;
+	spec.limits_default = sbxd.limits.limits_default;
 	/* Its ports answer at <port>-<id>.<domain> whatever its network:
 	 * with none published, the backend's helper still runs (for the
 	 * local one, sbx-netd, which then lets nothing out). */

@@ -62,6 +62,9 @@ struct sbxd {
 	unsigned active;       /* requests being answered */
 	unsigned long long reqs;
 	char **tmpl;           /* NAME, IMAGE, NAME, IMAGE, ... NULL */
+	/* Every sandbox's memory, cpus_milli, pids and limits_default
+	 * (sbx_limits_default): E2B's create body cannot ask for any. */
+	struct sbx_spec limits;
 };
 
 extern struct sbxd sbxd;

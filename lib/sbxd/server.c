@@ -664,7 +664,8 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	if (!(sbxd.be = sbx_backend_get(o->backend ? o->backend : "local",
 	    err)))
 		return -1;
-	if (parse_listen(o->listen, &ss, &sslen, err) < 0 ||
+	if (sbx_limits_default(sbxd.be, &sbxd.limits, 0, err) < 0 ||
+	    parse_listen(o->listen, &ss, &sslen, err) < 0 ||
 	    templates_init(err) < 0 || load_keys(err) < 0)
 		return -1;
 	/* Before any thread: it forks every child of sbxd's. */

@@ -580,3 +580,29 @@ netns() {
 	run grep -F -e "$SBXD_KEY" -e "$TOK" "$SBXD_DIR/log"
 	assert_failure
 }
+
+@test "sbxd's sandboxes get the default limits (512 MiB, 2 CPUs, 1024 processes), and say so as cpuCount and memoryMB" {
+	box
+	run sbxd_api GET "/sandboxes/$ID"
+	assert_equal "$(jq -c '[.cpuCount, .memoryMB]' <<<"$output")" '[2,512]'
+	run sbx-ls -j
+	assert_success
+	assert_equal "$(jq -c --arg id "$ID" 'select(.labels.sbxd == $id) | .limits' <<<"$output")" \
+	    '{"memory":536870912,"cpus":2,"pids":1024,"shm":268435456}'
+	local lid
+	lid=$(jq -r --arg id "$ID" 'select(.labels.sbxd == $id) | .id' <<<"$output")
+	[ -n "$lid" ]
+	assert_equal "$(cat /sys/fs/cgroup/pids/sbx/"$lid"/pids.max)" 1024
+}
+
+@test "sbxd with a malformed limits.* exits 2 at start, with one line naming it" {
+	local dir
+	dir=$(mktemp -d /tmp/sbxd-test.XXXXXX)
+	printf 'e2b_%s\n' 0123456789abcdef0123456789abcdef >"$dir/key"
+	chmod 600 "$dir/key"
+	run --separate-stderr env SBX_LIMITS_PIDS=lots timeout 20 sbxd \
+	    -l "127.0.0.1:$(sbxd_free_port)" -k "$dir/key" -S "$dir/store"
+	rm -rf "$dir"
+	assert_equal "$status" 2
+	assert_equal "$stderr" "sbxd: invalid limits.pids 'lots' in the configuration or SBX_LIMITS_PIDS"
+}

@@ -90,6 +90,41 @@ dk() {
 	no_containers
 }
 
+@test "docker: no flags: the engine gets the default limits (Memory, no swap, NanoCpus, PidsLimit, ShmSize); sbx-ls shows them" {
+	dk
+	id=$(sid)
+	api "/containers/$id/json" >c.json
+	jq_true '.HostConfig.Memory == 536870912 and
+	    .HostConfig.MemorySwap == 536870912 and
+	    .HostConfig.NanoCpus == 2000000000 and
+	    .HostConfig.PidsLimit == 1024 and
+	    .HostConfig.ShmSize == 268435456' <c.json
+	run sbx-exec -s s.json -- df -k /dev/shm
+	assert_success
+	assert_output --regexp 'shm +262144 '
+	run sbx-ls -b docker -j
+	assert_equal "$(jq -c --arg id "$id" 'select(.id == $id) | .limits' <<<"$output")" \
+	    '{"memory":536870912,"cpus":2,"pids":1024,"shm":268435456}'
+	sbx-kill -s s.json >/dev/null
+}
+
+@test "docker: limits.* and flags replace the defaults; 0 is none (the engine's own /dev/shm)" {
+	SBX_LIMITS_MEMORY=256M SBX_LIMITS_PIDS=0 dk --cpus 0.5
+	id=$(sid)
+	api "/containers/$id/json" >c.json
+	jq_true '.HostConfig.Memory == 268435456 and
+	    .HostConfig.ShmSize == 134217728 and
+	    .HostConfig.NanoCpus == 500000000 and
+	    ((.HostConfig.PidsLimit // 0) <= 0)' <c.json
+	sbx-kill -s s.json >/dev/null
+	dk --memory 0 --cpus 0
+	id=$(sid)
+	api "/containers/$id/json" >c.json
+	jq_true '.HostConfig.Memory == 0 and .HostConfig.NanoCpus == 0 and
+	    .HostConfig.PidsLimit == 1024 and .HostConfig.ShmSize == 67108864' <c.json
+	sbx-kill -s s.json >/dev/null
+}
+
 @test "docker: sbx-kill --keep keeps the container and its files, ended, until a second kill" {
 	dk
 	id=$(sid)

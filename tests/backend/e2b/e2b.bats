@@ -593,14 +593,15 @@ in_term() {
 	run sbxd_api GET "/sandboxes/$(e2b_id)"
 	assert_equal "$(jq -c '{vcpus: .cpuCount, memory_mib: .memoryMB}' <<<"$output")" \
 	    "$(jq -c .resources s.json)"
-	assert_equal "$(jq -c .resources s.json)" '{"vcpus":1,"memory_mib":512}'
+	# sbxd's sandboxes have its default limits: 2 CPUs, 512 MiB.
+	assert_equal "$(jq -c .resources s.json)" '{"vcpus":2,"memory_mib":512}'
 	before=$(sbxd_api GET /v2/sandboxes | jq length)
-	for more in '--cpus 2' '--memory 1G' '--cpus 4 --memory 2G'; do
+	for more in '--cpus 3' '--memory 1G' '--cpus 4 --memory 2G'; do
 		run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s t.json $more
 		assert_failure 2
 		assert_output ""
 		assert_equal "${#stderr_lines[@]}" 1
-		[[ $stderr == "sbx-create: template 'base' gives 1 vCPU and 512 MiB, less than --"* ]]
+		[[ $stderr == "sbx-create: template 'base' gives 2 vCPU and 512 MiB, less than --"* ]]
 		[ ! -e t.json ]
 		assert_equal "$(sbxd_api GET /v2/sandboxes | jq length)" "$before"
 	done
@@ -608,12 +609,26 @@ in_term() {
 	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s t.json --cpus 0.5 --memory 256M
 	assert_success
 	jq -r .id <<<"$output" >>e2b.ids
-	[[ $stderr == *"gives 1 vCPU and 512 MiB, more than --cpus/--memory ask"* ]]
-	assert_equal "$(jq -c .resources t.json)" '{"vcpus":1,"memory_mib":512}'
-	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s u.json --cpus 1 --memory 512M
+	[[ $stderr == *"gives 2 vCPU and 512 MiB, more than --cpus/--memory ask"* ]]
+	assert_equal "$(jq -c .resources t.json)" '{"vcpus":2,"memory_mib":512}'
+	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s u.json --cpus 2 --memory 512M
 	assert_success
 	jq -r .id <<<"$output" >>e2b.ids
 	assert_equal "$stderr" ""
+}
+
+@test "sbx-create -b e2b: no default limit is asked of a template-sized sandbox, even one beyond it; -v says so" {
+	run --separate-stderr env SBX_LIMITS_MEMORY=4G SBX_LIMITS_CPUS=8 \
+	    sbx-create -v -b e2b -E "$SBXD_URL" -s s.json
+	assert_success
+	jq -r .id <<<"$output" >>e2b.ids
+	[[ $stderr == *"sbx-create: backend 'e2b' sizes a sandbox by its template: no default memory limit"* ]]
+	[[ $stderr == *"no default cpu limit"* ]]
+	[[ $stderr == *"no default pids limit"* ]]
+	# A flag is a request, checked against the template as before.
+	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s t.json --memory 4G
+	assert_failure 2
+	[ ! -e t.json ]
 }
 
 @test "sbx-cost on an e2b sandbox applies the config's per vCPU-second and GiB-second rates to its size" {
@@ -624,9 +639,9 @@ in_term() {
 	run sbx-cost -s s.json
 	assert_success
 	assert_equal "$(jq -r .rate_source <<<"$output")" \
-	    "config cost.e2b.vcpu_second+gib_second (1 vCPU, 0.5 GiB)"
-	# (1 x 0.000014 + 0.5 x 0.0000045) x 3600 = 0.0585 an hour
-	assert_equal "$(jq -r .rate <<<"$output")" 0.0585
+	    "config cost.e2b.vcpu_second+gib_second (2 vCPU, 0.5 GiB)"
+	# (2 x 0.000014 + 0.5 x 0.0000045) x 3600 = 0.1089 an hour
+	assert_equal "$(jq -r .rate <<<"$output")" 0.1089
 	sbx-kill -s s.json >/dev/null
 	# As if it had run two hours more.
 	jq '.segments[0][0] -= 7200' s.json >s2.json && mv s2.json s.json
