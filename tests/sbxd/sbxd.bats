@@ -48,8 +48,17 @@ body() {
 	run sbxd --on-exit maybe -k /dev/null
 	assert_failure 2
 	assert_output "sbxd: bad value 'maybe' for --on-exit (leave, kill, pause)"
-	run sbxd -l 127.0.0.1:0 -k /dev/null --max-sandboxes 0
+	run sbxd -l 127.0.0.1:0 -k /dev/null --max-sandboxes -1
 	assert_failure 2
+	run sbxd -l 127.0.0.1:0 -k /dev/null --max-connections 8
+	assert_failure 2
+	assert_output "sbxd: bad count '8' for --max-connections (0, or 16 to 1000000)"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --max-per-address x
+	assert_failure 2
+	assert_output "sbxd: bad count 'x' for --max-per-address"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --header-timeout 0
+	assert_failure 2
+	assert_output "sbxd: bad duration '0' for --header-timeout (1 to 3600 seconds)"
 }
 
 @test "sbxd without a readable key file exits 5 and says which file" {
