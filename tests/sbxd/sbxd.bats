@@ -503,10 +503,16 @@ netns() {
 		[ -n "$pid" ] && break
 		sleep 0.05
 	done
-	sbxd_frame "{\"process\":{\"pid\":$pid}}" |
-		sbxd_envd "$ID" "$TOK" /process.Process/Connect -H 'Content-Type: application/connect+json' --data-binary @- >"$BATS_TEST_TMPDIR/re" &
+	# The request made first (python's start can outlast a fixed sleep),
+	# then SendSignal once Connect's start event is in.
+	sbxd_frame "{\"process\":{\"pid\":$pid}}" >"$BATS_TEST_TMPDIR/re.req"
+	sbxd_envd "$ID" "$TOK" /process.Process/Connect -N -H 'Content-Type: application/connect+json' \
+		--data-binary @"$BATS_TEST_TMPDIR/re.req" >"$BATS_TEST_TMPDIR/re" &
 	rpid=$!
-	sleep 0.3
+	for ((i = 0; i < 100; i++)); do
+		grep -q start "$BATS_TEST_TMPDIR/re" 2>/dev/null && break
+		sleep 0.05
+	done
 	run sbxd_envd "$ID" "$TOK" /process.Process/SendSignal -H 'Content-Type: application/json' \
 		-d "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}" -w ' %{http_code}'
 	assert_output '{} 200'
