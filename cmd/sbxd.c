@@ -7,8 +7,9 @@
 
 static const char usage[] =
     "usage: sbxd [-qv] [-l addr] -k file [-S dir] [-t name=image]...\n"
-    "            [-m count] [-r rate] [-B bytes] [-U bytes] [-T seconds]\n"
-    "            [-d domain] [-x leave|kill|pause] [-A]\n";
+    "            [-m count] [-r rate] [-c count] [-p count] [-w seconds]\n"
+    "            [-B bytes] [-U bytes] [-T seconds] [-d domain]\n"
+    "            [-x leave|kill|pause] [-A]\n";
 
 static const struct option longopts[] = {
 	{"listen", required_argument, NULL, 'l'},
@@ -17,6 +18,9 @@ static const struct option longopts[] = {
 	{"template", required_argument, NULL, 't'},
 	{"max-sandboxes", required_argument, NULL, 'm'},
 	{"create-rate", required_argument, NULL, 'r'},
+	{"max-connections", required_argument, NULL, 'c'},
+	{"max-per-address", required_argument, NULL, 'p'},
+	{"header-timeout", required_argument, NULL, 'w'},
 	{"max-body", required_argument, NULL, 'B'},
 	{"max-upload", required_argument, NULL, 'U'},
 	{"max-timeout", required_argument, NULL, 'T'},
@@ -40,6 +44,11 @@ main(int argc, char **argv)
 		.max_upload = 1ull << 30,
 		.max_timeout = 86400,
 		.access_log = 1,
+		.max_sandboxes = 100,
+		.create_rate = 20,
+		.max_conns = 4096,
+		.max_per_addr = 256,
+		.header_timeout = 10,
 	};
 	struct sbx_err err;
 	/* Static: reachable still when a usage error exits (LeakSanitizer). */
@@ -50,11 +59,19 @@ main(int argc, char **argv)
 
 	sbx_prog_set(argv);
 	tmpl = sbx_xcalloc((size_t)argc + 1, sizeof *tmpl);
-	while ((c = getopt_long(argc, argv, "Ad:B:hk:l:m:qr:S:t:T:U:vVx:",
+	while ((c = getopt_long(argc, argv, "Ac:d:B:hk:l:m:p:qr:S:t:T:U:vVw:x:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case 'A':
 			o.access_log = 0;
+			break;
+		case 'c':
+			if (sbx_parse_u64(optarg, 0, 1000000, &v) < 0 ||
+			    (v && v < 16))
+				sbx_usage_error(usage, "bad count '%s' for "
+				    "--max-connections (0, or 16 to 1000000)",
+				    optarg);
+			o.max_conns = (unsigned)v;
 			break;
 		case 'd':
 			o.domain = optarg;
@@ -72,16 +89,22 @@ main(int argc, char **argv)
 			o.listen = optarg;
 			break;
 		case 'm':
-			if (sbx_parse_u64(optarg, 1, 100000, &v) < 0)
+			if (sbx_parse_u64(optarg, 0, 100000, &v) < 0)
 				sbx_usage_error(usage, "bad count '%s' for "
 				    "--max-sandboxes", optarg);
 			o.max_sandboxes = (unsigned)v;
 			break;
 		case 'r':
-			if (sbx_parse_u64(optarg, 1, 100000, &v) < 0)
+			if (sbx_parse_u64(optarg, 0, 100000, &v) < 0)
 				sbx_usage_error(usage, "bad rate '%s' for "
 				    "--create-rate", optarg);
 			o.create_rate = (unsigned)v;
+			break;
+		case 'p':
+			if (sbx_parse_u64(optarg, 0, 1000000, &v) < 0)
+				sbx_usage_error(usage, "bad count '%s' for "
+				    "--max-per-address", optarg);
+			o.max_per_addr = (unsigned)v;
 			break;
 		case 'S':
 			o.store = optarg;
@@ -99,6 +122,14 @@ main(int argc, char **argv)
 			if (sbx_parse_size(optarg, &o.max_upload) < 0)
 				sbx_usage_error(usage, "bad size '%s' for "
 				    "--max-upload", optarg);
+			break;
+		case 'w':
+			if (sbx_parse_duration(optarg, &v) < 0 || !v ||
+			    v > 3600)
+				sbx_usage_error(usage, "bad duration '%s' for "
+				    "--header-timeout (1 to 3600 seconds)",
+				    optarg);
+			o.header_timeout = (unsigned)v;
 			break;
 		case 'x':
 			if (strcmp(optarg, "leave") && strcmp(optarg, "kill") &&

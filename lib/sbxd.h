@@ -12,7 +12,10 @@ struct sbx_sbxd_opts {
 	const char *backend;      /* what it serves; NULL: local */
 	const char *on_exit;      /* "leave", "kill" or "pause" */
 	unsigned max_sandboxes;   /* 0: none */
-	unsigned create_rate;     /* creates a second, 0: no limit */
+	unsigned create_rate;     /* creates a second per key, 0: no limit */
+	unsigned max_conns;       /* connections at a time, 0: no limit */
+	unsigned max_per_addr;    /* of them from one address, 0: no limit */
+	unsigned header_timeout;  /* seconds to send a whole request head */
 	uint64_t max_body;        /* bytes of a JSON body */
 	uint64_t max_upload;      /* bytes of a file upload, 0: none */
 	uint64_t max_timeout;     /* seconds a sandbox may live */

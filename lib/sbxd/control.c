@@ -143,12 +143,15 @@ strmap_ok(const json_t *o)
 	return 1;
 }
 
-/* Room for one more sandbox, and a create within the rate (mu held):
- * a message for 429, or NULL. */
+/* Room for one more sandbox, and a create within the rate of the key
+ * (mu held): a message for 429, or NULL. Each key has a token bucket
+ * of create_rate tokens, filled at create_rate a second. */
 static const char *
-admit(char *msg, size_t n)
+admit(struct sbxd_req *r, char *msg, size_t n)
 {
 	long long now = sbx_mono_ms();
+	double cap = sbxd.o.create_rate;
+	struct sbxd_key *k;
 
 	if (sbxd.o.max_sandboxes && sbxd.nboxes >= sbxd.o.max_sandboxes) {
 		snprintf(msg, n, "you have reached the maximum number of "
@@ -157,17 +160,19 @@ admit(char *msg, size_t n)
 		    sbxd.o.max_sandboxes);
 		return msg;
 	}
-	if (sbxd.o.create_rate) {
-		if (now - sbxd.rate_t0 >= 1000) {
-			sbxd.rate_t0 = now;
-			sbxd.rate_n = 0;
-		}
-		if (sbxd.rate_n >= sbxd.o.create_rate) {
+	if (sbxd.o.create_rate && r->key >= 0 &&
+	    (size_t)r->key < sbxd.nkeys) {
+		k = &sbxd.keys[r->key];
+		k->tokens += (double)(now - k->t) * cap / 1000.0;
+		if (k->tokens > cap)
+			k->tokens = cap;
+		k->t = now;
+		if (k->tokens < 1) {
 			snprintf(msg, n, "Rate limit exceeded: at most %u "
 			    "sandboxes a second", sbxd.o.create_rate);
 			return msg;
 		}
-		sbxd.rate_n++;
+		k->tokens -= 1;
 	}
 	return NULL;
 }
@@ -644,7 +649,7 @@ create(struct sbxd_req *r, int v2)
 		goto out;
 	}
 	pthread_mutex_lock(&sbxd.mu);
-	if (admit(msg, sizeof msg)) {
+	if (admit(r, msg, sizeof msg)) {
 		pthread_mutex_unlock(&sbxd.mu);
 		ret = sbxd_reply_err(r, 429, "%s", msg);
 		goto out;

@@ -212,6 +212,8 @@ wstream_msg(struct wstream *st, const char *kind, json_t *v)
 	json_decref(j);
 }
 
+/* Never blocks: with nothing to send, the connection waits suspended
+ * until the helper writes, the keepalive or the deadline (wake.c). */
 static ssize_t
 wstream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -244,22 +246,25 @@ wstream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			    "sbxd is stopping");
 			continue;
 		}
-		until = st->io.next_ping;
-		if (st->io.deadline && st->io.deadline < until)
-			until = st->io.deadline;
-		/* A second at most: sbxd's stopping is seen. */
-		if (until - now > 1000)
-			until = now + 1000;
 		{
 			struct pollfd f = {st->ib.sock, POLLIN, 0};
 
-			pr = poll(&f, 1, (int)(until - now));
+			pr = poll(&f, 1, 0);
 		}
 		if (pr < 0 && errno != EINTR) {
 			sbxd_stream_end(&st->io, "internal", "poll failed");
 			continue;
 		}
-		if (pr <= 0)
+		if (pr == 0) {
+			until = st->io.next_ping;
+			if (st->io.deadline && st->io.deadline < until)
+				until = st->io.deadline;
+			if (sbxd_wait(&st->io.w, st->io.c, st->ib.sock,
+			    until) == 0)
+				return 0;
+			continue;
+		}
+		if (pr < 0)
 			continue;
 		if (!(ev = sbxd_msg_recv(st->ib.sock, NULL))) {
 			sbxd_stream_end(&st->io, "unavailable",
@@ -277,6 +282,7 @@ wstream_free(void *cls)
 {
 	struct wstream *st = cls;
 
+	sbxd_wait_cancel(&st->io.w);
 	sbxd_inbox_end(&st->ib, 1);
 	sbx_buf_release(&st->io.out);
 	free(st);

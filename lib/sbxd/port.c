@@ -21,6 +21,9 @@ struct up {
 	int fd;
 	char *rest;          /* body bytes read with the head */
 	size_t nrest, off;
+	struct MHD_Connection *c;
+	struct sbxd_wait w;
+	long long idle_until; /* the sandbox's server has been silent */
 };
 
 /* Hop-by-hop and ours: never passed on either way. */
@@ -124,6 +127,8 @@ add_arg(void *cls, enum MHD_ValueKind kind, const char *k, const char *v)
 	return MHD_YES;
 }
 
+/* Never blocks: with nothing from the sandbox's server yet, the
+ * connection waits suspended for it (wake.c). */
 static ssize_t
 up_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
@@ -139,12 +144,26 @@ up_read(void *cls, uint64_t pos, char *buf, size_t max)
 		u->off += (size_t)n;
 		return n;
 	}
-	while ((r = poll(&p, 1, UP_MS)) < 0 && errno == EINTR)
-		;
-	if (r <= 0)
-		return MHD_CONTENT_READER_END_WITH_ERROR;
+	for (;;) {
+		while ((r = poll(&p, 1, 0)) < 0 && errno == EINTR)
+			;
+		if (r < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (r > 0)
+			break;
+		if (sbx_mono_ms() >= u->idle_until)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		if (sbxd_wait(&u->w, u->c, u->fd, u->idle_until) == 0)
+			return 0;
+		pthread_mutex_lock(&sbxd.mu);
+		r = sbxd.stopping;
+		pthread_mutex_unlock(&sbxd.mu);
+		if (r)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
 	while ((n = read(u->fd, buf, max)) < 0 && errno == EINTR)
 		;
+	u->idle_until = sbx_mono_ms() + UP_MS;
 	if (n == 0)
 		return MHD_CONTENT_READER_END_OF_STREAM;
 	return n < 0 ? MHD_CONTENT_READER_END_WITH_ERROR : n;
@@ -155,6 +174,7 @@ up_free(void *cls)
 {
 	struct up *u = cls;
 
+	sbxd_wait_cancel(&u->w);
 	close(u->fd);
 	free(u->rest);
 	free(u);
@@ -246,6 +266,8 @@ sbxd_port_proxy(struct sbxd_req *r)
 		goto broken;
 	u = sbx_xcalloc(1, sizeof *u);
 	u->fd = fd;
+	u->c = r->c;
+	u->idle_until = sbx_mono_ms() + UP_MS;
 	u->nrest = n - (size_t)(eoh + 4 - head);
 	u->rest = sbx_xmalloc(u->nrest + 1);
 	memcpy(u->rest, eoh + 4, u->nrest);

@@ -36,6 +36,7 @@ struct sub {
 	struct ev *head, *tail;
 	size_t queued;
 	int gone;             /* its client went */
+	struct sbxd_wait *w;  /* its stream's wait: woken by an event */
 	int ended;            /* the end event is queued */
 	char *end_error;      /* the end of stream's error code, or NULL */
 	char *end_msg;
@@ -113,6 +114,7 @@ publish(struct sbxd_proc *p, const json_t *event)
 		else
 			s->head = e;
 		s->tail = e;
+		sbxd_wake(s->w);
 	}
 	json_decref(msg);
 	pthread_cond_broadcast(&sbxd.cv);
@@ -230,6 +232,7 @@ finish(struct sbxd_proc *p, const struct result *res)
 	}
 	for (s = p->subs; s; s = s->next) {
 		s->ended = 1;
+		sbxd_wake(s->w);
 		if (ecode) {
 			s->end_error = sbx_xstrdup(ecode);
 			s->end_msg = sbx_xstrdup(emsg);
@@ -374,6 +377,7 @@ sbxd_stream_start(struct sbxd_stream *s, struct sbxd_req *r)
 	s->keepalive_ms = ka && sbx_parse_u64(ka, 1, 86400, &v) == 0 ?
 	    (long long)v * 1000 : 90000;
 	s->next_ping = sbx_mono_ms() + s->keepalive_ms;
+	s->c = r->c;
 	if (to && sbx_parse_u64(to, 1, UINT32_MAX, &v) == 0 && !s->deadline)
 		s->deadline = sbx_mono_ms() + (long long)v;
 }
@@ -405,14 +409,16 @@ sbxd_stream_take(struct sbxd_stream *s, char *buf, size_t max)
 	return n;
 }
 
+/* Never blocks: with nothing to send, the connection waits suspended
+ * until an event, the keepalive or the deadline (wake.c). */
 static ssize_t
 stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
 	struct stream *st = cls;
-	struct timespec ts;
 	struct ev *e;
 	long long now, until;
 	size_t n;
+	int waited;
 
 	(void)pos;
 	for (;;) {
@@ -420,56 +426,48 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			return (ssize_t)n;
 		if (st->io.last)
 			return MHD_CONTENT_READER_END_OF_STREAM;
+		e = NULL;
+		waited = 0;
 		pthread_mutex_lock(&sbxd.mu);
-		for (;;) {
+		{
 			struct sub *s = st->sub;
 
+			now = sbx_mono_ms();
 			if ((e = s->head)) {
 				s->head = e->next;
 				if (!s->head)
 					s->tail = NULL;
 				s->queued -= e->frame.len;
 				pthread_cond_broadcast(&sbxd.cv);
-				break;
-			}
-			if (s->ended) {
+			} else if (s->ended) {
 				sbxd_stream_end(&st->io, s->end_error,
 				    s->end_msg);
-				break;
-			}
-			now = sbx_mono_ms();
-			if (sbxd.stopping) {
+			} else if (sbxd.stopping) {
 				sbxd_stream_end(&st->io, "unavailable",
 				    "sbxd is stopping");
-				break;
-			}
-			if (st->io.deadline && now >= st->io.deadline) {
+			} else if (st->io.deadline && now >= st->io.deadline) {
 				sbxd_stream_end(&st->io, "deadline_exceeded",
 				    "the operation timed out");
-				break;
-			}
-			if (now >= st->io.next_ping) {
+			} else if (now >= st->io.next_ping) {
 				json_t *k = json_pack("{s:{s:{}}}", "event",
 				    "keepalive");
 
 				sbx_e2b_frame_json(&st->io.out, 0, k);
 				json_decref(k);
 				st->io.next_ping = now + st->io.keepalive_ms;
-				break;
+			} else {
+				until = st->io.next_ping;
+				if (st->io.deadline && st->io.deadline < until)
+					until = st->io.deadline;
+				/* Under mu: an event published after the
+				 * look above wakes it. */
+				waited = sbxd_wait(&st->io.w, st->io.c, -1,
+				    until) == 0;
 			}
-			until = st->io.next_ping;
-			if (st->io.deadline && st->io.deadline < until)
-				until = st->io.deadline;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_sec += (until - now) / 1000;
-			ts.tv_nsec += ((until - now) % 1000) * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
-			pthread_cond_timedwait(&sbxd.cv, &sbxd.mu, &ts);
 		}
 		pthread_mutex_unlock(&sbxd.mu);
+		if (waited)
+			return 0;
 		if (e) {
 			sbx_buf_add(&st->io.out, e->frame.data, e->frame.len);
 			sbx_buf_release(&e->frame);
@@ -511,6 +509,7 @@ stream_free(void *cls)
 	}
 	pthread_cond_broadcast(&sbxd.cv);
 	pthread_mutex_unlock(&sbxd.mu);
+	sbxd_wait_cancel(&st->io.w);
 	if (st->sub)
 		sub_free(st->sub);
 	sbx_buf_release(&st->io.out);
@@ -781,6 +780,7 @@ h_start(struct sbxd_req *r)
 		p->tag = sbx_xstrdup(sbx_json_str(j, "tag"));
 	st = sbx_xcalloc(1, sizeof *st);
 	st->sub = sbx_xcalloc(1, sizeof *st->sub);
+	st->sub->w = &st->io.w;
 
 	pthread_mutex_lock(&sbxd.mu);
 	if (sbxd.stopping) {
@@ -897,6 +897,7 @@ h_connect(struct sbxd_req *r)
 	}
 	st = sbx_xcalloc(1, sizeof *st);
 	st->sub = sbx_xcalloc(1, sizeof *st->sub);
+	st->sub->w = &st->io.w;
 	st->sub->next = p->subs;
 	p->subs = st->sub;
 	st->p = p;

@@ -16,6 +16,25 @@
 
 struct sbxd_proc;
 
+/* An API key: its SHA-256, and its token bucket of creates. */
+struct sbxd_key {
+	unsigned char sha[32];
+	double tokens;
+	long long t;           /* the bucket's last fill (mono ms) */
+};
+
+/* wake.c: a stream's wait for something to send, off MHD's threads.
+ * Zeroed is ready; fields are wake.c's. */
+struct sbxd_wait {
+	struct MHD_Connection *c;
+	int fd;
+	long long until;
+	int armed, kicked;
+	size_t slot;
+	unsigned long round;
+	struct sbxd_wait *next;
+};
+
 /* A sandbox sbxd made. Its fields are under sbxd.mu; ref and id never
  * change. Held by refs: the table's one, and each request's. */
 struct sbxd_box {
@@ -54,10 +73,8 @@ struct sbxd {
 	pthread_cond_t cv;     /* an event, an exit, a box's change */
 	struct sbxd_box *boxes;
 	unsigned nboxes;
-	unsigned char (*keys)[32]; /* SHA-256 of each API key */
+	struct sbxd_key *keys;
 	size_t nkeys;
-	long long rate_t0;     /* the create rate's window */
-	unsigned rate_n;
 	int stopping;
 	unsigned active;       /* requests being answered */
 	unsigned long long reqs;
@@ -77,6 +94,7 @@ struct sbxd_req {
 	char rid[17];
 	long long t0;
 	int status;
+	int key;               /* the API key's index, -1: none */
 	struct sbx_buf body;   /* a JSON body, up to max_body */
 	int too_big;
 	struct sbxd_box *box;  /* envd: the sandbox it is for (a ref) */
@@ -124,6 +142,19 @@ json_t *sbxd_body_json(struct sbxd_req *r, enum MHD_Result *ret);
 /* The segment i (0 the first) of the path, malloc'd, or NULL. */
 char *sbxd_path_seg(const struct sbxd_req *r, int i);
 void sbxd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* wake.c. From a content reader with nothing to send: suspend c until
+ * fd (-1: none) is readable, until (mono ms, 0: none) comes, sbxd_wake
+ * or sbxd stops; 0 then (the reader returns 0), or 1 when woken since
+ * the last wait or stopping (look again). */
+int sbxd_wait(struct sbxd_wait *w, struct MHD_Connection *c, int fd,
+    long long until);
+void sbxd_wake(struct sbxd_wait *w);
+/* From a response's free callback. */
+void sbxd_wait_cancel(struct sbxd_wait *w);
+int sbxd_wake_start(struct sbx_err *err);
+void sbxd_wake_all(void);      /* sbxd is stopping */
+void sbxd_wake_end(void);      /* no connection is suspended */
 
 /* box.c: the table, the store, the clock */
 long long sbxd_now_ms(void);
@@ -217,6 +248,8 @@ struct sbxd_stream {
 	size_t off;
 	int last;             /* the end of stream is in out */
 	long long keepalive_ms, next_ping, deadline;
+	struct MHD_Connection *c;
+	struct sbxd_wait w;
 };
 /* The keepalive and the deadline the request's headers ask for; a
  * deadline already set stays. */

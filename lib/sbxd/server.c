@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +18,14 @@
 #include "sbxd.h"
 
 struct sbxd sbxd;
+
+/* Seconds a request whose head is in may be silent while its body
+ * comes. */
+#define REQUEST_TIMEOUT 300u
+/* MHD's pool: connections are spread over its threads, each an epoll
+ * loop; a handler that blocks (a create) holds up its thread's other
+ * connections for that while, so there are more than the cores. */
+#define POOL_THREADS 16u
 
 void
 sbxd_log(const char *fmt, ...)
@@ -183,8 +192,9 @@ static int
 load_keys(struct sbx_err *err)
 {
 	FILE *f = fopen(sbxd.o.key_file, "r");
-	unsigned char (*keys)[32] = NULL;
-	size_t n = 0, cap = 0;
+	struct sbxd_key *keys = NULL;
+	long long now = sbx_mono_ms();
+	size_t n = 0, cap = 0, i, j;
 	char *line = NULL;
 	size_t lcap = 0;
 	ssize_t len;
@@ -202,7 +212,9 @@ load_keys(struct sbx_err *err)
 			cap = cap ? cap * 2 : 4;
 			keys = sbx_xrealloc(keys, cap * sizeof *keys);
 		}
-		SHA256((unsigned char *)line, (size_t)len, keys[n++]);
+		SHA256((unsigned char *)line, (size_t)len, keys[n].sha);
+		keys[n].tokens = sbxd.o.create_rate;
+		keys[n++].t = now;
 	}
 	if (line)
 		OPENSSL_cleanse(line, lcap);
@@ -214,6 +226,13 @@ load_keys(struct sbx_err *err)
 		    sbxd.o.key_file);
 	}
 	pthread_mutex_lock(&sbxd.mu);
+	/* A key kept across a reload keeps its bucket. */
+	for (i = 0; i < n; i++)
+		for (j = 0; j < sbxd.nkeys; j++)
+			if (!memcmp(keys[i].sha, sbxd.keys[j].sha, 32)) {
+				keys[i].tokens = sbxd.keys[j].tokens;
+				keys[i].t = sbxd.keys[j].t;
+			}
 	free(sbxd.keys);
 	sbxd.keys = keys;
 	sbxd.nkeys = n;
@@ -221,8 +240,8 @@ load_keys(struct sbx_err *err)
 	return 0;
 }
 
-/* Whether the request carries one of the keys: compared as digests, in
- * constant time, every key tried. */
+/* Whether the request carries one of the keys (r->key says which):
+ * compared as digests, in constant time, every key tried. */
 static int
 key_ok(struct sbxd_req *r)
 {
@@ -230,18 +249,21 @@ key_ok(struct sbxd_req *r)
 	const char *a = sbxd_header(r, "Authorization");
 	unsigned char d[32];
 	size_t i;
-	int ok = 0;
+	int eq;
 
+	r->key = -1;
 	if (!k && a && !strncasecmp(a, "Bearer ", 7))
 		k = a + 7;
 	if (!k || !*k)
 		return 0;
 	SHA256((const unsigned char *)k, strlen(k), d);
 	pthread_mutex_lock(&sbxd.mu);
-	for (i = 0; i < sbxd.nkeys; i++)
-		ok |= !CRYPTO_memcmp(d, sbxd.keys[i], 32);
+	for (i = 0; i < sbxd.nkeys; i++) {
+		eq = !CRYPTO_memcmp(d, sbxd.keys[i].sha, 32);
+		r->key = eq ? (int)i : r->key;
+	}
 	pthread_mutex_unlock(&sbxd.mu);
-	return ok;
+	return r->key >= 0;
 }
 
 /* Whether header holds want ("" wants nothing), in constant time. */
@@ -458,7 +480,11 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		sbxd.active++;
 		pthread_mutex_unlock(&sbxd.mu);
 		r->c = c;
+		r->key = -1;
 		r->method = method;
+		/* The head is in: the body may take its time. */
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+		    REQUEST_TIMEOUT);
 		r->t0 = sbx_mono_ms();
 		q = strchr(url, '?');
 		r->path = q ? strndup(url, (size_t)(q - url)) :
@@ -471,6 +497,12 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 			r->status = r->status ? r->status : 500;
 		return ret;
 	}
+	/* The body is in: from here on, and until the next request is
+	 * whole, the connection may be silent only for the header
+	 * timeout. */
+	if (!*upload_size)
+		MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT,
+		    sbxd.o.header_timeout);
 	if (r->status) {
 		/* Answered already: let the rest of the body go. */
 		*upload_size = 0;
@@ -514,13 +546,62 @@ on_done(void *cls, struct MHD_Connection *c, void **ctx,
 	*ctx = NULL;
 }
 
+/* The connection cap, kept here: MHD splits its own evenly among the
+ * pool's threads, and the accepts are not even. */
+static unsigned conns_open, conns_max;
+
+static enum MHD_Result
+on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
+{
+	(void)cls;
+	(void)addr;
+	(void)len;
+	return __atomic_load_n(&conns_open, __ATOMIC_RELAXED) < conns_max ?
+	    MHD_YES : MHD_NO;
+}
+
+static void
+on_connection(void *cls, struct MHD_Connection *c, void **ctx,
+    enum MHD_ConnectionNotificationCode toe)
+{
+	(void)cls;
+	(void)c;
+	(void)ctx;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		__atomic_add_fetch(&conns_open, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_sub_fetch(&conns_open, 1, __ATOMIC_RELAXED);
+}
+
+/* MHD's messages, 10 a second at most: a client that opens and drops
+ * connections by the thousand does not fill the log. */
 static void
 on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static pthread_mutex_t lmu = PTHREAD_MUTEX_INITIALIZER;
+	static long long t0;
+	static unsigned n_in, dropped;
+	unsigned was = 0;
+	long long now = sbx_mono_ms();
 	char msg[512];
 	size_t n;
 
 	(void)cls;
+	pthread_mutex_lock(&lmu);
+	if (now - t0 >= 1000) {
+		t0 = now;
+		n_in = 0;
+		was = dropped;
+		dropped = 0;
+	}
+	if (n_in++ >= 10) {
+		dropped++;
+		pthread_mutex_unlock(&lmu);
+		return;
+	}
+	pthread_mutex_unlock(&lmu);
+	if (was)
+		sbxd_log("%u messages of libmicrohttpd's left out", was);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	n = strlen(msg);
 	while (n && msg[n - 1] == '\n')
@@ -647,6 +728,57 @@ drain(void)
 	pthread_mutex_unlock(&sbxd.mu);
 }
 
+/* Enough open files for the connection cap, and what each connection
+ * may bring (a process's pipes, a files helper's socket): the soft
+ * limit raised, the hard one too when we may. The cap comes down to
+ * fit when they cannot be had. */
+static unsigned
+files_for(unsigned conns, char *note, size_t n)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)conns * 2 + 1024, was;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		snprintf(note, n, "unknown");
+		return conns;
+	}
+	was = rl.rlim_cur;
+	if (rl.rlim_cur < need) {
+		if (rl.rlim_max < need) {
+			struct rlimit up = {need, need};
+
+			if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+				rl = up;
+		}
+		rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			rl.rlim_cur = was;
+	}
+	if (rl.rlim_cur == was)
+		snprintf(note, n, "%llu", (unsigned long long)was);
+	else
+		snprintf(note, n, "%llu (raised from %llu)",
+		    (unsigned long long)rl.rlim_cur,
+		    (unsigned long long)was);
+	if (rl.rlim_cur < need) {
+		rlim_t fit = rl.rlim_cur > 1024 ? (rl.rlim_cur - 1024) / 2 : 64;
+
+		sbxd_log("only %llu open files: at most %llu connections",
+		    (unsigned long long)rl.rlim_cur, (unsigned long long)fit);
+		return (unsigned)fit;
+	}
+	return conns;
+}
+
+static const char *
+cap_str(unsigned v, char *buf, size_t n)
+{
+	if (!v)
+		return "none";
+	snprintf(buf, n, "%u", v);
+	return buf;
+}
+
 int
 sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 {
@@ -655,7 +787,8 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	struct MHD_Daemon *d;
 	sigset_t sigs;
 	pthread_t reaper;
-	unsigned flags;
+	unsigned flags, conns;
+	char files[96], c1[16], c2[16], c3[16], c4[16];
 	int sig;
 
 	sbxd.o = *o;
@@ -678,25 +811,45 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	sigaddset(&sigs, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD
-	    | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+	/* Event-driven: a pool of epoll loops; a stream waiting for output
+	 * is a suspended connection (wake.c), not a thread. */
+	conns = files_for(o->max_conns ? o->max_conns : 1u << 20, files,
+	    sizeof files);
+	flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
+	    MHD_ALLOW_SUSPEND_RESUME;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, NULL,
+	if (sbxd_wake_start(err) < 0)
+		return -1;
+	conns_max = conns;
+	d = MHD_start_daemon(flags, 0, on_accept, NULL, on_request, NULL,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
+	    MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 	    MHD_OPTION_NOTIFY_COMPLETED, on_done, NULL,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)640,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
+	    MHD_OPTION_THREAD_POOL_SIZE, POOL_THREADS,
+	    MHD_OPTION_CONNECTION_TIMEOUT, o->header_timeout,
+	    MHD_OPTION_CONNECTION_LIMIT, conns * 2,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, o->max_per_addr,
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 	    MHD_OPTION_END);
-	if (!d)
+	if (!d) {
+		sbxd_wake_end();
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot listen on '%s'",
 		    o->listen);
+	}
 	if (pthread_create(&reaper, NULL, sbxd_reaper, NULL)) {
 		MHD_stop_daemon(d);
+		sbxd_wake_end();
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread");
 	}
 	sbxd_log("listening on %s (%s backend)", o->listen, sbxd.be->name);
+	sbxd_log("limits: connections %s, per address %s, header timeout "
+	    "%us, sandboxes %s, creates a second per key %s, open files %s",
+	    cap_str(conns, c1, sizeof c1),
+	    cap_str(o->max_per_addr, c2, sizeof c2), o->header_timeout,
+	    cap_str(o->max_sandboxes, c3, sizeof c3),
+	    cap_str(o->create_rate, c4, sizeof c4), files);
 	for (;;) {
 		if (sigwait(&sigs, &sig))
 			continue;
@@ -715,9 +868,11 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	sbxd.stopping = 1;
 	pthread_cond_broadcast(&sbxd.cv);
 	pthread_mutex_unlock(&sbxd.mu);
+	sbxd_wake_all();
 	pthread_join(reaper, NULL);
 	drain();
 	MHD_stop_daemon(d);
+	sbxd_wake_end();
 	on_exit_boxes();
 	return 0;
 }

@@ -6,7 +6,8 @@ sbxd_free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
-# sbxd_start [sbxd options...]: sets SBXD_PID, SBXD_URL, SBXD_KEY,
+# sbxd_start [sbxd options...]: sets SBXD_PID, SBXD_URL, SBXD_KEY (and
+# SBXD_KEY2 a second line of the key file, when set on entry),
 # SBXD_DIR (key file, store, log at $SBXD_DIR/log), SBXD_CONFIG_HOME (the
 # XDG_CONFIG_HOME sbxd runs with: its secret store is under it, never the
 # user's).
@@ -14,7 +15,7 @@ sbxd_start() {
 	local i
 	SBXD_DIR=${SBXD_DIR:-$(mktemp -d /tmp/sbxd-test.XXXXXX)}
 	SBXD_KEY=e2b_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-	(umask 077; printf '%s\n' "$SBXD_KEY" >"$SBXD_DIR/key")
+	(umask 077; printf '%s\n' "$SBXD_KEY" ${SBXD_KEY2:+"$SBXD_KEY2"} >"$SBXD_DIR/key")
 	SBXD_PORT=$(sbxd_free_port)
 	SBXD_URL=http://127.0.0.1:$SBXD_PORT
 	SBXD_CONFIG_HOME=${SBXD_CONFIG_HOME:-$SBXD_DIR/config}

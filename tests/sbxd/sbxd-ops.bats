@@ -52,6 +52,21 @@ hello() {
 	assert_output 401
 }
 
+@test "a key file of two keys: each of them works, a third key does not" {
+	SBXD_KEY2=e2b_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+	sbxd_start
+	run grep -c . "$SBXD_DIR/key"
+	assert_output 2
+	run sbxd_api GET /v2/sandboxes
+	assert_output '[]'
+	SBXD_KEY=$SBXD_KEY2 run sbxd_api GET /v2/sandboxes
+	assert_output '[]'
+	run curl -s -o /dev/null -w '%{http_code}' -H "X-API-Key: e2b_not_one_of_them" "$SBXD_URL/v2/sandboxes"
+	assert_output 401
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $SBXD_KEY2" "$SBXD_URL/v2/sandboxes"
+	assert_output 200
+}
+
 @test "SIGHUP reloads the key file: the new key works, the old one no longer" {
 	sbxd_start
 	old=$SBXD_KEY

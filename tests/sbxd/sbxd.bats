@@ -48,8 +48,17 @@ body() {
 	run sbxd --on-exit maybe -k /dev/null
 	assert_failure 2
 	assert_output "sbxd: bad value 'maybe' for --on-exit (leave, kill, pause)"
-	run sbxd -l 127.0.0.1:0 -k /dev/null --max-sandboxes 0
+	run sbxd -l 127.0.0.1:0 -k /dev/null --max-sandboxes -1
 	assert_failure 2
+	run sbxd -l 127.0.0.1:0 -k /dev/null --max-connections 8
+	assert_failure 2
+	assert_output "sbxd: bad count '8' for --max-connections (0, or 16 to 1000000)"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --max-per-address x
+	assert_failure 2
+	assert_output "sbxd: bad count 'x' for --max-per-address"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --header-timeout 0
+	assert_failure 2
+	assert_output "sbxd: bad duration '0' for --header-timeout (1 to 3600 seconds)"
 }
 
 @test "sbxd without a readable key file exits 5 and says which file" {
@@ -494,10 +503,16 @@ netns() {
 		[ -n "$pid" ] && break
 		sleep 0.05
 	done
-	sbxd_frame "{\"process\":{\"pid\":$pid}}" |
-		sbxd_envd "$ID" "$TOK" /process.Process/Connect -H 'Content-Type: application/connect+json' --data-binary @- >"$BATS_TEST_TMPDIR/re" &
+	# The request made first (python's start can outlast a fixed sleep),
+	# then SendSignal once Connect's start event is in.
+	sbxd_frame "{\"process\":{\"pid\":$pid}}" >"$BATS_TEST_TMPDIR/re.req"
+	sbxd_envd "$ID" "$TOK" /process.Process/Connect -N -H 'Content-Type: application/connect+json' \
+		--data-binary @"$BATS_TEST_TMPDIR/re.req" >"$BATS_TEST_TMPDIR/re" &
 	rpid=$!
-	sleep 0.3
+	for ((i = 0; i < 100; i++)); do
+		grep -q start "$BATS_TEST_TMPDIR/re" 2>/dev/null && break
+		sleep 0.05
+	done
 	run sbxd_envd "$ID" "$TOK" /process.Process/SendSignal -H 'Content-Type: application/json' \
 		-d "{\"process\":{\"pid\":$pid},\"signal\":\"SIGNAL_SIGKILL\"}" -w ' %{http_code}'
 	assert_output '{} 200'
