@@ -92,15 +92,25 @@ SBXD_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard lib/sbxd/*.c))
 SBXD_LIBS := $(shell $(PKG_CONFIG) --libs libmicrohttpd libcrypto zlib \
 	2>/dev/null || echo -lmicrohttpd -lcrypto -lz) -lpthread
 
-# sbx-netd: a sandbox's network helper, dynamic (threads, and libnftables
-# has no static library), so lib/netd/ stays out of libsbx.a. OpenSSL:
-# its CA and the TLS of the hosts it injects headers for.
+# sbx-netd: a sandbox's network helper, dynamic (threads, and libmnl has
+# no static library), so lib/netd/ stays out of libsbx.a. OpenSSL: its CA
+# and the TLS of the hosts it injects headers for. It starts at every
+# create with -n allow, before the sandbox may run anything: libnftnl,
+# OpenSSL and jansson are linked in statically (as shared libraries they
+# cost ~6 ms of relocations at each start), libc and libmnl stay shared
+# (getaddrinfo wants the dynamic libc). The SAN build links them all
+# dynamically.
 NETD_OBJ = $(patsubst %.c,$(BUILD)/%.o,$(wildcard lib/netd/*.c))
-NETD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libnftables openssl \
+NETD_CFLAGS := $(shell $(PKG_CONFIG) --cflags libnftnl openssl \
 	2>/dev/null)
-NETD_LIBS := $(shell $(PKG_CONFIG) --libs libnftables 2>/dev/null \
-	|| echo -lnftables) $(shell $(PKG_CONFIG) --libs openssl \
-	2>/dev/null || echo -lssl -lcrypto) -lpthread
+ifeq ($(SAN),1)
+NETD_LIBS := $(shell $(PKG_CONFIG) --libs libnftnl libmnl openssl \
+	2>/dev/null || echo -lnftnl -lmnl -lssl -lcrypto) $(DEPS_LIBS) \
+	-lpthread
+else
+NETD_LIBS := -no-pie -Wl,--gc-sections -Wl,-Bstatic -lnftnl -lssl -lcrypto \
+	-ljansson -Wl,-Bdynamic -lmnl -ldl -lpthread
+endif
 
 all: $(TOOLS) $(REMOTE_TOOLS) $(BIN)/sbx-init $(BIN)/sbxd $(BIN)/sbx-netd
 
@@ -177,7 +187,7 @@ $(BUILD)/lib/netd/%.o: lib/netd/%.c
 
 $(BIN)/sbx-netd: $(BUILD)/cmd/sbx-netd.o $(NETD_OBJ) $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -pthread -o $@ $^ $(NETD_LIBS) $(LDLIBS)
+	$(CC) $(LDFLAGS) -pthread -o $@ $^ $(NETD_LIBS)
 
 $(BIN)/sbx-init: $(INIT_OBJ)
 	@mkdir -p $(@D)

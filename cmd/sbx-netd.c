@@ -59,7 +59,10 @@ main(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		sbx_usage_error(usage, "expected a directory and a pid");
-	if (sbx_parse_u64(argv[optind + 1], 2, 0x7fffffff, &pid) < 0)
+	/* "-": the pid comes on stdin, once sbx-create has it. */
+	if (!strcmp(argv[optind + 1], "-"))
+		pid = 0;
+	else if (sbx_parse_u64(argv[optind + 1], 2, 0x7fffffff, &pid) < 0)
 		sbx_usage_error(usage, "invalid pid '%s'", argv[optind + 1]);
 	/* Run by hand without one, the errors go to stderr alone. */
 	fd = fcntl(READY_FD, F_GETFD) < 0 ? -1 : READY_FD;

@@ -302,9 +302,13 @@ int sbx_local_net_start(const char *dir, const char *id, const char *image,
     struct sbx_err *err);
 /* The same in two steps, so that the sandbox's own start can go on
  * meanwhile: spawn returns the fd its readiness comes on (-1 with err);
- * ready reads it (and closes it). */
+ * ready reads it (and closes it). With pid 0, sbx-netd starts before
+ * the sandbox exists (its exec, libraries and files read meanwhile) and
+ * waits for its pid, which sbx_local_net_pid sends on *pidw (and closes
+ * it); closed without one, sbx-netd ends and says so on the ready fd. */
 int sbx_local_net_spawn(const char *dir, const char *id, const char *image,
-    pid_t pid, const struct sbx_spec *spec, struct sbx_err *err);
+    pid_t pid, int *pidw, const struct sbx_spec *spec, struct sbx_err *err);
+void sbx_local_net_pid(int pidw, pid_t pid);
 int sbx_local_net_ready(int ready, const char *dir, pid_t *netd,
     struct sbx_err *err);
 /* Kill sbx-netd (pid and start time from meta.json) and wait for it. */

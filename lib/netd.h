@@ -10,8 +10,10 @@
 
 /* Read DIR/net.json, open DIR/net.log and set the network namespace of
  * the sandbox whose init is pid up (lo, addresses, routes, the nftables
- * ruleset, the listeners). Blocks SIGTERM, SIGINT and SIGHUP first, for
- * sbx_netd_run to take them. */
+ * ruleset, the listeners); pid 0: read it from stdin first, once the
+ * files are read (sbx-create starts us before the sandbox exists).
+ * Blocks SIGTERM, SIGINT and SIGHUP first, for sbx_netd_run to take
+ * them. */
 int sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err);
 /* Serve until the sandbox's init exits or SIGTERM/SIGINT comes; SIGHUP
  * reloads DIR/net.json (a bad one keeps the old rules and says why on

@@ -693,6 +693,28 @@ refused() {
 
 # --- lifetime -----------------------------------------------------------------
 
+@test "a create that fails after sbx-netd started leaves no sbx-netd and no sandbox directory" {
+	# sbx-netd starts before the agent's socket is made; a store whose
+	# sandboxes' socket paths are too long fails there.
+	local store i
+	store=$SBX_LOCAL_DIR/$(printf 'x%.0s' {1..100})
+	SBX_LOCAL_DIR=$store run --separate-stderr sbx-create -n allow -s s.json
+	assert_failure 2
+	[[ $stderr == *"too long for a socket path"* ]]
+	[ ! -e s.json ]
+	[ -d "$store" ]
+	[ -z "$(find "$store" -mindepth 1 -maxdepth 1 -name '[0-9a-f]*')" ]
+	# No process with the store in its argv (the pattern from a file, so
+	# that grep's own argv does not hold it).
+	echo "$store" >"$BATS_TEST_TMPDIR/store.pat"
+	for i in $(seq 50); do
+		[ -z "$(grep -lFf "$BATS_TEST_TMPDIR/store.pat" \
+		    /proc/[0-9]*/cmdline 2>/dev/null)" ] && break
+		sleep 0.1
+	done
+	[ "$i" -lt 50 ]
+}
+
 @test "sbx-kill leaves no sbx-netd and no network namespace" {
 	local net start ns p
 	new_sandbox -n allow

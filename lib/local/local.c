@@ -473,6 +473,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	uint64_t disk = spec->disk;
 	int diskfd = -1, disksock = -1;
 	pid_t diskpid = -1;
+	int pidw = -1; /* where sbx-netd waits for the sandbox's pid */
+	struct sbx_err ignored;
 
 	*ref = NULL;
 	s.listen_fd = s.status_fd = s.log_fd = s.init_fd = s.image_fd = -1;
@@ -582,6 +584,11 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 			free(p);
 		}
 	}
+	/* sbx-netd starts now, while the sandbox is made: its exec and its
+	 * files are out of the way by the time it has the sandbox's pid. */
+	if (sbx_local_net_wanted(dir, spec) && (netfd = sbx_local_net_spawn(
+	    dir, id, host ? "/" : image, 0, &pidw, spec, err)) < 0)
+		goto fail;
 	/* The agent's socket: only we may connect to it. */
 	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", dir) >=
 	    (int)sizeof sa.sun_path) {
@@ -696,9 +703,10 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	 * unless it must first put a new CA where the sandbox's mounts will
 	 * find it (header injection at create). No command runs before
 	 * both are done. */
-	if (sbx_local_net_wanted(dir, spec) && (netfd = sbx_local_net_spawn(
-	    dir, id, host ? "/" : image, pid, spec, err)) < 0)
-		goto fail;
+	if (pidw >= 0) {
+		sbx_local_net_pid(pidw, pid);
+		pidw = -1;
+	}
 	if (netfd >= 0 && json_array_size(spec->net_inject)) {
 		rc = sbx_local_net_ready(netfd, dir, &netd, err);
 		netfd = -1;
@@ -760,6 +768,15 @@ fail:
 		close(disksock);
 		waitpid(diskpid, NULL, 0);
 	}
+	/* A helper still starting: without a pid it ends; with one, it is
+	 * stopped below once it says which it is. */
+	if (pidw >= 0)
+		close(pidw);
+	pidw = -1;
+	if (netfd >= 0 && sbx_local_net_ready(netfd, dir, &netd,
+	    &ignored) < 0)
+		netd = 0;
+	netfd = -1;
 	if (netd)
 		sbx_local_net_stop(netd, sbx_local_starttime(netd));
 	if (pid > 0) {

@@ -352,7 +352,7 @@ netd_env(char *envp[NETD_ENV + 1])
  * a thread. */
 static void
 netd_child(const char *path, const char *errlog, char *const argv[],
-    char *const envp[], int ready)
+    char *const envp[], int ready, int pidr)
 {
 	sigset_t none;
 	int fd, sig;
@@ -364,8 +364,8 @@ netd_child(const char *path, const char *errlog, char *const argv[],
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
-	if ((fd = open("/dev/null", O_RDWR)) < 0 || dup2(fd, 0) < 0 ||
-	    dup2(fd, 1) < 0)
+	if ((fd = open("/dev/null", O_RDWR)) < 0 || dup2(pidr >= 0 ? pidr :
+	    fd, 0) < 0 || dup2(fd, 1) < 0)
 		_exit(1);
 	if ((fd = open(errlog, O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0 ||
 	    dup2(fd, 2) < 0 || dup2(ready, 3) < 0)
@@ -378,37 +378,52 @@ netd_child(const char *path, const char *errlog, char *const argv[],
 
 int
 sbx_local_net_spawn(const char *dir, const char *id, const char *image,
-    pid_t pid, const struct sbx_spec *spec, struct sbx_err *err)
+    pid_t pid, int *pidw, const struct sbx_spec *spec, struct sbx_err *err)
 {
 	char *path, *errlog = NULL, pidstr[24];
 	char *argv[] = {"sbx-netd", (char *)dir, pidstr, NULL};
 	char *envp[NETD_ENV + 1];
 	size_t i, ne;
-	int ready[2] = {-1, -1};
+	int ready[2] = {-1, -1}, pp[2] = {-1, -1};
 	pid_t c;
 
+	if (pidw)
+		*pidw = -1;
 	if (write_rules(dir, id, image, spec, err) < 0)
 		return -1;
 	if (!(path = netd_path(err)))
 		return -1;
 	ne = netd_env(envp);
 	errlog = sbx_xasprintf("%s/netd.err", dir);
-	snprintf(pidstr, sizeof pidstr, "%d", (int)pid);
-	if (pipe2(ready, O_CLOEXEC) < 0) {
+	/* No pid yet: "-", and the pid comes on its stdin, a socket (a
+	 * send to a helper that died is EPIPE, not SIGPIPE). */
+	snprintf(pidstr, sizeof pidstr, pid ? "%d" : "-", (int)pid);
+	if (pipe2(ready, O_CLOEXEC) < 0 || (!pid && socketpair(AF_UNIX,
+	    SOCK_STREAM | SOCK_CLOEXEC, 0, pp) < 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot create a pipe:");
-		goto out;
+		goto fail;
 	}
 	if ((c = fork()) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start sbx-netd:");
-		close(ready[0]);
-		ready[0] = -1;
-		goto out;
+		goto fail;
 	}
 	if (c == 0)
-		netd_child(path, errlog, argv, envp, ready[1]);
+		netd_child(path, errlog, argv, envp, ready[1], pp[0]);
 	while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
 		;
+	if (pidw) {
+		*pidw = pp[1];
+		pp[1] = -1;
+	}
+	goto out;
+fail:
+	if (ready[0] >= 0)
+		close(ready[0]);
+	ready[0] = -1;
 out:
+	for (i = 0; i < 2; i++)
+		if (pp[i] >= 0)
+			close(pp[i]);
 	if (ready[1] >= 0)
 		close(ready[1]);
 	for (i = 0; i < ne; i++)
@@ -416,6 +431,17 @@ out:
 	free(errlog);
 	free(path);
 	return ready[0];
+}
+
+void
+sbx_local_net_pid(int pidw, pid_t pid)
+{
+	char line[24];
+	int n = snprintf(line, sizeof line, "%d\n", (int)pid);
+
+	/* A helper that has died says why on its ready fd. */
+	(void)!send(pidw, line, (size_t)n, MSG_NOSIGNAL);
+	close(pidw);
 }
 
 int
@@ -461,7 +487,7 @@ int
 sbx_local_net_start(const char *dir, const char *id, const char *image,
     pid_t pid, const struct sbx_spec *spec, pid_t *netd, struct sbx_err *err)
 {
-	int ready = sbx_local_net_spawn(dir, id, image, pid, spec, err);
+	int ready = sbx_local_net_spawn(dir, id, image, pid, NULL, spec, err);
 
 	*netd = 0;
 	return ready < 0 ? -1 : sbx_local_net_ready(ready, dir, netd, err);

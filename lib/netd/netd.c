@@ -41,6 +41,42 @@ ns_ours(int fd, const char *ns)
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+/* The sandbox's pid, one line on stdin (sbx-create starts us before the
+ * sandbox exists); then stdin is /dev/null. */
+static int
+pid_wait(pid_t *pid, struct sbx_err *err)
+{
+	char line[24];
+	size_t n = 0;
+	ssize_t r;
+	uint64_t v;
+	int fd;
+
+	while (n < sizeof line - 1 && !memchr(line, '\n', n)) {
+		if ((r = read(0, line + n, sizeof line - 1 - n)) < 0 &&
+		    errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	if ((fd = open("/dev/null", O_RDONLY)) >= 0) {
+		dup2(fd, 0);
+		if (fd != 0)
+			close(fd);
+	}
+	if (!n)
+		return sbx_err_set(err, SBX_EX_FAIL, "no sandbox: its create "
+		    "ended first");
+	if (sbx_parse_u64(line, 2, 0x7fffffff, &v) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "invalid pid '%s' on "
+		    "stdin", line);
+	*pid = (pid_t)v;
+	return 0;
+}
+
 int
 sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 {
@@ -77,6 +113,9 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	    netd_inject_init(err) < 0))
 		return -1;
 	netd.injecting = c->ninject > 0;
+	if (!pid && pid_wait(&pid, err) < 0)
+		return -1;
+	netd.pid = pid;
 	if ((netd.pidfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot watch process "
 		    "%d:", (int)pid);

@@ -16,12 +16,21 @@
 #include <linux/if_addr.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
-#include <nftables/libnftables.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/common.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/table.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_nat.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <sys/prctl.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -255,62 +264,430 @@ out:
 /* The ruleset of i19.md: DNS to our UDP socket, TCP to anything not
  * local to our listener, all else that leaves the sandbox dropped (the
  * filter chain runs after NAT, so what was redirected is local by then).
+ * In nft's words:
+ *
+ *	table inet sbx {
+ *		chain nat_out {
+ *			type nat hook output priority -100; policy accept;
+ *			udp dport 53 redirect to :DNS
+ *			fib daddr type local return
+ *			meta l4proto tcp redirect to :TCP
+ *		}
+ *		chain udp_mark {
+ *			type route hook output priority -150; policy accept;
+ *			udp dport != 53 fib daddr type != local meta mark set MARK
+ *		}
+ *		chain udp_in {
+ *			type filter hook prerouting priority -150; policy accept;
+ *			meta mark MARK meta l4proto udp tproxy to :UDP
+ *		}
+ *		chain filter_out {
+ *			type filter hook output priority 0; policy drop;
+ *			fib daddr type local accept
+ *			meta mark MARK meta l4proto udp accept
+ *		}
+ *	}
+ *
  * Other UDP that leaves is marked (udp_mark, a route chain: the mark
  * reroutes it by nl_udp_route's rule to lo, as local) and, as it comes
  * back in, handed to our transparent UDP listener (udp_in) with its
  * destination untouched: no NAT, so each flow can have its own
  * destination and the answers come from it (udp.c).
- * One transaction that first empties the table: a helper started again
- * for the same sandbox replaces its predecessor's ports. */
-static const char ruleset[] =
-    "add table inet sbx\n"
-    "delete table inet sbx\n"
-    "table inet sbx {\n"
-    "	chain nat_out {\n"
-    "		type nat hook output priority -100; policy accept;\n"
-    "		udp dport 53 redirect to :%u\n"
-    "		fib daddr type local return\n"
-    "		meta l4proto tcp redirect to :%u\n"
-    "	}\n"
-    "	chain udp_mark {\n"
-    "		type route hook output priority -150; policy accept;\n"
-    "		udp dport != 53 fib daddr type != local meta mark set %u\n"
-    "	}\n"
-    "	chain udp_in {\n"
-    "		type filter hook prerouting priority -150; policy accept;\n"
-    "		meta mark %u meta l4proto udp tproxy to :%u\n"
-    "	}\n"
-    "	chain filter_out {\n"
-    "		type filter hook output priority 0; policy drop;\n"
-    "		fib daddr type local accept\n"
-    "		meta mark %u meta l4proto udp accept\n"
-    "	}\n"
-    "}\n";
+ *
+ * built here with libnftnl as the expressions nft would make of it (nft
+ * --debug=netlink lists them), in one netlink batch: libnftables' parser
+ * and caches cost milliseconds at every sandbox's create, and it brings
+ * three more shared libraries. One transaction that first empties the
+ * table: a helper started again for the same sandbox replaces its
+ * predecessor's ports; until it commits, the namespace has no rule and
+ * no route but lo's (net_links runs first, and the default routes lead
+ * to lo). */
+
+#define NFT_TABLE "sbx"
+
+/* A netlink batch being built in a buffer of ours. Our messages are a
+ * few hundred bytes each: room is checked before each one, with
+ * NFT_MSG_ROOM to spare, as libnftnl writes without bounds. */
+#define NFT_BUF 16384
+#define NFT_MSG_ROOM 2048
+
+struct nft_batch {
+	char buf[NFT_BUF];
+	size_t len;
+	uint32_t seq, first;
+	int full;
+};
+
+/* The next message's header, or NULL (b->full) when there is no room. */
+static struct nlmsghdr *
+nft_msg(struct nft_batch *b, uint16_t type, uint16_t flags)
+{
+	struct nlmsghdr *h;
+
+	if (b->len + NFT_MSG_ROOM > sizeof b->buf) {
+		b->full = 1;
+		return NULL;
+	}
+	h = nftnl_nlmsg_build_hdr(b->buf + b->len, type, NFPROTO_INET,
+	    flags | NLM_F_ACK, b->seq++);
+	return h;
+}
+
+static void
+nft_end(struct nft_batch *b, struct nlmsghdr *h)
+{
+	b->len += NLMSG_ALIGN(h->nlmsg_len);
+}
+
+static void
+nft_table(struct nft_batch *b, uint16_t type, uint16_t flags)
+{
+	struct nftnl_table *t = nftnl_table_alloc();
+	struct nlmsghdr *h;
+
+	if (!t) {
+		b->full = 1;
+		return;
+	}
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, NFT_TABLE);
+	if ((h = nft_msg(b, type, flags))) {
+		nftnl_table_nlmsg_build_payload(h, t);
+		nft_end(b, h);
+	}
+	nftnl_table_free(t);
+}
+
+/* A base chain: its type ("nat", "filter", "route"), hook, priority and
+ * policy. */
+static void
+nft_chain(struct nft_batch *b, const char *name, const char *type,
+    uint32_t hook, int32_t prio, uint32_t policy)
+{
+	struct nftnl_chain *c = nftnl_chain_alloc();
+	struct nlmsghdr *h;
+
+	if (!c) {
+		b->full = 1;
+		return;
+	}
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NFT_TABLE);
+	nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name);
+	nftnl_chain_set_str(c, NFTNL_CHAIN_TYPE, type);
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_HOOKNUM, hook);
+	nftnl_chain_set_s32(c, NFTNL_CHAIN_PRIO, prio);
+	nftnl_chain_set_u32(c, NFTNL_CHAIN_POLICY, policy);
+	if ((h = nft_msg(b, NFT_MSG_NEWCHAIN, NLM_F_CREATE))) {
+		nftnl_chain_nlmsg_build_payload(h, c);
+		nft_end(b, h);
+	}
+	nftnl_chain_free(c);
+}
+
+/* A rule is made of steps, as nft makes it of expressions: each loads
+ * register 1, compares it or acts on it. */
+static struct nftnl_rule *
+rule_new(const char *chain)
+{
+	struct nftnl_rule *r = nftnl_rule_alloc();
+
+	if (r) {
+		nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NFT_TABLE);
+		nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, chain);
+	}
+	return r;
+}
+
+/* An expression of name with its u32 attributes (attr, value pairs,
+ * ended by -1), added to r. */
+static struct nftnl_expr *
+step(struct nftnl_rule *r, const char *name, ...)
+{
+	struct nftnl_expr *e;
+	va_list ap;
+	int attr;
+
+	if (!r || !(e = nftnl_expr_alloc(name)))
+		return NULL;
+	va_start(ap, name);
+	while ((attr = va_arg(ap, int)) >= 0)
+		nftnl_expr_set_u32(e, (uint16_t)attr, va_arg(ap, uint32_t));
+	va_end(ap);
+	nftnl_rule_add_expr(r, e);
+	return e;
+}
+
+/* meta KEY: meta l4proto, meta mark */
+static void
+load_meta(struct nftnl_rule *r, uint32_t key)
+{
+	step(r, "meta", NFTNL_EXPR_META_KEY, key, NFTNL_EXPR_META_DREG,
+	    (uint32_t)NFT_REG_1, -1);
+}
+
+/* th dport: the destination port of TCP or UDP (after a l4proto
+ * match), in network order. */
+static void
+load_dport(struct nftnl_rule *r)
+{
+	step(r, "payload", NFTNL_EXPR_PAYLOAD_DREG, (uint32_t)NFT_REG_1,
+	    NFTNL_EXPR_PAYLOAD_BASE, (uint32_t)NFT_PAYLOAD_TRANSPORT_HEADER,
+	    NFTNL_EXPR_PAYLOAD_OFFSET, 2u, NFTNL_EXPR_PAYLOAD_LEN, 2u, -1);
+}
+
+/* fib daddr type: RTN_LOCAL for the netns' own addresses. */
+static void
+load_fib_daddr_type(struct nftnl_rule *r)
+{
+	step(r, "fib", NFTNL_EXPR_FIB_DREG, (uint32_t)NFT_REG_1,
+	    NFTNL_EXPR_FIB_RESULT, (uint32_t)NFT_FIB_RESULT_ADDRTYPE,
+	    NFTNL_EXPR_FIB_FLAGS, (uint32_t)NFTA_FIB_F_DADDR, -1);
+}
+
+/* Register 1 compared (op: NFT_CMP_EQ, NFT_CMP_NEQ) with len bytes of
+ * v: 1 for a l4proto, 2 for a port (network order), 4 for a mark or a
+ * fib type. */
+static void
+cmp(struct nftnl_rule *r, uint32_t op, const void *v, uint32_t len)
+{
+	struct nftnl_expr *e = step(r, "cmp", NFTNL_EXPR_CMP_SREG,
+	    (uint32_t)NFT_REG_1, NFTNL_EXPR_CMP_OP, op, -1);
+
+	if (e)
+		nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, v, len);
+}
+
+static void
+cmp_l4proto(struct nftnl_rule *r, uint32_t op, uint8_t proto)
+{
+	cmp(r, op, &proto, 1);
+}
+
+static void
+cmp_port(struct nftnl_rule *r, uint32_t op, unsigned port)
+{
+	uint16_t p = htons((uint16_t)port);
+
+	cmp(r, op, &p, 2);
+}
+
+static void
+cmp_u32(struct nftnl_rule *r, uint32_t op, uint32_t v)
+{
+	cmp(r, op, &v, 4);
+}
+
+/* Register 1 := a port, in network order (for redirect, tproxy). */
+static void
+imm_port(struct nftnl_rule *r, unsigned port)
+{
+	uint16_t p = htons((uint16_t)port);
+	struct nftnl_expr *e = step(r, "immediate", NFTNL_EXPR_IMM_DREG,
+	    (uint32_t)NFT_REG_1, -1);
+
+	if (e)
+		nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &p, 2);
+}
+
+/* redirect to :port */
+static void
+redirect(struct nftnl_rule *r, unsigned port)
+{
+	imm_port(r, port);
+	step(r, "redir", NFTNL_EXPR_REDIR_REG_PROTO_MIN, (uint32_t)NFT_REG_1,
+	    NFTNL_EXPR_REDIR_FLAGS, (uint32_t)NF_NAT_RANGE_PROTO_SPECIFIED,
+	    -1);
+}
+
+/* meta mark set MARK */
+static void
+set_mark(struct nftnl_rule *r, uint32_t mark)
+{
+	struct nftnl_expr *e = step(r, "immediate", NFTNL_EXPR_IMM_DREG,
+	    (uint32_t)NFT_REG_1, -1);
+
+	if (e)
+		nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &mark, 4);
+	step(r, "meta", NFTNL_EXPR_META_KEY, (uint32_t)NFT_META_MARK,
+	    NFTNL_EXPR_META_SREG, (uint32_t)NFT_REG_1, -1);
+}
+
+/* tproxy to :port (either family: the table is inet) */
+static void
+tproxy(struct nftnl_rule *r, unsigned port)
+{
+	imm_port(r, port);
+	step(r, "tproxy", NFTNL_EXPR_TPROXY_FAMILY, (uint32_t)NFPROTO_UNSPEC,
+	    NFTNL_EXPR_TPROXY_REG_PORT, (uint32_t)NFT_REG_1, -1);
+}
+
+/* accept, return, drop */
+static void
+verdict(struct nftnl_rule *r, int v)
+{
+	step(r, "immediate", NFTNL_EXPR_IMM_DREG, (uint32_t)NFT_REG_VERDICT,
+	    NFTNL_EXPR_IMM_VERDICT, (uint32_t)v, -1);
+}
+
+/* Appended to its chain; r freed. */
+static void
+rule_add(struct nft_batch *b, struct nftnl_rule *r)
+{
+	struct nlmsghdr *h;
+
+	if (!r) {
+		b->full = 1;
+		return;
+	}
+	if ((h = nft_msg(b, NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND))) {
+		nftnl_rule_nlmsg_build_payload(h, r);
+		nft_end(b, h);
+	}
+	nftnl_rule_free(r);
+}
+
+static void
+ruleset(struct nft_batch *b, unsigned tcp_port, unsigned dns_port,
+    unsigned udp_port)
+{
+	struct nftnl_rule *r;
+
+	nft_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE);
+	nft_table(b, NFT_MSG_DELTABLE, 0);
+	nft_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE);
+	nft_chain(b, "nat_out", "nat", NF_INET_LOCAL_OUT, -100, NF_ACCEPT);
+	nft_chain(b, "udp_mark", "route", NF_INET_LOCAL_OUT, -150, NF_ACCEPT);
+	nft_chain(b, "udp_in", "filter", NF_INET_PRE_ROUTING, -150, NF_ACCEPT);
+	nft_chain(b, "filter_out", "filter", NF_INET_LOCAL_OUT, 0, NF_DROP);
+
+	/* nat_out: udp dport 53 redirect to :DNS */
+	r = rule_new("nat_out");
+	load_meta(r, NFT_META_L4PROTO);
+	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_UDP);
+	load_dport(r);
+	cmp_port(r, NFT_CMP_EQ, 53);
+	redirect(r, dns_port);
+	rule_add(b, r);
+	/* nat_out: fib daddr type local return */
+	r = rule_new("nat_out");
+	load_fib_daddr_type(r);
+	cmp_u32(r, NFT_CMP_EQ, RTN_LOCAL);
+	verdict(r, NFT_RETURN);
+	rule_add(b, r);
+	/* nat_out: meta l4proto tcp redirect to :TCP */
+	r = rule_new("nat_out");
+	load_meta(r, NFT_META_L4PROTO);
+	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_TCP);
+	redirect(r, tcp_port);
+	rule_add(b, r);
+
+	/* udp_mark: udp dport != 53 fib daddr type != local meta mark set
+	 * MARK */
+	r = rule_new("udp_mark");
+	load_meta(r, NFT_META_L4PROTO);
+	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_UDP);
+	load_dport(r);
+	cmp_port(r, NFT_CMP_NEQ, 53);
+	load_fib_daddr_type(r);
+	cmp_u32(r, NFT_CMP_NEQ, RTN_LOCAL);
+	set_mark(r, NETD_UDP_MARK);
+	rule_add(b, r);
+	/* udp_in: meta mark MARK meta l4proto udp tproxy to :UDP */
+	r = rule_new("udp_in");
+	load_meta(r, NFT_META_MARK);
+	cmp_u32(r, NFT_CMP_EQ, NETD_UDP_MARK);
+	load_meta(r, NFT_META_L4PROTO);
+	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_UDP);
+	tproxy(r, udp_port);
+	rule_add(b, r);
+
+	/* filter_out: fib daddr type local accept */
+	r = rule_new("filter_out");
+	load_fib_daddr_type(r);
+	cmp_u32(r, NFT_CMP_EQ, RTN_LOCAL);
+	verdict(r, NF_ACCEPT);
+	rule_add(b, r);
+	/* filter_out: meta mark MARK meta l4proto udp accept */
+	r = rule_new("filter_out");
+	load_meta(r, NFT_META_MARK);
+	cmp_u32(r, NFT_CMP_EQ, NETD_UDP_MARK);
+	load_meta(r, NFT_META_L4PROTO);
+	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_UDP);
+	verdict(r, NF_ACCEPT);
+	rule_add(b, r);
+}
+
+/* The batch's acks: 0 when every message of it was, else -1 with errno
+ * from the first that was not (the kernel then applied none). */
+static int
+nft_acks(int fd, const struct nft_batch *b)
+{
+	char buf[8192];
+	struct nlmsghdr *h;
+	struct nlmsgerr *e;
+	uint32_t acked = 0, want = b->seq - b->first - 2;
+	ssize_t n;
+
+	while (acked < want) {
+		if ((n = recv(fd, buf, sizeof buf, 0)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		for (h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+		    h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_type != NLMSG_ERROR)
+				continue;
+			e = NLMSG_DATA(h);
+			if (e->error) {
+				errno = -e->error;
+				return -1;
+			}
+			acked++;
+		}
+	}
+	return 0;
+}
 
 static int
 net_rules(unsigned tcp_port, unsigned dns_port, unsigned udp_port,
     struct sbx_err *err)
 {
-	struct nft_ctx *ctx;
-	const char *msg;
-	char buf[sizeof ruleset + 64];
-	size_t n;
-	int rc = 0;
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
+	struct nft_batch *b = sbx_xmalloc(sizeof *b);
+	struct nlmsghdr *h;
+	int fd = -1, rc = -1;
 
-	snprintf(buf, sizeof buf, ruleset, dns_port, tcp_port, NETD_UDP_MARK,
-	    NETD_UDP_MARK, udp_port, NETD_UDP_MARK);
-	if (!(ctx = nft_ctx_new(NFT_CTX_DEFAULT)))
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot start libnftables");
-	nft_ctx_buffer_output(ctx);
-	nft_ctx_buffer_error(ctx);
-	if (nft_run_cmd_from_buffer(ctx, buf) != 0) {
-		msg = nft_ctx_get_error_buffer(ctx);
-		/* libnftables' first line says why; the rest quotes us. */
-		n = msg ? strcspn(msg, "\n") : 0;
-		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot load the nftables "
-		    "ruleset: %.*s", (int)n, n ? msg : "unknown error");
+	b->len = 0;
+	b->full = 0;
+	b->seq = b->first = 1;
+	h = nftnl_batch_begin(b->buf, b->seq++);
+	nft_end(b, h);
+	ruleset(b, tcp_port, dns_port, udp_port);
+	if (!b->full && b->len + NFT_MSG_ROOM <= sizeof b->buf) {
+		h = nftnl_batch_end(b->buf + b->len, b->seq++);
+		nft_end(b, h);
+	} else {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot build the nftables "
+		    "ruleset: too large");
+		goto out;
 	}
-	nft_ctx_free(ctx);
+	if ((fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC,
+	    NETLINK_NETFILTER)) < 0 || bind(fd, (struct sockaddr *)&sa,
+	    sizeof sa) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open nfnetlink:");
+		goto out;
+	}
+	if (send(fd, b->buf, b->len, 0) != (ssize_t)b->len ||
+	    nft_acks(fd, b) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot load the nftables "
+		    "ruleset:");
+		goto out;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(b);
 	return rc;
 }
 
