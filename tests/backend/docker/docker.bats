@@ -79,7 +79,7 @@ dk() {
 	    .Config.Labels.owner == "ci" and .HostConfig.Init == true and
 	    .HostConfig.CapDrop == ["ALL"] and
 	    .HostConfig.SecurityOpt == ["no-new-privileges"] and
-	    .HostConfig.NetworkMode == "none"' c.json
+	    .HostConfig.NetworkMode == "none"' <c.json
 	run sbx-ls -b docker -j -l owner=ci
 	jq_true '.labels == {"owner": "ci", "team": "a"}' <<<"$output"
 	run sbx-ls -b docker -j -l owner=other
