@@ -219,7 +219,7 @@ FUZZ_TIME ?= 30
 FUZZ_SRC = $(wildcard tests/fuzz/*.c)
 FUZZ_NAMES = $(FUZZ_SRC:tests/fuzz/%.c=%)
 FUZZERS = $(FUZZ_NAMES:%=build/fuzz/bin/%)
-FUZZ_REMOTE = docker_json e2b_json
+FUZZ_REMOTE = docker_json docker_tar e2b_json
 
 fuzz:
 	@$(MAKE) --no-print-directory FUZZ=1 fuzzers
@@ -239,6 +239,15 @@ $(FUZZ_REMOTE:%=build/fuzz/bin/%): build/fuzz/bin/%: tests/fuzz/%.c \
 	$(CC) $(CFLAGS) $(CURL_CFLAGS) -DSBX_REMOTE -fsanitize=fuzzer \
 		-o $@ $< $(BUILD)/libsbx-remote.a $(BUILD)/libsbx.a \
 		$(REMOTE_LIBS) $(LDLIBS)
+
+# sbxd's request parsers: control.c compiled into the harness, the rest
+# of the server beside it.
+build/fuzz/bin/sbxd_net: tests/fuzz/sbxd_net.c \
+		$(filter-out %/control.o,$(SBXD_OBJ)) $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -pthread -fsanitize=fuzzer -o $@ $< \
+		$(filter-out %/control.o,$(SBXD_OBJ)) $(BUILD)/libsbx.a \
+		$(SBXD_LIBS) $(SYNC_LIBS) $(LDLIBS)
 
 demo: scripts/install-deps
 	@scripts/install-deps
