@@ -70,6 +70,11 @@ tar_check(void)
 			abort();
 		}
 	closedir(d);
+	/* The seeds' way out: a symlink to /tmp, then l/evil through it. */
+	if (lstat("/tmp/evil", &st) == 0) {
+		fprintf(stderr, "written outside: /tmp/evil\n");
+		abort();
+	}
 	if (lstat(tar_project, &st) < 0 || !S_ISDIR(st.st_mode) ||
 	    lstat(tar_stage, &st) < 0 || !S_ISDIR(st.st_mode))
 		abort();
