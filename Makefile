@@ -22,7 +22,19 @@ OPT ?= -O2 -g
 # The tools link statically: sbx-exec is the hot path of every agent loop,
 # and a static binary starts in about half the time of a dynamic one on a
 # small VM (scripts/bench). Sanitizers need the dynamic runtime.
-ifeq ($(SAN),1)
+ifeq ($(FUZZ),1)
+# FUZZ=1 (what `make fuzz` asks itself for): the library built by clang
+# for libFuzzer, with the sanitizers, in build/fuzz.
+CC = clang
+BUILD = build/fuzz
+BIN = build/fuzz/bin
+SANFLAGS = -fsanitize=fuzzer-no-link,address,undefined \
+	   -fno-omit-frame-pointer -fno-sanitize-recover=all
+STATIC =
+# clang's own warnings on a string split over lines in an array, and on
+# a pointer into a string literal (lib/docker/ca.c, on purpose).
+WARN += -Wno-string-concatenation -Wno-string-plus-int
+else ifeq ($(SAN),1)
 BUILD = build/san
 BIN = build/san/bin
 SANFLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer \
@@ -207,6 +219,46 @@ check: all $(UNITS) $(TEST_TOOLS)
 	@SBX_BIN=$(CURDIR)/$(BIN) SBX_SAN=$(SAN) BACKENDS='$(BACKENDS)' \
 		scripts/check $(UNITS)
 
+# make fuzz: the libFuzzer harnesses of tests/fuzz/ (one per parser), built
+# with clang and the sanitizers into build/fuzz/, each run FUZZ_TIME
+# seconds from its corpus tests/fuzz/corpus/NAME/ (new inputs go to
+# build/fuzz/corpus/NAME/, crashers to build/fuzz/crash-NAME-*); TAP, and
+# fails on a crash, a leak or an input slower than 5 s. Not part of
+# `make check`: CI runs it after the SAN=1 suites. FUZZ_TIME=0: build only.
+FUZZ_TIME ?= 30
+FUZZ_SRC = $(wildcard tests/fuzz/*.c)
+FUZZ_NAMES = $(FUZZ_SRC:tests/fuzz/%.c=%)
+FUZZERS = $(FUZZ_NAMES:%=build/fuzz/bin/%)
+FUZZ_REMOTE = docker_json docker_tar e2b_json
+
+fuzz:
+	@$(MAKE) --no-print-directory FUZZ=1 fuzzers
+	@scripts/fuzz $(FUZZ_TIME) $(FUZZ_NAMES)
+
+fuzzers: $(FUZZERS)
+-include $(FUZZERS:%=%.d)
+
+build/fuzz/bin/%: tests/fuzz/%.c $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libsbx.a \
+		$(SYNC_LIBS) $(LDLIBS)
+
+$(FUZZ_REMOTE:%=build/fuzz/bin/%): build/fuzz/bin/%: tests/fuzz/%.c \
+		$(BUILD)/libsbx-remote.a $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(CURL_CFLAGS) -DSBX_REMOTE -fsanitize=fuzzer \
+		-o $@ $< $(BUILD)/libsbx-remote.a $(BUILD)/libsbx.a \
+		$(REMOTE_LIBS) $(LDLIBS)
+
+# sbxd's request parsers: control.c compiled into the harness, the rest
+# of the server beside it.
+build/fuzz/bin/sbxd_net: tests/fuzz/sbxd_net.c \
+		$(filter-out %/control.o,$(SBXD_OBJ)) $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -pthread -fsanitize=fuzzer -o $@ $< \
+		$(filter-out %/control.o,$(SBXD_OBJ)) $(BUILD)/libsbx.a \
+		$(SBXD_LIBS) $(SYNC_LIBS) $(LDLIBS)
+
 demo: scripts/install-deps
 	@scripts/install-deps
 	@$(MAKE) --no-print-directory all
@@ -253,4 +305,4 @@ uninstall:
 clean:
 	rm -rf build bin
 
-.PHONY: all check demo lint install uninstall clean
+.PHONY: all check fuzz fuzzers demo lint install uninstall clean

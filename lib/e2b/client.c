@@ -1,6 +1,7 @@
 /* client.c - the e2b backend's clients: the control plane's REST API
  * (the key, requests, errors, a sandbox's detail) and envd's Connect RPC */
 #include <ctype.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,6 +232,7 @@ sbx_e2b_info_of(const json_t *s, const char *endpoint)
 	json_t *o = json_object(), *v;
 	const char *k, *st = sbx_json_str(s, "state"), *t;
 	long long now = sbx_now(), created;
+	long long mib = sbx_json_int(s, "memoryMB", 0);
 
 	json_object_foreach(meta, k, v)
 		if (strncmp(k, LABEL_PREFIX, strlen(LABEL_PREFIX)))
@@ -255,8 +257,9 @@ sbx_e2b_info_of(const json_t *s, const char *endpoint)
 	    10) : 0));
 	json_object_set_new(o, "labels", mine);
 	json_object_set_new(o, "processes", json_null());
-	json_object_set_new(o, "memory_bytes", json_integer(sbx_json_int(s,
-	    "memoryMB", 0) << 20));
+	/* The server's word: a size that is not one shows as unknown. */
+	json_object_set_new(o, "memory_bytes", mib >= 0 && mib <= LLONG_MAX >>
+	    20 ? json_integer(mib << 20) : json_null());
 	json_object_set_new(o, "cpu_s", json_null());
 	json_object_set_new(o, "dir", json_null());
 	json_object_set_new(o, "cpus", json_integer(sbx_json_int(s,
