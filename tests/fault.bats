@@ -12,7 +12,8 @@ load lib/helper
 # The syscalls a kill point may fall on: what writes state or tree.
 CALLS=mkdir,rename,renameat,renameat2,openat,write,unlink,unlinkat,rmdir,clone,kill
 # Kill points per tool run.
-POINTS=${FAULT_POINTS:-5}
+POINTS=${FAULT_POINTS:-3}
+TAIL=5
 
 setup_file() {
 	sbx_setup_file
@@ -44,10 +45,12 @@ pilot() {
 	[ -s "$T/points" ]
 }
 
-# The kill points for this run, drawn from $T/points with $RANDOM.
+# The kill points for this run: the last $TAIL of $T/points, where the
+# tools save their state, and $POINTS drawn from it with $RANDOM.
 draw() {
 	local n i
 	n=$(wc -l <"$T/points")
+	tail -n "$TAIL" "$T/points"
 	for ((i = 0; i < POINTS; i++)); do
 		sed -n "$((RANDOM % n + 1))p" "$T/points"
 	done
