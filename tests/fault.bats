@@ -181,3 +181,39 @@ create_killed() {
 		gc_clean "$SBX_LOCAL_DIR" "$S"
 	done < <(draw)
 }
+
+# pause_killed MODE: sbx-pause -m MODE and its resume, killed anywhere.
+pause_killed() {
+	local sc n op POINTS=1 TAIL=2
+	for op in pause resume; do
+		rm -f "$S"
+		sbx-create -s "$S" >/dev/null
+		sbx-pause -q -m "$1" -s "$S"
+		if [ $op = pause ]; then sbx-pause -q -r -s "$S"; fi
+		if [ $op = pause ]; then set -- "$1" -m "$1"; else set -- "$1" -r; fi
+		pilot sbx-pause "${@:2}" -s "$S"
+		gc_clean "$SBX_LOCAL_DIR" "$S"
+		while read -r sc n; do
+			rm -f "$S"
+			sbx-create -s "$S" >/dev/null
+			if [ $op = resume ]; then sbx-pause -q -m "$1" -s "$S"; fi
+			cp "$S" "$T/old.json"
+			kill_at "$sc" "$n" sbx-pause "${@:2}" -s "$S"
+			state_whole "$S" "$T/old.json"
+			# Whatever the kill left, resume and exec still work.
+			run --separate-stderr sbx-pause -q -r -s "$S"
+			run --separate-stderr sbx-exec -s "$S" -- echo alive
+			assert_output alive
+			gc_clean "$SBX_LOCAL_DIR" "$S"
+		done < <(draw)
+		set -- "$1"
+	done
+}
+
+@test "sbx-pause -m suspend and resume killed anywhere: the sandbox works on" {
+	pause_killed suspend
+}
+
+@test "sbx-pause -m stop and resume killed anywhere: the sandbox works on" {
+	pause_killed stop
+}
