@@ -67,45 +67,91 @@ new_id(char *id)
 		snprintf(id + 2 * i, 3, "%02x", r[i]);
 }
 
-/* Claim a uid range slot with an exclusive create: no lock needed. */
+static char *
+read_small(const char *dir, const char *file)
+{
+	char *p = sbx_xasprintf("%s/%s", dir, file), buf[256];
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	free(p);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return sbx_xstrdup(buf);
+}
+
+/* Claim a uid range slot with an exclusive create: no lock needed. The
+ * id is written first and linked into place, so that a slot file always
+ * names its sandbox: one killed while it claims leaves nothing that
+ * release_slot cannot find. */
 static int
 claim_slot(const char *root, const char *id, uint32_t *slot)
 {
 	char *dir = sbx_xasprintf("%s/.slots", root), *p;
+	char *tmp = sbx_xasprintf("%s/.%s", dir, id);
 	uint32_t start, i, s;
-	int fd;
+	int fd, rc = -1;
 
 	mkdir(dir, 0700);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || dprintf(fd, "%s\n", id) < 0) {
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
 	getrandom(&start, sizeof start, 0);
-	for (i = 0; i < SBX_UID_SLOTS; i++) {
+	for (i = 0; i < SBX_UID_SLOTS && rc < 0; i++) {
 		s = (start + i) % SBX_UID_SLOTS;
 		p = sbx_xasprintf("%s/%u", dir, s);
-		fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		free(p);
-		if (fd >= 0) {
-			dprintf(fd, "%s\n", id);
-			close(fd);
+		if (link(tmp, p) == 0) {
 			*slot = s;
-			free(dir);
-			return 0;
+			rc = 0;
 		}
+		free(p);
 	}
+out:
+	unlink(tmp);
+	free(tmp);
 	free(dir);
-	return -1;
+	return rc;
 }
 
+/* The slot meta.json records, or, when there is no meta.json (a creation
+ * or a kill that died half-way), the slot whose file names id. */
 static void
-release_slot(const char *root, json_t *meta)
+release_slot(const char *root, json_t *meta, const char *id)
 {
 	json_t *s = json_object_get(meta, "slot");
-	char *p;
+	char *dir = sbx_xasprintf("%s/.slots", root), *p, *text;
+	struct dirent *e;
+	DIR *d;
 
-	if (!json_is_integer(s))
-		return;
-	p = sbx_xasprintf("%s/.slots/%lld", root,
-	    (long long)json_integer_value(s));
-	unlink(p);
-	free(p);
+	if (json_is_integer(s)) {
+		p = sbx_xasprintf("%s/%lld", dir,
+		    (long long)json_integer_value(s));
+		unlink(p);
+		free(p);
+	} else if (!meta && id && (d = opendir(dir))) {
+		p = sbx_xasprintf("%s/.%s", dir, id);
+		unlink(p);
+		free(p);
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.' && (text = read_small(dir,
+			    e->d_name))) {
+				text[strcspn(text, "\n")] = '\0';
+				if (!strcmp(text, id))
+					unlinkat(dirfd(d), e->d_name, 0);
+				free(text);
+			}
+		closedir(d);
+	}
+	free(dir);
 }
 
 static int
@@ -362,7 +408,7 @@ undo(const char *root, const char *dir, struct sbx_cgroups *cg,
 	}
 	if (dir)
 		sbx_rmtree(dir);
-	release_slot(root, meta);
+	release_slot(root, meta, id);
 	release_name(root, name, id);
 }
 
@@ -884,7 +930,7 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 		if (!rc && sbx_rmtree(dir) < 0)
 			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':",
 			    dir);
-		release_slot(sbx_local_root(), meta);
+		release_slot(sbx_local_root(), meta, id);
 		release_name(sbx_local_root(), sbx_json_str(meta, "name"), id);
 	}
 	json_decref(meta);
@@ -894,24 +940,6 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 }
 
 /* --- list ----------------------------------------------------------------- */
-
-static char *
-read_small(const char *dir, const char *file)
-{
-	char *p = sbx_xasprintf("%s/%s", dir, file), buf[256];
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	free(p);
-	if (fd < 0)
-		return NULL;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
-	return sbx_xstrdup(buf);
-}
 
 static int
 ask_agent(const char *dir, long long *activity, long long *procs)
