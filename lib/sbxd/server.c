@@ -547,7 +547,9 @@ on_done(void *cls, struct MHD_Connection *c, void **ctx,
 }
 
 /* The connection cap, kept here: MHD splits its own evenly among the
- * pool's threads, and the accepts are not even. */
+ * pool's threads, and the accepts are not even. A connection takes its
+ * place as it is accepted (two threads accepting at once cannot both
+ * take the last one) and gives it back when it closes. */
 static unsigned conns_open, conns_max;
 
 static enum MHD_Result
@@ -556,8 +558,11 @@ on_accept(void *cls, const struct sockaddr *addr, socklen_t len)
 	(void)cls;
 	(void)addr;
 	(void)len;
-	return __atomic_load_n(&conns_open, __ATOMIC_RELAXED) < conns_max ?
-	    MHD_YES : MHD_NO;
+	if (__atomic_add_fetch(&conns_open, 1, __ATOMIC_RELAXED) <=
+	    conns_max)
+		return MHD_YES;
+	__atomic_sub_fetch(&conns_open, 1, __ATOMIC_RELAXED);
+	return MHD_NO;
 }
 
 static void
@@ -567,9 +572,7 @@ on_connection(void *cls, struct MHD_Connection *c, void **ctx,
 	(void)cls;
 	(void)c;
 	(void)ctx;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-		__atomic_add_fetch(&conns_open, 1, __ATOMIC_RELAXED);
-	else
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED)
 		__atomic_sub_fetch(&conns_open, 1, __ATOMIC_RELAXED);
 }
 
