@@ -184,7 +184,7 @@ create_killed() {
 
 # pause_killed MODE: sbx-pause -m MODE and its resume, killed anywhere.
 pause_killed() {
-	local sc n op POINTS=1 TAIL=2
+	local sc n op POINTS=${FAULT_POINTS:-1} TAIL=2
 	for op in pause resume; do
 		rm -f "$S"
 		sbx-create -s "$S" >/dev/null
@@ -216,4 +216,44 @@ pause_killed() {
 
 @test "sbx-pause -m stop and resume killed anywhere: the sandbox works on" {
 	pause_killed stop
+}
+
+# point_of SYSCALL TEXT: the number N of the pilot's first SYSCALL call
+# whose line holds TEXT (as kill_at counts: that syscall's calls only).
+point_of() {
+	awk -F'(' -v sc="$1" -v t="$2" '$1 == sc { n++; if (index($0, t)) {
+		print n; exit } }' "$T/pilot"
+}
+
+@test "sbx-pause -m stop killed after its mark or before its cgroup went: resume, exec and a second stop work" {
+	local id n
+	sbx-create -s "$S" >/dev/null
+	id=$(jq -r .ref.id "$S")
+	pilot sbx-pause -m stop -s "$S"
+	sbx-pause -q -r -s "$S"
+	# Marked stopped, nothing stopped yet: resume finds it running.
+	n=$(point_of openat cgroup.kill)
+	[ -n "$n" ]
+	kill_at openat "$n" sbx-pause -m stop -s "$S"
+	run --separate-stderr sbx-pause -q -r -s "$S"
+	assert_success
+	run --separate-stderr sbx-exec -s "$S" -- echo alive
+	assert_output alive
+	# The same half stop, then a whole one: it finishes the stop.
+	kill_at openat "$n" sbx-pause -m stop -s "$S"
+	run --separate-stderr sbx-pause -q -m stop -s "$S"
+	assert_success
+	[ "$(sbx-ls -j | jq -r --arg id "$id" 'select(.id == $id) | .status')" = stopped ]
+	run --separate-stderr sbx-pause -q -r -s "$S"
+	assert_success
+	run --separate-stderr sbx-exec -s "$S" -- echo alive
+	assert_output alive
+	# Everything stopped but its cgroup: resume makes it again.
+	n=$(point_of rmdir "/sbx/$id")
+	[ -n "$n" ]
+	kill_at rmdir "$n" sbx-pause -m stop -s "$S"
+	run --separate-stderr sbx-pause -q -r -s "$S"
+	assert_success
+	run --separate-stderr sbx-exec -s "$S" -- echo alive
+	assert_output alive
 }

@@ -244,6 +244,26 @@ no_cgroup(struct sbx_spec *spec, unsigned cap, uint64_t *field,
 	return 0;
 }
 
+static void rmdir_children(const char *dir);
+
+/* A sandbox's cgroup made; one left by a stop killed before it removed
+ * it is taken again, once empty (rmdir refuses a cgroup with processes
+ * in it, so a live sandbox's is never taken). */
+static int
+cg_mkdir(const char *dir)
+{
+	if (mkdir(dir, 0755) == 0)
+		return 0;
+	if (errno != EEXIST)
+		return -1;
+	rmdir_children(dir);
+	if (rmdir(dir) < 0) {
+		errno = EEXIST;
+		return -1;
+	}
+	return mkdir(dir, 0755);
+}
+
 int
 sbx_cg_create(struct sbx_cgroups *cg, const char *id, struct sbx_spec *spec,
     struct sbx_err *err)
@@ -274,7 +294,7 @@ sbx_cg_create(struct sbx_cgroups *cg, const char *id, struct sbx_spec *spec,
 			v2_enable(base);
 		dir = sbx_xasprintf("%s/%s", base, id);
 		free(base);
-		if (mkdir(dir, 0755) < 0) {
+		if (cg_mkdir(dir) < 0) {
 			sbx_err_set(err, SBX_EX_FAIL,
 			    "cannot create cgroup '%s':", dir);
 			free(dir);

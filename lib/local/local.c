@@ -1167,10 +1167,14 @@ local_pause(json_t *ref, int stop, struct sbx_err *err)
 
 	if (find_paused(ref, &id, &dir, &meta, &how, NULL, &pid, err) < 0)
 		goto out;
-	if (how == 't' || (how == 's' && pid)) {
+	if ((how == 't' && !pid) || (how == 's' && pid)) {
 		rc = 0; /* already paused: nothing to do */
 		goto out;
 	}
+	/* Marked stopped, still running: a stop killed half-way, which
+	 * this one finishes. */
+	if (how == 't')
+		stop = 1;
 	if (!pid) {
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is not "
 		    "running", id);
@@ -1223,6 +1227,13 @@ local_resume(json_t *ref, struct sbx_err *err)
 
 	if (find_paused(ref, &id, &dir, &meta, &how, &when, &pid, err) < 0)
 		goto out;
+	if (how == 't' && pid) {
+		/* Marked stopped, still running: a stop killed before it
+		 * stopped anything. Running it is. */
+		unmark_paused(dir);
+		rc = 0;
+		goto out;
+	}
 	if (how == 't') {
 		/* Stopped: a new agent over the same files. */
 		spec_of(meta, &spec);
