@@ -257,3 +257,30 @@ point_of() {
 	run --separate-stderr sbx-exec -s "$S" -- echo alive
 	assert_output alive
 }
+
+@test "a resume killed after it started the new agent, before it recorded it: the next resume works" {
+	local n id
+	sbx-create -s "$S" >/dev/null
+	id=$(jq -r .ref.id "$S")
+	sbx-pause -q -m stop -s "$S"
+	pilot sbx-pause -r -s "$S"
+	sbx-pause -q -m stop -s "$S"
+	# Its first rename: meta.json, the new agent's pid, already running.
+	n=$(point_of rename meta.json)
+	[ -n "$n" ]
+	kill_at rename "$n" sbx-pause -r -s "$S"
+	run --separate-stderr sbx-pause -q -r -s "$S"
+	assert_success
+	run --separate-stderr sbx-exec -s "$S" -- echo alive
+	assert_output alive
+	run --separate-stderr sbx-kill -s "$S"
+	assert_success
+	[ -n "$id" ]
+	# No process of it is left (a zombie is dead: reaping the orphans
+	# of the killed resume is pid 1's).
+	local left
+	left=$(grep -lsF "/sbx/$id" /proc/[0-9]*/cgroup |
+		sed 's,/cgroup$,/stat,' | xargs -r cat 2>/dev/null |
+		awk '$3 != "Z"')
+	[ -z "$left" ] || { echo "left: $left"; false; }
+}

@@ -663,6 +663,17 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		    dir);
 		goto fail;
 	}
+	if (rid) {
+		/* A resume's sandbox has no agent (its caller checked): what
+		 * is in its cgroups is a resume's killed half-way, an agent
+		 * no meta names. Gone before the new one. */
+		struct sbx_cgroups old;
+
+		sbx_cg_find(&old, id);
+		sbx_cg_kill(&old, 5000);
+		sbx_cg_remove(&old);
+		sbx_cg_release(&old);
+	}
 	if (sbx_cg_create(&cg, id, spec, err) < 0)
 		goto fail;
 	cg_made = 1;
