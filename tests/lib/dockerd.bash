@@ -54,7 +54,8 @@ _sbx_dockerd_is_ours() {
 }
 
 # A subnet for the bridge, 10.213.N (/24): the first from N = pid % 250
-# that no route of the host covers or falls in (a default route aside).
+# that no route of the host covers or falls in (a default route aside, of
+# any type in any table: a test's "unreachable default table T" too).
 _sbx_dockerd_subnet() {
 	local n i
 	n=$(($$ % 250 + 1))
@@ -62,7 +63,7 @@ _sbx_dockerd_subnet() {
 		if ! {
 			ip -4 route show table all root "10.213.$n.0/24"
 			ip -4 route show table all match "10.213.$n.0/24"
-		} | grep -qv '^default'; then
+		} | grep -Eqv '^([a-z]+ )?default( |$)'; then
 			echo "10.213.$n"
 			return 0
 		fi
