@@ -476,6 +476,14 @@ cmp_u32(struct nftnl_rule *r, uint32_t op, uint32_t v)
 	cmp(r, op, &v, 4);
 }
 
+/* meta l4proto P: the step most rules start with. */
+static void
+is_l4proto(struct nftnl_rule *r, uint8_t proto)
+{
+	load_meta(r, NFT_META_L4PROTO);
+	cmp_l4proto(r, NFT_CMP_EQ, proto);
+}
+
 /* Register 1 := a port, in network order (for redirect, tproxy). */
 static void
 imm_port(struct nftnl_rule *r, unsigned port)
@@ -561,8 +569,7 @@ ruleset(struct nft_batch *b, unsigned tcp_port, unsigned dns_port,
 
 	/* nat_out: udp dport 53 redirect to :DNS */
 	r = rule_new("nat_out");
-	load_meta(r, NFT_META_L4PROTO);
-	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_UDP);
+	is_l4proto(r, IPPROTO_UDP);
 	load_dport(r);
 	cmp_port(r, NFT_CMP_EQ, 53);
 	redirect(r, dns_port);
@@ -575,16 +582,14 @@ ruleset(struct nft_batch *b, unsigned tcp_port, unsigned dns_port,
 	rule_add(b, r);
 	/* nat_out: meta l4proto tcp redirect to :TCP */
 	r = rule_new("nat_out");
-	load_meta(r, NFT_META_L4PROTO);
-	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_TCP);
+	is_l4proto(r, IPPROTO_TCP);
 	redirect(r, tcp_port);
 	rule_add(b, r);
 
 	/* udp_mark: udp dport != 53 fib daddr type != local meta mark set
 	 * MARK */
 	r = rule_new("udp_mark");
-	load_meta(r, NFT_META_L4PROTO);
-	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_UDP);
+	is_l4proto(r, IPPROTO_UDP);
 	load_dport(r);
 	cmp_port(r, NFT_CMP_NEQ, 53);
 	load_fib_daddr_type(r);
@@ -595,8 +600,7 @@ ruleset(struct nft_batch *b, unsigned tcp_port, unsigned dns_port,
 	r = rule_new("udp_in");
 	load_meta(r, NFT_META_MARK);
 	cmp_u32(r, NFT_CMP_EQ, NETD_UDP_MARK);
-	load_meta(r, NFT_META_L4PROTO);
-	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_UDP);
+	is_l4proto(r, IPPROTO_UDP);
 	tproxy(r, udp_port);
 	rule_add(b, r);
 
@@ -610,8 +614,7 @@ ruleset(struct nft_batch *b, unsigned tcp_port, unsigned dns_port,
 	r = rule_new("filter_out");
 	load_meta(r, NFT_META_MARK);
 	cmp_u32(r, NFT_CMP_EQ, NETD_UDP_MARK);
-	load_meta(r, NFT_META_L4PROTO);
-	cmp_l4proto(r, NFT_CMP_EQ, IPPROTO_UDP);
+	is_l4proto(r, IPPROTO_UDP);
 	verdict(r, NF_ACCEPT);
 	rule_add(b, r);
 }
