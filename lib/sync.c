@@ -690,7 +690,7 @@ struct pull {
 	struct bl_meta meta;
 	struct sbx_scan_delta delta;
 	struct item *it;
-	size_t n;
+	size_t n, cap;
 	char *stage;          /* the staging directory */
 	int stage_fd;
 };
@@ -809,7 +809,12 @@ add_item(struct pull *p, const char *path, enum act a)
 {
 	struct item *it;
 
-	p->it = sbx_xrealloc(p->it, (p->n + 1) * sizeof *p->it);
+	/* Doubling: one realloc per item copied the whole array each time
+	 * under ASan (20,000 items took minutes). */
+	if (p->n == p->cap) {
+		p->cap = p->cap ? 2 * p->cap : 64;
+		p->it = sbx_xrealloc(p->it, p->cap * sizeof *p->it);
+	}
 	it = &p->it[p->n++];
 	memset(it, 0, sizeof *it);
 	it->path = sbx_xstrdup(path);
