@@ -1,4 +1,5 @@
-/* limits.c - memory, CPU and process limits: parsed once, and by default */
+/* limits.c - memory, CPU, process and disk limits: parsed once, and by
+ * default */
 #include <string.h>
 
 #include "sbx.h"
@@ -75,6 +76,23 @@ sbx_limits_default(const struct sbx_backend *be, struct sbx_spec *spec,
 			spec->pids = v.pids;
 		spec->limits_default |= keys[i].cap;
 	}
+	return 0;
+}
+
+int
+sbx_limits_disk(const struct sbx_backend *be, struct sbx_spec *spec,
+    struct sbx_err *err)
+{
+	const char *s = sbx_config_get("limits.disk", SBX_DISK_DEFAULT);
+	uint64_t v;
+
+	if (sbx_parse_size(s, &v) < 0 || (v && (v < SBX_DISK_MIN ||
+	    v > SBX_DISK_MAX)))
+		return sbx_err_set(err, SBX_EX_USAGE, "invalid limits.disk "
+		    "'%s' in the configuration (0, or 16M to 8T)", s);
+	/* A default: where it cannot apply, the backend drops it. */
+	spec->disk = be->caps & SBX_CAP_DISK ? v : 0;
+	spec->disk_default = 1;
 	return 0;
 }
 

@@ -516,6 +516,11 @@ int sbx_limits_parse(unsigned cap, const char *s, struct sbx_spec *spec);
  * SBX_EX_USAGE for a malformed value. */
 int sbx_limits_default(const struct sbx_backend *be, struct sbx_spec *spec,
     unsigned given, struct sbx_err *err);
+/* limits.disk (SBX_LIMITS_DISK), else SBX_DISK_DEFAULT, as spec's
+ * disk, marked disk_default; 0 where be has no SBX_CAP_DISK.
+ * SBX_EX_USAGE for a malformed value. */
+int sbx_limits_disk(const struct sbx_backend *be, struct sbx_spec *spec,
+    struct sbx_err *err);
 /* /dev/shm's size within a memory limit (half of it); 0 for none. */
 uint64_t sbx_limits_shm(uint64_t memory);
 /* The "limits" object of a listing: {"memory","cpus","pids","shm"},

@@ -1,9 +1,11 @@
 #!/usr/bin/env bats
 # --disk and limits.disk: a quota on what a sandbox writes, enforced by the
 # kernel (local: the sandbox's own ext4 image on a loop device), released by
-# sbx-kill; bad sizes refused; rootless refused or not applied.
+# sbx-kill; bad sizes refused; rootless refused or not applied; sbxd's
+# sandboxes get limits.disk as sbx-create's do.
 
 load lib/helper
+load lib/sbxd
 
 setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }
@@ -12,9 +14,17 @@ setup() {
 	unset SBX_LIMITS_DISK
 	ROOTLESS_DIR=
 	CREATE_PID=
+	SBXD_PID=
+	SBXD_DIR=
 }
 
 teardown() {
+	if [ -n "$SBXD_PID" ]; then
+		sbxd_api GET /sandboxes 2>/dev/null | jq -r '.[].sandboxID' 2>/dev/null |
+		    while read -r id; do sbxd_api DELETE "/sandboxes/$id"; done >/dev/null 2>&1 || true
+		sbxd_stop
+	fi
+	[ -z "$SBXD_DIR" ] || rm -rf "$SBXD_DIR"
 	if [ -n "$CREATE_PID" ]; then
 		kill -KILL "$CREATE_PID" 2>/dev/null || true
 		wait "$CREATE_PID" 2>/dev/null || true
@@ -229,4 +239,40 @@ sandbox_ids() {
 	[ ! -e "$dir/disk.img" ]
 	run as_nobody sbx-exec -s "$ROOTLESS_DIR/s.json" -- sh -c 'echo hi >/workspace/f'
 	assert_success
+}
+
+# stdout of a Start stream on stdin
+stdout_of() {
+	jq -r 'select(.event.data.stdout) | .event.data.stdout' | base64 -d
+}
+
+@test "sbxd's sandboxes get limits.disk: writing past it is ENOSPC inside, and diskSizeMB says its size" {
+	SBX_LIMITS_DISK=32M sbxd_start
+	local out id tok lid
+	out=$(sbxd_create)
+	id=$(jq -r .sandboxID <<<"$out")
+	tok=$(jq -r '.envdAccessToken // empty' <<<"$out")
+	[ ${#id} = 20 ] || fail "no sandbox: $out"
+	run sbxd_api GET "/sandboxes/$id"
+	assert_success
+	assert_equal "$(jq -r .diskSizeMB <<<"$output")" 32
+	run sbx-ls -j
+	assert_success
+	lid=$(jq -r --arg id "$id" 'select(.labels.sbxd == $id) | .id' <<<"$output")
+	[ -n "$lid" ]
+	[ "$(jq -r .disk "$SBX_LOCAL_DIR/$lid/meta.json")" = $((32 << 20)) ]
+	[ -n "$(loops_of "$SBX_LOCAL_DIR/$lid/disk.img")" ]
+	out=$(sbxd_run "$id" "$tok" '{"process":{"cmd":"sh","args":["-c","dd if=/dev/zero of=/home/user/big bs=1M count=40 2>&1; echo rc=$?"]}}' | stdout_of)
+	[[ $out == *"No space left on device"* ]] || fail "dd said: $out"
+	[[ $out == *rc=1* ]] || fail "dd said: $out"
+}
+
+@test "sbxd with a malformed limits.disk exits 2 at start, with one line naming it" {
+	SBXD_DIR=$(mktemp -d /tmp/sbxd-test.XXXXXX)
+	printf 'e2b_%s\n' 0123456789abcdef0123456789abcdef >"$SBXD_DIR/key"
+	chmod 600 "$SBXD_DIR/key"
+	run --separate-stderr env SBX_LIMITS_DISK=lots timeout 20 sbxd \
+	    -l "127.0.0.1:$(sbxd_free_port)" -k "$SBXD_DIR/key" -S "$SBXD_DIR/store"
+	assert_equal "$status" 2
+	assert_equal "$stderr" "sbxd: invalid limits.disk 'lots' in the configuration (0, or 16M to 8T)"
 }

@@ -58,6 +58,18 @@ size_of(int memory)
 	    999) / 1000 : (uint64_t)sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+/* Its disk quota in MiB (limits.disk), 0 for none: the default applies
+ * to local sandboxes made by root where there are loop devices only, as
+ * sbx-create's does. */
+static json_int_t
+disk_mb(void)
+{
+	if (strcmp(sbxd.be->name, "local") || geteuid() ||
+	    access("/dev/loop-control", R_OK | W_OK) < 0)
+		return 0;
+	return (json_int_t)(sbxd.limits.disk >> 20);
+}
+
 /* A ListedSandbox, or with detail a SandboxDetail (mu held). */
 static json_t *
 listed_json(struct sbxd_box *b, int detail)
@@ -71,8 +83,8 @@ listed_json(struct sbxd_box *b, int detail)
 	    "templateID", b->template, "sandboxID", b->id,
 	    "clientID", SBXD_CLIENT_ID, "startedAt", st, "endAt", en,
 	    "state", b->paused ? "paused" : "running", "cpuCount",
-	    size_of(0), "memoryMB", size_of(1), "diskSizeMB", 0, "envdVersion",
-	    SBXD_ENVD_VERSION, "metadata", b->metadata);
+	    size_of(0), "memoryMB", size_of(1), "diskSizeMB", disk_mb(),
+	    "envdVersion", SBXD_ENVD_VERSION, "metadata", b->metadata);
 	if (detail) {
 		if (b->token[0])
 			json_object_set_new(j, "envdAccessToken",
@@ -682,6 +694,8 @@ create(struct sbxd_req *r, int v2)
 	spec.cpus_milli = sbxd.limits.cpus_milli;
 	spec.pids = sbxd.limits.pids;
 	spec.limits_default = sbxd.limits.limits_default;
+	spec.disk = sbxd.limits.disk;
+	spec.disk_default = sbxd.limits.disk_default;
 	/* Its ports answer at <port>-<id>.<domain> whatever its network:
 	 * with none published, the backend's helper still runs (for the
 	 * local one, sbx-netd, which then lets nothing out). */

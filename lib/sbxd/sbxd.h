@@ -80,7 +80,8 @@ struct sbxd {
 	unsigned long long reqs;
 	char **tmpl;           /* NAME, IMAGE, NAME, IMAGE, ... NULL */
 	/* Every sandbox's memory, cpus_milli, pids and limits_default
-	 * (sbx_limits_default): E2B's create body cannot ask for any. */
+	 * (sbx_limits_default), disk and disk_default (sbx_limits_disk):
+	 * E2B's create body cannot ask for any. */
 	struct sbx_spec limits;
 };
 

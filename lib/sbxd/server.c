@@ -801,6 +801,7 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	    err)))
 		return -1;
 	if (sbx_limits_default(sbxd.be, &sbxd.limits, 0, err) < 0 ||
+	    sbx_limits_disk(sbxd.be, &sbxd.limits, err) < 0 ||
 	    parse_listen(o->listen, &ss, &sslen, err) < 0 ||
 	    templates_init(err) < 0 || load_keys(err) < 0)
 		return -1;

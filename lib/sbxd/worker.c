@@ -29,16 +29,17 @@ spec_json(const struct sbx_spec *s)
 
 	for (i = 0; s->env && s->env[i]; i++)
 		json_array_append_new(env, json_string(s->env[i]));
-	return json_pack("{s:s?,s:I,s:I,s:I,s:i,s:i,s:I,s:O?,s:o,s:s?,s:s?,"
-	    "s:s?,s:b,s:s?,s:O?,s:O?,s:O?,s:O?}", "image", s->image, "memory",
-	    (json_int_t)s->memory, "cpus_milli", (json_int_t)s->cpus_milli,
-	    "pids", (json_int_t)s->pids, "limits_default",
-	    (int)s->limits_default, "network", (int)s->network, "timeout",
-	    (json_int_t)s->timeout, "labels", s->labels, "env", env,
-	    "workdir", s->workdir, "name", s->name, "runtime", s->runtime,
-	    "pull", s->pull, "endpoint", s->endpoint, "net_rules",
-	    s->net_rules, "net_inject", s->net_inject, "egress_proxy",
-	    s->egress_proxy, "ports", s->ports);
+	return json_pack("{s:s?,s:I,s:I,s:I,s:i,s:I,s:b,s:i,s:I,s:O?,s:o,"
+	    "s:s?,s:s?,s:s?,s:b,s:s?,s:O?,s:O?,s:O?,s:O?}", "image", s->image,
+	    "memory", (json_int_t)s->memory, "cpus_milli",
+	    (json_int_t)s->cpus_milli, "pids", (json_int_t)s->pids,
+	    "limits_default", (int)s->limits_default, "disk",
+	    (json_int_t)s->disk, "disk_default", s->disk_default, "network",
+	    (int)s->network, "timeout", (json_int_t)s->timeout, "labels",
+	    s->labels, "env", env, "workdir", s->workdir, "name", s->name,
+	    "runtime", s->runtime, "pull", s->pull, "endpoint", s->endpoint,
+	    "net_rules", s->net_rules, "net_inject", s->net_inject,
+	    "egress_proxy", s->egress_proxy, "ports", s->ports);
 }
 
 static void
@@ -53,6 +54,8 @@ spec_of(const json_t *j, struct sbx_spec *s)
 	s->cpus_milli = (uint64_t)sbx_json_int(j, "cpus_milli", 0);
 	s->pids = (uint64_t)sbx_json_int(j, "pids", 0);
 	s->limits_default = (unsigned)sbx_json_int(j, "limits_default", 0);
+	s->disk = (uint64_t)sbx_json_int(j, "disk", 0);
+	s->disk_default = json_is_true(json_object_get(j, "disk_default"));
 	s->network = (enum sbx_net)sbx_json_int(j, "network", 0);
 	s->timeout = (uint64_t)sbx_json_int(j, "timeout", 0);
 	s->labels = json_object_get(j, "labels");

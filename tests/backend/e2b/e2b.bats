@@ -700,10 +700,20 @@ in_term() {
 	assert_equal "$stderr" "sbx-create: template 'base' gives a disk of 512 MiB, less than --disk asks: E2B sizes a sandbox by its template (build one with more)"
 	[ ! -e s.json ]
 	assert_equal "$(grep -c '^DELETE /sandboxes/abc' "$BATS_TEST_TMPDIR/fake.log")" 1
-	# A server that does not say its disk (sbxd) cannot be checked.
-	E2B_API_URL= run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s s.json --disk 64M
+	# sbxd says its sandboxes' disk (limits.disk, 10G by default).
+	E2B_API_URL= run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s s.json --disk 20G
 	assert_failure 2
-	[[ "$stderr" == "sbx-create: '"*"' did not say the disk size of sandbox '"*"' (--disk)" ]]
+	assert_output ""
+	assert_equal "$stderr" "sbx-create: template 'base' gives a disk of 10240 MiB, less than --disk asks: E2B sizes a sandbox by its template (build one with more)"
+	[ ! -e s.json ]
+	# A server that does not say its disk cannot be checked.
+	local nodisk=${detail/\"diskSizeMB\":512,/}
+	kill "$FAKE_PID"
+	wait "$FAKE_PID" 2>/dev/null || true
+	fake_start "[(201, 'application/json', '$made'), (200, 'application/json', '$nodisk'), (204, 'text/plain', '')]"
+	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-create -b e2b -s s.json --disk 64M
+	assert_failure 2
+	[[ "$stderr" == "sbx-create: '"*"' did not say the disk size of sandbox 'abc' (--disk)" ]]
 	[ ! -e s.json ]
 	# The default is the template's business: not checked.
 	SBX_LIMITS_DISK=20G run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -s s.json
