@@ -118,7 +118,10 @@ sandbox_isdir(const struct side *s, const char *dir, struct sbx_manifest *m,
 	sbx_manifest_release(&none);
 	if (rc == 0)
 		return 1;
-	if (err->code == SBX_EX_USAGE) /* "no directory" */
+	/* "no directory"; or a backend that runs the listing in dir could
+	 * not start it there (docker: "workdir ... does not exist"). */
+	if (err->code == SBX_EX_USAGE || err->code == SBX_EX_EXECFAIL ||
+	    err->code == SBX_EX_NOEXEC || err->code == SBX_EX_NOTFOUND)
 		return 0;
 	return -1;
 }
@@ -326,6 +329,9 @@ rename_member(const char *name, const char *from, const char *top)
 
 	while (name[0] == '.' && name[1] == '/')
 		name += 2;
+	while (from[0] == '.' && from[1] == '/' && from[2])
+		from += 2;
+	n = strlen(from);
 	if (!*from)
 		return *top ? sbx_xasprintf("%s/%s", top, name) :
 		    sbx_xstrdup(name);
@@ -508,12 +514,29 @@ landing(const struct side *sd, const struct side *ss, int src_isdir,
 	return 0;
 }
 
+/* Whether name lies below one of the stream's own symlinks. */
+static int
+under_link(const struct sbx_manifest *links, const char *name)
+{
+	size_t i, n;
+
+	if (!strncmp(name, "./", 2))
+		name += 2;
+	for (i = 0; i < links->n; i++) {
+		n = strlen(links->e[i].path);
+		if (!strncmp(name, links->e[i].path, n) && name[n] == '/')
+			return 1;
+	}
+	return 0;
+}
+
 /* The tar stream on stdin, in a temporary file once every member of it
  * passed: a bad one is refused before anything is written. */
 static int
 spool_stdin(struct sbx_err *err)
 {
 	const char *tmp = getenv("TMPDIR");
+	struct sbx_manifest links = {0}; /* the stream's symlinks */
 	struct archive *a = NULL;
 	struct archive_entry *ae;
 	char buf[65536], *name;
@@ -556,10 +579,18 @@ spool_stdin(struct sbx_err *err)
 			    "'%s': not a plain relative file, directory or "
 			    "symlink", archive_entry_pathname(ae) ?
 			    archive_entry_pathname(ae) : "");
+		else if (under_link(&links, name)) {
+			ok = 0;
+			sbx_err_set(err, SBX_EX_DATA, "refused archive member "
+			    "'%s': a path through a symlink", name);
+		} else if (type == AE_IFLNK)
+			sbx_manifest_add(&links, name + (strncmp(name, "./",
+			    2) ? 0 : 2));
 		free(name);
 		if (!ok)
 			goto fail;
 	}
+	sbx_manifest_release(&links);
 	if (k != ARCHIVE_EOF) {
 		sbx_err_set(err, SBX_EX_DATA, "bad tar stream on stdin: %s",
 		    archive_error_string(a));
@@ -572,6 +603,7 @@ spool_stdin(struct sbx_err *err)
 	}
 	return fd;
 fail:
+	sbx_manifest_release(&links);
 	if (a)
 		archive_read_free(a);
 	else if (!err->msg[0])
