@@ -140,7 +140,7 @@ main(int argc, char **argv)
 	sbx_progress_start(!sbx_quiet && isatty(STDERR_FILENO));
 	c = sbx_cp(&loc[0], &loc[1], &err);
 	sbx_progress_end();
-	if (c < 0)
+	if (c < 0 && err.code != SBX_EX_OK)
 		sbx_die_err(&err);
 	for (i = 0; i < 2; i++) {
 		json_decref(loc[i].ref);

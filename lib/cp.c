@@ -442,6 +442,11 @@ pump(struct src *r, struct archive_entry *first, struct dst *w,
 	goto out;
 werr:
 	*broke = 2;
+	/* Who read our stdout went away (| head): a quiet end. */
+	if (w->fd < 0 && !w->disk && archive_errno(w->a) == EPIPE) {
+		err->code = SBX_EX_OK;
+		goto out;
+	}
 	sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s': %s", name ? name :
 	    top, archive_error_string(w->a));
 out:
@@ -716,8 +721,9 @@ sbx_cp(const struct sbx_cp_loc *src, const struct sbx_cp_loc *dst,
 		goto out;
 	if (archive_write_close(w.a) != ARCHIVE_OK) {
 		broke = 2;
-		sbx_err_set(err, SBX_EX_FAIL, "cannot finish writing: %s",
-		    archive_error_string(w.a));
+		sbx_err_set(err, w.fd < 0 && !w.disk && archive_errno(w.a) ==
+		    EPIPE ? SBX_EX_OK : SBX_EX_FAIL, "cannot finish writing: "
+		    "%s", archive_error_string(w.a));
 		goto out;
 	}
 	rc = 0;

@@ -608,8 +608,9 @@ struct sbx_cp_loc {
  * to that name; "DIR/." for what is in DIR), modes kept, symlinks copied
  * as symlinks, as one tar stream through the backends' put_archive,
  * get_archive and scan. A missing source or destination directory:
- * SBX_EX_FAIL, as cp's. A copy to this machine changes the current
- * directory. */
+ * SBX_EX_FAIL, as cp's. A reader of stdout that went away: -1 with
+ * err->code SBX_EX_OK (a quiet end). A copy to this machine changes the
+ * current directory. */
 int sbx_cp(const struct sbx_cp_loc *src, const struct sbx_cp_loc *dst,
     struct sbx_err *err);
 

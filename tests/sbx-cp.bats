@@ -161,3 +161,12 @@ PY
 	run -1 sbx-cp "$(sid):/tmp/d" "$(sid):/tmp/d/sub"
 	assert_output --partial 'into itself'
 }
+
+@test "sbx-cp: a reader of the stream on stdout that goes away ends it quietly" {
+	new_sandbox
+	sx sh -c 'head -c 8000000 /dev/zero >/tmp/big'
+	run --separate-stderr bash -c "set -o pipefail; sbx-cp '$(sid):/tmp/big' - | head -c 10 | wc -c"
+	assert_success
+	assert_output 10
+	assert_equal "$stderr" ''
+}
