@@ -58,7 +58,7 @@ override CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(OPT) $(SANFLAGS) \
 	-MMD -MP -Ilib $(DEPS_CFLAGS) $(CFLAGS)
 override LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LDLIBS = $(DEPS_LIBS)
-# sbx-sync alone needs libarchive and libcrypto. Linked dynamically they
+# sbx-sync and sbx-cp alone need libarchive and libcrypto. Linked dynamically they
 # cost 10-20 ms at every start (libarchive brings libxml2, ICU and
 # libstdc++), a tenth of a pull; so it is static too. libarchive's tar
 # writer reaches its table of every format (xar wants libxml2), which
@@ -88,7 +88,7 @@ REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
 	lib/net/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
-CMDS = sbx-cost sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-net sbx-pause \
+CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-net sbx-pause \
 	sbx-port sbx-secret sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
 REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
@@ -162,7 +162,8 @@ $(BIN)/remote/%: $(BUILD)/cmd/%.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(REMOTE_LIBS) $(LDLIBS)
 
-$(BIN)/remote/sbx-sync: $(BUILD)/cmd/sbx-sync.o $(REMOTE_LINK)
+$(BIN)/remote/sbx-sync $(BIN)/remote/sbx-cp: $(BIN)/remote/%: \
+		$(BUILD)/cmd/%.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(SYNC_LIBS) $(REMOTE_LIBS) $(LDLIBS)
 
@@ -170,7 +171,7 @@ $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
 	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/sbx-sync: $(BUILD)/cmd/sbx-sync.o $(BUILD)/libsbx.a
+$(BIN)/sbx-sync $(BIN)/sbx-cp: $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
 	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
 		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)

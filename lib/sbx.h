@@ -601,6 +601,24 @@ int sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 int sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
     struct sbx_sync_result *r, struct sbx_err *err);
 
+/* --- cp: files into, out of and between sandboxes (sbx-cp) ---------- */
+
+struct sbx_cp_loc {
+	json_t *ref;      /* the sandbox; NULL: this machine */
+	const char *path; /* absolute in a sandbox; "-" on this machine: a
+			   * tar stream on stdin (a source) or stdout */
+};
+
+/* Copy src to dst by cp -r's rules (into a directory that exists, else
+ * to that name; "DIR/." for what is in DIR), modes kept, symlinks copied
+ * as symlinks, as one tar stream through the backends' put_archive,
+ * get_archive and scan. A missing source or destination directory:
+ * SBX_EX_FAIL, as cp's. A reader of stdout that went away: -1 with
+ * err->code SBX_EX_OK (a quiet end). A copy to this machine changes the
+ * current directory. */
+int sbx_cp(const struct sbx_cp_loc *src, const struct sbx_cp_loc *dst,
+    struct sbx_err *err);
+
 /* --- local: the native Linux backend --------------------------------- */
 
 /* The local backend's store: the directory its sandboxes live in. */
