@@ -155,14 +155,18 @@ ref_of(const json_t *info)
 json_t *
 sbx_ref_find(const char *backend, const char *what, struct sbx_err *err)
 {
-	const char *dflt = backend ? backend : sbx_backend_default();
+	const char *dflt = sbx_backend_default();
 	const struct sbx_backend *be = sbx_backend_find(dflt);
 	struct find f = {.what = what, .len = strlen(what), .kind = 3};
 	struct sbx_err e1;
 	json_t *ref = NULL, *info, *probe, *a, *b;
 
+	/* --backend: that backend's own names for its sandboxes, and not a
+	 * request more than the tool makes. */
+	if (backend)
+		return json_pack("{ssss}", "backend", backend, "id", what);
 	/* The common case costs one look: the full id of a sandbox of the
-	 * backend asked for, or the default one. */
+	 * default backend. */
 	if (be && be->ops && be->ops->info) {
 		probe = json_pack("{ssss}", "backend", be->name, "id", what);
 		info = be->ops->info(probe, &e1);
@@ -176,11 +180,7 @@ sbx_ref_find(const char *backend, const char *what, struct sbx_err *err)
 		json_decref(info);
 	}
 	f.hits = json_array();
-	if (sbx_ref_list(backend, find_one, &f, &e1) < 0) {
-		/* The backend asked for says why, with the id, itself. */
-		json_decref(f.hits);
-		return json_pack("{ssss}", "backend", dflt, "id", what);
-	}
+	sbx_ref_list(NULL, find_one, &f, &e1);
 	if (json_array_size(f.hits) == 1) {
 		ref = ref_of(json_array_get(f.hits, 0));
 	} else if (json_array_size(f.hits) > 1) {

@@ -202,15 +202,16 @@ int sbx_ref_explicit(const struct sbx_target *t);
  * exit code of those is returned (0: none failed). */
 int sbx_ref_list(const char *backend, int (*fn)(json_t *info, void *arg),
     void *arg, struct sbx_err *err);
-/* The ref of the sandbox what names, in backend (NULL: any that
- * sbx_ref_list walks): {"backend","id"} with its full id, and the
- * "endpoint" of a remote one. what is an id, a name, or a prefix of at
- * least SBX_REF_PREFIX_MIN characters of an id; an exact id wins over a
- * name, a name over a prefix. Two matches of the same kind: NULL with
- * SBX_EX_USAGE naming both. None: {"backend": backend or the default,
- * "id": what}, for the backend to say it is gone. The caller picks the
- * flavour first (sbx_flavour_pick_target): backends it lacks are not
- * asked. */
+/* The ref of the sandbox what names. With backend (--backend):
+ * {"backend","id": what}, as that backend names its sandboxes (local: an
+ * id or name; docker: an id, a prefix or a name; e2b: an id). NULL: in
+ * any backend sbx_ref_list walks, {"backend","id"} with its full id and
+ * the "endpoint" of a remote one; what is an id, a name, or a prefix of
+ * at least SBX_REF_PREFIX_MIN characters of an id; an exact id wins over
+ * a name, a name over a prefix. Two matches of the same kind: NULL with
+ * SBX_EX_USAGE naming both. None: {"backend": the default, "id": what},
+ * for the backend to say it is gone. The caller picks the flavour first
+ * (sbx_flavour_pick_target): backends it lacks are not asked. */
 #define SBX_REF_PREFIX_MIN 4
 json_t *sbx_ref_find(const char *backend, const char *what,
     struct sbx_err *err);
