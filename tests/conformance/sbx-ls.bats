@@ -139,14 +139,15 @@ field() {
 	[ "$(jq -r .id <<<"${lines[0]}")" = "$a" ]
 }
 
-@test "$B: sbx-ls with no sandbox prints nothing and exits 0" {
+@test "$B: sbx-ls with no sandbox prints nothing down a pipe, the header alone on a terminal, and exits 0" {
 	run --separate-stderr sbx-ls
 	assert_success
 	[ -z "$output" ]
 	[ -z "$stderr" ]
 	run on_tty
 	assert_success
-	[ -z "$output" ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ ${lines[0]} == ID*BACKEND*STATUS* ]]
 }
 
 @test "$B: sbx-ls shows a sandbox that outlived its idle timeout as expired" {
