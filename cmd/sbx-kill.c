@@ -35,7 +35,7 @@ struct ctx {
 /* --final-sync: sbx-sync pull, the one beside us (or on PATH), before
  * the sandbox goes; a pull that fails keeps it. */
 static int
-final_sync(const struct ctx *ctx, const char *state, const char *id)
+final_sync(const struct ctx *ctx, const char *state, const json_t *ref)
 {
 	char *self = sbx_sibling("sbx-sync"), *argv[10];
 	int i = 0, status;
@@ -50,9 +50,9 @@ final_sync(const struct ctx *ctx, const char *state, const char *id)
 		argv[i++] = (char *)state;
 	} else {
 		argv[i++] = "-b";
-		argv[i++] = (char *)ctx->backend;
+		argv[i++] = (char *)sbx_json_str(ref, "backend");
 		argv[i++] = "-I";
-		argv[i++] = (char *)id;
+		argv[i++] = (char *)sbx_json_str(ref, "id");
 	}
 	argv[i++] = (char *)ctx->final_sync;
 	argv[i] = NULL;
@@ -73,7 +73,7 @@ final_sync(const struct ctx *ctx, const char *state, const char *id)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == SBX_EX_NOSANDBOX)
 		return -1;
 	sbx_warn("'%s' not killed: the final sync into '%s' failed", state ?
-	    state : id, ctx->final_sync);
+	    state : sbx_json_str(ref, "id"), ctx->final_sync);
 	return SBX_EX_FAIL;
 }
 
@@ -117,13 +117,19 @@ static int
 kill_id(const char *id, void *arg)
 {
 	struct ctx *ctx = arg;
+	struct sbx_err err = {0};
 	json_t *ref;
 	int rc;
 
+	if (!(ref = sbx_ref_find(ctx->explicit_backend, id, &err))) {
+		sbx_warn("%s", err.msg);
+		return err.code;
+	}
 	/* A sandbox already gone has nothing to pull: kill reports it. */
-	if (ctx->final_sync && (rc = final_sync(ctx, NULL, id)) > 0)
+	if (ctx->final_sync && (rc = final_sync(ctx, NULL, ref)) > 0) {
+		json_decref(ref);
 		return rc;
-	ref = json_pack("{ssss}", "backend", ctx->backend, "id", id);
+	}
 	rc = kill_ref(ref, ctx);
 
 	json_decref(ref);

@@ -25,6 +25,7 @@ static const struct option longopts[] = {
 struct ctx {
 	json_t *want; /* labels that must match */
 	int table, rows;
+	int colour;   /* the table's STATUS in colour */
 };
 
 static void
@@ -58,16 +59,44 @@ fmt_bytes(json_t *v, char *buf, size_t n)
 		snprintf(buf, n, "%.1fG", b / (1024.0 * 1024 * 1024));
 }
 
+/* The STATUS column's colour (SGR), on a terminal that wants colour:
+ * https://no-color.org. */
+static const char *
+status_colour(const struct ctx *ctx, const char *st)
+{
+	if (!ctx->colour || !st)
+		return NULL;
+	if (!strcmp(st, "running"))
+		return "32";
+	if (!strcmp(st, "paused") || !strcmp(st, "stopped"))
+		return "33";
+	return "31";
+}
+
 static void
-print_row(json_t *o)
+print_header(void)
+{
+	printf("%-12s  %-7s  %-14s  %-8s  %5s  %5s  %-12s  %5s  %7s  %s\n",
+	    "ID", "BACKEND", "NAME", "STATUS", "AGE", "IDLE", "IMAGE", "PROCS",
+	    "MEM", "LABELS");
+}
+
+static void
+print_row(const struct ctx *ctx, json_t *o)
 {
 	char age[32], idle[32], mem[32], procs[32], labels[256] = "";
 	const char *k, *name = sbx_json_str(o, "name");
+	const char *st = sbx_json_str(o, "status"), *sgr;
+	const char *be = sbx_json_str(o, "backend");
 	json_t *v, *p = json_object_get(o, "processes");
 	size_t len = 0;
 
 	fmt_age(sbx_json_int(o, "age", 0), age, sizeof age);
-	fmt_age(sbx_json_int(o, "idle", 0), idle, sizeof idle);
+	/* null: the backend cannot tell, which 0s would hide. */
+	if (json_is_integer(json_object_get(o, "idle")))
+		fmt_age(sbx_json_int(o, "idle", 0), idle, sizeof idle);
+	else
+		snprintf(idle, sizeof idle, "-");
 	fmt_bytes(json_object_get(o, "memory_bytes"), mem, sizeof mem);
 	if (json_is_integer(p))
 		snprintf(procs, sizeof procs, "%lld",
@@ -78,10 +107,18 @@ print_row(json_t *o)
 		if (len < sizeof labels)
 			len += (size_t)snprintf(labels + len, sizeof labels - len,
 			    "%s%s=%s", len ? "," : "", k, json_string_value(v));
-	printf("%-12s  %-14.14s  %-8s  %5s  %5s  %-12.12s  %5s  %7s  %s\n",
-	    sbx_json_str(o, "id"), name ? name : "-", sbx_json_str(o, "status"),
-	    age, idle, sbx_json_str(o, "image") ? sbx_json_str(o, "image") :
-	    "-", procs, mem, labels);
+	/* Ids 12 wide, as docker's: a prefix of 4 or more finds one. */
+	printf("%-12.12s  %-7s  %-14.14s  ", sbx_json_str(o, "id"),
+	    be ? be : "-", name ? name : "-");
+	/* The padding outside the colour: a row still splits on blanks. */
+	if ((sgr = status_colour(ctx, st)))
+		printf("\033[%sm%s\033[0m%*s", sgr, st, st && strlen(st) < 8 ?
+		    (int)(8 - strlen(st)) : 0, "");
+	else
+		printf("%-8s", st ? st : "-");
+	printf("  %5s  %5s  %-12.12s  %5s  %7s  %s\n", age, idle,
+	    sbx_json_str(o, "image") ? sbx_json_str(o, "image") : "-", procs,
+	    mem, labels);
 }
 
 static int
@@ -92,11 +129,7 @@ one(json_t *o, void *arg)
 	if (!sbx_target_labels_match(o, ctx->want))
 		return 0;
 	if (ctx->table) {
-		if (!ctx->rows++)
-			printf("%-12s  %-14s  %-8s  %5s  %5s  %-12s  %5s  %7s  %s\n",
-			    "ID", "NAME", "STATUS", "AGE", "IDLE", "IMAGE",
-			    "PROCS", "MEM", "LABELS");
-		print_row(o);
+		print_row(ctx, o);
 	} else {
 		sbx_out_json(o);
 	}
@@ -134,9 +167,8 @@ main(int argc, char **argv)
 {
 	struct ctx ctx = {0};
 	struct sbx_err err = {0};
-	const struct sbx_backend *be;
-	const char *backend = NULL;
-	int c, json = 0, backends = 0;
+	const char *backend = NULL, *colour;
+	int c, rc, json = 0, backends = 0;
 
 	sbx_prog_set(argv);
 	ctx.want = json_object();
@@ -173,13 +205,21 @@ main(int argc, char **argv)
 		json_decref(ctx.want);
 		return sbx_out_close(SBX_EX_OK);
 	}
-	if (!backend)
-		backend = sbx_backend_default();
-	sbx_flavour_pick(backend);
-	if (!(be = sbx_backend_get(backend, &err)))
-		sbx_die_err(&err);
-	if (be->ops->list(one, &ctx, &err) < 0)
+	/* Without -b, every backend that is configured and answers. */
+	if (backend) {
+		sbx_flavour_pick(backend);
+		if (!sbx_backend_get(backend, &err))
+			sbx_die_err(&err);
+	} else {
+		sbx_flavour_pick_all();
+	}
+	colour = getenv("NO_COLOR");
+	ctx.colour = ctx.table && !(colour && *colour);
+	/* The header even over no rows: the columns say what a row would. */
+	if (ctx.table)
+		print_header();
+	if ((rc = sbx_ref_list(backend, one, &ctx, &err)) < 0)
 		sbx_die_err(&err);
 	json_decref(ctx.want);
-	return sbx_out_close(SBX_EX_OK);
+	return sbx_out_close(rc);
 }

@@ -83,10 +83,15 @@ static int
 act_id(const char *id, void *arg)
 {
 	struct ctx *ctx = arg;
-	json_t *ref = json_pack("{ssss}", "backend", ctx->backend, "id", id);
+	struct sbx_err err = {0};
+	json_t *ref = sbx_ref_find(ctx->explicit_backend, id, &err);
 	const char *st;
 	int rc;
 
+	if (!ref) {
+		sbx_warn("%s", err.msg);
+		return err.code;
+	}
 	if ((st = act(ref, ctx, &rc)))
 		print_ref(ref, st);
 	json_decref(ref);

@@ -82,8 +82,14 @@ sbx_flavour_pick_target(const struct sbx_target *t, int nids)
 {
 	const char *path = t->state_path, *env = getenv("SBX_STATE");
 
+	int ids = nids || t->id || (!sbx_ref_explicit(t) &&
+	    sbx_stdin_has_ids());
+
+	/* An id without --backend is looked for in every backend. */
+	if (ids && !t->backend)
+		sbx_flavour_pick_all();
 	sbx_flavour_pick(t->backend ? t->backend : sbx_backend_default());
-	if (nids || t->id || (!sbx_ref_explicit(t) && sbx_stdin_has_ids()))
+	if (ids)
 		return;
 	if (!path)
 		path = env && *env ? env : SBX_STATE_DEFAULT;

@@ -194,6 +194,27 @@ int sbx_ref_check_backend(const json_t *ref, const char *want,
     const char *path, struct sbx_err *err);
 /* True when --id, --state or $SBX_STATE name a sandbox. */
 int sbx_ref_explicit(const struct sbx_target *t);
+/* The listing entries of backend's sandboxes, each to fn; backend NULL:
+ * of every backend this flavour runs whose answers op says yes (local,
+ * docker when an engine answers at docker.host, e2b with a key and an
+ * endpoint). -1 with err when the backend named fails; with NULL, a
+ * backend that fails is warned about, the rest are listed, and the worst
+ * exit code of those is returned (0: none failed). */
+int sbx_ref_list(const char *backend, int (*fn)(json_t *info, void *arg),
+    void *arg, struct sbx_err *err);
+/* The ref of the sandbox what names. With backend (--backend):
+ * {"backend","id": what}, as that backend names its sandboxes (local: an
+ * id or name; docker: an id, a prefix or a name; e2b: an id). NULL: in
+ * any backend sbx_ref_list walks, {"backend","id"} with its full id and
+ * the "endpoint" of a remote one; what is an id, a name, or a prefix of
+ * at least SBX_REF_PREFIX_MIN characters of an id; an exact id wins over
+ * a name, a name over a prefix. Two matches of the same kind: NULL with
+ * SBX_EX_USAGE naming both. None: {"backend": the default, "id": what},
+ * for the backend to say it is gone. The caller picks the flavour first
+ * (sbx_flavour_pick_target): backends it lacks are not asked. */
+#define SBX_REF_PREFIX_MIN 4
+json_t *sbx_ref_find(const char *backend, const char *what,
+    struct sbx_err *err);
 
 /* --- target: what a command acts on (ids, stdin, a state file) -------- */
 
@@ -440,6 +461,10 @@ struct sbx_backend_ops {
 	 * has no host_port, and host_port must be 0. */
 	json_t *(*ports)(const json_t *ref, unsigned port, unsigned host_port,
 	    struct sbx_err *err);
+	/* Whether a look across every backend (sbx-ls without -b, an id
+	 * without -b) asks this one: configured, and its server answering
+	 * within a second or two; never an error. NULL: always. */
+	int (*answers)(void);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as
@@ -537,10 +562,11 @@ json_t *sbx_limits_json(uint64_t memory, uint64_t cpus_milli, uint64_t pids,
  * our place with our argv (or we die naming the file that should have
  * been there). Elsewhere a no-op, and so for a name in no row. */
 void sbx_flavour_pick(const char *backend);
-/* The same for what a target may name: its --backend (or the default),
- * and, when it names no ids (nids: how many operands) and none come on
- * stdin, the backend of its state file's ref (unreadable: left to the
- * tool). */
+/* The same for what a target may name: its --backend; ids without
+ * --backend (operands, --id, stdin) may be of any backend: the flavour
+ * with all (sbx_flavour_pick_all); else the default, and, when it names
+ * no ids (nids: how many operands) and none come on stdin, the backend
+ * of its state file's ref (unreadable: left to the tool). */
 void sbx_flavour_pick_target(const struct sbx_target *t, int nids);
 /* The same for the backend of a state file's ref. */
 void sbx_flavour_pick_state(const char *path);

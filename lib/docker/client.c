@@ -14,21 +14,58 @@ sbx_docker_close(struct dk *d)
 	memset(d, 0, sizeof *d);
 }
 
-/* Reach the engine of endpoint (NULL: $DOCKER_HOST, or the default) and
- * agree on an API version. */
+const char *
+sbx_docker_host(void)
+{
+	const char *mine = getenv("SBX_DOCKER_HOST"), *env =
+	    getenv("DOCKER_HOST");
+
+	/* docker's own variable above our config file, as any variable. */
+	if (mine && *mine)
+		return mine;
+	return env && *env ? env : sbx_config_get("docker.host",
+	    DEFAULT_HOST);
+}
+
+/* Asked before every look across all backends: an engine that is not
+ * there must cost next to nothing, one far away little more. */
+#define ANSWERS_MS 1500L
+
+int
+sbx_docker_answers(void)
+{
+	struct sbx_http_req rq = {.method = "GET", .path = "/_ping",
+	    .in_fd = -1, .out_fd = -1, .timeout_ms = ANSWERS_MS};
+	struct sbx_http_resp rs;
+	struct sbx_http *h;
+	struct sbx_err err;
+	int ok = 0;
+
+	if (!(h = sbx_http_new(sbx_docker_host(), &err)))
+		return 0;
+	if (sbx_http_do(h, &rq, &rs, &err) == 0) {
+		ok = rs.status == 200;
+		sbx_http_resp_release(&rs);
+	}
+	sbx_http_free(h);
+	return ok;
+}
+
+/* Reach the engine of endpoint (NULL: sbx_docker_host) and agree on an
+ * API version. */
 int
 sbx_docker_open(struct dk *d, const char *endpoint, struct sbx_err *err)
 {
 	struct sbx_http_req rq = {.method = "GET", .path = "/_ping",
 	    .in_fd = -1, .out_fd = -1, .idempotent = 1};
 	struct sbx_http_resp rs;
-	const char *v, *env = getenv("DOCKER_HOST");
+	const char *v;
 	char ver[32];
 	int major, minor;
 
 	memset(d, 0, sizeof *d);
 	if (!endpoint)
-		endpoint = env && *env ? env : DEFAULT_HOST;
+		endpoint = sbx_docker_host();
 	d->endpoint = sbx_xstrdup(endpoint);
 	if (!(d->h = sbx_http_new(endpoint, err)))
 		goto fail;

@@ -29,8 +29,13 @@ struct dk {
 
 
 /* client.c: the engine's API */
-/* Reach the engine of endpoint (NULL: $DOCKER_HOST, or the default) and
- * agree on an API version. */
+/* The engine's address: $SBX_DOCKER_HOST, else $DOCKER_HOST, else the
+ * config file's docker.host, else the default socket. */
+const char *sbx_docker_host(void);
+/* Whether an engine answers there, within a second or two. */
+int sbx_docker_answers(void);
+/* Reach the engine of endpoint (NULL: sbx_docker_host) and agree on an
+ * API version. */
 int sbx_docker_open(struct dk *d, const char *endpoint, struct sbx_err *err);
 void sbx_docker_close(struct dk *d);
 /* A request to the versioned API; fmt gives the path. */

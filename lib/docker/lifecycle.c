@@ -538,4 +538,5 @@ const struct sbx_backend_ops sbx_docker_ops = {
 	.net_rules = sbx_docker_net_rules,
 	.net_log = sbx_docker_net_log,
 	.ports = sbx_docker_ports,
+	.answers = sbx_docker_answers,
 };

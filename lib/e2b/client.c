@@ -60,11 +60,38 @@ sbx_e2b_close(struct eb *e)
 	memset(e, 0, sizeof *e);
 }
 
-/* The API at endpoint: the ref's, else E2B_API_URL, else E2B_DOMAIN's. */
+const char *
+sbx_e2b_endpoint_config(void)
+{
+	const char *mine = getenv("SBX_E2B_ENDPOINT"), *env =
+	    getenv("E2B_API_URL");
+
+	/* E2B's own variable above our config file, as any variable. */
+	if (mine && *mine)
+		return mine;
+	return env && *env ? env : sbx_config_get("e2b.endpoint", NULL);
+}
+
+int
+sbx_e2b_answers(void)
+{
+	char *key;
+
+	if (!sbx_e2b_endpoint_config())
+		return 0;
+	if (!(key = sbx_cred_get("E2B_API_KEY", "e2b", NULL)))
+		return 0;
+	explicit_bzero(key, strlen(key));
+	free(key);
+	return 1;
+}
+
+/* The API at endpoint: the ref's, else sbx_e2b_endpoint_config, else
+ * E2B_DOMAIN's. */
 int
 sbx_e2b_open(struct eb *e, const char *endpoint, struct sbx_err *err)
 {
-	const char *env = getenv("E2B_API_URL");
+	const char *env = sbx_e2b_endpoint_config();
 	char *key;
 
 	memset(e, 0, sizeof *e);
@@ -342,10 +369,16 @@ sbx_e2b_envd_open(struct envd *v, const json_t *ref, const char *id,
 
 	memset(v, 0, sizeof *v);
 	if (!url) {
-		/* A ref from --id: the environment says where. */
+		/* A ref from --id: its endpoint, or the configured one. */
+		const char *ep = sbx_json_str(ref, "endpoint"), *cfg =
+		    sbx_e2b_endpoint_config();
+		char *cloud = sbx_xasprintf("https://api.%s",
+		    sbx_e2b_domain());
+
 		where = json_object();
-		sbx_e2b_envd_where(where, id, getenv("E2B_API_URL") &&
-		    *getenv("E2B_API_URL"), getenv("E2B_API_URL"), sb);
+		sbx_e2b_envd_where(where, id, ep ? strcmp(ep, cloud) != 0 :
+		    cfg != NULL, ep ? ep : cfg, sb);
+		free(cloud);
 		url = sbx_json_str(where, "envd");
 		ref = where;
 	}

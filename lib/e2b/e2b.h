@@ -38,7 +38,13 @@ struct envd {
 /* client.c: the control plane's API and envd's */
 /* E2B_DOMAIN, or E2B's own. */
 const char *sbx_e2b_domain(void);
-/* The API at endpoint: the ref's, else E2B_API_URL, else E2B_DOMAIN's. */
+/* The endpoint configured: $SBX_E2B_ENDPOINT, else $E2B_API_URL, else
+ * the config file's e2b.endpoint; NULL when none is (E2B_DOMAIN's). */
+const char *sbx_e2b_endpoint_config(void);
+/* A key and an endpoint configured: sbx-ls without -b asks. */
+int sbx_e2b_answers(void);
+/* The API at endpoint: the ref's, else sbx_e2b_endpoint_config, else
+ * E2B_DOMAIN's. */
 int sbx_e2b_open(struct eb *e, const char *endpoint, struct sbx_err *err);
 void sbx_e2b_close(struct eb *e);
 /* A request to the API; fmt gives the path. GET, DELETE and connect

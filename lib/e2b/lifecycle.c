@@ -196,7 +196,7 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	struct eb e;
 	json_t *body = NULL, *net = NULL;
 	const char *id;
-	const char *api = getenv("E2B_API_URL");
+	const char *api = sbx_e2b_endpoint_config();
 	int rc = -1;
 
 	*ref = NULL;
@@ -407,5 +407,6 @@ const struct sbx_backend_ops sbx_e2b_ops = {
 	.files = &sbx_e2b_files,
 	.net_rules = sbx_e2b_net_rules,
 	.ports = sbx_e2b_ports,
+	.answers = sbx_e2b_answers,
 	/* E2B keeps no log of the sandbox's connections: net_log NULL. */
 };
