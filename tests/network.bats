@@ -259,6 +259,30 @@ no nope.test"
 	assert_output "hello from hello.test"
 }
 
+@test "allow: the first command after create is under the rules already: sbx-netd judges its first connections" {
+	# No command may run before sbx-netd has the netns set up: the very
+	# first one, run at once, has its denied connection refused by
+	# sbx-netd's verdict (logged; nothing reaches the world) and its
+	# allowed one through, each on the first try. By address, not name:
+	# a resolver retries, a connect without a route fails at once.
+	local before
+	before=$(world_conns "$NETWORLD_C" 80)
+	new_sandbox -n allow --deny-out all --allow-out a.test
+	run sx sh -c 'curl -sS --max-time 5 -H "Host: c.test" "http://$1/"
+		echo "c=$?"
+		curl -sS --max-time 5 -H "Host: a.test" "http://$2/"
+		echo "a=$?"' sh "$NETWORLD_C" "$NETWORLD_A"
+	assert_line --partial '"server": "a.test"'
+	assert_line 'a=0'
+	refute_line 'c=0'
+	[ "$(world_conns "$NETWORLD_C" 80)" = "$before" ]
+	wait_log 2 '.proto == "tcp"'
+	run log_lines '.proto == "tcp"'
+	[ "${#lines[@]}" -eq 2 ]
+	[ "$(jq -c '[.dest, .port, .host, .verdict]' <<<"${lines[0]}")" = "[\"$NETWORLD_C\",80,\"c.test\",\"deny\"]" ]
+	[ "$(jq -c '[.dest, .port, .host, .verdict]' <<<"${lines[1]}")" = "[\"$NETWORLD_A\",80,\"a.test\",\"allow\"]" ]
+}
+
 @test "allow: the sandbox's own loopback works, server and client inside" {
 	new_sandbox -n allow
 	run sx sh -c 'python3 -c "

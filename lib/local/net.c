@@ -347,9 +347,12 @@ netd_env(char *envp[NETD_ENV + 1])
 	return ne;
 }
 
-/* The grandchild: a session of its own, so that it outlives sbx-create
- * and is nobody's zombie. Only async-signal-safe calls: sbxd forks from
- * a thread. */
+/* The child: a session of its own, so that it outlives sbx-create.
+ * One fork, not the double fork of a daemon: sbx-create goes on at once
+ * instead of waiting for a middle process to fork and exit (the create's
+ * serial path), and the helper is our child only until we exit (every
+ * caller is a short-lived process: sbx-create, sbx-net, sbxd's worker);
+ * then init reaps it. Only async-signal-safe calls. */
 static void
 netd_child(const char *path, const char *errlog, char *const argv[],
     char *const envp[], int ready, int pidr)
@@ -358,8 +361,6 @@ netd_child(const char *path, const char *errlog, char *const argv[],
 	int fd, sig;
 
 	setsid();
-	if (fork() != 0)
-		_exit(0);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (sig = 1; sig < NSIG; sig++)
@@ -409,8 +410,6 @@ sbx_local_net_spawn(const char *dir, const char *id, const char *image,
 	}
 	if (c == 0)
 		netd_child(path, errlog, argv, envp, ready[1], pp[0]);
-	while (waitpid(c, NULL, 0) < 0 && errno == EINTR)
-		;
 	if (pidw) {
 		*pidw = pp[1];
 		pp[1] = -1;
@@ -501,9 +500,13 @@ sbx_local_net_stop(pid_t pid, unsigned long long starttime)
 	if (pid <= 0 || !starttime || sbx_local_starttime(pid) != starttime)
 		return;
 	kill(pid, SIGKILL);
-	/* Not our child: gone when its start time is. */
-	for (i = 0; i < 500 && sbx_local_starttime(pid) == starttime; i++)
+	/* Gone when its start time is; one we started (a create that
+	 * failed) is our zombie until we reap it. */
+	for (i = 0; i < 500 && sbx_local_starttime(pid) == starttime; i++) {
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			break;
 		usleep(1000);
+	}
 }
 
 void
