@@ -58,25 +58,27 @@ override CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(OPT) $(SANFLAGS) \
 	-MMD -MP -Ilib $(DEPS_CFLAGS) $(CFLAGS)
 override LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LDLIBS = $(DEPS_LIBS)
-# sbx-sync alone needs libarchive and libcrypto. Linked dynamically they
-# cost 10-20 ms at every start (libarchive brings libxml2, ICU and
+# sbx-sync alone needs libarchive and nettle (SHA-256). Linked dynamically
+# they cost 10-20 ms at every start (libarchive brings libxml2, ICU and
 # libstdc++), a tenth of a pull; so it is static too. libarchive's tar
 # writer reaches its table of every format (xar wants libxml2), which
-# --gc-sections drops with the rest of what is never called.
-SYNC_LIBS := $(shell $(PKG_CONFIG) --libs libarchive libcrypto 2>/dev/null \
-	|| echo -larchive -lcrypto)
+# --gc-sections drops with the rest of what is never called. Not
+# libcrypto: a static one makes ld warn of dlopen and getaddrinfo.
+SYNC_LIBS := $(shell $(PKG_CONFIG) --libs libarchive nettle 2>/dev/null \
+	|| echo -larchive -lnettle)
 SYNC_STATIC_LIBS := -Wl,--gc-sections $(filter-out -lxml2,$(shell \
-	$(PKG_CONFIG) --static --libs libarchive libcrypto 2>/dev/null \
-	|| echo -larchive -lcrypto))
+	$(PKG_CONFIG) --static --libs libarchive nettle 2>/dev/null \
+	|| echo -larchive -lnettle))
 # Each tool is built twice. $(BIN)/sbx-X: static, the local backend only.
 # $(BIN)/remote/sbx-X: dynamic, with libcurl and every backend; the static
 # one runs it when asked for a backend it lacks. libcurl pulls some thirty
 # shared libraries (18 ms to start) and Debian ships no static one, so the
 # local hot path must not carry it.
 CURL_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null)
-# libcrypto for the docker backend's sync (libcurl loads it anyway).
-REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto 2>/dev/null \
-	|| echo -lcurl -lcrypto)
+# libcrypto for the docker backend's CA (libcurl loads it anyway), nettle
+# for the hashes of every backend's sync.
+REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
+	2>/dev/null || echo -lcurl -lcrypto -lnettle)
 
 # The sources by folder, so that a new file needs no edit here: the core
 # is lib/*.c; a backend is a folder, lib/local/ in the static flavour,
