@@ -46,6 +46,18 @@ BIN = bin
 SANFLAGS =
 STATIC = -static
 endif
+# Quiet: a line per file made, "CC build/default/lib/cli.o"; V=1 shows the
+# commands instead, and make -s (as make demo builds) shows nothing.
+ifeq ($(V),1)
+Q =
+MSG = @:
+else
+Q = @
+MSG = @printf '  %-3s%s\n'
+ifneq ($(findstring s,$(firstword -$(MAKEFLAGS))),)
+MSG = @:
+endif
+endif
 # The suites build with -Werror, as CI does.
 ifneq ($(filter check,$(MAKECMDGOALS))$(filter 1,$(WERROR)),)
 WARN += -Werror
@@ -58,25 +70,27 @@ override CFLAGS := -std=gnu11 -D_GNU_SOURCE $(WARN) $(OPT) $(SANFLAGS) \
 	-MMD -MP -Ilib $(DEPS_CFLAGS) $(CFLAGS)
 override LDFLAGS := $(SANFLAGS) $(LDFLAGS)
 LDLIBS = $(DEPS_LIBS)
-# sbx-sync and sbx-cp alone need libarchive and libcrypto. Linked dynamically they
-# cost 10-20 ms at every start (libarchive brings libxml2, ICU and
+# sbx-sync and sbx-cp alone need libarchive and nettle (SHA-256). Linked
+# dynamically they cost 10-20 ms at every start (libarchive brings libxml2, ICU and
 # libstdc++), a tenth of a pull; so it is static too. libarchive's tar
 # writer reaches its table of every format (xar wants libxml2), which
-# --gc-sections drops with the rest of what is never called.
-SYNC_LIBS := $(shell $(PKG_CONFIG) --libs libarchive libcrypto 2>/dev/null \
-	|| echo -larchive -lcrypto)
+# --gc-sections drops with the rest of what is never called. Not
+# libcrypto: a static one makes ld warn of dlopen and getaddrinfo.
+SYNC_LIBS := $(shell $(PKG_CONFIG) --libs libarchive nettle 2>/dev/null \
+	|| echo -larchive -lnettle)
 SYNC_STATIC_LIBS := -Wl,--gc-sections $(filter-out -lxml2,$(shell \
-	$(PKG_CONFIG) --static --libs libarchive libcrypto 2>/dev/null \
-	|| echo -larchive -lcrypto))
+	$(PKG_CONFIG) --static --libs libarchive nettle 2>/dev/null \
+	|| echo -larchive -lnettle))
 # Each tool is built twice. $(BIN)/sbx-X: static, the local backend only.
 # $(BIN)/remote/sbx-X: dynamic, with libcurl and every backend; the static
 # one runs it when asked for a backend it lacks. libcurl pulls some thirty
 # shared libraries (18 ms to start) and Debian ships no static one, so the
 # local hot path must not carry it.
 CURL_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null)
-# libcrypto for the docker backend's sync (libcurl loads it anyway).
-REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto 2>/dev/null \
-	|| echo -lcurl -lcrypto)
+# libcrypto for the docker backend's CA (libcurl loads it anyway), nettle
+# for the hashes of every backend's sync.
+REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
+	2>/dev/null || echo -lcurl -lcrypto -lnettle)
 
 # The sources by folder, so that a new file needs no edit here: the core
 # is lib/*.c; a backend is a folder, lib/local/ in the static flavour,
@@ -136,44 +150,53 @@ DEPS = $(patsubst %.o,%.d,$(LIB_OBJ) $(REMOTE_OBJ) $(INIT_OBJ) $(SBXD_OBJ) \
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(MSG) CC $@
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/init/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -c -o $@ $<
+	$(MSG) CC $@
+	$(Q)$(CC) $(filter-out $(SANFLAGS),$(CFLAGS)) -c -o $@ $<
 
 $(BUILD)/libsbx.a: $(LIB_OBJ)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(MSG) AR $@
+	$(Q)$(AR) rcs $@ $^
 
 # The remote flavour: backend.c again, with every backend in its table.
 $(BUILD)/remote/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CURL_CFLAGS) -DSBX_REMOTE -c -o $@ $<
+	$(MSG) CC $@
+	$(Q)$(CC) $(CFLAGS) $(CURL_CFLAGS) -DSBX_REMOTE -c -o $@ $<
 
 $(BUILD)/libsbx-remote.a: $(REMOTE_OBJ)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(MSG) AR $@
+	$(Q)$(AR) rcs $@ $^
 
 REMOTE_LINK = $(BUILD)/remote/lib/backend.o $(BUILD)/libsbx-remote.a \
 	$(BUILD)/libsbx.a
 
 $(BIN)/remote/%: $(BUILD)/cmd/%.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(REMOTE_LIBS) $(LDLIBS)
+	$(MSG) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(REMOTE_LIBS) $(LDLIBS)
 
 $(BIN)/remote/sbx-sync $(BIN)/remote/sbx-cp: $(BIN)/remote/%: \
 		$(BUILD)/cmd/%.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(SYNC_LIBS) $(REMOTE_LIBS) $(LDLIBS)
+	$(MSG) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SYNC_LIBS) $(REMOTE_LIBS) $(LDLIBS)
 
 $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(MSG) LD $@
+	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BIN)/sbx-sync $(BIN)/sbx-cp: $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
+	$(MSG) LD $@
+	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
 		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
 
 # The tests' own sbx-sync: the local backend's files moved through the
@@ -183,32 +206,39 @@ TEST_TOOLS = $(BIN)/test/sbx-sync
 $(BIN)/test/sbx-sync: $(BUILD)/cmd/sbx-sync.o $(BUILD)/tests/lib/portable.o \
 		$(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
+	$(MSG) LD $@
+	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
 		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
 
 $(BUILD)/lib/sbxd/%.o: lib/sbxd/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -pthread -c -o $@ $<
+	$(MSG) CC $@
+	$(Q)$(CC) $(CFLAGS) -pthread -c -o $@ $<
 
 $(BIN)/sbxd: $(BUILD)/cmd/sbxd.o $(SBXD_OBJ) $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -pthread -o $@ $^ $(SBXD_LIBS) $(SYNC_LIBS) $(LDLIBS)
+	$(MSG) LD $@
+	$(Q)$(CC) $(LDFLAGS) -pthread -o $@ $^ $(SBXD_LIBS) $(SYNC_LIBS) $(LDLIBS)
 
 $(BUILD)/lib/netd/%.o: lib/netd/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(NETD_CFLAGS) -pthread -c -o $@ $<
+	$(MSG) CC $@
+	$(Q)$(CC) $(CFLAGS) $(NETD_CFLAGS) -pthread -c -o $@ $<
 
 $(BIN)/sbx-netd: $(BUILD)/cmd/sbx-netd.o $(NETD_OBJ) $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -pthread -o $@ $^ $(NETD_LIBS)
+	$(MSG) LD $@
+	$(Q)$(CC) $(LDFLAGS) -pthread -o $@ $^ $(NETD_LIBS)
 
 $(BIN)/sbx-init: $(INIT_OBJ)
 	@mkdir -p $(@D)
-	$(CC) -static -o $@ $^
+	$(MSG) LD $@
+	$(Q)$(CC) -static -o $@ $^
 
 $(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsbx.a $(SYNC_LIBS) \
+	$(MSG) LD $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsbx.a $(SYNC_LIBS) \
 		$(LDLIBS)
 
 # The suites (scripts/check): C unit tests, then bats against the
@@ -241,13 +271,15 @@ fuzzers: $(FUZZERS)
 
 build/fuzz/bin/%: tests/fuzz/%.c $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libsbx.a \
+	$(MSG) LD $@
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(BUILD)/libsbx.a \
 		$(SYNC_LIBS) $(LDLIBS)
 
 $(FUZZ_REMOTE:%=build/fuzz/bin/%): build/fuzz/bin/%: tests/fuzz/%.c \
 		$(BUILD)/libsbx-remote.a $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $(CURL_CFLAGS) -DSBX_REMOTE -fsanitize=fuzzer \
+	$(MSG) LD $@
+	$(Q)$(CC) $(CFLAGS) $(CURL_CFLAGS) -DSBX_REMOTE -fsanitize=fuzzer \
 		-o $@ $< $(BUILD)/libsbx-remote.a $(BUILD)/libsbx.a \
 		$(REMOTE_LIBS) $(LDLIBS)
 
@@ -256,13 +288,15 @@ $(FUZZ_REMOTE:%=build/fuzz/bin/%): build/fuzz/bin/%: tests/fuzz/%.c \
 build/fuzz/bin/sbxd_net: tests/fuzz/sbxd_net.c \
 		$(filter-out %/control.o,$(SBXD_OBJ)) $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -pthread -fsanitize=fuzzer -o $@ $< \
+	$(MSG) LD $@
+	$(Q)$(CC) $(CFLAGS) -pthread -fsanitize=fuzzer -o $@ $< \
 		$(filter-out %/control.o,$(SBXD_OBJ)) $(BUILD)/libsbx.a \
 		$(SBXD_LIBS) $(SYNC_LIBS) $(LDLIBS)
 
 demo: scripts/install-deps
 	@scripts/install-deps
-	@$(MAKE) --no-print-directory all
+	@echo "building the tools (make V=1 demo shows the commands)"
+	@$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all
 	@scripts/demo $(CURDIR)/$(BIN)
 
 lint:

@@ -14,7 +14,7 @@ static const char usage[] =
 
 static const struct option longopts[] = {
 	{"alert", required_argument, NULL, 'a'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"log", required_argument, NULL, 'l'},
 	{"max", required_argument, NULL, 'm'},
 	{"quiet", no_argument, NULL, 'q'},
@@ -200,6 +200,22 @@ write_log(struct ctx *ctx)
 	return rc;
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"alert", NULL, "warn once when an estimate reaches amount"},
+	{"log", NULL, "append each sandbox's line of output to file"},
+	{"max", NULL, "exit 4 when the estimate reaches amount"},
+	{"rate", NULL, "the rate per hour of every sandbox"},
+	{"state", NULL, "a state file; may be repeated"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-cost -r 0.10 -m 5 -s .sbx/run.json",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -212,6 +228,7 @@ main(int argc, char **argv)
 	json_t *o;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	paths = sbx_xcalloc((size_t)argc + 1, sizeof *paths);
 	while ((c = getopt_long(argc, argv, "a:hl:m:qr:s:vV", longopts,
 	    NULL)) != -1) {

@@ -12,7 +12,7 @@ static const char usage[] =
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"quiet", no_argument, NULL, 'q'},
 	{"state", required_argument, NULL, 's'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -85,6 +85,19 @@ resolve(struct operand *op, const char *backend, const char *state,
 	return ref;
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"backend", NULL, "the backend of a SANDBOX: operand's id or name"},
+	{"state", NULL, "the sandbox a ':PATH' operand names"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-cp -s .sbx/state.json src/ :/workspace/src",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -96,6 +109,7 @@ main(int argc, char **argv)
 	int c, i;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	while ((c = getopt_long(argc, argv, "b:hqs:vV", longopts, NULL)) !=
 	    -1) {
 		switch (c) {

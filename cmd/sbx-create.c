@@ -30,7 +30,7 @@ static const struct option longopts[] = {
 	{"disk", required_argument, NULL, 'd'},
 	{"endpoint", required_argument, NULL, 'E'},
 	{"env", required_argument, NULL, 'e'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"image", required_argument, NULL, 'i'},
 	{"inject-header", required_argument, NULL, OPT_INJECT_HEADER},
 	{"label", required_argument, NULL, 'l'},
@@ -248,6 +248,41 @@ disk_limit(struct sbx_spec *spec, const char *arg)
 	spec->disk_default = !arg;
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"allow-out", NULL, "let the sandbox connect to dest (repeatable)"},
+	{"backend", NULL, "where to create it: local, docker or e2b"},
+	{"cpus", NULL, "limit to this many CPUs (0.5, 2; 0 for none)"},
+	{"deny-out", NULL, "deny connections to dest (repeatable)"},
+	{"disk", NULL, "a quota on what the sandbox writes"},
+	{"egress-proxy", NULL, "send allowed TCP through a SOCKS5 proxy"},
+	{"endpoint", NULL, "(e2b) the URL of the E2B API, such as sbxd's"},
+	{"env", NULL, "set a variable for every command (repeatable)"},
+	{"image", NULL, "the root filesystem (host, a dir, an image)"},
+	{"inject-header", NULL, "add a header to HTTP requests to host"},
+	{"label", NULL, "attach a label (repeatable)"},
+	{"memory", NULL, "limit memory (512M, 2G; 0 for none)"},
+	{"name", NULL, "a name any tool accepts in place of the id"},
+	{"network", NULL, "deny (loopback only, default) or allow"},
+	{"pids", NULL, "allow at most n processes (0 for no limit)"},
+	{"port", NULL, "publish a TCP port on 127.0.0.1 (repeatable)"},
+	{"pull", NULL, "(docker) pull the image first"},
+	{"reuse", NULL, "keep the state file's sandbox if it still runs"},
+	{"runtime", NULL, "(docker) the OCI runtime, such as runsc"},
+	{"state", NULL, "write the sandbox's state file there"},
+	{"template", NULL, "the same as --image (E2B's word)"},
+	{"timeout", NULL, "kill the sandbox once idle this long"},
+	{"workdir", NULL, "the commands' working directory (/workspace)"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-create --memory 512M --timeout 600 --label owner=me \\\n"
+	    "      --state .sbx/s.json",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -266,6 +301,7 @@ main(int argc, char **argv)
 	unsigned given = 0; /* the limits a flag set */
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	spec.labels = json_object();
 	spec.image = "host";
 	spec.workdir = "/workspace";

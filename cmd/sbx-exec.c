@@ -15,7 +15,7 @@ static const char usage[] =
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
 	{"env", required_argument, NULL, 'e'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
 	{"interactive", no_argument, NULL, 'i'},
 	{"json", no_argument, NULL, 'j'},
@@ -111,6 +111,25 @@ resume_first(const struct sbx_backend *be, json_t *ref, const char *state,
 	return 0;
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"env", NULL, "set a variable for the command (repeatable)"},
+	{"interactive", NULL, "forward standard input to the command"},
+	{"json", NULL, "print one JSON object: output and status"},
+	{"max-output", NULL, "with -j, keep at most this much of each stream"},
+	{"resume", NULL, "resume the sandbox first if it is paused"},
+	{"timeout", NULL, "kill the command after this long (exit 124)"},
+	{"tty", NULL, "run the command on a terminal"},
+	{"workdir", NULL, "the command's working directory"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-exec -s .sbx/s.json -- sh -c 'echo hi; exit 7'",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -127,6 +146,7 @@ main(int argc, char **argv)
 	const char *state = NULL;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	/* A closed 0, 1 or 2 must not be taken by our own socket and then
 	 * handed to the command as its stdio: fill it with /dev/null. */
 	for (c = 0; c < 3; c++)

@@ -20,7 +20,7 @@ static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
 	{"dry-run", no_argument, NULL, 'n'},
 	{"grace", required_argument, NULL, 'g'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"idle-for", required_argument, NULL, 'i'},
 	{"label", required_argument, NULL, 'l'},
 	{"older-than", required_argument, NULL, 'o'},
@@ -385,6 +385,24 @@ duration_arg(const char *s)
 	return v;
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"backend", NULL, "the backend whose sandboxes to collect"},
+	{"dry-run", NULL, "print what would be killed; kill nothing"},
+	{"grace", NULL, "spare state files updated this recently (5m)"},
+	{"idle-for", NULL, "kill the sandboxes idle this long"},
+	{"label", NULL, "only sandboxes with this label (repeatable)"},
+	{"older-than", NULL, "kill the sandboxes created this long ago"},
+	{"state-dir", NULL, "kill what no state file under dir names"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-gc -n --older-than 2h",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -397,6 +415,7 @@ main(int argc, char **argv)
 	int c, r, rc = SBX_EX_OK, locked = 1;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	ctx.want = json_object();
 	ctx.refs = json_object();
 	ctx.victims = json_array();

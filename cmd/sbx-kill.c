@@ -15,7 +15,7 @@ static const char usage[] =
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
 	{"final-sync", required_argument, NULL, 'F'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
 	{"keep", no_argument, NULL, 'k'},
 	{"quiet", no_argument, NULL, 'q'},
@@ -160,6 +160,20 @@ kill_state(const char *path, void *arg)
 	return rc;
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"backend", NULL, "the backend the ids belong to"},
+	{"final-sync", NULL, "pull into dir first; kill only if that works"},
+	{"keep", NULL, "keep the sandbox's directory and its files"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-kill --final-sync . --state .sbx/run.json",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -169,6 +183,7 @@ main(int argc, char **argv)
 	int c, rc;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	while ((c = getopt_long(argc, argv, "b:F:hI:kqs:vV", longopts, NULL)) !=
 	    -1) {
 		switch (c) {

@@ -13,7 +13,7 @@ static const char usage[] =
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
 	{"backends", no_argument, NULL, 'B'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"json", no_argument, NULL, 'j'},
 	{"label", required_argument, NULL, 'l'},
 	{"quiet", no_argument, NULL, 'q'},
@@ -162,6 +162,21 @@ backend_row(json_t *o, void *arg)
 	return 0;
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"backend", NULL, "the backend to list"},
+	{"backends", NULL, "list the backends and what each can do"},
+	{"json", NULL, "print JSON Lines even on a terminal"},
+	{"label", NULL, "only sandboxes with this label (repeatable)"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-ls -l owner=me | jq -r 'select(.status == \"running\") | .id'",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -171,6 +186,7 @@ main(int argc, char **argv)
 	int c, rc, json = 0, backends = 0;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	ctx.want = json_object();
 	while ((c = getopt_long(argc, argv, "Bb:hjl:qvV", longopts, NULL)) !=
 	    -1) {

@@ -23,7 +23,7 @@ static const struct option longopts[] = {
 	{"clear", no_argument, NULL, OPT_CLEAR},
 	{"deny-out", required_argument, NULL, OPT_DENY_OUT},
 	{"follow", no_argument, NULL, 'f'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
 	{"inject-header", required_argument, NULL, OPT_INJECT_HEADER},
 	{"network", required_argument, NULL, 'n'},
@@ -44,6 +44,23 @@ add_rule(json_t *set, const char *list, const char *text)
 		sbx_die_err(&err);
 	json_array_append_new(json_object_get(set, list), json_string(text));
 }
+
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"allow-out", NULL, "allow connections to dest (repeatable)"},
+	{"clear", NULL, "remove every rule"},
+	{"deny-out", NULL, "deny connections to dest (repeatable)"},
+	{"follow", NULL, "with log: print new lines as they come"},
+	{"inject-header", NULL, "add a header to HTTP requests to host"},
+	{"network", "allow|deny", "turn the network on (allow) or off (deny)"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-net -s .sbx/s.json --allow-out git.example.com",
+	1,
+};
 
 int
 main(int argc, char **argv)
@@ -68,6 +85,7 @@ main(int argc, char **argv)
 		argv = av;
 		argc--;
 	}
+	sbx_opt_init(&help, argv);
 	set = json_pack("{s[]s[]}", "allow_out", "deny_out");
 	while ((c = getopt_long(argc, argv, "b:fhI:n:qs:vV", longopts,
 	    NULL)) != -1) {

@@ -16,7 +16,7 @@ static const char usage[] = "usage: sbx-netd [-qv] dir pid\n"
 
 static const struct option longopts[] = {
 	{"ca", no_argument, NULL, 'c'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"quiet", no_argument, NULL, 'q'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"version", no_argument, NULL, 'V'},
@@ -34,6 +34,18 @@ ready(int fd, const char *line)
 	close(fd);
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"ca", NULL, "only make the sandbox's CA in dir"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-netd --ca /tmp/ca    (as sbx-net runs it: not by hand)",
+	8,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -43,6 +55,7 @@ main(int argc, char **argv)
 	int c, fd, ca = 0;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	while ((c = getopt_long(argc, argv, "chqvV", longopts, NULL)) != -1)
 		if (c == 'c')
 			ca = 1;

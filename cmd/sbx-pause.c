@@ -13,7 +13,7 @@ static const char usage[] =
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
 	{"mode", required_argument, NULL, 'm'},
 	{"quiet", no_argument, NULL, 'q'},
@@ -123,6 +123,21 @@ act_state(const char *path, void *arg)
 	return rc;
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"backend", NULL, "the backend the ids belong to"},
+	{"mode", NULL, "how to pause: suspend or stop"},
+	{"resume", NULL, "resume the sandboxes instead"},
+	{"semantics", NULL, "print what pausing does on the backend"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-pause -m stop -s .sbx/s.json",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -134,6 +149,7 @@ main(int argc, char **argv)
 	int c, rc, semantics = 0;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	while ((c = getopt_long(argc, argv, "b:hI:m:qrSs:vV", longopts,
 	    NULL)) != -1) {
 		switch (c) {

@@ -13,13 +13,24 @@ static const char usage[] =
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"state", required_argument, NULL, 's'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
+};
+
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-port -s .sbx/s.json 9000:3000",
+	1,
 };
 
 int
@@ -35,6 +46,7 @@ main(int argc, char **argv)
 	int c;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	while ((c = getopt_long(argc, argv, "b:hI:qs:vV", longopts, NULL)) !=
 	    -1)
 		if (!sbx_opt_common(c, usage) && !sbx_target_opt(c, optarg, &t))

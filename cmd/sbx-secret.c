@@ -16,7 +16,7 @@ static const char usage[] =
     "       sbx-secret rm [-qv] [name ...]\n";
 
 static const struct option longopts[] = {
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"metadata", required_argument, NULL, 'm'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -171,6 +171,18 @@ add_meta(json_t *meta, const char *kv)
 	free(k);
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"metadata", NULL, "with set: metadata to keep with the secret"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  printenv ANTHROPIC_API_KEY | sbx-secret set anthropic -m team=agents",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -186,6 +198,7 @@ main(int argc, char **argv)
 		argv++;
 		argc--;
 	}
+	sbx_opt_init(&help, argv);
 	while ((c = getopt_long(argc, argv, "hm:qvV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm':

@@ -37,7 +37,7 @@ static const struct option longopts[] = {
 	{"dry-run", no_argument, NULL, 'n'},
 	{"exclude", required_argument, NULL, 'x'},
 	{"full", no_argument, NULL, OPT_FULL},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
 	{"include", required_argument, NULL, 'a'},
 	{"large", required_argument, NULL, 'L'},
@@ -101,6 +101,29 @@ locate_state(const char *state, const char *project, char **abs_out,
 	free(copy);
 }
 
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"compress", NULL, "push: the stream's compression"},
+	{"delete", NULL, "push: delete what is gone here since a push"},
+	{"dry-run", NULL, "push, pull: print what would be done"},
+	{"exclude", NULL, "neither push nor pull these paths (repeatable)"},
+	{"full", NULL, "pull, status: look at every file, not changes"},
+	{"include", NULL, "push: send only these paths (repeatable)"},
+	{"large", NULL, "push: files over -m are sent (warn) or skipped"},
+	{"links", NULL, "pull, status: symlinks out of the project"},
+	{"max-file-size", NULL, "push: a file larger than this is large"},
+	{"ours", NULL, "pull: on a conflict keep the host's version"},
+	{"theirs", NULL, "pull: on a conflict take the sandbox's version"},
+	{"trust-config", NULL, "pull, status: take config files as any other"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-sync push -s .sbx/run.json && sbx-sync pull -s .sbx/run.json",
+	1,
+};
+
 int
 main(int argc, char **argv)
 {
@@ -118,8 +141,12 @@ main(int argc, char **argv)
 	uint64_t u;
 
 	sbx_prog_set(argv);
-	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")))
+	/* argv + 1: the options are parsed after the command. */
+	sbx_opt_init(&help, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "-h"))
 		sbx_usage(usage, SBX_EX_OK);
+	if (argc > 1 && !strcmp(argv[1], "--help"))
+		sbx_opt_common(SBX_OPT_HELP, usage);
 	if (argc > 1 && (!strcmp(argv[1], "-V") ||
 	    !strcmp(argv[1], "--version")))
 		sbx_version();

@@ -27,11 +27,37 @@ static const struct option longopts[] = {
 	{"domain", required_argument, NULL, 'd'},
 	{"on-exit", required_argument, NULL, 'x'},
 	{"no-access-log", no_argument, NULL, 'A'},
-	{"help", no_argument, NULL, 'h'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"quiet", no_argument, NULL, 'q'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
+};
+
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"api-key-file", NULL, "the API keys, one per line (required)"},
+	{"create-rate", NULL, "creates a second per API key (0: no limit)"},
+	{"domain", NULL, "the domain the Sandbox objects name"},
+	{"header-timeout", NULL, "time to send a request head (10)"},
+	{"listen", NULL, "listen on host:port (127.0.0.1:3000)"},
+	{"max-body", NULL, "the largest JSON request body (1M)"},
+	{"max-connections", NULL, "at most count connections (4096)"},
+	{"max-per-address", NULL, "at most count from one address (256)"},
+	{"max-sandboxes", NULL, "at most count sandboxes (100)"},
+	{"max-timeout", NULL, "the longest timeout a sandbox may have"},
+	{"max-upload", NULL, "the largest file upload (1G)"},
+	{"no-access-log", NULL, "no access log"},
+	{"on-exit", NULL, "what becomes of the sandboxes when sbxd stops"},
+	{"store", NULL, "the store directory"},
+	{"template", NULL, "register a template (repeatable)"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbxd --listen 127.0.0.1:3000 --api-key-file /etc/sbx/api-key",
+	8,
 };
 
 int
@@ -58,6 +84,7 @@ main(int argc, char **argv)
 	int c;
 
 	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
 	tmpl = sbx_xcalloc((size_t)argc + 1, sizeof *tmpl);
 	while ((c = getopt_long(argc, argv, "Ac:d:B:hk:l:m:p:qr:S:t:T:U:vVw:x:",
 	    longopts, NULL)) != -1) {

@@ -42,6 +42,11 @@ int
 sbx_opt_common(int c, const char *usage)
 {
 	switch (c) {
+	case SBX_OPT_HELP:
+		sbx_help_opt(c);
+		sbx_usage(usage, 0);
+	case '?':
+		return sbx_help_opt(c);
 	case 'h':
 		sbx_usage(usage, 0);
 	case 'q':

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
+#include <nettle/sha2.h>
 
 #include "internal.h"
 
@@ -149,28 +149,26 @@ sbx_ts(int64_t ns)
 	return ts;
 }
 
+/* nettle, not libcrypto: libarchive brings it in anyway, and a static
+ * libcrypto drags dlopen and getaddrinfo into sbx-sync (ld warns). */
 int
 sbx_sha256_fd(int fd, unsigned char out[32])
 {
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	struct sha256_ctx c;
 	char buf[65536];
 	ssize_t n;
-	int rc = -1;
 
-	if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL))
-		goto out;
+	sha256_init(&c);
 	while ((n = read(fd, buf, sizeof buf)) != 0) {
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			goto out;
+			return -1;
 		}
-		EVP_DigestUpdate(c, buf, (size_t)n);
+		sha256_update(&c, (size_t)n, (const uint8_t *)buf);
 	}
-	rc = EVP_DigestFinal_ex(c, out, NULL) ? 0 : -1;
-out:
-	EVP_MD_CTX_free(c);
-	return rc;
+	sha256_digest(&c, SHA256_DIGEST_SIZE, out);
+	return 0;
 }
 
 /* A name a sync may write: relative, no empty, "." or ".." part, within

@@ -74,6 +74,30 @@ __attribute__((noreturn)) void sbx_version(void);
 /* The options every tool has (-h -q -v -V): true when c was one. */
 int sbx_opt_common(int c, const char *usage);
 
+/* --help (-h prints the usage alone): the usage, a line for each long
+ * option (sorted, with its short letter and its value's name as the usage
+ * shows it), and an example. Options missing here take common texts. */
+struct option;
+struct sbx_help_opt {
+	const char *name;       /* a long option */
+	const char *arg;        /* its value's name; NULL: from the usage */
+	const char *text;       /* one line */
+};
+struct sbx_help {
+	const char *usage;
+	const struct option *longopts;
+	const struct sbx_help_opt *opts; /* ends with {NULL} */
+	const char *example;    /* indented command lines */
+	int section;            /* of the man page; 0: 1 */
+};
+/* The value of "help" in a tool's longopts: --help, not -h. */
+#define SBX_OPT_HELP 0x1000
+/* Before getopt_long, with the argv it parses: turns getopt's messages off
+ * for sbx_opt_common's, which suggest the closest long option. */
+void sbx_opt_init(const struct sbx_help *help, char **argv);
+/* SBX_OPT_HELP prints the help and exits; '?' says why on stderr. */
+int sbx_help_opt(int c);
+
 int sbx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* "512M", "1G", "4096", "2KiB": binary multiples. */
 int sbx_parse_size(const char *s, uint64_t *out);
