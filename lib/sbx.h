@@ -548,6 +548,9 @@ char *sbx_sibling(const char *rel);
 /* --- progress: files, bytes and rate on stderr (a terminal's) -------- */
 
 void sbx_progress_start(int on);
+/* What the transfer will be, when known: the line shows a percentage and
+ * an ETA. */
+void sbx_progress_total(uint64_t files, uint64_t bytes);
 void sbx_progress_add(uint64_t files, uint64_t bytes);
 void sbx_progress_end(void);
 
