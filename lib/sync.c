@@ -479,6 +479,15 @@ baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
 
 	if (!path)
 		return 0;
+	/* Our directory in the project is git's business no more than the
+	 * baseline in it: a .gitignore of "*", as sbx-create makes. */
+	if (o->statedir && !strcmp(o->statedir, ".sbx") &&
+	    access(".sbx/.gitignore", F_OK) < 0 && errno == ENOENT &&
+	    sbx_file_write_atomic(".sbx/.gitignore", "*\n", 2, 0644, 0,
+	    err) < 0) {
+		free(path);
+		return -1;
+	}
 	if (!wd && o->state)
 		wd = sbx_json_str(o->state->root, "workdir");
 	if (!m->sorted)
