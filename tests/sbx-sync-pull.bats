@@ -212,3 +212,14 @@ failed_rename() {
 	[ -z "$(ls -A "$P")" ]
 	[ ! -e "$S" ]
 }
+
+@test "sbx-sync: --strict is pull's alone" {
+	local c
+	for c in push status; do
+		run --separate-stderr sbx-sync "$c" --strict -s "$S" "$P"
+		assert_failure 2
+		assert_equal "$stderr" "sbx-sync: --strict is an option of pull"
+	done
+	[ -z "$(ls -A "$P")" ]
+	[ ! -e "$S" ]
+}
