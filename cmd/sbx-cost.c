@@ -30,6 +30,7 @@ struct ctx {
 	const char *log;
 	uint64_t max, alert; /* units of 0.0001 */
 	int has_max, has_alert;
+	int silent;         /* -q: only the exit status says */
 	long long now;
 	json_t *lines;      /* what was printed, for --log */
 	uint64_t total, total_s;
@@ -55,7 +56,7 @@ cpu_of(const json_t *ref)
 	struct sbx_err err = {0};
 	json_t *info, *v = NULL;
 
-	if ((be = sbx_backend_of(ref, &err)) && be->ops->info &&
+	if (ref && (be = sbx_backend_of(ref, &err)) && be->ops->info &&
 	    (info = be->ops->info(ref, &err))) {
 		v = json_object_get(info, "cpu_s");
 		v = json_is_number(v) ? json_incref(v) : NULL;
@@ -91,6 +92,39 @@ remember(json_t *root, uint64_t units, const char *id, struct ctx *ctx)
 	return changed;
 }
 
+/* The CPU milliseconds the sandboxes of the state used: what each id
+ * was last seen using, this one's as measured now (cpu, or null), which
+ * "cpu_seen" keeps for when it is gone. -1 when none was ever seen. */
+static long long
+cpu_used(json_t *root, const char *id, const json_t *cpu, int *changed)
+{
+	json_t *seen = json_object_get(root, "cpu_seen"), *v;
+	const char *k;
+	long long ms = -1;
+	double s;
+
+	if (!json_is_object(seen)) {
+		seen = json_object();
+		json_object_set_new(root, "cpu_seen", seen);
+	}
+	s = json_number_value(cpu);
+	v = json_object_get(seen, id);
+	/* The counter only grows; a smaller one is another cgroup. */
+	if (json_is_number(cpu) && s >= 0 && s < 1e12 && (!json_is_number(v) ||
+	    s > json_number_value(v))) {
+		json_object_set_new(seen, id, json_real(s));
+		*changed = 1;
+	}
+	json_object_foreach(seen, k, v)
+		if (json_is_number(v) && json_number_value(v) >= 0 &&
+		    json_number_value(v) < 1e12)
+			ms = (ms < 0 ? 0 : ms) + (long long)(json_number_value(
+			    v) * 1000 + 0.5);
+	if (!json_object_size(seen))
+		json_object_del(root, "cpu_seen");
+	return ms;
+}
+
 static int
 cost_state(const char *path, struct ctx *ctx)
 {
@@ -100,20 +134,29 @@ cost_state(const char *path, struct ctx *ctx)
 	uint64_t secs, units, hourly;
 	const char *id, *backend;
 	char est[32], rate[32], msg[sizeof err.msg];
-	json_t *ref, *o;
-	int rc = SBX_EX_OK;
+	json_t *ref, *o, *cpu;
+	long long ms = 0;
+	int rc = SBX_EX_OK, changed = 0;
 
 	/* Looked at first: opening would make the directory and a lock. */
 	if (access(path, F_OK) < 0 && errno == ENOENT) {
 		sbx_warn("no sandbox: no state file '%s'", path);
 		return SBX_EX_NOSANDBOX;
 	}
+	/* The backend is asked without the state's lock held. */
 	if (sbx_state_open(&st, path, &err) < 0) {
 		sbx_warn("%s", err.msg);
 		return err.code ? err.code : SBX_EX_FAIL;
 	}
-	/* Held past the state's release: the backend is asked without
-	 * the lock. */
+	ref = json_incref(json_object_get(st.root, "ref"));
+	sbx_state_release(&st);
+	cpu = cpu_of(ref);
+	json_decref(ref);
+	if (sbx_state_open(&st, path, &err) < 0) {
+		sbx_warn("%s", err.msg);
+		json_decref(cpu);
+		return err.code ? err.code : SBX_EX_FAIL;
+	}
 	ref = json_incref(json_object_get(st.root, "ref"));
 	id = sbx_json_str(ref, "id");
 	backend = sbx_json_str(ref, "backend");
@@ -128,9 +171,24 @@ cost_state(const char *path, struct ctx *ctx)
 		goto fail;
 	}
 	if (sbx_cost_running(st.root, ctx->now, &secs, &err) < 0 ||
-	    sbx_cost_rate(backend, ctx->rate, st.root, &r, &err) < 0 ||
-	    sbx_cost_estimate(&r, secs, &units, &err) < 0 ||
-	    sbx_cost_estimate(&r, 3600, &hourly, &err) < 0) {
+	    sbx_cost_rate(backend, ctx->rate, st.root, &r, &err) < 0)
+		goto bad;
+	/* Never a silent 0: a sandbox that ran but whose CPU time was
+	 * never seen has no estimate. */
+	if (r.per_cpu && (ms = cpu_used(st.root, id, cpu, &changed)) < 0) {
+		if (secs) {
+			sbx_err_set(&err, SBX_EX_USAGE, "no rate for backend "
+			    "'%s': the CPU time of '%s' is not known; set "
+			    "cost.%s.per_hour (or give --rate)", backend, id,
+			    backend);
+			goto fail;
+		}
+		ms = 0;
+	}
+	if (sbx_cost_estimate(&r, r.per_cpu ? (uint64_t)ms : secs, &units,
+	    &err) < 0 || sbx_cost_estimate(&r, r.per_cpu ? 3600000 : 3600,
+	    &hourly, &err) < 0) {
+bad:
 		if (err.code == SBX_EX_DATA) {
 			memcpy(msg, err.msg, sizeof msg);
 			sbx_err_set(&err, SBX_EX_DATA, "'%s': %.400s", path,
@@ -138,7 +196,7 @@ cost_state(const char *path, struct ctx *ctx)
 		}
 		goto fail;
 	}
-	if (remember(st.root, units, id, ctx) &&
+	if ((remember(st.root, units, id, ctx) || changed) &&
 	    sbx_state_save(&st, &err) < 0) {
 		sbx_warn("%s", err.msg);
 		rc = SBX_EX_FAIL;
@@ -150,8 +208,9 @@ cost_state(const char *path, struct ctx *ctx)
 	    (unsigned long long)secs, rate, r.source);
 	o = json_pack("{sssssIssssssso}", "id", id, "backend", backend,
 	    "running_s", (json_int_t)secs, "estimated", est, "rate", rate,
-	    "rate_source", r.source, "cpu_s", cpu_of(ref));
-	sbx_out_json(o);
+	    "rate_source", r.source, "cpu_s", cpu);
+	if (!ctx->silent)
+		sbx_out_json(o);
 	json_array_append_new(ctx->lines, o);
 	ctx->total += units;
 	ctx->total_s += secs;
@@ -164,6 +223,7 @@ fail:
 	sbx_warn("%s", err.msg);
 	sbx_state_release(&st);
 	json_decref(ref);
+	json_decref(cpu);
 	return err.code;
 }
 
@@ -258,6 +318,7 @@ main(int argc, char **argv)
 	}
 	for (; optind < argc; optind++)
 		paths[n++] = argv[optind];
+	ctx.silent = sbx_quiet;
 	if (!n) {
 		env = getenv("SBX_STATE");
 		if (env && *env)
@@ -283,7 +344,8 @@ main(int argc, char **argv)
 		o = json_pack("{sbsIsssi}", "total", 1, "running_s",
 		    (json_int_t)ctx.total_s, "estimated", est, "count",
 		    ctx.count);
-		sbx_out_json(o);
+		if (!ctx.silent)
+			sbx_out_json(o);
 		json_decref(o);
 	}
 	/* With several sandboxes, the budget is for all of them. */

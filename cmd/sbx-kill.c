@@ -43,6 +43,9 @@ final_sync(const struct ctx *ctx, const char *state, const json_t *ref)
 
 	argv[i++] = self && access(self, X_OK) == 0 ? self : "sbx-sync";
 	argv[i++] = "pull";
+	/* What the pull leaves (a conflict, a link) would go with the
+	 * sandbox: that keeps it. */
+	argv[i++] = "--strict";
 	if (sbx_quiet)
 		argv[i++] = "-q";
 	if (state) {

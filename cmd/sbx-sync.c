@@ -18,16 +18,17 @@ static const char usage[] =
     "backend]] [dir]\n"
     "       sbx-sync pull [-nqv] [--theirs | --ours] [--full] "
     "[--links keep|skip]\n"
-    "                     [--trust-config] [-x glob]... [-s file | -I id "
-    "[-b backend]]\n"
-    "                     [dir]\n"
+    "                     [--trust-config] [--strict] [-x glob]... [-s file "
+    "| -I id\n"
+    "                     [-b backend]] [dir]\n"
     "       sbx-sync status [-qv] [--full] [--links keep|skip] "
     "[--trust-config]\n"
     "                       [-x glob]... [-s file | -I id [-b backend]] "
     "[dir]\n";
 
 enum {
-	OPT_DELETE = 256, OPT_THEIRS, OPT_OURS, OPT_FULL, OPT_LINKS, OPT_TRUST
+	OPT_DELETE = 256, OPT_THEIRS, OPT_OURS, OPT_FULL, OPT_LINKS, OPT_TRUST,
+	OPT_STRICT
 };
 
 static const struct option longopts[] = {
@@ -46,6 +47,7 @@ static const struct option longopts[] = {
 	{"ours", no_argument, NULL, OPT_OURS},
 	{"quiet", no_argument, NULL, 'q'},
 	{"state", required_argument, NULL, 's'},
+	{"strict", no_argument, NULL, OPT_STRICT},
 	{"theirs", no_argument, NULL, OPT_THEIRS},
 	{"trust-config", no_argument, NULL, OPT_TRUST},
 	{"verbose", no_argument, NULL, 'v'},
@@ -137,7 +139,7 @@ main(int argc, char **argv)
 	char *state_abs = NULL, *statedir = NULL, *statefile = NULL;
 	struct stat st;
 	long long t0 = sbx_mono_ms();
-	int c, rc, status = 0, push = 0;
+	int c, rc, status = 0, push = 0, strict = 0;
 	uint64_t u;
 
 	sbx_prog_set(argv);
@@ -226,6 +228,12 @@ main(int argc, char **argv)
 			else
 				sbx_usage_error(usage, "--links must be keep "
 				    "or skip, not '%s'", optarg);
+			break;
+		case OPT_STRICT:
+			if (push || status)
+				sbx_usage_error(usage, "--strict is an option "
+				    "of pull");
+			strict = 1;
 			break;
 		case OPT_THEIRS:
 		case OPT_OURS:
@@ -318,8 +326,12 @@ main(int argc, char **argv)
 		sbx_out_json(j);
 		json_decref(j);
 	}
+	/* What a pull kept or held back is said and, unless --strict,
+	 * not a failure: a loop's "pull || break" goes on. */
 	if (rc < 0)
 		sbx_warn("%s", err.msg);
+	if (rc < 0 && !push && !strict)
+		rc = 0;
 	if (o.state)
 		sbx_state_release(o.state);
 	json_decref(o.ref);

@@ -12,6 +12,11 @@
 #define REMOTE(ops) NULL
 #endif
 
+/* E2B's published prices (e2b.dev/pricing, December 2025), the defaults
+ * of sbx-cost. */
+#define SBX_E2B_VCPU_SECOND "0.000014"
+#define SBX_E2B_GIB_SECOND "0.0000045"
+
 /* Every backend, as data; what sets one apart from another is said
  * here and nowhere else. */
 static const struct sbx_backend backends[] = {
@@ -26,8 +31,9 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_DISK,
 		/* On this machine compression only costs time. */
 		.compress = SBX_COMPRESS_NONE,
-		/* It runs on the user's own machine. */
-		.rate_default = "0",
+		/* The CPU time it uses, priced as E2B prices a vCPU-second
+		 * (sbx-cost(1)). */
+		.cpu_second_default = SBX_E2B_VCPU_SECOND,
 		.in_store = 1,
 		.ops = &sbx_local_ops,
 	},
@@ -44,6 +50,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
 		    SBX_CAP_DISK,
 		.compress = SBX_COMPRESS_GZIP,
+		.cpu_second_default = SBX_E2B_VCPU_SECOND,
 		.ops = REMOTE(sbx_docker_ops),
 	},
 	{
@@ -59,6 +66,9 @@ static const struct sbx_backend backends[] = {
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.template_sized = 1,
+		/* E2B's published rates. */
+		.vcpu_second_default = SBX_E2B_VCPU_SECOND,
+		.gib_second_default = SBX_E2B_GIB_SECOND,
 		.ops = REMOTE(sbx_e2b_ops),
 	},
 };

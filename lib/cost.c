@@ -188,10 +188,11 @@ resources(const json_t *root, struct sbx_rate *r, int *assumed_cpu,
 }
 
 /* cost.B.vcpu_second and cost.B.gib_second, with the resources: 1 when
- * either is set, 0 when neither is. */
+ * either is set, 0 when neither is; the backend's defaults (dc, dm) when
+ * given and neither is set. */
 static int
 per_second(const char *backend, const json_t *root, struct sbx_rate *r,
-    struct sbx_err *err)
+    const char *dc, const char *dm, struct sbx_err *err)
 {
 	char kc[64], km[64], sc[72], sm[72], src[152], n[32], cpu[40];
 	char mem[40];
@@ -202,14 +203,23 @@ per_second(const char *backend, const json_t *root, struct sbx_rate *r,
 	snprintf(km, sizeof km, "cost.%s.gib_second", backend);
 	vc = setting(kc, sc, sizeof sc);
 	vm = setting(km, sm, sizeof sm);
-	if (!vc && !vm)
+	if (!vc && !vm && !dc && !dm)
 		return 0;
+	if (!vc && !vm) {
+		vc = dc;
+		vm = dm;
+		snprintf(sc, sizeof sc, "default");
+		snprintf(sm, sizeof sm, "default");
+	}
 	if ((vc && rate_value(vc, sc, &r->vcpu_second, err) < 0) ||
 	    (vm && rate_value(vm, sm, &r->gib_second, err) < 0) ||
 	    resources(root, r, &ac, &am, err) < 0)
 		return -1;
 	r->per_second = 1;
-	if (vc && vm && !strncmp(sc, "config ", 7) &&
+	if (!strcmp(sc, "default"))
+		snprintf(src, sizeof src, "default cost.%s.vcpu_second+"
+		    "gib_second", backend);
+	else if (vc && vm && !strncmp(sc, "config ", 7) &&
 	    !strncmp(sm, "config ", 7))
 		snprintf(src, sizeof src,
 		    "config cost.%s.vcpu_second+gib_second", backend);
@@ -278,17 +288,28 @@ sbx_cost_rate(const char *backend, const char *flag, const json_t *root,
 		snprintf(r->source, sizeof r->source, "%s", src);
 		return rate_value(v, src, &r->per_hour, err);
 	}
-	if ((rc = per_second(backend, root, r, err)) != 0)
+	if ((rc = per_second(backend, root, r, NULL, NULL, err)) != 0)
 		return rc < 0 ? -1 : 0;
-	/* A backend of the user's own machine has a rate of its own. */
-	if ((be = sbx_backend_find(backend)) && be->rate_default) {
-		snprintf(r->source, sizeof r->source, "default");
-		return rate_value(be->rate_default, "default", &r->per_hour,
-		    err);
+	be = sbx_backend_find(backend);
+	/* The CPU time used, measured: a sandbox of the user's own machine
+	 * or engine costs what it takes of it. */
+	snprintf(key, sizeof key, "cost.%s.cpu_second", backend);
+	if (!(v = setting(key, src, sizeof src)) && be &&
+	    (v = be->cpu_second_default))
+		snprintf(src, sizeof src, "default %s", key);
+	if (v) {
+		snprintf(r->source, sizeof r->source, "%s (CPU time used)",
+		    src);
+		r->per_cpu = 1;
+		return rate_value(v, src, &r->cpu_second, err);
 	}
+	if (be && (be->vcpu_second_default || be->gib_second_default) &&
+	    (rc = per_second(backend, root, r, be->vcpu_second_default,
+	    be->gib_second_default, err)) != 0)
+		return rc < 0 ? -1 : 0;
 	return sbx_err_set(err, SBX_EX_USAGE,
-	    "no rate for backend '%s': give --rate, SBX_COST_PER_HOUR or "
-	    "cost.%s.per_hour", backend, backend);
+	    "no rate for backend '%s': set cost.%s.per_hour (or give "
+	    "--rate or SBX_COST_PER_HOUR)", backend, backend);
 }
 
 int
@@ -297,8 +318,12 @@ sbx_cost_estimate(const struct sbx_rate *r, uint64_t seconds,
 {
 	unsigned __int128 num, den, t, a, b;
 
-	/* The rate as num / den, in 10^-12 per second. */
-	if (r->per_second) {
+	/* The rate as num / den, in 10^-12 per second (per CPU
+	 * millisecond when per_cpu). */
+	if (r->per_cpu) {
+		num = r->cpu_second;
+		den = 1000;
+	} else if (r->per_second) {
 		a = (unsigned __int128)r->vcpu_second * r->vcpu_milli * 1024;
 		b = (unsigned __int128)r->gib_second * r->memory_mib * 1000;
 		num = a + b;

@@ -7,12 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sbx.h"
+#include "internal.h"
 
 int sbx_quiet, sbx_verbose;
 
 static const char *prog = "sbx";
 static char **prog_argv;
+/* Called with 0 before a diagnostic, 1 after (progress.c). */
+static void (*diag_hook)(int after);
+
+void
+sbx_diag_hook_set(void (*fn)(int after))
+{
+	diag_hook = fn;
+}
 
 void
 sbx_prog_set(char **argv)
@@ -40,16 +48,21 @@ sbx_prog_argv(void)
 	return prog_argv;
 }
 
+/* redraw: 0 for a message that ends the program. */
 static void
-vmsg(const char *fmt, va_list ap, int errnum)
+vmsg(const char *fmt, va_list ap, int errnum, int redraw)
 {
 	size_t n = strlen(fmt);
 
+	if (diag_hook)
+		diag_hook(0);
 	fprintf(stderr, "%s: ", sbx_prog_get());
 	vfprintf(stderr, fmt, ap);
 	if (n && fmt[n - 1] == ':')
 		fprintf(stderr, " %s", strerror(errnum));
 	fputc('\n', stderr);
+	if (diag_hook && redraw)
+		diag_hook(1);
 }
 
 void
@@ -59,7 +72,7 @@ sbx_die(int code, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmsg(fmt, ap, e);
+	vmsg(fmt, ap, e, 0);
 	va_end(ap);
 	exit(code);
 }
@@ -73,7 +86,7 @@ sbx_warn(const char *fmt, ...)
 	if (sbx_quiet)
 		return;
 	va_start(ap, fmt);
-	vmsg(fmt, ap, e);
+	vmsg(fmt, ap, e, 1);
 	va_end(ap);
 }
 
@@ -86,7 +99,7 @@ sbx_note(const char *fmt, ...)
 	if (!sbx_verbose || sbx_quiet)
 		return;
 	va_start(ap, fmt);
-	vmsg(fmt, ap, e);
+	vmsg(fmt, ap, e, 1);
 	va_end(ap);
 }
 
@@ -114,6 +127,8 @@ sbx_err_set(struct sbx_err *err, int code, const char *fmt, ...)
 void
 sbx_die_err(const struct sbx_err *err)
 {
+	if (diag_hook)
+		diag_hook(0);
 	fprintf(stderr, "%s: %s\n", sbx_prog_get(), err->msg);
 	exit(err->code ? err->code : SBX_EX_FAIL);
 }

@@ -7,6 +7,12 @@
 
 #include "sbx.h"
 
+/* --- err: a hook around each diagnostic (progress.c's line) ---------- */
+
+/* fn(0) before a diagnostic is printed, fn(1) after one the program
+ * goes on from; NULL for none. */
+void sbx_diag_hook_set(void (*fn)(int after));
+
 /* --- manifest: what a tree holds, and the baseline of a sync ---------- */
 
 struct sbx_fentry {

@@ -316,6 +316,8 @@ struct sbx_rate {
 	uint64_t gib_second;  /* 10^-12 a GiB-second */
 	uint64_t vcpu_milli;  /* what they apply to */
 	uint64_t memory_mib;
+	int per_cpu;          /* cpu_second applies to the CPU time used */
+	uint64_t cpu_second;  /* 10^-12 a CPU-second */
 	char source[256];     /* "flag", "config cost.local.per_hour", ... */
 };
 
@@ -331,11 +333,13 @@ int sbx_cost_running(const json_t *root, long long now, uint64_t *seconds,
     struct sbx_err *err);
 /* The rate for a backend, the first found: flag (--rate, or NULL), env
  * SBX_COST_PER_HOUR, cost.BACKEND.per_hour, cost.BACKEND.vcpu_second and
- * gib_second with the state's "resources", 0 for local. SBX_EX_USAGE
- * when a value is malformed or there is no rate. */
+ * gib_second with the state's "resources", cost.BACKEND.cpu_second, the
+ * backend's default. SBX_EX_USAGE when a value is malformed or there is
+ * no rate. */
 int sbx_cost_rate(const char *backend, const char *flag, const json_t *root,
     struct sbx_rate *r, struct sbx_err *err);
-/* What seconds at the rate cost, in units of 0.0001, rounded half up. */
+/* What seconds at the rate cost, in units of 0.0001, rounded half up;
+ * for a per_cpu rate, seconds are the CPU time used, in milliseconds. */
 int sbx_cost_estimate(const struct sbx_rate *r, uint64_t seconds,
     uint64_t *units, struct sbx_err *err);
 
@@ -498,9 +502,11 @@ struct sbx_backend {
 	unsigned caps;                /* SBX_CAP_* */
 	enum sbx_compress compress;   /* sbx-sync push without -z */
 	int endpoint;                 /* takes a server's URL (--endpoint) */
-	/* sbx-cost's rate an hour when none is configured, or NULL:
-	 * without one, sbx-cost needs a rate */
-	const char *rate_default;
+	/* sbx-cost's rates when none is configured, or NULL: a CPU-second
+	 * used (measured), or a vCPU- and a GiB-second of the sandbox's
+	 * size; without any, sbx-cost needs a rate */
+	const char *cpu_second_default;
+	const char *vcpu_second_default, *gib_second_default;
 	/* Its sandboxes live in the local store (sbx_local_root), where
 	 * sbx-gc's lock is: without a store there is nothing to collect. */
 	int in_store;
@@ -603,6 +609,9 @@ char *sbx_sibling(const char *rel);
 /* --- progress: files, bytes and rate on stderr (a terminal's) -------- */
 
 void sbx_progress_start(int on);
+/* What the transfer will be, when known: the line shows a percentage and
+ * an ETA. */
+void sbx_progress_total(uint64_t files, uint64_t bytes);
 void sbx_progress_add(uint64_t files, uint64_t bytes);
 void sbx_progress_end(void);
 

@@ -479,6 +479,15 @@ baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
 
 	if (!path)
 		return 0;
+	/* Our directory in the project is git's business no more than the
+	 * baseline in it: a .gitignore of "*", as sbx-create makes. */
+	if (o->statedir && !strcmp(o->statedir, ".sbx") &&
+	    access(".sbx/.gitignore", F_OK) < 0 && errno == ENOENT &&
+	    sbx_file_write_atomic(".sbx/.gitignore", "*\n", 2, 0644, 0,
+	    err) < 0) {
+		free(path);
+		return -1;
+	}
 	if (!wd && o->state)
 		wd = sbx_json_str(o->state->root, "workdir");
 	if (!m->sorted)
@@ -585,6 +594,19 @@ compact(struct sbx_manifest *m, struct sbx_manifest *adds)
 		m->sorted = 1;
 }
 
+/* What a transfer of m will be, for the progress line. */
+static void
+progress_total(const struct sbx_manifest *m)
+{
+	uint64_t bytes = 0;
+	size_t i;
+
+	for (i = 0; i < m->n; i++)
+		if (m->e[i].type == 'f')
+			bytes += m->e[i].size;
+	sbx_progress_total(m->n, bytes);
+}
+
 int
 sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
     struct sbx_err *err)
@@ -636,6 +658,7 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 	if (send.n) {
 		if (f->put_archive(o->ref, o->remote_dir, &fd, &job, err) < 0)
 			goto out;
+		progress_total(&send);
 		wrc = sbx_tar_write(fd, &send, o->z, &werr);
 		close(fd);
 		/* The receiver's error explains a broken pipe better. */
@@ -1347,6 +1370,8 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 			    p.stage);
 			goto out;
 		}
+		if (!tmp)
+			progress_total(&p.fetch);
 		if (f->get_archive(o->ref, o->remote_dir, &p.fetch, &fd, &job,
 		    err) < 0)
 			goto out;

@@ -177,11 +177,14 @@ config() {
 	[ "$(jq -r .rate_source <<<"$output")" = flag ]
 	[ "$(jq -r .estimated <<<"$output")" = 0.2000 ]
 	rm -r "$XDG_CONFIG_HOME"
+	# The default prices the CPU time it was seen using.
+	mkstate a.json '[[1000, 8200]]' local '{"cpu_seen":{"0123456789ab":1800}}'
 	run sbx-cost a.json
 	assert_success
-	[ "$(jq -r .rate_source <<<"$output")" = default ]
-	[ "$(jq -r .rate <<<"$output")" = 0.0000 ]
-	[ "$(jq -r .estimated <<<"$output")" = 0.0000 ]
+	[ "$(jq -r .rate_source <<<"$output")" = \
+	    "default cost.local.cpu_second (CPU time used)" ]
+	[ "$(jq -r .rate <<<"$output")" = 0.0504 ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.0252 ]
 }
 
 @test "sbx-cost takes a rate from ./.sbxrc too" {
@@ -223,14 +226,62 @@ config() {
 	    "config cost.e2b.vcpu_second+gib_second (1.5 vCPU; 0.5 GiB assumed)" ]
 }
 
-@test "sbx-cost without a rate for a remote backend exits 2 and changes nothing" {
+@test "sbx-cost of e2b without a configured rate applies E2B's published rates" {
 	mkstate a.json '[[1000, 8200]]' e2b
-	cp a.json before.json
 	run --separate-stderr sbx-cost a.json
+	assert_success
+	# 2 x 0.000014 x 3600 + 0.5 x 0.0000045 x 3600 = 0.1089 an hour
+	[ "$(jq -r .rate <<<"$output")" = 0.1089 ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.2178 ]
+	[ "$(jq -r .rate_source <<<"$output")" = \
+	    "default cost.e2b.vcpu_second+gib_second (2 vCPU, 0.5 GiB assumed)" ]
+}
+
+@test "sbx-cost of a sandbox that ran but whose CPU time was never seen exits 2 naming the key, not 0" {
+	local be
+	for be in local docker; do
+		mkstate a.json '[[1000, 8200]]' "$be"
+		cp a.json before.json
+		run --separate-stderr sbx-cost --max 5 a.json
+		assert_failure 2
+		[ -z "$output" ]
+		assert_equal "$stderr" "sbx-cost: no rate for backend '$be': the CPU time of '0123456789ab' is not known; set cost.$be.per_hour (or give --rate)"
+		cmp a.json before.json
+	done
+	# Nothing ran: nothing to know.
+	mkstate a.json '[]'
+	run sbx-cost --max 5 a.json
+	assert_success
+	[ "$(jq -r .estimated <<<"$output")" = 0.0000 ]
+}
+
+@test "sbx-cost of a backend without a default rate exits 2 naming the key and changes nothing" {
+	mkstate a.json '[[1000, 8200]]' e2b
+	jq '.ref.backend = "daytona"' a.json >b.json
+	cp b.json before.json
+	run --separate-stderr sbx-cost b.json
 	assert_failure 2
 	[ -z "$output" ]
-	[[ $stderr == "sbx-cost: no rate for backend 'e2b'"* ]]
-	cmp a.json before.json
+	[[ $stderr == "sbx-cost: no rate for backend 'daytona': set cost.daytona.per_hour"* ]]
+	cmp b.json before.json
+}
+
+@test "sbx-cost -q prints nothing and says it with the exit status" {
+	mkstate a.json '[[1000, 8200]]'
+	run --separate-stderr sbx-cost -q -r 0.10 --max 0.2001 a.json
+	assert_success
+	[ -z "$output" ]
+	[ -z "$stderr" ]
+	run --separate-stderr sbx-cost --quiet -r 0.10 --max 0.2 a.json -s a.json
+	assert_failure 4
+	[ -z "$output" ]
+	[ -z "$stderr" ]
+	# What it would have printed still goes to the log and the state.
+	run sbx-cost -q -r 1 -l cost.log a.json
+	assert_success
+	[ -z "$output" ]
+	[ "$(jq -r .estimated cost.log)" = 2.0000 ]
+	[ "$(jq .accrued_cost a.json)" = 2 ]
 }
 
 @test "sbx-cost --log appends one line per call with the time" {
@@ -341,16 +392,43 @@ config() {
 	[ "$(jq -c . <<<"${lines[1]}")" = '{"total":true,"running_s":3600,"estimated":"1.0000","count":1}' ]
 }
 
-@test "sbx-cost of a local sandbox: the CPU seconds of its cgroup, and rate 0 by default" {
+@test "sbx-cost of a local sandbox: the CPU seconds of its cgroup, priced by default" {
 	new_sandbox
 	run --separate-stderr sbx-cost -s s.json
 	assert_success
 	[ "$(jq -r .id <<<"$output")" = "$(sid)" ]
-	[ "$(jq -r .rate_source <<<"$output")" = default ]
-	[ "$(jq -r .estimated <<<"$output")" = 0.0000 ]
+	[ "$(jq -r .rate_source <<<"$output")" = \
+	    "default cost.local.cpu_second (CPU time used)" ]
+	[ "$(jq -r .rate <<<"$output")" = 0.0504 ]
 	[ "$(jq -r '.cpu_s | type' <<<"$output")" = number ]
 	sx sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done'
 	run --separate-stderr sbx-cost -s s.json -r 3600
 	assert_success
 	[ "$(jq '.cpu_s > 0' <<<"$output")" = true ]
+}
+
+@test "sbx-cost --max stops a local sandbox's loop once its CPU time costs that much, also after sbx-kill" {
+	config 'cost.local.cpu_second = 1'
+	new_sandbox
+	run sbx-cost -s s.json --max 1000
+	assert_success
+	[ "$(jq -r .rate_source <<<"$output")" = \
+	    "config cost.local.cpu_second (CPU time used)" ]
+	[ "$(jq -r .rate <<<"$output")" = 3600.0000 ]
+	# Burn a little CPU: at 1 a CPU-second, 0.0100 is 10 ms (the estimate
+	# counts whole milliseconds).
+	sx sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'
+	run --separate-stderr sbx-cost -s s.json --max 0.01
+	assert_failure 4
+	[[ $stderr == "sbx-cost: budget reached: "* ]]
+	local est
+	est=$(jq -r .estimated <<<"$output")
+	[ "$(jq '(.estimated | tonumber) >= 0.01 and ((.estimated | tonumber) - .cpu_s | fabs) < 0.001' <<<"$output")" = true ]
+	# The CPU time seen is kept in the state: a killed sandbox costs
+	# what it cost.
+	sbx-kill -s s.json >/dev/null
+	run --separate-stderr sbx-cost -s s.json --max 0.01
+	assert_failure 4
+	[ "$(jq -c .cpu_s <<<"$output")" = null ]
+	[ "$(jq -r .estimated <<<"$output")" = "$est" ]
 }

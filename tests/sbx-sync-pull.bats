@@ -60,7 +60,7 @@ links_held_back() {
 	for files in 3 0; do
 		# Held back, the rest written, exit 1; and again: the baseline
 		# does not take them.
-		run --separate-stderr pull
+		run --separate-stderr pull --strict
 		assert_failure 1
 		assert_equal "$(summary '[.files, .conflicts, .held]')" "[$files,0,4]"
 		assert_equal "$stderr" "sbx-sync: held back: link 'abs' -> '/etc/passwd' leads out of the project (take it with --links keep)
@@ -76,7 +76,7 @@ sbx-sync: 4 links held back: take them with --links keep"
 		assert_equal "$(readlink "$P/ok")" sub/../sub/in
 		assert_equal "$(cat "$P/a")" a2
 	done
-	run pull --links skip
+	run pull --links skip --strict
 	assert_failure 1
 	run pull --links keep
 	assert_success
@@ -117,7 +117,7 @@ config_held_back() {
 	assert_line '{"path":".sbxignore","action":"conflict","size":7,"why":"config"}'
 	assert_line '{"path":"src/a.c","action":"update","size":7}'
 	for files in 2 0; do
-		run --separate-stderr pull
+		run --separate-stderr pull --strict
 		assert_failure 1
 		assert_equal "$(summary '[.files, .conflicts, .held]')" "[$files,4,0]"
 		assert_equal "$stderr" "sbx-sync: conflict: '.envrc' is configuration the host runs, made in the sandbox; kept as it is here (take it with --trust-config)
@@ -133,7 +133,7 @@ sbx-sync: 4 configuration files not pulled: take them with --trust-config"
 		assert_equal "$(cat "$P/src/a.c")" 'int y;'
 	done
 	# --theirs takes the sandbox's side of a conflict, not configuration.
-	run pull --theirs
+	run pull --theirs --strict
 	assert_failure 1
 	[ ! -e "$P/.envrc" ]
 	run pull --trust-config
@@ -147,7 +147,7 @@ sbx-sync: 4 configuration files not pulled: take them with --trust-config"
 	assert_output ''
 	# A deletion of configuration waits for trust too.
 	in_sbx 'rm .sbxignore'
-	run --separate-stderr pull
+	run --separate-stderr pull --strict
 	assert_failure 1
 	assert_line --index 0 --partial '"conflicts":1'
 	[[ $stderr == *"'.sbxignore' is configuration the host runs, deleted in the sandbox"* ]]
@@ -209,6 +209,17 @@ failed_rename() {
 	run --separate-stderr sbx-sync push --links keep -s "$S" "$P"
 	assert_failure 2
 	assert_equal "$stderr" "sbx-sync: --links is an option of pull and status"
+	[ -z "$(ls -A "$P")" ]
+	[ ! -e "$S" ]
+}
+
+@test "sbx-sync: --strict is pull's alone" {
+	local c
+	for c in push status; do
+		run --separate-stderr sbx-sync "$c" --strict -s "$S" "$P"
+		assert_failure 2
+		assert_equal "$stderr" "sbx-sync: --strict is an option of pull"
+	done
 	[ -z "$(ls -A "$P")" ]
 	[ ! -e "$S" ]
 }

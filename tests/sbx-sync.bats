@@ -155,9 +155,9 @@ listed() { jq -r .listed <<<"${output##*$'\n'}"; }
 	# A conflict stays until resolved: every pull looks at everything.
 	echo host >>"$P/src/main.c"
 	in_sbx 'echo sandbox >>src/main.c'
-	run pull
+	run pull --strict
 	assert_failure 1
-	run pull
+	run pull --strict
 	assert_failure 1
 	[ "$(listed)" = all ]
 	run pull --theirs

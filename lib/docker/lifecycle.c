@@ -384,6 +384,30 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 	return rc;
 }
 
+/* The CPU time the container's cgroup used, from the engine's stats
+ * (sbx-cost prices it); stays null where it has none. */
+static void
+cpu_stats(struct dk *d, const json_t *c, json_t *o)
+{
+	struct sbx_http_resp rs = {0};
+	struct sbx_err e = {0};
+	json_t *v;
+	const char *st = sbx_docker_status_of(c);
+
+	if (strcmp(st, "running") && strcmp(st, "paused"))
+		return;
+	if (sbx_docker_req(d, "GET", NULL, &rs, &e,
+	    "/containers/%s/stats?stream=false&one-shot=true",
+	    sbx_json_str(c, "Id")) == 0 && rs.status == 200) {
+		v = json_object_get(json_object_get(json_object_get(rs.json,
+		    "cpu_stats"), "cpu_usage"), "total_usage");
+		if (json_is_integer(v) && json_integer_value(v) > 0)
+			json_object_set_new(o, "cpu_s", json_real((double)
+			    json_integer_value(v) / 1e9));
+	}
+	sbx_http_resp_release(&rs);
+}
+
 static json_t *
 docker_info(const json_t *ref, struct sbx_err *err)
 {
@@ -393,6 +417,7 @@ docker_info(const json_t *ref, struct sbx_err *err)
 	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
 		return NULL;
 	o = sbx_docker_info_of(c, d.endpoint);
+	cpu_stats(&d, c, o);
 	json_decref(c);
 	sbx_docker_close(&d);
 	return o;

@@ -42,3 +42,21 @@ teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 	[ "$(jq .running_s <<<"$output")" = \
 	    "$(jq '[.segments[] | .[1] - .[0]] | add' s.json)" ]
 }
+
+@test "$B: sbx-cost of a live sandbox without a configured rate has the backend's default, never a silent 0" {
+	new_sandbox
+	sx sh -c 'i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done'
+	run --separate-stderr sbx-cost -s s.json --max 1000
+	assert_success
+	if [ "$BACKEND" = e2b ]; then
+		[[ $(jq -r .rate_source <<<"$output") == "default cost.e2b.vcpu_second+gib_second ("* ]]
+		[ "$(jq '.rate | tonumber > 0' <<<"$output")" = true ]
+	else
+		assert_equal "$(jq -r .rate_source <<<"$output")" \
+		    "default cost.$BACKEND.cpu_second (CPU time used)"
+		assert_equal "$(jq -r .rate <<<"$output")" 0.0504
+		# Its CPU time is measured and kept in the state.
+		[ "$(jq '.cpu_s > 0' <<<"$output")" = true ]
+		[ "$(jq --arg id "$(sid)" '.cpu_seen[$id] > 0' s.json)" = true ]
+	fi
+}
