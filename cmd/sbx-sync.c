@@ -115,6 +115,7 @@ static const struct sbx_help_opt helpopts[] = {
 	{"links", NULL, "pull, status: symlinks out of the project"},
 	{"max-file-size", NULL, "push: a file larger than this is large"},
 	{"ours", NULL, "pull: on a conflict keep the host's version"},
+	{"strict", NULL, "pull: a conflict or held-back file exits 1"},
 	{"theirs", NULL, "pull: on a conflict take the sandbox's version"},
 	{"trust-config", NULL, "pull, status: take config files as any other"},
 	{NULL, NULL, NULL},
