@@ -9,7 +9,7 @@
 static const char usage[] =
     "usage: sbx-create [-qv] [-b backend] [-s file] [-i image] [-m size] "
     "[-c cpus] [-p n]\n"
-    "                  [-d size] [-n deny|allow] [-T seconds] "
+    "                  [-d size] [-n deny|allow] [-T duration] "
     "[-l key=value]...\n"
     "                  [-e name[=value]]... [-w dir] [-N name] [-r] "
     "[-R runtime] [-P]\n"
@@ -269,10 +269,9 @@ main(int argc, char **argv)
 	spec.labels = json_object();
 	spec.image = "host";
 	spec.workdir = "/workspace";
-	if (sbx_parse_u64(sbx_config_get("timeout", "3600"), 0, 31536000,
-	    &spec.timeout) < 0)
-		sbx_die(SBX_EX_USAGE, "invalid timeout '%s' in the configuration",
-		    sbx_config_get("timeout", ""));
+	if (sbx_opt_duration("timeout in the configuration", sbx_config_get(
+	    "timeout", "3600"), 0, SBX_TIMEOUT_MAX, &spec.timeout, &err) < 0)
+		sbx_die_err(&err);
 	while ((c = getopt_long(argc, argv, "b:c:d:E:e:hi:l:m:N:n:Pp:qR:rs:T:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
@@ -366,9 +365,9 @@ main(int argc, char **argv)
 			state = optarg;
 			break;
 		case 'T':
-			if (sbx_parse_u64(optarg, 0, 31536000, &spec.timeout) < 0)
-				sbx_usage_error(usage, "invalid timeout '%s'",
-				    optarg);
+			if (sbx_opt_duration("--timeout", optarg, 0,
+			    SBX_TIMEOUT_MAX, &spec.timeout, &err) < 0)
+				sbx_die_err(&err);
 			break;
 		case 'w':
 			spec.workdir = optarg;

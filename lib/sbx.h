@@ -82,6 +82,17 @@ int sbx_parse_milli(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* "90", "90s", "5m", "2h", "1d", "1h30m" (units largest first) into
  * seconds; a bare number is seconds. */
 int sbx_parse_duration(const char *s, uint64_t *seconds);
+/* A duration option's value (as sbx_parse_duration) between min and max
+ * seconds; the error names the option and the limit passed:
+ * "--timeout: 40d is over the maximum, 365d". */
+int sbx_opt_duration(const char *opt, const char *s, uint64_t min,
+    uint64_t max, uint64_t *out, struct sbx_err *err);
+/* Seconds as the duration sbx_parse_duration reads back: "30d", "1h30m";
+ * buf of SBX_DURATION_LEN bytes holds any. */
+#define SBX_DURATION_LEN 96
+char *sbx_fmt_duration(uint64_t secs, char *buf, size_t n);
+/* The longest timeout a sandbox or a command may have: a year. */
+#define SBX_TIMEOUT_MAX 31536000u
 /* "key=value" with a key of [A-Za-z0-9_.-/] (1-63); adds to obj. */
 int sbx_parse_label(const char *s, json_t *obj, struct sbx_err *err);
 /* "NAME=VALUE" or "NAME" (taken from our environment) -> "NAME=VALUE". */

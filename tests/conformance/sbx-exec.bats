@@ -189,7 +189,23 @@ refused() {
 	shared_sandbox
 	run -125 --separate-stderr sbx-exec -s s.json --timeout abc -- echo ran
 	assert_output ''
-	[ "$stderr" = "sbx-exec: invalid timeout 'abc'" ]
+	[ "$stderr" = "sbx-exec: --timeout: invalid duration 'abc' (want 90, 90s, 15m, 1h, 2d)" ]
+}
+
+@test "$B: sbx-exec --timeout takes a duration and says its limits" {
+	shared_sandbox
+	local d
+	for d in 90 90s 15m 1h 2d 1h30m; do
+		run --separate-stderr sbx-exec -s s.json --timeout "$d" -- echo ran
+		[ "$status" -eq 0 ] || fail "--timeout $d: exit $status: $stderr"
+		assert_output ran
+	done
+	run -125 --separate-stderr sbx-exec -s s.json --timeout 366d -- echo ran
+	assert_output ''
+	[ "$stderr" = "sbx-exec: --timeout: 366d is over the maximum, 365d" ]
+	run -125 --separate-stderr sbx-exec -s s.json --timeout 0 -- echo ran
+	assert_output ''
+	[ "$stderr" = "sbx-exec: --timeout: 0 is under the minimum, 1s" ]
 }
 
 @test "$B: sbx-exec refuses --json with --tty with 125" {
