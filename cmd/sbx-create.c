@@ -389,6 +389,11 @@ main(int argc, char **argv)
 		    sbx_backend_endpoint_names(names, sizeof names));
 	if (!state && getenv("SBX_STATE") && *getenv("SBX_STATE"))
 		state = getenv("SBX_STATE");
+	/* Where every other tool looks first; "-" for no state file. */
+	if (!state)
+		state = SBX_STATE_DEFAULT;
+	else if (!strcmp(state, "-"))
+		state = NULL;
 	/* A state file's sandbox is looked at too, on its own backend. */
 	sbx_flavour_pick(backend);
 	if (state)
@@ -404,10 +409,10 @@ main(int argc, char **argv)
 		spec.egress_proxy = egress_proxy(proxy);
 	}
 	if (reuse && !state)
-		sbx_usage_error(usage, "--reuse needs a state file (--state or "
-		    "SBX_STATE)");
+		sbx_usage_error(usage, "--reuse needs a state file (not -s -)");
 	if (state) {
-		if (sbx_state_open(&st, state, &err) < 0)
+		if (sbx_state_dir_prepare(state, &err) < 0 ||
+		    sbx_state_open(&st, state, &err) < 0)
 			sbx_die_err(&err);
 		if (!reuse)
 			check_state_free(&st);

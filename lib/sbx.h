@@ -175,6 +175,9 @@ struct sbx_state {
  * A malformed file fails with SBX_EX_DATA and is never written. */
 int sbx_state_open(struct sbx_state *st, const char *path,
     struct sbx_err *err);
+/* A state file's directory named .sbx (sbx-create's default): made, with
+ * a .gitignore of "*" unless it has one, so that git never sees it. */
+int sbx_state_dir_prepare(const char *path, struct sbx_err *err);
 /* Read without a lock; missing: SBX_EX_NOSANDBOX. */
 int sbx_state_read(struct sbx_state *st, const char *path,
     struct sbx_err *err);

@@ -661,7 +661,7 @@ in_term() {
 @test "sbx-gc -b e2b kills sbx's sandboxes by age and label, and those no state names; never another's" {
 	export E2B_API_URL=$SBXD_URL
 	mkdir states
-	mk() { sbx-create -b e2b "$@" | jq -r .id | tee -a e2b.ids; }
+	mk() { sbx-create -s - -b e2b "$@" | jq -r .id | tee -a e2b.ids; }
 	kept=$(mk -s states/a.json -l role=kept)
 	orphan=$(mk -l role=orphan)
 	old=$(mk -s old.json -l role=old)
