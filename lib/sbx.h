@@ -215,6 +215,9 @@ int sbx_ref_explicit(const struct sbx_target *t);
  * object with "id") when there are none and stdin is not a terminal. */
 typedef int (*sbx_id_fn)(const char *id, void *arg);
 int sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count);
+/* True while fn runs for a stdin line that is a JSON object (a ref, a
+ * line of sbx-ls): a sandbox that existed, where a bare id may be a typo. */
+int sbx_target_from_ref(void);
 /* Whether stdin is a pipe, socket or file that may hold ids. */
 int sbx_stdin_has_ids(void);
 /* What a batch command (sbx-kill, sbx-pause) acts on: --id and the ids
