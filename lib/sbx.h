@@ -46,6 +46,11 @@ void sbx_prog_set(char **argv);
 const char *sbx_prog_get(void);
 /* The argv sbx_prog_set saw, to run the tool again (another flavour). */
 char **sbx_prog_argv(void);
+/* What a command starts with, for a child about to exec it: every
+ * signal's disposition the default and none blocked. An ignored signal
+ * survives execve, and a script's `sbxd &` starts with SIGINT and SIGQUIT
+ * ignored. System calls only (a CLONE_VM child may call it). */
+void sbx_sig_default(void);
 __attribute__((noreturn, format(printf, 2, 3))) void sbx_die(int code,
     const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void sbx_warn(const char *fmt, ...);

@@ -756,6 +756,44 @@ refused() {
 	[ "$(cat out)" = $'ready\ngot' ]
 }
 
+# A script's `cmd &` starts cmd with SIGINT and SIGQUIT ignored (bash
+# without job control): here the sandbox's creator and sbx-exec both.
+ignoring() {
+	(trap '' INT QUIT && "$@")
+}
+
+@test "$B: sbx-exec's command starts with no signal ignored or blocked, though its callers ignored SIGINT and SIGQUIT" {
+	local ign
+	ign=$(ignoring grep '^SigIgn' /proc/self/status)
+	[ "$ign" != "SigIgn:	0000000000000000" ] || fail "the trap ignored nothing: $ign"
+	ignoring new_sandbox
+	run --separate-stderr ignoring sbx-exec -s s.json -- grep -E '^Sig(Ign|Blk)' /proc/self/status
+	assert_success
+	assert_output $'SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000'
+}
+
+@test "$B: kill -INT of an sbx-exec whose callers ignored SIGINT ends the command, with 128+N" {
+	local p rc=0 want=130
+	# envd sends SIGTERM for every signal but SIGKILL.
+	[ "$BACKEND" = e2b ] && want=143
+	ignoring new_sandbox
+	# The subshell becomes sbx-exec: $! is its pid.
+	(trap '' INT QUIT && exec sbx-exec -s s.json -- \
+	    sh -c 'echo ready; exec sleep 312') >out 2>err 3>&- &
+	p=$!
+	BG_PIDS+=("$p")
+	retry test -s out
+	retry runs sleep 312
+	kill -INT "$p"
+	# Bounded: a command that ignores the signal would run on 312 s.
+	retry eval '! kill -0 "$p" 2>/dev/null' ||
+	    fail "sbx-exec still runs after kill -INT: out=$(cat out)"
+	wait "$p" || rc=$?
+	BG_PIDS=()
+	[ "$rc" -eq "$want" ] || fail "rc=$rc out=$(cat out) err=$(cat err)"
+	retry runs_not sleep 312
+}
+
 @test "$B: sbx-exec killed with SIGKILL takes the command with it" {
 	shared_sandbox
 	local p
