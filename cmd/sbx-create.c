@@ -9,7 +9,7 @@
 static const char usage[] =
     "usage: sbx-create [-qv] [-b backend] [-s file] [-i image] [-m size] "
     "[-c cpus] [-p n]\n"
-    "                  [-d size] [-n deny|allow] [-T seconds] "
+    "                  [-d size] [-n deny|allow] [-T duration] "
     "[-l key=value]...\n"
     "                  [-e name[=value]]... [-w dir] [-N name] [-r] "
     "[-R runtime] [-P]\n"
@@ -305,10 +305,9 @@ main(int argc, char **argv)
 	spec.labels = json_object();
 	spec.image = "host";
 	spec.workdir = "/workspace";
-	if (sbx_parse_u64(sbx_config_get("timeout", "3600"), 0, 31536000,
-	    &spec.timeout) < 0)
-		sbx_die(SBX_EX_USAGE, "invalid timeout '%s' in the configuration",
-		    sbx_config_get("timeout", ""));
+	if (sbx_opt_duration("timeout in the configuration", sbx_config_get(
+	    "timeout", "3600"), 0, SBX_TIMEOUT_MAX, &spec.timeout, &err) < 0)
+		sbx_die_err(&err);
 	while ((c = getopt_long(argc, argv, "b:c:d:E:e:hi:l:m:N:n:Pp:qR:rs:T:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
@@ -402,9 +401,9 @@ main(int argc, char **argv)
 			state = optarg;
 			break;
 		case 'T':
-			if (sbx_parse_u64(optarg, 0, 31536000, &spec.timeout) < 0)
-				sbx_usage_error(usage, "invalid timeout '%s'",
-				    optarg);
+			if (sbx_opt_duration("--timeout", optarg, 0,
+			    SBX_TIMEOUT_MAX, &spec.timeout, &err) < 0)
+				sbx_die_err(&err);
 			break;
 		case 'w':
 			spec.workdir = optarg;
@@ -426,6 +425,11 @@ main(int argc, char **argv)
 		    sbx_backend_endpoint_names(names, sizeof names));
 	if (!state && getenv("SBX_STATE") && *getenv("SBX_STATE"))
 		state = getenv("SBX_STATE");
+	/* Where every other tool looks first; "-" for no state file. */
+	if (!state)
+		state = SBX_STATE_DEFAULT;
+	else if (!strcmp(state, "-"))
+		state = NULL;
 	/* A state file's sandbox is looked at too, on its own backend. */
 	sbx_flavour_pick(backend);
 	if (state)
@@ -441,10 +445,10 @@ main(int argc, char **argv)
 		spec.egress_proxy = egress_proxy(proxy);
 	}
 	if (reuse && !state)
-		sbx_usage_error(usage, "--reuse needs a state file (--state or "
-		    "SBX_STATE)");
+		sbx_usage_error(usage, "--reuse needs a state file (not -s -)");
 	if (state) {
-		if (sbx_state_open(&st, state, &err) < 0)
+		if (sbx_state_dir_prepare(state, &err) < 0 ||
+		    sbx_state_open(&st, state, &err) < 0)
 			sbx_die_err(&err);
 		if (!reuse)
 			check_state_free(&st);

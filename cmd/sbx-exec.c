@@ -10,7 +10,7 @@
 static const char usage[] =
     "usage: sbx-exec [-ijRtqv] [-b backend] [-I id | -s file] [-w dir] "
     "[-e name[=value]]...\n"
-    "                [-T seconds] [-M bytes] [--] command [arg ...]\n";
+    "                [-T duration] [-M bytes] [--] command [arg ...]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
@@ -179,9 +179,9 @@ main(int argc, char **argv)
 			o.tty = 1;
 			break;
 		case 'T':
-			if (sbx_parse_u64(optarg, 1, 31536000, &v) < 0)
-				bad("invalid timeout '%s'",
-				    optarg);
+			if (sbx_opt_duration("--timeout", optarg, 1,
+			    SBX_TIMEOUT_MAX, &v, &err) < 0)
+				bad("%s", err.msg);
 			o.timeout_ms = v * 1000;
 			break;
 		case 'w':

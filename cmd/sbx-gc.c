@@ -376,12 +376,14 @@ lock_store(int make)
 }
 
 static uint64_t
-duration_arg(const char *s)
+duration_arg(const char *opt, const char *s)
 {
+	struct sbx_err err;
 	uint64_t v;
 
-	if (sbx_parse_duration(s, &v) < 0)
-		sbx_usage_error(usage, "invalid duration '%s'", s);
+	if (sbx_opt_duration(opt, s, 0, 3650ull * 86400, &v,
+	    &err) < 0)
+		sbx_die_err(&err);
 	return v;
 }
 
@@ -431,11 +433,11 @@ main(int argc, char **argv)
 			dirs[ndirs++] = optarg;
 			break;
 		case 'g':
-			ctx.grace = duration_arg(optarg);
+			ctx.grace = duration_arg("--grace", optarg);
 			break;
 		case 'i':
 			ctx.idle = 1;
-			ctx.idle_for = duration_arg(optarg);
+			ctx.idle_for = duration_arg("--idle-for", optarg);
 			break;
 		case 'l':
 			if (sbx_parse_label(optarg, ctx.want, &err) < 0)
@@ -446,7 +448,7 @@ main(int argc, char **argv)
 			break;
 		case 'o':
 			ctx.older = 1;
-			ctx.older_than = duration_arg(optarg);
+			ctx.older_than = duration_arg("--older-than", optarg);
 			break;
 		default:
 			if (!sbx_opt_common(c, usage))

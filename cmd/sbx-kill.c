@@ -90,19 +90,35 @@ print_result(const json_t *ref, const char *status)
 	json_decref(o);
 }
 
+/* named: a state file or a ref names the sandbox, so it existed and gone
+ * is done; a bare id the backend does not know may be a typo: exit 3. One
+ * that was there when asked and went before the kill is gone, as named. */
 static int
-kill_ref(json_t *ref, struct ctx *ctx)
+kill_ref(json_t *ref, struct ctx *ctx, int named)
 {
 	const struct sbx_backend *be;
 	struct sbx_err err = {0};
+	json_t *info;
 
 	if (!(be = sbx_backend_of(ref, &err))) {
 		sbx_warn("%s", err.msg);
 		return err.code;
 	}
+	if (!named && (info = be->ops->info(ref, &err))) {
+		named = 1;
+		json_decref(info);
+	} else if (!named && err.code == SBX_EX_NOSANDBOX) {
+		sbx_warn("%s", err.msg);
+		return SBX_EX_NOSANDBOX;
+	}
 	if ((ctx->keep && sbx_backend_need(be, SBX_CAP_KEEP, &err) < 0) ||
 	    be->ops->kill(ref, ctx->keep, &err) < 0) {
 		/* Gone is done; one that is not ours is not gone. */
+		if (err.code == SBX_EX_NOSANDBOX && !named &&
+		    !strstr(err.msg, SBX_NOT_OURS)) {
+			sbx_warn("%s", err.msg);
+			return SBX_EX_NOSANDBOX;
+		}
 		if (err.code == SBX_EX_NOSANDBOX && !strstr(err.msg,
 		    SBX_NOT_OURS)) {
 			sbx_warn("'%s' is already gone", sbx_json_str(ref, "id"));
@@ -133,7 +149,7 @@ kill_id(const char *id, void *arg)
 		json_decref(ref);
 		return rc;
 	}
-	rc = kill_ref(ref, ctx);
+	rc = kill_ref(ref, ctx, sbx_target_from_ref());
 
 	json_decref(ref);
 	return rc;
@@ -154,7 +170,7 @@ kill_state(const char *path, void *arg)
 		return rc;
 	if (sbx_target_state_open(&st, path, ctx->explicit_backend, &err) < 0)
 		sbx_die_err(&err);
-	rc = kill_ref(json_object_get(st.root, "ref"), ctx);
+	rc = kill_ref(json_object_get(st.root, "ref"), ctx, 1);
 	if (sbx_target_state_close(&st, rc == SBX_EX_OK ? "killed" : NULL,
 	    &err) < 0) {
 		sbx_warn("%s", err.msg);

@@ -7,8 +7,8 @@
 
 static const char usage[] =
     "usage: sbxd [-qv] [-l addr] -k file [-S dir] [-t name=image]...\n"
-    "            [-m count] [-r rate] [-c count] [-p count] [-w seconds]\n"
-    "            [-B bytes] [-U bytes] [-T seconds] [-d domain]\n"
+    "            [-m count] [-r rate] [-c count] [-p count] [-w duration]\n"
+    "            [-B bytes] [-U bytes] [-T duration] [-d domain]\n"
     "            [-x leave|kill|pause] [-A]\n";
 
 static const struct option longopts[] = {
@@ -140,10 +140,9 @@ main(int argc, char **argv)
 			tmpl[nt++] = optarg;
 			break;
 		case 'T':
-			if (sbx_parse_duration(optarg, &o.max_timeout) < 0 ||
-			    !o.max_timeout)
-				sbx_usage_error(usage, "bad duration '%s' for "
-				    "--max-timeout", optarg);
+			if (sbx_opt_duration("--max-timeout", optarg, 1,
+			    SBX_TIMEOUT_MAX, &o.max_timeout, &err) < 0)
+				sbx_die_err(&err);
 			break;
 		case 'U':
 			if (sbx_parse_size(optarg, &o.max_upload) < 0)
@@ -151,11 +150,9 @@ main(int argc, char **argv)
 				    "--max-upload", optarg);
 			break;
 		case 'w':
-			if (sbx_parse_duration(optarg, &v) < 0 || !v ||
-			    v > 3600)
-				sbx_usage_error(usage, "bad duration '%s' for "
-				    "--header-timeout (1 to 3600 seconds)",
-				    optarg);
+			if (sbx_opt_duration("--header-timeout", optarg, 1,
+			    3600, &v, &err) < 0)
+				sbx_die_err(&err);
 			o.header_timeout = (unsigned)v;
 			break;
 		case 'x':

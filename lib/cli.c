@@ -187,6 +187,55 @@ sbx_parse_duration(const char *s, uint64_t *seconds)
 	return 0;
 }
 
+char *
+sbx_fmt_duration(uint64_t secs, char *buf, size_t n)
+{
+	static const char units[] = "dhms";
+	static const uint64_t mult[] = {86400, 3600, 60, 1};
+	size_t len = 0, i;
+	int w;
+
+	if (n)
+		*buf = '\0';
+	if (!secs) {
+		snprintf(buf, n, "0s");
+		return buf;
+	}
+	for (i = 0; i < 4; i++) {
+		if (secs < mult[i])
+			continue;
+		w = snprintf(buf + len, n - len, "%llu%c",
+		    (unsigned long long)(secs / mult[i]), units[i]);
+		if (w < 0 || (size_t)w >= n - len)
+			break;
+		len += (size_t)w;
+		secs %= mult[i];
+	}
+	return buf;
+}
+
+int
+sbx_opt_duration(const char *opt, const char *s, uint64_t min, uint64_t max,
+    uint64_t *out, struct sbx_err *err)
+{
+	char lim[SBX_DURATION_LEN];
+	uint64_t v;
+
+	if (sbx_parse_duration(s, &v) < 0)
+		return sbx_err_set(err, SBX_EX_USAGE, "%s: invalid duration "
+		    "'%s' (want 90, 90s, 15m, 1h, 2d)", opt, s);
+	if (v > max)
+		return sbx_err_set(err, SBX_EX_USAGE, "%s: %s is over the "
+		    "maximum, %s", opt, s, sbx_fmt_duration(max, lim,
+		    sizeof lim));
+	if (v < min)
+		return sbx_err_set(err, SBX_EX_USAGE, "%s: %s is under the "
+		    "minimum, %s", opt, s, sbx_fmt_duration(min, lim,
+		    sizeof lim));
+	*out = v;
+	return 0;
+}
+
 static int
 valid_key(const char *k, size_t n)
 {

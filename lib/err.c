@@ -36,6 +36,22 @@ sbx_prog_set(char **argv)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+void
+sbx_sig_default(void)
+{
+	struct sigaction sa;
+	sigset_t none;
+	int s;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = SIG_DFL;
+	/* SIGKILL, SIGSTOP and libc's own refuse: nothing to undo there. */
+	for (s = 1; s < NSIG; s++)
+		sigaction(s, &sa, NULL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
 const char *
 sbx_prog_get(void)
 {

@@ -46,6 +46,11 @@ void sbx_prog_set(char **argv);
 const char *sbx_prog_get(void);
 /* The argv sbx_prog_set saw, to run the tool again (another flavour). */
 char **sbx_prog_argv(void);
+/* What a command starts with, for a child about to exec it: every
+ * signal's disposition the default and none blocked. An ignored signal
+ * survives execve, and a script's `sbxd &` starts with SIGINT and SIGQUIT
+ * ignored. System calls only (a CLONE_VM child may call it). */
+void sbx_sig_default(void);
 __attribute__((noreturn, format(printf, 2, 3))) void sbx_die(int code,
     const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void sbx_warn(const char *fmt, ...);
@@ -106,6 +111,17 @@ int sbx_parse_milli(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* "90", "90s", "5m", "2h", "1d", "1h30m" (units largest first) into
  * seconds; a bare number is seconds. */
 int sbx_parse_duration(const char *s, uint64_t *seconds);
+/* A duration option's value (as sbx_parse_duration) between min and max
+ * seconds; the error names the option and the limit passed:
+ * "--timeout: 40d is over the maximum, 365d". */
+int sbx_opt_duration(const char *opt, const char *s, uint64_t min,
+    uint64_t max, uint64_t *out, struct sbx_err *err);
+/* Seconds as the duration sbx_parse_duration reads back: "30d", "1h30m";
+ * buf of SBX_DURATION_LEN bytes holds any. */
+#define SBX_DURATION_LEN 96
+char *sbx_fmt_duration(uint64_t secs, char *buf, size_t n);
+/* The longest timeout a sandbox or a command may have: a year. */
+#define SBX_TIMEOUT_MAX 31536000u
 /* "key=value" with a key of [A-Za-z0-9_.-/] (1-63); adds to obj. */
 int sbx_parse_label(const char *s, json_t *obj, struct sbx_err *err);
 /* "NAME=VALUE" or "NAME" (taken from our environment) -> "NAME=VALUE". */
@@ -188,6 +204,9 @@ struct sbx_state {
  * A malformed file fails with SBX_EX_DATA and is never written. */
 int sbx_state_open(struct sbx_state *st, const char *path,
     struct sbx_err *err);
+/* A state file's directory named .sbx (sbx-create's default): made, with
+ * a .gitignore of "*" unless it has one, so that git never sees it. */
+int sbx_state_dir_prepare(const char *path, struct sbx_err *err);
 /* Read without a lock; missing: SBX_EX_NOSANDBOX. */
 int sbx_state_read(struct sbx_state *st, const char *path,
     struct sbx_err *err);
@@ -246,6 +265,9 @@ json_t *sbx_ref_find(const char *backend, const char *what,
  * object with "id") when there are none and stdin is not a terminal. */
 typedef int (*sbx_id_fn)(const char *id, void *arg);
 int sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count);
+/* True while fn runs for a stdin line that is a JSON object (a ref, a
+ * line of sbx-ls): a sandbox that existed, where a bare id may be a typo. */
+int sbx_target_from_ref(void);
 /* Whether stdin is a pipe, socket or file that may hold ids. */
 int sbx_stdin_has_ids(void);
 /* What a batch command (sbx-kill, sbx-pause) acts on: --id and the ids

@@ -62,6 +62,33 @@ check_schema(json_t *root, const char *path, struct sbx_err *err)
 }
 
 int
+sbx_state_dir_prepare(const char *path, struct sbx_err *err)
+{
+	char *dir = sbx_xstrdup(path), *slash = strrchr(dir, '/'), *ign;
+	const char *base;
+	int rc = 0;
+
+	if (!slash) {
+		free(dir);
+		return 0;
+	}
+	*slash = '\0';
+	base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+	if (strcmp(base, ".sbx")) {
+		free(dir);
+		return 0;
+	}
+	ign = sbx_xasprintf("%s/.gitignore", dir);
+	if (sbx_mkdirs(dir, 0755, err) < 0)
+		rc = -1;
+	else if (access(ign, F_OK) < 0 && errno == ENOENT)
+		rc = sbx_file_write_atomic(ign, "*\n", 2, 0644, 0, err);
+	free(ign);
+	free(dir);
+	return rc;
+}
+
+int
 sbx_state_read(struct sbx_state *st, const char *path, struct sbx_err *err)
 {
 	memset(st, 0, sizeof *st);

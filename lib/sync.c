@@ -655,19 +655,21 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 		rc = 0;
 		goto out;
 	}
-	if (send.n) {
-		if (f->put_archive(o->ref, o->remote_dir, &fd, &job, err) < 0)
-			goto out;
+	/* Sent when empty too: a push reaches the sandbox whether or not
+	 * anything changed, so one that is gone fails it (exit 3) either
+	 * way, and a loop's `push || exit` notices. */
+	if (f->put_archive(o->ref, o->remote_dir, &fd, &job, err) < 0)
+		goto out;
+	if (send.n)
 		progress_total(&send);
-		wrc = sbx_tar_write(fd, &send, o->z, &werr);
-		close(fd);
-		/* The receiver's error explains a broken pipe better. */
-		if (sbx_job_wait(&job, err) < 0)
-			goto out;
-		if (wrc < 0) {
-			*err = werr;
-			goto out;
-		}
+	wrc = sbx_tar_write(fd, &send, o->z, &werr);
+	close(fd);
+	/* The receiver's error explains a broken pipe better. */
+	if (sbx_job_wait(&job, err) < 0)
+		goto out;
+	if (wrc < 0) {
+		*err = werr;
+		goto out;
 	}
 	if (dels.n && f->remove(o->ref, o->remote_dir, &dels, err) < 0)
 		goto out;

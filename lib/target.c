@@ -21,6 +21,14 @@ trim(char *s)
 	return s;
 }
 
+static int from_ref;
+
+int
+sbx_target_from_ref(void)
+{
+	return from_ref;
+}
+
 int
 sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count)
 {
@@ -41,7 +49,9 @@ sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count)
 				sbx_warn("no \"id\" in input line '%.60s'", s);
 				r = SBX_EX_DATA;
 			} else {
+				from_ref = 1;
 				r = fn(id, arg);
+				from_ref = 0;
 				(*count)++;
 			}
 			json_decref(o);

@@ -39,3 +39,31 @@ teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 	[[ "$stderr" == *"not searchable"* ]]
 	[ ! -e s.json ]
 }
+
+@test "sbx-create --timeout takes a duration: 90, 90s, 15m, 1h, 2d, 1h30m" {
+	local d
+	for d in 90:90 90s:90 15m:900 1h:3600 2d:172800 1h30m:5400; do
+		run --separate-stderr sbx-create -s "${d%%:*}.json" --timeout "${d%%:*}"
+		[ "$status" -eq 0 ] || fail "--timeout ${d%%:*}: exit $status: $stderr"
+		[ "$(jq -r .timeout "${d%%:*}.json")" = "${d#*:}" ] ||
+		    fail "--timeout ${d%%:*}: $(jq -c .timeout "${d%%:*}.json")"
+	done
+	SBX_TIMEOUT=2h run sbx-create -s env.json
+	assert_success
+	[ "$(jq -r .timeout env.json)" = 7200 ]
+}
+
+@test "sbx-create --timeout over the maximum or not a duration: exit 2, the limit said, nothing made" {
+	run --separate-stderr sbx-create -s s.json --timeout 400d
+	assert_failure 2
+	assert_output ''
+	assert_equal "$stderr" "sbx-create: --timeout: 400d is over the maximum, 365d"
+	run --separate-stderr sbx-create -s s.json --timeout 1y
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: --timeout: invalid duration '1y' (want 90, 90s, 15m, 1h, 2d)"
+	SBX_TIMEOUT=366d run --separate-stderr sbx-create -s s.json
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: timeout in the configuration: 366d is over the maximum, 365d"
+	[ ! -e s.json ]
+	[ -z "$(sbx-ls -j)" ]
+}

@@ -259,12 +259,9 @@ spawn_child(void *arg)
 {
 	struct spawn *sp = arg;
 	struct req *r = sp->r;
-	sigset_t none;
 	char what[600];
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
+	sbx_sig_default();
 	setsid();
 	if (sp->tty_slave >= 0) {
 		ioctl(sp->tty_slave, TIOCSCTTY, 0);

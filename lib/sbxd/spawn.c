@@ -70,12 +70,9 @@ reap(struct kid **kids, size_t *n)
 static void __attribute__((noreturn))
 run_child(const char *kind, json_t *args, int *fds, int nfds)
 {
-	sigset_t none;
 	size_t i;
 
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL);
+	sbx_sig_default();
 	for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
 		if (!strcmp(kinds[i].kind, kind))
 			kinds[i].fn(args, fds, nfds);

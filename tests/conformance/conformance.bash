@@ -81,9 +81,10 @@ new_sandbox() {
 	sbx-create "${CREATE[@]}" -s "$BATS_TEST_TMPDIR/s.json" "$@" >/dev/null
 }
 
-# A new sandbox on the backend under test; prints its id.
+# A new sandbox on the backend under test, with no state file; prints
+# its id.
 mk() {
-	sbx-create "${CREATE[@]}" "$@" | jq -r .id
+	sbx-create -s - "${CREATE[@]}" "$@" | jq -r .id
 }
 
 # sbx-create with the flags the backend under test needs.

@@ -112,3 +112,42 @@ count() {
 	[ ! -e s.json ]
 	[ "$(count)" -eq 0 ]
 }
+
+@test "$B: sbx-create without -s writes ./.sbx/state.json, hidden from git, and the other tools find it" {
+	git init -q .
+	run --separate-stderr create
+	assert_success
+	[ "$(jq -c .ref .sbx/state.json)" = "$(jq -c . <<<"$output")" ]
+	[ "$(cat .sbx/.gitignore)" = '*' ]
+	run git status --porcelain -uall -- .sbx
+	assert_success
+	assert_output ''
+	run sbx-exec -- echo found
+	assert_success
+	assert_output found
+	# A second one would leave the first untracked: refused, nothing made.
+	run --separate-stderr create
+	assert_failure 1
+	[[ $stderr == "sbx-create: state file '.sbx/state.json' tracks running sandbox"* ]]
+	[ "$(count)" -eq 1 ]
+	run sbx-kill
+	assert_success
+	[ "$(count)" -eq 0 ]
+}
+
+@test "$B: sbx-create keeps a .gitignore that .sbx/ has, and -s - writes no state file" {
+	mkdir .sbx
+	echo '!keep.json' >.sbx/.gitignore
+	run create -s .sbx/run.json
+	assert_success
+	[ "$(cat .sbx/.gitignore)" = '!keep.json' ]
+	run --separate-stderr create -s -
+	assert_success
+	[ "$(jq -r .backend <<<"$output")" = "$BACKEND" ]
+	[ ! -e .sbx/state.json ]
+	[ ! -e ./- ]
+	[ "$(count)" -eq 2 ]
+	run --separate-stderr create -s - --reuse
+	assert_failure 2
+	[ "$stderr" = "sbx-create: --reuse needs a state file (not -s -)" ]
+}

@@ -189,7 +189,23 @@ refused() {
 	shared_sandbox
 	run -125 --separate-stderr sbx-exec -s s.json --timeout abc -- echo ran
 	assert_output ''
-	[ "$stderr" = "sbx-exec: invalid timeout 'abc'" ]
+	[ "$stderr" = "sbx-exec: --timeout: invalid duration 'abc' (want 90, 90s, 15m, 1h, 2d)" ]
+}
+
+@test "$B: sbx-exec --timeout takes a duration and says its limits" {
+	shared_sandbox
+	local d
+	for d in 90 90s 15m 1h 2d 1h30m; do
+		run --separate-stderr sbx-exec -s s.json --timeout "$d" -- echo ran
+		[ "$status" -eq 0 ] || fail "--timeout $d: exit $status: $stderr"
+		assert_output ran
+	done
+	run -125 --separate-stderr sbx-exec -s s.json --timeout 366d -- echo ran
+	assert_output ''
+	[ "$stderr" = "sbx-exec: --timeout: 366d is over the maximum, 365d" ]
+	run -125 --separate-stderr sbx-exec -s s.json --timeout 0 -- echo ran
+	assert_output ''
+	[ "$stderr" = "sbx-exec: --timeout: 0 is under the minimum, 1s" ]
 }
 
 @test "$B: sbx-exec refuses --json with --tty with 125" {
@@ -738,6 +754,44 @@ refused() {
 	BG_PIDS=()
 	[ "$rc" -eq 9 ] || fail "rc=$rc out=$(cat out)"
 	[ "$(cat out)" = $'ready\ngot' ]
+}
+
+# A script's `cmd &` starts cmd with SIGINT and SIGQUIT ignored (bash
+# without job control): here the sandbox's creator and sbx-exec both.
+ignoring() {
+	(trap '' INT QUIT && "$@")
+}
+
+@test "$B: sbx-exec's command starts with no signal ignored or blocked, though its callers ignored SIGINT and SIGQUIT" {
+	local ign
+	ign=$(ignoring grep '^SigIgn' /proc/self/status)
+	[ "$ign" != "SigIgn:	0000000000000000" ] || fail "the trap ignored nothing: $ign"
+	ignoring new_sandbox
+	run --separate-stderr ignoring sbx-exec -s s.json -- grep -E '^Sig(Ign|Blk)' /proc/self/status
+	assert_success
+	assert_output $'SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000'
+}
+
+@test "$B: kill -INT of an sbx-exec whose callers ignored SIGINT ends the command, with 128+N" {
+	local p rc=0 want=130
+	# envd sends SIGTERM for every signal but SIGKILL.
+	[ "$BACKEND" = e2b ] && want=143
+	ignoring new_sandbox
+	# The subshell becomes sbx-exec: $! is its pid.
+	(trap '' INT QUIT && exec sbx-exec -s s.json -- \
+	    sh -c 'echo ready; exec sleep 312') >out 2>err 3>&- &
+	p=$!
+	BG_PIDS+=("$p")
+	retry test -s out
+	retry runs sleep 312
+	kill -INT "$p"
+	# Bounded: a command that ignores the signal would run on 312 s.
+	retry eval '! kill -0 "$p" 2>/dev/null' ||
+	    fail "sbx-exec still runs after kill -INT: out=$(cat out)"
+	wait "$p" || rc=$?
+	BG_PIDS=()
+	[ "$rc" -eq "$want" ] || fail "rc=$rc out=$(cat out) err=$(cat err)"
+	retry runs_not sleep 312
 }
 
 @test "$B: sbx-exec killed with SIGKILL takes the command with it" {

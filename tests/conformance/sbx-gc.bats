@@ -322,9 +322,13 @@ break_sandbox() {
 			run --separate-stderr sbx-gc -o 0 "$opt" "$d"
 			[ "$status" -eq 2 ] || fail "$opt '$d': exit $status"
 			[ -z "$output" ] || fail "$opt '$d' printed $output"
-			[ "$stderr" = "sbx-gc: invalid duration '$d'" ] ||
+			[ "$stderr" = "sbx-gc: $opt: invalid duration '$d' (want 90, 90s, 15m, 1h, 2d)" ] ||
 			    fail "$opt '$d': $stderr"
 		done
+		run --separate-stderr sbx-gc -o 0 "$opt" 3651d
+		[ "$status" -eq 2 ] || fail "$opt 3651d: exit $status"
+		[ "$stderr" = "sbx-gc: $opt: 3651d is over the maximum, 3650d" ] ||
+		    fail "$opt 3651d: $stderr"
 	done
 	[ "$(ls_status "$id")" = running ]
 }

@@ -64,8 +64,8 @@ unlisted() {
 	[ "$(jq -r .status <<<"$output")" = gone ]
 	[ "$stderr" = "sbx-kill: '$id' is already gone" ]
 	[ "$(jq -r .status s.json)" = killed ]
-	# By id, the same.
-	run --separate-stderr sbx-kill "$id"
+	# By its ref on stdin (a line of sbx-ls), the same.
+	run --separate-stderr sbx-kill <<<"{\"id\":\"$id\"}"
 	assert_success
 	[ "$(jq -r .status <<<"$output")" = gone ]
 	[ "$stderr" = "sbx-kill: '$id' is already gone" ]
@@ -134,13 +134,27 @@ unlisted() {
 	[ "$(ls_status "$b")" = running ]
 }
 
-@test "$B: sbx-kill of an unknown id exits 0 with a note on stderr" {
+@test "$B: sbx-kill of an id or name that does not exist exits 3 with one line, and kills the rest" {
+	local a
+	a=$(mk)
 	run --separate-stderr sbx-kill 0123456789ab
-	assert_success
-	[ "$(jq -r .backend <<<"$output")" = "$BACKEND" ]
-	[ "$(jq -r .id <<<"$output")" = 0123456789ab ]
-	[ "$(jq -r .status <<<"$output")" = gone ]
-	[ "$stderr" = "sbx-kill: '0123456789ab' is already gone" ]
+	assert_failure 3
+	assert_output ''
+	[ "$stderr" = "sbx-kill: no sandbox '0123456789ab'" ]
+	run --separate-stderr sbx-kill -I no-such-name </dev/null
+	assert_failure 3
+	assert_output ''
+	[ "$stderr" = "sbx-kill: no sandbox 'no-such-name'" ]
+	# A typo among good ids: those are killed, and the exit says 3.
+	run --separate-stderr sbx-kill 0123456789ab "$a"
+	assert_failure 3
+	[ "$(jq -r .id,.status <<<"$output")" = "$a"$'\nkilled' ]
+	[ "$stderr" = "sbx-kill: no sandbox '0123456789ab'" ]
+	unlisted "$a"
+	# A bare id that was killed is not known any more either.
+	run --separate-stderr sbx-kill "$a"
+	assert_failure 3
+	[ "$stderr" = "sbx-kill: no sandbox '$a'" ]
 }
 
 @test "$B: sbx-kill with nothing naming a sandbox exits 3 with 'no sandbox'" {

@@ -253,7 +253,7 @@ refused_mode() {
 }
 
 @test "$B: sbx-create --reuse without a state file is a usage error" {
-	run create --reuse
+	run create --reuse -s -
 	assert_failure 2
 	assert_output --partial "--reuse needs a state file"
 	assert_equal "$(sbx-ls -j)" ''
@@ -363,8 +363,13 @@ refused_files() {
 	new_sandbox
 	id=$(sid)
 	sbx-kill -q -I "$id" >/dev/null
-	run --separate-stderr sbx-kill -F "$P" -I "$id"
+	run --separate-stderr sbx-kill -F "$P" -s "$S"
 	assert_success
 	assert_equal "$(jq -r .status <<<"$output")" gone
+	[[ $stderr != *"not killed"* ]]
+	# A bare id the backend does not know any more: exit 3, no pull.
+	run --separate-stderr sbx-kill -F "$P" -I "$id"
+	assert_failure 3
+	assert_output ''
 	[[ $stderr != *"not killed"* ]]
 }

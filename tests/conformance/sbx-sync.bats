@@ -123,6 +123,28 @@ refused_files() {
 	[ "$(ls -A "$P")" = a ]
 }
 
+@test "$B: sbx-sync: push and pull to a sandbox that is gone exit 3 when nothing changed too" {
+	if refused_files; then return; fi
+	new_sandbox
+	echo a >"$P/a"
+	run push
+	assert_success
+	run pull
+	assert_success
+	cp "$S.baseline" baseline.before
+	sbx-kill -q -s "$S" >/dev/null
+	run --separate-stderr push
+	assert_failure 3
+	assert_output ''
+	[[ $stderr == "sbx-sync: no sandbox"* ]] || fail "push: $stderr"
+	run --separate-stderr pull
+	assert_failure 3
+	assert_output ''
+	[[ $stderr == "sbx-sync: no sandbox"* ]] || fail "pull: $stderr"
+	cmp "$S.baseline" baseline.before
+	[ "$(ls -A "$P")" = a ]
+}
+
 @test "$B: sbx-sync push sends the tree; names, modes, symlinks and empty files arrive intact" {
 	if refused_files; then return; fi
 	new_sandbox

@@ -78,9 +78,10 @@ sid() {
 	jq -r .ref.id "${1:-$BATS_TEST_TMPDIR/s.json}"
 }
 
-# A new sandbox; prints its id. Extra arguments go to sbx-create.
+# A new sandbox, with no state file; prints its id. Extra arguments go to
+# sbx-create.
 mk() {
-	sbx-create "$@" | jq -r .id
+	sbx-create -s - "$@" | jq -r .id
 }
 
 # sbx-ls's line for sandbox $1.

@@ -58,7 +58,16 @@ body() {
 	assert_output "sbxd: bad count 'x' for --max-per-address"
 	run sbxd -l 127.0.0.1:0 -k /dev/null --header-timeout 0
 	assert_failure 2
-	assert_output "sbxd: bad duration '0' for --header-timeout (1 to 3600 seconds)"
+	assert_output "sbxd: --header-timeout: 0 is under the minimum, 1s"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --header-timeout 2h
+	assert_failure 2
+	assert_output "sbxd: --header-timeout: 2h is over the maximum, 1h"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --max-timeout 400d
+	assert_failure 2
+	assert_output "sbxd: --max-timeout: 400d is over the maximum, 365d"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --max-timeout 1x
+	assert_failure 2
+	assert_output "sbxd: --max-timeout: invalid duration '1x' (want 90, 90s, 15m, 1h, 2d)"
 }
 
 @test "sbxd without a readable key file exits 5 and says which file" {

@@ -589,6 +589,49 @@ t_duration_overflow(void)
 	CHECK(dur_bad("213503982334601d1000000h"));
 }
 
+static int
+fmt_is(uint64_t secs, const char *want)
+{
+	char buf[SBX_DURATION_LEN];
+	uint64_t back = 1;
+
+	return !strcmp(sbx_fmt_duration(secs, buf, sizeof buf), want) &&
+	    sbx_parse_duration(buf, &back) == 0 && back == secs;
+}
+
+static void
+t_duration_fmt(void)
+{
+	CHECK(fmt_is(0, "0s"));
+	CHECK(fmt_is(1, "1s"));
+	CHECK(fmt_is(90, "1m30s"));
+	CHECK(fmt_is(3600, "1h"));
+	CHECK(fmt_is(5400, "1h30m"));
+	CHECK(fmt_is(31536000, "365d"));
+	CHECK(fmt_is(93784, "1d2h3m4s"));
+	CHECK(fmt_is(UINT64_MAX, "213503982334601d7h15s"));
+}
+
+static void
+t_duration_opt(void)
+{
+	struct sbx_err err = {0};
+	uint64_t v = 7;
+
+	CHECK(sbx_opt_duration("--timeout", "1h", 1, 86400, &v, &err) == 0);
+	CHECK(v == 3600);
+	CHECK(sbx_opt_duration("--timeout", "40d", 0, 30 * 86400, &v,
+	    &err) == -1 && v == 3600 && err.code == SBX_EX_USAGE);
+	CHECK(!strcmp(err.msg, "--timeout: 40d is over the maximum, 30d"));
+	CHECK(sbx_opt_duration("-T", "0", 1, 60, &v, &err) == -1);
+	CHECK(!strcmp(err.msg, "-T: 0 is under the minimum, 1s"));
+	CHECK(sbx_opt_duration("-T", "1y", 1, 60, &v, &err) == -1);
+	CHECK(!strcmp(err.msg,
+	    "-T: invalid duration '1y' (want 90, 90s, 15m, 1h, 2d)"));
+	CHECK(sbx_opt_duration("-T", "30d", 0, 30 * 86400, &v, &err) == 0 &&
+	    v == 30 * 86400);
+}
+
 static const struct tap_test tests[] = {
 	{"sbx_parse_size takes bytes and binary K/M/G/T suffixes", t_size_units},
 	{"sbx_parse_size takes lower case units and 'mb'", t_size_lowercase_mb},
@@ -634,6 +677,10 @@ static const struct tap_test tests[] = {
 	    t_duration_junk},
 	{"sbx_parse_duration rejects durations past 64 bits",
 	    t_duration_overflow},
+	{"sbx_fmt_duration writes what sbx_parse_duration reads back",
+	    t_duration_fmt},
+	{"sbx_opt_duration names the option and the limit it passed",
+	    t_duration_opt},
 };
 
 int

@@ -508,7 +508,10 @@ EOF
 }
 
 @test "a DELETE is retried on 502 and 503, and a 404 then is already gone" {
-	fake_start "[(200, 'application/json', '{\"sandboxID\":\"abc\",\"templateID\":\"base\",\"startedAt\":\"2026-12-01T00:00:00Z\",\"state\":\"running\",\"metadata\":{\"io.sbx.managed\":\"1\"}}'), (502, 'text/plain', 'bad gateway'), (503, 'text/plain', 'unavailable'), (404, 'application/json', '{\"code\":404,\"message\":\"Sandbox abc not found\"}')]"
+	local box="(200, 'application/json', '{\"sandboxID\":\"abc\",\"templateID\":\"base\",\"startedAt\":\"2026-12-01T00:00:00Z\",\"state\":\"running\",\"metadata\":{\"io.sbx.managed\":\"1\"}}')"
+	# The sandbox is there (sbx-kill asks, then the kill itself), then
+	# the DELETE fails twice, and the third finds it gone.
+	fake_start "[$box, $box, (502, 'text/plain', 'bad gateway'), (503, 'text/plain', 'unavailable'), (404, 'application/json', '{\"code\":404,\"message\":\"Sandbox abc not found\"}')]"
 	E2B_API_URL=$FAKE_URL run --separate-stderr sbx-kill -b e2b --id abc
 	assert_success
 	assert_equal "$(jq -r .status <<<"$output")" gone
@@ -661,7 +664,7 @@ in_term() {
 @test "sbx-gc -b e2b kills sbx's sandboxes by age and label, and those no state names; never another's" {
 	export E2B_API_URL=$SBXD_URL
 	mkdir states
-	mk() { sbx-create -b e2b "$@" | jq -r .id | tee -a e2b.ids; }
+	mk() { sbx-create -s - -b e2b "$@" | jq -r .id | tee -a e2b.ids; }
 	kept=$(mk -s states/a.json -l role=kept)
 	orphan=$(mk -l role=orphan)
 	old=$(mk -s old.json -l role=old)
