@@ -31,13 +31,19 @@ setup() {
 	# that a process left behind shows by its working directory.
 	mkdir -p "$T/st" "$T/w"
 	S=$T/st/s.json
-	FULL=
+	FULL= STORE2=
 }
 teardown() {
 	strace_off
 	sbxd_stop
 	sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
-	if [ -n "${FULL:-}" ]; then umount "$FULL" 2>/dev/null || true; fi
+	if [ -n "${STORE2:-}" ]; then
+		rm -rf "$STORE2"
+	fi
+	if [ -n "${FULL:-}" ]; then
+		umount "$FULL" 2>/dev/null || true
+		rmdir "$FULL"
+	fi
 }
 
 # pilot CMD...: run CMD once under strace; its kill points go to $T/points
@@ -476,9 +482,11 @@ strace_off() {
 }
 
 @test "sbxd killed mid-create: after its restart and sbx-gc no sandbox, cgroup, mount, loop device or process is left" {
-	local sc n store=$T/local spawner worker ids id d i
+	local sc n store spawner worker ids id d i
 	local POINTS=${FAULT_POINTS:-2} TAIL=3
-	mkdir -p "$store"
+	# Its own store (sandbox users must search its path).
+	store=$(mktemp -d /tmp/sbx-test.XXXXXX)
+	STORE2=$store
 	chmod 711 "$store"
 	export SBX_LOCAL_DIR=$store
 	SBXD_DIR=$T/sbxd
@@ -555,10 +563,12 @@ enospc() {
 }
 
 @test "a full disk under the store, the state and the project: one-line errors, exit 1, nothing half-written, usable once freed" {
-	local F=$T/full store id ids
-	mkdir -p "$F"
-	mount -t tmpfs -o size=3m,mode=0711 tmpfs "$F"
+	local F store id ids
+	# Sandbox users must be able to search the path to the store.
+	F=$(mktemp -d /tmp/sbx-full.XXXXXX)
 	FULL=$F
+	chmod 711 "$F"
+	mount -t tmpfs -o size=3m,mode=0711 tmpfs "$F"
 	store=$F/local
 	mkdir -p "$store" "$F/st" "$F/p"
 	chmod 711 "$store"
