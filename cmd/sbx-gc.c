@@ -102,6 +102,24 @@ add_state(const char *path, const struct stat *st, struct ctx *ctx)
 	json_decref(root);
 }
 
+/* A state file's temp file (X.json.tmpXXXXXX, X.json.baseline.tmpXXXXXX)
+ * that a killed writer left: gone, unless a writer holds X.json's lock. */
+static void
+tidy_temp(const char *path, struct ctx *ctx)
+{
+	size_t n = strlen(path);
+	char *state;
+
+	if (n < 15 || strncmp(path + n - 10, ".tmp", 4) || ctx->dry_run)
+		return;
+	state = sbx_xasprintf("%.*s", (int)(n - 10), path);
+	if (ends_with(state, ".json.baseline"))
+		state[strlen(state) - 9] = '\0';
+	if (ends_with(state, ".json") && sbx_state_tidy(state) == 0)
+		sbx_note("removed what a killed writer of '%s' left", state);
+	free(state);
+}
+
 static int
 visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
@@ -110,6 +128,8 @@ visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
 	case FTW_F:
 		if (S_ISREG(st->st_mode) && ends_with(path, ".json"))
 			add_state(path, st, walk_ctx);
+		else if (S_ISREG(st->st_mode))
+			tidy_temp(path, walk_ctx);
 		break;
 	case FTW_NS:
 		/* A file that went while we looked (a renamed temp file)

@@ -213,6 +213,10 @@ int sbx_state_read(struct sbx_state *st, const char *path,
 /* Stamp updated_at and write atomically. */
 int sbx_state_save(struct sbx_state *st, struct sbx_err *err);
 void sbx_state_release(struct sbx_state *st);
+/* Remove the temp files a killed writer of path left (path.tmpXXXXXX,
+ * path.baseline.tmpXXXXXX), when no one holds its lock; -1 when someone
+ * does. sbx_state_open does the same under its lock. */
+int sbx_state_tidy(const char *path);
 /* A new state object for a sandbox just created from spec. */
 struct sbx_spec;
 json_t *sbx_state_new_root(json_t *ref, const struct sbx_spec *spec);

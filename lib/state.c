@@ -1,6 +1,8 @@
 /* state.c - the state file: locked, atomic, schema-versioned (sbx-state(5)) */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -59,6 +61,64 @@ check_schema(json_t *root, const char *path, struct sbx_err *err)
 		return sbx_err_set(err, SBX_EX_DATA, "'%s': the ref holds a "
 		    "credential ('%s'); refs must be secret-free", path, secret);
 	return 0;
+}
+
+/* Whether name is base's temp file, or its baseline's: what
+ * sbx_file_write_atomic makes, base.tmpXXXXXX. */
+static int
+is_temp_of(const char *name, const char *base)
+{
+	size_t n = strlen(base);
+
+	if (strncmp(name, base, n))
+		return 0;
+	name += n;
+	if (!strncmp(name, ".baseline", 9))
+		name += 9;
+	return !strncmp(name, ".tmp", 4) && strlen(name) == 10;
+}
+
+/* Every writer of a state file (and of its sync baseline) holds its lock
+ * while it writes: under the lock, a temp file is a killed writer's. */
+static void
+remove_temps(const char *path)
+{
+	char *a = sbx_xstrdup(path), *b = sbx_xstrdup(path);
+	const char *dir = dirname(a), *base = basename(b);
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if ((d = opendir(dir))) {
+		fd = dirfd(d);
+		while ((de = readdir(d)))
+			if (is_temp_of(de->d_name, base))
+				unlinkat(fd, de->d_name, 0);
+		closedir(d);
+	}
+	free(a);
+	free(b);
+}
+
+int
+sbx_state_tidy(const char *path)
+{
+	char *lock = sbx_xasprintf("%s.lock", path);
+	int fd, rc = 0;
+
+	fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = -1;
+	} else {
+		remove_temps(path);
+		/* As sbx_state_release: no state file, no lock file. */
+		if (access(path, F_OK) < 0 && errno == ENOENT)
+			unlink(lock);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(lock);
+	return rc;
 }
 
 int
@@ -122,6 +182,7 @@ sbx_state_open(struct sbx_state *st, const char *path, struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot lock '%s':", lock);
 		goto out;
 	}
+	remove_temps(path);
 	if (access(path, F_OK) < 0 && errno == ENOENT) {
 		st->root = json_object();
 		rc = 0;

@@ -543,6 +543,28 @@ baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
 
 /* --- push -------------------------------------------------------------------- */
 
+/* The staging directories of pulls that were killed: whichever sync runs
+ * next in the project takes them, whether or not it fetches anything. */
+static void
+stale_stages(void)
+{
+	DIR *d = opendir(".sbx");
+	struct dirent *de;
+	char *path;
+	long pid;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (sscanf(de->d_name, "pull-%ld-", &pid) == 1 && pid > 0 &&
+		    kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+			path = sbx_xasprintf(".sbx/%s", de->d_name);
+			sbx_rmtree(path);
+			free(path);
+		}
+	closedir(d);
+}
+
 /* Replace path's entry, or add it to adds (sorted in once, at the end:
  * adding one by one to a sorted list would sort it each time). */
 static void
@@ -655,6 +677,7 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 		rc = 0;
 		goto out;
 	}
+	stale_stages();
 	/* Sent when empty too: a push reaches the sandbox whether or not
 	 * anything changed, so one that is gone fails it (exit 3) either
 	 * way, and a loop's `push || exit` notices. */
@@ -1123,26 +1146,6 @@ same_as_host(struct pull *p, struct item *it)
 	return n1 == 0 && same_host_hash(it->path, h1);
 }
 
-static void
-stale_stages(void)
-{
-	DIR *d = opendir(".sbx");
-	struct dirent *de;
-	char *path;
-	long pid;
-
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (sscanf(de->d_name, "pull-%ld-", &pid) == 1 && pid > 0 &&
-		    kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-			path = sbx_xasprintf(".sbx/%s", de->d_name);
-			sbx_rmtree(path);
-			free(path);
-		}
-	closedir(d);
-}
-
 /* --- what a pull holds back: the host runs it, or it leads out ---------- */
 
 /* Configuration that tools on the host act on without being asked to run
@@ -1339,6 +1342,8 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 	/* The next baseline is this one, changed in place: each path is
 	 * looked at once, before it is changed. */
 	plan_pull(&p, &p.base);
+	if (!status_only && !o->dry_run)
+		stale_stages();
 	if (p.fetch.n) {
 		int tmp = status_only || o->dry_run;
 
@@ -1347,7 +1352,6 @@ sbx_sync_pull(const struct sbx_sync_opts *o, int status_only,
 			    getenv("TMPDIR") && *getenv("TMPDIR") ?
 			    getenv("TMPDIR") : "/tmp");
 		} else {
-			stale_stages();
 			if (mkdir(".sbx", 0700) == 0)
 				made_sbx = 1;
 			else if (errno != EEXIST) {

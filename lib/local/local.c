@@ -90,21 +90,26 @@ read_small(const char *dir, const char *file)
  * names its sandbox: one killed while it claims leaves nothing that
  * release_slot cannot find. */
 static int
-claim_slot(const char *root, const char *id, uint32_t *slot)
+claim_slot(const char *root, const char *id, uint32_t *slot,
+    struct sbx_err *err)
 {
 	char *dir = sbx_xasprintf("%s/.slots", root), *p;
 	char *tmp = sbx_xasprintf("%s/.%s", dir, id);
 	uint32_t start, i, s;
-	int fd, rc = -1;
+	int fd, w, rc = -1;
 
 	mkdir(dir, 0700);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || dprintf(fd, "%s\n", id) < 0) {
-		if (fd >= 0)
-			close(fd);
+	/* A full disk is not a lack of uid ranges. */
+	if (fd < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", tmp);
 		goto out;
 	}
-	close(fd);
+	w = dprintf(fd, "%s\n", id);
+	if (close(fd) < 0 || w < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s':", tmp);
+		goto out;
+	}
 	getrandom(&start, sizeof start, 0);
 	for (i = 0; i < SBX_UID_SLOTS && rc < 0; i++) {
 		s = (start + i) % SBX_UID_SLOTS;
@@ -115,6 +120,8 @@ claim_slot(const char *root, const char *id, uint32_t *slot)
 		}
 		free(p);
 	}
+	if (rc < 0)
+		sbx_err_set(err, SBX_EX_FAIL, "no free uid range");
 out:
 	unlink(tmp);
 	free(tmp);
@@ -599,10 +606,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		s.uid_base = SBX_UID_BASE + slot * SBX_UID_RANGE;
 		s.gid_base = s.uid_base;
 	} else {
-		if (claim_slot(root, id, &slot) < 0) {
-			sbx_err_set(err, SBX_EX_FAIL, "no free uid range");
+		if (claim_slot(root, id, &slot, err) < 0)
 			goto fail;
-		}
 		meta = json_pack("{sI}", "slot", (json_int_t)slot);
 		s.uid_base = SBX_UID_BASE + slot * SBX_UID_RANGE;
 		s.gid_base = s.uid_base;

@@ -131,6 +131,72 @@ sbxd_box_save(struct sbxd_box *b)
 	return rc;
 }
 
+/* A create is recorded before it starts, as {"sandboxID", "creating"}: if
+ * sbxd is killed before the create ends, its next start finds the record
+ * and kills what the create left (a sandbox labelled sbxd=ID), which no
+ * one else knows of. The whole record replaces it once the box is made. */
+int
+sbxd_box_creating(const char *id, struct sbx_err *err)
+{
+	char *path = sbx_xasprintf("%s/%s.json", sbxd.store, id), *s;
+	int rc;
+
+	s = sbx_xasprintf("{\"sandboxID\":\"%s\",\"creating\":true}", id);
+	rc = sbx_file_write_atomic(path, s, strlen(s), 0600, 0, err);
+	free(s);
+	free(path);
+	return rc;
+}
+
+struct orphans {
+	const char *id;
+	json_t *ids;
+};
+
+static int
+orphan_of(json_t *info, void *arg)
+{
+	struct orphans *o = arg;
+	const char *l = sbx_json_str(json_object_get(info, "labels"), "sbxd");
+
+	if (l && !strcmp(l, o->id) && sbx_json_str(info, "id"))
+		json_array_append(o->ids, json_object_get(info, "id"));
+	return 0;
+}
+
+void
+sbxd_box_reap(const char *id)
+{
+	char *path = sbx_xasprintf("%s/%s.json", sbxd.store, id);
+	struct orphans o = {id, json_array()};
+	struct sbx_err err;
+	json_t *ref, *v;
+	size_t i;
+	int bad = 0;
+
+	if (sbxd.be->ops->list(orphan_of, &o, &err) < 0) {
+		sbxd_log("cannot list sandboxes: %s", err.msg);
+		bad = 1;
+	}
+	json_array_foreach(o.ids, i, v) {
+		ref = json_pack("{s:s,s:O}", "backend", sbxd.be->name, "id", v);
+		if (sbxd_be_kill(ref, &err) < 0 && err.code != SBX_EX_NOSANDBOX) {
+			sbxd_log("cannot kill sandbox %s of an unfinished "
+			    "create: %s", json_string_value(v), err.msg);
+			bad = 1;
+		} else {
+			sbxd_log("killed sandbox %s of an unfinished create",
+			    json_string_value(v));
+		}
+		json_decref(ref);
+	}
+	json_decref(o.ids);
+	/* Kept when something stays, for the next start to try again. */
+	if (!bad)
+		unlink(path);
+	free(path);
+}
+
 int
 sbxd_box_add(struct sbxd_box *b)
 {
@@ -201,8 +267,15 @@ adopt(const char *name)
 		free(path);
 		return;
 	}
-	b = sbx_xcalloc(1, sizeof *b);
 	s = sbx_json_str(j, "sandboxID");
+	if (json_is_true(json_object_get(j, "creating")) && s &&
+	    strlen(s) == SBXD_ID_LEN) {
+		sbxd_box_reap(s);
+		json_decref(j);
+		free(path);
+		return;
+	}
+	b = sbx_xcalloc(1, sizeof *b);
 	snprintf(b->id, sizeof b->id, "%s", s ? s : "");
 	snprintf(b->token, sizeof b->token, "%s",
 	    sbx_json_str(j, "token") ? sbx_json_str(j, "token") : "");

@@ -704,7 +704,9 @@ create(struct sbxd_req *r, int v2)
 	spec.labels = json_pack("{s:s}", "sbxd", b->id);
 	env = sbxd_box_env(b, NULL);
 	spec.env = env;
-	if (sbxd_be_create(&spec, &ref, &err) < 0) {
+	if (sbxd_box_creating(b->id, &err) < 0 ||
+	    sbxd_be_create(&spec, &ref, &err) < 0) {
+		sbxd_box_reap(b->id);
 		pthread_mutex_lock(&sbxd.mu);
 		sbxd.nboxes--;
 		pthread_mutex_unlock(&sbxd.mu);

@@ -166,6 +166,10 @@ void sbxd_box_put(struct sbxd_box *b);
 void sbxd_box_put_locked(struct sbxd_box *b); /* mu held */
 /* Save a box's record (mu held or not: it copies under mu). */
 int sbxd_box_save(struct sbxd_box *b);
+/* The record of a create under way; after a failed or unfinished one,
+ * reap kills what it left (sandboxes labelled sbxd=ID) and the record. */
+int sbxd_box_creating(const char *id, struct sbx_err *err);
+void sbxd_box_reap(const char *id);
 void sbxd_box_unlink(struct sbxd_box *b); /* out of the table and store */
 int sbxd_box_add(struct sbxd_box *b);
 int sbxd_store_adopt(struct sbx_err *err);
