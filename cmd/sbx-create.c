@@ -461,8 +461,12 @@ main(int argc, char **argv)
 			 * budget goes on. A killed one starts afresh. */
 			old = json_incref(st.root);
 	}
-	if (be->ops->create(&spec, &ref, &err) < 0)
+	if (be->ops->create(&spec, &ref, &err) < 0) {
+		/* No state file came of it: no lock file is left either. */
+		if (state)
+			sbx_state_release(&st);
 		sbx_die_err(&err);
+	}
 	if (state) {
 		json_decref(st.root);
 		st.root = sbx_state_new_root(ref, &spec);
@@ -473,6 +477,7 @@ main(int argc, char **argv)
 
 			/* No sandbox without its state: it would be lost. */
 			be->ops->kill(ref, 0, &kerr);
+			sbx_state_release(&st);
 			sbx_die_err(&err);
 		}
 		sbx_state_release(&st);

@@ -173,14 +173,28 @@ sbx_state_open(struct sbx_state *st, const char *path, struct sbx_err *err)
 	st->path = sbx_xstrdup(path);
 	if (mkdir_parents(path, err) < 0)
 		goto out;
-	st->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (st->lockfd < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", lock);
-		goto out;
-	}
-	if (flock(st->lockfd, LOCK_EX) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot lock '%s':", lock);
-		goto out;
+	for (;;) {
+		struct stat a, b;
+
+		st->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (st->lockfd < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':",
+			    lock);
+			goto out;
+		}
+		if (flock(st->lockfd, LOCK_EX) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot lock '%s':",
+			    lock);
+			goto out;
+		}
+		/* The holder we waited for may have removed the lock file
+		 * (sbx_state_release, when no state came of it): a lock on
+		 * that inode locks nothing; take the file there now. */
+		if (fstat(st->lockfd, &a) == 0 && stat(lock, &b) == 0 &&
+		    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+			break;
+		close(st->lockfd);
+		st->lockfd = -1;
 	}
 	remove_temps(path);
 	if (access(path, F_OK) < 0 && errno == ENOENT) {

@@ -67,3 +67,13 @@ teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 	[ ! -e s.json ]
 	[ -z "$(sbx-ls -j)" ]
 }
+
+@test "a create the backend refuses leaves no state file, no temp and no lock file" {
+	mkdir -p img p
+	run --separate-stderr sbx-create -s p/s.json --image "$PWD/img"
+	assert_failure
+	assert_equal "$stderr" "sbx-create: image '$PWD/img' has no /bin/sh"
+	run ls -A p
+	assert_output ''
+	[ -z "$(sbx-ls -j)" ]
+}

@@ -586,6 +586,70 @@ t_lock_excludes_shared(void)
 	free(d);
 }
 
+/* Whether pid waits in /proc/locks (a "->" line of its own). */
+static int
+waits_for_lock(pid_t pid)
+{
+	char line[256], want[32];
+	FILE *f = fopen("/proc/locks", "re");
+	int found = 0;
+
+	if (!f)
+		return 0;
+	snprintf(want, sizeof want, " %ld ", (long)pid);
+	while (!found && fgets(line, sizeof line, f))
+		found = strstr(line, "->") && strstr(line, want);
+	fclose(f);
+	return found;
+}
+
+/* A release that leaves no state removes the lock file; an opener that
+ * was waiting on that file's inode must not hold a lock that a third
+ * opener, who makes the file anew, does not see. */
+static void
+t_lock_removed_while_waiting(void)
+{
+	char *d = test_dir("lockgone"), *p = path_in(d, "state.json");
+	struct sbx_state st, st2;
+	struct sbx_err err = {0};
+	int got[2], done[2], i;
+	char c = 0;
+	pid_t pid;
+
+	CHECK(pipe(got) == 0 && pipe(done) == 0);
+	CHECK(sbx_state_open(&st, p, &err) == 0);
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		alarm(20);
+		/* The lock is the open file's: fork shared ours; drop it. */
+		close(st.lockfd);
+		close(got[0]);
+		close(done[1]);
+		if (sbx_state_open(&st2, p, &err) < 0)
+			_exit(1);
+		(void)!write(got[1], "x", 1);
+		(void)!read(done[0], &c, 1);
+		_exit(0);
+	}
+	CHECK(pid > 0);
+	close(got[1]);
+	close(done[0]);
+	for (i = 0; i < 2000 && !waits_for_lock(pid); i++)
+		usleep(5000);
+	CHECK(waits_for_lock(pid));
+	sbx_state_release(&st); /* no state file: the lock file goes */
+	CHECK(read(got[0], &c, 1) == 1);
+	/* The child holds the lock now: a third opener waits. */
+	CHECK(open_in_child(p, 1) == SIGALRM);
+	(void)!write(done[1], "x", 1);
+	CHECK(waitpid(pid, &i, 0) == pid && WIFEXITED(i) &&
+	    WEXITSTATUS(i) == 0);
+	close(got[0]);
+	close(done[1]);
+	free(p);
+	free(d);
+}
+
 /* Each save is a new file renamed over the old: a new inode every time,
  * and a reader that opened the old one still reads it whole. */
 static void
@@ -688,6 +752,8 @@ static const struct tap_test tests[] = {
 	    t_lock},
 	{"the lock refuses a shared lock, and a second opener waits for it",
 	    t_lock_excludes_shared},
+	{"a lock file removed while an opener waited on it: the next opener "
+	    "still waits for that one", t_lock_removed_while_waiting},
 	{"sbx_state_save makes a new inode each time; an open reader keeps "
 	    "the old file whole", t_save_new_inode},
 	{"a reader in another process never sees a half-written state",
