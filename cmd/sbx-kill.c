@@ -108,7 +108,12 @@ kill_ref(json_t *ref, struct ctx *ctx, int named)
 		named = 1;
 		json_decref(info);
 	} else if (!named && err.code == SBX_EX_NOSANDBOX) {
-		sbx_warn("%s", err.msg);
+		/* Not ours is said as kill says it, below. */
+		if (strstr(err.msg, SBX_NOT_OURS))
+			sbx_warn("cannot kill '%s': %s",
+			    sbx_json_str(ref, "id"), err.msg);
+		else
+			sbx_warn("%s", err.msg);
 		return SBX_EX_NOSANDBOX;
 	}
 	if ((ctx->keep && sbx_backend_need(be, SBX_CAP_KEEP, &err) < 0) ||

@@ -194,8 +194,11 @@ t_rate_sources(void)
 	setenv("XDG_CONFIG_HOME", "/nonexistent", 1);
 	CHECK(sbx_cost_rate("local", "0.5", root, &r, &err) == 0);
 	CHECK(!strcmp(r.source, "flag") && r.per_hour == 500000000000ULL);
+	/* No rate given: local's default charges the CPU time it used. */
 	CHECK(sbx_cost_rate("local", NULL, root, &r, &err) == 0);
-	CHECK(!strcmp(r.source, "default") && r.per_hour == 0);
+	CHECK(!strcmp(r.source, "default cost.local.cpu_second (CPU time "
+	    "used)") && r.per_cpu && r.cpu_second == 14000000 &&
+	    r.per_hour == 0);
 	setenv("SBX_COST_LOCAL_PER_HOUR", "2", 1);
 	CHECK(sbx_cost_rate("local", NULL, root, &r, &err) == 0);
 	CHECK(!strcmp(r.source, "env SBX_COST_LOCAL_PER_HOUR"));
@@ -206,7 +209,12 @@ t_rate_sources(void)
 	CHECK(sbx_cost_rate("local", NULL, root, &r, &err) == -1);
 	CHECK(err.code == SBX_EX_USAGE);
 	unsetenv("SBX_COST_PER_HOUR");
-	CHECK(sbx_cost_rate("e2b", NULL, root, &r, &err) == -1);
+	/* e2b's default: E2B's published vCPU- and GiB-second rates. */
+	CHECK(sbx_cost_rate("e2b", NULL, root, &r, &err) == 0);
+	CHECK(r.per_second && r.vcpu_second == 14000000 &&
+	    r.gib_second == 4500000);
+	/* A backend sbx does not know has no default: a usage error. */
+	CHECK(sbx_cost_rate("nosuch", NULL, root, &r, &err) == -1);
 	CHECK(err.code == SBX_EX_USAGE);
 	setenv("SBX_COST_E2B_VCPU_SECOND", "0.00001", 1);
 	CHECK(sbx_cost_rate("e2b", NULL, root, &r, &err) == 0);

@@ -28,7 +28,7 @@ teardown() {
 }
 
 dk() {
-	sbx-create -b docker -i "$SBX_TEST_IMAGE" "$@" | jq_str .id
+	sbx-create -s - -b docker -i "$SBX_TEST_IMAGE" "$@" | jq_str .id
 }
 
 on_tty() {
@@ -37,7 +37,7 @@ on_tty() {
 
 @test "docker-ls: sbx-ls without -b lists local and docker sandboxes, -b narrows" {
 	local l d
-	l=$(sbx-create | jq_str .id)
+	l=$(sbx-create -s - | jq_str .id)
 	d=$(dk)
 	run --separate-stderr sbx-ls
 	assert_success
@@ -104,7 +104,7 @@ on_tty() {
 
 @test "docker-ls: a name on local and on docker is refused with exit 2, naming both, and nothing is done" {
 	local l d
-	l=$(sbx-create --name twin | jq_str .id)
+	l=$(sbx-create -s - --name twin | jq_str .id)
 	d=$(dk --name twin)
 	# sbx-exec's own failures are 125 (env(1)'s), the others' 2.
 	run --separate-stderr sbx-exec -I twin -- touch /tmp/done

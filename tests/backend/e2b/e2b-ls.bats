@@ -40,7 +40,7 @@ teardown() {
 # An e2b sandbox at sbxd, made with -E; prints its id.
 new_e2b() {
 	local id
-	id=$(sbx-create -b e2b -E "$SBXD_URL" "$@" | jq_str .id) || return 1
+	id=$(sbx-create -s - -b e2b -E "$SBXD_URL" "$@" | jq_str .id) || return 1
 	echo "$id" >>"$BATS_TEST_TMPDIR/e2b.ids"
 	echo "$id"
 }
@@ -57,7 +57,7 @@ on_tty() {
 	assert_success
 	jq_true --arg a "$a" --arg u "$SBXD_URL" 'select(.id == $a) |
 	    .endpoint == $u' <<<"$output"
-	run --separate-stderr sbx-create -b e2b
+	run --separate-stderr sbx-create -s - -b e2b
 	assert_success
 	b=$(jq_str .id <<<"$output")
 	echo "$b" >>e2b.ids
@@ -74,7 +74,7 @@ on_tty() {
 
 @test "e2b-ls: sbx-ls without -b lists local and e2b with a key and an endpoint, e2b's IDLE as -" {
 	local l e
-	l=$(sbx-create | jq_str .id)
+	l=$(sbx-create -s - | jq_str .id)
 	e=$(new_e2b)
 	printf 'e2b.endpoint = %s\n' "$SBXD_URL" >config/sbx/config
 	run --separate-stderr sbx-ls
@@ -93,7 +93,7 @@ on_tty() {
 
 @test "e2b-ls: with a key and no endpoint configured, sbx-ls without -b lists local alone, silently" {
 	local l
-	l=$(sbx-create | jq_str .id)
+	l=$(sbx-create -s - | jq_str .id)
 	new_e2b >/dev/null
 	run --separate-stderr sbx-ls
 	assert_success
