@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -36,6 +38,26 @@ sbx_prog_set(char **argv)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* The kernel's struct sigaction (rt_sigaction(2)), not libc's. */
+struct ksigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	unsigned long mask;
+};
+
+static void
+undo_ignored(int s)
+{
+	struct ksigaction now, dfl;
+
+	memset(&dfl, 0, sizeof dfl);
+	dfl.handler = SIG_DFL;
+	if (syscall(SYS_rt_sigaction, s, NULL, &now, sizeof now.mask) == 0 &&
+	    now.handler == SIG_IGN)
+		syscall(SYS_rt_sigaction, s, &dfl, NULL, sizeof dfl.mask);
+}
+
 void
 sbx_sig_default(void)
 {
@@ -45,9 +67,13 @@ sbx_sig_default(void)
 
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = SIG_DFL;
-	/* SIGKILL, SIGSTOP and libc's own refuse: nothing to undo there. */
+	/* SIGKILL and SIGSTOP refuse: nothing to undo there. libc refuses
+	 * its own two (32 and 33, its threads' signals), but a caller may
+	 * have left them ignored, and an ignored signal stays so across
+	 * execve: the kernel is asked directly, and only to undo that. */
 	for (s = 1; s < NSIG; s++)
-		sigaction(s, &sa, NULL);
+		if (sigaction(s, &sa, NULL) < 0 && errno == EINVAL)
+			undo_ignored(s);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
