@@ -425,6 +425,9 @@ sh_in() {
 	chmod 711 "$SMALL"
 	mount -t tmpfs -o size=4M,mode=711 tmpfs "$SMALL"
 	export SBX_LOCAL_DIR=$SMALL
+	# No disk image of its own (limits.disk): the store's tmpfs is what
+	# fills (a quota filling is tests/disk.bats's).
+	export SBX_LIMITS_DISK=0
 	SBXD_DIR=$BATS_TEST_TMPDIR/sbxd2
 	mkdir "$SBXD_DIR"
 	sbxd_start
