@@ -117,9 +117,20 @@ sbx_dockerd_start() {
 	  }
 	}
 	JSON
-	# 3>&-: bats waits for whatever holds its fd 3 open.
+	# 3>&-: bats waits for whatever holds its fd 3 open. dockerd starts
+	# with every signal at its default, as a service manager starts it:
+	# a container's commands inherit what the engine had ignored (env
+	# --default-signal; 32 and 33, which libc will not set, through the
+	# kernel's rt_sigaction, x86_64's number 13).
+	local dfl='import ctypes, os, sys
+if os.uname().machine == "x86_64":
+    dfl = (ctypes.c_ulong * 4)(0, 0, 0, 0)
+    for s in (32, 33):
+        ctypes.CDLL(None).syscall(13, s, dfl, None, 8)
+os.execvp(sys.argv[1], sys.argv[1:])'
 	unshare --mount --propagation private -- \
 	    sh -c 'mount -t tmpfs -o mode=755 sbx-dockerd /run && exec "$@"' sh \
+	    python3 -c "$dfl" env --default-signal \
 	    dockerd --config-file "$dir/daemon.json" \
 	    --host "unix://$sock" \
 	    --data-root "$dir/data" --exec-root "$dir/exec" \
