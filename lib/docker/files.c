@@ -2,6 +2,7 @@
  * engine's archive API */
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "docker.h"
@@ -20,6 +21,62 @@ static const char get_sh[] =
     "[ $# -gt 0 ] || exec dd if=/dev/zero bs=512 count=2 2>/dev/null\n"
     "exec tar -cf - -- \"$@\"\n";
 
+/* Unpacks the tar on stdin in directory $1. */
+static const char put_sh[] =
+    "cd -- \"$1\" || exit 3\n"
+    "exec tar -xf -\n";
+
+/* Under gVisor (runsc) the engine's archive API writes beneath the
+ * sandbox's own overlay, where it sees nothing but its volumes: tar in
+ * the sandbox unpacks there instead. */
+static int
+put_exec(const json_t *ref, const char *dir, int in, struct sbx_err *err)
+{
+	struct sbx_exec_opts o = {.interactive = 1};
+	struct sbx_exec_result res;
+	char *argv[] = {"sh", "-c", (char *)put_sh, "sh", (char *)dir, NULL};
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	if (dup2(in, 0) < 0 || null < 0 || dup2(null, 1) < 0 ||
+	    dup2(null, 2) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot set up a "
+		    "transfer:");
+	if (sbx_docker_exec(ref, argv, &o, &res, err) < 0)
+		return -1;
+	if (res.exit_code == 3)
+		return sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in "
+		    "the sandbox", dir);
+	if (res.exit_code)
+		return sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox "
+		    "failed (status %d)", res.exit_code);
+	return 0;
+}
+
+/* Whether dir is at or under one of the container's mounts (its
+ * workdir volume among them), where the archive API writes through. */
+static int
+on_volume(json_t *c, const char *dir)
+{
+	json_t *m;
+	size_t i, n;
+	const char *dst;
+
+	if (!dir)
+		return 0;
+	json_array_foreach(json_object_get(c, "Mounts"), i, m) {
+		dst = sbx_json_str(m, "Destination");
+		if (!dst || !*dst)
+			continue;
+		n = strlen(dst);
+		while (n > 1 && dst[n - 1] == '/')
+			n--;
+		if (!strncmp(dir, dst, n) && (dir[n] == '\0' ||
+		    dir[n] == '/' || (n == 1 && dst[0] == '/')))
+			return 1;
+	}
+	return 0;
+}
+
 /* The tar on in goes to the engine, which unpacks it in dir (paths is
  * a get's). */
 static int
@@ -31,6 +88,7 @@ put_child(const json_t *ref, const char *dir,
 	struct sbx_http_resp rs;
 	struct dk d;
 	json_t *c;
+	const char *rt;
 	char *q, *path;
 	int rc;
 
@@ -39,6 +97,13 @@ put_child(const json_t *ref, const char *dir,
 		return -1;
 	if (!dir)
 		dir = sbx_json_str(json_object_get(c, "Config"), "WorkingDir");
+	rt = sbx_json_str(json_object_get(c, "HostConfig"), "Runtime");
+	if (rt && !strcmp(rt, "runsc") && !on_volume(c, dir)) {
+		rc = put_exec(ref, dir && *dir ? dir : "/", in, err);
+		json_decref(c);
+		sbx_docker_close(&d);
+		return rc;
+	}
 	q = sbx_http_escape(dir && *dir ? dir : "/");
 	path = sbx_xasprintf("/v%d.%d/containers/%s/archive?path=%s",
 	    API_MAJOR, d.minor, sbx_json_str(c, "Id"), q);
