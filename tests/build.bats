@@ -5,6 +5,12 @@ load lib/helper
 
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
+# The make under test is a fresh one: not `make check SAN=1`'s, whose
+# command-line variables reach every make below it through MAKEFLAGS.
+setup() {
+	unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES SAN FUZZ V
+}
+
 # A copy of the sources to build in, with the objects of the tree's default
 # build when there are some (so that a link need not compile everything).
 copy_tree() {
