@@ -26,14 +26,33 @@ static const char put_sh[] =
     "cd -- \"$1\" || exit 3\n"
     "exec tar -xf -\n";
 
+/* Runs argv (a tar script whose $1 is dir) in the sandbox, its stdin
+ * and stdout already set: exit 3 is a missing dir, any other failure
+ * tar's. */
+static int
+tar_exec(const json_t *ref, char **argv, int interactive, const char *dir,
+    struct sbx_err *err)
+{
+	struct sbx_exec_opts o = {.interactive = interactive};
+	struct sbx_exec_result res;
+
+	if (sbx_docker_exec(ref, argv, &o, &res, err) < 0)
+		return -1;
+	if (res.exit_code == 3)
+		return sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in "
+		    "the sandbox", dir ? dir : "(workdir)");
+	if (res.exit_code)
+		return sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox "
+		    "failed (status %d)", res.exit_code);
+	return 0;
+}
+
 /* Under gVisor (runsc) the engine's archive API writes beneath the
  * sandbox's own overlay, where it sees nothing but its volumes: tar in
  * the sandbox unpacks there instead. */
 static int
 put_exec(const json_t *ref, const char *dir, int in, struct sbx_err *err)
 {
-	struct sbx_exec_opts o = {.interactive = 1};
-	struct sbx_exec_result res;
 	char *argv[] = {"sh", "-c", (char *)put_sh, "sh", (char *)dir, NULL};
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
@@ -41,15 +60,7 @@ put_exec(const json_t *ref, const char *dir, int in, struct sbx_err *err)
 	    dup2(null, 2) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot set up a "
 		    "transfer:");
-	if (sbx_docker_exec(ref, argv, &o, &res, err) < 0)
-		return -1;
-	if (res.exit_code == 3)
-		return sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in "
-		    "the sandbox", dir);
-	if (res.exit_code)
-		return sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox "
-		    "failed (status %d)", res.exit_code);
-	return 0;
+	return tar_exec(ref, argv, 1, dir, err);
 }
 
 /* Whether dir is at or under one of the container's mounts (its
@@ -137,8 +148,6 @@ static int
 get_child(const json_t *ref, const char *dir,
     const struct sbx_manifest *paths, int out, struct sbx_err *err)
 {
-	struct sbx_exec_opts o = {0};
-	struct sbx_exec_result res;
 	char **argv = sbx_xcalloc(paths->n + 6, sizeof *argv);
 	size_t i;
 	int null = open("/dev/null", O_WRONLY | O_CLOEXEC), rc;
@@ -153,17 +162,9 @@ get_child(const json_t *ref, const char *dir,
 	if (dup2(out, 1) < 0 || null < 0 || dup2(null, 2) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot set up a "
 		    "transfer:");
-	rc = sbx_docker_exec(ref, argv, &o, &res, err);
+	rc = tar_exec(ref, argv, 0, dir, err);
 	free(argv);
-	if (rc < 0)
-		return -1;
-	if (res.exit_code == 3)
-		return sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in "
-		    "the sandbox", dir ? dir : "(workdir)");
-	if (res.exit_code)
-		return sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox "
-		    "failed (status %d)", res.exit_code);
-	return 0;
+	return rc;
 }
 
 static int
