@@ -275,6 +275,8 @@ fuzz:
 fuzzers: $(FUZZERS)
 -include $(FUZZERS:%=%.d)
 
+# e2bproto.c decodes base64 with libcrypto (what sbxd, its one user, links).
+build/fuzz/bin/e2bproto: SYNC_LIBS += $(SBXD_LIBS)
 build/fuzz/bin/%: tests/fuzz/%.c $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
 	$(MSG) LD $@
