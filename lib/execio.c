@@ -344,6 +344,8 @@ sbx_xs_run(struct sbx_xs *xs, struct sbx_err *err)
 	term_raw(xs);
 	if (xs->tp->start(xs->t, xs, err) < 0)
 		goto out;
+	if (xs->o->started)
+		xs->o->started(xs->o->started_arg);
 	if (loop(xs, buf, err) < 0)
 		goto out;
 	/* The command's time, not what finish asks afterwards. */

@@ -429,6 +429,10 @@ struct sbx_exec_opts {
 	uint64_t timeout_ms;
 	int capture;      /* buffer stdout/stderr instead of streaming */
 	size_t max_output;
+	/* Called once, when the command has been handed to the sandbox (a
+	 * pause after that cannot keep it from running); NULL: none. */
+	void (*started)(void *arg);
+	void *started_arg;
 };
 
 struct sbx_exec_result {

@@ -597,9 +597,18 @@ cwd_of(const char *cwd, int root)
 	return sbx_xstrdup(cwd);
 }
 
+/* Tells h_start that the command is in the sandbox: fd 4 closed. */
+static void
+child_started(void *arg)
+{
+	(void)arg;
+	close(4);
+}
+
 /* The spawner's child for a process: the backend's exec on fds 0, 1
  * and 2 (args: ref, argv, cwd, env, timeout_ms, tty, interactive), its
- * result on 3; fds are those four. */
+ * result on 3, and 4 closed once the command is handed to the sandbox;
+ * fds are those five. */
 void
 sbxd_proc_child(json_t *args, int *fds, int nfds)
 {
@@ -612,16 +621,18 @@ sbxd_proc_child(json_t *args, int *fds, int nfds)
 	char **argv, **env;
 	size_t i;
 
-	if (nfds != 4 || !json_array_size(a))
+	if (nfds != 5 || !json_array_size(a))
 		_exit(125);
 	setsid();
-	/* Moved above 3 first, so that no dup2 overwrites another. */
-	for (i = 0; i < 4; i++)
+	/* Moved above 4 first, so that no dup2 overwrites another. */
+	for (i = 0; i < 5; i++)
 		fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 10);
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < 5; i++)
 		if (fds[i] < 0 || dup2(fds[i], (int)i) < 0)
 			_exit(125);
-	close_range(4, ~0U, 0);
+	close_range(5, ~0U, 0);
+	fcntl(4, F_SETFD, FD_CLOEXEC);
+	o.started = child_started;
 	o.tty = json_is_true(json_object_get(args, "tty"));
 	o.interactive = json_is_true(json_object_get(args, "interactive"));
 	o.timeout_ms = (uint64_t)sbx_json_int(args, "timeout_ms", 0);
@@ -680,6 +691,7 @@ h_start(struct sbxd_req *r)
 	char **argv = NULL, **env = NULL, *cwd = NULL, *name, *user;
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
 	int res[2] = {-1, -1}, master = -1, slave = -1, use_stdin, root;
+	int go[2] = {-1, -1};
 	size_t i, n;
 	uint64_t ms;
 	pthread_t th;
@@ -768,7 +780,7 @@ h_start(struct sbxd_req *r)
 		ret = stream_fail(r, "internal", "cannot make pipes");
 		goto out;
 	}
-	if (pipe2(res, O_CLOEXEC) < 0) {
+	if (pipe2(res, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0) {
 		ret = stream_fail(r, "internal", "cannot make pipes");
 		goto out;
 	}
@@ -791,12 +803,12 @@ h_start(struct sbxd_req *r)
 		goto out;
 	}
 	{
-		int cfd[4] = {o.tty ? slave : in[0], o.tty ? slave : out[1],
-		    o.tty ? slave : err[1], res[1]};
+		int cfd[5] = {o.tty ? slave : in[0], o.tty ? slave : out[1],
+		    o.tty ? slave : err[1], res[1], go[1]};
 		struct sbx_err serr;
 
 		pargs = proc_args(b, argv, env, &o);
-		spawned = sbxd_spawn("proc", pargs, cfd, 4, &p->ch, &serr);
+		spawned = sbxd_spawn("proc", pargs, cfd, 5, &p->ch, &serr);
 	}
 	if (spawned < 0) {
 		pthread_mutex_unlock(&sbxd.mu);
@@ -827,6 +839,20 @@ h_start(struct sbxd_req *r)
 	p->subs = st->sub;
 	st->p = p;
 	pthread_mutex_unlock(&sbxd.mu);
+	/* The start event once the command is in the sandbox (or its
+	 * runner ended): envd's comes when the process runs, and a pause
+	 * the client sends next must not keep it from starting. Bounded: a
+	 * sandbox that does not answer gets its start event all the same. */
+	close(go[1]);
+	go[1] = -1;
+	{
+		struct pollfd gp = {go[0], POLLIN, 0};
+		long long until = sbx_mono_ms() + 10000, left;
+
+		while ((left = until - sbx_mono_ms()) > 0 &&
+		    poll(&gp, 1, (int)left) < 0 && errno == EINTR)
+			;
+	}
 	{
 		json_t *start = json_pack("{s:{s:{s:I}}}", "event", "start",
 		    "pid", (json_int_t)p->pid);
@@ -869,6 +895,8 @@ out:
 			close(err[i]);
 		if (res[i] >= 0)
 			close(res[i]);
+		if (go[i] >= 0)
+			close(go[i]);
 	}
 	json_decref(pargs);
 	json_decref(j);
