@@ -161,8 +161,10 @@ sbx_ref_find(const char *backend, const char *what, struct sbx_err *err)
 	struct sbx_err e1;
 	json_t *ref = NULL, *info, *probe, *a, *b;
 
-	/* --backend: that backend's own names for its sandboxes, and not a
-	 * request more than the tool makes. */
+	/* --backend, or a line of sbx-ls: that backend's own names for its
+	 * sandboxes, and not a request more than the tool makes. */
+	if (!backend)
+		backend = sbx_target_line_backend();
 	if (backend)
 		return json_pack("{ssss}", "backend", backend, "id", what);
 	/* The common case costs one look: the full id of a sandbox of the

@@ -272,6 +272,10 @@ int sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count);
 /* True while fn runs for a stdin line that is a JSON object (a ref, a
  * line of sbx-ls): a sandbox that existed, where a bare id may be a typo. */
 int sbx_target_from_ref(void);
+/* Meanwhile, the line's "backend", or NULL: sbx_ref_find asks that
+ * backend alone (a pipe of N lines from sbx-ls lists no backend N
+ * times). */
+const char *sbx_target_line_backend(void);
 /* Whether stdin is a pipe, socket or file that may hold ids. */
 int sbx_stdin_has_ids(void);
 /* What a batch command (sbx-kill, sbx-pause) acts on: --id and the ids

@@ -22,11 +22,18 @@ trim(char *s)
 }
 
 static int from_ref;
+static const char *line_backend;
 
 int
 sbx_target_from_ref(void)
 {
 	return from_ref;
+}
+
+const char *
+sbx_target_line_backend(void)
+{
+	return line_backend;
 }
 
 int
@@ -50,8 +57,10 @@ sbx_each_stdin_id(sbx_id_fn fn, void *arg, int *count)
 				r = SBX_EX_DATA;
 			} else {
 				from_ref = 1;
+				line_backend = sbx_json_str(o, "backend");
 				r = fn(id, arg);
 				from_ref = 0;
+				line_backend = NULL;
 				(*count)++;
 			}
 			json_decref(o);

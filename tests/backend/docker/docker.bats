@@ -153,6 +153,28 @@ dk() {
 	no_containers
 }
 
+@test "docker: sbx-ls -j | sbx-kill asks the engine for no listing per line" {
+	local i ids=()
+	for i in 1 2 3; do
+		sbx-create -b docker -i "$SBX_TEST_IMAGE" -s "s$i.json" >/dev/null
+		ids+=("$(jq -r .ref.id "s$i.json")")
+	done
+	sbx-ls -b docker -j >list
+	[ "$(wc -l <list)" -eq 3 ]
+	# What sbx-kill sends the engine: a kill and a remove per sandbox,
+	# and without -b (local the default backend) no listing of every
+	# container for each line.
+	run env -u SBX_BACKEND strace -f -qq -e trace=sendto,write -s 200 \
+	    -o trace sbx-kill <list
+	assert_success
+	[ "$(grep -c '"killed"' <<<"$output")" -eq 3 ] || fail "$output"
+	[ "$(grep -c 'GET /v[0-9.]*/containers/json' trace)" -eq 0 ] ||
+	    fail "listings: $(grep -o 'GET /v[0-9.]*/containers/json[^ ]*' trace)"
+	grep -q "DELETE /v[0-9.]*/containers/${ids[0]}" trace ||
+	    fail "no DELETE of ${ids[0]} in the trace: $(grep -o '[A-Z]* /v[0-9.]*/[^ ]*' trace)"
+	no_containers
+}
+
 @test "docker: stdout and stderr, two pipes of the engine, interleave as written" {
 	dk
 	sbx-exec -s s.json -- sh -c 'echo 1; sleep 0.2; echo 2 >&2; sleep 0.2; echo 3' \
