@@ -209,3 +209,17 @@ $b 0 1 1" -- sh -c 'mkdir -p /tmp/.sbx/cmd/$F &&
 	until_ok ended "$a"
 	line_of "$b" | jq_true '.exit_code == 7'
 }
+
+@test "$B: sbx-gc removes the logs of sandboxes its backend no longer lists, and keeps the others" {
+	new_sandbox
+	sbx-exec -s s.json -- true
+	mkdir -p "$SBX_LOG_DIR/$BACKEND"
+	echo '{}' >"$SBX_LOG_DIR/$BACKEND/gone0000sandbox.jsonl"
+	touch -d '1 hour ago' "$SBX_LOG_DIR/$BACKEND/gone0000sandbox.jsonl"
+	run sbx-gc
+	assert_success
+	[ ! -e "$SBX_LOG_DIR/$BACKEND/gone0000sandbox.jsonl" ]
+	[ -s "$SBX_LOG_DIR/$BACKEND/$(sid).jsonl" ]
+	run sbx-logs -s s.json
+	jq_true '.argv == ["true"]' <<<"$output"
+}
