@@ -171,7 +171,7 @@ detach(const struct sbx_backend *be, const json_t *ref,
 	} else {
 		printf("%s\n", cid);
 	}
-	return sbx_out_close(0);
+	return 0;
 }
 
 /* --help: a line for each option (the common ones: lib/help.c). */
@@ -302,8 +302,11 @@ main(int argc, char **argv)
 		fail(json, &err);
 	if (resume && be->ops->resume && resume_first(be, ref, state, &err) < 0)
 		fail(json, &err);
-	if (detached)
-		return detach(be, ref, &t, argv + optind, &o, json);
+	if (detached) {
+		r = (struct sbx_exec_result){0};
+		r.exit_code = detach(be, ref, &t, argv + optind, &o, json);
+		goto out;
+	}
 	start = sbx_now();
 	if (be->ops->exec(ref, argv + optind, &o, &r, &err) < 0)
 		fail(json, &err);
@@ -328,6 +331,7 @@ main(int argc, char **argv)
 	else if (r.timed_out)
 		sbx_warn("'%s' timed out after %llu s", argv[optind],
 		    (unsigned long long)(o.timeout_ms / 1000));
+out:
 	sbx_buf_release(&r.out);
 	sbx_buf_release(&r.err);
 	json_decref(ref);
