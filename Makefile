@@ -102,8 +102,8 @@ REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
 	lib/net/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
-CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-net sbx-pause \
-	sbx-port sbx-secret sbx-sync
+CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-kill sbx-logs sbx-ls sbx-net \
+	sbx-pause sbx-port sbx-secret sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
 REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.

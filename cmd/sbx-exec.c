@@ -8,12 +8,13 @@
 #include "sbx.h"
 
 static const char usage[] =
-    "usage: sbx-exec [-ijRtqv] [-b backend] [-I id | -s file] [-w dir] "
+    "usage: sbx-exec [-dijRtqv] [-b backend] [-I id | -s file] [-w dir] "
     "[-e name[=value]]...\n"
     "                [-T duration] [-M bytes] [--] command [arg ...]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
+	{"detach", no_argument, NULL, 'd'},
 	{"env", required_argument, NULL, 'e'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
@@ -111,8 +112,71 @@ resume_first(const struct sbx_backend *be, json_t *ref, const char *state,
 	return 0;
 }
 
+/* The sandbox's own id, for its log: a ref from -b and -I may hold a
+ * name or a prefix. */
+static char *
+log_id(const struct sbx_backend *be, const json_t *ref,
+    const struct sbx_target *t)
+{
+	struct sbx_err err = {0};
+	json_t *info;
+	char *id;
+
+	if (!(t->id && t->backend))
+		return sbx_xstrdup(sbx_json_str(ref, "id"));
+	if (!(info = be->ops->info(ref, &err)))
+		return NULL;
+	id = sbx_json_str(info, "id") ? sbx_xstrdup(sbx_json_str(info, "id")) :
+	    NULL;
+	json_decref(info);
+	return id;
+}
+
+/* One line in the sandbox's log on the host (sbx-logs(1)); a failure to
+ * write it is said, never the command's status. */
+static void
+log_line(const struct sbx_backend *be, const json_t *ref,
+    const struct sbx_target *t, json_t *line)
+{
+	struct sbx_err err = {0};
+	char *id = log_id(be, ref, t);
+
+	if (!id || sbx_cmdlog_append(be->name, id, line, &err) < 0)
+		sbx_warn("not logged: %s", id ? err.msg :
+		    "cannot find the sandbox's id");
+	free(id);
+}
+
+/* -d: started, logged, its id printed. */
+static int
+detach(const struct sbx_backend *be, const json_t *ref,
+    const struct sbx_target *t, char *const argv[],
+    const struct sbx_exec_opts *o, int json)
+{
+	char cid[SBX_CMDLOG_ID_LEN + 1];
+	struct sbx_err err = {0};
+	long long start = sbx_now();
+	json_t *line;
+
+	sbx_cmdlog_new_id(cid);
+	if (sbx_cmdlog_detach(be, ref, cid, argv, o, &err) < 0)
+		fail(json, &err);
+	line = sbx_cmdlog_line(start, cid, argv, o->env, 1);
+	log_line(be, ref, t, line);
+	json_decref(line);
+	if (json) {
+		line = json_pack("{sssb}", "id", cid, "detached", 1);
+		sbx_out_json(line);
+		json_decref(line);
+	} else {
+		printf("%s\n", cid);
+	}
+	return 0;
+}
+
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
+	{"detach", NULL, "start the command, print its id, and return at once"},
 	{"env", NULL, "set a variable for the command (repeatable)"},
 	{"interactive", NULL, "forward standard input to the command"},
 	{"json", NULL, "print one JSON object: output and status"},
@@ -141,8 +205,10 @@ main(int argc, char **argv)
 	uint64_t v;
 	char **env = NULL;
 	size_t nenv = 0;
-	json_t *ref;
-	int c, json = 0, resume = 0;
+	json_t *ref, *line;
+	int c, json = 0, resume = 0, detached = 0;
+	long long start;
+	char cid[SBX_CMDLOG_ID_LEN + 1];
 	const char *state = NULL;
 
 	sbx_prog_set(argv);
@@ -154,9 +220,12 @@ main(int argc, char **argv)
 		    O_RDONLY) != c)
 			exit(SBX_EX_EXECFAIL);
 	o.max_output = 1u << 20;
-	while ((c = getopt_long(argc, argv, "+b:e:hI:ijM:qRs:tT:vVw:", longopts,
+	while ((c = getopt_long(argc, argv, "+b:de:hI:ijM:qRs:tT:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (c) {
+		case 'd':
+			detached = 1;
+			break;
 		case 'e':
 			env = sbx_xrealloc(env, (nenv + 2) * sizeof *env);
 			if (!(env[nenv++] = sbx_parse_env(optarg, &err)))
@@ -207,13 +276,23 @@ main(int argc, char **argv)
 		    sbx_prog_get());
 		exit(SBX_EX_EXECFAIL);
 	}
+	/* A detached command has no terminal, stdin or caller to time it
+	 * out or to take its output. */
+	if (detached && (o.tty || o.interactive || o.timeout_ms ||
+	    o.max_output != 1u << 20)) {
+		fprintf(stderr, "%s: --detach does not go with %s\n",
+		    sbx_prog_get(), o.tty ? "--tty" : o.interactive ?
+		    "--interactive" : o.timeout_ms ? "--timeout" :
+		    "--max-output");
+		exit(SBX_EX_EXECFAIL);
+	}
 	if (o.cwd && o.cwd[0] != '/') {
 		fprintf(stderr, "%s: workdir '%s' is not absolute\n",
 		    sbx_prog_get(), o.cwd);
 		exit(SBX_EX_EXECFAIL);
 	}
 	o.env = env;
-	o.capture = json;
+	o.capture = json && !detached;
 	if (!(ref = sbx_ref_resolve(&t, &state, &err)))
 		fail(json, &err);
 	sbx_flavour_pick(sbx_json_str(ref, "backend"));
@@ -223,13 +302,36 @@ main(int argc, char **argv)
 		fail(json, &err);
 	if (resume && be->ops->resume && resume_first(be, ref, state, &err) < 0)
 		fail(json, &err);
+	if (detached) {
+		r = (struct sbx_exec_result){0};
+		r.exit_code = detach(be, ref, &t, argv + optind, &o, json);
+		goto out;
+	}
+	start = sbx_now();
 	if (be->ops->exec(ref, argv + optind, &o, &r, &err) < 0)
 		fail(json, &err);
+	sbx_cmdlog_new_id(cid);
+	line = sbx_cmdlog_line(start, cid, argv + optind, env, 0);
+	json_object_set_new(line, "ended", json_true());
+	json_object_set_new(line, "exit_code", json_integer(r.exit_code));
+	json_object_set_new(line, "signal", r.signal ?
+	    json_integer(r.signal) : json_null());
+	json_object_set_new(line, "timed_out", json_boolean(r.timed_out));
+	json_object_set_new(line, "duration_ms", json_integer(r.duration_ms));
+	if (!r.bytes_unknown) {
+		json_object_set_new(line, "bytes_out",
+		    json_integer((json_int_t)r.bytes_out));
+		json_object_set_new(line, "bytes_err",
+		    json_integer((json_int_t)r.bytes_err));
+	}
+	log_line(be, ref, &t, line);
+	json_decref(line);
 	if (json)
 		print_json(&r);
 	else if (r.timed_out)
 		sbx_warn("'%s' timed out after %llu s", argv[optind],
 		    (unsigned long long)(o.timeout_ms / 1000));
+out:
 	sbx_buf_release(&r.out);
 	sbx_buf_release(&r.err);
 	json_decref(ref);

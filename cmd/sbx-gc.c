@@ -45,6 +45,7 @@ struct ctx {
 	json_t *refs;      /* id or name -> newest update of a state naming it */
 	int use_refs;      /* --state-dir given, and every directory read */
 	int older, idle, dry_run;
+	json_t *listed; /* every id the backend listed */
 	uint64_t older_than, idle_for, grace;
 	long long now;
 	json_t *victims;   /* [{"id", "reason"}], killed after the listing */
@@ -250,6 +251,8 @@ one(json_t *o, void *arg)
 	struct ctx *ctx = arg;
 	const char *r, *id = sbx_json_str(o, "id"), *why;
 
+	if (id)
+		json_object_set_new(ctx->listed, id, json_true());
 	if (!sbx_target_labels_match(o, ctx->want))
 		return 0;
 	if (!id)
@@ -292,6 +295,9 @@ kill_one(const struct sbx_backend *be, const char *backend, const char *id,
 	memset(&out->err, 0, sizeof out->err);
 	if (be->ops->kill(ref, 0, &out->err) < 0 && !out->err.code)
 		out->err.code = SBX_EX_FAIL;
+	/* Its command log goes with it (sbx-logs(1)). */
+	if (!out->err.code || out->err.code == SBX_EX_NOSANDBOX)
+		sbx_cmdlog_remove(backend, sbx_json_str(ref, "id"));
 	out->done = 1;
 	json_decref(ref);
 }
@@ -495,8 +501,12 @@ main(int argc, char **argv)
 		if ((r = scan_states(dirs[i], &ctx)) > rc)
 			rc = r;
 	ctx.now = sbx_now();
+	ctx.listed = json_object();
 	if (locked > 0 && be->ops->list(one, &ctx, &err) < 0)
 		sbx_die_err(&err);
+	/* Logs of sandboxes that ended out of our sight (sbx-logs(1)). */
+	if (locked > 0 && !ctx.dry_run)
+		sbx_cmdlog_sweep(be->name, ctx.listed, ctx.now);
 	outs = sbx_xcalloc(json_array_size(ctx.victims) + 1, sizeof *outs);
 	if (!ctx.dry_run)
 		kill_all(be, &ctx, outs);
@@ -513,6 +523,7 @@ main(int argc, char **argv)
 		    ctx.checked);
 out:
 	json_decref(ctx.want);
+	json_decref(ctx.listed);
 	json_decref(ctx.refs);
 	json_decref(ctx.victims);
 	free(dirs);

@@ -127,12 +127,16 @@ kill_ref(json_t *ref, struct ctx *ctx, int named)
 		if (err.code == SBX_EX_NOSANDBOX && !strstr(err.msg,
 		    SBX_NOT_OURS)) {
 			sbx_warn("'%s' is already gone", sbx_json_str(ref, "id"));
+			sbx_cmdlog_remove(be->name, sbx_json_str(ref, "id"));
 			print_result(ref, "gone");
 			return SBX_EX_OK;
 		}
 		sbx_warn("cannot kill '%s': %s", sbx_json_str(ref, "id"), err.msg);
 		return err.code ? err.code : SBX_EX_FAIL;
 	}
+	/* Its log goes with it; -k keeps it with the rest, until sbx-gc. */
+	if (!ctx->keep)
+		sbx_cmdlog_remove(be->name, sbx_json_str(ref, "id"));
 	print_result(ref, "killed");
 	return SBX_EX_OK;
 }

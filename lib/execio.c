@@ -51,6 +51,10 @@ void
 sbx_xs_output(struct sbx_xs *xs, int stream, const void *p, size_t n)
 {
 	stream = stream == 2 ? 2 : 1;
+	if (stream == 2)
+		xs->res->bytes_err += n;
+	else
+		xs->res->bytes_out += n;
 	if (xs->o->capture) {
 		sbx_buf_add(stream == 2 ? &xs->res->err : &xs->res->out, p, n);
 		return;

@@ -445,6 +445,11 @@ struct sbx_exec_result {
 	int timed_out;
 	long long duration_ms;
 	struct sbx_buf out, err; /* with capture */
+	/* The bytes of each stream, as the command wrote them (a capture's
+	 * cap aside); unknown when the backend handed the caller's fds to
+	 * the command itself. */
+	unsigned long long bytes_out, bytes_err;
+	int bytes_unknown;
 };
 
 /* What a backend can do. A tool asked for something its backend lacks
@@ -711,6 +716,49 @@ struct sbx_cp_loc {
  * current directory. */
 int sbx_cp(const struct sbx_cp_loc *src, const struct sbx_cp_loc *dst,
     struct sbx_err *err);
+
+/* --- cmdlog: the record of what ran in a sandbox (sbx-logs(1)) ------ */
+
+/* A command's id: hex digits. */
+#define SBX_CMDLOG_ID_LEN 16
+/* Where a detached command's output and status are, in the sandbox. */
+#define SBX_CMDLOG_DIR "/tmp/.sbx/cmd"
+
+/* The log of a sandbox, kept on the host: log.dir (root:
+ * /var/lib/sbx/log; else $XDG_STATE_HOME/sbx/log or
+ * ~/.local/state/sbx/log), BACKEND/ID.jsonl; malloc'd, NULL when the
+ * names cannot name a file. */
+char *sbx_cmdlog_path(const char *backend, const char *id);
+int sbx_cmdlog_valid_cmd(const char *cid);
+void sbx_cmdlog_new_id(char cid[SBX_CMDLOG_ID_LEN + 1]);
+/* A command's line, not ended yet (sbx-logs(1) OUTPUT): env's names
+ * only, never their values. */
+json_t *sbx_cmdlog_line(long long start, const char *cid, char *const argv[],
+    char *const env[], int detached);
+/* Append line with one O_APPEND write (the directories made 0700). */
+int sbx_cmdlog_append(const char *backend, const char *id,
+    const json_t *line, struct sbx_err *err);
+/* Remove a sandbox's log; one missing is removed. */
+int sbx_cmdlog_remove(const char *backend, const char *id);
+/* Remove the logs of backend's sandboxes not in keep (an object whose
+ * keys are the ids there are) written before the epoch second before;
+ * returns how many. */
+int sbx_cmdlog_sweep(const char *backend, const json_t *keep,
+    long long before);
+/* Start argv in the sandbox, detached (its own directory under
+ * SBX_CMDLOG_DIR), with o's cwd and env; returns once it runs. */
+int sbx_cmdlog_detach(const struct sbx_backend *be, const json_t *ref,
+    const char *cid, char *const argv[], const struct sbx_exec_opts *o,
+    struct sbx_err *err);
+/* Fill in the end of each detached command in lines (an array of the
+ * log's lines) that has ended, from its status in the sandbox. */
+int sbx_cmdlog_resolve(const struct sbx_backend *be, const json_t *ref,
+    json_t *lines, struct sbx_err *err);
+/* A detached command's output from byte *off to what there is now, to
+ * stdout; *off moved on, *ended set when the command had ended (all of
+ * it was there). A reader of stdout gone: -1 with err->code 0. */
+int sbx_cmdlog_output(const struct sbx_backend *be, const json_t *ref,
+    const char *cid, uint64_t *off, int *ended, struct sbx_err *err);
 
 /* --- local: the native Linux backend --------------------------------- */
 

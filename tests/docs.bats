@@ -3,7 +3,7 @@
 
 load lib/helper
 
-TOOLS=(sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-kill sbx-ls sbx-net sbx-pause
+TOOLS=(sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-kill sbx-logs sbx-ls sbx-net sbx-pause
     sbx-port sbx-secret sbx-sync sbxd)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 

@@ -381,6 +381,9 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 		goto out;
 	}
 	rc = sbx_xs_run(&xs, err);
+	/* The command wrote to the caller's fds itself: not through us. */
+	if (!o->tty && !o->capture)
+		res->bytes_unknown = 1;
 out:
 	{
 		int all[] = {x.sock, x.null, x.master, x.outp[0], x.outp[1],

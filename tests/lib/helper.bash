@@ -13,6 +13,9 @@ sbx_setup_file() {
 	SBX_LOCAL_DIR=$(mktemp -d /tmp/sbx-test.XXXXXX)
 	chmod 711 "$SBX_LOCAL_DIR"
 	export SBX_LOCAL_DIR
+	# sbx-exec's command logs (sbx-logs(1)), off the system's directory.
+	SBX_LOG_DIR=$(mktemp -d /tmp/sbx-log.XXXXXX)
+	export SBX_LOG_DIR
 }
 
 # Kill whatever a file's tests left running, then remove the store.
@@ -20,6 +23,7 @@ sbx_teardown_file() {
 	[ -n "${SBX_LOCAL_DIR:-}" ] && [ -d "$SBX_LOCAL_DIR" ] || return 0
 	sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
 	rm -rf "$SBX_LOCAL_DIR"
+	[ -z "${SBX_LOG_DIR:-}" ] || rm -rf "$SBX_LOG_DIR"
 }
 
 # Each test works in its own directory (state files go there).
