@@ -2,6 +2,7 @@
  * pause and resume, and its table of operations */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "docker.h"
@@ -223,6 +224,14 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 }
 
 static int
+dir_here(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int
 valid_workdir(const char *w)
 {
 	return w[0] == '/' && !strstr(w, "/../") && !strstr(w, "/./") &&
@@ -247,7 +256,7 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (!valid_workdir(spec->workdir))
 		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
 		    "(want an absolute, plain path)", spec->workdir);
-	if (IMAGE_IS_DIR(spec->image) && !sbx_docker_import)
+	if (image_is_dir(spec->image) && !sbx_docker_import)
 		return sbx_err_set(err, SBX_EX_FAIL, "this tool cannot import "
 		    "a directory (sbx-create does)");
 	if (sbx_docker_open(&d, NULL, err) < 0) {
@@ -267,7 +276,7 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		goto out;
 	if (netroot && sbx_docker_net_check(&d, info, spec, err) < 0)
 		goto out;
-	if (IMAGE_IS_DIR(spec->image)) {
+	if (image_is_dir(spec->image)) {
 		/* Nothing to pull: the directory is the image. */
 		if (sbx_docker_import(&d, spec->image, &tag, err) < 0)
 			goto out;
@@ -282,9 +291,15 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (rs.status == 404) {
 		sbx_err_set(err, SBX_EX_FAIL, "no such image '%s' (pull it, or "
 		    "use --pull)", spec->image);
-		sbx_err_hint(err, "pull it (--pull, or docker pull %s), build "
-		    "it (docker build -t %s .), or import a root filesystem "
-		    "directory: --image ./DIR", spec->image, spec->image);
+		if (dir_here(spec->image))
+			sbx_err_hint(err, "'%s' is a directory here: give it as "
+			    "--image ./%s to import it", spec->image,
+			    spec->image);
+		else
+			sbx_err_hint(err, "pull it (--pull, or docker pull %s), "
+			    "build it (docker build -t %s .), or import a root "
+			    "filesystem directory: --image ./DIR", spec->image,
+			    spec->image);
 		goto out;
 	}
 	if (rs.status == 409) {

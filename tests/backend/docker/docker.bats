@@ -316,12 +316,18 @@ imports() {
 	# The same image (an import again would have a new id).
 	[ "$(imports)" = "$first" ]
 	[ "$(jq -r .ref.image a.json)" = "$(jq -r .ref.image b.json)" ]
+	sbx-create -b docker -i root/ -s b2.json >/dev/null
+	[ "$(imports)" = "$first" ]
+	# Without a slash, an image of the engine, with a hint.
+	run --separate-stderr sbx-create -b docker -i root -s x.json
+	assert_failure 1
+	[ "${stderr#*$'\n'}" = "hint: 'root' is a directory here: give it as --image ./root to import it" ]
 	echo more >root/etc/new
 	sbx-create -b docker -i ./root -s c.json >/dev/null
 	[ "$(jq -r .ref.image c.json)" != "$(jq -r .ref.image a.json)" ]
 	run sbx-exec -s c.json -- cat /etc/new
 	assert_output more
-	for f in a b c; do sbx-kill -s $f.json >/dev/null; done
+	for f in a b b2 c; do sbx-kill -s $f.json >/dev/null; done
 }
 
 @test "docker: --image DIR without /bin/sh, or not a directory, is refused (2) with nothing made" {
