@@ -70,8 +70,8 @@ entry(struct walk *w, struct archive *disk, struct archive_entry *ae,
 }
 
 /* Every entry under root (a real path), named relative to it, with its
- * owner, mode and mtime; symlinks as links, sockets left out, no other
- * file system (a /proc mounted there) entered. */
+ * owner, mode and mtime; symlinks as links, sockets left out, and no
+ * mount below it (a /proc there) entered. */
 static int
 walk(const char *root, struct walk *w, struct sbx_err *err)
 {
