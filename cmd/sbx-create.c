@@ -1,7 +1,11 @@
 /* sbx-create - create a sandbox and print its ref */
+#include <dirent.h>
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "sbx.h"
 #include "net/net.h"
@@ -248,6 +252,51 @@ disk_limit(struct sbx_spec *spec, const char *arg)
 	spec->disk_default = !arg;
 }
 
+/* The state file's directory when it is a .sbx/ that is not there yet
+ * (sbx_state_dir_prepare makes it, with its .gitignore); NULL else. */
+static char *
+new_sbx_dir(const char *state)
+{
+	char *dir = sbx_xstrdup(state), *slash = strrchr(dir, '/');
+	const char *base;
+	struct stat st;
+
+	if (slash) {
+		*slash = '\0';
+		base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+		if (!strcmp(base, ".sbx") && lstat(dir, &st) < 0 &&
+		    errno == ENOENT)
+			return dir;
+	}
+	free(dir);
+	return NULL;
+}
+
+/* A failed create leaves no .sbx/ that it made, if nothing but its
+ * .gitignore came to be there. */
+static void
+drop_sbx_dir(const char *dir)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *de;
+	char *ign;
+	int other = 0;
+
+	if (!dp)
+		return;
+	while ((de = readdir(dp)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    strcmp(de->d_name, ".gitignore"))
+			other = 1;
+	closedir(dp);
+	if (other)
+		return;
+	ign = sbx_xasprintf("%s/.gitignore", dir);
+	unlink(ign);
+	free(ign);
+	rmdir(dir);
+}
+
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
 	{"allow-out", NULL, "let the sandbox connect to dest (repeatable)"},
@@ -291,7 +340,7 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
 	const char *backend = NULL, *state = NULL;
-	char **env = NULL, names[128];
+	char **env = NULL, names[128], *newdir = NULL;
 	size_t nenv = 0;
 	json_t *ref = NULL, *old = NULL;
 	const char *proxy = NULL;
@@ -447,6 +496,7 @@ main(int argc, char **argv)
 	if (reuse && !state)
 		sbx_usage_error(usage, "--reuse needs a state file (not -s -)");
 	if (state) {
+		newdir = new_sbx_dir(state);
 		if (sbx_state_dir_prepare(state, &err) < 0 ||
 		    sbx_state_open(&st, state, &err) < 0)
 			sbx_die_err(&err);
@@ -465,6 +515,8 @@ main(int argc, char **argv)
 		/* No state file came of it: no lock file is left either. */
 		if (state)
 			sbx_state_release(&st);
+		if (newdir)
+			drop_sbx_dir(newdir);
 		sbx_die_err(&err);
 	}
 	if (state) {
@@ -478,6 +530,8 @@ main(int argc, char **argv)
 			/* No sandbox without its state: it would be lost. */
 			be->ops->kill(ref, 0, &kerr);
 			sbx_state_release(&st);
+			if (newdir)
+				drop_sbx_dir(newdir);
 			sbx_die_err(&err);
 		}
 		sbx_state_release(&st);
@@ -499,6 +553,7 @@ done:
 	json_decref(spec.net_inject);
 	egress_proxy_free(spec.egress_proxy);
 	json_decref(spec.ports);
+	free(newdir);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);
 	free(env);

@@ -155,6 +155,7 @@ sbx_err_set(struct sbx_err *err, int code, const char *fmt, ...)
 	if (!err)
 		return -1;
 	err->code = code;
+	err->hint[0] = '\0';
 	va_start(ap, fmt);
 	vsnprintf(err->msg, sizeof err->msg, fmt, ap);
 	va_end(ap);
@@ -167,10 +168,23 @@ sbx_err_set(struct sbx_err *err, int code, const char *fmt, ...)
 }
 
 void
+sbx_err_hint(struct sbx_err *err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->hint, sizeof err->hint, fmt, ap);
+	va_end(ap);
+}
+
+void
 sbx_die_err(const struct sbx_err *err)
 {
 	if (diag_hook)
 		diag_hook(0);
 	fprintf(stderr, "%s: %s\n", sbx_prog_get(), err->msg);
+	/* As git's: what to do, apart from the one-line error. */
+	if (err->hint[0])
+		fprintf(stderr, "hint: %s\n", err->hint);
 	exit(err->code ? err->code : SBX_EX_FAIL);
 }

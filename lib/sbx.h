@@ -33,9 +33,12 @@ enum sbx_exit {
 /* --- err: the program name, diagnostics, library errors ---------------- */
 
 /* A library error: a message and the exit code it suggests to a command. */
+/* A message and the exit code it suggests to a command; with a hint of
+ * what to do about it, which sbx_die_err prints on a line of its own. */
 struct sbx_err {
 	int code;
 	char msg[512];
+	char hint[256];
 };
 
 extern int sbx_quiet, sbx_verbose;
@@ -58,6 +61,9 @@ __attribute__((format(printf, 1, 2))) void sbx_note(const char *fmt, ...);
 /* Fill err; a trailing ':' in fmt appends strerror(errno). Returns -1. */
 __attribute__((format(printf, 3, 4))) int sbx_err_set(struct sbx_err *err,
     int code, const char *fmt, ...);
+/* The hint of the error just set (sbx_err_set clears it). */
+__attribute__((format(printf, 2, 3))) void sbx_err_hint(struct sbx_err *err,
+    const char *fmt, ...);
 __attribute__((noreturn)) void sbx_die_err(const struct sbx_err *err);
 
 void *sbx_xmalloc(size_t n);

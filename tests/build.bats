@@ -43,6 +43,21 @@ CC
 	refute_output --partial warning
 }
 
+@test "the remote sbx-create links libarchive in, without a linker warning" {
+	copy_tree
+	rm -f "$T/bin/remote/sbx-create"
+	run make -C "$T" --no-print-directory -j2 bin/remote/sbx-create
+	assert_success
+	[ -x "$T/bin/remote/sbx-create" ] || fail "no bin/remote/sbx-create"
+	refute_output --partial warning
+	# Its --image DIR for docker; no shared libarchive to load at start.
+	run nm "$T/bin/remote/sbx-create"
+	assert_line --regexp ' T sbx_docker_import$| W sbx_docker_import$'
+	run ldd "$T/bin/remote/sbx-create"
+	assert_success
+	refute_output --partial libarchive
+}
+
 @test "make all prints a short line per file, not the compiler's command" {
 	copy_tree
 	rm -rf "$T/build"

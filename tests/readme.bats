@@ -136,7 +136,11 @@ run_loop() {
 	cd "$P"
 	run --separate-stderr bash -e "$BATS_TEST_TMPDIR/docker.sh"
 	[ "$status" -eq 0 ] || fail "exit $status: $stderr"
-	assert_line --regexp '^Linux '
-	assert_line --partial '"status":"killed"'
-	docker image inspect sbx-local >/dev/null
+	# The same directory, a local sandbox and a container.
+	[ "$(grep -c '^Linux ' <<<"$output")" -eq 2 ] || fail "$output"
+	assert_line --regexp '^\{"backend":"local",'
+	assert_line --regexp '^\{"backend":"docker",.*"image":"sbx-import:[0-9a-f]{12}"'
+	[ "$(grep -c '"status":"killed"' <<<"$output")" -eq 2 ] ||
+	    fail "$output"
+	docker image inspect "$(jq -r .ref.image .sbx/d.json)" >/dev/null
 }

@@ -77,3 +77,20 @@ teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 	assert_output ''
 	[ -z "$(sbx-ls -j)" ]
 }
+
+@test "a failed create with the default state file leaves no .sbx/ it made, and keeps one that was there" {
+	mkdir -p p/noshell/etc && cd p
+	run --separate-stderr sbx-create -i ./noshell
+	assert_failure 2
+	assert_output ''
+	[ "$stderr" = "sbx-create: image './noshell' has no /bin/sh" ]
+	run ls -A
+	assert_output noshell
+	mkdir .sbx
+	run --separate-stderr sbx-create -i ./noshell
+	assert_failure 2
+	# Kept (its .gitignore made as for any .sbx/).
+	run ls -A .sbx
+	assert_success
+	assert_output .gitignore
+}

@@ -5,6 +5,7 @@
 #define SBX_DOCKER_DOCKER_H
 
 #include <signal.h>
+#include <string.h>
 
 #include "../internal.h"
 
@@ -103,6 +104,23 @@ int sbx_docker_ca_install(struct dk *d, const char *id, const char *dir,
  * gets too (lib/local/local.c). */
 #define CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 #define CA_PEM "/etc/ssl/certs/sbx-ca.pem"
+
+/* image.c: --image DIR, a root filesystem (with /bin/sh) imported as
+ * the image IMPORT_REPO:<the first IMPORT_HASH bytes of a SHA-256 of
+ * its entries, in hex>, or the image of that name when the engine has
+ * it: *tag. A value that starts with '/' or '.', or ends with '/', is a
+ * directory (an image reference never does). Weak: only sbx-create
+ * links image.c (and libarchive); in the other tools, which never
+ * create, it is NULL. */
+#define IMPORT_REPO "sbx-import"
+#define IMPORT_HASH 6
+static inline int
+image_is_dir(const char *s)
+{
+	return s[0] == '/' || s[0] == '.' || (*s && s[strlen(s) - 1] == '/');
+}
+__attribute__((weak)) int sbx_docker_import(struct dk *d, const char *dir,
+    char **tag, struct sbx_err *err);
 
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_docker_files;

@@ -2,6 +2,7 @@
  * pause and resume, and its table of operations */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "docker.h"
@@ -42,9 +43,29 @@ engine_info(struct dk *d, struct sbx_err *err)
 static int
 has_runtime(const json_t *info, const char *runtime, struct sbx_err *err)
 {
-	return json_object_get(json_object_get(info, "Runtimes"), runtime) ?
-	    0 : sbx_err_set(err, SBX_EX_USAGE, "the engine knows no runtime "
-	    "'%s'", runtime);
+	json_t *rts = json_object_get(info, "Runtimes");
+	char known[128] = "";
+	const char *k;
+	json_t *v;
+	size_t n;
+
+	if (json_object_get(rts, runtime))
+		return 0;
+	sbx_err_set(err, SBX_EX_USAGE, "the engine knows no runtime '%s'",
+	    runtime);
+	json_object_foreach(rts, k, v) {
+		n = strlen(known);
+		snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", k);
+	}
+	/* gVisor's package installs runsc but registers it nowhere. */
+	if (!strcmp(runtime, "runsc"))
+		sbx_err_hint(err, "register gVisor with the engine: sudo runsc "
+		    "install (it adds runsc to /etc/docker/daemon.json), then "
+		    "sudo systemctl restart docker; it has: %s", known);
+	else
+		sbx_err_hint(err, "the engine has: %s (more are registered in "
+		    "/etc/docker/daemon.json's \"runtimes\")", known);
+	return -1;
 }
 
 /* POST /images/create streams progress; a failure comes as an "error"
@@ -69,6 +90,10 @@ pull(struct dk *d, const char *image, struct sbx_err *err)
 	else if (rs.body.data && (e = strstr(rs.body.data, "\"error\":")))
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot pull '%s': %.300s",
 		    image, e + 8);
+	if (rc < 0)
+		sbx_err_hint(err, "offline or no registry? build it (docker "
+		    "build -t %s .), docker load it, or give a root filesystem "
+		    "directory: --image ./DIR", image);
 	sbx_http_resp_release(&rs);
 	return rc;
 }
@@ -199,6 +224,14 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 }
 
 static int
+dir_here(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int
 valid_workdir(const char *w)
 {
 	return w[0] == '/' && !strstr(w, "/../") && !strstr(w, "/./") &&
@@ -210,20 +243,31 @@ static int
 docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
 	struct sbx_http_resp rs = {0};
+	struct sbx_spec sp = *spec;
 	struct dk d;
 	json_t *body = NULL, *info = NULL, *c = NULL, *cref;
-	char *id = NULL, *q = NULL, *netroot = NULL;
+	char *id = NULL, *q = NULL, *netroot = NULL, *tag = NULL;
 	int rc = -1;
 
 	*ref = NULL;
 	if (!spec->image || !strcmp(spec->image, "host"))
 		return sbx_err_set(err, SBX_EX_USAGE, "backend 'docker' needs "
-		    "--image (an image of the engine)");
+		    "--image (an image of the engine, or a directory ./DIR)");
 	if (!valid_workdir(spec->workdir))
 		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
 		    "(want an absolute, plain path)", spec->workdir);
-	if (sbx_docker_open(&d, NULL, err) < 0)
+	if (image_is_dir(spec->image) && !sbx_docker_import)
+		return sbx_err_set(err, SBX_EX_FAIL, "this tool cannot import "
+		    "a directory (sbx-create does)");
+	if (sbx_docker_open(&d, NULL, err) < 0) {
+		/* Not the other tools': they ask for a sandbox made here. */
+		if (!strncmp(err->msg, "cannot reach", 12))
+			sbx_err_hint(err, "start one: sudo systemctl start "
+			    "docker (Debian's package docker.io), or set "
+			    "DOCKER_HOST or the config key docker.host to one "
+			    "that runs");
 		return -1;
+	}
 	if (sbx_docker_net_wanted(spec))
 		netroot = sbx_docker_net_root();
 	if ((spec->runtime || netroot) && !(info = engine_info(&d, err)))
@@ -232,9 +276,14 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		goto out;
 	if (netroot && sbx_docker_net_check(&d, info, spec, err) < 0)
 		goto out;
-	if (spec->pull && pull(&d, spec->image, err) < 0)
+	if (image_is_dir(spec->image)) {
+		/* Nothing to pull: the directory is the image. */
+		if (sbx_docker_import(&d, spec->image, &tag, err) < 0)
+			goto out;
+		sp.image = tag;
+	} else if (spec->pull && pull(&d, spec->image, err) < 0)
 		goto out;
-	body = create_body(spec, netroot);
+	body = create_body(&sp, netroot);
 	q = spec->name ? sbx_http_escape(spec->name) : NULL;
 	if (sbx_docker_req(&d, "POST", body, &rs, err, "/containers/create%s%s",
 	    q ? "?name=" : "", q ? q : "") < 0)
@@ -242,6 +291,15 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (rs.status == 404) {
 		sbx_err_set(err, SBX_EX_FAIL, "no such image '%s' (pull it, or "
 		    "use --pull)", spec->image);
+		if (dir_here(spec->image))
+			sbx_err_hint(err, "'%s' is a directory here: give it as "
+			    "--image ./%s to import it", spec->image,
+			    spec->image);
+		else
+			sbx_err_hint(err, "pull it (--pull, or docker pull %s), "
+			    "build it (docker build -t %s .), or import a root "
+			    "filesystem directory: --image ./DIR", spec->image,
+			    spec->image);
 		goto out;
 	}
 	if (rs.status == 409) {
@@ -289,6 +347,9 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	}
 	*ref = json_pack("{ssssss}", "backend", "docker", "id", id, "endpoint",
 	    d.endpoint);
+	/* The image a directory became, for docker's own tools. */
+	if (tag)
+		json_object_set_new(*ref, "image", json_string(tag));
 	rc = 0;
 out:
 	sbx_http_resp_release(&rs);
@@ -302,6 +363,7 @@ out:
 	free(netroot);
 	free(q);
 	free(id);
+	free(tag);
 	sbx_docker_close(&d);
 	return rc;
 }

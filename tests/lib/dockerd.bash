@@ -90,6 +90,14 @@ sbx_dockerd_start() {
 		return 1
 	fi
 	echo "$br" >"$dir/bridge"
+	# SBX_TEST_DOCKERD_RUNSC=no: an engine that has never heard of gVisor.
+	local runsc=
+	[ "${SBX_TEST_DOCKERD_RUNSC:-}" = no ] || runsc='
+	    "runsc": {
+	      "path": "'"$(command -v runsc || echo /usr/bin/runsc)"'",
+	      "runtimeArgs": ["--platform=ptrace", "--network=host"]
+	    }
+	  '
 	if ! ip addr add "$net.1/24" dev "$br" ||
 	    ! ip link set "$br" up; then
 		sbx_dockerd_stop "$dir"
@@ -109,12 +117,7 @@ sbx_dockerd_start() {
 	  "shutdown-timeout": 5,
 	  "deprecated-key-path": "$dir/key.json",
 	  "log-driver": "json-file",
-	  "runtimes": {
-	    "runsc": {
-	      "path": "$(command -v runsc || echo /usr/bin/runsc)",
-	      "runtimeArgs": ["--platform=ptrace", "--network=host"]
-	    }
-	  }
+	  "runtimes": {${runsc}}
 	}
 	JSON
 	# 3>&-: bats waits for whatever holds its fd 3 open. dockerd starts

@@ -24,7 +24,11 @@ setup() {
 
 # Whatever a failing test left behind goes.
 teardown() {
-	local c
+	local c d
+	# A second engine a test started.
+	if d=$(cat "$BATS_TEST_TMPDIR/second" 2>/dev/null); then
+		sbx_dockerd_stop "$d"
+	fi
 	if [ -n "${LOOP:-}" ]; then
 		kill -KILL "$LOOP" 2>/dev/null || true
 		wait "$LOOP" 2>/dev/null || true
@@ -188,7 +192,8 @@ dk() {
 	run --separate-stderr sbx-create -b docker -i no-such-image:1 -s s.json
 	assert_failure 1
 	assert_output ''
-	[ "$stderr" = "sbx-create: no such image 'no-such-image:1' (pull it, or use --pull)" ]
+	[ "$stderr" = "sbx-create: no such image 'no-such-image:1' (pull it, or use --pull)
+hint: pull it (--pull, or docker pull no-such-image:1), build it (docker build -t no-such-image:1 .), or import a root filesystem directory: --image ./DIR" ]
 	[ ! -e s.json ]
 	no_containers
 	run --separate-stderr sbx-create -b docker -s s.json
@@ -202,7 +207,41 @@ dk() {
 	    --runtime no-such-runtime -s s.json
 	assert_failure 2
 	assert_output ''
-	[ "$stderr" = "sbx-create: the engine knows no runtime 'no-such-runtime'" ]
+	[ "${stderr%%$'\n'*}" = "sbx-create: the engine knows no runtime 'no-such-runtime'" ]
+	# The hint names the runtimes the engine has.
+	[[ "$stderr" == *$'\nhint: the engine has: '*runsc* ]] ||
+	    fail "no hint: $stderr"
+	[ ! -e s.json ]
+	no_containers
+}
+
+@test "docker: runsc on an engine that does not have it says how to register it" {
+	local first=$DOCKER_HOST
+	SBX_TEST_DOCKERD_RUNSC=no sbx_dockerd_start
+	echo "$SBX_TEST_DOCKERD_DIR" >"$BATS_TEST_TMPDIR/second"
+	[ "$DOCKER_HOST" != "$first" ]
+	run --separate-stderr sbx-create -b docker -i "$SBX_TEST_IMAGE" \
+	    --runtime runsc -s s.json
+	assert_failure 2
+	assert_output ''
+	[[ "$stderr" == "sbx-create: the engine knows no runtime 'runsc'"$'\n'"hint: register gVisor with the engine: sudo runsc install "*"; it has: "*runc* ]] ||
+	    fail "$stderr"
+	[[ "$stderr" != *runsc,* && "$stderr" != *", runsc"* ]]
+	[ ! -e s.json ]
+	sbx_dockerd_stop
+	rm "$BATS_TEST_TMPDIR/second"
+	export DOCKER_HOST=$first
+}
+
+@test "docker: a pull that fails says how else to get the image" {
+	# A registry on loopback that is not there: no traffic leaves.
+	run --separate-stderr sbx-create -b docker -i 127.0.0.1:9/sbx/none:1 \
+	    --pull -s s.json
+	assert_failure 1
+	assert_output ''
+	[[ "$stderr" == "sbx-create: cannot pull '127.0.0.1:9/sbx/none:1': "* ]]
+	[[ "$stderr" == *$'\nhint: offline or no registry? build it (docker build -t 127.0.0.1:9/sbx/none:1 .), docker load it, or give a root filesystem directory: --image ./DIR' ]] ||
+	    fail "no hint: $stderr"
 	[ ! -e s.json ]
 	no_containers
 }
@@ -213,11 +252,116 @@ dk() {
 	    -i "$SBX_TEST_IMAGE" -s s.json
 	assert_failure 1
 	assert_output ''
-	[ "$stderr" = "sbx-create: cannot reach the Docker engine at 'unix://$sock': No such file or directory" ]
+	[ "$stderr" = "sbx-create: cannot reach the Docker engine at 'unix://$sock': No such file or directory
+hint: start one: sudo systemctl start docker (Debian's package docker.io), or set DOCKER_HOST or the config key docker.host to one that runs" ]
 	[ ! -e s.json ]
 	DOCKER_HOST=unix://$sock run --separate-stderr sbx-ls -b docker
 	assert_failure 1
 	[[ "$stderr" == *"unix://$sock"* ]]
+	no_containers
+}
+
+@test "docker: a failed create with the default state file leaves no .sbx/ it made" {
+	# A socket with nothing listening: connection refused.
+	sock=$BATS_TEST_TMPDIR/dead.sock
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$sock"
+	mkdir p && cd p
+	DOCKER_HOST=unix://$sock run --separate-stderr sbx-create -b docker \
+	    -i "$SBX_TEST_IMAGE"
+	assert_failure 1
+	assert_output ''
+	[[ "$stderr" == "sbx-create: cannot reach the Docker engine at 'unix://$sock': "* ]] ||
+	    fail "$stderr"
+	run ls -A
+	assert_success
+	assert_output ''
+	# One that was there stays, with what it held.
+	mkdir .sbx
+	echo keep >.sbx/other.json
+	DOCKER_HOST=unix://$sock run --separate-stderr sbx-create -b docker \
+	    -i "$SBX_TEST_IMAGE"
+	assert_failure 1
+	[ "$(cat .sbx/other.json)" = keep ]
+	no_containers
+}
+
+# A root filesystem as a user makes one: busybox and its applets, a file
+# of another owner and mode, a symlink; in directory $1.
+rootfs() {
+	mkdir -p "$1"/usr/bin "$1"/tmp "$1"/etc "$1"/workspace
+	ln -s usr/bin "$1/bin"
+	cp /bin/busybox "$1/usr/bin/"
+	/bin/busybox --list | grep -vx busybox | while read -r a; do
+		ln -s busybox "$1/usr/bin/$a"
+	done
+	chmod 1777 "$1/tmp"
+	echo secret >"$1/etc/owned"
+	chown 1234:5678 "$1/etc/owned"
+	chmod 604 "$1/etc/owned"
+	ln -s owned "$1/etc/link"
+}
+
+# The ids of the engine's images of repository sbx-import.
+imports() {
+	api /images/json | jq -r '.[] | select(any(.RepoTags[]?;
+	    startswith("sbx-import:"))) | .Id' | sort
+}
+
+@test "docker: --image ./DIR imports the directory, owners, modes and links kept" {
+	rootfs root
+	run --separate-stderr sbx-create -b docker --image ./root -s s.json
+	assert_success
+	tag=$(jq -r .image <<<"$output")
+	[[ "$tag" =~ ^sbx-import:[0-9a-f]{12}$ ]] || fail "ref: $output"
+	jq_true '.ref.image | startswith("sbx-import:")' <s.json
+	run sbx-exec -s s.json -- stat -c '%u:%g %a %n' /etc/owned /tmp
+	assert_success
+	assert_line '1234:5678 604 /etc/owned'
+	assert_line '0:0 1777 /tmp'
+	run sbx-exec -s s.json -- readlink /etc/link
+	assert_output owned
+	run sbx-exec -s s.json -- sh -c 'echo $PATH; cat /etc/link'
+	assert_line --regexp '(^|:)/usr/bin(:|$)'
+	assert_line secret
+	run sbx-ls -b docker -j
+	assert_success
+	[ "$(jq -r --arg t "$tag" 'select(.image == $t) | .image' <<<"$output")" = "$tag" ]
+	sbx-kill -s s.json >/dev/null
+}
+
+@test "docker: the same directory twice is one image, uploaded once; a change makes another" {
+	rootfs "$BATS_TEST_TMPDIR/root"
+	sbx-create -b docker -i "$BATS_TEST_TMPDIR/root" -s a.json >/dev/null
+	first=$(imports)
+	[ -n "$first" ]
+	sbx-create -b docker -i "$BATS_TEST_TMPDIR/root/" -s b.json >/dev/null
+	# The same image (an import again would have a new id).
+	[ "$(imports)" = "$first" ]
+	[ "$(jq -r .ref.image a.json)" = "$(jq -r .ref.image b.json)" ]
+	sbx-create -b docker -i root/ -s b2.json >/dev/null
+	[ "$(imports)" = "$first" ]
+	# Without a slash, an image of the engine, with a hint.
+	run --separate-stderr sbx-create -b docker -i root -s x.json
+	assert_failure 1
+	[ "${stderr#*$'\n'}" = "hint: 'root' is a directory here: give it as --image ./root to import it" ]
+	echo more >root/etc/new
+	sbx-create -b docker -i ./root -s c.json >/dev/null
+	[ "$(jq -r .ref.image c.json)" != "$(jq -r .ref.image a.json)" ]
+	run sbx-exec -s c.json -- cat /etc/new
+	assert_output more
+	for f in a b b2 c; do sbx-kill -s $f.json >/dev/null; done
+}
+
+@test "docker: --image DIR without /bin/sh, or not a directory, is refused (2) with nothing made" {
+	mkdir -p empty/etc
+	run --separate-stderr sbx-create -b docker -i ./empty -s s.json
+	assert_failure 2
+	assert_output ''
+	[ "$stderr" = "sbx-create: image './empty' has no /bin/sh" ]
+	run --separate-stderr sbx-create -b docker -i ./none -s s.json
+	assert_failure 2
+	[[ "$stderr" == "sbx-create: image './none' is not a directory"* ]]
+	[ ! -e s.json ]
 	no_containers
 }
 
