@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <search.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -221,6 +222,33 @@ out:
 }
 
 static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+/* Whether a symlink staged before, a name in the tree links (libc's
+ * tsearch: O(log n) a look-up), is one of the directories name is in. */
+static int
+through_link(void *links, const char *name)
+{
+	char dir[4096];
+	size_t n = strlen(name), i;
+
+	if (!links || n >= sizeof dir)
+		return 0;
+	memcpy(dir, name, n + 1);
+	for (i = 0; i < n; i++)
+		if (dir[i] == '/') {
+			dir[i] = '\0';
+			if (tfind(dir, &links, cmp_str))
+				return 1;
+			dir[i] = '/';
+		}
+	return 0;
+}
+
+static int
 refuse(struct sbx_err *err, const char *name, const char *why)
 {
 	return sbx_err_set(err, SBX_EX_DATA, "refused archive member '%s': %s",
@@ -234,8 +262,8 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 {
 	struct sbx_fentry e;
 	struct timespec times[2] = {{0, 0}, {0, 0}};
-	char **links = NULL;
-	size_t nlinks = 0;
+	void *links = NULL;
+	char *link, **node;
 	long slot;
 	struct archive *a = archive_read_new();
 	struct archive_entry *ae;
@@ -243,7 +271,6 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 	char tmp[32], buf[65536];
 	la_ssize_t n;
 	int r, rc = -1, out;
-	size_t k;
 
 	archive_read_support_format_tar(a);
 	archive_read_support_filter_gzip(a);
@@ -274,13 +301,9 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 			refuse(err, name, "not a regular file or symlink");
 			goto done;
 		}
-		for (k = 0; k < nlinks; k++) {
-			size_t l = strlen(links[k]);
-
-			if (!strncmp(name, links[k], l) && name[l] == '/') {
-				refuse(err, name, "path through a symlink");
-				goto done;
-			}
+		if (through_link(links, name)) {
+			refuse(err, name, "path through a symlink");
+			goto done;
 		}
 		if ((slot = want(name, arg)) < 0) {
 			refuse(err, name, "not asked for");
@@ -304,9 +327,14 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 			e.type = 'l';
 			e.mode = 0777;
 			e.size = strlen(target);
-			links = sbx_xrealloc(links, (nlinks + 1) *
-			    sizeof *links);
-			links[nlinks++] = sbx_xstrdup(name);
+			link = sbx_xstrdup(name);
+			if (!(node = tsearch(link, &links, cmp_str))) {
+				free(link);
+				sbx_err_set(err, SBX_EX_FAIL, "out of memory");
+				goto done;
+			}
+			if (*node != link) /* the same name again */
+				free(link);
 		} else {
 			e.type = 'f';
 			e.mode = archive_entry_perm(ae) & 07777;
@@ -354,8 +382,6 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 	rc = 0;
 done:
 	archive_read_free(a);
-	for (k = 0; k < nlinks; k++)
-		free(links[k]);
-	free(links);
+	tdestroy(links, free);
 	return rc;
 }

@@ -13,6 +13,7 @@ setup() {
 	sbx_setup
 	unset SBX_LIMITS_DISK
 	ROOTLESS_DIR=
+	SMALL=
 	CREATE_PID=
 	SBXD_PID=
 	SBXD_DIR=
@@ -31,6 +32,10 @@ teardown() {
 	fi
 	[ -f "$BATS_TEST_TMPDIR/s.json" ] &&
 	    sbx-kill -q -s "$BATS_TEST_TMPDIR/s.json" >/dev/null 2>&1 || true
+	if [ -n "$SMALL" ]; then
+		umount "$SMALL"
+		rmdir "$SMALL"
+	fi
 	[ -n "$ROOTLESS_DIR" ] || return 0
 	as_nobody sh -c 'sbx-ls -j | sbx-kill -q' >/dev/null 2>&1 || true
 	rm -rf "$ROOTLESS_DIR"
@@ -59,6 +64,15 @@ loops_of() {
 }
 mounts_of() {
 	grep -F "$1" /proc/self/mountinfo || true
+}
+
+# A store of its own, on a tmpfs of size $1 (not made yet: its parent's
+# free space is the one that counts).
+small_store() {
+	SMALL=$(mktemp -d /tmp/sbx-small.XXXXXX)
+	chmod 711 "$SMALL"
+	mount -t tmpfs -o "size=$1,mode=0711" tmpfs "$SMALL"
+	export SBX_LOCAL_DIR=$SMALL/local
 }
 
 sandbox_ids() {
@@ -220,6 +234,48 @@ sandbox_ids() {
 	assert_equal "$stderr" "sbx-create: invalid limits.disk 'lots' in the configuration (0, or 16M to 8T)"
 	[ ! -e s.json ]
 	assert_equal "$(find "$SBX_LOCAL_DIR" | sort)" "$before"
+}
+
+@test "--disk larger than the store's free space is exit 2 with one line naming both, and creates nothing" {
+	small_store 64m
+	run --separate-stderr sbx-create -s s.json --disk 100M
+	assert_failure 2
+	assert_output ""
+	[[ $stderr =~ ^"sbx-create: --disk of 100 MiB is more than the "6[0-4]" MiB free on '$SMALL'"$ ]] ||
+	    fail "stderr: $stderr"
+	[ ! -e s.json ]
+	assert_equal "$(find "$SMALL" -mindepth 1)" ""
+}
+
+@test "limits.disk larger than the store's free space is cut to what is free less a margin (-v says so): the sandbox's writes past it are ENOSPC" {
+	small_store 96m
+	run --separate-stderr sbx-create -v -s s.json
+	assert_success
+	[[ $stderr == *"sbx-create: limits.disk cut from 10240 MiB to "*" MiB: "*" MiB free on '$SMALL'"* ]] ||
+	    fail "stderr: $stderr"
+	local disk
+	disk=$(jq -r .disk "$(jq -r .ref.dir s.json)/meta.json")
+	[ "$disk" -ge $((16 << 20)) ] && [ "$disk" -le $((80 << 20)) ] ||
+	    fail "a disk of $disk bytes"
+	run sx sh -c 'dd if=/dev/zero of=/workspace/big bs=1M count=100 2>&1; echo "rc=$?"'
+	assert_line --partial "No space left on device"
+	assert_line rc=1
+	run sx sh -c 'rm /workspace/big && echo ok >/workspace/f && cat /workspace/f'
+	assert_output ok
+}
+
+@test "a store with no room for even a small disk: limits.disk is refused, exit 1 with one line; limits.disk 0 creates" {
+	small_store 24m
+	run --separate-stderr sbx-create -s s.json
+	assert_failure 1
+	assert_output ""
+	[[ $stderr =~ ^"sbx-create: no room for a disk on '$SMALL' (limits.disk; 0 for none): "[0-9]+" MiB free: No space left on device"$ ]] ||
+	    fail "stderr: $stderr"
+	[ ! -e s.json ]
+	assert_equal "$(find "$SMALL" -mindepth 1)" ""
+	SBX_LIMITS_DISK=0 run --separate-stderr sbx-create -s s.json
+	assert_success
+	[ "$(jq -r .disk "$(jq -r .ref.dir s.json)/meta.json")" = 0 ]
 }
 
 @test "rootless: --disk is exit 2 and says why; limits.disk is not applied, and -v says so" {

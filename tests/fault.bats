@@ -573,7 +573,8 @@ enospc() {
 	F=$(mktemp -d /tmp/sbx-full.XXXXXX)
 	FULL=$F
 	chmod 711 "$F"
-	mount -t tmpfs -o size=3m,mode=0711 tmpfs "$F"
+	# Room for a small disk quota (limits.disk is cut to fit: tests/disk.bats).
+	mount -t tmpfs -o size=40m,mode=0711 tmpfs "$F"
 	store=$F/local
 	mkdir -p "$store" "$F/st" "$F/p"
 	chmod 711 "$store"

@@ -47,3 +47,20 @@ teardown() {
 	[ "$(wc -l <out)" -eq 2 ]
 	[ "$(sort -u out | wc -l)" -eq 1 ]
 }
+
+@test "local: sbx-exec -t with stdin at its end: bash's prompt (raw mode) sees end of file and bash exits" {
+	new_sandbox
+	# KILL: sbx-exec passes TERM on to bash, which ignores it.
+	run --separate-stderr timeout -s KILL 30 sbx-exec -t -s s.json -- bash -i </dev/null
+	assert_success
+	assert_output --partial exit
+	# The same with what came before the end read first.
+	run --separate-stderr timeout -s KILL 30 sbx-exec -t -s s.json -- bash -i \
+	    < <(printf 'echo one-$((1 + 1))\n')
+	assert_success
+	assert_output --partial one-2
+	# A reader in canonical mode still gets one end of file.
+	run --separate-stderr timeout -s KILL 30 sbx-exec -t -s s.json -- sh -c 'cat; echo done' </dev/null
+	assert_success
+	assert_output --partial done
+}

@@ -47,11 +47,6 @@ teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 	[ "$(ls_line "$id" | jq -r .image)" = host ]
 }
 
-# sbx-ls on a terminal (script(1) gives it one); \r taken out.
-on_tty() {
-	script -qec "sbx-ls $*" /dev/null </dev/null | tr -d '\r'
-}
-
 @test "sbx-ls on a terminal prints the header over an empty list" {
 	run on_tty
 	assert_success

@@ -28,13 +28,6 @@ pull() { "${SYNC:-sbx-sync}" pull -s "$S" "$@" "$P"; }
 status() { "${SYNC:-sbx-sync}" status -s "$S" "$@" "$P"; }
 in_sbx() { sx sh -c "cd /workspace && $1"; }
 
-# Every file and symlink, with type, mode, size, content and target.
-SUM_SH='find . -name .sbx -prune -o \( -type f -o -type l \) -print0 |
-    LC_ALL=C sort -z | xargs -0 -r stat -c "%n|%F|%a|%s" &&
-    find . -name .sbx -prune -o -type f -print0 | LC_ALL=C sort -z |
-    xargs -0 -r sha256sum &&
-    find . -type l -print0 | LC_ALL=C sort -z | xargs -0 -r -n 1 readlink'
-tree_sum() { (cd "$1" && sh -c "$SUM_SH"); }
 sandbox_sum() { in_sbx "$SUM_SH"; }
 # The summary line: the last line of stdout.
 summary() { jq -c "$1" <<<"${output##*$'\n'}"; }

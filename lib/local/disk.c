@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -344,6 +345,61 @@ out:
 	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 		;
 	return mfd;
+}
+
+/* The image is sparse: a disk the store has no room for would fail its
+ * sandbox's writes later, as I/O errors of the loop device, and fill the
+ * store under the other sandboxes and the host. */
+int
+sbx_local_disk_fit(const char *root, uint64_t *size, int dflt,
+    struct sbx_err *err)
+{
+	char *p = sbx_xstrdup(root), *slash;
+	struct statvfs sv;
+	uint64_t avail, margin, cut;
+	int rc = 0, top;
+
+	while (statvfs(p, &sv) < 0) {
+		if (errno != ENOENT || !(slash = strrchr(p, '/')) ||
+		    slash == p) {
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot read the "
+			    "free space of '%s':", p);
+			goto out;
+		}
+		*slash = '\0';
+	}
+	avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+	if (!dflt) {
+		if (*size > avail)
+			rc = sbx_err_set(err, SBX_EX_USAGE, "--disk of %llu MiB "
+			    "is more than the %llu MiB free on '%s'",
+			    (unsigned long long)(*size >> 20),
+			    (unsigned long long)(avail >> 20), p);
+		goto out;
+	}
+	/* Room kept for the host and the other sandboxes' disks. */
+	margin = avail / 20 > SBX_DISK_MIN ? avail / 20 : SBX_DISK_MIN;
+	if (*size + margin <= avail)
+		goto out;
+	if (avail < margin + SBX_DISK_MIN) {
+		errno = ENOSPC;
+		rc = sbx_err_set(err, SBX_EX_FAIL, "no room for a disk on '%s' "
+		    "(limits.disk; 0 for none): %llu MiB free:", p,
+		    (unsigned long long)(avail >> 20));
+		goto out;
+	}
+	/* Three significant bits: a few sizes, so a few templates. */
+	cut = avail - margin;
+	top = 63 - __builtin_clzll(cut);
+	cut &= ~((1ull << (top - 2)) - 1);
+	sbx_note("limits.disk cut from %llu MiB to %llu MiB: %llu MiB free "
+	    "on '%s'", (unsigned long long)(*size >> 20),
+	    (unsigned long long)(cut >> 20), (unsigned long long)(avail >> 20),
+	    p);
+	*size = cut;
+out:
+	free(p);
+	return rc;
 }
 
 /* Whether a loop device is bound to the file whose path is img. */

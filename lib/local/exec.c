@@ -183,6 +183,7 @@ struct lx {
 	int outp[2], errp[2];
 	int fds[SBX_MSG_FDS], nfds;
 	int status, timed_out;
+	int canon; /* the pty's ICANON at our stdin's end, then; -1 before */
 };
 
 static int
@@ -227,6 +228,38 @@ lx_fds(void *t, struct pollfd *p, long long *wake)
 	return 1;
 }
 
+/* The pty's end-of-file character, sent when its ICANON is now on (1) or
+ * off (0), -1 when it cannot tell. */
+static int
+pty_eof(int master)
+{
+	struct termios tio;
+	unsigned char c;
+
+	if (tcgetattr(master, &tio) < 0)
+		return -1;
+	c = tio.c_cc[VEOF] != _POSIX_VDISABLE ? tio.c_cc[VEOF] : 4;
+	if (sbx_write_all(master, &c, 1) < 0)
+		return -1;
+	return !!(tio.c_lflag & ICANON);
+}
+
+/* After our stdin's end, the command's terminal stays at its end, as
+ * one where ^D was typed: a ^D that came in one mode is no end in the
+ * other (canonical, it becomes a NUL that a line editor in raw mode
+ * reads, and bash waited at its prompt), so each change of mode gets one
+ * more. Seen when the command wrote, as a line editor does once raw. */
+static void
+pty_eof_again(struct lx *x)
+{
+	struct termios tio;
+
+	if (x->canon < 0 || tcgetattr(x->master, &tio) < 0 ||
+	    !!(tio.c_lflag & ICANON) == x->canon)
+		return;
+	x->canon = pty_eof(x->master);
+}
+
 static int
 lx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
     struct sbx_err *err)
@@ -236,6 +269,8 @@ lx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
 	uint32_t v;
 
 	(void)n;
+	if (x->master >= 0)
+		pty_eof_again(x);
 	if (!p[0].revents)
 		return 0;
 	if (recv_reply(x->sock, &m, err) < 0)
@@ -256,7 +291,11 @@ lx_input(void *t, struct sbx_xs *xs, const char *p, size_t n)
 {
 	struct lx *x = t;
 
-	(void)xs;
+	/* Our stdin's end (execio.c's input_end): the pty's own ^D. */
+	if (xs->in_state == 2 && n == 1 && *p == '\004') {
+		x->canon = pty_eof(x->master);
+		return 0;
+	}
 	return sbx_write_all(x->master, p, n);
 }
 
@@ -314,6 +353,7 @@ sbx_local_exec(const json_t *ref, char *const argv[],
     struct sbx_err *err)
 {
 	struct lx x = {.sock = -1, .master = -1, .null = -1, .procs_fd = -1,
+	    .canon = -1,
 	    .kill_fd = -1, .outp = {-1, -1}, .errp = {-1, -1},
 	    .req = SBX_BUF_INIT};
 	char *dir = NULL, *cgdir = NULL, **caenv = NULL;

@@ -554,6 +554,10 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		return sbx_err_set(err, SBX_EX_USAGE,
 		    "invalid workdir '%s' (want an absolute, plain path)",
 		    workdir);
+	/* A stopped sandbox's disk is there already. */
+	if (disk && !rid && sbx_local_disk_fit(root, &disk,
+	    spec->disk_default, err) < 0)
+		return -1;
 	if (sbx_local_net_check(spec, err) < 0)
 		return -1;
 	if (!host && check_image(spec->image, &image, err) < 0) {

@@ -82,6 +82,13 @@ int sbx_local_disk_start(const char *dir, uint64_t size, pid_t *pid,
     struct sbx_err *err);
 int sbx_local_disk_finish(int sock, pid_t pid, uid_t uid, gid_t gid,
     struct sbx_err *err);
+/* Whether a new disk of *size bytes fits in what the store (root, or
+ * its nearest existing parent) has free: an asked one (!dflt) larger
+ * than that is SBX_EX_USAGE; a default one is cut to what is free less a
+ * margin (sbx_note says so), or refused, SBX_EX_FAIL and ENOSPC, where
+ * not even SBX_DISK_MIN fits. */
+int sbx_local_disk_fit(const char *root, uint64_t *size, int dflt,
+    struct sbx_err *err);
 /* Wait up to ms until no loop device holds DIR/disk.img (its sandbox's
  * end releases it): 0, or -1 when one still does. */
 int sbx_local_disk_wait(const char *dir, int ms);

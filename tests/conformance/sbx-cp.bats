@@ -26,15 +26,6 @@ teardown() {
 
 in_sbx() { sx sh -c "$1"; }
 
-# Every file and symlink under a tree with its type, mode and size, then
-# each file's content hash and each symlink's target, sorted. The same
-# commands on the host and in the sandbox (GNU or busybox).
-SUM_SH='find . \( -type f -o -type l \) -print0 |
-    LC_ALL=C sort -z | xargs -0 -r stat -c "%n|%F|%a|%s" &&
-    find . -type f -print0 | LC_ALL=C sort -z |
-    xargs -0 -r sh -c "for f; do sha256sum <\"\$f\" || exit; done" sh &&
-    find . -type l -print0 | LC_ALL=C sort -z | xargs -0 -r -n 1 readlink'
-host_sum() { (cd "$1" && sh -c "$SUM_SH"); }
 sandbox_sum() { in_sbx "cd '$1' && $SUM_SH"; }
 
 # A tree with awkward names, an executable, a private file, a symlink, an
@@ -74,13 +65,13 @@ make_tree() {
 	echo in >"$H/t/closed/x"
 	run sbx-cp "$H/t" "$ID:/tmp/new"
 	assert_success
-	assert_equal "$(sandbox_sum /tmp/new)" "$(host_sum "$H/t")"
+	assert_equal "$(sandbox_sum /tmp/new)" "$(tree_sum "$H/t")"
 	# Into the sandbox, directories keep their modes, empty ones too.
 	run in_sbx 'stat -c %a /tmp/new/closed /tmp/new/void'
 	assert_output "$(printf '700\n700')"
 	run sbx-cp "$ID:/tmp/new" "$H/out"
 	assert_success
-	assert_equal "$(host_sum "$H/out")" "$(host_sum "$H/t")"
+	assert_equal "$(tree_sum "$H/out")" "$(tree_sum "$H/t")"
 	[ -L "$H/out/link" ]
 }
 
@@ -131,11 +122,11 @@ make_tree() {
 	in_sbx 'mkdir -p /tmp/x'
 	run sh -c "cd '$H' && tar -cf - t | sbx-cp - '$ID:/tmp/x'"
 	assert_success
-	assert_equal "$(sandbox_sum /tmp/x/t)" "$(host_sum "$H/t")"
+	assert_equal "$(sandbox_sum /tmp/x/t)" "$(tree_sum "$H/t")"
 	mkdir "$H/un"
 	run sh -c "sbx-cp '$ID:/tmp/x/t' - | tar -xf - -C '$H/un'"
 	assert_success
-	assert_equal "$(host_sum "$H/un/t")" "$(host_sum "$H/t")"
+	assert_equal "$(tree_sum "$H/un/t")" "$(tree_sum "$H/t")"
 	run sh -c "sbx-cp '$ID:/tmp/x/t/run.sh' - | tar -tvf -"
 	assert_success
 	assert_output --regexp '^-rwxr-xr-x .* run\.sh$'
@@ -165,7 +156,7 @@ PY
 	run sbx-cp "$ID:/tmp/t" "$(sid "$S2"):/tmp/copy"
 	assert_success
 	run sbx-exec -s "$S2" -- sh -c "cd /tmp/copy && $SUM_SH"
-	assert_equal "$output" "$(host_sum "$H/t")"
+	assert_equal "$output" "$(tree_sum "$H/t")"
 }
 
 @test "$B: sbx-cp: a missing source exits 1 naming it, and writes nothing" {

@@ -10,11 +10,6 @@ setup() { conf_setup; }
 # Each test starts with no sandbox.
 teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 
-# Run sbx-ls on a terminal; the output without carriage returns.
-on_tty() {
-	script -qec "sbx-ls $*" /dev/null </dev/null | tr -d '\r'
-}
-
 # The image sbx-ls names for a sandbox made by create: its -i, or host.
 created_image() {
 	local i

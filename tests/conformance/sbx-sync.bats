@@ -25,16 +25,6 @@ status() { sbx-sync status -s "$S" "$@" "$P"; }
 # A shell command in the sandbox's workdir.
 in_sbx() { sx sh -c "cd /workspace && $1"; }
 
-# Every file and symlink under a tree with its type, mode, size, then each
-# file's content hash and each symlink's target, sorted; the state's .sbx/
-# left out. The same commands on the host (GNU) and in the sandbox (GNU or
-# busybox, whose sha256sum quotes no names and whose readlink takes one).
-SUM_SH='find . -name .sbx -prune -o \( -type f -o -type l \) -print0 |
-    LC_ALL=C sort -z | xargs -0 -r stat -c "%n|%F|%a|%s" &&
-    find . -name .sbx -prune -o -type f -print0 | LC_ALL=C sort -z |
-    xargs -0 -r sh -c "for f; do sha256sum <\"\$f\" || exit; done" sh &&
-    find . -type l -print0 | LC_ALL=C sort -z | xargs -0 -r -n 1 readlink'
-tree_sum() { (cd "$1" && sh -c "$SUM_SH"); }
 sandbox_sum() { in_sbx "$SUM_SH"; }
 
 # A tree with awkward names, an executable, a symlink, an empty file.

@@ -320,6 +320,14 @@ t_stage_through_symlink(void)
 	CHECK(stage_refused(MEMBERS({"d/l", AE_IFLNK, aim, NULL, 0, 0, 0},
 	    {"d/l/sub/x", AE_IFREG, "pwned", NULL, 0, 0, 0}),
 	    NAMES("d/l", "d/l/sub/x"), "d/l/sub/x", 1));
+	/* Among others, deep: a name that only starts like a link's is
+	 * not through it; one under it, however deep, is. */
+	CHECK(stage_refused(MEMBERS({"x", AE_IFLNK, aim, NULL, 0, 0, 0},
+	    {"a/b", AE_IFLNK, aim, NULL, 0, 0, 0},
+	    {"a/bc", AE_IFREG, "ok", NULL, 0, 0, 0},
+	    {"a/b.c/x", AE_IFREG, "ok", NULL, 0, 0, 0},
+	    {"a/b/c/d", AE_IFREG, "pwned", NULL, 0, 0, 0}),
+	    NAMES("x", "a/b", "a/bc", "a/b.c/x", "a/b/c/d"), "a/b/c/d", 4));
 	/* A symlink through a symlink is refused as well. */
 	CHECK(stage_refused(MEMBERS({"l", AE_IFLNK, aim, NULL, 0, 0, 0},
 	    {"l/m", AE_IFLNK, "/etc", NULL, 0, 0, 0}), NAMES("l", "l/m"),

@@ -17,10 +17,8 @@ teardown_file() {
 }
 
 setup() {
-	sbx_setup
 	# local stays the default backend: docker is found without -b.
-	unset SBX_BACKEND SBX_DOCKER_HOST E2B_API_URL SBX_E2B_ENDPOINT
-	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
+	sbx_setup_backends
 }
 
 teardown() {
@@ -29,10 +27,6 @@ teardown() {
 
 dk() {
 	sbx-create -s - -b docker -i "$SBX_TEST_IMAGE" "$@" | jq_str .id
-}
-
-on_tty() {
-	script -qec "sbx-ls $*" /dev/null </dev/null | tr -d '\r'
 }
 
 @test "docker-ls: sbx-ls without -b lists local and docker sandboxes, -b narrows" {

@@ -19,10 +19,7 @@ teardown_file() {
 }
 
 setup() {
-	sbx_setup
-	unset E2B_API_URL E2B_SANDBOX_URL SBX_E2B_ENDPOINT SBX_BACKEND
-	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
-	mkdir -p "$XDG_CONFIG_HOME/sbx"
+	sbx_setup_backends
 	# Whatever asks E2B's own domain asks a closed port on loopback.
 	export E2B_DOMAIN=localhost:$(sbxd_free_port)
 	# No engine: docker is skipped.
@@ -43,10 +40,6 @@ new_e2b() {
 	id=$(sbx-create -s - -b e2b -E "$SBXD_URL" "$@" | jq_str .id) || return 1
 	echo "$id" >>"$BATS_TEST_TMPDIR/e2b.ids"
 	echo "$id"
-}
-
-on_tty() {
-	script -qec "sbx-ls $*" /dev/null </dev/null | tr -d '\r'
 }
 
 @test "e2b-ls: e2b.endpoint in the config file is where sbx-ls -b e2b and sbx-create -b e2b go" {

@@ -36,17 +36,6 @@ push() { sbx-sync push -s "$S" "$@" "$P" 2>>"$BATS_TEST_TMPDIR/stderr"; }
 pull() { sbx-sync pull -s "$S" "$@" "$P" 2>>"$BATS_TEST_TMPDIR/stderr"; }
 in_sbx() { sbx-exec -s "$S" -- sh -c "cd /workspace && $1"; }
 
-# Every file and symlink with its type, mode and size, then each file's
-# content hash and each symlink's target, sorted; .sbx/ left out. The same
-# commands on the host and in the sandbox (GNU both: sha256sum's "\" before
-# an escaped name is the same on both sides). One sha256sum per batch of
-# files, not per file: 3000 forks in the sandbox took minutes on a loaded VM.
-SUM_SH='find . -name .sbx -prune -o \( -type f -o -type l \) -print0 |
-    LC_ALL=C sort -z | xargs -0 -r stat -c "%n|%F|%a|%s" &&
-    find . -name .sbx -prune -o -type f -print0 | LC_ALL=C sort -z |
-    xargs -0 -r sha256sum | cut -c 1-65 &&
-    find . -type l -print0 | LC_ALL=C sort -z | xargs -0 -r -n 1 readlink'
-tree_sum() { (cd "$1" && sh -c "$SUM_SH"); }
 sandbox_sum() { in_sbx "$SUM_SH"; }
 
 make_tree() {
