@@ -210,12 +210,14 @@ for p in kids:
 	local cg
 	cg=/sys/fs/cgroup/pids/sbx/$(sid)
 	assert_equal "$(cat "$cg/pids.max")" 1024
-	# 8 s for the bomb to reach the limit; the command would end
-	# by itself at 20 s: -T must end it first.
-	run sbx-exec -s s.json -T 8 -- sh -c \
-	    'bomb() { bomb | bomb & }; bomb; exec sleep 20'
+	# 20 s for the bomb to reach the limit (8 s were too few once, on a
+	# busy 2-core machine at half a CPU); the command would end by
+	# itself at 60 s: -T must end it first.
+	run sbx-exec -s s.json -T 20 -- sh -c \
+	    'bomb() { bomb | bomb & }; bomb; exec sleep 60'
 	[ "$status" -eq 124 ]
-	grep -Eq '^max [1-9]' "$cg/pids.events"
+	grep -Eq '^max [1-9]' "$cg/pids.events" ||
+	    fail "the bomb never reached the limit: $(cat "$cg/pids.events")"
 	[ "$(cat "$cg/cgroup.procs")" = "$(init_pid)" ]
 	run sx echo alive
 	assert_success
