@@ -66,6 +66,8 @@ sbx_cmdlog_valid_cmd(const char *cid)
 {
 	size_t i;
 
+	if (!cid)
+		return 0;
 	for (i = 0; cid[i]; i++)
 		if (!isxdigit((unsigned char)cid[i]) ||
 		    isupper((unsigned char)cid[i]))
@@ -274,6 +276,14 @@ out:
 	return rc;
 }
 
+/* A detached command whose end the record has not got. */
+static int
+pending(const json_t *l)
+{
+	return json_is_true(json_object_get(l, "detached")) &&
+	    !json_is_true(json_object_get(l, "ended"));
+}
+
 /* Fill line (a detached command's, not ended) from "CODE EPOCH BYTES". */
 static void
 fill_end(json_t *line, const char *s)
@@ -321,9 +331,7 @@ sbx_cmdlog_resolve(const struct sbx_backend *be, const json_t *ref,
 
 	args = sbx_xcalloc(json_array_size(lines) + 1, sizeof *args);
 	json_array_foreach(lines, i, l)
-		if (json_is_true(json_object_get(l, "detached")) &&
-		    !json_is_true(json_object_get(l, "ended")) &&
-		    sbx_cmdlog_valid_cmd(sbx_json_str(l, "id")))
+		if (pending(l) && sbx_cmdlog_valid_cmd(sbx_json_str(l, "id")))
 			args[n++] = (char *)sbx_json_str(l, "id");
 	if (!n) {
 		free(args);
@@ -340,10 +348,8 @@ sbx_cmdlog_resolve(const struct sbx_backend *be, const json_t *ref,
 		*sp = '\0';
 		/* Only a command of the record, and the first word: an id. */
 		json_array_foreach(lines, i, l)
-			if (json_is_true(json_object_get(l, "detached")) &&
-			    !json_is_true(json_object_get(l, "ended")) &&
-			    !strcmp(sbx_json_str(l, "id") ? sbx_json_str(l,
-			    "id") : "", p))
+			if (pending(l) && sbx_json_str(l, "id") &&
+			    !strcmp(sbx_json_str(l, "id"), p))
 				fill_end(l, sp + 1);
 	}
 	rc = 0;

@@ -225,9 +225,11 @@ static void
 input_end(struct sbx_xs *xs)
 {
 	xs->in_state = 2;
-	if (!xs->tp->input)
+	if (xs->o->tty && xs->tp->tty_eof)
+		xs->tp->tty_eof(xs->t);
+	else if (!xs->tp->input)
 		return;
-	if (xs->o->tty)
+	else if (xs->o->tty)
 		xs->tp->input(xs->t, xs, "\004", 1);
 	else
 		xs->tp->input(xs->t, xs, NULL, 0);

@@ -58,6 +58,9 @@ struct sbx_xs_transport {
 	int (*input)(void *t, struct sbx_xs *xs, const char *p, size_t n);
 	/* A forwarded signal (SIGWINCH never comes here). */
 	void (*signal)(void *t, int sig);
+	/* With a pty, our stdin's end: the terminal's end of file. NULL: a
+	 * ^D through input. */
+	void (*tty_eof)(void *t);
 	/* The caller's window changed (with a pty): sbx_xs_winsize(). */
 	void (*resize)(void *t);
 	/* With SBX_XS_DEADLINE, once o->timeout_ms has passed: kill the

@@ -291,12 +291,18 @@ lx_input(void *t, struct sbx_xs *xs, const char *p, size_t n)
 {
 	struct lx *x = t;
 
-	/* Our stdin's end (execio.c's input_end): the pty's own ^D. */
-	if (xs->in_state == 2 && n == 1 && *p == '\004') {
-		x->canon = pty_eof(x->master);
-		return 0;
-	}
+	(void)xs;
 	return sbx_write_all(x->master, p, n);
+}
+
+/* Our stdin's end: the pty's own ^D, and again at each change of mode
+ * (pty_eof_again). */
+static void
+lx_tty_eof(void *t)
+{
+	struct lx *x = t;
+
+	x->canon = pty_eof(x->master);
 }
 
 static void
@@ -343,6 +349,7 @@ static const struct sbx_xs_transport lx_transport = {
 	.ready = lx_ready,
 	.input = lx_input,
 	.signal = lx_signal,
+	.tty_eof = lx_tty_eof,
 	.resize = lx_resize,
 	.finish = lx_finish,
 };
