@@ -96,7 +96,7 @@ REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
 # is lib/*.c; a backend is a folder, lib/local/ in the static flavour,
 # lib/docker/ and lib/e2b/ (with lib/http.c) in the remote one; lib/sbxd/
 # is the server.
-REMOTE_SRC = lib/http.c $(wildcard lib/docker/*.c lib/e2b/*.c)
+REMOTE_SRC = lib/http.c $(wildcard lib/docker/*.c lib/e2b/*.c lib/image/*.c)
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \

@@ -102,7 +102,7 @@ sbx_config_get(const char *key, const char *def)
 char *
 sbx_cred_get(const char *env, const char *name, char **where)
 {
-	const char *v = getenv(env);
+	const char *v = env ? getenv(env) : NULL;
 	char *dir, *path = NULL, *line = NULL, *val = NULL;
 	size_t cap = 0;
 	struct stat sb;

@@ -318,6 +318,12 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 		curl_easy_setopt(h->c, CURLOPT_POSTFIELDS, "");
 		curl_easy_setopt(h->c, CURLOPT_POSTFIELDSIZE, 0L);
 	}
+	if (rq->follow) {
+		curl_easy_setopt(h->c, CURLOPT_FOLLOWLOCATION, 1L);
+		curl_easy_setopt(h->c, CURLOPT_MAXREDIRS, 5L);
+		curl_easy_setopt(h->c, CURLOPT_REDIR_PROTOCOLS_STR, h->plain ?
+		    "http,https" : "https");
+	}
 	if (!strcmp(rq->method, "HEAD"))
 		curl_easy_setopt(h->c, CURLOPT_NOBODY, 1L);
 	else

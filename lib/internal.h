@@ -226,6 +226,8 @@ struct sbx_http_req {
 	long timeout_ms;      /* the whole request; 0: the client's */
 	int idempotent;       /* may be retried on 429/502/503/504 and
 			       * a connection reset */
+	int follow;           /* follow redirects (never https -> http;
+			       * headers stay with the first host) */
 	const void *data;     /* the body as it is, of in_type, or NULL */
 	size_t data_len;
 	/* A 2xx body goes here as it arrives (no timeout unless

@@ -1,0 +1,60 @@
+/* image.h - OCI images: references, a registry client (the OCI
+ * distribution API over libcurl) and the local image store. */
+#ifndef SBX_IMAGE_H
+#define SBX_IMAGE_H
+
+#include "internal.h"
+
+/* A reference as Docker reads one: [DOMAIN/]PATH[:TAG][@DIGEST]. */
+struct sbx_imgref {
+	char *domain;   /* "docker.io", "127.0.0.1:5000" */
+	char *repo;     /* "library/python" */
+	char *tag;      /* "3.12-slim"; "latest" when neither is given */
+	char *digest;   /* "sha256:HEX", or NULL */
+};
+
+/* Parse s (bad input: SBX_EX_USAGE naming it). */
+int sbx_imgref_parse(const char *s, struct sbx_imgref *r,
+    struct sbx_err *err);
+/* The full name, "DOMAIN/REPO:TAG" or "DOMAIN/REPO@DIGEST" (malloc'd). */
+char *sbx_imgref_name(const struct sbx_imgref *r);
+void sbx_imgref_release(struct sbx_imgref *r);
+/* True for a registry on this machine's loopback (plain HTTP allowed). */
+int sbx_registry_loopback(const char *domain);
+
+struct sbx_registry;
+
+struct sbx_registry_opts {
+	const char *const *insecure; /* domains spoken to over plain HTTP,
+				      * NULL-terminated, or NULL */
+	const char *platform;        /* "linux/amd64" (the default) */
+};
+
+/* A client of ref's registry and repository; its credentials, if any,
+ * from the credentials directory's "registry-DOMAIN" file (one line,
+ * "user:password") or the auths of ~/.docker/config.json. */
+struct sbx_registry *sbx_registry_open(const struct sbx_imgref *r,
+    const struct sbx_registry_opts *o, struct sbx_err *err);
+void sbx_registry_close(struct sbx_registry *g);
+/* The manifest of ref (a tag or a digest): its bytes, media type and
+ * digest (checked against ref when ref is one). Missing: SBX_EX_NOSANDBOX
+ * (3, "no such image"); refused credentials: SBX_EX_CRED. */
+int sbx_registry_manifest(struct sbx_registry *g, const char *ref,
+    struct sbx_buf *body, char **type, char **digest, struct sbx_err *err);
+/* Blob digest written to fd as it arrives; fails (SBX_EX_DATA) when
+ * what came is not what digest names. */
+int sbx_registry_blob(struct sbx_registry *g, const char *digest, int fd,
+    struct sbx_err *err);
+
+/* --- the local store (store.c) ------------------------------------- */
+
+/* Its directory: config image.dir (SBX_IMAGE_DIR), else /var/lib/sbx/image
+ * for root, else $XDG_DATA_HOME/sbx/image (malloc'd). */
+char *sbx_image_root(void);
+/* Pull ref into the store (its blobs checked, then named); *out what was
+ * recorded: {"image","digest","config","layers","size","platform",
+ * "pulled_at","fetched"}. */
+int sbx_image_pull(const char *ref, const struct sbx_registry_opts *o,
+    json_t **out, struct sbx_err *err);
+
+#endif

@@ -1,0 +1,189 @@
+# registry.bash - a private OCI registry for the tests: Debian's
+# docker-registry on a free port of 127.0.0.1, with its own storage, stopped
+# by its pid.  Images are pushed into it with the registry's own upload API
+# (curl), made by the tests from tar files: no engine, no internet.
+#
+#   load lib/helper
+#   load lib/registry
+#   setup_file()    { sbx_registry_start; }            # anonymous
+#   setup_file()    { sbx_registry_start user secret; } # htpasswd (Basic)
+#   teardown_file() { sbx_registry_stop; }
+#
+# sbx_registry_start exports SBX_TEST_REGISTRY (127.0.0.1:PORT),
+# SBX_TEST_REGISTRY_DIR and SBX_TEST_REGISTRY_PID.
+
+# curl at the test registry, with its credentials when it has some.
+_sbx_reg_curl() {
+	local auth=()
+	[ -z "${SBX_TEST_REGISTRY_AUTH:-}" ] ||
+		auth=(-u "$SBX_TEST_REGISTRY_AUTH")
+	curl -sS --fail-with-body "${auth[@]}" "$@"
+}
+
+sbx_registry_start() {
+	local dir port i user=${1:-} pass=${2:-} auth=''
+	command -v docker-registry >/dev/null || {
+		echo "docker-registry is not installed (scripts/install-deps)" >&2
+		return 1
+	}
+	dir=$(mktemp -d /tmp/sbx-registry.XXXXXX) || return 1
+	port=$(python3 -c 'import socket; s = socket.socket()
+s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || return 1
+	if [ -n "$user" ]; then
+		# bcrypt, the only hash the registry's htpasswd mode takes.
+		python3 -c 'import crypt, sys
+print(sys.argv[1] + ":" + crypt.crypt(sys.argv[2], crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
+		    "$user" "$pass" >"$dir/htpasswd" 2>/dev/null || return 1
+		auth="auth:
+  htpasswd:
+    realm: sbx-test
+    path: $dir/htpasswd"
+		export SBX_TEST_REGISTRY_AUTH="$user:$pass"
+	else
+		unset SBX_TEST_REGISTRY_AUTH
+	fi
+	cat >"$dir/config.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $dir/storage
+  delete:
+    enabled: true
+http:
+  addr: 127.0.0.1:$port
+$auth
+EOF
+	setsid docker-registry serve "$dir/config.yml" \
+	    >"$dir/log" 2>&1 </dev/null &
+	export SBX_TEST_REGISTRY_PID=$! SBX_TEST_REGISTRY_DIR=$dir
+	export SBX_TEST_REGISTRY=127.0.0.1:$port
+	for ((i = 0; i < 100; i++)); do
+		# 200 anonymous, 401 with htpasswd: it answers.
+		case $(curl -s -o /dev/null -w '%{http_code}' \
+		    "http://$SBX_TEST_REGISTRY/v2/") in
+		200 | 401) return 0 ;;
+		esac
+		kill -0 "$SBX_TEST_REGISTRY_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "the test registry did not start:" >&2
+	cat "$dir/log" >&2
+	sbx_registry_stop
+	return 1
+}
+
+sbx_registry_stop() {
+	local pid=${SBX_TEST_REGISTRY_PID:-} i
+	if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
+		for ((i = 0; i < 50; i++)); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	[ -z "${SBX_TEST_REGISTRY_DIR:-}" ] || rm -rf "$SBX_TEST_REGISTRY_DIR"
+	unset SBX_TEST_REGISTRY SBX_TEST_REGISTRY_PID SBX_TEST_REGISTRY_DIR
+	return 0
+}
+
+# The sha256 digest of a file: sha256:HEX.
+sbx_digest() { echo "sha256:$(sha256sum <"$1" | cut -d' ' -f1)"; }
+
+# Push file $2 as a blob of repository $1; prints its digest.
+sbx_registry_push_blob() {
+	local repo=$1 file=$2 digest loc
+	digest=$(sbx_digest "$file")
+	loc=$(_sbx_reg_curl -X POST -D - -o /dev/null \
+	    "http://$SBX_TEST_REGISTRY/v2/$repo/blobs/uploads/" |
+	    tr -d '\r' | sed -n 's/^[Ll]ocation: //p') || return 1
+	[ -n "$loc" ] || return 1
+	case $loc in
+	http*) ;;
+	*) loc=http://$SBX_TEST_REGISTRY$loc ;;
+	esac
+	case $loc in
+	*\?*) loc="$loc&digest=$digest" ;;
+	*) loc="$loc?digest=$digest" ;;
+	esac
+	_sbx_reg_curl -X PUT -o /dev/null \
+	    -H 'Content-Type: application/octet-stream' \
+	    --data-binary "@$file" "$loc" || return 1
+	echo "$digest"
+}
+
+# Push manifest file $3 (media type $4) as repository $1's reference $2
+# (a tag or a digest); prints its digest.
+sbx_registry_push_manifest() {
+	local repo=$1 ref=$2 file=$3 type=$4
+	_sbx_reg_curl -X PUT -o /dev/null -H "Content-Type: $type" \
+	    --data-binary "@$file" \
+	    "http://$SBX_TEST_REGISTRY/v2/$repo/manifests/$ref" || return 1
+	sbx_digest "$file"
+}
+
+# An image of the directories $4... (each a layer, the first at the
+# bottom), pushed as repository $1, tag $2; $3 is a JSON object merged into
+# the image config's "config" (Env, WorkingDir, Cmd...: '{}' for none).
+# Platform: SBX_TEST_PLATFORM (os/arch, default linux/amd64).  Prints the
+# manifest's digest.  Layers are gzip'd tars made with --numeric-owner, so
+# whiteouts (.wh.NAME) and owners in the directories go as they are.
+sbx_registry_push_image() {
+	local repo=$1 tag=$2 cfg=$3 d tmp n=0 layers='[]' diffs='[]' dig
+	local gz size os arch
+	shift 3
+	os=${SBX_TEST_PLATFORM:-linux/amd64}
+	arch=${os#*/}
+	os=${os%%/*}
+	tmp=$(mktemp -d) || return 1
+	for d; do
+		tar -C "$d" --numeric-owner -cf "$tmp/l$n.tar" . || return 1
+		gzip -n -c "$tmp/l$n.tar" >"$tmp/l$n.tgz" || return 1
+		diffs=$(jq -c --arg d "$(sbx_digest "$tmp/l$n.tar")" \
+		    '. + [$d]' <<<"$diffs")
+		dig=$(sbx_registry_push_blob "$repo" "$tmp/l$n.tgz") || return 1
+		size=$(stat -c %s "$tmp/l$n.tgz")
+		layers=$(jq -c --arg d "$dig" --argjson s "$size" '. + [{
+		    mediaType: "application/vnd.oci.image.layer.v1.tar+gzip",
+		    digest: $d, size: $s}]' <<<"$layers")
+		n=$((n + 1))
+	done
+	jq -cn --argjson c "$cfg" --argjson diffs "$diffs" --arg os "$os" \
+	    --arg arch "$arch" '{architecture: $arch, os: $os, config: $c,
+	    rootfs: {type: "layers", diff_ids: $diffs}}' >"$tmp/config.json"
+	dig=$(sbx_registry_push_blob "$repo" "$tmp/config.json") || return 1
+	jq -cn --arg d "$dig" --argjson s "$(stat -c %s "$tmp/config.json")" \
+	    --argjson l "$layers" '{schemaVersion: 2,
+	    mediaType: "application/vnd.oci.image.manifest.v1+json",
+	    config: {mediaType: "application/vnd.oci.image.config.v1+json",
+	    digest: $d, size: $s}, layers: $l}' >"$tmp/manifest.json"
+	sbx_registry_push_manifest "$repo" "$tag" "$tmp/manifest.json" \
+	    application/vnd.oci.image.manifest.v1+json
+	rm -rf "$tmp"
+}
+
+# An image index of tag $2 in repository $1 over the manifests given as
+# DIGEST=OS/ARCH...; prints its digest.
+sbx_registry_push_index() {
+	local repo=$1 tag=$2 m list='[]' tmp size
+	shift 2
+	tmp=$(mktemp) || return 1
+	for m; do
+		size=$(curl -sS ${SBX_TEST_REGISTRY_AUTH:+-u "$SBX_TEST_REGISTRY_AUTH"} \
+		    -H 'Accept: application/vnd.oci.image.manifest.v1+json' \
+		    "http://$SBX_TEST_REGISTRY/v2/$repo/manifests/${m%%=*}" |
+		    wc -c)
+		list=$(jq -c --arg d "${m%%=*}" --arg p "${m#*=}" \
+		    --argjson s "$size" '. + [{
+		    mediaType: "application/vnd.oci.image.manifest.v1+json",
+		    digest: $d, size: $s, platform: {os: ($p | split("/")[0]),
+		    architecture: ($p | split("/")[1])}}]' <<<"$list")
+	done
+	jq -cn --argjson m "$list" '{schemaVersion: 2,
+	    mediaType: "application/vnd.oci.image.index.v1+json",
+	    manifests: $m}' >"$tmp"
+	sbx_registry_push_manifest "$repo" "$tag" "$tmp" \
+	    application/vnd.oci.image.index.v1+json
+	rm -f "$tmp"
+}
