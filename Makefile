@@ -96,11 +96,12 @@ REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
 # is lib/*.c; a backend is a folder, lib/local/ in the static flavour,
 # lib/docker/ and lib/e2b/ (with lib/http.c) in the remote one; lib/sbxd/
 # is the server.
-REMOTE_SRC = lib/http.c $(wildcard lib/docker/*.c lib/e2b/*.c lib/image/*.c)
+REMOTE_SRC = lib/http.c $(wildcard lib/docker/*.c lib/e2b/*.c) \
+	lib/image/registry.c lib/image/pull.c
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
-	lib/net/*.c))
+	lib/net/*.c lib/image/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-kill sbx-logs sbx-ls sbx-net \
 	sbx-pause sbx-port sbx-secret sbx-sync
@@ -252,6 +253,13 @@ $(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libsbx.a
 	$(MSG) LD $@
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libsbx.a $(SYNC_LIBS) \
 		$(LDLIBS)
+
+# The image code is the remote flavour's (libcurl).
+$(BUILD)/unit/imgref: tests/unit/imgref.c $(REMOTE_LINK)
+	@mkdir -p $(@D)
+	$(MSG) LD $@
+	$(Q)$(CC) $(CFLAGS) $(CURL_CFLAGS) $(LDFLAGS) -o $@ $< $(REMOTE_LINK) \
+		$(SYNC_LIBS) $(REMOTE_LIBS) $(LDLIBS)
 
 # The suites (scripts/check): C unit tests, then bats against the
 # binaries just built, then the conformance suite once for each backend

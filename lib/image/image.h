@@ -19,6 +19,8 @@ int sbx_imgref_parse(const char *s, struct sbx_imgref *r,
 /* The full name, "DOMAIN/REPO:TAG" or "DOMAIN/REPO@DIGEST" (malloc'd). */
 char *sbx_imgref_name(const struct sbx_imgref *r);
 void sbx_imgref_release(struct sbx_imgref *r);
+/* "sha256:" and 64 lowercase hex digits. */
+int sbx_image_valid_digest(const char *d);
 /* True for a registry on this machine's loopback (plain HTTP allowed). */
 int sbx_registry_loopback(const char *domain);
 
@@ -48,6 +50,24 @@ int sbx_registry_blob(struct sbx_registry *g, const char *digest, int fd,
 
 /* --- the local store (store.c) ------------------------------------- */
 
+struct sbx_image_store {
+	char *root;
+	int lock;      /* held from open to close */
+	json_t *index; /* {"schema":1,"images":{NAME:record}} */
+};
+
+/* The store, locked, its index loaded (an empty one when new). */
+int sbx_image_store_open(struct sbx_image_store *s, struct sbx_err *err);
+int sbx_image_store_save(struct sbx_image_store *s, struct sbx_err *err);
+void sbx_image_store_close(struct sbx_image_store *s);
+/* ROOT/blobs/sha256/HEX of digest (malloc'd). */
+char *sbx_image_blob_path(const char *root, const char *digest);
+/* The record of image ref (a name of the index, or a reference read as
+ * pull reads it), *name its name (malloc'd); missing: NULL with err
+ * (SBX_EX_NOSANDBOX). */
+const json_t *sbx_image_find(const struct sbx_image_store *s,
+    const char *ref, char **name, struct sbx_err *err);
+
 /* Its directory: config image.dir (SBX_IMAGE_DIR), else /var/lib/sbx/image
  * for root, else $XDG_DATA_HOME/sbx/image (malloc'd). */
 char *sbx_image_root(void);
@@ -56,5 +76,10 @@ char *sbx_image_root(void);
  * "pulled_at","fetched"}. */
 int sbx_image_pull(const char *ref, const struct sbx_registry_opts *o,
     json_t **out, struct sbx_err *err);
+/* The root filesystem of the image of manifest digest, whose layers (a
+ * JSON array of digests, bottom first) are in the store at root: made
+ * once (ROOT/rootfs/HEX), shared; *path is it (malloc'd). */
+int sbx_image_unpack(const char *root, const char *digest,
+    const json_t *layers, char **path, struct sbx_err *err);
 
 #endif

@@ -2,7 +2,6 @@
  * API: manifests and blobs of one repository, behind the registries'
  * token flow (a Bearer token from the realm the registry names,
  * anonymous or with the user's credentials) or Basic authentication. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,170 +29,6 @@ struct sbx_registry {
 	char *basic;   /* base64 of "user:password", or NULL */
 	char *authz;   /* "Authorization: ..." once the registry asked */
 };
-
-/* --- references --------------------------------------------------------- */
-
-static int
-valid_digest(const char *d)
-{
-	size_t i;
-
-	if (strncmp(d, "sha256:", 7))
-		return 0;
-	for (i = 7; d[i]; i++)
-		if (!isxdigit((unsigned char)d[i]) ||
-		    isupper((unsigned char)d[i]))
-			return 0;
-	return i == 7 + 64;
-}
-
-/* A path component: lowercase letters and digits, separated by one '.',
- * one or two '_', or any number of '-' (Docker's grammar). */
-static int
-valid_component(const char *s, size_t n)
-{
-	size_t i, run = 0;
-	char sep = 0;
-
-	if (!n || !isalnum((unsigned char)s[0]) ||
-	    !isalnum((unsigned char)s[n - 1]))
-		return 0;
-	for (i = 0; i < n; i++) {
-		if (islower((unsigned char)s[i]) ||
-		    isdigit((unsigned char)s[i])) {
-			run = 0;
-			sep = 0;
-			continue;
-		}
-		if (s[i] != '.' && s[i] != '_' && s[i] != '-')
-			return 0;
-		if (sep && s[i] != sep)
-			return 0;
-		sep = s[i];
-		run++;
-		if ((sep == '.' && run > 1) || (sep == '_' && run > 2))
-			return 0;
-	}
-	return 1;
-}
-
-static int
-valid_tag(const char *t)
-{
-	size_t i;
-
-	if (!*t || strlen(t) > 128 || !(isalnum((unsigned char)*t) ||
-	    *t == '_'))
-		return 0;
-	for (i = 1; t[i]; i++)
-		if (!isalnum((unsigned char)t[i]) && !strchr("_.-", t[i]))
-			return 0;
-	return 1;
-}
-
-static int
-valid_domain(const char *d)
-{
-	size_t i;
-
-	if (!*d || strlen(d) > 255)
-		return 0;
-	for (i = 0; d[i]; i++)
-		if (!isalnum((unsigned char)d[i]) && !strchr(".-:[]", d[i]))
-			return 0;
-	return 1;
-}
-
-int
-sbx_imgref_parse(const char *s, struct sbx_imgref *r, struct sbx_err *err)
-{
-	char *name = sbx_xstrdup(s), *at, *slash, *colon, *p, *q;
-
-	memset(r, 0, sizeof *r);
-	if ((at = strchr(name, '@'))) {
-		*at++ = '\0';
-		if (!valid_digest(at))
-			goto bad;
-		r->digest = sbx_xstrdup(at);
-	}
-	slash = strrchr(name, '/');
-	colon = strrchr(name, ':');
-	if (colon && (!slash || colon > slash)) {
-		*colon++ = '\0';
-		if (!valid_tag(colon))
-			goto bad;
-		r->tag = sbx_xstrdup(colon);
-	}
-	/* The first component is a registry when it looks like a host. */
-	slash = strchr(name, '/');
-	if (slash && (memchr(name, '.', (size_t)(slash - name)) ||
-	    memchr(name, ':', (size_t)(slash - name)) ||
-	    !strncmp(name, "localhost/", 10))) {
-		r->domain = sbx_xasprintf("%.*s", (int)(slash - name), name);
-		p = slash + 1;
-		if (!valid_domain(r->domain))
-			goto bad;
-	} else {
-		r->domain = sbx_xstrdup(DOCKER_HUB);
-		p = name;
-	}
-	if (!strcmp(r->domain, "index.docker.io")) {
-		free(r->domain);
-		r->domain = sbx_xstrdup(DOCKER_HUB);
-	}
-	if (!strcmp(r->domain, DOCKER_HUB) && !strchr(p, '/'))
-		r->repo = sbx_xasprintf("library/%s", p);
-	else
-		r->repo = sbx_xstrdup(p);
-	if (strlen(r->repo) > 255)
-		goto bad;
-	for (q = r->repo; ; q = slash + 1) {
-		slash = strchr(q, '/');
-		if (!valid_component(q, slash ? (size_t)(slash - q) :
-		    strlen(q)))
-			goto bad;
-		if (!slash)
-			break;
-	}
-	if (!r->tag && !r->digest)
-		r->tag = sbx_xstrdup("latest");
-	free(name);
-	return 0;
-bad:
-	free(name);
-	sbx_imgref_release(r);
-	return sbx_err_set(err, SBX_EX_USAGE, "invalid image reference '%s'",
-	    s);
-}
-
-char *
-sbx_imgref_name(const struct sbx_imgref *r)
-{
-	if (r->digest)
-		return sbx_xasprintf("%s/%s@%s", r->domain, r->repo, r->digest);
-	return sbx_xasprintf("%s/%s:%s", r->domain, r->repo, r->tag);
-}
-
-void
-sbx_imgref_release(struct sbx_imgref *r)
-{
-	free(r->domain);
-	free(r->repo);
-	free(r->tag);
-	free(r->digest);
-	memset(r, 0, sizeof *r);
-}
-
-int
-sbx_registry_loopback(const char *domain)
-{
-	size_t n = strcspn(domain, ":");
-
-	if (domain[0] == '[')
-		return !strncmp(domain, "[::1]", 5);
-	return (n == 9 && !strncmp(domain, "localhost", 9)) ||
-	    !strncmp(domain, "127.", 4);
-}
 
 /* --- credentials -------------------------------------------------------- */
 
@@ -476,7 +311,7 @@ sbx_registry_manifest(struct sbx_registry *g, const char *ref,
 	if (rs.status == 404) {
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "no image '%s/%s' %s '%s' "
 		    "in the registry", g->domain, g->repo,
-		    valid_digest(ref) ? "of digest" : "tagged", ref);
+		    sbx_image_valid_digest(ref) ? "of digest" : "tagged", ref);
 		goto out;
 	}
 	if (rs.status != 200) {
@@ -493,9 +328,9 @@ sbx_registry_manifest(struct sbx_registry *g, const char *ref,
 	sha256_init(&c);
 	sha256_update(&c, rs.body.len, (const uint8_t *)rs.body.data);
 	hex_digest(&c, got);
-	if ((valid_digest(ref) && strcmp(ref, got)) ||
+	if ((sbx_image_valid_digest(ref) && strcmp(ref, got)) ||
 	    (sbx_http_header(&rs, "Docker-Content-Digest", hd, sizeof hd) &&
-	    valid_digest(hd) && strcmp(hd, got))) {
+	    sbx_image_valid_digest(hd) && strcmp(hd, got))) {
 		sbx_err_set(err, SBX_EX_DATA, "the manifest of '%s:%s' is not "
 		    "what its digest says (%s)", g->repo, ref, got);
 		goto out;
@@ -545,7 +380,7 @@ sbx_registry_blob(struct sbx_registry *g, const char *digest, int fd,
 	char *path, got[7 + 2 * SHA256_DIGEST_SIZE + 1];
 	int rc = -1;
 
-	if (!valid_digest(digest))
+	if (!sbx_image_valid_digest(digest))
 		return sbx_err_set(err, SBX_EX_DATA, "invalid blob digest "
 		    "'%s'", digest);
 	sha256_init(&s.c);
