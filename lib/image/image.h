@@ -76,6 +76,24 @@ char *sbx_image_root(void);
  * "pulled_at","fetched"}. */
 int sbx_image_pull(const char *ref, const struct sbx_registry_opts *o,
     json_t **out, struct sbx_err *err);
+/* An image of the store as a sandbox uses it. */
+struct sbx_image_use {
+	char *name;          /* its full name in the store */
+	char *digest;        /* its manifest's digest */
+	char *config_digest; /* its config's digest */
+	char *rootfs;        /* its root filesystem, shared */
+	json_t *config;      /* the config's "config" (Env, WorkingDir, ...),
+			      * or NULL */
+};
+
+/* Image ref of the store (read without its lock): *u, or -1 with err
+ * (SBX_EX_USAGE naming it and saying to pull it). */
+int sbx_image_lookup(const char *ref, struct sbx_image_use *u,
+    struct sbx_err *err);
+/* The "config" of the config blob config_digest in the store. */
+int sbx_image_config_of(const char *config_digest, json_t **config);
+void sbx_image_use_release(struct sbx_image_use *u);
+
 /* The root filesystem of the image of manifest digest, whose layers (a
  * JSON array of digests, bottom first) are in the store at root: made
  * once (ROOT/rootfs/HEX), shared; *path is it (malloc'd). */

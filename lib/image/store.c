@@ -135,3 +135,78 @@ sbx_image_find(const struct sbx_image_store *s, const char *ref, char **name,
 	*name = NULL;
 	return NULL;
 }
+
+/* The config object of the image whose config blob is digest, or NULL. */
+static json_t *
+image_config(const char *root, const char *digest)
+{
+	struct sbx_err e = {0};
+	char *p;
+	json_t *blob, *c;
+
+	if (!digest || !sbx_image_valid_digest(digest))
+		return NULL;
+	p = sbx_image_blob_path(root, digest);
+	blob = sbx_json_load_object(p, &e);
+	free(p);
+	c = json_incref(json_object_get(blob, "config"));
+	json_decref(blob);
+	return c;
+}
+
+int
+sbx_image_lookup(const char *ref, struct sbx_image_use *u,
+    struct sbx_err *err)
+{
+	struct sbx_image_store s = {.lock = -1};
+	struct sbx_err e = {0};
+	const json_t *rec;
+	char *p;
+	int rc = -1;
+
+	memset(u, 0, sizeof *u);
+	s.root = sbx_image_root();
+	/* Written whole (temp, rename): read without the lock. */
+	p = sbx_xasprintf("%s/images.json", s.root);
+	s.index = access(p, F_OK) == 0 ? sbx_json_load_object(p, &e) : NULL;
+	free(p);
+	if (!s.index)
+		s.index = json_pack("{s:{}}", "images");
+	if (!(rec = sbx_image_find(&s, ref, &u->name, err))) {
+		err->code = SBX_EX_USAGE;
+		goto out;
+	}
+	u->digest = sbx_xstrdup(sbx_json_str(rec, "digest"));
+	u->config_digest = sbx_json_str(rec, "config") ?
+	    sbx_xstrdup(sbx_json_str(rec, "config")) : NULL;
+	u->rootfs = sbx_xasprintf("%s/rootfs/%s", s.root, u->digest + 7);
+	u->config = image_config(s.root, u->config_digest);
+	rc = 0;
+out:
+	if (rc < 0)
+		sbx_image_use_release(u);
+	json_decref(s.index);
+	free(s.root);
+	return rc;
+}
+
+int
+sbx_image_config_of(const char *config_digest, json_t **config)
+{
+	char *root = sbx_image_root();
+
+	*config = image_config(root, config_digest);
+	free(root);
+	return *config ? 0 : -1;
+}
+
+void
+sbx_image_use_release(struct sbx_image_use *u)
+{
+	free(u->name);
+	free(u->digest);
+	free(u->config_digest);
+	free(u->rootfs);
+	json_decref(u->config);
+	memset(u, 0, sizeof *u);
+}

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "local.h"
+#include "image/image.h"
 
 int sbx_local_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
@@ -346,6 +347,18 @@ idmapped_image(const char *image, pid_t pid, struct sbx_err *err)
 	return fd;
 }
 
+/* --image names a directory (a path, or a name that is there) rather
+ * than an image of the store. */
+static int
+path_image(const char *image)
+{
+	struct stat st;
+
+	return image[0] == '/' || !strncmp(image, "./", 2) ||
+	    !strncmp(image, "../", 3) || !strcmp(image, ".") ||
+	    !strcmp(image, "..") || lstat(image, &st) == 0;
+}
+
 static int
 check_image(const char *image, char **real, struct sbx_err *err)
 {
@@ -429,10 +442,12 @@ const char *const sbx_local_ca_env[SBX_LOCAL_CA_ENV] = {
  * injection): the variables that make clients that do not read
  * /etc/ssl/certs trust it. Before --env, which may replace them. */
 static int
-send_config(int fd, const struct sbx_spec *spec, const char *workdir, int ca)
+send_config(int fd, const struct sbx_spec *spec, const char *workdir, int ca,
+    const json_t *imgenv)
 {
 	struct sbx_buf b = SBX_BUF_INIT;
-	uint32_t n = 0, nbase;
+	uint32_t n = 0, nbase, nimg = 0;
+	const json_t *v;
 	size_t i;
 	int rc;
 	static const char *const base[] = {
@@ -442,12 +457,19 @@ send_config(int fd, const struct sbx_spec *spec, const char *workdir, int ca)
 
 	while (spec->env && spec->env[n])
 		n++;
+	json_array_foreach(imgenv, i, v)
+		if (json_is_string(v) && strchr(json_string_value(v), '='))
+			nimg++;
 	nbase = ca ? SBX_LOCAL_CA_ENV : 0;
 	sbx_msg_put_u64(&b, spec->timeout);
 	sbx_msg_put_str(&b, workdir);
-	sbx_msg_put_u32(&b, n + 3 + nbase);
+	sbx_msg_put_u32(&b, n + 3 + nbase + nimg);
 	for (i = 0; i < 3; i++)
 		sbx_msg_put_str(&b, base[i]);
+	/* The image's own (its PATH over ours), then the CA's and --env. */
+	json_array_foreach(imgenv, i, v)
+		if (json_is_string(v) && strchr(json_string_value(v), '='))
+			sbx_msg_put_str(&b, json_string_value(v));
 	for (i = 0; i < nbase; i++)
 		sbx_msg_put_str(&b, sbx_local_ca_env[i]);
 	for (i = 0; i < n; i++)
@@ -527,6 +549,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	int diskfd = -1, disksock = -1;
 	pid_t diskpid = -1;
 	int pidw = -1; /* where sbx-netd waits for the sandbox's pid */
+	struct sbx_image_use iu = {0};
 	struct sbx_err ignored;
 
 	*ref = NULL;
@@ -560,8 +583,23 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		return -1;
 	if (sbx_local_net_check(spec, err) < 0)
 		return -1;
+	/* A name of the image store (sbx-image pull), unless a path. */
+	if (!host && !path_image(spec->image)) {
+		if (sbx_image_lookup(spec->image, &iu, err) < 0) {
+			sbx_err_set(err, SBX_EX_USAGE, "image '%s' is neither a "
+			    "directory nor an image of the store", spec->image);
+			sbx_err_hint(err, "sbx-image pull %s", spec->image);
+			return -1;
+		}
+		spec->image = iu.rootfs;
+	} else if (!host && rid && sbx_json_str(oldmeta, "image_config")) {
+		/* Started again: its image's environment as at create. */
+		sbx_image_config_of(sbx_json_str(oldmeta, "image_config"),
+		    &iu.config);
+	}
 	if (!host && check_image(spec->image, &image, err) < 0) {
 		free(image);
+		sbx_image_use_release(&iu);
 		return -1;
 	}
 	if ((s.init_fd = open_init(err)) < 0)
@@ -785,7 +823,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	i = spec->network == SBX_NET_ALLOW && access(p, F_OK) == 0;
 	free(p);
 	if (write(go[1], &c, 1) != 1 || send_config(cp[0], spec, workdir,
-	    i) < 0) {
+	    i, json_object_get(iu.config, "Env")) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
 		goto fail;
 	}
@@ -808,6 +846,21 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		json_object_set(meta, "created_at_epoch", json_object_get(
 		    oldmeta, "created_at_epoch"));
 	json_object_set_new(meta, "disk", json_integer((json_int_t)disk));
+	if (iu.name) {
+		json_object_set_new(meta, "image_ref", json_string(iu.name));
+		json_object_set_new(meta, "image_digest",
+		    json_string(iu.digest));
+		if (iu.config_digest)
+			json_object_set_new(meta, "image_config",
+			    json_string(iu.config_digest));
+	} else if (rid) {
+		json_object_set(meta, "image_ref", json_object_get(oldmeta,
+		    "image_ref"));
+		json_object_set(meta, "image_digest", json_object_get(oldmeta,
+		    "image_digest"));
+		json_object_set(meta, "image_config", json_object_get(oldmeta,
+		    "image_config"));
+	}
 	if (netd) {
 		json_object_set_new(meta, "net_pid", json_integer(netd));
 		json_object_set_new(meta, "net_starttime", json_integer(
@@ -866,6 +919,7 @@ out:
 	}
 	sbx_cg_release(&cg);
 	json_decref(meta);
+	sbx_image_use_release(&iu);
 	free(image);
 	free(dir);
 	return rc;
@@ -1068,8 +1122,11 @@ info_of(const char *id)
 	json_object_set(o, "name", json_object_get(meta, "name") ?
 	    json_object_get(meta, "name") : json_null());
 	json_object_set_new(o, "status", json_string(st));
-	json_object_set(o, "image", json_object_get(meta, "image") ?
-	    json_object_get(meta, "image") : json_null());
+	/* An image of the store by its name, not its directory. */
+	json_object_set(o, "image", json_is_string(json_object_get(meta,
+	    "image_ref")) ? json_object_get(meta, "image_ref") :
+	    json_object_get(meta, "image") ? json_object_get(meta, "image") :
+	    json_null());
 	json_object_set(o, "workdir", json_object_get(meta, "workdir") ?
 	    json_object_get(meta, "workdir") : json_null());
 	sbx_info_times(o, now, created, act);
