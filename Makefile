@@ -103,8 +103,8 @@ REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
 	lib/net/*.c lib/image/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
-CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-kill sbx-logs sbx-ls sbx-net \
-	sbx-pause sbx-port sbx-secret sbx-sync
+CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-image sbx-kill sbx-logs \
+	sbx-ls sbx-net sbx-pause sbx-port sbx-secret sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
 REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.
@@ -195,6 +195,16 @@ $(BIN)/remote/sbx-create: $(BUILD)/cmd/sbx-create.o $(REMOTE_LINK)
 		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
 		$(REMOTE_LIBS) $(LDLIBS)
 
+# sbx-image alone builds images (lib/docker/build.c, the weak references
+# of sbx.h), with libarchive as sbx-create.
+$(BIN)/remote/sbx-image: $(BUILD)/cmd/sbx-image.o $(REMOTE_LINK)
+	@mkdir -p $(@D)
+	$(MSG) LD $@
+	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_build \
+		-Wl,-u,sbx_docker_image_exists -o $@ $^ \
+		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
+		$(REMOTE_LIBS) $(LDLIBS)
+
 $(BIN)/remote/sbx-sync $(BIN)/remote/sbx-cp: $(BIN)/remote/%: \
 		$(BUILD)/cmd/%.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
@@ -206,7 +216,8 @@ $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	$(MSG) LD $@
 	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/sbx-sync $(BIN)/sbx-cp: $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
+$(BIN)/sbx-sync $(BIN)/sbx-cp $(BIN)/sbx-image: $(BIN)/%: $(BUILD)/cmd/%.o \
+		$(BUILD)/libsbx.a
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \

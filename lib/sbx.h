@@ -337,6 +337,38 @@ size_t sbx_ignore_count(const struct sbx_ignore *ig);
 /* A digest of the lines added (to tell whether two sets are the same). */
 uint64_t sbx_ignore_digest(const struct sbx_ignore *ig);
 
+/* --- ctxhash: a Docker build context named by its content ------------- */
+
+/* remote-box's context hash: the regular files under root (os.walk's
+ * view) that survive the always-excluded directories (.git, .venv,
+ * node_modules, ...: by name, at any depth), .DS_Store and root's
+ * .dockerignore (Docker's root-anchored patterns), sorted; a SHA-256 of
+ * each one's path, a NUL and the SHA-256 of its content, then the
+ * Dockerfile's bytes: the first 8 hex digits. */
+struct sbx_ctx {
+	char *root;
+	char *dockerfile;     /* as opened */
+	char *dockerfile_rel; /* its path below root; NULL: elsewhere */
+	char **files;         /* relative to root, sorted: the context */
+	size_t n;
+	char hash[9];
+};
+/* dockerfile NULL: root/Dockerfile. SBX_EX_USAGE for a missing root or
+ * Dockerfile. */
+int sbx_ctx_load(struct sbx_ctx *c, const char *root, const char *dockerfile,
+    struct sbx_err *err);
+void sbx_ctx_release(struct sbx_ctx *c);
+/* sbx-image build -b docker (lib/docker/build.c; weak: only sbx-image
+ * links it). The image name's tag in the engine: 1 present, 0 missing. */
+__attribute__((weak)) int sbx_docker_image_exists(const char *name,
+    struct sbx_err *err);
+/* Send the context (its files and the Dockerfile) to the engine's
+ * /build, tagged name; the build's output to stderr unless quiet;
+ * buildargs an object of strings or NULL. */
+__attribute__((weak)) int sbx_docker_build(const struct sbx_ctx *c,
+    const char *name, const json_t *buildargs, int quiet,
+    struct sbx_err *err);
+
 /* --- cost: running time, rates and money (DESIGN.md 6) ---------------- */
 
 /* Money is counted in integers: an amount in units of 0.0001, a rate in

@@ -1,0 +1,243 @@
+/* sbx-image - images named by the hash of their build context: build a
+ * Dockerfile only when its context changed, or say whether it is built */
+#include <ctype.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+
+static const char usage[] =
+    "usage: sbx-image build [-cqv] [-b backend] -t name [-f dockerfile] "
+    "[-a key=value]...\n"
+    "                       [context]\n"
+    "       sbx-image hash [-qv] [-t name] [-f dockerfile] [context]\n";
+
+static const struct option longopts[] = {
+	{"backend", required_argument, NULL, 'b'},
+	{"build-arg", required_argument, NULL, 'a'},
+	{"check", no_argument, NULL, 'c'},
+	{"file", required_argument, NULL, 'f'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
+	{"quiet", no_argument, NULL, 'q'},
+	{"tag", required_argument, NULL, 't'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+/* An image name Docker takes as a repository (the hash is its last part,
+ * the tag stays latest): [host[:port]/]path, each path component
+ * lowercase letters and digits joined by '.', '_', "__" or dashes. */
+static int
+valid_name(const char *s)
+{
+	const char *p = s, *slash = strchr(s, '/'), *c;
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 200)
+		return 0;
+	/* A first component with a '.' or ':', or localhost, is a host. */
+	if (slash && (memchr(s, '.', (size_t)(slash - s)) ||
+	    memchr(s, ':', (size_t)(slash - s)) ||
+	    (slash - s == 9 && !strncmp(s, "localhost", 9)))) {
+		for (c = s; c < slash; c++)
+			if (!isalnum((unsigned char)*c) && !strchr(".-:", *c))
+				return 0;
+		if (s[0] == '.' || s[0] == '-' || s[0] == ':')
+			return 0;
+		p = slash + 1;
+	}
+	/* Path components: alnum runs joined by separators. */
+	for (;;) {
+		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p))
+			return 0;
+		while (islower((unsigned char)*p) || isdigit((unsigned char)*p))
+			p++;
+		if (*p == '\0')
+			return 1;
+		if (*p == '/') {
+			p++;
+			continue;
+		}
+		if (*p == '.' || (*p == '_' && p[1] != '_'))
+			p++;
+		else if (*p == '_')
+			p += 2;
+		else if (*p == '-')
+			while (*p == '-')
+				p++;
+		else
+			return 0;
+	}
+}
+
+/* {"image": "NAME-HASH", "hash": ..., "backend": ..., and what the
+ * command adds}. */
+static json_t *
+result(const char *name, const struct sbx_ctx *c, const char *backend)
+{
+	json_t *o = json_object();
+
+	if (name) {
+		char *img = sbx_xasprintf("%s-%s", name, c->hash);
+
+		json_object_set_new(o, "image", json_string(img));
+		free(img);
+	}
+	json_object_set_new(o, "hash", json_string(c->hash));
+	if (backend)
+		json_object_set_new(o, "backend", json_string(backend));
+	return o;
+}
+
+static int
+cmd_hash(const struct sbx_ctx *c, const char *name)
+{
+	json_t *o = result(name, c, NULL);
+
+	json_object_set_new(o, "files", json_integer((json_int_t)c->n));
+	sbx_out_json(o);
+	json_decref(o);
+	return SBX_EX_OK;
+}
+
+static int
+cmd_build(const struct sbx_ctx *c, const char *name, const char *backend,
+    const json_t *args, int check)
+{
+	struct sbx_err err = {0};
+	json_t *o = result(name, c, backend);
+	const char *img = json_string_value(json_object_get(o, "image"));
+	int have, rc = SBX_EX_OK;
+
+	if (!sbx_docker_image_exists || !sbx_docker_build)
+		sbx_die(SBX_EX_FAIL, "this build of sbx-image has no docker "
+		    "backend");
+	if ((have = sbx_docker_image_exists(img, &err)) < 0)
+		sbx_die_err(&err);
+	if (check) {
+		json_object_set_new(o, "present", json_boolean(have));
+		rc = have ? SBX_EX_OK : SBX_EX_NOSANDBOX;
+	} else {
+		/* An unchanged context is the image already built. */
+		if (!have && sbx_docker_build(c, img, args, sbx_quiet,
+		    &err) < 0)
+			sbx_die_err(&err);
+		json_object_set_new(o, "built", json_boolean(!have));
+	}
+	sbx_out_json(o);
+	json_decref(o);
+	return rc;
+}
+
+/* --help: a line for each option (the common ones: lib/help.c). */
+static const struct sbx_help_opt helpopts[] = {
+	{"backend", NULL, "with build: where the image goes (docker)"},
+	{"build-arg", NULL, "with build: a build argument (key alone: "
+	    "from the environment)"},
+	{"check", NULL, "with build: whether the image is there (exit 3 "
+	    "when not); builds nothing"},
+	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},
+	{"tag", NULL, "the image's name; the hash is added: name-HASH"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-image build -b docker -t myagent .\n"
+	"  sbx-image build -b docker --check -t myagent . || echo missing",
+	1,
+};
+
+int
+main(int argc, char **argv)
+{
+	struct sbx_ctx ctx;
+	struct sbx_err err = {0};
+	const char *sub = NULL, *backend = NULL, *name = NULL, *file = NULL;
+	const char *dir = ".";
+	json_t *args = NULL;
+	char *kv, *eq;
+	int c, check = 0, rc;
+
+	sbx_prog_set(argv);
+	if (argc > 1 && (!strcmp(argv[1], "build") ||
+	    !strcmp(argv[1], "hash"))) {
+		/* getopt's argv without the command; the flavour's
+		 * re-exec wants the one we were given. */
+		char **av = sbx_xcalloc((size_t)argc, sizeof *av);
+
+		sub = argv[1];
+		av[0] = argv[0];
+		memcpy(av + 1, argv + 2, (size_t)(argc - 2) * sizeof *av);
+		argv = av;
+		argc--;
+	}
+	sbx_opt_init(&help, argv);
+	while ((c = getopt_long(argc, argv, "a:b:cf:ht:qvV", longopts,
+	    NULL)) != -1) {
+		switch (c) {
+		case 'a':
+			if (!(kv = sbx_parse_env(optarg, &err)))
+				sbx_usage_error(usage, "--build-arg: %s",
+				    err.msg);
+			eq = strchr(kv, '=');
+			*eq = '\0';
+			if (!args)
+				args = json_object();
+			json_object_set_new(args, kv, json_string(eq + 1));
+			free(kv);
+			break;
+		case 'b':
+			backend = optarg;
+			break;
+		case 'c':
+			check = 1;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		case 't':
+			name = optarg;
+			break;
+		default:
+			if (!sbx_opt_common(c, usage))
+				sbx_usage(usage, SBX_EX_USAGE);
+		}
+	}
+	if (!sub)
+		sbx_usage_error(usage, optind < argc ? "unknown command '%s'" :
+		    "a command is required (build or hash)", argv[optind]);
+	if (argc - optind > 1)
+		sbx_usage_error(usage, "unexpected argument '%s'",
+		    argv[optind + 1]);
+	if (optind < argc)
+		dir = argv[optind];
+	if (name && !valid_name(name))
+		sbx_usage_error(usage, "bad image name '%s' (lowercase letters, "
+		    "digits, '.', '_', '-' and '/'; no tag)", name);
+	if (!strcmp(sub, "hash")) {
+		if (backend || args || check)
+			sbx_usage_error(usage, "--%s is for sbx-image build",
+			    backend ? "backend" : args ? "build-arg" : "check");
+	} else {
+		if (!name)
+			sbx_usage_error(usage, "build needs -t name");
+		if (!backend)
+			backend = sbx_backend_default();
+		if (strcmp(backend, "docker"))
+			sbx_die(SBX_EX_USAGE, "build supports backend docker so "
+			    "far, not '%s' (-b docker)", backend);
+		sbx_flavour_pick(backend);
+	}
+	if (sbx_ctx_load(&ctx, dir, file, &err) < 0)
+		sbx_die_err(&err);
+	if (!strcmp(sub, "hash"))
+		rc = cmd_hash(&ctx, name);
+	else
+		rc = cmd_build(&ctx, name, backend, args, check);
+	sbx_ctx_release(&ctx);
+	json_decref(args);
+	return sbx_out_close(rc);
+}

@@ -1,0 +1,145 @@
+#!/usr/bin/env bats
+# sbx-image build -b docker against a private dockerd (tests/lib/dockerd.bash):
+# the context sent as a tar, the image named NAME-HASH, reused while the
+# context is unchanged, --check, and the build's errors. FROM the local
+# test image only: nothing is pulled.
+
+load ../../lib/helper
+load ../../lib/dockerd
+
+setup_file() {
+	sbx_setup_file
+	sbx_dockerd_start && sbx_docker_image
+}
+
+teardown_file() {
+	sbx_dockerd_stop
+	sbx_teardown_file
+}
+
+setup() {
+	sbx_setup
+	unset SBX_BACKEND
+	mkdir -p ctx/src
+	printf 'FROM %s\nARG GREETING=none\nCOPY . /app\nRUN echo "$GREETING" >/greeting\n' \
+	    "$SBX_TEST_IMAGE" >ctx/Dockerfile
+	echo hello >ctx/src/a.txt
+	# A unique name per test: the engine is shared by the file's tests.
+	NAME=sbxt$BATS_TEST_NUMBER
+}
+
+teardown() {
+	local i
+	for i in $(docker images -q "$NAME-*" 2>/dev/null); do
+		docker rmi -f "$i" >/dev/null 2>&1 || true
+	done
+}
+
+# What the image $1 holds at path $2.
+cat_in() {
+	docker run --rm --network none "$1" cat "$2"
+}
+
+@test "build sends the context, names the image NAME-HASH and prints it" {
+	h=$(sbx-image hash ctx | jq_str .hash)
+	run --separate-stderr sbx-image build -b docker -t "$NAME" ctx
+	assert_success
+	assert_output "{\"image\":\"$NAME-$h\",\"hash\":\"$h\",\"backend\":\"docker\",\"built\":true}"
+	# The build's steps on stderr, a line each.
+	[[ $stderr == *"Step 1/4 : FROM $SBX_TEST_IMAGE"* ]]
+	[ "$(cat_in "$NAME-$h" /app/src/a.txt)" = hello ]
+	[ "$(cat_in "$NAME-$h" /greeting)" = none ]
+}
+
+@test "an unchanged context reuses the image without building; a change builds a new one" {
+	run --separate-stderr sbx-image build -b docker -t "$NAME" ctx
+	assert_success
+	id1=$(jq_str .image <<<"$output")
+	run --separate-stderr sbx-image build -b docker -t "$NAME" ctx
+	assert_success
+	jq_true '.built == false' <<<"$output"
+	[ "$(jq_str .image <<<"$output")" = "$id1" ]
+	[ -z "$stderr" ]
+	echo changed >ctx/src/a.txt
+	run --separate-stderr sbx-image build -b docker -t "$NAME" ctx
+	assert_success
+	jq_true '.built == true' <<<"$output"
+	id2=$(jq_str .image <<<"$output")
+	[ "$id1" != "$id2" ]
+	[ "$(cat_in "$id2" /app/src/a.txt)" = changed ]
+}
+
+@test "--check says present (exit 0) or missing (exit 3) and builds nothing" {
+	h=$(sbx-image hash ctx | jq_str .hash)
+	run --separate-stderr sbx-image build -b docker --check -t "$NAME" ctx
+	assert_failure 3
+	assert_output "{\"image\":\"$NAME-$h\",\"hash\":\"$h\",\"backend\":\"docker\",\"present\":false}"
+	run docker image inspect "$NAME-$h"
+	assert_failure
+	run sbx-image build -b docker -q -t "$NAME" ctx
+	assert_success
+	run --separate-stderr sbx-image build -b docker --check -t "$NAME" ctx
+	assert_success
+	jq_true '.present == true' <<<"$output"
+}
+
+@test ".dockerignore is honoured in what is sent, the Dockerfile is sent even when ignored" {
+	mkdir ctx/secret ctx/.git
+	echo s >ctx/secret/key
+	echo g >ctx/.git/HEAD
+	printf 'secret\nDockerfile\n' >ctx/.dockerignore
+	run --separate-stderr sbx-image build -b docker -t "$NAME" ctx
+	assert_success
+	img=$(jq_str .image <<<"$output")
+	run --separate-stderr docker run --rm --network none "$img" ls -a /app
+	assert_success
+	assert_output $'.\n..\n.dockerignore\nsrc'
+}
+
+@test "a Dockerfile outside the context (-f) and --build-arg" {
+	mv ctx/Dockerfile elsewhere.Dockerfile
+	export FROM_ENV=env-value
+	run --separate-stderr sbx-image build -b docker -t "$NAME" \
+	    -f elsewhere.Dockerfile --build-arg GREETING=hi ctx
+	assert_success
+	img=$(jq_str .image <<<"$output")
+	[ "$(cat_in "$img" /greeting)" = hi ]
+	# The Dockerfile went in under a name of its own, which the engine
+	# took out (a .dockerignore the context had not, with it).
+	run --separate-stderr docker run --rm --network none "$img" ls -a /app
+	assert_output $'.\n..\nsrc'
+	echo 'ARG FROM_ENV' >>elsewhere.Dockerfile
+	echo 'RUN echo "$FROM_ENV" >/env' >>elsewhere.Dockerfile
+	run --separate-stderr sbx-image build -b docker -t "$NAME" \
+	    -f elsewhere.Dockerfile --build-arg FROM_ENV ctx
+	assert_success
+	[ "$(cat_in "$(jq_str .image <<<"$output")" /env)" = env-value ]
+}
+
+@test "a failing step is a one-line error, exit 1, and no image" {
+	echo 'RUN echo boom >&2; exit 7' >>ctx/Dockerfile
+	h=$(sbx-image hash ctx | jq_str .hash)
+	run --separate-stderr sbx-image build -b docker -t "$NAME" ctx
+	assert_failure 1
+	[ -z "$output" ]
+	last=$(tail -n 1 <<<"$stderr")
+	[[ $last == "sbx-image: build of '$NAME-$h' failed: "*"returned a non-zero code: 7" ]]
+	run docker image inspect "$NAME-$h"
+	assert_failure
+}
+
+@test "an unknown base image fails without pulling from the internet" {
+	printf 'FROM sbx-no-such-image-%s:latest\n' "$RANDOM" >ctx/Dockerfile
+	run --separate-stderr sbx-image build -b docker -t "$NAME" ctx
+	assert_failure 1
+	[ -z "$output" ]
+	[[ $(tail -n 1 <<<"$stderr") == "sbx-image: build of '$NAME-"*"' failed: "* ]]
+}
+
+@test "no engine answering is exit 1, naming it" {
+	export DOCKER_HOST=unix://$BATS_TEST_TMPDIR/none.sock
+	run --separate-stderr sbx-image build -b docker -t "$NAME" ctx
+	assert_failure 1
+	[ -z "$output" ]
+	[[ $stderr == "sbx-image: "*"none.sock"* ]]
+}
