@@ -11,6 +11,13 @@
 #
 # sbx_registry_start exports SBX_TEST_REGISTRY (127.0.0.1:PORT),
 # SBX_TEST_REGISTRY_DIR and SBX_TEST_REGISTRY_PID.
+#
+# sbx_registry_token [USER PASSWORD] restarts the registry, on the same port
+# and storage, behind Docker's token auth: a token server of its own
+# (tests/lib/token-server.py, a key and certificate made here) that gives a
+# token to anyone, or only to USER:PASSWORD; its log of requests is
+# $SBX_TEST_REGISTRY_DIR/token.log.  Push the images first: the helpers
+# below push anonymously.
 
 # curl at the test registry, with its credentials when it has some.
 _sbx_reg_curl() {
@@ -21,13 +28,14 @@ _sbx_reg_curl() {
 }
 
 sbx_registry_start() {
-	local dir port i user=${1:-} pass=${2:-} auth=''
+	local dir=${SBX_TEST_REGISTRY_DIR:-} port=${SBX_TEST_REGISTRY_PORT:-}
+	local i user=${1:-} pass=${2:-} auth=${SBX_TEST_REGISTRY_AUTHCONF:-}
 	command -v docker-registry >/dev/null || {
 		echo "docker-registry is not installed (scripts/install-deps)" >&2
 		return 1
 	}
-	dir=$(mktemp -d /tmp/sbx-registry.XXXXXX) || return 1
-	port=$(python3 -c 'import socket; s = socket.socket()
+	[ -n "$dir" ] || dir=$(mktemp -d /tmp/sbx-registry.XXXXXX) || return 1
+	[ -n "$port" ] || port=$(python3 -c 'import socket; s = socket.socket()
 s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || return 1
 	if [ -n "$user" ]; then
 		# bcrypt, the only hash the registry's htpasswd mode takes.
@@ -56,9 +64,9 @@ http:
 $auth
 EOF
 	setsid docker-registry serve "$dir/config.yml" \
-	    >"$dir/log" 2>&1 </dev/null &
+	    >>"$dir/log" 2>&1 </dev/null &
 	export SBX_TEST_REGISTRY_PID=$! SBX_TEST_REGISTRY_DIR=$dir
-	export SBX_TEST_REGISTRY=127.0.0.1:$port
+	export SBX_TEST_REGISTRY=127.0.0.1:$port SBX_TEST_REGISTRY_PORT=$port
 	for ((i = 0; i < 100; i++)); do
 		# 200 anonymous, 401 with htpasswd: it answers.
 		case $(curl -s -o /dev/null -w '%{http_code}' \
@@ -74,18 +82,49 @@ EOF
 	return 1
 }
 
+# Stop process $1 (by its pid) and wait for it to be gone.
+_sbx_reg_kill() {
+	local i
+	[ -n "$1" ] && kill "$1" 2>/dev/null || return 0
+	for ((i = 0; i < 50; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -9 "$1" 2>/dev/null || true
+}
+
 sbx_registry_stop() {
-	local pid=${SBX_TEST_REGISTRY_PID:-} i
-	if [ -n "$pid" ] && kill "$pid" 2>/dev/null; then
-		for ((i = 0; i < 50; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -9 "$pid" 2>/dev/null || true
-	fi
+	_sbx_reg_kill "${SBX_TEST_REGISTRY_PID:-}"
+	_sbx_reg_kill "${SBX_TEST_TOKEN_PID:-}"
 	[ -z "${SBX_TEST_REGISTRY_DIR:-}" ] || rm -rf "$SBX_TEST_REGISTRY_DIR"
-	unset SBX_TEST_REGISTRY SBX_TEST_REGISTRY_PID SBX_TEST_REGISTRY_DIR
+	unset SBX_TEST_REGISTRY SBX_TEST_REGISTRY_PID SBX_TEST_REGISTRY_DIR \
+	    SBX_TEST_REGISTRY_PORT SBX_TEST_TOKEN_PID SBX_TEST_REGISTRY_AUTH
 	return 0
+}
+
+sbx_registry_token() {
+	local dir=$SBX_TEST_REGISTRY_DIR i tport here
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	_sbx_reg_kill "$SBX_TEST_REGISTRY_PID"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=sbx-test \
+	    -keyout "$dir/token.key" -out "$dir/token.crt" \
+	    >/dev/null 2>&1 || return 1
+	rm -f "$dir/token.port"
+	setsid python3 "$here/token-server.py" \
+	    "$dir/token.port" "$dir/token.key" "$dir/token.crt" sbx-test \
+	    "$dir/token.log" "$@" >>"$dir/log" 2>&1 </dev/null &
+	export SBX_TEST_TOKEN_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$dir/token.port" ] && break
+		sleep 0.05
+	done
+	tport=$(cat "$dir/token.port") || return 1
+	SBX_TEST_REGISTRY_AUTHCONF="auth:
+  token:
+    realm: http://127.0.0.1:$tport/token
+    service: sbx-test-registry
+    issuer: sbx-test
+    rootcertbundle: $dir/token.crt" sbx_registry_start
 }
 
 # The sha256 digest of a file: sha256:HEX.
