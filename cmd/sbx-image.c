@@ -134,10 +134,8 @@ cmd_build(const struct sbx_ctx *c, const char *name, const char *backend,
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
 	{"backend", NULL, "with build: where the image goes (docker)"},
-	{"build-arg", NULL, "with build: a build argument (key alone: "
-	    "from the environment)"},
-	{"check", NULL, "with build: whether the image is there (exit 3 "
-	    "when not); builds nothing"},
+	{"build-arg", NULL, "with build: a build argument (key: from env)"},
+	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
 	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},
 	{"tag", NULL, "the image's name; the hash is added: name-HASH"},
 	{NULL, NULL, NULL},

@@ -3,8 +3,8 @@
 
 load lib/helper
 
-TOOLS=(sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-kill sbx-logs sbx-ls sbx-net sbx-pause
-    sbx-port sbx-secret sbx-sync sbxd)
+TOOLS=(sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-image sbx-kill sbx-logs sbx-ls sbx-net
+    sbx-pause sbx-port sbx-secret sbx-sync sbxd)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
 # The long options of tool $1, from the getopt_long table in cmd/$1.c.
@@ -53,6 +53,7 @@ bash_long_completions() {
 	if [ "$tool" = sbx-sync ]; then subs=(push pull status); fi
 	if [ "$tool" = sbx-net ]; then subs=("" log); fi
 	if [ "$tool" = sbx-secret ]; then subs=(set ls rm); fi
+	if [ "$tool" = sbx-image ]; then subs=(build hash); fi
 	for sub in "${subs[@]}"; do
 		bash -c '
 			if [ "$2" = yes ]; then
