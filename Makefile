@@ -201,7 +201,7 @@ $(BIN)/remote/sbx-image: $(BUILD)/cmd/sbx-image.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_build \
-		-Wl,-u,sbx_docker_image_exists -o $@ $^ \
+		-Wl,-u,sbx_docker_image_exists -Wl,-u,sbx_image_pull -o $@ $^ \
 		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
 		$(REMOTE_LIBS) $(LDLIBS)
 

@@ -6,12 +6,17 @@
 #include <string.h>
 
 #include "sbx.h"
+#include "image/image.h"
 
 static const char usage[] =
     "usage: sbx-image build [-cqv] [-b backend] -t name [-f dockerfile] "
     "[-a key=value]...\n"
     "                       [context]\n"
-    "       sbx-image hash [-qv] [-t name] [-f dockerfile] [context]\n";
+    "       sbx-image hash [-qv] [-t name] [-f dockerfile] [context]\n"
+    "       sbx-image pull [-qv] [-p os/arch] [--insecure-registry host]... "
+    "ref...\n"
+    "       sbx-image ls|prune [-qv]\n"
+    "       sbx-image inspect|rm [-qv] ref...\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
@@ -19,6 +24,8 @@ static const struct option longopts[] = {
 	{"check", no_argument, NULL, 'c'},
 	{"file", required_argument, NULL, 'f'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
+	{"insecure-registry", required_argument, NULL, 'I'},
+	{"platform", required_argument, NULL, 'p'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"tag", required_argument, NULL, 't'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -131,12 +138,72 @@ cmd_build(const struct sbx_ctx *c, const char *name, const char *backend,
 	return rc;
 }
 
+static int
+store_cmd(const char *s)
+{
+	return !strcmp(s, "pull") || !strcmp(s, "ls") || !strcmp(s, "rm") ||
+	    !strcmp(s, "inspect") || !strcmp(s, "prune");
+}
+
+/* pull, ls, inspect, rm, prune: the local image store. */
+static int
+cmd_store(const char *sub, char **refs, int n, const char *platform,
+    const char *const *insecure)
+{
+	struct sbx_registry_opts o = {insecure, platform};
+	struct sbx_err err = {0};
+	json_t *out = NULL, *v;
+	int i, rc = SBX_EX_OK, r;
+	size_t k;
+
+	if (!strcmp(sub, "ls") || !strcmp(sub, "prune")) {
+		r = !strcmp(sub, "ls") ? sbx_image_list(&out, &err) :
+		    sbx_image_prune(&out, &err);
+		if (r < 0 && !out)
+			sbx_die_err(&err);
+		if (r < 0)
+			sbx_warn("%s", err.msg);
+		if (json_is_array(out))
+			json_array_foreach(out, k, v)
+				sbx_out_json(v);
+		else
+			sbx_out_json(out);
+		json_decref(out);
+		return r < 0 ? err.code : SBX_EX_OK;
+	}
+	for (i = 0; i < n; i++) {
+		memset(&err, 0, sizeof err);
+		if (!strcmp(sub, "pull"))
+			r = sbx_image_pull(refs[i], &o, &out, &err);
+		else if (!strcmp(sub, "rm"))
+			r = sbx_image_remove(refs[i], &out, &err);
+		else
+			r = sbx_image_inspect(refs[i], &out, &err);
+		if (r < 0) {
+			/* The next ones are still done; the first failure's
+			 * code is ours. */
+			sbx_warn("%s", err.msg);
+			if (!rc)
+				rc = err.code ? err.code : SBX_EX_FAIL;
+			continue;
+		}
+		if (!sbx_quiet || strcmp(sub, "rm"))
+			sbx_out_json(out);
+		json_decref(out);
+	}
+	return rc;
+}
+
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
 	{"backend", NULL, "with build: where the image goes (docker)"},
 	{"build-arg", NULL, "with build: a build argument (key: from env)"},
 	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
 	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},
+	{"insecure-registry", NULL, "with pull: a registry spoken to over plain "
+	    "HTTP (loopback ones are)"},
+	{"platform", NULL, "with pull: the variant of a multi-platform image "
+	    "(linux/amd64)"},
 	{"tag", NULL, "the image's name; the hash is added: name-HASH"},
 	{NULL, NULL, NULL},
 };
@@ -155,13 +222,14 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const char *sub = NULL, *backend = NULL, *name = NULL, *file = NULL;
 	const char *dir = ".";
+	const char *platform = NULL, **insecure = NULL;
 	json_t *args = NULL;
 	char *kv, *eq;
-	int c, check = 0, rc;
+	int c, check = 0, rc, ninsecure = 0;
 
 	sbx_prog_set(argv);
 	if (argc > 1 && (!strcmp(argv[1], "build") ||
-	    !strcmp(argv[1], "hash"))) {
+	    !strcmp(argv[1], "hash") || store_cmd(argv[1]))) {
 		/* getopt's argv without the command; the flavour's
 		 * re-exec wants the one we were given. */
 		char **av = sbx_xcalloc((size_t)argc, sizeof *av);
@@ -173,9 +241,18 @@ main(int argc, char **argv)
 		argc--;
 	}
 	sbx_opt_init(&help, argv);
-	while ((c = getopt_long(argc, argv, "a:b:cf:ht:qvV", longopts,
+	while ((c = getopt_long(argc, argv, "a:b:cf:hI:p:t:qvV", longopts,
 	    NULL)) != -1) {
 		switch (c) {
+		case 'I':
+			insecure = sbx_xrealloc(insecure, (size_t)(ninsecure +
+			    2) * sizeof *insecure);
+			insecure[ninsecure++] = optarg;
+			insecure[ninsecure] = NULL;
+			break;
+		case 'p':
+			platform = optarg;
+			break;
 		case 'a':
 			if (!(kv = sbx_parse_env(optarg, &err)))
 				sbx_usage_error(usage, "--build-arg: %s",
@@ -206,7 +283,37 @@ main(int argc, char **argv)
 	}
 	if (!sub)
 		sbx_usage_error(usage, optind < argc ? "unknown command '%s'" :
-		    "a command is required (build or hash)", argv[optind]);
+		    "a command is required (build, hash, pull, ls, inspect, "
+		    "rm or prune)", argv[optind]);
+	if (store_cmd(sub)) {
+		if (backend || args || check || name || file)
+			sbx_usage_error(usage, "--%s is for sbx-image build",
+			    backend ? "backend" : args ? "build-arg" : check ?
+			    "check" : name ? "tag" : "file");
+		if ((platform || insecure) && strcmp(sub, "pull"))
+			sbx_usage_error(usage, "--%s is for sbx-image pull",
+			    platform ? "platform" : "insecure-registry");
+		if (!strcmp(sub, "ls") || !strcmp(sub, "prune")) {
+			if (optind < argc)
+				sbx_usage_error(usage, "unexpected argument "
+				    "'%s'", argv[optind]);
+		} else if (optind == argc) {
+			sbx_usage_error(usage, "%s needs an image", sub);
+		}
+		/* The registry client is the remote flavour's (libcurl). */
+		if (!strcmp(sub, "pull") && !sbx_image_pull) {
+			sbx_flavour_pick_all();
+			sbx_die(SBX_EX_FAIL, "pull needs the remote flavour of "
+			    "sbx-image");
+		}
+		rc = cmd_store(sub, argv + optind, argc - optind, platform,
+		    insecure);
+		free(insecure);
+		return sbx_out_close(rc);
+	}
+	if (platform || insecure)
+		sbx_usage_error(usage, "--%s is for sbx-image pull",
+		    platform ? "platform" : "insecure-registry");
 	if (argc - optind > 1)
 		sbx_usage_error(usage, "unexpected argument '%s'",
 		    argv[optind + 1]);

@@ -71,10 +71,11 @@ const json_t *sbx_image_find(const struct sbx_image_store *s,
 /* Its directory: config image.dir (SBX_IMAGE_DIR), else /var/lib/sbx/image
  * for root, else $XDG_DATA_HOME/sbx/image (malloc'd). */
 char *sbx_image_root(void);
-/* Pull ref into the store (its blobs checked, then named); *out what was
- * recorded: {"image","digest","config","layers","size","platform",
- * "pulled_at","fetched"}. */
-int sbx_image_pull(const char *ref, const struct sbx_registry_opts *o,
+/* Pull ref into the store (its blobs checked, then named, its layers
+ * applied once); *out what was recorded: {"image","digest","config",
+ * "layers","size","platform","pulled_at","fetched","rootfs"}. Weak: the
+ * remote flavour has it (libcurl), and only sbx-image links it. */
+__attribute__((weak)) int sbx_image_pull(const char *ref, const struct sbx_registry_opts *o,
     json_t **out, struct sbx_err *err);
 /* An image of the store as a sandbox uses it. */
 struct sbx_image_use {
@@ -93,6 +94,16 @@ int sbx_image_lookup(const char *ref, struct sbx_image_use *u,
 /* The "config" of the config blob config_digest in the store. */
 int sbx_image_config_of(const char *config_digest, json_t **config);
 void sbx_image_use_release(struct sbx_image_use *u);
+/* ls: an array of {"image","digest","platform","size","layers",
+ * "pulled_at"}. */
+int sbx_image_list(json_t **out, struct sbx_err *err);
+/* rm: the name goes from the index, then what nothing else uses (no
+ * other image, no sandbox of this machine, stopped ones included). */
+int sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err);
+/* prune: only what nothing uses goes; *out {"freed": bytes}. */
+int sbx_image_prune(json_t **out, struct sbx_err *err);
+/* inspect: what ls says, its layers, its config and its rootfs. */
+int sbx_image_inspect(const char *ref, json_t **out, struct sbx_err *err);
 
 /* The root filesystem of the image of manifest digest, whose layers (a
  * JSON array of digests, bottom first) are in the store at root: made

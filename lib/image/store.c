@@ -5,6 +5,7 @@
  *   ROOT/blobs/sha256/HEX   manifests, configs, layers (as they came)
  *   ROOT/images.json        {"schema":1,"images":{NAME:{...}}}
  *   ROOT/.lock              held while the index changes */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "image/image.h"
+#include "local/local.h"
 
 #define INDEX_SCHEMA 1
 
@@ -209,4 +211,240 @@ sbx_image_use_release(struct sbx_image_use *u)
 	free(u->rootfs);
 	json_decref(u->config);
 	memset(u, 0, sizeof *u);
+}
+
+/* The manifest digests of images that sandboxes of this machine's local
+ * store use, running or stopped (their meta.json): a rootfs they stand
+ * on is never removed. */
+static json_t *
+in_use(void)
+{
+	json_t *used = json_object(), *meta;
+	struct sbx_err e = {0};
+	struct dirent *d;
+	const char *dg;
+	char *p;
+	DIR *dir = opendir(sbx_local_root());
+
+	if (!dir)
+		return used;
+	while ((d = readdir(dir))) {
+		if (!sbx_local_valid_id(d->d_name))
+			continue;
+		p = sbx_xasprintf("%s/%s/meta.json", sbx_local_root(),
+		    d->d_name);
+		meta = sbx_json_load_object(p, &e);
+		free(p);
+		/* Its tree, and its config for a start after a stop. */
+		if ((dg = sbx_json_str(meta, "image_digest")))
+			json_object_set_new(used, dg, json_string(d->d_name));
+		if ((dg = sbx_json_str(meta, "image_config")))
+			json_object_set_new(used, dg, json_string(d->d_name));
+		json_decref(meta);
+	}
+	closedir(dir);
+	return used;
+}
+
+/* Remove what no image of the index names and no sandbox uses: rootfs
+ * trees, then blobs. *freed counts the bytes of blobs removed. */
+static int
+prune(struct sbx_image_store *s, long long *freed, struct sbx_err *err)
+{
+	json_t *keep = json_object(), *used = in_use(), *rec, *l;
+	const char *name, *dg;
+	struct dirent *d;
+	struct stat st;
+	char *p, key[300];
+	size_t i;
+	DIR *dir;
+	int rc = 0;
+
+	*freed = 0;
+	json_object_foreach(json_object_get(s->index, "images"), name, rec) {
+		json_object_set_new(keep, sbx_json_str(rec, "digest") ?
+		    sbx_json_str(rec, "digest") : "", json_true());
+		if ((dg = sbx_json_str(rec, "config")))
+			json_object_set_new(keep, dg, json_true());
+		json_array_foreach(json_object_get(rec, "layers"), i, l)
+			if (json_is_string(l))
+				json_object_set_new(keep, json_string_value(l),
+				    json_true());
+	}
+	/* A sandbox's image stays whole: its manifest and rootfs. */
+	json_object_foreach(used, dg, rec)
+		json_object_set_new(keep, dg, json_true());
+	p = sbx_xasprintf("%s/rootfs", s->root);
+	if ((dir = opendir(p))) {
+		while ((d = readdir(dir))) {
+			if (d->d_name[0] == '.' && strncmp(d->d_name, ".tmp-", 5))
+				continue;
+			snprintf(key, sizeof key, "sha256:%s", d->d_name);
+			if (d->d_name[0] != '.' && json_object_get(keep, key))
+				continue;
+			/* A .tmp- tree is one being made, or left by a
+			 * killed pull: ours to remove under the lock. */
+			free(p);
+			p = sbx_xasprintf("%s/rootfs/%s", s->root, d->d_name);
+			if (sbx_rmtree(p) < 0)
+				rc = sbx_err_set(err, SBX_EX_FAIL, "cannot "
+				    "remove '%s':", p);
+		}
+		closedir(dir);
+	}
+	free(p);
+	p = sbx_xasprintf("%s/blobs/sha256", s->root);
+	if ((dir = opendir(p))) {
+		int dfd = dirfd(dir);
+
+		while ((d = readdir(dir))) {
+			if (d->d_name[0] == '.')
+				continue;
+			snprintf(key, sizeof key, "sha256:%s", d->d_name);
+			if (json_object_get(keep, key))
+				continue;
+			if (fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW)
+			    == 0)
+				*freed += st.st_size;
+			if (unlinkat(dfd, d->d_name, 0) < 0 && errno != ENOENT)
+				rc = sbx_err_set(err, SBX_EX_FAIL, "cannot "
+				    "remove blob %s:", key);
+		}
+		closedir(dir);
+	}
+	free(p);
+	json_decref(keep);
+	json_decref(used);
+	return rc;
+}
+
+/* The index's record as ls prints it. */
+static json_t *
+listed(const char *name, const json_t *rec)
+{
+	json_t *o = json_object();
+	char t[32];
+
+	json_object_set_new(o, "image", json_string(name));
+	json_object_set(o, "digest", json_object_get(rec, "digest"));
+	json_object_set(o, "platform", json_object_get(rec, "platform"));
+	json_object_set(o, "size", json_object_get(rec, "size"));
+	json_object_set_new(o, "layers", json_integer((json_int_t)
+	    json_array_size(json_object_get(rec, "layers"))));
+	sbx_time_fmt(sbx_json_int(rec, "pulled_at", 0), t, sizeof t);
+	json_object_set_new(o, "pulled_at", json_string(t));
+	return o;
+}
+
+int
+sbx_image_list(json_t **out, struct sbx_err *err)
+{
+	struct sbx_image_store s;
+	const char *name;
+	json_t *rec;
+
+	*out = NULL;
+	if (sbx_image_store_open(&s, err) < 0)
+		return -1;
+	*out = json_array();
+	json_object_foreach(json_object_get(s.index, "images"), name, rec)
+		json_array_append_new(*out, listed(name, rec));
+	sbx_image_store_close(&s);
+	return 0;
+}
+
+int
+sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err)
+{
+	struct sbx_image_store s;
+	const json_t *rec;
+	json_t *used;
+	char *name = NULL, *sb = NULL;
+	long long freed = 0;
+	int rc = -1;
+
+	*out = NULL;
+	if (sbx_image_store_open(&s, err) < 0)
+		return -1;
+	if (!(rec = sbx_image_find(&s, ref, &name, err)))
+		goto out;
+	used = in_use();
+	if (sbx_json_str(used, sbx_json_str(rec, "digest")))
+		sb = sbx_xstrdup(sbx_json_str(used, sbx_json_str(rec,
+		    "digest")));
+	json_decref(used);
+	*out = json_pack("{s:s,s:O,s:b}", "image", name, "digest",
+	    json_object_get(rec, "digest"), "removed", 1);
+	json_object_del(json_object_get(s.index, "images"), name);
+	if (sbx_image_store_save(&s, err) < 0) {
+		json_decref(*out);
+		*out = NULL;
+		goto out;
+	}
+	/* The name goes; the files go once nothing uses them. */
+	if (prune(&s, &freed, err) < 0)
+		sbx_warn("%s", err->msg);
+	json_object_set_new(*out, "freed", json_integer(freed));
+	if (sb)
+		json_object_set_new(*out, "in_use_by", json_string(sb));
+	rc = 0;
+out:
+	free(sb);
+	free(name);
+	sbx_image_store_close(&s);
+	return rc;
+}
+
+int
+sbx_image_prune(json_t **out, struct sbx_err *err)
+{
+	struct sbx_image_store s;
+	long long freed = 0;
+	int rc;
+
+	*out = NULL;
+	if (sbx_image_store_open(&s, err) < 0)
+		return -1;
+	rc = prune(&s, &freed, err);
+	*out = json_pack("{s:I}", "freed", (json_int_t)freed);
+	sbx_image_store_close(&s);
+	return rc;
+}
+
+int
+sbx_image_inspect(const char *ref, json_t **out, struct sbx_err *err)
+{
+	struct sbx_image_store s;
+	struct sbx_err e = {0};
+	const json_t *rec;
+	char *name = NULL, *p;
+	json_t *m;
+	int rc = -1;
+
+	*out = NULL;
+	if (sbx_image_store_open(&s, err) < 0)
+		return -1;
+	if (!(rec = sbx_image_find(&s, ref, &name, err)))
+		goto out;
+	*out = listed(name, rec);
+	json_object_set(*out, "layers", json_object_get(rec, "layers"));
+	json_object_set(*out, "config_digest", json_object_get(rec, "config"));
+	p = sbx_image_blob_path(s.root, sbx_json_str(rec, "config"));
+	m = sbx_json_load_object(p, &e);
+	free(p);
+	json_object_set_new(*out, "config", m ? json_incref(json_object_get(m,
+	    "config")) : json_null());
+	json_object_set(*out, "os", json_object_get(m, "os"));
+	json_object_set(*out, "architecture", json_object_get(m,
+	    "architecture"));
+	json_decref(m);
+	p = sbx_xasprintf("%s/rootfs/%s", s.root,
+	    sbx_json_str(rec, "digest") + 7);
+	json_object_set_new(*out, "rootfs", json_string(p));
+	free(p);
+	rc = 0;
+out:
+	free(name);
+	sbx_image_store_close(&s);
+	return rc;
 }

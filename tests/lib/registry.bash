@@ -66,6 +66,9 @@ EOF
 	setsid docker-registry serve "$dir/config.yml" \
 	    >>"$dir/log" 2>&1 </dev/null &
 	export SBX_TEST_REGISTRY_PID=$! SBX_TEST_REGISTRY_DIR=$dir
+	# For a stop from another process (teardown_file after a test's
+	# restart).
+	echo "$SBX_TEST_REGISTRY_PID" >"$dir/registry.pid"
 	export SBX_TEST_REGISTRY=127.0.0.1:$port SBX_TEST_REGISTRY_PORT=$port
 	for ((i = 0; i < 100; i++)); do
 		# 200 anonymous, 401 with htpasswd: it answers.
@@ -93,9 +96,30 @@ _sbx_reg_kill() {
 	kill -9 "$1" 2>/dev/null || true
 }
 
+# Stop the registry's process $1 (registry or token) as its pid file
+# names it: a test may have started it again, in a process of its own.
+_sbx_reg_stop_ours() {
+	local dir=${SBX_TEST_REGISTRY_DIR:-} pid
+	[ -n "$dir" ] && [ -s "$dir/$1.pid" ] || return 0
+	pid=$(cat "$dir/$1.pid")
+	# Still ours (its command line names our directory).
+	grep -qF "$dir" "/proc/$pid/cmdline" 2>/dev/null && _sbx_reg_kill "$pid"
+	rm -f "$dir/$1.pid"
+}
+
+# Start the registry again, on its port and storage, with the auth:
+# section $1 of its config ('' for none).
+sbx_registry_restart() {
+	_sbx_reg_stop_ours registry
+	_sbx_reg_stop_ours token
+	SBX_TEST_REGISTRY_AUTHCONF=${1:-} sbx_registry_start
+}
+
 sbx_registry_stop() {
 	_sbx_reg_kill "${SBX_TEST_REGISTRY_PID:-}"
 	_sbx_reg_kill "${SBX_TEST_TOKEN_PID:-}"
+	_sbx_reg_stop_ours registry
+	_sbx_reg_stop_ours token
 	[ -z "${SBX_TEST_REGISTRY_DIR:-}" ] || rm -rf "$SBX_TEST_REGISTRY_DIR"
 	unset SBX_TEST_REGISTRY SBX_TEST_REGISTRY_PID SBX_TEST_REGISTRY_DIR \
 	    SBX_TEST_REGISTRY_PORT SBX_TEST_TOKEN_PID SBX_TEST_REGISTRY_AUTH
@@ -105,7 +129,8 @@ sbx_registry_stop() {
 sbx_registry_token() {
 	local dir=$SBX_TEST_REGISTRY_DIR i tport here
 	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-	_sbx_reg_kill "$SBX_TEST_REGISTRY_PID"
+	_sbx_reg_stop_ours registry
+	_sbx_reg_stop_ours token
 	openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=sbx-test \
 	    -keyout "$dir/token.key" -out "$dir/token.crt" \
 	    >/dev/null 2>&1 || return 1
@@ -114,6 +139,7 @@ sbx_registry_token() {
 	    "$dir/token.port" "$dir/token.key" "$dir/token.crt" sbx-test \
 	    "$dir/token.log" "$@" >>"$dir/log" 2>&1 </dev/null &
 	export SBX_TEST_TOKEN_PID=$!
+	echo "$SBX_TEST_TOKEN_PID" >"$dir/token.pid"
 	for ((i = 0; i < 100; i++)); do
 		[ -s "$dir/token.port" ] && break
 		sleep 0.05

@@ -1,0 +1,272 @@
+#!/usr/bin/env bats
+# sbx-image pull, ls, inspect, rm, prune and sbx-create --image REF on the
+# local backend, against a real registry on loopback (Debian's
+# docker-registry, tests/lib/registry.bash): anonymous, Basic (htpasswd)
+# and Docker's token auth; images the tests push themselves, made of
+# directories (whiteouts, an opaque directory, owners, hard links).
+load lib/helper
+load lib/registry
+
+setup_file() {
+	sbx_setup_file
+	sbx_registry_start || return 1
+	local w=$BATS_FILE_TMPDIR/layers r
+	# A busybox root (the sandbox needs /bin/sh), and a layer over it.
+	r=$w/base
+	mkdir -p "$r"/usr/bin "$r"/etc "$r"/root "$r"/tmp "$r"/app/opq \
+	    "$r"/gone "$r"/bin2
+	ln -s usr/bin "$r/bin"
+	/bin/busybox --install -s "$r/usr/bin"
+	rm -f "$r/usr/bin/busybox"
+	cp /bin/busybox "$r/usr/bin/busybox"
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
+	echo keep >"$r/app/keep"
+	echo del >"$r/app/del"
+	echo old >"$r/app/opq/old"
+	echo g >"$r/gone/f"
+	echo tool >"$r/bin2/tool"
+	ln "$r/bin2/tool" "$r/bin2/tool2"
+	chmod 4750 "$r/bin2/tool"
+	chown 1234:5678 "$r/app/keep"
+	r=$w/top
+	mkdir -p "$r/app/opq"
+	touch "$r/app/.wh.del" "$r/.wh.gone" "$r/app/opq/.wh..wh..opq"
+	echo new >"$r/app/opq/new"
+	echo top >"$r/app/top"
+	IMG_V1=$(sbx_registry_push_image t/app v1 \
+	    '{"Env":["PATH=/usr/bin:/bin","FOO=from-image","BAR=image"]}' \
+	    "$w/base" "$w/top") || return 1
+	# The same layers under another tag, and a second platform.
+	IMG_ARM=$(SBX_TEST_PLATFORM=linux/arm64 sbx_registry_push_image \
+	    t/app arm '{}' "$w/base") || return 1
+	sbx_registry_push_index t/app multi "$IMG_V1=linux/amd64" \
+	    "$IMG_ARM=linux/arm64" >/dev/null || return 1
+	export IMG_V1 IMG_ARM
+}
+
+teardown_file() {
+	sbx_registry_stop
+	sbx_teardown_file
+}
+
+setup() {
+	sbx_setup
+	unset SBX_BACKEND
+	export SBX_IMAGE_DIR=$BATS_TEST_TMPDIR/store
+	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config HOME=$BATS_TEST_TMPDIR
+	R=$SBX_TEST_REGISTRY
+}
+
+@test "pull by tag: one line of what was stored, every blob checked and named by its digest" {
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_success
+	[ -z "$stderr" ]
+	jq_true ".image == \"$R/t/app:v1\" and .digest == \"$IMG_V1\" and
+	    (.layers | length) == 2 and .fetched == 3 and
+	    .platform == \"linux/amd64\"" <<<"$output"
+	# Every blob's name is the sha256 of what it holds.
+	n=0
+	for f in "$SBX_IMAGE_DIR"/blobs/sha256/*; do
+		[ "$(sha256sum <"$f" | cut -d' ' -f1)" = "${f##*/}" ]
+		n=$((n + 1))
+	done
+	[ "$n" -eq 4 ] # the manifest, the config, two layers (fetched: 3)
+	# Again: nothing fetched.
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_success
+	jq_true '.fetched == 0' <<<"$output"
+}
+
+@test "pull by digest; an index gives the host's platform, or --platform's" {
+	run --separate-stderr sbx-image pull "$R/t/app@$IMG_V1"
+	assert_success
+	jq_true ".digest == \"$IMG_V1\"" <<<"$output"
+	run --separate-stderr sbx-image pull "$R/t/app:multi"
+	assert_success
+	jq_true ".digest == \"$IMG_V1\" and .platform == \"linux/amd64\"" \
+	    <<<"$output"
+	run --separate-stderr sbx-image pull --platform linux/arm64 \
+	    "$R/t/app:multi"
+	assert_success
+	jq_true ".digest == \"$IMG_ARM\" and .platform == \"linux/arm64\"" \
+	    <<<"$output"
+	run --separate-stderr sbx-image pull --platform linux/s390x \
+	    "$R/t/app:multi"
+	assert_failure 3
+	assert_equal "$stderr" "sbx-image: image '$R/t/app:multi' has no linux/s390x variant"
+}
+
+@test "the layers applied: whiteouts, an opaque directory, owners, modes and hard links" {
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_success
+	root=$(jq_str .rootfs <<<"$output")
+	[ -d "$root/usr/bin" ]
+	[ -f "$root/app/keep" ]
+	[ ! -e "$root/app/del" ]     # .wh.del
+	[ ! -e "$root/gone" ]        # .wh.gone, a directory
+	[ -f "$root/app/opq/new" ]   # written by the opaque layer itself
+	[ ! -e "$root/app/opq/old" ] # hidden by .wh..wh..opq
+	[ ! -e "$root/app/.wh.del" ]
+	[ ! -e "$root/app/opq/.wh..wh..opq" ]
+	assert_equal "$(stat -c '%u:%g' "$root/app/keep")" 1234:5678
+	assert_equal "$(stat -c '%a %h' "$root/bin2/tool")" "4750 2"
+	assert_equal "$(stat -c %i "$root/bin2/tool")" \
+	    "$(stat -c %i "$root/bin2/tool2")"
+}
+
+@test "a sandbox of a pulled image: its files, its Env before --env, its name in sbx-ls; stopped and started again" {
+	sbx-image pull "$R/t/app:v1" >/dev/null
+	run --separate-stderr sbx-create -s s.json --image "$R/t/app:v1" \
+	    -e BAR=mine
+	assert_success
+	run --separate-stderr sbx-exec -s s.json -- sh -c \
+	    'cat /app/keep /app/top; echo "$FOO $BAR $PATH"; ls /app/opq'
+	assert_success
+	assert_output "keep
+top
+from-image mine /usr/bin:/bin
+new"
+	run --separate-stderr sbx-ls -j
+	jq_true "select(.image == \"$R/t/app:v1\")" <<<"$output"
+	sbx-pause -m stop -s s.json >/dev/null
+	sbx-pause --resume -s s.json >/dev/null
+	run --separate-stderr sbx-exec -s s.json -- sh -c 'echo "$FOO"'
+	assert_success
+	assert_output from-image
+	# What a sandbox writes stays in its own layer.
+	sbx-exec -s s.json -- sh -c 'echo x >/app/top'
+	root=$(sbx-image inspect "$R/t/app:v1" | jq_str .rootfs)
+	assert_equal "$(cat "$root/app/top")" top
+	sbx-kill -s s.json >/dev/null
+}
+
+@test "two sandboxes of one image share its tree; rm keeps it while one uses it" {
+	sbx-image pull "$R/t/app:v1" >/dev/null
+	sbx-create -s a.json --image "$R/t/app:v1" >/dev/null
+	sbx-create -s b.json --image "$R/t/app:v1" >/dev/null
+	[ "$(ls "$SBX_IMAGE_DIR/rootfs" | wc -l)" -eq 1 ]
+	run --separate-stderr sbx-image rm "$R/t/app:v1"
+	assert_success
+	jq_true '.removed and .in_use_by != null' <<<"$output"
+	# The name is gone; the files the sandboxes stand on are not.
+	run --separate-stderr sbx-image ls
+	assert_success
+	assert_output ''
+	[ "$(ls "$SBX_IMAGE_DIR/rootfs" | wc -l)" -eq 1 ]
+	run sbx-exec -s a.json -- cat /app/top
+	assert_success
+	assert_output top
+	sbx-kill -s a.json >/dev/null
+	sbx-kill -s b.json >/dev/null
+	# Nothing uses them now: prune frees them all.
+	run --separate-stderr sbx-image prune
+	assert_success
+	jq_true '.freed > 0' <<<"$output"
+	[ -z "$(ls "$SBX_IMAGE_DIR/rootfs")" ]
+	[ -z "$(ls "$SBX_IMAGE_DIR/blobs/sha256")" ]
+}
+
+@test "ls and inspect say what is stored; rm of one name keeps the blobs another uses" {
+	sbx-image pull "$R/t/app:v1" >/dev/null
+	sbx-image pull "$R/t/app@$IMG_V1" >/dev/null
+	run --separate-stderr sbx-image ls
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	jq_true -s "map(select(.image == \"$R/t/app:v1\")) | length == 1 and
+	    (.[0] | .layers == 2 and .size > 0 and (.pulled_at | test(\"Z$\")))" \
+	    <<<"$output"
+	run --separate-stderr sbx-image inspect "$R/t/app:v1"
+	assert_success
+	jq_true '.config.Env[1] == "FOO=from-image" and .os == "linux" and
+	    .architecture == "amd64" and (.layers | length) == 2' <<<"$output"
+	sbx-image rm "$R/t/app:v1" >/dev/null
+	[ "$(ls "$SBX_IMAGE_DIR/blobs/sha256" | wc -l)" -eq 4 ]
+	run --separate-stderr sbx-image rm "$R/t/app:v1"
+	assert_failure 3
+	assert_equal "$stderr" "sbx-image: no image '$R/t/app:v1' in the store (sbx-image pull $R/t/app:v1)"
+}
+
+@test "a corrupt blob is refused and nothing is named; the next pull is whole" {
+	# Corrupt a layer in the registry's own storage (it serves it as is).
+	dir=$SBX_TEST_REGISTRY_DIR/storage/docker/registry/v2/blobs/sha256
+	top=$(sbx-image pull "$R/t/app:v1" | jq -r '.layers[1]')
+	rm -rf "$SBX_IMAGE_DIR"
+	f=$dir/${top:7:2}/${top#sha256:}/data
+	cp "$f" "$BATS_TEST_TMPDIR/good"
+	printf X | dd of="$f" bs=1 seek=30 conv=notrunc 2>/dev/null
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	cp "$BATS_TEST_TMPDIR/good" "$f"
+	assert_failure 6
+	[[ $stderr == "sbx-image: blob $top of 't/app' is corrupt: what came has digest sha256:"* ]]
+	[ ! -e "$SBX_IMAGE_DIR/blobs/sha256/${top#sha256:}" ]
+	[ -z "$(ls -A "$SBX_IMAGE_DIR/rootfs" 2>/dev/null)" ]
+	run --separate-stderr sbx-image ls
+	assert_output ''
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_success
+}
+
+@test "bad input: a bad reference, a missing tag, an unknown image for sbx-create" {
+	run --separate-stderr sbx-image pull 'Not A Ref'
+	assert_failure 2
+	assert_equal "$stderr" "sbx-image: invalid image reference 'Not A Ref'"
+	run --separate-stderr sbx-image pull "$R/t/app:nope"
+	assert_failure 3
+	assert_equal "$stderr" "sbx-image: no image '$R/t/app' tagged 'nope' in the registry"
+	run --separate-stderr sbx-create -s s.json --image "$R/t/app:nope"
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: image '$R/t/app:nope' is neither a directory nor an image of the store
+hint: sbx-image pull $R/t/app:nope"
+	[ ! -e s.json ]
+	run --separate-stderr sbx-image pull --platform amd64 "$R/t/app:multi"
+	assert_failure 2
+}
+
+@test "a registry that wants a password: none is exit 5; the credentials file's is used, never shown" {
+	local conf="auth:
+  htpasswd:
+    realm: sbx-test
+    path: $SBX_TEST_REGISTRY_DIR/htpasswd"
+	python3 -c 'import crypt, sys
+print("u:" + crypt.crypt("s3cret-pw", crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
+	    >"$SBX_TEST_REGISTRY_DIR/htpasswd" 2>/dev/null
+	sbx_registry_restart "$conf"
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_failure 5
+	assert_equal "$stderr" "sbx-image: registry '$R' wants credentials (a 0600 file credentials/registry-$R holding user:password, or docker login)"
+	mkdir -p "$XDG_CONFIG_HOME/sbx/credentials"
+	(umask 077 && echo u:wrong >"$XDG_CONFIG_HOME/sbx/credentials/registry-$R")
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_failure 5
+	(umask 077 && echo u:s3cret-pw >"$XDG_CONFIG_HOME/sbx/credentials/registry-$R")
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_success
+	# Docker's config.json works too.
+	rm "$XDG_CONFIG_HOME/sbx/credentials/registry-$R"
+	rm -rf "$SBX_IMAGE_DIR"
+	mkdir -p "$HOME/.docker"
+	jq -n --arg r "$R" --arg a "$(printf u:s3cret-pw | base64)" \
+	    '{auths: {($r): {auth: $a}}}' >"$HOME/.docker/config.json"
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_success
+	! grep -rq s3cret-pw "$SBX_IMAGE_DIR"
+	sbx_registry_restart ''
+}
+
+@test "Docker's token auth: a Bearer token from the registry's realm, with the user's credentials when it asks" {
+	sbx_registry_token u tok-pw
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_failure 5
+	assert_equal "$stderr" "sbx-image: registry '$R' refused an anonymous token: HTTP 401"
+	mkdir -p "$XDG_CONFIG_HOME/sbx/credentials"
+	(umask 077 && echo u:tok-pw >"$XDG_CONFIG_HOME/sbx/credentials/registry-$R")
+	run --separate-stderr sbx-image pull "$R/t/app:v1"
+	assert_success
+	jq_true '.fetched == 3' <<<"$output"
+	# The token server was asked for this repository's pull scope, with
+	# the credentials.
+	run jq -s -c 'map(select(.granted)) | .[0] | [.basic, .scope[0], .service]' \
+	    "$SBX_TEST_REGISTRY_DIR/token.log"
+	assert_output '[true,"repository:t/app:pull","sbx-test-registry"]'
+	sbx_registry_restart ''
+}
