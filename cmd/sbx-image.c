@@ -48,11 +48,28 @@ valid_name(const char *s)
 	if (slash && (memchr(s, '.', (size_t)(slash - s)) ||
 	    memchr(s, ':', (size_t)(slash - s)) ||
 	    (slash - s == 9 && !strncmp(s, "localhost", 9)))) {
-		for (c = s; c < slash; c++)
-			if (!isalnum((unsigned char)*c) && !strchr(".-:", *c))
-				return 0;
-		if (s[0] == '.' || s[0] == '-' || s[0] == ':')
+		/* host: labels of letters, digits and inner dashes joined
+		 * by dots, then :port. */
+		for (c = s; c < slash && *c != ':'; c++) {
+			if (isalnum((unsigned char)*c))
+				continue;
+			if (*c == '-' && c > s && c[-1] != '.' && c + 1 < slash &&
+			    c[1] != '.' && c[1] != ':')
+				continue;
+			if (*c == '.' && c > s && c[-1] != '.' && c + 1 < slash &&
+			    c[1] != ':')
+				continue;
 			return 0;
+		}
+		if (c == s)
+			return 0;
+		if (c < slash && *c++ == ':') {
+			if (c == slash)
+				return 0;
+			for (; c < slash; c++)
+				if (!isdigit((unsigned char)*c))
+					return 0;
+		}
 		p = slash + 1;
 	}
 	/* Path components: alnum runs joined by separators. */

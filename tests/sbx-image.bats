@@ -212,7 +212,8 @@ same_as_python() {
 @test "a bad -t name, a bad --build-arg, extra operands: exit 2, nothing sent" {
 	# No engine answers here: a request would fail with exit 1.
 	export DOCKER_HOST=unix://$BATS_TEST_TMPDIR/none.sock
-	for t in App 'app:1' 'a..b' '-a' 'a/' 'a@sha256'; do
+	for t in App 'app:1' 'a..b' '-a' 'a/' 'a@sha256' 'a___b' 'a-' \
+	    'h..x/a' 'h:/a' 'h:5x/a' '-h.x/a' 'h-.x/a' 'localhost:5000/A'; do
 		run --separate-stderr sbx-image build -b docker -t "$t" ctx
 		assert_failure 2
 		[ -z "$output" ]
@@ -234,6 +235,15 @@ same_as_python() {
 	run --separate-stderr sbx-image hash --check ctx
 	assert_failure 2
 	[[ $stderr == "sbx-image: --check is for sbx-image build"* ]]
+}
+
+@test "names Docker takes: a path, a registry host and port, separators" {
+	for t in app my/agent a.b_c__d---e localhost/x localhost:5000/a/b \
+	    reg.example-1.org/team/app 127.0.0.1:5000/x; do
+		run --separate-stderr sbx-image hash -t "$t" ctx
+		assert_success
+		jq_true --arg t "$t" '.image | startswith($t + "-")' <<<"$output"
+	done
 }
 
 @test "build on a backend other than docker is exit 2, saying docker is the one so far" {

@@ -83,6 +83,37 @@ cat_in() {
 	jq_true '.present == true' <<<"$output"
 }
 
+@test "a name with a path and a registry host: built, found again, and --check finds it" {
+	NAME=localhost:5000/sbxt/ns$BATS_TEST_NUMBER
+	run --separate-stderr sbx-image build -b docker -q -t "$NAME" ctx
+	assert_success
+	[ -z "$stderr" ]
+	img=$(jq_str .image <<<"$output")
+	[[ $img == "$NAME-"???????? ]]
+	run --separate-stderr sbx-image build -b docker -t "$NAME" ctx
+	assert_success
+	jq_true '.built == false' <<<"$output"
+	run --separate-stderr sbx-image build -b docker -c -t "$NAME" ctx
+	assert_success
+	jq_true '.present == true' <<<"$output"
+	docker rmi -f "$img" >/dev/null
+}
+
+@test "a Dockerfile outside the context: the context's .dockerignore kept, the Dockerfile's name added, as docker build does" {
+	mv ctx/Dockerfile elsewhere.Dockerfile
+	echo 'src/skip.txt' >ctx/.dockerignore
+	echo s >ctx/src/skip.txt
+	run --separate-stderr sbx-image build -b docker -t "$NAME" \
+	    -f elsewhere.Dockerfile ctx
+	assert_success
+	img=$(jq_str .image <<<"$output")
+	run --separate-stderr docker run --rm --network none "$img" \
+	    sh -c 'ls -a /app /app/src; cat /app/.dockerignore'
+	assert_success
+	h=$(sbx-image hash -f elsewhere.Dockerfile ctx | jq_str .hash)
+	assert_output $'/app:\n.\n..\n.dockerignore\nsrc\n\n/app/src:\n.\n..\na.txt\nsrc/skip.txt\n\n'".dockerfile.sbx-$h"
+}
+
 @test ".dockerignore is honoured in what is sent, the Dockerfile is sent even when ignored" {
 	mkdir ctx/secret ctx/.git
 	echo s >ctx/secret/key
