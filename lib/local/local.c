@@ -347,16 +347,17 @@ idmapped_image(const char *image, pid_t pid, struct sbx_err *err)
 	return fd;
 }
 
-/* --image names a directory (a path, or a name that is there) rather
- * than an image of the store. */
+/* --image names a directory rather than an image of the store: as the
+ * docker backend reads it (it starts with '/' or '.', or ends with '/';
+ * an image reference never does), or a name that is there. */
 static int
 path_image(const char *image)
 {
 	struct stat st;
+	size_t n = strlen(image);
 
-	return image[0] == '/' || !strncmp(image, "./", 2) ||
-	    !strncmp(image, "../", 3) || !strcmp(image, ".") ||
-	    !strcmp(image, "..") || lstat(image, &st) == 0;
+	return image[0] == '/' || image[0] == '.' || (n && image[n - 1] ==
+	    '/') || lstat(image, &st) == 0;
 }
 
 static int
