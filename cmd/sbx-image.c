@@ -13,10 +13,12 @@ static const char usage[] =
     "[-a key=value]...\n"
     "                       [context]\n"
     "       sbx-image hash [-qv] [-t name] [-f dockerfile] [context]\n"
-    "       sbx-image pull [-qv] [-p os/arch] [--insecure-registry host]... "
-    "ref...\n"
-    "       sbx-image ls|prune [-qv]\n"
-    "       sbx-image inspect|rm [-qv] ref...\n";
+    "       sbx-image pull [-qv] [-p os/arch] [--insecure-registry host] "
+    "ref ...\n"
+    "       sbx-image ls | prune [-qv]\n"
+    "       sbx-image inspect | rm [-qv] ref ...\n";
+
+enum { OPT_INSECURE = 256 };
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
@@ -24,7 +26,7 @@ static const struct option longopts[] = {
 	{"check", no_argument, NULL, 'c'},
 	{"file", required_argument, NULL, 'f'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
-	{"insecure-registry", required_argument, NULL, 'I'},
+	{"insecure-registry", required_argument, NULL, OPT_INSECURE},
 	{"platform", required_argument, NULL, 'p'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"tag", required_argument, NULL, 't'},
@@ -217,10 +219,8 @@ static const struct sbx_help_opt helpopts[] = {
 	{"build-arg", NULL, "with build: a build argument (key: from env)"},
 	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
 	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},
-	{"insecure-registry", NULL, "with pull: a registry spoken to over plain "
-	    "HTTP (loopback ones are)"},
-	{"platform", NULL, "with pull: the variant of a multi-platform image "
-	    "(linux/amd64)"},
+	{"insecure-registry", NULL, "with pull: plain HTTP to this registry"},
+	{"platform", NULL, "with pull: which of a multi-platform image"},
 	{"tag", NULL, "the image's name; the hash is added: name-HASH"},
 	{NULL, NULL, NULL},
 };
@@ -258,10 +258,10 @@ main(int argc, char **argv)
 		argc--;
 	}
 	sbx_opt_init(&help, argv);
-	while ((c = getopt_long(argc, argv, "a:b:cf:hI:p:t:qvV", longopts,
+	while ((c = getopt_long(argc, argv, "a:b:cf:hp:t:qvV", longopts,
 	    NULL)) != -1) {
 		switch (c) {
-		case 'I':
+		case OPT_INSECURE:
 			insecure = sbx_xrealloc(insecure, (size_t)(ninsecure +
 			    2) * sizeof *insecure);
 			insecure[ninsecure++] = optarg;

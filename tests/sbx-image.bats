@@ -258,8 +258,8 @@ same_as_python() {
 @test "no command, or an unknown one, is a usage error" {
 	run --separate-stderr sbx-image
 	assert_failure 2
-	[[ $stderr == "sbx-image: a command is required (build or hash)"* ]]
-	run --separate-stderr sbx-image pull x
+	[[ $stderr == "sbx-image: a command is required (build, hash, pull, ls, inspect, rm or prune)"* ]]
+	run --separate-stderr sbx-image frobnicate x
 	assert_failure 2
-	[[ $stderr == "sbx-image: unknown command 'pull'"* ]]
+	[[ $stderr == "sbx-image: unknown command 'frobnicate'"* ]]
 }
