@@ -125,7 +125,7 @@ sbx_image_pull(const char *refstr, const struct sbx_registry_opts *o,
 	struct sbx_registry *g = NULL;
 	struct sbx_buf body = SBX_BUF_INIT;
 	struct sbx_image_store s = {.lock = -1};
-	json_t *m = NULL, *layers, *l, *rec, *ldig = json_array();
+	json_t *m = NULL, *layers, *l, *rec, *ldig;
 	char *type = NULL, *digest = NULL, *name = NULL, *rootfs = NULL;
 	const char *platform = o && o->platform ? o->platform : "linux/amd64";
 	const char *cfg, *pick, *lt;
@@ -136,6 +136,7 @@ sbx_image_pull(const char *refstr, const struct sbx_registry_opts *o,
 	*out = NULL;
 	if (sbx_imgref_parse(refstr, &r, err) < 0)
 		return -1;
+	ldig = json_array();
 	name = sbx_imgref_name(&r);
 	if (!(g = sbx_registry_open(&r, o, err)) ||
 	    sbx_registry_manifest(g, r.digest ? r.digest : r.tag, &body,
