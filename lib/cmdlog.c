@@ -20,17 +20,7 @@
 static char *
 log_root(void)
 {
-	const char *x, *home;
-
-	if ((x = sbx_config_get("log.dir", NULL)) && *x)
-		return sbx_xstrdup(x);
-	if (geteuid() == 0)
-		return sbx_xstrdup("/var/lib/sbx/log");
-	if ((x = getenv("XDG_STATE_HOME")) && *x == '/')
-		return sbx_xasprintf("%s/sbx/log", x);
-	if ((home = getenv("HOME")) && *home)
-		return sbx_xasprintf("%s/.local/state/sbx/log", home);
-	return sbx_xasprintf("/tmp/sbx-%u/log", (unsigned)geteuid());
+	return sbx_config_dir("log.dir", "log", 1);
 }
 
 /* A backend's name or a sandbox's id as one file name. */

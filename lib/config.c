@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sbx.h"
 
@@ -134,4 +135,22 @@ sbx_cred_get(const char *env, const char *name, char **where)
 	else
 		free(path);
 	return val;
+}
+
+char *
+sbx_config_dir(const char *key, const char *sub, int state)
+{
+	const char *x, *home, *xdg = state ? "XDG_STATE_HOME" :
+	    "XDG_DATA_HOME";
+
+	if ((x = sbx_config_get(key, NULL)) && *x)
+		return sbx_xstrdup(x);
+	if (geteuid() == 0)
+		return sbx_xasprintf("/var/lib/sbx/%s", sub);
+	if ((x = getenv(xdg)) && *x == '/')
+		return sbx_xasprintf("%s/sbx/%s", x, sub);
+	if ((home = getenv("HOME")) && *home)
+		return sbx_xasprintf("%s/.local/%s/sbx/%s", home, state ?
+		    "state" : "share", sub);
+	return sbx_xasprintf("/tmp/sbx-%u/%s", (unsigned)geteuid(), sub);
 }

@@ -184,6 +184,10 @@ const char *sbx_config_get(const char *key, const char *def);
 /* The environment variable of a key ("local.dir": SBX_LOCAL_DIR);
  * -1 when it does not fit in n. */
 int sbx_config_env(const char *key, char *env, size_t n);
+/* A directory of sbx's own (malloc'd): config key's value when set, else
+ * /var/lib/sbx/SUB for root, else $XDG_DATA_HOME/sbx/SUB (state:
+ * $XDG_STATE_HOME), else ~/.local/share (~/.local/state)/sbx/SUB. */
+char *sbx_config_dir(const char *key, const char *sub, int state);
 /* The credentials directory (DESIGN.md 8), allocated:
  * $XDG_CONFIG_HOME/sbx/credentials, else ~/.config/sbx/credentials;
  * NULL when neither variable is set. */

@@ -22,17 +22,7 @@
 char *
 sbx_image_root(void)
 {
-	const char *x, *home;
-
-	if ((x = sbx_config_get("image.dir", NULL)) && *x)
-		return sbx_xstrdup(x);
-	if (geteuid() == 0)
-		return sbx_xstrdup("/var/lib/sbx/image");
-	if ((x = getenv("XDG_DATA_HOME")) && *x == '/')
-		return sbx_xasprintf("%s/sbx/image", x);
-	if ((home = getenv("HOME")) && *home)
-		return sbx_xasprintf("%s/.local/share/sbx/image", home);
-	return sbx_xasprintf("/tmp/sbx-%u/image", (unsigned)geteuid());
+	return sbx_config_dir("image.dir", "image", 0);
 }
 
 void

@@ -16,21 +16,9 @@ const char *
 sbx_local_root(void)
 {
 	static char *root;
-	const char *x, *home;
 
-	if (root)
-		return root;
-	if (geteuid() == 0)
-		root = sbx_xstrdup(sbx_config_get("local.dir",
-		    "/var/lib/sbx/local"));
-	else if ((x = sbx_config_get("local.dir", NULL)))
-		root = sbx_xstrdup(x);
-	else if ((x = getenv("XDG_DATA_HOME")) && *x == '/')
-		root = sbx_xasprintf("%s/sbx/local", x);
-	else if ((home = getenv("HOME")) && *home)
-		root = sbx_xasprintf("%s/.local/share/sbx/local", home);
-	else
-		root = sbx_xasprintf("/tmp/sbx-%u/local", (unsigned)geteuid());
+	if (!root)
+		root = sbx_config_dir("local.dir", "local", 0);
 	return root;
 }
 
