@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sbx.h"
+#include "image/image.h"
 #include "net/net.h"
 
 static const char usage[] =
@@ -348,6 +349,8 @@ main(int argc, char **argv)
 	int c, rc = SBX_EX_OK, reuse = 0;
 	const char *disk_arg = NULL;
 	unsigned given = 0; /* the limits a flag set */
+	int workdir_given = 0;
+	char *image_workdir = NULL;
 
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
@@ -456,6 +459,7 @@ main(int argc, char **argv)
 			break;
 		case 'w':
 			spec.workdir = optarg;
+			workdir_given = 1;
 			break;
 		default:
 			if (!sbx_opt_common(c, usage))
@@ -495,6 +499,12 @@ main(int argc, char **argv)
 	}
 	if (reuse && !state)
 		sbx_usage_error(usage, "--reuse needs a state file (not -s -)");
+	/* An image of the local store: its WorkingDir is the sandbox's, as
+	 * the state file will say, unless -w says otherwise. */
+	if (!workdir_given && !strcmp(be->name, "local"))
+		image_workdir = sbx_image_workdir(spec.image);
+	if (image_workdir)
+		spec.workdir = image_workdir;
 	if (state) {
 		newdir = new_sbx_dir(state);
 		if (sbx_state_dir_prepare(state, &err) < 0 ||
@@ -554,6 +564,7 @@ done:
 	egress_proxy_free(spec.egress_proxy);
 	json_decref(spec.ports);
 	free(newdir);
+	free(image_workdir);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);
 	free(env);

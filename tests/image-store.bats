@@ -140,6 +140,35 @@ new"
 	sbx-kill -s s.json >/dev/null
 }
 
+@test "the image's WorkingDir is the sandbox's and the state's (sbx-sync pushes there); -w wins" {
+	r=$BATS_TEST_TMPDIR/wd
+	mkdir -p "$r/srv/app"
+	echo here >"$r/srv/app/marker"
+	base=$(sbx-image pull "$R/t/app:v1" | jq_str .digest)
+	# The same layers and a WorkingDir, as another tag.
+	d=$(sbx_registry_push_image t/wd v1 \
+	    '{"Env":["PATH=/usr/bin:/bin"],"WorkingDir":"/srv/app"}' \
+	    "$(jq -r '.rootfs' <<<"$(sbx-image inspect "$R/t/app:v1")")" "$r")
+	[ -n "$d" ] && [ -n "$base" ]
+	sbx-image pull "$R/t/wd:v1" >/dev/null
+	sbx-create -s s.json --image "$R/t/wd:v1" >/dev/null
+	assert_equal "$(jq -r .workdir s.json)" /srv/app
+	run --separate-stderr sbx-exec -s s.json -- sh -c 'pwd; cat marker'
+	assert_success
+	assert_output "/srv/app
+here"
+	mkdir proj
+	echo pushed >proj/f
+	sbx-sync push -s s.json proj >/dev/null
+	run sbx-exec -s s.json -- cat /srv/app/f
+	assert_output pushed
+	sbx-kill -s s.json >/dev/null
+	sbx-create -s t.json --image "$R/t/wd:v1" -w /elsewhere >/dev/null
+	run --separate-stderr sbx-exec -s t.json -- pwd
+	assert_output /elsewhere
+	sbx-kill -s t.json >/dev/null
+}
+
 @test "two sandboxes of one image share its tree; rm keeps it while one uses it" {
 	sbx-image pull "$R/t/app:v1" >/dev/null
 	sbx-create -s a.json --image "$R/t/app:v1" >/dev/null

@@ -91,6 +91,12 @@ struct sbx_image_use {
  * (SBX_EX_USAGE naming it and saying to pull it). */
 int sbx_image_lookup(const char *ref, struct sbx_image_use *u,
     struct sbx_err *err);
+/* --image names a directory rather than an image of the store: it starts
+ * with '/' or '.', ends with '/' (as the docker backend reads it; an image
+ * reference never does), or names something that is there. */
+int sbx_image_is_path(const char *image);
+/* The WorkingDir of image (of the store), or NULL (malloc'd). */
+char *sbx_image_workdir(const char *image);
 /* The "config" of the config blob config_digest in the store. */
 int sbx_image_config_of(const char *config_digest, json_t **config);
 void sbx_image_use_release(struct sbx_image_use *u);

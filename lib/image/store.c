@@ -438,3 +438,30 @@ out:
 	sbx_image_store_close(&s);
 	return rc;
 }
+
+int
+sbx_image_is_path(const char *image)
+{
+	struct stat st;
+	size_t n = strlen(image);
+
+	return image[0] == '/' || image[0] == '.' || (n && image[n - 1] ==
+	    '/') || lstat(image, &st) == 0;
+}
+
+char *
+sbx_image_workdir(const char *image)
+{
+	struct sbx_image_use u;
+	struct sbx_err e = {0};
+	const char *wd;
+	char *out = NULL;
+
+	if (!image || !strcmp(image, "host") || sbx_image_is_path(image) ||
+	    sbx_image_lookup(image, &u, &e) < 0)
+		return NULL;
+	if ((wd = sbx_json_str(u.config, "WorkingDir")) && *wd)
+		out = sbx_xstrdup(wd);
+	sbx_image_use_release(&u);
+	return out;
+}

@@ -347,19 +347,6 @@ idmapped_image(const char *image, pid_t pid, struct sbx_err *err)
 	return fd;
 }
 
-/* --image names a directory rather than an image of the store: as the
- * docker backend reads it (it starts with '/' or '.', or ends with '/';
- * an image reference never does), or a name that is there. */
-static int
-path_image(const char *image)
-{
-	struct stat st;
-	size_t n = strlen(image);
-
-	return image[0] == '/' || image[0] == '.' || (n && image[n - 1] ==
-	    '/') || lstat(image, &st) == 0;
-}
-
 static int
 check_image(const char *image, char **real, struct sbx_err *err)
 {
@@ -585,7 +572,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	if (sbx_local_net_check(spec, err) < 0)
 		return -1;
 	/* A name of the image store (sbx-image pull), unless a path. */
-	if (!host && !path_image(spec->image)) {
+	if (!host && !sbx_image_is_path(spec->image)) {
 		if (sbx_image_lookup(spec->image, &iu, err) < 0) {
 			sbx_err_set(err, SBX_EX_USAGE, "image '%s' is neither a "
 			    "directory nor an image of the store", spec->image);
