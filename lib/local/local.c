@@ -519,7 +519,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	char id[SBX_ID_LEN + 1], *dir = NULL, *image = NULL, *p, msg[512];
 	char hostname[64], map[64], c = 'g';
 	int go[2] = {-1, -1}, ep[2] = {-1, -1}, cp[2] = {-1, -1};
-	int is[2] = {-1, -1}, img = -1, i, named = 0;
+	int is[2] = {-1, -1}, img = -1, i, named = 0, early = 0;
 	json_t *meta = NULL;
 	uint32_t slot = 0;
 	ssize_t n = 0;
@@ -747,8 +747,11 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		goto fail;
 	/* A sandbox whose root waits for its mounts starts now on what
 	 * needs none of them (its hostname, cgroup namespace, loopback),
-	 * while its disk is finished. */
-	if (is[0] >= 0 && write(go[1], &c, 1) != 1) {
+	 * while its disk is finished; not one whose root must wait for
+	 * sbx-netd's CA as well (below). */
+	early = is[0] >= 0 && !(netfd >= 0 &&
+	    json_array_size(spec->net_inject));
+	if (early && write(go[1], &c, 1) != 1) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
 		goto fail;
 	}
@@ -757,20 +760,6 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		    s.gid_base, err);
 		disksock = -1;
 		if (diskfd < 0)
-			goto fail;
-	}
-	/* sbx-netd sets the network up while the sandbox builds its root,
-	 * unless it must first put a new CA where the sandbox's mounts will
-	 * find it (header injection at create). No command runs before
-	 * both are done. */
-	if (pidw >= 0) {
-		sbx_local_net_pid(pidw, pid);
-		pidw = -1;
-	}
-	if (netfd >= 0 && json_array_size(spec->net_inject)) {
-		rc = sbx_local_net_ready(netfd, dir, &netd, err);
-		netfd = -1;
-		if (rc < 0)
 			goto fail;
 	}
 	if (is[0] >= 0) {
@@ -795,12 +784,26 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 			goto fail;
 		}
 	}
+	/* sbx-netd sets the network up while the sandbox builds its root,
+	 * unless it must first put a new CA where the sandbox's mounts will
+	 * find it (header injection at create). No command runs before
+	 * both are done. */
+	if (pidw >= 0) {
+		sbx_local_net_pid(pidw, pid);
+		pidw = -1;
+	}
+	if (netfd >= 0 && json_array_size(spec->net_inject)) {
+		rc = sbx_local_net_ready(netfd, dir, &netd, err);
+		netfd = -1;
+		if (rc < 0)
+			goto fail;
+	}
 	/* sbx-netd made it (header injection) and put it in the sandbox's
 	 * trust store; a stopped sandbox started again still has both. */
 	p = sbx_xasprintf("%s/ca.crt", dir);
 	i = spec->network == SBX_NET_ALLOW && access(p, F_OK) == 0;
 	free(p);
-	if ((is[0] < 0 && write(go[1], &c, 1) != 1) || send_config(cp[0],
+	if ((!early && write(go[1], &c, 1) != 1) || send_config(cp[0],
 	    spec, workdir, i) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
 		goto fail;
