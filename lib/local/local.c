@@ -260,21 +260,6 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	if (read(go_fd, &c, 1) != 1)
 		_exit(1);
 	close(go_fd);
-	if (img_sock >= 0) {
-		struct sbx_msg m;
-
-		/* type: 1 the image's mount, 2 the disk's, in that order. */
-		if (sbx_msg_recv(img_sock, &m) > 0 && m.nfds ==
-		    !!(m.type & 1) + !!(m.type & 2)) {
-			if (m.type & 1)
-				s->image_fd = m.fds[0];
-			if (m.type & 2)
-				s->disk_fd = m.fds[m.nfds - 1];
-			m.nfds = 0;
-		}
-		sbx_msg_release(&m);
-		close(img_sock);
-	}
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 		sbx_err_set(&err, SBX_EX_FAIL, "cannot become sandbox root:");
 		goto fail;
@@ -293,6 +278,23 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	if (lo_up() < 0) {
 		sbx_err_set(&err, SBX_EX_FAIL, "cannot bring up loopback:");
 		goto fail;
+	}
+	/* What the root is made of comes last: its mounts are the slow
+	 * part of the parent's work. */
+	if (img_sock >= 0) {
+		struct sbx_msg m;
+
+		/* type: 1 the image's mount, 2 the disk's, in that order. */
+		if (sbx_msg_recv(img_sock, &m) > 0 && m.nfds ==
+		    !!(m.type & 1) + !!(m.type & 2)) {
+			if (m.type & 1)
+				s->image_fd = m.fds[0];
+			if (m.type & 2)
+				s->disk_fd = m.fds[m.nfds - 1];
+			m.nfds = 0;
+		}
+		sbx_msg_release(&m);
+		close(img_sock);
 	}
 	if (sbx_local_mount_rootfs(s, &err) < 0)
 		goto fail;
@@ -527,10 +529,10 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	char id[SBX_ID_LEN + 1], *dir = NULL, *image = NULL, *p, msg[512];
 	char hostname[64], map[64], c = 'g';
 	int go[2] = {-1, -1}, ep[2] = {-1, -1}, cp[2] = {-1, -1};
-	int is[2] = {-1, -1}, img = -1, i, named = 0;
+	int is[2] = {-1, -1}, img = -1, i, named = 0, early = 0;
 	json_t *meta = NULL;
 	uint32_t slot = 0;
-	ssize_t n;
+	ssize_t n = 0;
 	pid_t pid = -1, netd = 0;
 	int netfd = -1; /* sbx-netd's readiness, until it is read */
 	uint64_t disk = spec->disk;
@@ -769,6 +771,16 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	rc = -1;
 	if (sbx_cg_attach(&cg, pid, err) < 0)
 		goto fail;
+	/* A sandbox whose root waits for its mounts starts now on what
+	 * needs none of them (its hostname, cgroup namespace, loopback),
+	 * while its disk is finished; not one whose root must wait for
+	 * sbx-netd's CA as well (below). */
+	early = is[0] >= 0 && !(netfd >= 0 &&
+	    json_array_size(spec->net_inject));
+	if (early && write(go[1], &c, 1) != 1) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
+		goto fail;
+	}
 	if (disksock >= 0) {
 		diskfd = sbx_local_disk_finish(disksock, diskpid, s.uid_base,
 		    s.gid_base, err);
@@ -785,9 +797,16 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 			mfds[nm++] = img;
 		if (diskfd >= 0)
 			mfds[nm++] = diskfd;
+		/* (A sandbox that failed on its way here said why.) */
 		if (sbx_msg_send(is[0], (!host ? 1u : 0u) | (diskfd >= 0 ?
-		    2u : 0u), NULL, 0, mfds, nm) < 0) {
+		    2u : 0u), NULL, 0, mfds, nm) < 0 && (n = read(ep[0], msg,
+		    sizeof msg - 1)) <= 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "cannot pass the image:");
+			goto fail;
+		}
+		if (n > 0) {
+			msg[n] = '\0';
+			sbx_err_set(err, SBX_EX_FAIL, "%s", msg);
 			goto fail;
 		}
 	}
@@ -810,8 +829,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	p = sbx_xasprintf("%s/ca.crt", dir);
 	i = spec->network == SBX_NET_ALLOW && access(p, F_OK) == 0;
 	free(p);
-	if (write(go[1], &c, 1) != 1 || send_config(cp[0], spec, workdir,
-	    i, json_object_get(iu.config, "Env")) < 0) {
+	if ((!early && write(go[1], &c, 1) != 1) || send_config(cp[0],
+	    spec, workdir, i, json_object_get(iu.config, "Env")) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
 		goto fail;
 	}
