@@ -1,12 +1,13 @@
-/* setup.c - the sandbox's netns set up from a child that joins it: lo
- * up with the sandbox's addresses and default routes, the nftables
- * ruleset that sends its TCP, DNS and other UDP to us, and the three
- * listeners, which come back to the parent (in the host's namespaces) over
- * a socketpair. The child then stays there, as the connector: the
- * published ports' connections into the sandbox are made by it and handed
- * over the same socketpair. A second child, the binder, makes the sockets
- * that answer the sandbox's UDP flows (udp.c), over a socketpair of its
- * own, so that a slow connect of the connector never holds them up. */
+/* setup.c - the sandbox's netns set up from a child that joins it
+ * (forked before the sandbox exists, it is sent the namespaces): lo up
+ * with the sandbox's addresses and default routes, the nftables ruleset
+ * that hands its TCP, DNS and other UDP to us, and the listeners, which
+ * come back to the parent (in the host's namespaces) over a socketpair.
+ * The child then stays there, as the connector: the published ports'
+ * connections into the sandbox are made by it and handed over the same
+ * socketpair. A second child, the binder, makes the sockets that answer
+ * the sandbox's UDP flows (udp.c), over a socketpair of its own, so that
+ * a slow connect of the connector never holds them up. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
