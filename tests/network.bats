@@ -301,6 +301,72 @@ c.sendall(b\"hello from inside\n\")
 	assert_output "hello from inside"
 }
 
+# A DNS query for a.test to each address given, over a connected UDP
+# socket: "answer from ADDR PORT IP" (or "error NAME"); then "53 free"
+# when no UDP socket of the netns has port 53 (a server of the sandbox's
+# own could bind it).
+DNSQ='import socket, struct, sys
+for a in sys.argv[1:]:
+    fam = socket.AF_INET6 if ":" in a else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.settimeout(5)
+    try:
+        s.connect((a, 53))
+        s.send(struct.pack(">6H", 0x5b8, 0x100, 1, 0, 0, 0) +
+            b"\x01a\x04test\x00" + struct.pack(">2H", 1, 1))
+        d, src = s.recvfrom(512)
+    except OSError as e:
+        print("error", type(e).__name__)
+        sys.exit(1)
+    print("answer from", src[0], src[1], socket.inet_ntoa(d[-4:]))
+held = [l for f in ("/proc/net/udp", "/proc/net/udp6")
+    for l in open(f).readlines()[1:] if l.split()[1].endswith(":0035")]
+print("53 free" if not held else "53 held: %s" % held)'
+
+@test "allow: DNS answers come from the address asked, port 53, and leave port 53 to the sandbox" {
+	local ns
+	new_sandbox -n allow
+	ns=$(sx awk '/^nameserver/ { print $2; exit }' /etc/resolv.conf)
+	[ -n "$ns" ]
+	run sx python3 -c "$DNSQ" "$ns" 127.0.0.1 2001:db8::53
+	assert_success
+	assert_line "answer from $ns 53 $NETWORLD_A"
+	assert_line "answer from 127.0.0.1 53 $NETWORLD_A"
+	assert_line "answer from 2001:db8::53 53 $NETWORLD_A"
+	assert_line "53 free"
+}
+
+# sbx-netd's TCP listener, the one socket that listens in a fresh
+# sandbox's netns: connected to straight, on each of the sandbox's own
+# addresses; "PORT closed" for each connection that ends with nothing.
+STRAIGHT='import socket
+ports = [int(l.split()[1].split(":")[1], 16)
+    for l in open("/proc/net/tcp6").readlines()[1:] if l.split()[3] == "0A"]
+assert len(ports) == 1, ports
+for a in ("127.0.0.1", "10.0.2.100", "::1"):
+    try:
+        d = socket.create_connection((a, ports[0]), timeout=5).recv(100)
+    except ConnectionResetError:
+        d = b""  # the reset may come before connect returns
+    print(ports[0], "closed" if not d else "got data")'
+
+@test "allow: a connection straight to sbx-netd's own port from inside is closed, unjudged, unlogged" {
+	local port
+	allow_sandbox --allow-out all
+	run sx python3 -c "$STRAIGHT"
+	assert_success
+	assert_equal "${#lines[@]}" 3
+	port=${lines[0]%% *}
+	assert_equal "$(grep -c "^$port closed\$" <<<"$output")" 3
+	# A connection after them, logged once it ends: theirs would be first.
+	run scurl http://a.test/
+	assert_success
+	wait_log 1 '.proto == "tcp" and .host == "a.test"'
+	run log_lines ".port == $port"
+	assert_success
+	assert_output ""
+}
+
 # --- allow: what stays unreachable ----------------------------------------------
 
 @test "allow: the host's loopback is unreachable (a server there answers the host)" {

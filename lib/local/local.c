@@ -741,6 +741,12 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 			close(is[0]);
 		sandbox_child(&s, go[0], ep[1], is[1]);
 	}
+	/* sbx-netd joins its namespaces now, beside the maps, the cgroup
+	 * and the disk (the sandbox waits on go until we are done). */
+	if (pidw >= 0) {
+		sbx_local_net_pid(pidw, pid);
+		pidw = -1;
+	}
 	close(go[0]);
 	close(ep[1]);
 	close(cp[1]);
@@ -814,10 +820,6 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	 * unless it must first put a new CA where the sandbox's mounts will
 	 * find it (header injection at create). No command runs before
 	 * both are done. */
-	if (pidw >= 0) {
-		sbx_local_net_pid(pidw, pid);
-		pidw = -1;
-	}
 	if (netfd >= 0 && json_array_size(spec->net_inject)) {
 		rc = sbx_local_net_ready(netfd, dir, &netd, err);
 		netfd = -1;

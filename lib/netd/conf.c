@@ -12,7 +12,7 @@
 #include "netd.h"
 
 struct netd netd = {.mu = PTHREAD_MUTEX_INITIALIZER, .pidfd = -1,
-    .tcp = -1, .udp = -1, .inside = -1};
+    .tcp = -1, .udp = -1, .raw4 = -1, .raw6 = -1, .inside = -1};
 
 static void
 zfree(char *s)

@@ -22,7 +22,7 @@ struct query {
 	int resolver;           /* index in cf->dns */
 	struct sockaddr_in6 client;
 	socklen_t clen;
-	struct in6_addr to;     /* where the query landed, after the NAT */
+	struct in6_addr to;     /* the resolver the sandbox asked */
 	unsigned char *q;
 	size_t qlen;
 	long long end, try_end;
@@ -156,30 +156,88 @@ query_new(const unsigned char *p, size_t n, const struct sockaddr_in6 *from,
 		query_next(q, strerror(errno));
 }
 
-/* Send the answer from the address the query was redirected to: the
- * NAT turns that back into the resolver the sandbox asked, and a client
- * whose socket is connected to it (glibc's) takes nothing else. A v4
- * query's is v4-mapped, which the kernel takes for IPv4 too. */
-static void
+/* The Internet checksum (RFC 1071) of n bytes, added to sum. */
+static uint64_t
+csum_add(uint64_t sum, const unsigned char *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i += 2)
+		sum += (uint64_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		sum += (uint64_t)p[n - 1] << 8;
+	return sum;
+}
+
+static uint16_t
+csum_fold(uint64_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* Send the answer from the resolver the sandbox asked, port 53: a client
+ * whose socket is connected to it (glibc's) takes nothing else. A whole
+ * packet through a raw socket of the sandbox's netns: a socket bound to
+ * port 53 could take it from the sandbox's own servers. NULL, or why
+ * not. */
+static const char *
 reply(const struct query *q, const void *buf, size_t n)
 {
-	union {
-		char b[CMSG_SPACE(sizeof(struct in6_pktinfo))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {(void *)buf, n};
-	struct msghdr mh = {.msg_name = (void *)&q->client,
-	    .msg_namelen = q->clen, .msg_iov = &iov, .msg_iovlen = 1,
-	    .msg_control = u.b, .msg_controllen = sizeof u.b};
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	struct in6_pktinfo pi = {.ipi6_addr = q->to};
+	const struct in6_addr *to = &q->to, *cl = &q->client.sin6_addr;
+	int v4 = IN6_IS_ADDR_V4MAPPED(to), fd = v4 ? netd.raw4 : netd.raw6;
+	size_t alen = v4 ? 4 : 16, hl = v4 ? 20 : 40, ulen = 8 + n;
+	const unsigned char *src = v4 ? &to->s6_addr[12] : to->s6_addr;
+	const unsigned char *dst = v4 ? &cl->s6_addr[12] : cl->s6_addr;
+	struct sockaddr_in d4 = {.sin_family = AF_INET};
+	struct sockaddr_in6 d6 = {.sin6_family = AF_INET6};
+	unsigned char *pkt, *u;
+	uint64_t sum;
+	uint16_t c;
+	ssize_t w;
 
-	memset(&u, 0, sizeof u);
-	c->cmsg_level = IPPROTO_IPV6;
-	c->cmsg_type = IPV6_PKTINFO;
-	c->cmsg_len = CMSG_LEN(sizeof pi);
-	memcpy(CMSG_DATA(c), &pi, sizeof pi);
-	sendmsg(netd.udp, &mh, MSG_DONTWAIT);
+	if (fd < 0 || v4 != IN6_IS_ADDR_V4MAPPED(cl))
+		return "no way back to the sandbox for the answer";
+	if (ulen + hl > 65535)
+		return "answer too long";
+	pkt = sbx_xcalloc(1, hl + ulen);
+	u = pkt + hl;
+	u[1] = 53;
+	memcpy(&u[2], &q->client.sin6_port, 2);
+	u[4] = (unsigned char)(ulen >> 8);
+	u[5] = (unsigned char)ulen;
+	memcpy(&u[8], buf, n);
+	/* The pseudo-header: both addresses, the protocol, the length. */
+	sum = csum_add(csum_add(IPPROTO_UDP + ulen, src, alen), dst, alen);
+	c = csum_fold(csum_add(sum, u, ulen));
+	c = c ? c : 0xffff;
+	u[6] = (unsigned char)(c >> 8);
+	u[7] = (unsigned char)c;
+	if (v4) {
+		/* The kernel fills in the length, the id, the checksum. */
+		pkt[0] = 0x45;
+		pkt[8] = 64;
+		pkt[9] = IPPROTO_UDP;
+		memcpy(&pkt[12], src, 4);
+		memcpy(&pkt[16], dst, 4);
+		memcpy(&d4.sin_addr, dst, 4);
+		w = sendto(fd, pkt, hl + ulen, MSG_DONTWAIT,
+		    (struct sockaddr *)&d4, sizeof d4);
+	} else {
+		pkt[0] = 0x60;
+		pkt[4] = (unsigned char)(ulen >> 8);
+		pkt[5] = (unsigned char)ulen;
+		pkt[6] = IPPROTO_UDP;
+		pkt[7] = 64;
+		memcpy(&pkt[8], src, 16);
+		memcpy(&pkt[24], dst, 16);
+		memcpy(&d6.sin6_addr, dst, 16);
+		w = sendto(fd, pkt, hl + ulen, MSG_DONTWAIT,
+		    (struct sockaddr *)&d6, sizeof d6);
+	}
+	free(pkt);
+	return w < 0 ? strerror(errno) : NULL;
 }
 
 /* One query from the sandbox, with where it landed; -1 when none waits. */
@@ -224,8 +282,7 @@ query_answer(struct query *q, unsigned char *buf)
 	if (n < 12 || buf[0] != q->q[0] || buf[1] != q->q[1] ||
 	    !(buf[2] & 0x80))
 		return;
-	reply(q, buf, (size_t)n);
-	query_done(q, NULL, (size_t)n);
+	query_done(q, reply(q, buf, (size_t)n), (size_t)n);
 }
 
 static void *

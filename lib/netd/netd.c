@@ -84,7 +84,7 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	struct netd_conf *c;
 	struct rlimit rl;
 	int userfd = -1, netfd = -1, rc = -1;
-	int fds[4] = {-1, -1, -1, -1};
+	int fds[6] = {-1, -1, -1, -1, -1, -1};
 
 	/* Before any thread: they all inherit the mask, and the signals wait
 	 * for sbx_netd_run's signalfd. */
@@ -113,6 +113,11 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	    netd_inject_init(err) < 0))
 		return -1;
 	netd.injecting = c->ninject > 0;
+	/* While sbx-create makes the sandbox: the fork of the child that
+	 * will join its netns (first: it inherits no more than it needs),
+	 * the control socket. */
+	if (netd_setup_fork(err) < 0 || netd_ctl_bind(err) < 0)
+		return -1;
 	if (!pid && pid_wait(&pid, err) < 0)
 		return -1;
 	netd.pid = pid;
@@ -144,6 +149,8 @@ sbx_netd_start(const char *dir, pid_t pid, struct sbx_err *err)
 	netd.udp = fds[1];
 	netd.udpx = fds[2];
 	netd.binder = fds[3];
+	netd.raw4 = fds[4];
+	netd.raw6 = fds[5];
 	if (netd_ports_start(err) < 0)
 		goto out;
 	rc = 0;

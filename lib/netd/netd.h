@@ -15,10 +15,15 @@
 #define NETD_MAX_CONNS 1024
 #define NETD_MAX_PORTS 64
 #define NETD_MAX_UDP 256        /* UDP flows at once */
-/* The mark of the sandbox's UDP other than DNS, and the routing table
- * its rule sends it to (setup.c). */
-#define NETD_UDP_MARK 0x5b8
-#define NETD_UDP_TABLE 0x5b8
+/* The sandbox's own addresses: what its programs see as theirs, and the
+ * sources of the default routes that make every address reachable. */
+#define NETD_SANDBOX_V4 "10.0.2.100"
+#define NETD_SANDBOX_V6 "fd00::100"
+/* The mark of what leaves the sandbox for us (its TCP and UDP to
+ * addresses not its own, its DNS), and the routing table its rule sends
+ * it to (setup.c). */
+#define NETD_MARK 0x5b8
+#define NETD_TABLE 0x5b8
 
 /* One header injection (DIR/net.secret.json): host a domain or
  * "*.domain"; value, or template with ${e2b.secrets.NAME} in it. */
@@ -53,8 +58,9 @@ struct netd {
 	pid_t pid;
 	int pidfd;                 /* the sandbox's init */
 	/* The listeners, in the sandbox's netns: TCP, DNS, other UDP
-	 * (transparent); and the binder's socket (setup.c). */
-	int tcp, udp, udpx, binder;
+	 * (transparent); the binder's socket (setup.c); the raw sockets
+	 * of the DNS answers, IPv4 and IPv6 (-1: no IPv6). */
+	int tcp, udp, udpx, binder, raw4, raw6;
 	int egress;                /* as the first net.json said */
 	int inside;                /* the connector's socket (setup.c) */
 	int injecting;             /* the CA and the TLS client are ready */
@@ -85,11 +91,15 @@ const char *netd_socks_connect(const struct netd_conf *c,
     const struct sockaddr *dest, int *fd, long long deadline, char *why,
     size_t n);
 
-/* setup.c: from a child in the namespaces of pid (whose ns files are
- * userfd and netfd), set its netns up (with egress; without, nothing is
- * set up); the listeners come back in fds (tcp, udp, udpx, binder). The
- * child stays there as the connector, whose socket is *inside. */
-int netd_setup(int userfd, int netfd, int egress, int fds[4], int *inside,
+/* setup.c: fork the child that will set the sandbox's netns up, before
+ * the sandbox exists (before any thread: it joins a user namespace). */
+int netd_setup_fork(struct sbx_err *err);
+/* From that child (forked now if it was not), in the namespaces of pid
+ * (whose ns files are userfd and netfd), set its netns up (with egress;
+ * without, nothing is set up); the listeners come back in fds (tcp, udp,
+ * udpx, binder, raw4, raw6; fds[5] stays -1 without IPv6). The child
+ * stays there as the connector, whose socket is *inside. */
+int netd_setup(int userfd, int netfd, int egress, int fds[6], int *inside,
     struct sbx_err *err);
 /* A UDP socket of the sandbox's netns bound to self and connected to
  * peer (both of one family, AF_INET or AF_INET6), made by the binder; -1
@@ -101,8 +111,11 @@ int netd_udp_bind(const struct sockaddr_storage *self,
  * *why. Thread-safe. */
 int netd_inside_connect(unsigned port, const char **why);
 
-/* ports.c: the published ports, on the host's 127.0.0.1, and the
- * control socket DIR/netd.sock. Binds what net.json's "ports" says
+/* ports.c: bind the control socket DIR/netd.sock, early: it is served
+ * from netd_ports_start on. */
+int netd_ctl_bind(struct sbx_err *err);
+/* The published ports, on the host's 127.0.0.1, and the control socket
+ * (bound now if it was not). Binds what net.json's "ports" says
  * (SBX_EX_FAIL "port M is in use"), writes back the ports as bound. */
 int netd_ports_start(struct sbx_err *err);
 /* Read DIR/net.json again (SIGHUP, or the control socket's "reload");

@@ -302,8 +302,10 @@ ctl_main(void *arg)
 	return NULL;
 }
 
-static int
-ctl_open(struct sbx_err *err)
+static int ctl_fd = -1;
+
+int
+netd_ctl_bind(struct sbx_err *err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	mode_t old;
@@ -326,7 +328,8 @@ ctl_open(struct sbx_err *err)
 		close(fd);
 		return -1;
 	}
-	return fd;
+	ctl_fd = fd;
+	return 0;
 }
 
 int
@@ -337,7 +340,7 @@ netd_ports_start(struct sbx_err *err)
 	pthread_t th;
 	unsigned bound;
 	size_t i;
-	int fd, rc = -1;
+	int rc = -1;
 
 	detached();
 	if (!(root = sbx_json_load_object(path, err)))
@@ -356,16 +359,17 @@ netd_ports_start(struct sbx_err *err)
 		if (publish((unsigned)p, (unsigned)hp, &bound, err) < 0)
 			break;
 	}
-	if (i == json_array_size(a) && ports_save(err) == 0)
+	/* None: net.json says so already (no write on the create's path). */
+	if (i == json_array_size(a) && (i == 0 || ports_save(err) == 0))
 		rc = 0;
 	pthread_mutex_unlock(&pt.mu);
 	if (rc < 0)
 		goto out;
 	rc = -1;
-	if ((fd = ctl_open(err)) < 0)
+	if (ctl_fd < 0 && netd_ctl_bind(err) < 0)
 		goto out;
 	if ((errno = pthread_create(&th, detached(), ctl_main,
-	    (void *)(intptr_t)fd))) {
+	    (void *)(intptr_t)ctl_fd))) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread:");
 		goto out;
 	}

@@ -1,9 +1,10 @@
-/* proxy.c - the sandbox's TCP: each connection redirected to our listener
+/* proxy.c - the sandbox's TCP: each connection TPROXY hands our listener
  * is judged by its original destination (and the host its first bytes
  * name, when a rule names domains), then relayed to that destination from
  * the host's netns, or reset */
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -15,15 +16,6 @@
 #include <unistd.h>
 
 #include "netd.h"
-
-/* The NAT's getsockopt; the kernel headers that name it clash with
- * <netinet/in.h>. */
-#ifndef SO_ORIGINAL_DST
-#define SO_ORIGINAL_DST 80
-#endif
-#ifndef IP6T_SO_ORIGINAL_DST
-#define IP6T_SO_ORIGINAL_DST 80
-#endif
 
 #define LOG_SNIFF_MS 20     /* the name for the log, without rules */
 #define SNIFF_MS 2000       /* how long the first bytes may take */
@@ -108,23 +100,45 @@ netd_is_host(const struct sockaddr *dest)
 
 /* --- one connection --------------------------------------------------- */
 
-/* Where the sandbox meant to go: the NAT's record of the redirect. */
+/* Our listener's port (network order), set before the first accept. */
+static in_port_t tcp_port;
+
+/* Whether a is the sandbox's loopback or one of its own addresses. */
+static int
+own(const struct in6_addr *a)
+{
+	struct in6_addr v4, v6;
+
+	inet_pton(AF_INET6, "::ffff:" NETD_SANDBOX_V4, &v4);
+	inet_pton(AF_INET6, NETD_SANDBOX_V6, &v6);
+	return IN6_IS_ADDR_LOOPBACK(a) || (IN6_IS_ADDR_V4MAPPED(a) &&
+	    a->s6_addr[12] == 127) || IN6_ARE_ADDR_EQUAL(a, &v4) ||
+	    IN6_ARE_ADDR_EQUAL(a, &v6);
+}
+
+/* Where the sandbox meant to go: the connection's local address, which
+ * TPROXY left as the sandbox asked (v4-mapped for IPv4, made plain);
+ * -1 for one to an address of the sandbox's own, straight to our port
+ * (the ruleset hands us no other: those are the sandbox's). */
 static int
 original_dest(int fd, struct sockaddr_storage *ss)
 {
-	socklen_t len = sizeof(struct sockaddr_in);
-	struct sockaddr_in6 peer;
-	socklen_t plen = sizeof peer;
+	struct sockaddr_in6 self;
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	socklen_t len = sizeof self;
 
 	memset(ss, 0, sizeof *ss);
-	if (getpeername(fd, (struct sockaddr *)&peer, &plen) < 0)
+	if (getsockname(fd, (struct sockaddr *)&self, &len) < 0 ||
+	    self.sin6_family != AF_INET6)
 		return -1;
-	/* A v4 client on our dual-stack socket is a v4-mapped peer, and its
-	 * NAT record is IPv4's. */
-	if (IN6_IS_ADDR_V4MAPPED(&peer.sin6_addr))
-		return getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, ss, &len);
-	len = sizeof(struct sockaddr_in6);
-	return getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, ss, &len);
+	if (IN6_IS_ADDR_V4MAPPED(&self.sin6_addr)) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = self.sin6_port;
+		memcpy(&s4->sin_addr, &self.sin6_addr.s6_addr[12], 4);
+	} else {
+		memcpy(ss, &self, sizeof self);
+	}
+	return self.sin6_port == tcp_port && own(&self.sin6_addr) ? -1 : 0;
 }
 
 /* The host the first bytes name, waiting for them up to SNIFF_MS; "" when
@@ -541,8 +555,14 @@ accept_main(void *arg)
 int
 netd_proxy_start(struct sbx_err *err)
 {
+	struct sockaddr_in6 sa;
+	socklen_t len = sizeof sa;
 	pthread_t th;
 
+	if (getsockname(netd.tcp, (struct sockaddr *)&sa, &len) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot read the TCP "
+		    "socket's port:");
+	tcp_port = sa.sin6_port;
 	if ((errno = pthread_create(&th, NULL, accept_main, NULL)) != 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread:");
 	pthread_detach(th);

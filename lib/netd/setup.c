@@ -1,12 +1,13 @@
-/* setup.c - the sandbox's netns set up from a child that joins it: lo
- * up with the sandbox's addresses and default routes, the nftables
- * ruleset that sends its TCP, DNS and other UDP to us, and the three
- * listeners, which come back to the parent (in the host's namespaces) over
- * a socketpair. The child then stays there, as the connector: the
- * published ports' connections into the sandbox are made by it and handed
- * over the same socketpair. A second child, the binder, makes the sockets
- * that answer the sandbox's UDP flows (udp.c), over a socketpair of its
- * own, so that a slow connect of the connector never holds them up. */
+/* setup.c - the sandbox's netns set up from a child that joins it
+ * (forked before the sandbox exists, it is sent the namespaces): lo up
+ * with the sandbox's addresses and default routes, the nftables ruleset
+ * that hands its TCP, DNS and other UDP to us, and the listeners, which
+ * come back to the parent (in the host's namespaces) over a socketpair.
+ * The child then stays there, as the connector: the published ports'
+ * connections into the sandbox are made by it and handed over the same
+ * socketpair. A second child, the binder, makes the sockets that answer
+ * the sandbox's UDP flows (udp.c), over a socketpair of its own, so that
+ * a slow connect of the connector never holds them up. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,6 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/table.h>
 #include <linux/netfilter.h>
-#include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <sched.h>
@@ -41,12 +41,7 @@
 #include "../msg.h"
 #include "netd.h"
 
-/* The sandbox's own addresses: what its programs see as theirs, and the
- * sources of the default routes that make every address reachable. */
-#define SANDBOX_V4 "10.0.2.100"
-#define SANDBOX_V6 "fd00::100"
-
-enum { MSG_OK, MSG_ERR, MSG_CONNECT, MSG_BIND };
+enum { MSG_OK, MSG_ERR, MSG_CONNECT, MSG_BIND, MSG_NS };
 
 #define INSIDE_CONNECT_MS 3000
 
@@ -167,15 +162,14 @@ nl_route(int fd, int ifindex, int family, const char *src,
 	return 0;
 }
 
-/* The sandbox's UDP other than DNS, marked by the ruleset as it leaves,
- * is routed back in (a local route for every address, in a table of its
- * own) so that TPROXY in prerouting hands it to our UDP listener with
- * its destination intact. */
+/* What the ruleset marks as it leaves the sandbox is routed back in (a
+ * local route for every address, in a table of its own) so that TPROXY
+ * in prerouting hands it to our listeners with its destination intact. */
 static int
-nl_udp_route(int fd, int ifindex, int family, struct sbx_err *err)
+nl_mark_route(int fd, int ifindex, int family, struct sbx_err *err)
 {
-	uint32_t oif = (uint32_t)ifindex, mark = NETD_UDP_MARK,
-	    table = NETD_UDP_TABLE, prio = 100;
+	uint32_t oif = (uint32_t)ifindex, mark = NETD_MARK,
+	    table = NETD_TABLE, prio = 100;
 	struct nlreq q;
 
 	nl_init(&q, RTM_NEWRULE, NLM_F_CREATE | NLM_F_EXCL, sizeof q.u.f);
@@ -185,8 +179,8 @@ nl_udp_route(int fd, int ifindex, int family, struct sbx_err *err)
 	nl_attr(&q, FRA_FWMARK, &mark, sizeof mark);
 	nl_attr(&q, FRA_TABLE, &table, sizeof table);
 	if (nl_talk(fd, &q) < 0 && errno != EEXIST)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot add the UDP "
-		    "routing rule:");
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot add the "
+		    "routing rule of the mark:");
 	nl_init(&q, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE,
 	    sizeof q.u.r);
 	q.u.r.rtm_family = (unsigned char)family;
@@ -197,8 +191,8 @@ nl_udp_route(int fd, int ifindex, int family, struct sbx_err *err)
 	nl_attr(&q, RTA_TABLE, &table, sizeof table);
 	nl_attr(&q, RTA_OIF, &oif, sizeof oif);
 	if (nl_talk(fd, &q) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot add the UDP "
-		    "route:");
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot add the route "
+		    "of the mark:");
 	return 0;
 }
 
@@ -246,13 +240,13 @@ net_links(struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot bring lo up:");
 		goto out;
 	}
-	if (nl_addr(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0 ||
-	    nl_route(fd, ifindex, AF_INET, SANDBOX_V4, err) < 0 ||
-	    nl_udp_route(fd, ifindex, AF_INET, err) < 0)
+	if (nl_addr(fd, ifindex, AF_INET, NETD_SANDBOX_V4, err) < 0 ||
+	    nl_route(fd, ifindex, AF_INET, NETD_SANDBOX_V4, err) < 0 ||
+	    nl_mark_route(fd, ifindex, AF_INET, err) < 0)
 		goto out;
-	if (ipv6_on() && (nl_addr(fd, ifindex, AF_INET6, SANDBOX_V6,
-	    err) < 0 || nl_route(fd, ifindex, AF_INET6, SANDBOX_V6, err) < 0 ||
-	    nl_udp_route(fd, ifindex, AF_INET6, err) < 0))
+	if (ipv6_on() && (nl_addr(fd, ifindex, AF_INET6, NETD_SANDBOX_V6,
+	    err) < 0 || nl_route(fd, ifindex, AF_INET6, NETD_SANDBOX_V6, err) < 0 ||
+	    nl_mark_route(fd, ifindex, AF_INET6, err) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -261,38 +255,44 @@ out:
 	return rc;
 }
 
-/* The ruleset of i19.md: DNS to our UDP socket, TCP to anything not
- * local to our listener, all else that leaves the sandbox dropped (the
- * filter chain runs after NAT, so what was redirected is local by then).
- * In nft's words:
+/* The ruleset of i19.md: what leaves the sandbox for an address not its
+ * own, TCP and UDP, and all its DNS, is marked as it leaves (mark_out, a
+ * route chain: the mark reroutes it by nl_mark_route's rule to lo, as
+ * local) and, as it comes back in, handed to our transparent listeners
+ * (tproxy_in) with its destination untouched; all else that leaves is
+ * dropped (a tproxy goes on to the next rule, which could hand the packet
+ * to another listener: hence accept). In nft's words:
  *
  *	table inet sbx {
- *		chain nat_out {
- *			type nat hook output priority -100; policy accept;
- *			udp dport 53 redirect to :DNS
- *			fib daddr type local return
- *			meta l4proto tcp redirect to :TCP
- *		}
- *		chain udp_mark {
+ *		chain mark_out {
  *			type route hook output priority -150; policy accept;
- *			udp dport != 53 fib daddr type != local meta mark set MARK
+ *			udp dport 53 meta mark set MARK
+ *			fib daddr type local return
+ *			meta l4proto tcp meta mark set MARK
+ *			meta l4proto udp meta mark set MARK
  *		}
- *		chain udp_in {
+ *		chain tproxy_in {
  *			type filter hook prerouting priority -150; policy accept;
- *			meta mark MARK meta l4proto udp tproxy to :UDP
+ *			meta mark MARK udp dport 53 tproxy to :DNS accept
+ *			meta mark MARK meta l4proto udp tproxy to :UDP accept
+ *			meta mark MARK meta l4proto tcp tproxy to :TCP accept
  *		}
  *		chain filter_out {
  *			type filter hook output priority 0; policy drop;
  *			fib daddr type local accept
- *			meta mark MARK meta l4proto udp accept
+ *			meta mark MARK accept
  *		}
  *	}
  *
- * Other UDP that leaves is marked (udp_mark, a route chain: the mark
- * reroutes it by nl_udp_route's rule to lo, as local) and, as it comes
- * back in, handed to our transparent UDP listener (udp_in) with its
- * destination untouched: no NAT, so each flow can have its own
- * destination and the answers come from it (udp.c).
+ * TPROXY, not NAT: a NAT chain brings conntrack and the NAT engine into
+ * the netns, whose hooks (eight for inet) are registered at every
+ * sandbox's create and turn kernel static keys on, patching the kernel's
+ * text on every CPU: milliseconds, on the create's path. The proxy has a
+ * connection's destination as its local address, the DNS forwarder a
+ * query's as its packet info, and answers from there, port 53, through a
+ * raw socket of the netns (raw_listeners): a socket bound there could
+ * take port 53 from the sandbox's own servers, and a mangled source port
+ * is not for a netns not the host's (EPERM).
  *
  * built here with libnftnl as the expressions nft would make of it (nft
  * --debug=netlink lists them), in one netlink batch: libnftables' parser
@@ -496,16 +496,6 @@ imm_port(struct nftnl_rule *r, unsigned port)
 		nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, &p, 2);
 }
 
-/* redirect to :port */
-static void
-redirect(struct nftnl_rule *r, unsigned port)
-{
-	imm_port(r, port);
-	step(r, "redir", NFTNL_EXPR_REDIR_REG_PROTO_MIN, (uint32_t)NFT_REG_1,
-	    NFTNL_EXPR_REDIR_FLAGS, (uint32_t)NF_NAT_RANGE_PROTO_SPECIFIED,
-	    -1);
-}
-
 /* meta mark set MARK */
 static void
 set_mark(struct nftnl_rule *r, uint32_t mark)
@@ -557,52 +547,60 @@ static void
 ruleset(struct nft_batch *b, unsigned tcp_port, unsigned dns_port,
     unsigned udp_port)
 {
+	static const uint8_t l4[] = {IPPROTO_TCP, IPPROTO_UDP};
 	struct nftnl_rule *r;
+	size_t i;
 
 	nft_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE);
 	nft_table(b, NFT_MSG_DELTABLE, 0);
 	nft_table(b, NFT_MSG_NEWTABLE, NLM_F_CREATE);
-	nft_chain(b, "nat_out", "nat", NF_INET_LOCAL_OUT, -100, NF_ACCEPT);
-	nft_chain(b, "udp_mark", "route", NF_INET_LOCAL_OUT, -150, NF_ACCEPT);
-	nft_chain(b, "udp_in", "filter", NF_INET_PRE_ROUTING, -150, NF_ACCEPT);
+	nft_chain(b, "mark_out", "route", NF_INET_LOCAL_OUT, -150, NF_ACCEPT);
+	nft_chain(b, "tproxy_in", "filter", NF_INET_PRE_ROUTING, -150,
+	    NF_ACCEPT);
 	nft_chain(b, "filter_out", "filter", NF_INET_LOCAL_OUT, 0, NF_DROP);
 
-	/* nat_out: udp dport 53 redirect to :DNS */
-	r = rule_new("nat_out");
+	/* mark_out: udp dport 53 meta mark set MARK */
+	r = rule_new("mark_out");
 	is_l4proto(r, IPPROTO_UDP);
 	load_dport(r);
 	cmp_port(r, NFT_CMP_EQ, 53);
-	redirect(r, dns_port);
+	set_mark(r, NETD_MARK);
 	rule_add(b, r);
-	/* nat_out: fib daddr type local return */
-	r = rule_new("nat_out");
+	/* mark_out: fib daddr type local return */
+	r = rule_new("mark_out");
 	load_fib_daddr_type(r);
 	cmp_u32(r, NFT_CMP_EQ, RTN_LOCAL);
 	verdict(r, NFT_RETURN);
 	rule_add(b, r);
-	/* nat_out: meta l4proto tcp redirect to :TCP */
-	r = rule_new("nat_out");
-	is_l4proto(r, IPPROTO_TCP);
-	redirect(r, tcp_port);
-	rule_add(b, r);
+	/* mark_out: meta l4proto tcp (udp) meta mark set MARK */
+	for (i = 0; i < sizeof l4; i++) {
+		r = rule_new("mark_out");
+		is_l4proto(r, l4[i]);
+		set_mark(r, NETD_MARK);
+		rule_add(b, r);
+	}
 
-	/* udp_mark: udp dport != 53 fib daddr type != local meta mark set
-	 * MARK */
-	r = rule_new("udp_mark");
+	/* tproxy_in: meta mark MARK udp dport 53 tproxy to :DNS accept */
+	r = rule_new("tproxy_in");
+	load_meta(r, NFT_META_MARK);
+	cmp_u32(r, NFT_CMP_EQ, NETD_MARK);
 	is_l4proto(r, IPPROTO_UDP);
 	load_dport(r);
-	cmp_port(r, NFT_CMP_NEQ, 53);
-	load_fib_daddr_type(r);
-	cmp_u32(r, NFT_CMP_NEQ, RTN_LOCAL);
-	set_mark(r, NETD_UDP_MARK);
+	cmp_port(r, NFT_CMP_EQ, 53);
+	tproxy(r, dns_port);
+	verdict(r, NF_ACCEPT);
 	rule_add(b, r);
-	/* udp_in: meta mark MARK meta l4proto udp tproxy to :UDP */
-	r = rule_new("udp_in");
-	load_meta(r, NFT_META_MARK);
-	cmp_u32(r, NFT_CMP_EQ, NETD_UDP_MARK);
-	is_l4proto(r, IPPROTO_UDP);
-	tproxy(r, udp_port);
-	rule_add(b, r);
+	/* tproxy_in: meta mark MARK meta l4proto udp (tcp) tproxy to :UDP
+	 * (:TCP) accept */
+	for (i = 0; i < sizeof l4; i++) {
+		r = rule_new("tproxy_in");
+		load_meta(r, NFT_META_MARK);
+		cmp_u32(r, NFT_CMP_EQ, NETD_MARK);
+		is_l4proto(r, l4[i]);
+		tproxy(r, l4[i] == IPPROTO_TCP ? tcp_port : udp_port);
+		verdict(r, NF_ACCEPT);
+		rule_add(b, r);
+	}
 
 	/* filter_out: fib daddr type local accept */
 	r = rule_new("filter_out");
@@ -610,11 +608,10 @@ ruleset(struct nft_batch *b, unsigned tcp_port, unsigned dns_port,
 	cmp_u32(r, NFT_CMP_EQ, RTN_LOCAL);
 	verdict(r, NF_ACCEPT);
 	rule_add(b, r);
-	/* filter_out: meta mark MARK meta l4proto udp accept */
+	/* filter_out: meta mark MARK accept */
 	r = rule_new("filter_out");
 	load_meta(r, NFT_META_MARK);
-	cmp_u32(r, NFT_CMP_EQ, NETD_UDP_MARK);
-	is_l4proto(r, IPPROTO_UDP);
+	cmp_u32(r, NFT_CMP_EQ, NETD_MARK);
 	verdict(r, NF_ACCEPT);
 	rule_add(b, r);
 }
@@ -694,7 +691,9 @@ out:
 	return rc;
 }
 
-/* A dual-stack socket on [::]:0 and the port it got. */
+/* A dual-stack socket on [::]:0 and the port it got; transparent, for
+ * TPROXY to hand it what was meant for others, and for the DNS answers to
+ * come from where the queries went. */
 static int
 listener(int type, unsigned *port, struct sbx_err *err)
 {
@@ -704,6 +703,7 @@ listener(int type, unsigned *port, struct sbx_err *err)
 
 	if ((fd = socket(AF_INET6, type | SOCK_CLOEXEC, 0)) < 0 ||
 	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off) < 0 ||
+	    setsockopt(fd, SOL_IP, IP_TRANSPARENT, &on, sizeof on) < 0 ||
 	    (type == SOCK_STREAM && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR,
 	    &on, sizeof on) < 0) ||
 	    bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
@@ -743,6 +743,23 @@ udp_listener(unsigned *port, struct sbx_err *err)
 	}
 	*port = ntohs(sa.sin6_port);
 	return fd;
+}
+
+/* The raw sockets (IPv4, IPv6: -1 without IPv6) the DNS answers are
+ * sent through, whole packets made by dns.c; they receive nothing. */
+static int
+raw_listeners(int fd[2], struct sbx_err *err)
+{
+	fd[0] = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+	fd[1] = ipv6_on() ? socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC,
+	    IPPROTO_RAW) : -1;
+	if (fd[0] < 0 || (fd[1] < 0 && ipv6_on())) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open a raw socket:");
+		if (fd[0] >= 0)
+			close(fd[0]);
+		return -1;
+	}
+	return 0;
 }
 
 /* Whether fd is the user namespace we are in already: joining it again
@@ -897,44 +914,37 @@ binder(int sock)
 	_exit(0);
 }
 
-/* Fork the binder, in our namespaces; *fd its socket, for the parent. */
-static int
-binder_start(int *fd, const int *keep, int nkeep, int sock,
-    struct sbx_err *err)
+/* Fork the binder, in our namespaces, with bsock its end of a socketpair
+ * whose other end the parent has; sock is ours with the parent. */
+static void
+binder_start(int bsock, int sock)
 {
-	int sp[2], i;
 	pid_t me = getpid(), pid;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a "
-		    "socketpair:");
-	if ((pid = fork()) < 0) {
-		close(sp[0]);
-		close(sp[1]);
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
-	}
-	if (pid == 0) {
+	if ((pid = fork()) == 0) {
 		prctl(PR_SET_DUMPABLE, 0);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != me)
 			_exit(1);
-		close(sp[0]);
 		close(sock);
-		for (i = 0; i < nkeep; i++)
-			close(keep[i]);
-		binder(sp[1]);
+		binder(bsock);
 	}
-	close(sp[1]);
-	*fd = sp[0];
-	return 0;
+	/* No binder (fork failed): its socket closes, and the parent's UDP
+	 * flows and DNS answers fail, each with a log line that says so. */
+	close(bsock);
 }
 
+/* The child: forked before the sandbox exists, it waits for its
+ * namespaces (MSG_NS: the user and network namespaces' fds, and whether
+ * the sandbox has egress), joins them and sets the netns up. */
 static void
-child(int sock, int userfd, int netfd, int egress, pid_t parent)
+child(int sock, pid_t parent)
 {
 	struct sbx_err err = {0};
+	struct sbx_msg m = {0};
 	unsigned tport, uport, xport;
-	int fds[4] = {-1, -1, -1, -1};
+	uint32_t egress;
+	int fds[6] = {-1, -1, -1, -1, -1, -1}, bsp[2], userfd, netfd, i;
 
 	/* It lives on in the sandbox's namespaces: nothing there may look
 	 * into it, and it goes with us. */
@@ -942,6 +952,11 @@ child(int sock, int userfd, int netfd, int egress, pid_t parent)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
 		_exit(1);
+	if (sbx_msg_recv(sock, &m) <= 0 || m.type != MSG_NS || m.nfds != 2 ||
+	    sbx_msg_get_u32(&m, &egress) < 0)
+		_exit(1);
+	userfd = m.fds[0];
+	netfd = m.fds[1];
 	/* User first: it gives the capabilities over the netns it owns. */
 	if (!same_userns(userfd) && setns(userfd, CLONE_NEWUSER) < 0) {
 		sbx_err_set(&err, SBX_EX_FAIL, "cannot join the sandbox's "
@@ -953,8 +968,7 @@ child(int sock, int userfd, int netfd, int egress, pid_t parent)
 		    "network namespace:");
 		goto fail;
 	}
-	close(userfd);
-	close(netfd);
+	sbx_msg_release(&m);
 	if (!egress) {
 		/* Deny: no route, no rules, no listeners; lo is up (sbx-init
 		 * did it), and the connector is all we need. */
@@ -966,15 +980,22 @@ child(int sock, int userfd, int netfd, int egress, pid_t parent)
 	    (fds[0] = listener(SOCK_STREAM, &tport, &err)) < 0 ||
 	    (fds[1] = listener(SOCK_DGRAM, &uport, &err)) < 0 ||
 	    (fds[2] = udp_listener(&xport, &err)) < 0 ||
-	    net_rules(tport, uport, xport, &err) < 0 ||
-	    binder_start(&fds[3], fds, 3, sock, &err) < 0)
+	    raw_listeners(&fds[4], &err) < 0 ||
+	    net_rules(tport, uport, xport, &err) < 0)
 		goto fail;
-	if (sbx_msg_send(sock, MSG_OK, NULL, 0, fds, 4) < 0)
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, bsp) < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL, "cannot make a socketpair:");
+		goto fail;
+	}
+	fds[3] = bsp[0];
+	if (sbx_msg_send(sock, MSG_OK, NULL, 0, fds, fds[5] < 0 ? 5 : 6) < 0)
 		_exit(1);
-	close(fds[0]);
-	close(fds[1]);
-	close(fds[2]);
-	close(fds[3]);
+	for (i = 0; i < 6; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	/* After the parent has its sockets, off the create's path: what
+	 * it asks of the binder meanwhile waits in the socketpair. */
+	binder_start(bsp[1], sock);
 	connector(sock);
 fail:
 	sbx_msg_send(sock, MSG_ERR, err.msg, strlen(err.msg), NULL, 0);
@@ -1058,50 +1079,70 @@ out:
 	return fd;
 }
 
+/* The child, forked early; its pid and our end of its socketpair. */
+static pid_t setup_pid = -1;
+static int setup_sock = -1;
+
 int
-netd_setup(int userfd, int netfd, int egress, int fds[4], int *inside,
-    struct sbx_err *err)
+netd_setup_fork(struct sbx_err *err)
 {
-	struct sbx_msg m = {0};
-	int sp[2], r, rc = -1;
-	pid_t pid, me = getpid();
+	int sp[2];
+	pid_t me = getpid();
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a socketpair:");
 	/* A child, because joining a user namespace takes a process of one
 	 * thread that then stays there; we stay in the host's. */
-	if ((pid = fork()) < 0) {
+	if ((setup_pid = fork()) < 0) {
 		close(sp[0]);
 		close(sp[1]);
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
 	}
-	if (pid == 0) {
+	if (setup_pid == 0) {
 		close(sp[0]);
-		child(sp[1], userfd, netfd, egress, me);
+		child(sp[1], me);
 	}
 	close(sp[1]);
-	r = sbx_msg_recv(sp[0], &m);
+	setup_sock = sp[0];
+	return 0;
+}
+
+int
+netd_setup(int userfd, int netfd, int egress, int fds[6], int *inside,
+    struct sbx_err *err)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sbx_msg m = {0};
+	int nsfds[2] = {userfd, netfd}, r, rc = -1;
+
+	if (setup_sock < 0 && netd_setup_fork(err) < 0)
+		return -1;
+	sbx_msg_put_u32(&b, egress ? 1 : 0);
+	r = sbx_msg_send(setup_sock, MSG_NS, b.data, b.len, nsfds, 2);
+	sbx_buf_release(&b);
+	if (r == 0)
+		r = sbx_msg_recv(setup_sock, &m);
 	if (r <= 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "the setup of the sandbox's "
 		    "network died");
 	} else if (m.type == MSG_ERR) {
 		sbx_err_set(err, SBX_EX_FAIL, "%s", m.data);
-	} else if (m.nfds != (egress ? 4 : 0)) {
+	} else if (egress ? m.nfds < 5 || m.nfds > 6 : m.nfds != 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "the setup of the sandbox's "
 		    "network sent no sockets");
 	} else {
-		if (egress)
-			memcpy(fds, m.fds, 4 * sizeof *fds);
+		memcpy(fds, m.fds, (size_t)m.nfds * sizeof *fds);
 		m.nfds = 0;
-		*inside = sp[0];
-		sp[0] = -1;
+		*inside = setup_sock;
+		setup_sock = -1;
 		rc = 0;
 	}
 	sbx_msg_release(&m);
-	if (sp[0] >= 0) {
-		close(sp[0]);
-		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	if (setup_sock >= 0) {
+		close(setup_sock);
+		setup_sock = -1;
+		kill(setup_pid, SIGKILL);
+		while (waitpid(setup_pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
 	return rc;
