@@ -21,10 +21,13 @@ static const char usage[] =
     "                  [-E url] [--allow-out dest]... [--deny-out dest]...\n"
     "                  [--port [hostport:]port]... "
     "[--inject-header host:name=source]...\n"
-    "                  [--egress-proxy url]\n";
+    "                  [--egress-proxy url] [--start cmd | --no-start] "
+    "[--ready cmd]\n"
+    "                  [--ready-timeout duration] [--post-create cmd]\n";
 
 enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY, OPT_PORT,
-    OPT_INJECT_HEADER };
+    OPT_INJECT_HEADER, OPT_START, OPT_NO_START, OPT_READY, OPT_READY_TIMEOUT,
+    OPT_POST_CREATE };
 
 static const struct option longopts[] = {
 	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
@@ -42,12 +45,17 @@ static const struct option longopts[] = {
 	{"memory", required_argument, NULL, 'm'},
 	{"name", required_argument, NULL, 'N'},
 	{"network", required_argument, NULL, 'n'},
+	{"no-start", no_argument, NULL, OPT_NO_START},
 	{"pids", required_argument, NULL, 'p'},
 	{"port", required_argument, NULL, OPT_PORT},
+	{"post-create", required_argument, NULL, OPT_POST_CREATE},
 	{"pull", no_argument, NULL, 'P'},
 	{"quiet", no_argument, NULL, 'q'},
+	{"ready", required_argument, NULL, OPT_READY},
+	{"ready-timeout", required_argument, NULL, OPT_READY_TIMEOUT},
 	{"reuse", no_argument, NULL, 'r'},
 	{"runtime", required_argument, NULL, 'R'},
+	{"start", required_argument, NULL, OPT_START},
 	{"state", required_argument, NULL, 's'},
 	{"template", required_argument, NULL, 'i'},
 	{"timeout", required_argument, NULL, 'T'},
@@ -298,6 +306,43 @@ drop_sbx_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* --start, --ready, --post-create, --no-start, --ready-timeout: kept in
+ * start (sbx_spec's) as they are given. */
+static void
+start_opt(json_t *start, int c, const char *arg)
+{
+	struct sbx_err err = {0};
+	uint64_t v;
+
+	if (c != OPT_NO_START && c != OPT_READY_TIMEOUT && !*arg)
+		sbx_usage_error(usage, "an empty command for --%s", c ==
+		    OPT_START ? "start" : c == OPT_READY ? "ready" :
+		    "post-create");
+	switch (c) {
+	case OPT_START:
+		json_object_set_new(start, "cmd", json_string(arg));
+		break;
+	case OPT_NO_START:
+		json_object_set_new(start, "no_start", json_true());
+		break;
+	case OPT_READY:
+		json_object_set_new(start, "ready", json_string(arg));
+		if (!json_object_get(start, "ready_timeout"))
+			json_object_set_new(start, "ready_timeout",
+			    json_integer(SBX_READY_TIMEOUT));
+		break;
+	case OPT_READY_TIMEOUT:
+		if (sbx_opt_duration("--ready-timeout", arg, 1,
+		    SBX_TIMEOUT_MAX, &v, &err) < 0)
+			sbx_die_err(&err);
+		json_object_set_new(start, "ready_timeout",
+		    json_integer((json_int_t)v));
+		break;
+	default:
+		json_object_set_new(start, "post_create", json_string(arg));
+	}
+}
+
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
 	{"allow-out", NULL, "let the sandbox connect to dest (repeatable)"},
@@ -314,11 +359,16 @@ static const struct sbx_help_opt helpopts[] = {
 	{"memory", NULL, "limit memory (512M, 2G; 0 for none)"},
 	{"name", NULL, "a name any tool accepts in place of the id"},
 	{"network", NULL, "deny (loopback only, default) or allow"},
+	{"no-start", NULL, "start not the image's Entrypoint and Cmd"},
 	{"pids", NULL, "allow at most n processes (0 for no limit)"},
 	{"port", NULL, "publish a TCP port on 127.0.0.1 (repeatable)"},
+	{"post-create", NULL, "run this shell command once it is ready"},
 	{"pull", NULL, "(docker) pull the image first"},
+	{"ready", NULL, "wait until this shell command succeeds"},
+	{"ready-timeout", NULL, "wait that long for --ready (60s)"},
 	{"reuse", NULL, "keep the state file's sandbox if it still runs"},
 	{"runtime", NULL, "(docker) the OCI runtime, such as runsc"},
+	{"start", NULL, "run this shell command for the sandbox's life"},
 	{"state", NULL, "write the sandbox's state file there"},
 	{"template", NULL, "the same as --image (E2B's word)"},
 	{"timeout", NULL, "kill the sandbox once idle this long"},
@@ -355,6 +405,7 @@ main(int argc, char **argv)
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
 	spec.labels = json_object();
+	spec.start = json_object();
 	spec.image = "host";
 	spec.workdir = "/workspace";
 	if (sbx_opt_duration("timeout in the configuration", sbx_config_get(
@@ -384,6 +435,13 @@ main(int argc, char **argv)
 			break;
 		case OPT_PORT:
 			add_port(&spec.ports, optarg);
+			break;
+		case OPT_START:
+		case OPT_READY:
+		case OPT_POST_CREATE:
+		case OPT_NO_START:
+		case OPT_READY_TIMEOUT:
+			start_opt(spec.start, c, optarg);
 			break;
 		case 'b':
 			backend = optarg;
@@ -468,6 +526,10 @@ main(int argc, char **argv)
 	}
 	if (optind < argc)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[optind]);
+	if (sbx_json_str(spec.start, "cmd") && json_object_get(spec.start,
+	    "no_start"))
+		sbx_usage_error(usage, "--start and --no-start do not go "
+		    "together");
 	spec.env = env;
 	disk_limit(&spec, disk_arg);
 	if (!backend)
@@ -529,6 +591,18 @@ main(int argc, char **argv)
 			drop_sbx_dir(newdir);
 		sbx_die_err(&err);
 	}
+	/* Up only once its start command is ready: else nothing is left. */
+	if (sbx_start_run(be, ref, spec.start, 1, &err) < 0) {
+		struct sbx_err kerr;
+
+		be->ops->kill(ref, 0, &kerr);
+		sbx_cmdlog_remove(be->name, sbx_json_str(ref, "id"));
+		if (state)
+			sbx_state_release(&st);
+		if (newdir)
+			drop_sbx_dir(newdir);
+		sbx_die_err(&err);
+	}
 	if (state) {
 		json_decref(st.root);
 		st.root = sbx_state_new_root(ref, &spec);
@@ -559,6 +633,7 @@ done:
 	json_decref(ref);
 	json_decref(old);
 	json_decref(spec.labels);
+	json_decref(spec.start);
 	json_decref(spec.net_rules);
 	json_decref(spec.net_inject);
 	egress_proxy_free(spec.egress_proxy);

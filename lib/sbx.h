@@ -458,6 +458,10 @@ struct sbx_spec {
 	 * not --disk: dropped, never refused, where it cannot apply. */
 	uint64_t disk;
 	int disk_default;
+	/* --- start (i22-start) --- */
+	/* {"cmd","no_start","ready","ready_timeout","post_create"} as
+	 * sbx-create was given them (sbx_start_run); NULL: none. */
+	json_t *start;
 };
 
 /* --disk: the smallest and largest quota (0 aside) any backend takes. */
@@ -574,6 +578,10 @@ struct sbx_backend_ops {
 	 * without -b) asks this one: configured, and its server answering
 	 * within a second or two; never an error. NULL: always. */
 	int (*answers)(void);
+	/* The sandbox's image's default start command (its Entrypoint and
+	 * Cmd) as a JSON array, or NULL: none (err->code 0), or -1 with
+	 * err. NULL op: no image has one. */
+	json_t *(*image_cmd)(const json_t *ref, struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as
@@ -801,6 +809,22 @@ int sbx_cmdlog_resolve(const struct sbx_backend *be, const json_t *ref,
  * it was there). A reader of stdout gone: -1 with err->code 0. */
 int sbx_cmdlog_output(const struct sbx_backend *be, const json_t *ref,
     const char *cid, uint64_t *off, int *ended, struct sbx_err *err);
+
+/* --- start: start, ready and post-create commands (sbx-create) ------ */
+
+/* --ready-timeout's default, seconds. */
+#define SBX_READY_TIMEOUT 60
+/* What start (as sbx_spec's) starts: its "cmd" through sh -c, else the
+ * image's (image_cmd) unless "no_start"; *argv NULL: nothing. */
+int sbx_start_argv(const struct sbx_backend *be, const json_t *ref,
+    const json_t *start, json_t **argv, struct sbx_err *err);
+/* Start it, detached and logged (sbx-logs), then try "ready" every
+ * 100 ms until it exits 0 (at most "ready_timeout" seconds), then with
+ * first run "post_create" once (its output on stderr when it fails). */
+int sbx_start_run(const struct sbx_backend *be, const json_t *ref,
+    const json_t *start, int first, struct sbx_err *err);
+/* An image config's Entrypoint then Cmd as one array; NULL: empty. */
+json_t *sbx_start_image_argv(const json_t *config);
 
 /* --- local: the native Linux backend --------------------------------- */
 

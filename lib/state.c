@@ -283,6 +283,8 @@ sbx_state_new_root(json_t *ref, const struct sbx_spec *spec)
 	json_object_set_new(root, "accrued_cost", json_integer(0));
 	json_object_set_new(root, "cost_alerted", json_false());
 	json_object_set_new(root, "sync", json_object());
+	if (json_object_size(spec->start))
+		json_object_set(root, "start", spec->start);
 	/* What a per-vCPU or per-GiB rate is applied to (sbx-cost): what
 	 * the backend says the sandbox got, else what was asked. */
 	if (json_is_object(json_object_get(ref, "resources")))

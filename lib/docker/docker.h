@@ -68,6 +68,8 @@ int sbx_docker_exec(const json_t *ref, char *const argv[],
  * none). A container with rules has the label NET_LABEL: the directory
  * of the local store that holds its own, DIR/<container id>. */
 #define NET_LABEL LABEL_PREFIX "net"
+/* sbx_spec's start, as JSON: what a resume after a stop starts again. */
+#define START_LABEL LABEL_PREFIX "start"
 /* Whether a spec needs sbx-netd: rules, what the proxy adds, or --port
  * (with any network). */
 int sbx_docker_net_wanted(const struct sbx_spec *spec);

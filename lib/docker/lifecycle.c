@@ -149,7 +149,7 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 {
 	json_t *b = json_object(), *hc = json_object(), *labels = json_object();
 	json_t *env = json_array();
-	char t[32];
+	char t[32], *js;
 	size_t i;
 
 	snprintf(t, sizeof t, "%llu", (unsigned long long)spec->timeout);
@@ -158,6 +158,11 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 	json_object_set_new(labels, "io.sbx.timeout", json_string(t));
 	if (netroot)
 		json_object_set_new(labels, NET_LABEL, json_string(netroot));
+	/* What a resume after a stop starts again. */
+	if (spec->start && (js = json_dumps(spec->start, JSON_COMPACT))) {
+		json_object_set_new(labels, START_LABEL, json_string(js));
+		free(js);
+	}
 	if (spec->name) {
 		json_object_set_new(labels, "io.sbx.named", json_string("1"));
 		json_object_set_new(b, "Hostname", json_string(spec->name));
@@ -589,6 +594,28 @@ start_again(struct dk *d, const char *id, struct sbx_err *err)
 	return rc;
 }
 
+/* A container's processes end with its stop: its start command
+ * (START_LABEL) is started again (its post-create is not). */
+static int
+restart(const json_t *ref, const json_t *c, struct sbx_err *err)
+{
+	const char *js = sbx_json_str(json_object_get(json_object_get(c,
+	    "Config"), "Labels"), START_LABEL);
+	const struct sbx_backend *be;
+	struct sbx_err e = {0};
+	json_t *start;
+	int rc = 0;
+
+	if (!js || !(start = json_loads(js, 0, NULL)))
+		return 0;
+	if (!(be = sbx_backend_of(ref, &e)) || sbx_start_run(be, ref, start,
+	    0, &e) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "'%s' was resumed, but not "
+		    "its start command: %s", sbx_json_str(ref, "id"), e.msg);
+	json_decref(start);
+	return rc;
+}
+
 static int
 docker_resume(json_t *ref, struct sbx_err *err)
 {
@@ -603,14 +630,42 @@ docker_resume(json_t *ref, struct sbx_err *err)
 	if (!strcmp(st, "paused"))
 		rc = dk_post(&d, id, "unpause", "cannot unpause the container",
 		    err);
-	else if (!strcmp(st, "stopped"))
-		rc = start_again(&d, id, err);
+	else if (!strcmp(st, "stopped") && !(rc = start_again(&d, id, err)))
+		rc = restart(ref, c, err);
 	else if (strcmp(st, "running"))
 		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is "
 		    "%s", id, st);
 	json_decref(c);
 	sbx_docker_close(&d);
 	return rc;
+}
+
+/* The image's Entrypoint and Cmd, which the container's own replace. */
+static json_t *
+docker_image_cmd(const json_t *ref, struct sbx_err *err)
+{
+	struct sbx_http_resp rs = {0};
+	struct dk d;
+	json_t *c, *a = NULL;
+	const char *img;
+
+	if (sbx_docker_ref_open(&d, ref, &c, err) < 0)
+		return NULL;
+	if (!(img = sbx_json_str(c, "Image")))
+		goto out;
+	if (sbx_docker_req(&d, "GET", NULL, &rs, err, "/images/%s/json",
+	    img) < 0)
+		goto out;
+	if (rs.status != 200)
+		sbx_docker_fail(&rs, SBX_EX_FAIL, "cannot inspect the image",
+		    err);
+	else
+		a = sbx_start_image_argv(json_object_get(rs.json, "Config"));
+out:
+	sbx_http_resp_release(&rs);
+	json_decref(c);
+	sbx_docker_close(&d);
+	return a;
 }
 
 const struct sbx_backend_ops sbx_docker_ops = {
@@ -626,4 +681,5 @@ const struct sbx_backend_ops sbx_docker_ops = {
 	.net_log = sbx_docker_net_log,
 	.ports = sbx_docker_ports,
 	.answers = sbx_docker_answers,
+	.image_cmd = docker_image_cmd,
 };

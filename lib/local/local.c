@@ -508,6 +508,8 @@ make_meta(const struct sbx_spec *spec, const char *id, const char *image,
 	json_object_set_new(m, "uid_base", json_integer((json_int_t)base));
 	json_object_set_new(m, "slot", slot >= 0 ? json_integer(slot) :
 	    json_null());
+	if (spec->start)
+		json_object_set(m, "start", spec->start);
 	return m;
 }
 
@@ -1222,6 +1224,7 @@ spec_of(json_t *meta, struct sbx_spec *spec)
 	spec->network = net && !strcmp(net, "allow") ? SBX_NET_ALLOW :
 	    SBX_NET_DENY;
 	spec->labels = json_object_get(meta, "labels");
+	spec->start = json_object_get(meta, "start");
 }
 
 /* The sandbox a ref names (the ref's id made its own), its meta, how it
@@ -1300,6 +1303,19 @@ out:
 }
 
 static int
+restart(const json_t *ref, const json_t *start, struct sbx_err *err)
+{
+	const struct sbx_backend *be = sbx_backend_of(ref, err);
+	struct sbx_err e = {0};
+
+	if (!be || sbx_start_run(be, ref, start, 0, &e) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "'%s' was resumed, but "
+		    "not its start command: %s", sbx_json_str(ref, "id"),
+		    be ? e.msg : "no backend");
+	return 0;
+}
+
+static int
 local_resume(json_t *ref, struct sbx_err *err)
 {
 	char *id = NULL, *dir = NULL;
@@ -1328,6 +1344,10 @@ local_resume(json_t *ref, struct sbx_err *err)
 		unmark_paused(dir);
 		json_decref(nref);
 		rc = 0;
+		/* Its processes ended with the stop: its start command is
+		 * started again (its post-create is not). */
+		if (spec.start && restart(ref, spec.start, err) < 0)
+			rc = -1;
 		goto out;
 	}
 	if (!pid) {
@@ -1431,6 +1451,30 @@ local_info(const json_t *ref, struct sbx_err *err)
 	return o;
 }
 
+/* The Entrypoint and Cmd of its image of the store, if it has one. */
+static json_t *
+local_image_cmd(const json_t *ref, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL;
+	json_t *meta, *config = NULL, *a = NULL;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+		return NULL;
+	}
+	meta = load_meta(dir);
+	if (sbx_json_str(meta, "image_config") && sbx_image_config_of(
+	    sbx_json_str(meta, "image_config"), &config) == 0)
+		a = sbx_start_image_argv(config);
+	json_decref(config);
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return a;
+}
+
 /* Weak here: the ops table alone does not link the file operations
  * (and libarchive) into every tool, only sbx_files_of's callers. */
 extern const struct sbx_files sbx_local_files __attribute__((weak));
@@ -1447,4 +1491,5 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.net_rules = sbx_local_net_rules,
 	.net_log = sbx_local_net_log,
 	.ports = sbx_local_ports,
+	.image_cmd = local_image_cmd,
 };
