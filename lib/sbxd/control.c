@@ -694,6 +694,9 @@ create(struct sbxd_req *r, int v2)
 	shown = NULL;
 	b->next_pid = 100;
 	spec.image = image;
+	if (start)
+		spec.start = json_pack("{s:s,s:s?}", "cmd", start, "ready",
+		    ready);
 	spec.workdir = "/home/user";
 	spec.memory = sbxd.limits.memory;
 	spec.cpus_milli = sbxd.limits.cpus_milli;
@@ -731,6 +734,7 @@ create(struct sbxd_req *r, int v2)
 	sbxd_box_add(b);
 	ret = sbxd_reply_json(r, 201, sandbox_json(b));
 out:
+	json_decref(spec.start);
 	free(built);
 	free(start);
 	free(ready);

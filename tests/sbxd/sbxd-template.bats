@@ -187,14 +187,15 @@ code() {
 	assert_output 409
 }
 
-@test "SDK: Template.build (fromImage, copy, runCmd, setEnvs, setWorkdir) on sbxd; Sandbox.create runs it" {
+@test "SDK: Template.build (fromImage, copy, runCmd, setEnvs, setWorkdir, setStartCmd) on sbxd; Sandbox.create runs it" {
 	run sdk template "$CTX" "$BASE" sdk-tpl
 	assert_success
 	OUT=$output
 	run jq -r '[.name, .exists, .sandboxTemplate == .templateId] | @tsv' <<<"$OUT"
 	assert_output $'sdk-tpl\ttrue\ttrue'
 	run jq -r .stdout <<<"$OUT"
-	assert_output $'hello\ndeep\nbuilt\nhi there|a "b" $c'
+	# The start command ran, and was ready, before the create returned.
+	assert_output $'hello\ndeep\nbuilt\nstarted\nhi there|a "b" $c'
 	# Its logs came through the status polls, the builder's steps among them.
 	run jq -r '.logs | map(select(test("RUN"))) | length > 0' <<<"$OUT"
 	assert_output true

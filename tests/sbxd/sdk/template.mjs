@@ -1,5 +1,5 @@
 // Template.build on sbxd with the SDK's builder (fromImage, copy, runCmd,
-// setEnvs, setWorkdir), then Sandbox.create of the template by its name.
+// setEnvs, setWorkdir, setStartCmd), then Sandbox.create of the template by its name.
 // argv: context dir, base image, template name. Prints one JSON line.
 import { Sandbox, Template, out, errInfo } from './e2b.mjs'
 
@@ -12,6 +12,7 @@ const t = Template({ fileContextPath: ctx })
   .runCmd(['echo built > /app/built', 'mkdir -p /home/user'])
   .setEnvs({ GREETING: 'hi there', QUOTED: 'a "b" $c' })
   .setWorkdir('/app')
+  .setStartCmd('echo started > /tmp/started; exec sleep 1000', 'test -f /tmp/started')
 let info
 try {
   info = await Template.build(t, name, {
@@ -24,7 +25,7 @@ try {
 const exists = await Template.exists(name)
 const sbx = await Sandbox.create(name)
 const r = await sbx.commands.run(
-  'cat /app/hello.txt /app/sub/deep.txt /app/built; echo "$GREETING|$QUOTED"',
+  'cat /app/hello.txt /app/sub/deep.txt /app/built /tmp/started; echo "$GREETING|$QUOTED"',
 )
 // A second build of the same template: every upload already there.
 const logs2 = []
