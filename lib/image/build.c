@@ -383,8 +383,21 @@ step(struct build *b, const struct sbx_df_instr *in, struct sbx_stage *st,
 	size_t i;
 	int rc = -1, cached;
 
-	text = sbx_xasprintf("%s%s%s", in->cmd, *in->args ? " " : "",
-	    in->args);
+	{
+		struct sbx_buf t = SBX_BUF_INIT;
+
+		/* As written: the flags are part of its cache key. */
+		sbx_buf_add(&t, in->cmd, strlen(in->cmd));
+		for (i = 0; i < in->nflags; i++) {
+			sbx_buf_add(&t, " ", 1);
+			sbx_buf_add(&t, in->flags[i], strlen(in->flags[i]));
+		}
+		if (*in->args)
+			sbx_buf_add(&t, " ", 1);
+		sbx_buf_add(&t, in->args, strlen(in->args) + 1);
+		text = sbx_xstrdup(t.data);
+		sbx_buf_release(&t);
+	}
 	if (!strcmp(in->cmd, "RUN")) {
 		char **argv;
 		const char *k;

@@ -1242,9 +1242,26 @@ copy_in(const struct step *s, const struct sbx_copy *c,
 		}
 		if (fstatat(sfd, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			child_fail(msg, "cannot read the COPY's source");
-		if (c->extract && S_ISREG(st.st_mode) &&
-		    extract_tar(sfd, rel, dest, msg))
-			continue;
+		if (c->extract && S_ISREG(st.st_mode)) {
+			/* A tar goes into the directory it was going to. */
+			const char *b = strrchr(rel, '/') ? strrchr(rel, '/') +
+			    1 : rel;
+			size_t dl = strlen(dest), bl = strlen(b);
+			char *into = sbx_xstrdup(dest);
+
+			if (c->to && dl > bl + 1 && !strcmp(dest + dl - bl, b) &&
+			    dest[dl - bl - 1] == '/')
+				into[dl - bl - 1] = '\0';
+			if (!*into) {
+				free(into);
+				into = sbx_xstrdup("/");
+			}
+			if (extract_tar(sfd, rel, into, msg)) {
+				free(into);
+				continue;
+			}
+			free(into);
+		}
 		if (S_ISDIR(st.st_mode)) {
 			if (mkdirs_owned(dest, 0, 0, 0) < 0 ||
 			    copy_tree(sfd, rel, dest, &cs) < 0)
