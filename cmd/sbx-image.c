@@ -254,7 +254,7 @@ cmd_store(const char *sub, char **refs, int n, const char *platform,
 
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
-	{"backend", NULL, "with build: where the image goes (docker)"},
+	{"backend", NULL, "with build: where the image goes (local, docker)"},
 	{"build-arg", NULL, "with build: a build argument (key: from env)"},
 	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
 	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},
