@@ -308,7 +308,7 @@ EOF
 	while IFS='|' read -r df want; do
 		printf "$df\n" "$BASE" >ctx/Dockerfile
 		run --separate-stderr sbx-image build -t bad ctx
-		assert_failure 2
+		[ "$status" -eq 2 ] || fail "'$df': exit $status: $stderr"
 		assert_output ""
 		[[ $stderr == *"sbx-image: $want"* ]] ||
 			fail "'$df': '$stderr', want '$want'"
@@ -349,7 +349,7 @@ EOF
 	    >ctx/Dockerfile
 	cd ctx
 	run --separate-stderr sbx-create --build -t cb -s ../s.json
-	assert_success
+	[ "$status" -eq 0 ] || fail "exit $status: $stderr"
 	grep -q '^step 2/3: RUN echo made >/made$' <<<"$stderr"
 	run --separate-stderr sbx-exec -s ../s.json -- sh -c 'cat /made; pwd'
 	assert_success

@@ -579,11 +579,11 @@ sbx_image_build_local(const struct sbx_ctx *c, const char *name,
 	b.meta = json_object();
 	b.vars = json_object();
 	if (!(text = slurp(c->dockerfile, &n, err)))
-		return -1;
+		goto out;
 	rc = sbx_dockerfile_parse(text, n, &b.df, err);
 	free(text);
 	if (rc < 0)
-		return -1;
+		goto out;
 	rc = -1;
 	for (i = 0; i < b.df.n; i++) {
 		const struct sbx_df_instr *in = &b.df.v[i];
