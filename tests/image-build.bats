@@ -130,14 +130,32 @@ RUN echo more >/more
 FROM $BASE
 COPY --from=build /artifact /out/a
 COPY --from=1 /more /out/
+COPY --from=$BASE /etc/passwd /out/passwd
+RUN ["/bin/sh", "-c", "echo exec-form >/out/exec"]
 EOF
 	run --separate-stderr sbx-image build -t ms ctx
 	assert_success
 	root=$(sbx-image inspect "$(jq_str .image <<<"$output")" | jq_str .rootfs)
-	assert_equal "$(cat "$root/out/a" "$root/out/more")" "artifact
-more"
+	assert_equal "$(cat "$root/out/a" "$root/out/more" "$root/out/exec")" \
+	    "artifact
+more
+exec-form"
+	cmp "$root/out/passwd" "$BATS_FILE_TMPDIR/base/etc/passwd"
 	[ ! -e "$root/junk" ]
 	[ ! -e "$root/artifact" ]
+}
+
+@test "build: FROM scratch, a COPY its one layer" {
+	echo only >ctx/only
+	printf 'FROM scratch\nCOPY only /only\nCMD ["/only"]\n' >ctx/Dockerfile
+	run --separate-stderr sbx-image build -t scr ctx
+	assert_success
+	run --separate-stderr sbx-image inspect "$(jq_str .image <<<"$output")"
+	assert_success
+	jq_true '(.layers | length) == 1 and .config.Cmd == ["/only"]' \
+	    <<<"$output"
+	root=$(jq_str .rootfs <<<"$output")
+	assert_equal "$(ls -A "$root")" only
 }
 
 @test "build: ENV, WORKDIR, USER, LABEL, EXPOSE, SHELL, CMD and ENTRYPOINT in the image config" {
