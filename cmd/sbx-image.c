@@ -137,19 +137,28 @@ cmd_build(const struct sbx_ctx *c, const char *name, const char *backend,
 	const char *img = json_string_value(json_object_get(o, "image"));
 	int have, rc = SBX_EX_OK;
 
-	if (!sbx_docker_image_exists || !sbx_docker_build)
-		sbx_die(SBX_EX_FAIL, "this build of sbx-image has no docker "
-		    "backend");
-	if ((have = sbx_docker_image_exists(img, &err)) < 0)
+	int e2b = !strcmp(backend, "e2b");
+	json_t *built = NULL;
+
+	if (e2b ? !sbx_e2b_template_exists || !sbx_e2b_build :
+	    !sbx_docker_image_exists || !sbx_docker_build)
+		sbx_die(SBX_EX_FAIL, "this build of sbx-image has no %s "
+		    "backend", backend);
+	if ((have = e2b ? sbx_e2b_template_exists(img, &err) :
+	    sbx_docker_image_exists(img, &err)) < 0)
 		sbx_die_err(&err);
 	if (check) {
 		json_object_set_new(o, "present", json_boolean(have));
 		rc = have ? SBX_EX_OK : SBX_EX_NOSANDBOX;
 	} else {
 		/* An unchanged context is the image already built. */
-		if (!have && sbx_docker_build(c, img, args, sbx_quiet,
-		    &err) < 0)
+		if (!have && (e2b ? sbx_e2b_build(c, img, args, sbx_quiet,
+		    &built, &err) : sbx_docker_build(c, img, args, sbx_quiet,
+		    &err)) < 0)
 			sbx_die_err(&err);
+		if (built)
+			json_object_update(o, built);
+		json_decref(built);
 		json_object_set_new(o, "built", json_boolean(!have));
 	}
 	sbx_out_json(o);
@@ -254,7 +263,8 @@ cmd_store(const char *sub, char **refs, int n, const char *platform,
 
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
-	{"backend", NULL, "with build: where the image goes (local, docker)"},
+	{"backend", NULL, "with build: where the image goes (local, docker, "
+	    "e2b)"},
 	{"build-arg", NULL, "with build: a build argument (key: from env)"},
 	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
 	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},
@@ -387,9 +397,10 @@ main(int argc, char **argv)
 			sbx_usage_error(usage, "build needs -t name");
 		if (!backend)
 			backend = sbx_backend_default();
-		if (strcmp(backend, "docker") && strcmp(backend, "local"))
-			sbx_die(SBX_EX_USAGE, "build supports backends local and "
-			    "docker so far, not '%s'", backend);
+		if (strcmp(backend, "docker") && strcmp(backend, "local") &&
+		    strcmp(backend, "e2b"))
+			sbx_die(SBX_EX_USAGE, "build supports backends local, "
+			    "docker and e2b, not '%s'", backend);
 		sbx_flavour_pick(backend);
 	}
 	if (sbx_ctx_load(&ctx, dir, file, &err) < 0)

@@ -607,7 +607,7 @@ create(struct sbxd_req *r, int v2)
 	struct sbxd_box *b;
 	long long timeout = v2 ? SBXD_DEFAULT_TIMEOUT_V2 : SBXD_DEFAULT_TIMEOUT;
 	char msg[512], **env = NULL, *built = NULL, *start = NULL;
-	char *ready = NULL;
+	char *ready = NULL, *tpl_id = NULL;
 	int secure, internet = 1;
 
 	if (!j)
@@ -620,8 +620,11 @@ create(struct sbxd_req *r, int v2)
 	}
 	/* sbxd's own templates, then those built through the API. */
 	if (!(image = template_image(tid)) &&
-	    (built = sbxd_tpl_image(tid, &start, &ready)))
+	    (built = sbxd_tpl_image(tid, &tpl_id, &start, &ready))) {
 		image = built;
+		/* A sandbox names its template by id, as E2B's do. */
+		tid = tpl_id;
+	}
 	if (!image) {
 		ret = sbxd_reply_err(r, 404, "template '%s' not found", tid);
 		goto out;
@@ -735,6 +738,7 @@ create(struct sbxd_req *r, int v2)
 	ret = sbxd_reply_json(r, 201, sandbox_json(b));
 out:
 	json_decref(spec.start);
+	free(tpl_id);
 	free(built);
 	free(start);
 	free(ready);

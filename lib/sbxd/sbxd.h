@@ -284,9 +284,9 @@ extern const struct sbxd_route sbxd_tpl_routes[];
 /* template.c: E2B's template builds (sbx-image build on the local
  * backend). Its store under sbxd's, once the store is known. */
 int sbxd_tpl_init(struct sbx_err *err);
-/* A built template's image, and its start and ready commands (each
- * malloc'd or NULL); NULL when t is none that is built. */
-char *sbxd_tpl_image(const char *t, char **start, char **ready);
+/* A built template's image, its id, and its start and ready commands
+ * (each malloc'd or NULL); NULL when t is none that is built. */
+char *sbxd_tpl_image(const char *t, char **id, char **start, char **ready);
 /* A PUT of an upload link with a good signature (no API key needed). */
 int sbxd_tpl_upload_ok(struct sbxd_req *r);
 /* port.c: a request for a port of the sandbox other than envd's. */

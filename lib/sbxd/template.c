@@ -219,16 +219,17 @@ uuid4(char *out)
 /* The image and the start and ready commands of a ready template t, for
  * a create (malloc'd); NULL when there is none. */
 char *
-sbxd_tpl_image(const char *t, char **start, char **ready)
+sbxd_tpl_image(const char *t, char **id, char **start, char **ready)
 {
 	json_t *rec;
-	const char *img, *s;
+	const char *img, *s, *tid = NULL;
 	char *out = NULL;
 
-	*start = *ready = NULL;
+	*id = *start = *ready = NULL;
 	pthread_mutex_lock(&tpl_mu);
-	if ((rec = find(t, NULL)) && (img = sbx_json_str(rec, "image"))) {
+	if ((rec = find(t, &tid)) && (img = sbx_json_str(rec, "image"))) {
 		out = sbx_xstrdup(img);
+		*id = sbx_xstrdup(tid);
 		if ((s = sbx_json_str(rec, "startCmd")) && *s)
 			*start = sbx_xstrdup(s);
 		if ((s = sbx_json_str(rec, "readyCmd")) && *s)

@@ -23,6 +23,14 @@ setup_file() {
 	printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n' >"$r/etc/passwd"
 	printf 'root:x:0:\nuser:x:1000:\n' >"$r/etc/group"
 	chown 1000:1000 "$r/home/user"
+	# The SDK's commands run /bin/bash -l -c: the host's bash and its
+	# libraries.
+	local lib
+	cp /bin/bash "$r/usr/bin/bash"
+	for lib in $(ldd /bin/bash | grep -o '/[^ ]*'); do
+		mkdir -p "$r$(dirname "$lib")"
+		cp -L "$lib" "$r$lib"
+	done
 	sbx_registry_push_image t/busybox 1 '{"Env":["PATH=/usr/bin:/bin"]}' \
 		"$r" >/dev/null || return 1
 	BASE=$SBX_TEST_REGISTRY/t/busybox:1
@@ -215,8 +223,8 @@ code() {
 	assert_output BuildError
 	run jq -r '.build.message | test("exit status 7|status 7")' <<<"$OUT"
 	assert_output true
-	run jq -r .create.name <<<"$OUT"
-	assert_output NotFoundError
+	run jq -r '.create.message | test("template .sdk-fail. not found")' <<<"$OUT"
+	assert_output true
 }
 
 @test "templates survive a restart of sbxd; a build cut by it is an error; DELETE removes one, never base" {
@@ -245,4 +253,67 @@ code() {
 	run code -X POST -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
 		-d '{"templateID":"keep-tpl","timeout":60}' "$SBXD_URL/sandboxes"
 	assert_output 404
+}
+
+@test "sbx-image build -b e2b: a Dockerfile as an E2B template named NAME-HASH; --check; a rebuild builds nothing; sbx-create -b e2b runs it" {
+	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config SBX_E2B_ENDPOINT=$SBXD_URL
+	c=$BATS_TEST_TMPDIR/ctx
+	mkdir -p "$c/src/deep"
+	echo one >"$c/src/a.txt"
+	echo two >"$c/src/deep/b.txt"
+	cat >"$c/Dockerfile" <<DF
+ARG BASE=$BASE
+FROM \$BASE
+ARG WHO=nobody
+COPY src/ /opt/src/
+RUN echo "built by \$WHO" > /opt/who
+ENV GREETING="hi there" LEVEL=3
+WORKDIR /opt/src
+LABEL org.example=1
+CMD ["sh", "-c", "echo up > /tmp/up; exec sleep 1000"]
+DF
+	run --separate-stderr sbx-image build -b e2b -t e2bimg -a WHO=ci "$c"
+	assert_success
+	img=$(jq -r .image <<<"$output")
+	[[ $img =~ ^e2bimg-[0-9a-f]{8}$ ]]
+	run jq -r '[.backend, .built, (.template_id | test("^[a-z0-9]{20}$"))] | @tsv' <<<"$output"
+	assert_output $'e2b\ttrue\ttrue'
+	# The build's log came to stderr, and the LABEL's note.
+	[[ $stderr == *"LABEL has no E2B equivalent"* ]]
+	[[ $stderr == *"the template is built"* ]]
+	run sbx-image build -b e2b --check -t e2bimg "$c"
+	assert_success
+	run jq -r .present <<<"$output"
+	assert_output true
+	run sbx-image build -q -b e2b -t e2bimg "$c"
+	assert_success
+	run jq -r .built <<<"$output"
+	assert_output false
+	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -i "$img" -s "$BATS_TEST_TMPDIR/s.json"
+	assert_success
+	run sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -- sh -c 'cat a.txt deep/b.txt /opt/who /tmp/up; echo "$GREETING $LEVEL"'
+	sbx-kill -q -s "$BATS_TEST_TMPDIR/s.json" >/dev/null || true
+	assert_output $'one\ntwo\nbuilt by ci\nup\nhi there 3'
+	# A changed file is a new hash, hence a template not built yet.
+	echo three >"$c/src/a.txt"
+	run sbx-image build -b e2b --check -t e2bimg "$c"
+	assert_failure 3
+}
+
+@test "sbx-image build -b e2b: what E2B cannot take is exit 2 naming the line, and no template is requested" {
+	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config SBX_E2B_ENDPOINT=$SBXD_URL
+	c=$BATS_TEST_TMPDIR/ctx
+	mkdir -p "$c"
+	echo x >"$c/f"
+	before=$(sbxd_api GET /templates | jq length)
+	for df in $'FROM a AS b\nFROM c\nCOPY --from=b /x /y' $'FROM a\nCOPY *.txt /x/' \
+		$'FROM a\nADD f.tar.gz /x/' $'FROM a\nCOPY missing /x' $'FROM scratch' $'RUN true'; do
+		printf '%s\n' "$df" >"$c/Dockerfile"
+		run --separate-stderr sbx-image build -b e2b -t bad "$c"
+		assert_failure 2
+		[[ $stderr == "sbx-image: Dockerfile"* ]]
+		[ "$(wc -l <<<"$stderr")" = 1 ]
+	done
+	run jq length <(sbxd_api GET /templates)
+	assert_output "$before"
 }
