@@ -355,13 +355,6 @@ EOF
 	[ -n "$stderr" ]
 }
 
-@test "build: -b takes local and docker only" {
-	printf 'FROM %s\n' "$BASE" >ctx/Dockerfile
-	run --separate-stderr sbx-image build -b e2b -t x ctx
-	assert_failure 2
-	assert_equal "$stderr" "sbx-image: build supports backends local and docker so far, not 'e2b'"
-}
-
 @test "sbx-create --build: builds the context's image only when it is missing, then makes the sandbox of it" {
 	printf 'FROM %s\nRUN echo made >/made\nWORKDIR /w\n' "$BASE" \
 	    >ctx/Dockerfile
