@@ -186,10 +186,13 @@ cmd_build_local(const struct sbx_ctx *c, const char *name,
 	} else {
 		/* An unchanged context is the image already built. */
 		if (!have) {
-			/* A base image may come from its registry: the
-			 * remote flavour's client. */
-			if (!sbx_image_pull)
+			/* The builder is the remote flavour's, beside the
+			 * registry client a FROM may pull through. */
+			if (!sbx_image_build_local) {
 				sbx_flavour_pick_all();
+				sbx_die(SBX_EX_FAIL, "build -b local needs the "
+				    "remote flavour of sbx-image");
+			}
 			memset(&err, 0, sizeof err);
 			if (sbx_image_build_local(c, img, args, sbx_quiet,
 			    &built, &err) < 0)

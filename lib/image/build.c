@@ -25,6 +25,7 @@ struct build {
 	size_t nstages;
 	struct sbx_dockerfile df;
 	int quiet;
+	int cmd_set;            /* this stage has a CMD */
 	char step[64];
 };
 
@@ -514,10 +515,13 @@ step(struct build *b, const struct sbx_df_instr *in, struct sbx_stage *st,
 		json_object_set(cfg, "Shell", in->json);
 	} else if (!strcmp(in->cmd, "CMD")) {
 		json_object_set_new(cfg, "Cmd", command(in, cfg));
+		b->cmd_set = 1;
 	} else if (!strcmp(in->cmd, "ENTRYPOINT")) {
 		json_object_set_new(cfg, "Entrypoint", command(in, cfg));
-		/* Docker: an ENTRYPOINT drops the base image's CMD. */
-		json_object_del(cfg, "Cmd");
+		/* Docker: an ENTRYPOINT drops the base image's CMD, not the
+		 * stage's own. */
+		if (!b->cmd_set)
+			json_object_del(cfg, "Cmd");
 	}
 	sbx_stage_history(st, text, 1);
 	rc = 0;
@@ -632,6 +636,7 @@ sbx_image_build_local(const struct sbx_ctx *c, const char *name,
 			sbx_stage_quiet(st, quiet);
 			json_decref(b.vars);
 			b.vars = json_object();
+			b.cmd_set = 0;
 			continue;
 		}
 		sbx_stage_step(st, b.step);

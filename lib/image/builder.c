@@ -124,9 +124,15 @@ sbx_stage_history(struct sbx_stage *st, const char *created_by, int empty)
 	if (empty)
 		json_object_set_new(json_array_get(h, json_array_size(h) - 1),
 		    "empty_layer", json_true());
-	/* Config steps change what the next steps see. */
-	if (empty)
-		chain(st->key, created_by, NULL);
+	/* Config steps change what the next steps see: the config as it
+	 * now is (after ARG substitution) is part of the key. */
+	if (empty) {
+		char *c = json_dumps(sbx_stage_config(st), JSON_COMPACT |
+		    JSON_SORT_KEYS);
+
+		chain(st->key, created_by, c ? c : "");
+		free(c);
+	}
 }
 
 void

@@ -37,7 +37,7 @@ char **sbx_df_words(const char *s, char escape, const json_t *vars,
     int line, struct sbx_err *err);
 void sbx_df_words_free(char **w);
 
-/* --- the steps (builder.c) ------------------------------------------ */
+/* --- the steps (builder.c; the remote flavour) ----------------------- */
 
 struct sbx_stage;
 
@@ -83,8 +83,10 @@ int sbx_stage_commit(struct sbx_stage *st, const char *name, json_t **out,
     struct sbx_err *err);
 
 /* The whole build: the Dockerfile of c, as image name; args the build
- * arguments (an object or NULL). A failing step: SBX_EX_FAIL. */
-int sbx_image_build_local(const struct sbx_ctx *c, const char *name,
+ * arguments (an object or NULL). A failing step: SBX_EX_FAIL. Weak: the
+ * remote flavour has the builder (with the registry client its FROM
+ * pulls through), and only sbx-image links it. */
+__attribute__((weak)) int sbx_image_build_local(const struct sbx_ctx *c, const char *name,
     const json_t *args, int quiet, json_t **out, struct sbx_err *err);
 
 #endif
