@@ -48,6 +48,10 @@ setup_file() {
 }
 
 teardown_file() {
+	# The last test restarts sbxd: its pid is in sbxd.pid.
+	if [ -s "$BATS_FILE_TMPDIR/sbxd.pid" ]; then
+		SBXD_PID=$(cat "$BATS_FILE_TMPDIR/sbxd.pid")
+	fi
 	sbxd_stop
 	sbx_registry_stop
 	sbx_teardown_file
@@ -227,34 +231,6 @@ code() {
 	assert_output true
 }
 
-@test "templates survive a restart of sbxd; a build cut by it is an error; DELETE removes one, never base" {
-	request cut
-	cut_t=$TID cut_b=$BID
-	run sdk template "$CTX" "$BASE" keep-tpl
-	assert_success
-	keep=$(jq -r .templateId <<<"$output")
-	sbxd_stop
-	sbxd_start -U 4096
-	E2B_API_URL=$SBXD_URL E2B_SANDBOX_URL=$SBXD_URL E2B_API_KEY=$SBXD_KEY
-	run jq -r '[.status, .reason.message] | @tsv' <(sbxd_api GET "/templates/$cut_t/builds/$cut_b/status")
-	assert_output $'error\tsbxd stopped during the build'
-	run jq -r .templateID <(sbxd_api GET /templates/aliases/keep-tpl)
-	assert_output "$keep"
-	run sbxd_api POST /sandboxes '{"templateID":"keep-tpl","timeout":60}'
-	id=$(jq -r .sandboxID <<<"$output")
-	[[ $id =~ ^[a-z0-9]{20}$ ]]
-	run sbxd_api DELETE "/sandboxes/$id"
-	run code -X DELETE -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/base"
-	assert_output 400
-	run code -X DELETE -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/$keep"
-	assert_output 204
-	run code -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/aliases/keep-tpl"
-	assert_output 404
-	run code -X POST -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
-		-d '{"templateID":"keep-tpl","timeout":60}' "$SBXD_URL/sandboxes"
-	assert_output 404
-}
-
 @test "sbx-image build -b e2b: a Dockerfile as an E2B template named NAME-HASH; --check; a rebuild builds nothing; sbx-create -b e2b runs it" {
 	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config SBX_E2B_ENDPOINT=$SBXD_URL
 	c=$BATS_TEST_TMPDIR/ctx
@@ -316,4 +292,35 @@ DF
 	done
 	run jq length <(sbxd_api GET /templates)
 	assert_output "$before"
+}
+
+# Last: it restarts sbxd.
+@test "templates survive a restart of sbxd; a build cut by it is an error; DELETE removes one, never base" {
+	request cut
+	cut_t=$TID cut_b=$BID
+	run sdk template "$CTX" "$BASE" keep-tpl
+	assert_success
+	keep=$(jq -r .templateId <<<"$output")
+	sbxd_stop
+	sbxd_start -U 4096
+	# teardown_file stops this one (a test's variables die with it).
+	echo "$SBXD_PID" >"$BATS_FILE_TMPDIR/sbxd.pid"
+	E2B_API_URL=$SBXD_URL E2B_SANDBOX_URL=$SBXD_URL E2B_API_KEY=$SBXD_KEY
+	run jq -r '[.status, .reason.message] | @tsv' <(sbxd_api GET "/templates/$cut_t/builds/$cut_b/status")
+	assert_output $'error\tsbxd stopped during the build'
+	run jq -r .templateID <(sbxd_api GET /templates/aliases/keep-tpl)
+	assert_output "$keep"
+	run sbxd_api POST /sandboxes '{"templateID":"keep-tpl","timeout":60}'
+	id=$(jq -r .sandboxID <<<"$output")
+	[[ $id =~ ^[a-z0-9]{20}$ ]]
+	run sbxd_api DELETE "/sandboxes/$id"
+	run code -X DELETE -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/base"
+	assert_output 400
+	run code -X DELETE -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/$keep"
+	assert_output 204
+	run code -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/aliases/keep-tpl"
+	assert_output 404
+	run code -X POST -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+		-d '{"templateID":"keep-tpl","timeout":60}' "$SBXD_URL/sandboxes"
+	assert_output 404
 }
