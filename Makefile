@@ -97,7 +97,8 @@ REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
 # lib/docker/ and lib/e2b/ (with lib/http.c) in the remote one; lib/sbxd/
 # is the server.
 REMOTE_SRC = lib/http.c $(wildcard lib/docker/*.c lib/e2b/*.c) \
-	lib/image/registry.c lib/image/pull.c
+	lib/image/registry.c lib/image/pull.c lib/image/builder.c \
+	lib/image/build.c
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
@@ -201,7 +202,9 @@ $(BIN)/remote/sbx-image: $(BUILD)/cmd/sbx-image.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_build \
-		-Wl,-u,sbx_docker_image_exists -Wl,-u,sbx_image_pull -o $@ $^ \
+		-Wl,-u,sbx_docker_image_exists -Wl,-u,sbx_image_pull \
+		-Wl,-u,sbx_e2b_build -Wl,-u,sbx_e2b_template_exists \
+		-Wl,-u,sbx_image_build_local -o $@ $^ \
 		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
 		$(REMOTE_LIBS) $(LDLIBS)
 

@@ -1,10 +1,12 @@
 /* sbx-create - create a sandbox and print its ref */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sbx.h"
@@ -23,7 +25,8 @@ static const char usage[] =
     "[--inject-header host:name=source]...\n"
     "                  [--egress-proxy url] [--start cmd | --no-start] "
     "[--ready cmd]\n"
-    "                  [--ready-timeout duration] [--post-create cmd]\n";
+    "                  [--ready-timeout duration] [--post-create cmd]\n"
+    "                  [-B [-t name] [-f dockerfile] [-C context]]\n";
 
 enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY, OPT_PORT,
     OPT_INJECT_HEADER, OPT_START, OPT_NO_START, OPT_READY, OPT_READY_TIMEOUT,
@@ -34,10 +37,13 @@ static const struct option longopts[] = {
 	{"deny-out", required_argument, NULL, OPT_DENY_OUT},
 	{"egress-proxy", required_argument, NULL, OPT_EGRESS_PROXY},
 	{"backend", required_argument, NULL, 'b'},
+	{"build", no_argument, NULL, 'B'},
+	{"context", required_argument, NULL, 'C'},
 	{"cpus", required_argument, NULL, 'c'},
 	{"disk", required_argument, NULL, 'd'},
 	{"endpoint", required_argument, NULL, 'E'},
 	{"env", required_argument, NULL, 'e'},
+	{"file", required_argument, NULL, 'f'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"image", required_argument, NULL, 'i'},
 	{"inject-header", required_argument, NULL, OPT_INJECT_HEADER},
@@ -57,6 +63,7 @@ static const struct option longopts[] = {
 	{"runtime", required_argument, NULL, 'R'},
 	{"start", required_argument, NULL, OPT_START},
 	{"state", required_argument, NULL, 's'},
+	{"tag", required_argument, NULL, 't'},
 	{"template", required_argument, NULL, 'i'},
 	{"timeout", required_argument, NULL, 'T'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -343,16 +350,87 @@ start_opt(json_t *start, int c, const char *arg)
 	}
 }
 
+/* --build: sbx-image build of the context on backend, its image
+ * (NAME-HASH, built only when missing) for --image (malloc'd). */
+static char *
+build_image(const char *backend, const char *tag, const char *file,
+    const char *context)
+{
+	char *tool = sbx_sibling("sbx-image"), *argv[14], *image = NULL;
+	struct sbx_buf out = SBX_BUF_INIT;
+	char buf[4096];
+	json_t *o;
+	ssize_t n;
+	int p[2], st, i = 0;
+	pid_t pid;
+
+	if (!tool)
+		sbx_die(SBX_EX_FAIL, "cannot find sbx-image beside %s:",
+		    sbx_prog_get());
+	argv[i++] = "sbx-image";
+	argv[i++] = "build";
+	if (sbx_quiet)
+		argv[i++] = "-q";
+	argv[i++] = "-b";
+	argv[i++] = (char *)backend;
+	argv[i++] = "-t";
+	argv[i++] = (char *)tag;
+	if (file) {
+		argv[i++] = "-f";
+		argv[i++] = (char *)file;
+	}
+	argv[i++] = "--";
+	argv[i++] = (char *)context;
+	argv[i] = NULL;
+	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0)
+		sbx_die(SBX_EX_FAIL, "cannot run '%s':", tool);
+	if (pid == 0) {
+		if (dup2(p[1], 1) < 0)
+			_exit(SBX_EX_FAIL);
+		execv(tool, argv);
+		sbx_warn("cannot run '%s': %s", tool, strerror(errno));
+		_exit(SBX_EX_FAIL);
+	}
+	close(p[1]);
+	while ((n = read(p[0], buf, sizeof buf)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		sbx_buf_add(&out, buf, (size_t)n);
+	}
+	close(p[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			sbx_die(SBX_EX_FAIL, "cannot wait for sbx-image:");
+	/* sbx-image said why. */
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		exit(WIFEXITED(st) ? WEXITSTATUS(st) : SBX_EX_FAIL);
+	o = out.len ? json_loadb(out.data, out.len, JSON_DISABLE_EOF_CHECK,
+	    NULL) : NULL;
+	if (sbx_json_str(o, "image"))
+		image = sbx_xstrdup(sbx_json_str(o, "image"));
+	json_decref(o);
+	sbx_buf_release(&out);
+	free(tool);
+	if (!image)
+		sbx_die(SBX_EX_FAIL, "sbx-image build said no image");
+	return image;
+}
+
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
 	{"allow-out", NULL, "let the sandbox connect to dest (repeatable)"},
 	{"backend", NULL, "where to create it: local, docker or e2b"},
+	{"build", NULL, "build the context's image if missing, then use it"},
+	{"context", NULL, "with --build: the build context (default: .)"},
 	{"cpus", NULL, "limit to this many CPUs (0.5, 2; 0 for none)"},
 	{"deny-out", NULL, "deny connections to dest (repeatable)"},
 	{"disk", NULL, "a quota on what the sandbox writes"},
 	{"egress-proxy", NULL, "send allowed TCP through a SOCKS5 proxy"},
 	{"endpoint", NULL, "(e2b) the URL of the E2B API, such as sbxd's"},
 	{"env", NULL, "set a variable for every command (repeatable)"},
+	{"file", NULL, "with --build: the Dockerfile (context/Dockerfile)"},
 	{"image", NULL, "the root filesystem (host, a dir, an image)"},
 	{"inject-header", NULL, "add a header to HTTP requests to host"},
 	{"label", NULL, "attach a label (repeatable)"},
@@ -370,6 +448,7 @@ static const struct sbx_help_opt helpopts[] = {
 	{"runtime", NULL, "(docker) the OCI runtime, such as runsc"},
 	{"start", NULL, "run this shell command for the sandbox's life"},
 	{"state", NULL, "write the sandbox's state file there"},
+	{"tag", NULL, "with --build: the image's name (NAME-HASH)"},
 	{"template", NULL, "the same as --image (E2B's word)"},
 	{"timeout", NULL, "kill the sandbox once idle this long"},
 	{"workdir", NULL, "the commands' working directory (/workspace)"},
@@ -399,8 +478,9 @@ main(int argc, char **argv)
 	int c, rc = SBX_EX_OK, reuse = 0;
 	const char *disk_arg = NULL;
 	unsigned given = 0; /* the limits a flag set */
-	int workdir_given = 0;
-	char *image_workdir = NULL;
+	int workdir_given = 0, build = 0, image_given = 0;
+	char *image_workdir = NULL, *built = NULL;
+	const char *tag = NULL, *dockerfile = NULL, *context = NULL;
 
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
@@ -411,7 +491,7 @@ main(int argc, char **argv)
 	if (sbx_opt_duration("timeout in the configuration", sbx_config_get(
 	    "timeout", "3600"), 0, SBX_TIMEOUT_MAX, &spec.timeout, &err) < 0)
 		sbx_die_err(&err);
-	while ((c = getopt_long(argc, argv, "b:c:d:E:e:hi:l:m:N:n:Pp:qR:rs:T:vVw:",
+	while ((c = getopt_long(argc, argv, "Bb:C:c:d:E:e:f:hi:l:m:N:n:Pp:qR:rs:T:t:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_ALLOW_OUT:
@@ -446,6 +526,18 @@ main(int argc, char **argv)
 		case 'b':
 			backend = optarg;
 			break;
+		case 'B':
+			build = 1;
+			break;
+		case 'C':
+			context = optarg;
+			break;
+		case 'f':
+			dockerfile = optarg;
+			break;
+		case 't':
+			tag = optarg;
+			break;
 		case 'c':
 			if (sbx_limits_parse(SBX_CAP_CPUS, optarg, &spec) < 0)
 				sbx_usage_error(usage, "invalid cpus '%s'", optarg);
@@ -465,6 +557,7 @@ main(int argc, char **argv)
 			break;
 		case 'i':
 			spec.image = optarg;
+			image_given = 1;
 			break;
 		case 'l':
 			if (sbx_parse_label(optarg, spec.labels, &err) < 0)
@@ -530,6 +623,12 @@ main(int argc, char **argv)
 	    "no_start"))
 		sbx_usage_error(usage, "--start and --no-start do not go "
 		    "together");
+	if (build && (!tag || image_given))
+		sbx_usage_error(usage, "--build %s", image_given ? "and --image "
+		    "exclude each other" : "needs -t name");
+	if (!build && (tag || dockerfile || context))
+		sbx_usage_error(usage, "--%s is for --build", tag ? "tag" :
+		    dockerfile ? "file" : "context");
 	spec.env = env;
 	disk_limit(&spec, disk_arg);
 	if (!backend)
@@ -549,6 +648,10 @@ main(int argc, char **argv)
 	sbx_flavour_pick(backend);
 	if (state)
 		sbx_flavour_pick_state(state);
+	/* Built only when the context's hash is new. */
+	if (build)
+		spec.image = built = build_image(backend, tag, dockerfile,
+		    context ? context : ".");
 	/* Checked as a flag first; the password only once all is well. */
 	spec.egress_proxy = proxy ? json_object() : NULL;
 	if (!(be = sbx_backend_get(backend, &err)) ||
@@ -640,6 +743,7 @@ done:
 	json_decref(spec.ports);
 	free(newdir);
 	free(image_workdir);
+	free(built);
 	for (nenv = 0; env && env[nenv]; nenv++)
 		free(env[nenv]);
 	free(env);

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "sbx.h"
-#include "image/image.h"
+#include "image/builder.h"
 
 static const char usage[] =
     "usage: sbx-image build [-cqv] [-b backend] -t name [-f dockerfile] "
@@ -137,19 +137,70 @@ cmd_build(const struct sbx_ctx *c, const char *name, const char *backend,
 	const char *img = json_string_value(json_object_get(o, "image"));
 	int have, rc = SBX_EX_OK;
 
-	if (!sbx_docker_image_exists || !sbx_docker_build)
-		sbx_die(SBX_EX_FAIL, "this build of sbx-image has no docker "
-		    "backend");
-	if ((have = sbx_docker_image_exists(img, &err)) < 0)
+	int e2b = !strcmp(backend, "e2b");
+	json_t *built = NULL;
+
+	if (e2b ? !sbx_e2b_template_exists || !sbx_e2b_build :
+	    !sbx_docker_image_exists || !sbx_docker_build)
+		sbx_die(SBX_EX_FAIL, "this build of sbx-image has no %s "
+		    "backend", backend);
+	if ((have = e2b ? sbx_e2b_template_exists(img, &err) :
+	    sbx_docker_image_exists(img, &err)) < 0)
 		sbx_die_err(&err);
 	if (check) {
 		json_object_set_new(o, "present", json_boolean(have));
 		rc = have ? SBX_EX_OK : SBX_EX_NOSANDBOX;
 	} else {
 		/* An unchanged context is the image already built. */
-		if (!have && sbx_docker_build(c, img, args, sbx_quiet,
-		    &err) < 0)
+		if (!have && (e2b ? sbx_e2b_build(c, img, args, sbx_quiet,
+		    &built, &err) : sbx_docker_build(c, img, args, sbx_quiet,
+		    &err)) < 0)
 			sbx_die_err(&err);
+		if (built)
+			json_object_update(o, built);
+		json_decref(built);
+		json_object_set_new(o, "built", json_boolean(!have));
+	}
+	sbx_out_json(o);
+	json_decref(o);
+	return rc;
+}
+
+/* build -b local: the image NAME-HASH of the local store. */
+static int
+cmd_build_local(const struct sbx_ctx *c, const char *name,
+    const json_t *args, int check)
+{
+	struct sbx_err err = {0};
+	struct sbx_image_use u;
+	json_t *o = result(name, c, "local"), *built = NULL;
+	const char *img = json_string_value(json_object_get(o, "image"));
+	int have, rc = SBX_EX_OK;
+
+	have = sbx_image_lookup(img, &u, &err) == 0;
+	if (have)
+		sbx_image_use_release(&u);
+	if (check) {
+		json_object_set_new(o, "present", json_boolean(have));
+		rc = have ? SBX_EX_OK : SBX_EX_NOSANDBOX;
+	} else {
+		/* An unchanged context is the image already built. */
+		if (!have) {
+			/* The builder is the remote flavour's, beside the
+			 * registry client a FROM may pull through. */
+			if (!sbx_image_build_local) {
+				sbx_flavour_pick_all();
+				sbx_die(SBX_EX_FAIL, "build -b local needs the "
+				    "remote flavour of sbx-image");
+			}
+			memset(&err, 0, sizeof err);
+			if (sbx_image_build_local(c, img, args, sbx_quiet,
+			    &built, &err) < 0)
+				sbx_die_err(&err);
+			json_object_set(o, "digest", json_object_get(built,
+			    "digest"));
+			json_decref(built);
+		}
 		json_object_set_new(o, "built", json_boolean(!have));
 	}
 	sbx_out_json(o);
@@ -215,7 +266,8 @@ cmd_store(const char *sub, char **refs, int n, const char *platform,
 
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
-	{"backend", NULL, "with build: where the image goes (docker)"},
+	{"backend", NULL, "with build: where the image goes (local, docker, "
+	    "e2b)"},
 	{"build-arg", NULL, "with build: a build argument (key: from env)"},
 	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
 	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},
@@ -348,15 +400,18 @@ main(int argc, char **argv)
 			sbx_usage_error(usage, "build needs -t name");
 		if (!backend)
 			backend = sbx_backend_default();
-		if (strcmp(backend, "docker"))
-			sbx_die(SBX_EX_USAGE, "build supports backend docker so "
-			    "far, not '%s' (-b docker)", backend);
+		if (strcmp(backend, "docker") && strcmp(backend, "local") &&
+		    strcmp(backend, "e2b"))
+			sbx_die(SBX_EX_USAGE, "build supports backends local, "
+			    "docker and e2b, not '%s'", backend);
 		sbx_flavour_pick(backend);
 	}
 	if (sbx_ctx_load(&ctx, dir, file, &err) < 0)
 		sbx_die_err(&err);
 	if (!strcmp(sub, "hash"))
 		rc = cmd_hash(&ctx, name);
+	else if (!strcmp(backend, "local"))
+		rc = cmd_build_local(&ctx, name, args, check);
 	else
 		rc = cmd_build(&ctx, name, backend, args, check);
 	sbx_ctx_release(&ctx);

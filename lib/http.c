@@ -311,6 +311,9 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 		curl_easy_setopt(h->c, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(h->c, CURLOPT_READFUNCTION, on_read);
 		curl_easy_setopt(h->c, CURLOPT_READDATA, &x);
+		if (rq->in_size > 0)
+			curl_easy_setopt(h->c, CURLOPT_INFILESIZE_LARGE,
+			    (curl_off_t)rq->in_size);
 		ct = sbx_xasprintf("Content-Type: %s", rq->in_type ?
 		    rq->in_type : "application/octet-stream");
 		hdrs = curl_slist_append(hdrs, ct);

@@ -234,6 +234,8 @@ struct sbx_http_req {
 	 * timeout_ms); a result other than 0 ends the transfer. */
 	int (*on_body)(const char *p, size_t n, void *arg);
 	void *on_body_arg;
+	long long in_size;    /* in_fd's length, sent as Content-Length
+			       * (> 0); else the body goes chunked */
 };
 
 struct sbx_http_resp {

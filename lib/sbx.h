@@ -373,6 +373,16 @@ __attribute__((weak)) int sbx_docker_build(const struct sbx_ctx *c,
     const char *name, const json_t *buildargs, int quiet,
     struct sbx_err *err);
 
+/* sbx-image build -b e2b (lib/e2b/template.c; weak: only sbx-image links
+ * it): whether template name is there (1) or not (0); the Dockerfile of
+ * c built as template name through E2B's template API, its output to
+ * stderr unless quiet, *out {"template_id","build_id"}. */
+__attribute__((weak)) int sbx_e2b_template_exists(const char *name,
+    struct sbx_err *err);
+__attribute__((weak)) int sbx_e2b_build(const struct sbx_ctx *c,
+    const char *name, const json_t *buildargs, int quiet, json_t **out,
+    struct sbx_err *err);
+
 /* --- cost: running time, rates and money (DESIGN.md 6) ---------------- */
 
 /* Money is counted in integers: an amount in units of 0.0001, a rate in

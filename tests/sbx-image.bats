@@ -246,13 +246,11 @@ same_as_python() {
 	done
 }
 
-@test "build on a backend other than docker is exit 2, saying docker is the one so far" {
-	for b in local e2b; do
-		run --separate-stderr sbx-image build -b "$b" -t app ctx
-		assert_failure 2
-		[ -z "$output" ]
-		assert_equal "$stderr" "sbx-image: build supports backend docker so far, not '$b' (-b docker)"
-	done
+@test "build on a backend other than local and docker is exit 2, naming the ones it has" {
+	run --separate-stderr sbx-image build -b e2b -t app ctx
+	assert_failure 2
+	[ -z "$output" ]
+	assert_equal "$stderr" "sbx-image: build supports backends local and docker so far, not 'e2b'"
 }
 
 @test "no command, or an unknown one, is a usage error" {

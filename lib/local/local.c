@@ -403,7 +403,8 @@ static int
 valid_workdir(const char *w)
 {
 	return w[0] == '/' && w[1] && !strstr(w, "/../") && !strstr(w, "//")
-	    && strcmp(w + strlen(w) - 3, "/..") && !strstr(w, "/./") &&
+	    && (strlen(w) < 3 || strcmp(w + strlen(w) - 3, "/..")) &&
+	    !strstr(w, "/./") &&
 	    strlen(w) < 1024;
 }
 

@@ -606,7 +606,8 @@ create(struct sbxd_req *r, int v2)
 	struct sbx_err err;
 	struct sbxd_box *b;
 	long long timeout = v2 ? SBXD_DEFAULT_TIMEOUT_V2 : SBXD_DEFAULT_TIMEOUT;
-	char msg[512], **env = NULL;
+	char msg[512], **env = NULL, *built = NULL, *start = NULL;
+	char *ready = NULL, *tpl_id = NULL;
 	int secure, internet = 1;
 
 	if (!j)
@@ -617,7 +618,14 @@ create(struct sbxd_req *r, int v2)
 		    "property \"templateID\" is missing");
 		goto out;
 	}
-	if (!(image = template_image(tid))) {
+	/* sbxd's own templates, then those built through the API. */
+	if (!(image = template_image(tid)) &&
+	    (built = sbxd_tpl_image(tid, &tpl_id, &start, &ready))) {
+		image = built;
+		/* A sandbox names its template by id, as E2B's do. */
+		tid = tpl_id;
+	}
+	if (!image) {
 		ret = sbxd_reply_err(r, 404, "template '%s' not found", tid);
 		goto out;
 	}
@@ -689,6 +697,9 @@ create(struct sbxd_req *r, int v2)
 	shown = NULL;
 	b->next_pid = 100;
 	spec.image = image;
+	if (start)
+		spec.start = json_pack("{s:s,s:s?}", "cmd", start, "ready",
+		    ready);
 	spec.workdir = "/home/user";
 	spec.memory = sbxd.limits.memory;
 	spec.cpus_milli = sbxd.limits.cpus_milli;
@@ -726,6 +737,11 @@ create(struct sbxd_req *r, int v2)
 	sbxd_box_add(b);
 	ret = sbxd_reply_json(r, 201, sandbox_json(b));
 out:
+	json_decref(spec.start);
+	free(tpl_id);
+	free(built);
+	free(start);
+	free(ready);
 	sbxd_env_free(env);
 	json_decref(spec.labels);
 	json_decref(spec.net_rules);
@@ -1321,7 +1337,8 @@ h_unsupported(struct sbxd_req *r)
 
 	if (first && (strstr(first, "templates") || !strcmp(first, "v2") ||
 	    !strcmp(first, "v3")))
-		what = "templates (template builds)";
+		what = "legacy template builds (POST /templates, "
+		    "POST /v2/templates)";
 	if (third && !strcmp(third, "snapshots"))
 		what = "snapshots";
 	else if (third && !strcmp(third, "fork"))
@@ -1365,13 +1382,8 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"GET", "/sandboxes/*/metrics", 0, h_unsupported, NULL},
 	{"GET", "/sandboxes/*/logs", 0, h_unsupported, NULL},
 	{"GET", "/v2/sandboxes/*/logs", 0, h_unsupported, NULL},
-	{"GET", "/templates", 0, h_unsupported, NULL},
 	{"POST", "/templates", 0, h_unsupported, NULL},
-	{"GET", "/templates/*", 0, h_unsupported, NULL},
-	{"DELETE", "/templates/*", 0, h_unsupported, NULL},
-	{"GET", "/v2/templates", 0, h_unsupported, NULL},
 	{"POST", "/v2/templates", 0, h_unsupported, NULL},
-	{"POST", "/v3/templates", 0, h_unsupported, NULL},
 	{"GET", "/volumes", 0, h_unsupported, NULL},
 	{"POST", "/volumes", 0, h_unsupported, NULL},
 	{NULL, NULL, 0, NULL, NULL},

@@ -209,6 +209,8 @@ void sbxd_worker_child(json_t *args, int *fds, int nfds)
     __attribute__((noreturn));
 void sbxd_inbox_child(json_t *args, int *fds, int nfds)
     __attribute__((noreturn));
+void sbxd_build_child(json_t *args, int *fds, int nfds)
+    __attribute__((noreturn));
 
 /* worker.c: the backend's lifecycle calls, each in a child of its own */
 int sbxd_be_create(const struct sbx_spec *spec, json_t **ref,
@@ -277,6 +279,16 @@ extern const struct sbxd_route sbxd_control_routes[];
 extern const struct sbxd_route sbxd_secret_routes[];
 extern const struct sbxd_route sbxd_proc_routes[];
 extern const struct sbxd_route sbxd_fs_routes[];
+extern const struct sbxd_route sbxd_tpl_routes[];
+
+/* template.c: E2B's template builds (sbx-image build on the local
+ * backend). Its store under sbxd's, once the store is known. */
+int sbxd_tpl_init(struct sbx_err *err);
+/* A built template's image, its id, and its start and ready commands
+ * (each malloc'd or NULL); NULL when t is none that is built. */
+char *sbxd_tpl_image(const char *t, char **id, char **start, char **ready);
+/* A PUT of an upload link with a good signature (no API key needed). */
+int sbxd_tpl_upload_ok(struct sbxd_req *r);
 /* port.c: a request for a port of the sandbox other than envd's. */
 extern const struct sbxd_route sbxd_port_route;
 enum MHD_Result sbxd_port_proxy(struct sbxd_req *r);

@@ -311,8 +311,9 @@ path_match(const char *pat, const char *path)
 static const struct sbxd_route *
 route_find(const char *method, const char *path, int envd, int *allowed)
 {
-	const struct sbxd_route *tabs[] = {sbxd_control_routes,
-	    sbxd_secret_routes, sbxd_proc_routes, sbxd_fs_routes};
+	const struct sbxd_route *tabs[] = {sbxd_tpl_routes,
+	    sbxd_control_routes, sbxd_secret_routes, sbxd_proc_routes,
+	    sbxd_fs_routes};
 	size_t t;
 	const struct sbxd_route *rt;
 
@@ -425,7 +426,8 @@ dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 			    "signing if supported");
 			return NULL;
 		}
-	} else if (strcmp(r->path, "/health") && !key_ok(r)) {
+	} else if (strcmp(r->path, "/health") && !sbxd_tpl_upload_ok(r) &&
+	    !key_ok(r)) {
 		*ret = sbxd_reply_err(r, 401, "Invalid API key");
 		return NULL;
 	}
@@ -806,7 +808,8 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	    templates_init(err) < 0 || load_keys(err) < 0)
 		return -1;
 	/* Before any thread: it forks every child of sbxd's. */
-	if (sbxd_spawner_start(err) < 0 || sbxd_store_adopt(err) < 0)
+	if (sbxd_spawner_start(err) < 0 || sbxd_store_adopt(err) < 0 ||
+	    sbxd_tpl_init(err) < 0)
 		return -1;
 	/* Every thread starts with these blocked: main takes them. */
 	sigemptyset(&sigs);

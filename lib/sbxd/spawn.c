@@ -35,6 +35,7 @@ static const struct {
 	{"proc", sbxd_proc_child},
 	{"worker", sbxd_worker_child},
 	{"inbox", sbxd_inbox_child},
+	{"build", sbxd_build_child},
 };
 
 static int spawn_sock = -1;

@@ -30,7 +30,8 @@ spec_json(const struct sbx_spec *s)
 	for (i = 0; s->env && s->env[i]; i++)
 		json_array_append_new(env, json_string(s->env[i]));
 	return json_pack("{s:s?,s:I,s:I,s:I,s:i,s:I,s:b,s:i,s:I,s:O?,s:o,"
-	    "s:s?,s:s?,s:s?,s:b,s:s?,s:O?,s:O?,s:O?,s:O?}", "image", s->image,
+	    "s:s?,s:s?,s:s?,s:b,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?}", "image",
+	    s->image,
 	    "memory", (json_int_t)s->memory, "cpus_milli",
 	    (json_int_t)s->cpus_milli, "pids", (json_int_t)s->pids,
 	    "limits_default", (int)s->limits_default, "disk",
@@ -39,7 +40,8 @@ spec_json(const struct sbx_spec *s)
 	    s->labels, "env", env, "workdir", s->workdir, "name", s->name,
 	    "runtime", s->runtime, "pull", s->pull, "endpoint", s->endpoint,
 	    "net_rules", s->net_rules, "net_inject", s->net_inject,
-	    "egress_proxy", s->egress_proxy, "ports", s->ports);
+	    "egress_proxy", s->egress_proxy, "ports", s->ports, "start",
+	    s->start);
 }
 
 static void
@@ -80,6 +82,9 @@ spec_of(const json_t *j, struct sbx_spec *s)
 	s->ports = json_object_get(j, "ports");
 	if (!json_is_array(s->ports))
 		s->ports = NULL;
+	s->start = json_object_get(j, "start");
+	if (!json_is_object(s->start))
+		s->start = NULL;
 }
 
 /* The spawner's child for a call (args: op, spec or ref); its answer on
@@ -105,6 +110,18 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 	case OP_CREATE:
 		spec_of(json_object_get(args, "spec"), &spec);
 		rc = sbxd.be->ops->create(&spec, &out_ref, &err);
+		/* A template's start command, and its ready command waited
+		 * for, before the create is answered; a failure leaves no
+		 * sandbox. */
+		if (rc == 0 && spec.start && sbx_start_run(sbxd.be, out_ref,
+		    spec.start, 1, &err) < 0) {
+			struct sbx_err e2;
+
+			sbxd.be->ops->kill(out_ref, 0, &e2);
+			json_decref(out_ref);
+			out_ref = NULL;
+			rc = -1;
+		}
 		break;
 	case OP_KILL:
 		rc = sbxd.be->ops->kill(ref, 0, &err);

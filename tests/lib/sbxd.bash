@@ -107,3 +107,37 @@ sbxd_run_as() {
 
 # For `run bash -c` pipelines.
 export -f sbxd_envd sbxd_frame sbxd_unframe sbxd_api
+
+# The official E2B JavaScript SDK (sbxd-sdk.bats, sbxd-template.bats): it is
+# installed with the machine's npm into a cache directory kept between runs
+# and never committed, ${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/e2b-VERSION.
+# The SDK version these tests are pinned to (it wants node >= 20.18.1).
+E2B_SDK_VERSION=2.51.0
+
+# Install the SDK into the cache unless it is there; sets E2B_SDK_DIR.
+sdk_install() {
+	local cache tmp have
+	command -v node >/dev/null ||
+		{ echo "sbxd.bash: node not found (run scripts/install-deps)" >&2; return 1; }
+	command -v npm >/dev/null ||
+		{ echo "sbxd.bash: npm not found (run scripts/install-deps)" >&2; return 1; }
+	node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=18)?0:1)' ||
+		{ echo "sbxd.bash: node $(node --version) is too old for e2b $E2B_SDK_VERSION (wants >= 20.18.1)" >&2; return 1; }
+	cache=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test
+	E2B_SDK_DIR=$cache/e2b-$E2B_SDK_VERSION
+	export E2B_SDK_DIR
+	have=$(jq -r .version "$E2B_SDK_DIR/node_modules/e2b/package.json" 2>/dev/null || true)
+	[ "$have" = "$E2B_SDK_VERSION" ] && return 0
+	mkdir -p "$cache"
+	tmp=$(mktemp -d "$cache/.e2b.XXXXXX")
+	printf '{"private":true}\n' >"$tmp/package.json"
+	if ! (cd "$tmp" && npm install --no-audit --no-fund --save-exact \
+		"e2b@$E2B_SDK_VERSION") >"$tmp.log" 2>&1; then
+		echo "sbxd.bash: npm install e2b@$E2B_SDK_VERSION failed:" >&2
+		cat "$tmp.log" >&2
+		rm -rf "$tmp" "$tmp.log"
+		return 1
+	fi
+	rm -rf "$E2B_SDK_DIR" "$tmp.log"
+	mv -T "$tmp" "$E2B_SDK_DIR"
+}

@@ -20,6 +20,7 @@ export const {
   FileNotFoundError,
   FileType,
   Secret,
+  Template,
   SecretError,
   SecretNotFoundError,
 } = e2b
