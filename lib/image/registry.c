@@ -124,6 +124,17 @@ sbx_registry_close(struct sbx_registry *g)
 	free(g);
 }
 
+/* g's Authorization header, the one before it wiped: a registry asks
+ * again when a token expires mid-pull. */
+static void
+set_authz(struct sbx_registry *g, char *hdr)
+{
+	if (g->authz)
+		explicit_bzero(g->authz, strlen(g->authz));
+	free(g->authz);
+	g->authz = hdr;
+}
+
 /* The value of parameter key in a WWW-Authenticate challenge (malloc'd),
  * or NULL. */
 static char *
@@ -218,7 +229,7 @@ bearer(struct sbx_registry *g, const char *chal, struct sbx_err *err)
 		    "HTTP %ld", g->domain, rs.status);
 		goto out;
 	}
-	g->authz = sbx_xasprintf("Authorization: Bearer %s", tok);
+	set_authz(g, sbx_xasprintf("Authorization: Bearer %s", tok));
 	rc = 0;
 out:
 	if (rs.body.data)
@@ -264,8 +275,8 @@ request(struct sbx_registry *g, struct sbx_http_req *rq,
 			if (bearer(g, chal + 7, err) < 0)
 				return -1;
 		} else if (!strncasecmp(chal, "Basic", 5) && g->basic) {
-			g->authz = sbx_xasprintf("Authorization: Basic %s",
-			    g->basic);
+			set_authz(g, sbx_xasprintf("Authorization: Basic %s",
+			    g->basic));
 		} else {
 			return sbx_err_set(err, SBX_EX_CRED, "registry '%s' "
 			    "wants credentials (a 0600 file "
