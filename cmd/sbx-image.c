@@ -1,6 +1,5 @@
 /* sbx-image - images named by the hash of their build context: build a
  * Dockerfile only when its context changed, or say whether it is built */
-#include <ctype.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,69 +33,6 @@ static const struct option longopts[] = {
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
 };
-
-/* An image name Docker takes as a repository (the hash is its last part,
- * the tag stays latest): [host[:port]/]path, each path component
- * lowercase letters and digits joined by '.', '_', "__" or dashes. */
-static int
-valid_name(const char *s)
-{
-	const char *p = s, *slash = strchr(s, '/'), *c;
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 200)
-		return 0;
-	/* A first component with a '.' or ':', or localhost, is a host. */
-	if (slash && (memchr(s, '.', (size_t)(slash - s)) ||
-	    memchr(s, ':', (size_t)(slash - s)) ||
-	    (slash - s == 9 && !strncmp(s, "localhost", 9)))) {
-		/* host: labels of letters, digits and inner dashes joined
-		 * by dots, then :port. */
-		for (c = s; c < slash && *c != ':'; c++) {
-			if (isalnum((unsigned char)*c))
-				continue;
-			if (*c == '-' && c > s && c[-1] != '.' && c + 1 < slash &&
-			    c[1] != '.' && c[1] != ':')
-				continue;
-			if (*c == '.' && c > s && c[-1] != '.' && c + 1 < slash &&
-			    c[1] != ':')
-				continue;
-			return 0;
-		}
-		if (c == s)
-			return 0;
-		if (c < slash && *c++ == ':') {
-			if (c == slash)
-				return 0;
-			for (; c < slash; c++)
-				if (!isdigit((unsigned char)*c))
-					return 0;
-		}
-		p = slash + 1;
-	}
-	/* Path components: alnum runs joined by separators. */
-	for (;;) {
-		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p))
-			return 0;
-		while (islower((unsigned char)*p) || isdigit((unsigned char)*p))
-			p++;
-		if (*p == '\0')
-			return 1;
-		if (*p == '/') {
-			p++;
-			continue;
-		}
-		if (*p == '.' || (*p == '_' && p[1] != '_'))
-			p++;
-		else if (*p == '_')
-			p += 2;
-		else if (*p == '-')
-			while (*p == '-')
-				p++;
-		else
-			return 0;
-	}
-}
 
 /* {"image": "NAME-HASH", "hash": ..., "backend": ..., and what the
  * command adds}. */
@@ -336,7 +272,7 @@ main(int argc, char **argv)
 		    argv[optind + 1]);
 	if (optind < argc)
 		dir = argv[optind];
-	if (name && !valid_name(name))
+	if (name && !sbx_imgref_valid_name(name))
 		sbx_usage_error(usage, "bad image name '%s' (lowercase letters, "
 		    "digits, '.', '_', '-' and '/'; no tag)", name);
 	if (!strcmp(sub, "hash")) {

@@ -16,6 +16,8 @@ struct sbx_imgref {
 /* Parse s (bad input: SBX_EX_USAGE naming it). */
 int sbx_imgref_parse(const char *s, struct sbx_imgref *r,
     struct sbx_err *err);
+/* s is a repository's name, [DOMAIN/]PATH, with no tag nor digest. */
+int sbx_imgref_valid_name(const char *s);
 /* The full name, "DOMAIN/REPO:TAG" or "DOMAIN/REPO@DIGEST" (malloc'd). */
 char *sbx_imgref_name(const struct sbx_imgref *r);
 void sbx_imgref_release(struct sbx_imgref *r);
