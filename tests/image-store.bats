@@ -251,6 +251,22 @@ hint: sbx-image pull $R/t/app:nope"
 	assert_failure 2
 }
 
+@test "sbx-create --image: an unreadable store index is said as it is, not as a missing image" {
+	mkdir -p "$SBX_IMAGE_DIR"
+	echo '{"images": {' >"$SBX_IMAGE_DIR/images.json"
+	run --separate-stderr sbx-create -s s.json --image "$R/t/app:v1"
+	assert_failure 6
+	[[ $stderr == "sbx-create: '$SBX_IMAGE_DIR/images.json' is not valid JSON"* ]]
+	[ ! -e s.json ]
+	run --separate-stderr sbx-create -s s.json --image 'Not A Ref'
+	assert_failure 6
+	echo '{"images": {}}' >"$SBX_IMAGE_DIR/images.json"
+	run --separate-stderr sbx-create -s s.json --image 'Not:A:Ref'
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: invalid image reference 'Not:A:Ref'"
+	[ ! -e s.json ]
+}
+
 @test "a registry that wants a password: none is exit 5; the credentials file's is used, never shown" {
 	local conf="auth:
   htpasswd:
