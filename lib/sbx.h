@@ -373,6 +373,13 @@ __attribute__((weak)) int sbx_docker_build(const struct sbx_ctx *c,
     const char *name, const json_t *buildargs, int quiet,
     struct sbx_err *err);
 
+/* sbx-image pull -b docker (lib/docker/pull.c; weak, as the build):
+ * the engine pulls ref, with the user's registry credentials; its
+ * progress to stderr unless quiet; *out {"image","backend","id",
+ * "digest"}. */
+__attribute__((weak)) int sbx_docker_pull(const char *ref, int quiet,
+    json_t **out, struct sbx_err *err);
+
 /* --- cost: running time, rates and money (DESIGN.md 6) ---------------- */
 
 /* Money is counted in integers: an amount in units of 0.0001, a rate in
