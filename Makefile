@@ -201,7 +201,8 @@ $(BIN)/remote/sbx-image: $(BUILD)/cmd/sbx-image.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_build \
-		-Wl,-u,sbx_docker_image_exists -Wl,-u,sbx_image_pull -o $@ $^ \
+		-Wl,-u,sbx_docker_image_exists -Wl,-u,sbx_image_pull \
+		-Wl,-u,sbx_docker_pull -o $@ $^ \
 		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
 		$(REMOTE_LIBS) $(LDLIBS)
 

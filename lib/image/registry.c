@@ -78,6 +78,61 @@ credentials(const char *domain)
 	return out;
 }
 
+/* The Engine API's X-Registry-Auth for domain: base64url of
+ * {"username","password","serveraddress"} from the same places as pull's
+ * credentials (malloc'd, to be wiped), or NULL when there are none. */
+char *
+sbx_registry_engine_auth(const char *domain)
+{
+	char *basic = credentials(domain), *plain, *colon, *js, *out;
+	uint8_t *raw;
+	size_t n, len;
+	struct base64_decode_ctx dc;
+	json_t *o;
+
+	if (!basic)
+		return NULL;
+	n = strlen(basic);
+	raw = sbx_xcalloc(1, BASE64_DECODE_LENGTH(n) + 1);
+	base64_decode_init(&dc);
+	len = BASE64_DECODE_LENGTH(n);
+	if (!base64_decode_update(&dc, &len, raw, n, basic) ||
+	    !base64_decode_final(&dc) || !(colon = memchr(raw, ':', len))) {
+		explicit_bzero(raw, BASE64_DECODE_LENGTH(n));
+		explicit_bzero(basic, n);
+		free(raw);
+		free(basic);
+		return NULL;
+	}
+	plain = (char *)raw;
+	plain[len] = '\0';
+	*colon = '\0';
+	o = json_pack("{s:s,s:s,s:s}", "username", plain, "password", colon + 1,
+	    "serveraddress", domain);
+	js = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	explicit_bzero(raw, BASE64_DECODE_LENGTH(n));
+	explicit_bzero(basic, n);
+	free(raw);
+	free(basic);
+	if (!js)
+		return NULL;
+	n = strlen(js);
+	{
+		struct base64_encode_ctx ec;
+		size_t k;
+
+		out = sbx_xcalloc(1, BASE64_ENCODE_LENGTH(n) +
+		    BASE64_ENCODE_FINAL_LENGTH + 1);
+		base64url_encode_init(&ec);
+		k = base64_encode_update(&ec, out, n, (const uint8_t *)js);
+		base64_encode_final(&ec, out + k);
+	}
+	explicit_bzero(js, n);
+	free(js);
+	return out;
+}
+
 /* --- the client --------------------------------------------------------- */
 
 struct sbx_registry *
