@@ -440,3 +440,11 @@ from-image"
 	assert_failure 2
 	store_empty
 }
+
+@test "a layer's owners are its numeric ids, not the host's ids for the names it also carries" {
+	base=$BATS_FILE_TMPDIR/layers/base
+	tar -C "$base" --owner=nobody:1234 --group=nogroup:5678 -cf named.tar .
+	sbx-image import -t named named.tar >/dev/null
+	root=$(sbx-image inspect named | jq_str .rootfs)
+	assert_equal "$(stat -c %u:%g "$root/app/del")" 1234:5678
+}
