@@ -205,8 +205,7 @@ cmd_import(const char *src, const char *name)
 
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
-	{"backend", NULL, "with build or pull: where the image goes (docker, "
-	    "or local: pull's default)"},
+	{"backend", NULL, "build: docker; pull: local or docker"},
 	{"build-arg", NULL, "with build: a build argument (key: from env)"},
 	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
 	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},

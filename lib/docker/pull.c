@@ -120,14 +120,16 @@ sbx_docker_pull(const char *refstr, int quiet, json_t **out,
 		    "engine: %s", name, sbx_docker_msg(&rs));
 		goto out;
 	}
-	if (rs.status != 200) {
-		sbx_docker_fail(&rs, SBX_EX_FAIL, "cannot pull", err);
-		goto out;
-	}
-	if (f.error[0]) {
-		sbx_err_set(err, strstr(f.error, "not found") ||
-		    strstr(f.error, "unknown") ? SBX_EX_NOSANDBOX : SBX_EX_FAIL,
-		    "the engine cannot pull '%s': %s", name, f.error);
+	if (rs.status != 200 || f.error[0]) {
+		const char *why = rs.status != 200 ? sbx_docker_msg(&rs) :
+		    f.error;
+
+		/* The engine's words say whose fault it is. */
+		sbx_err_set(err, strstr(why, "auth") || strstr(why,
+		    "unauthorized") || strstr(why, "denied") ? SBX_EX_CRED :
+		    strstr(why, "not found") || strstr(why, "unknown") ?
+		    SBX_EX_NOSANDBOX : SBX_EX_FAIL, "the engine cannot pull "
+		    "'%s': %s", name, why);
 		goto out;
 	}
 	/* What the engine now has under that name. */
