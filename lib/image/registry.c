@@ -355,7 +355,7 @@ hex_digest(struct sha256_ctx *c, char *out)
 	sha256_digest(c, sizeof d, d);
 	memcpy(out, "sha256:", 7);
 	for (i = 0; i < SHA256_DIGEST_SIZE; i++)
-		sprintf(out + 7 + 2 * i, "%02x", d[i]);
+		snprintf(out + 7 + 2 * i, 3, "%02x", d[i]);
 }
 
 int
