@@ -204,7 +204,7 @@ $(BIN)/remote/sbx-image: $(BUILD)/cmd/sbx-image.o $(REMOTE_LINK)
 	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_build \
 		-Wl,-u,sbx_docker_image_exists -Wl,-u,sbx_image_pull \
 		-Wl,-u,sbx_e2b_build -Wl,-u,sbx_e2b_template_exists \
-		-Wl,-u,sbx_image_build_local -o $@ $^ \
+		-Wl,-u,sbx_image_build_local -Wl,-u,sbx_docker_pull -o $@ $^ \
 		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
 		$(REMOTE_LIBS) $(LDLIBS)
 

@@ -1,9 +1,9 @@
 /* sbx-image - images named by the hash of their build context: build a
  * Dockerfile only when its context changed, or say whether it is built */
-#include <ctype.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sbx.h"
 #include "image/builder.h"
@@ -13,10 +13,13 @@ static const char usage[] =
     "[-a key=value]...\n"
     "                       [context]\n"
     "       sbx-image hash [-qv] [-t name] [-f dockerfile] [context]\n"
-    "       sbx-image pull [-qv] [-p os/arch] [--insecure-registry host] "
-    "ref ...\n"
+    "       sbx-image pull [-qv] [-b backend] [-p os/arch] "
+    "[--insecure-registry host]\n"
+    "                      ref ...\n"
     "       sbx-image ls | prune [-qv]\n"
-    "       sbx-image inspect | rm [-qv] ref ...\n";
+    "       sbx-image inspect | rm [-qv] ref ...\n"
+    "       sbx-image import [-qv] [-t name] file | dir | -\n"
+    "       sbx-image export [-qv] [-o file] ref\n";
 
 enum { OPT_INSECURE = 256 };
 
@@ -27,6 +30,7 @@ static const struct option longopts[] = {
 	{"file", required_argument, NULL, 'f'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"insecure-registry", required_argument, NULL, OPT_INSECURE},
+	{"output", required_argument, NULL, 'o'},
 	{"platform", required_argument, NULL, 'p'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"tag", required_argument, NULL, 't'},
@@ -34,69 +38,6 @@ static const struct option longopts[] = {
 	{"version", no_argument, NULL, 'V'},
 	{NULL, 0, NULL, 0},
 };
-
-/* An image name Docker takes as a repository (the hash is its last part,
- * the tag stays latest): [host[:port]/]path, each path component
- * lowercase letters and digits joined by '.', '_', "__" or dashes. */
-static int
-valid_name(const char *s)
-{
-	const char *p = s, *slash = strchr(s, '/'), *c;
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 200)
-		return 0;
-	/* A first component with a '.' or ':', or localhost, is a host. */
-	if (slash && (memchr(s, '.', (size_t)(slash - s)) ||
-	    memchr(s, ':', (size_t)(slash - s)) ||
-	    (slash - s == 9 && !strncmp(s, "localhost", 9)))) {
-		/* host: labels of letters, digits and inner dashes joined
-		 * by dots, then :port. */
-		for (c = s; c < slash && *c != ':'; c++) {
-			if (isalnum((unsigned char)*c))
-				continue;
-			if (*c == '-' && c > s && c[-1] != '.' && c + 1 < slash &&
-			    c[1] != '.' && c[1] != ':')
-				continue;
-			if (*c == '.' && c > s && c[-1] != '.' && c + 1 < slash &&
-			    c[1] != ':')
-				continue;
-			return 0;
-		}
-		if (c == s)
-			return 0;
-		if (c < slash && *c++ == ':') {
-			if (c == slash)
-				return 0;
-			for (; c < slash; c++)
-				if (!isdigit((unsigned char)*c))
-					return 0;
-		}
-		p = slash + 1;
-	}
-	/* Path components: alnum runs joined by separators. */
-	for (;;) {
-		if (!islower((unsigned char)*p) && !isdigit((unsigned char)*p))
-			return 0;
-		while (islower((unsigned char)*p) || isdigit((unsigned char)*p))
-			p++;
-		if (*p == '\0')
-			return 1;
-		if (*p == '/') {
-			p++;
-			continue;
-		}
-		if (*p == '.' || (*p == '_' && p[1] != '_'))
-			p++;
-		else if (*p == '_')
-			p += 2;
-		else if (*p == '-')
-			while (*p == '-')
-				p++;
-		else
-			return 0;
-	}
-}
 
 /* {"image": "NAME-HASH", "hash": ..., "backend": ..., and what the
  * command adds}. */
@@ -212,13 +153,15 @@ static int
 store_cmd(const char *s)
 {
 	return !strcmp(s, "pull") || !strcmp(s, "ls") || !strcmp(s, "rm") ||
-	    !strcmp(s, "inspect") || !strcmp(s, "prune");
+	    !strcmp(s, "inspect") || !strcmp(s, "prune") ||
+	    !strcmp(s, "import") || !strcmp(s, "export");
 }
 
-/* pull, ls, inspect, rm, prune: the local image store. */
+/* pull, ls, inspect, rm, prune: the local image store (pull: or the
+ * Docker engine's, backend "docker"). */
 static int
 cmd_store(const char *sub, char **refs, int n, const char *platform,
-    const char *const *insecure)
+    const char *const *insecure, const char *backend)
 {
 	struct sbx_registry_opts o = {insecure, platform};
 	struct sbx_err err = {0};
@@ -243,7 +186,9 @@ cmd_store(const char *sub, char **refs, int n, const char *platform,
 	}
 	for (i = 0; i < n; i++) {
 		memset(&err, 0, sizeof err);
-		if (!strcmp(sub, "pull"))
+		if (!strcmp(sub, "pull") && backend)
+			r = sbx_docker_pull(refs[i], sbx_quiet, &out, &err);
+		else if (!strcmp(sub, "pull"))
 			r = sbx_image_pull(refs[i], &o, &out, &err);
 		else if (!strcmp(sub, "rm"))
 			r = sbx_image_remove(refs[i], &out, &err);
@@ -264,16 +209,61 @@ cmd_store(const char *sub, char **refs, int n, const char *platform,
 	return rc;
 }
 
+/* export: the tar to file (whole, or not at all) or to stdout. */
+static int
+cmd_export(const char *ref, const char *file)
+{
+	struct sbx_err err = {0};
+	char *tmp = NULL;
+	int fd = STDOUT_FILENO;
+
+	if (!file && isatty(STDOUT_FILENO))
+		sbx_die(SBX_EX_USAGE, "refusing to write a tar to a terminal "
+		    "(-o file, or a pipe)");
+	if (file) {
+		tmp = sbx_xasprintf("%s.tmp-XXXXXX", file);
+		if ((fd = mkstemp(tmp)) < 0)
+			sbx_die(SBX_EX_FAIL, "cannot create '%s':", tmp);
+	}
+	if (sbx_image_export(ref, fd, &err) < 0 || (file && (fsync(fd) < 0 ||
+	    close(fd) < 0 || rename(tmp, file) < 0))) {
+		if (file) {
+			if (!err.msg[0])
+				sbx_err_set(&err, SBX_EX_FAIL, "cannot write "
+				    "'%s':", file);
+			unlink(tmp);
+		}
+		free(tmp);
+		sbx_die_err(&err);
+	}
+	free(tmp);
+	return SBX_EX_OK;
+}
+
+static int
+cmd_import(const char *src, const char *name)
+{
+	struct sbx_err err = {0};
+	json_t *out = NULL;
+
+	if (sbx_image_import(src, name, &out, &err) < 0)
+		sbx_die_err(&err);
+	if (!sbx_quiet)
+		sbx_out_json(out);
+	json_decref(out);
+	return SBX_EX_OK;
+}
+
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
-	{"backend", NULL, "with build: where the image goes (local, docker, "
-	    "e2b)"},
+	{"backend", NULL, "build: local, docker or e2b; pull: local or docker"},
 	{"build-arg", NULL, "with build: a build argument (key: from env)"},
 	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
 	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},
 	{"insecure-registry", NULL, "with pull: plain HTTP to this registry"},
+	{"output", NULL, "with export: the tar's file (default: stdout)"},
 	{"platform", NULL, "with pull: which of a multi-platform image"},
-	{"tag", NULL, "the image's name; the hash is added: name-HASH"},
+	{"tag", NULL, "the image's name; build adds the hash: name-HASH"},
 	{NULL, NULL, NULL},
 };
 
@@ -291,7 +281,7 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const char *sub = NULL, *backend = NULL, *name = NULL, *file = NULL;
 	const char *dir = ".";
-	const char *platform = NULL, **insecure = NULL;
+	const char *platform = NULL, **insecure = NULL, *output = NULL;
 	json_t *args = NULL;
 	char *kv, *eq;
 	int c, check = 0, rc, ninsecure = 0;
@@ -310,7 +300,7 @@ main(int argc, char **argv)
 		argc--;
 	}
 	sbx_opt_init(&help, argv);
-	while ((c = getopt_long(argc, argv, "a:b:cf:hp:t:qvV", longopts,
+	while ((c = getopt_long(argc, argv, "a:b:cf:ho:p:t:qvV", longopts,
 	    NULL)) != -1) {
 		switch (c) {
 		case OPT_INSECURE:
@@ -318,6 +308,9 @@ main(int argc, char **argv)
 			    2) * sizeof *insecure);
 			insecure[ninsecure++] = optarg;
 			insecure[ninsecure] = NULL;
+			break;
+		case 'o':
+			output = optarg;
 			break;
 		case 'p':
 			platform = optarg;
@@ -353,12 +346,26 @@ main(int argc, char **argv)
 	if (!sub)
 		sbx_usage_error(usage, optind < argc ? "unknown command '%s'" :
 		    "a command is required (build, hash, pull, ls, inspect, "
-		    "rm or prune)", argv[optind]);
+		    "rm, prune, import or export)", argv[optind]);
 	if (store_cmd(sub)) {
-		if (backend || args || check || name || file)
+		if (args || check || file || (name && strcmp(sub, "import")) ||
+		    (backend && strcmp(sub, "pull")))
 			sbx_usage_error(usage, "--%s is for sbx-image build",
-			    backend ? "backend" : args ? "build-arg" : check ?
-			    "check" : name ? "tag" : "file");
+			    backend && strcmp(sub, "pull") ? "backend" : args ?
+			    "build-arg" : check ? "check" : file ? "file" :
+			    "tag");
+		if (backend && strcmp(backend, "local") && strcmp(backend,
+		    "docker"))
+			sbx_die(SBX_EX_USAGE, "pull supports backends local and "
+			    "docker, not '%s'", backend);
+		if (backend && !strcmp(backend, "local"))
+			backend = NULL;
+		if (backend && (platform || insecure))
+			sbx_usage_error(usage, "--%s is for the local store's "
+			    "pull (the engine has its own settings)", platform ?
+			    "platform" : "insecure-registry");
+		if (output && strcmp(sub, "export"))
+			sbx_usage_error(usage, "--output is for sbx-image export");
 		if ((platform || insecure) && strcmp(sub, "pull"))
 			sbx_usage_error(usage, "--%s is for sbx-image pull",
 			    platform ? "platform" : "insecure-registry");
@@ -368,18 +375,31 @@ main(int argc, char **argv)
 				    "'%s'", argv[optind]);
 		} else if (optind == argc) {
 			sbx_usage_error(usage, "%s needs an image", sub);
+		} else if ((!strcmp(sub, "import") || !strcmp(sub, "export")) &&
+		    argc - optind > 1) {
+			sbx_usage_error(usage, "unexpected argument '%s'",
+			    argv[optind + 1]);
+		}
+		if (!strcmp(sub, "import") || !strcmp(sub, "export")) {
+			rc = !strcmp(sub, "import") ? cmd_import(argv[optind],
+			    name) : cmd_export(argv[optind], output);
+			free(insecure);
+			return sbx_out_close(rc);
 		}
 		/* The registry client is the remote flavour's (libcurl). */
-		if (!strcmp(sub, "pull") && !sbx_image_pull) {
+		if (!strcmp(sub, "pull") && (backend ? !sbx_docker_pull :
+		    !sbx_image_pull)) {
 			sbx_flavour_pick_all();
 			sbx_die(SBX_EX_FAIL, "pull needs the remote flavour of "
 			    "sbx-image");
 		}
 		rc = cmd_store(sub, argv + optind, argc - optind, platform,
-		    insecure);
+		    insecure, backend);
 		free(insecure);
 		return sbx_out_close(rc);
 	}
+	if (output)
+		sbx_usage_error(usage, "--output is for sbx-image export");
 	if (platform || insecure)
 		sbx_usage_error(usage, "--%s is for sbx-image pull",
 		    platform ? "platform" : "insecure-registry");
@@ -388,7 +408,7 @@ main(int argc, char **argv)
 		    argv[optind + 1]);
 	if (optind < argc)
 		dir = argv[optind];
-	if (name && !valid_name(name))
+	if (name && !sbx_imgref_valid_name(name))
 		sbx_usage_error(usage, "bad image name '%s' (lowercase letters, "
 		    "digits, '.', '_', '-' and '/'; no tag)", name);
 	if (!strcmp(sub, "hash")) {

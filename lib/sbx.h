@@ -382,6 +382,12 @@ __attribute__((weak)) int sbx_e2b_template_exists(const char *name,
 __attribute__((weak)) int sbx_e2b_build(const struct sbx_ctx *c,
     const char *name, const json_t *buildargs, int quiet, json_t **out,
     struct sbx_err *err);
+/* sbx-image pull -b docker (lib/docker/pull.c; weak, as the build):
+ * the engine pulls ref, with the user's registry credentials; its
+ * progress to stderr unless quiet; *out {"image","backend","id",
+ * "digest"}. */
+__attribute__((weak)) int sbx_docker_pull(const char *ref, int quiet,
+    json_t **out, struct sbx_err *err);
 
 /* --- cost: running time, rates and money (DESIGN.md 6) ---------------- */
 

@@ -251,6 +251,22 @@ hint: sbx-image pull $R/t/app:nope"
 	assert_failure 2
 }
 
+@test "sbx-create --image: an unreadable store index is said as it is, not as a missing image" {
+	mkdir -p "$SBX_IMAGE_DIR"
+	echo '{"images": {' >"$SBX_IMAGE_DIR/images.json"
+	run --separate-stderr sbx-create -s s.json --image "$R/t/app:v1"
+	assert_failure 6
+	[[ $stderr == "sbx-create: '$SBX_IMAGE_DIR/images.json' is not valid JSON"* ]]
+	[ ! -e s.json ]
+	run --separate-stderr sbx-create -s s.json --image 'Not A Ref'
+	assert_failure 6
+	echo '{"images": {}}' >"$SBX_IMAGE_DIR/images.json"
+	run --separate-stderr sbx-create -s s.json --image 'Not:A:Ref'
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: invalid image reference 'Not:A:Ref'"
+	[ ! -e s.json ]
+}
+
 @test "a registry that wants a password: none is exit 5; the credentials file's is used, never shown" {
 	local conf="auth:
   htpasswd:
@@ -298,4 +314,137 @@ print("u:" + crypt.crypt("s3cret-pw", crypt.mksalt(crypt.METHOD_BLOWFISH)))' \
 	    "$SBX_TEST_REGISTRY_DIR/token.log"
 	assert_output '[true,"repository:t/app:pull","sbx-test-registry"]'
 	sbx_registry_restart ''
+}
+
+# --- import and export ------------------------------------------------
+
+# Nothing of an import left: no name, no blob, no tree, no stage.
+store_empty() {
+	run --separate-stderr sbx-image ls
+	assert_output ''
+	[ -z "$(ls -A "$SBX_IMAGE_DIR/blobs/sha256" 2>/dev/null)" ]
+	[ -z "$(ls -A "$SBX_IMAGE_DIR/rootfs" 2>/dev/null)" ]
+}
+
+@test "export, rm, import: the same manifest digest, and a sandbox runs from it" {
+	sbx-image pull "$R/t/app:v1" >/dev/null
+	run sbx-image export -o app.tar "$R/t/app:v1"
+	assert_success
+	assert_output ''
+	tar tf app.tar >names
+	grep -qx oci-layout names
+	grep -qx index.json names
+	grep -qx manifest.json names
+	grep -qx "blobs/sha256/${IMG_V1#sha256:}" names
+	sbx-image rm "$R/t/app:v1" >/dev/null
+	store_empty
+	run --separate-stderr sbx-image import app.tar
+	assert_success
+	jq_true ".image == \"$R/t/app:v1\" and .digest == \"$IMG_V1\" and
+	    .format == \"oci\" and (.layers | length) == 2" <<<"$output"
+	run --separate-stderr sbx-create -s s.json --image "$R/t/app:v1"
+	assert_success
+	run --separate-stderr sbx-exec -s s.json -- sh -c 'cat /app/top; echo $FOO'
+	assert_success
+	assert_output "top
+from-image"
+	sbx-kill -s s.json >/dev/null
+	# Through a pipe, under another name (-t).
+	run --separate-stderr sh -c "sbx-image export '$R/t/app:v1' |
+	    sbx-image import -t other:v2 -"
+	assert_success
+	jq_true ".image == \"docker.io/library/other:v2\" and
+	    .digest == \"$IMG_V1\"" <<<"$output"
+}
+
+@test "export refuses a terminal and an unknown image, writing nothing" {
+	run --separate-stderr script -qec "sbx-image export '$R/t/app:v1'" /dev/null
+	assert_failure 2
+	[[ $output == *"sbx-image: refusing to write a tar to a terminal"* ]]
+	run --separate-stderr sbx-image export -o x.tar "$R/t/app:nope"
+	assert_failure 3
+	assert_equal "$stderr" "sbx-image: no image '$R/t/app:nope' in the store (sbx-image pull $R/t/app:nope)"
+	[ -z "$(ls -d x.tar* 2>/dev/null)" ]
+}
+
+@test "import of a root filesystem, a directory, a tar and a gzip'd tar on stdin: one layer, a sandbox runs from it" {
+	base=$BATS_FILE_TMPDIR/layers/base
+	run --separate-stderr sbx-image import -t rootdir "$base"
+	assert_success
+	jq_true '.image == "docker.io/library/rootdir:latest" and
+	    .format == "rootfs" and (.layers | length) == 1' <<<"$output"
+	tar -C "$base" --numeric-owner -cf root.tar .
+	run --separate-stderr sbx-image import -t roottar:1 root.tar
+	assert_success
+	jq_true '.image == "docker.io/library/roottar:1"' <<<"$output"
+	gzip -c root.tar >root.tgz
+	run --separate-stderr sh -c 'sbx-image import -t rootgz - <root.tgz'
+	assert_success
+	dg=$(jq_str .digest <<<"$output")
+	# The tar decompressed is the layer: the same image either way.
+	assert_equal "$(sbx-image inspect roottar:1 | jq_str .digest)" "$dg"
+	for img in rootdir roottar:1 rootgz; do
+		run --separate-stderr sbx-create -s s.json --image "$img"
+		assert_success
+		run --separate-stderr sbx-exec -s s.json -- sh -c \
+		    'cat /app/keep; stat -c %u:%g /app/keep; echo $PATH'
+		assert_success
+		assert_output "keep
+1234:5678
+/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+		sbx-kill -s s.json >/dev/null
+	done
+}
+
+@test "import of bad input: one line, exit 2 (6 for a digest mismatch), nothing stored" {
+	sbx-image pull "$R/t/app:v1" >/dev/null
+	sbx-image export -o app.tar "$R/t/app:v1"
+	rm -rf "$SBX_IMAGE_DIR"
+	top=$(tar tf app.tar | grep blobs/ | tail -1)
+	# Truncated.
+	head -c $(($(stat -c %s app.tar) / 2)) app.tar >half.tar
+	run --separate-stderr sbx-image import half.tar
+	assert_failure 2
+	[[ $stderr == "sbx-image: 'half.tar' is not a whole tar archive: "* ]]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	store_empty
+	# Not a tar at all.
+	head -c 4096 /dev/urandom >junk.tar
+	run --separate-stderr sbx-image import -t x junk.tar
+	assert_failure 2
+	[[ $stderr == "sbx-image: 'junk.tar' is not a tar archive: "* ]]
+	store_empty
+	# A blob whose bytes are not its name's.
+	mkdir x
+	tar -C x -xf app.tar
+	printf X | dd of="x/$top" bs=1 seek=100 conv=notrunc 2>/dev/null
+	tar -C x -cf bad.tar .
+	run --separate-stderr sbx-image import bad.tar
+	assert_failure 6
+	[[ $stderr == "sbx-image: blob sha256:${top##*/} of 'bad.tar' is corrupt: what it holds has digest sha256:"* ]]
+	store_empty
+	# A blob missing.
+	rm "x/$top"
+	tar -C x -cf miss.tar .
+	run --separate-stderr sbx-image import miss.tar
+	assert_failure 2
+	assert_equal "$stderr" "sbx-image: blob sha256:${top##*/} is missing from 'miss.tar'"
+	store_empty
+	# No name: a root filesystem has none of its own.
+	run --separate-stderr sbx-image import "$BATS_FILE_TMPDIR/layers/base"
+	assert_failure 2
+	assert_equal "$stderr" "sbx-image: '$BATS_FILE_TMPDIR/layers/base' names no image: give it one with -t NAME"
+	run --separate-stderr sbx-image import -t 'Bad Name' app.tar
+	assert_failure 2
+	run --separate-stderr sbx-image import -t x app.tar extra
+	assert_failure 2
+	store_empty
+}
+
+@test "a layer's owners are its numeric ids, not the host's ids for the names it also carries" {
+	base=$BATS_FILE_TMPDIR/layers/base
+	tar -C "$base" --owner=nobody:1234 --group=nogroup:5678 -cf named.tar .
+	sbx-image import -t named named.tar >/dev/null
+	root=$(sbx-image inspect named | jq_str .rootfs)
+	assert_equal "$(stat -c %u:%g "$root/app/del")" 1234:5678
 }

@@ -256,7 +256,7 @@ same_as_python() {
 @test "no command, or an unknown one, is a usage error" {
 	run --separate-stderr sbx-image
 	assert_failure 2
-	[[ $stderr == "sbx-image: a command is required (build, hash, pull, ls, inspect, rm or prune)"* ]]
+	[[ $stderr == "sbx-image: a command is required (build, hash, pull, ls, inspect, rm, prune, import or export)"* ]]
 	run --separate-stderr sbx-image frobnicate x
 	assert_failure 2
 	[[ $stderr == "sbx-image: unknown command 'frobnicate'"* ]]

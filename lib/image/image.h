@@ -16,6 +16,8 @@ struct sbx_imgref {
 /* Parse s (bad input: SBX_EX_USAGE naming it). */
 int sbx_imgref_parse(const char *s, struct sbx_imgref *r,
     struct sbx_err *err);
+/* s is a repository's name, [DOMAIN/]PATH, with no tag nor digest. */
+int sbx_imgref_valid_name(const char *s);
 /* The full name, "DOMAIN/REPO:TAG" or "DOMAIN/REPO@DIGEST" (malloc'd). */
 char *sbx_imgref_name(const struct sbx_imgref *r);
 void sbx_imgref_release(struct sbx_imgref *r);
@@ -25,6 +27,10 @@ int sbx_image_valid_digest(const char *d);
 int sbx_registry_loopback(const char *domain);
 
 struct sbx_registry;
+
+/* The Engine API's X-Registry-Auth value for domain (base64url JSON,
+ * malloc'd: wipe it), or NULL when the user has no credentials there. */
+char *sbx_registry_engine_auth(const char *domain);
 
 struct sbx_registry_opts {
 	const char *const *insecure; /* domains spoken to over plain HTTP,
@@ -110,6 +116,18 @@ int sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err);
 int sbx_image_prune(json_t **out, struct sbx_err *err);
 /* inspect: what ls says, its layers, its config and its rootfs. */
 int sbx_image_inspect(const char *ref, json_t **out, struct sbx_err *err);
+
+/* import: a docker-archive tar, an OCI image layout tar, or a root
+ * filesystem (a directory, or a tar) as one layer, from src ("-":
+ * stdin), named tag or as the archive names it; every blob checked
+ * (SBX_EX_DATA when one is not what its digest says), bad input
+ * SBX_EX_USAGE, nothing stored unless all is. *out as pull's, with
+ * "format" (oci, docker, rootfs). */
+int sbx_image_import(const char *src, const char *tag, json_t **out,
+    struct sbx_err *err);
+/* export: image ref as an OCI image layout tar on fd, with docker's
+ * manifest.json beside it (what docker save writes since Docker 25). */
+int sbx_image_export(const char *ref, int fd, struct sbx_err *err);
 
 /* The root filesystem of the image of manifest digest, whose layers (a
  * JSON array of digests, bottom first) are in the store at root: made

@@ -66,17 +66,40 @@ valid_tag(const char *t)
 	return 1;
 }
 
+/* A registry host as Docker reads one: labels of letters, digits and
+ * inner dashes joined by single dots, or an IPv6 address in brackets;
+ * then :PORT. */
 static int
 valid_domain(const char *d)
 {
-	size_t i;
+	const char *p = d, *label;
 
 	if (!*d || strlen(d) > 255)
 		return 0;
-	for (i = 0; d[i]; i++)
-		if (!isalnum((unsigned char)d[i]) && !strchr(".-:[]", d[i]))
+	if (*p == '[') {
+		for (p++; isxdigit((unsigned char)*p) || *p == ':'; p++)
+			;
+		if (*p++ != ']' || p == d + 2)
 			return 0;
-	return 1;
+	} else {
+		for (;;) {
+			label = p;
+			while (isalnum((unsigned char)*p) || *p == '-')
+				p++;
+			if (p == label || label[0] == '-' || p[-1] == '-')
+				return 0;
+			if (*p != '.')
+				break;
+			p++;
+		}
+	}
+	if (*p == ':') {
+		if (!isdigit((unsigned char)*++p))
+			return 0;
+		while (isdigit((unsigned char)*p))
+			p++;
+	}
+	return *p == '\0';
 }
 
 int
@@ -139,6 +162,21 @@ bad:
 	sbx_imgref_release(r);
 	return sbx_err_set(err, SBX_EX_USAGE, "invalid image reference '%s'",
 	    s);
+}
+
+int
+sbx_imgref_valid_name(const char *s)
+{
+	struct sbx_imgref r;
+	struct sbx_err e = {0};
+	const char *last = strrchr(s, '/');
+
+	/* A repository: no tag, no digest (the build adds its own). */
+	if (strlen(s) > 200 || strchr(s, '@') || strchr(last ? last : s, ':') ||
+	    sbx_imgref_parse(s, &r, &e) < 0)
+		return 0;
+	sbx_imgref_release(&r);
+	return 1;
 }
 
 char *

@@ -78,6 +78,61 @@ credentials(const char *domain)
 	return out;
 }
 
+/* The Engine API's X-Registry-Auth for domain: base64url of
+ * {"username","password","serveraddress"} from the same places as pull's
+ * credentials (malloc'd, to be wiped), or NULL when there are none. */
+char *
+sbx_registry_engine_auth(const char *domain)
+{
+	char *basic = credentials(domain), *plain, *colon, *js, *out;
+	uint8_t *raw;
+	size_t n, len;
+	struct base64_decode_ctx dc;
+	json_t *o;
+
+	if (!basic)
+		return NULL;
+	n = strlen(basic);
+	raw = sbx_xcalloc(1, BASE64_DECODE_LENGTH(n) + 1);
+	base64_decode_init(&dc);
+	len = BASE64_DECODE_LENGTH(n);
+	if (!base64_decode_update(&dc, &len, raw, n, basic) ||
+	    !base64_decode_final(&dc) || !(colon = memchr(raw, ':', len))) {
+		explicit_bzero(raw, BASE64_DECODE_LENGTH(n));
+		explicit_bzero(basic, n);
+		free(raw);
+		free(basic);
+		return NULL;
+	}
+	plain = (char *)raw;
+	plain[len] = '\0';
+	*colon = '\0';
+	o = json_pack("{s:s,s:s,s:s}", "username", plain, "password", colon + 1,
+	    "serveraddress", domain);
+	js = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	explicit_bzero(raw, BASE64_DECODE_LENGTH(n));
+	explicit_bzero(basic, n);
+	free(raw);
+	free(basic);
+	if (!js)
+		return NULL;
+	n = strlen(js);
+	{
+		struct base64_encode_ctx ec;
+		size_t k;
+
+		out = sbx_xcalloc(1, BASE64_ENCODE_LENGTH(n) +
+		    BASE64_ENCODE_FINAL_LENGTH + 1);
+		base64url_encode_init(&ec);
+		k = base64_encode_update(&ec, out, n, (const uint8_t *)js);
+		base64_encode_final(&ec, out + k);
+	}
+	explicit_bzero(js, n);
+	free(js);
+	return out;
+}
+
 /* --- the client --------------------------------------------------------- */
 
 struct sbx_registry *
@@ -122,6 +177,17 @@ sbx_registry_close(struct sbx_registry *g)
 		explicit_bzero(g->authz, strlen(g->authz));
 	free(g->authz);
 	free(g);
+}
+
+/* g's Authorization header, the one before it wiped: a registry asks
+ * again when a token expires mid-pull. */
+static void
+set_authz(struct sbx_registry *g, char *hdr)
+{
+	if (g->authz)
+		explicit_bzero(g->authz, strlen(g->authz));
+	free(g->authz);
+	g->authz = hdr;
 }
 
 /* The value of parameter key in a WWW-Authenticate challenge (malloc'd),
@@ -218,7 +284,7 @@ bearer(struct sbx_registry *g, const char *chal, struct sbx_err *err)
 		    "HTTP %ld", g->domain, rs.status);
 		goto out;
 	}
-	g->authz = sbx_xasprintf("Authorization: Bearer %s", tok);
+	set_authz(g, sbx_xasprintf("Authorization: Bearer %s", tok));
 	rc = 0;
 out:
 	if (rs.body.data)
@@ -264,8 +330,8 @@ request(struct sbx_registry *g, struct sbx_http_req *rq,
 			if (bearer(g, chal + 7, err) < 0)
 				return -1;
 		} else if (!strncasecmp(chal, "Basic", 5) && g->basic) {
-			g->authz = sbx_xasprintf("Authorization: Basic %s",
-			    g->basic);
+			set_authz(g, sbx_xasprintf("Authorization: Basic %s",
+			    g->basic));
 		} else {
 			return sbx_err_set(err, SBX_EX_CRED, "registry '%s' "
 			    "wants credentials (a 0600 file "
@@ -289,7 +355,7 @@ hex_digest(struct sha256_ctx *c, char *out)
 	sha256_digest(c, sizeof d, d);
 	memcpy(out, "sha256:", 7);
 	for (i = 0; i < SHA256_DIGEST_SIZE; i++)
-		sprintf(out + 7 + 2 * i, "%02x", d[i]);
+		snprintf(out + 7 + 2 * i, 3, "%02x", d[i]);
 }
 
 int

@@ -146,6 +146,25 @@ image_config(const char *root, const char *digest)
 	return c;
 }
 
+/* The last lookup of this process: sbx-create asks for the image's
+ * WorkingDir before the backend asks for its tree, and both must be of
+ * the one image the index named, read once. */
+static struct {
+	char *ref;
+	struct sbx_image_use u;
+} last;
+
+static void
+use_copy(struct sbx_image_use *to, const struct sbx_image_use *from)
+{
+	to->name = sbx_xstrdup(from->name);
+	to->digest = sbx_xstrdup(from->digest);
+	to->config_digest = from->config_digest ?
+	    sbx_xstrdup(from->config_digest) : NULL;
+	to->rootfs = sbx_xstrdup(from->rootfs);
+	to->config = json_incref(from->config);
+}
+
 int
 sbx_image_lookup(const char *ref, struct sbx_image_use *u,
     struct sbx_err *err)
@@ -157,15 +176,31 @@ sbx_image_lookup(const char *ref, struct sbx_image_use *u,
 	int rc = -1;
 
 	memset(u, 0, sizeof *u);
+	if (last.ref && !strcmp(last.ref, ref)) {
+		use_copy(u, &last.u);
+		return 0;
+	}
 	s.root = sbx_image_root();
 	/* Written whole (temp, rename): read without the lock. */
 	p = sbx_xasprintf("%s/images.json", s.root);
-	s.index = access(p, F_OK) == 0 ? sbx_json_load_object(p, &e) : NULL;
-	free(p);
-	if (!s.index)
+	if (access(p, F_OK) == 0) {
+		if (!(s.index = sbx_json_load_object(p, err))) {
+			free(p);
+			goto out;
+		}
+	} else {
 		s.index = json_pack("{s:{}}", "images");
-	if (!(rec = sbx_image_find(&s, ref, &u->name, err))) {
-		err->code = SBX_EX_USAGE;
+	}
+	free(p);
+	if (!(rec = sbx_image_find(&s, ref, &u->name, &e))) {
+		if (e.code == SBX_EX_NOSANDBOX) {
+			sbx_err_set(err, SBX_EX_USAGE, "image '%s' is neither a "
+			    "directory nor an image of the store", ref);
+			sbx_err_hint(err, "sbx-image pull %s", ref);
+		} else {
+			*err = e;
+			err->code = SBX_EX_USAGE;
+		}
 		goto out;
 	}
 	u->digest = sbx_xstrdup(sbx_json_str(rec, "digest"));
@@ -173,6 +208,10 @@ sbx_image_lookup(const char *ref, struct sbx_image_use *u,
 	    sbx_xstrdup(sbx_json_str(rec, "config")) : NULL;
 	u->rootfs = sbx_xasprintf("%s/rootfs/%s", s.root, u->digest + 7);
 	u->config = image_config(s.root, u->config_digest);
+	free(last.ref);
+	sbx_image_use_release(&last.u);
+	last.ref = sbx_xstrdup(ref);
+	use_copy(&last.u, u);
 	rc = 0;
 out:
 	if (rc < 0)

@@ -181,7 +181,6 @@ apply_layer(int fd, int dfd, const char *digest, struct sbx_err *err)
 	if (geteuid() == 0)
 		flags |= ARCHIVE_EXTRACT_OWNER;
 	archive_write_disk_set_options(w, flags);
-	archive_write_disk_set_standard_lookup(w);
 	if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
 		sbx_err_set(err, SBX_EX_DATA, "layer %s is not a tar: %s",
 		    digest, archive_error_string(a));

@@ -578,12 +578,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		return -1;
 	/* A name of the image store (sbx-image pull), unless a path. */
 	if (!host && !sbx_image_is_path(spec->image)) {
-		if (sbx_image_lookup(spec->image, &iu, err) < 0) {
-			sbx_err_set(err, SBX_EX_USAGE, "image '%s' is neither a "
-			    "directory nor an image of the store", spec->image);
-			sbx_err_hint(err, "sbx-image pull %s", spec->image);
+		if (sbx_image_lookup(spec->image, &iu, err) < 0)
 			return -1;
-		}
 		spec->image = iu.rootfs;
 	} else if (!host && rid && sbx_json_str(oldmeta, "image_config")) {
 		/* Started again: its image's environment as at create. */

@@ -99,6 +99,30 @@ t_refused(void)
 	CHECK(refused("-a"));
 	CHECK(refused("a b"));
 	CHECK(refused("h.io/a;rm"));
+	/* Hosts: labels joined by single dots, inner dashes, a numeric
+	 * port. */
+	CHECK(refused("h..x/a"));
+	CHECK(refused("h:/a"));
+	CHECK(refused("h:5x/a"));
+	CHECK(refused("-h.x/a"));
+	CHECK(refused("h-.x/a"));
+	CHECK(refused("[::1/a"));
+	CHECK(parses("[::1]:5000/a", "[::1]:5000", "a", "latest", NULL));
+	CHECK(parses("reg.example-1.org/a", "reg.example-1.org", "a",
+	    "latest", NULL));
+}
+
+/* The names sbx-image build -t and import -t take: no tag, no digest. */
+static void
+t_names(void)
+{
+	CHECK(sbx_imgref_valid_name("app"));
+	CHECK(sbx_imgref_valid_name("localhost:5000/a/b"));
+	CHECK(sbx_imgref_valid_name("127.0.0.1:5000/x"));
+	CHECK(!sbx_imgref_valid_name("app:1"));
+	CHECK(!sbx_imgref_valid_name("a@sha256:" D64));
+	CHECK(!sbx_imgref_valid_name("localhost:5000/A"));
+	CHECK(!sbx_imgref_valid_name("h..x/a"));
 }
 
 int
@@ -111,6 +135,7 @@ main(void)
 		    t_hosts},
 		{"digests, with and without a tag", t_digests},
 		{"what Docker refuses is refused, naming it", t_refused},
+		{"a repository's name: no tag, no digest", t_names},
 	};
 
 	return tap_run(tests, sizeof tests / sizeof *tests);

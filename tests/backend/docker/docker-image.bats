@@ -6,6 +6,7 @@
 
 load ../../lib/helper
 load ../../lib/dockerd
+load ../../lib/registry
 
 setup_file() {
 	sbx_setup_file
@@ -30,6 +31,8 @@ setup() {
 
 teardown() {
 	local i
+	# A registry a test started, stopped by its pid even when it failed.
+	sbx_registry_stop
 	for i in $(docker images -q "$NAME-*" 2>/dev/null); do
 		docker rmi -f "$i" >/dev/null 2>&1 || true
 	done
@@ -173,4 +176,88 @@ cat_in() {
 	assert_failure 1
 	[ -z "$output" ]
 	[[ $stderr == "sbx-image: "*"none.sock"* ]]
+}
+
+# --- import, export and pull through the engine ------------------------
+
+@test "docker save -> sbx-image import -> a local sandbox; export -> docker load -> docker run" {
+	export SBX_IMAGE_DIR=$BATS_TEST_TMPDIR/store
+	docker save -o saved.tar "$SBX_TEST_IMAGE"
+	run --separate-stderr sbx-image import saved.tar
+	assert_success
+	jq_true '.image == "docker.io/library/sbx-test-busybox:latest" and
+	    (.format == "docker" or .format == "oci")' <<<"$output"
+	dg=$(jq_str .digest <<<"$output")
+	run --separate-stderr sbx-create -b local -s s.json \
+	    --image sbx-test-busybox
+	assert_success
+	run --separate-stderr sbx-exec -s s.json -- sh -c 'echo in; ls /usr/bin/busybox'
+	assert_success
+	assert_output "in
+/usr/bin/busybox"
+	sbx-kill -s s.json >/dev/null
+	# Back into the engine under another name, and out again: the same
+	# manifest.
+	sbx-image import -t "$NAME:v1" saved.tar >/dev/null
+	sbx-image export -o out.tar "$NAME:v1"
+	run docker load -i out.tar
+	assert_success
+	assert_output --partial "$NAME:v1"
+	run docker run --rm --network none "$NAME:v1" sh -c 'echo ran'
+	assert_success
+	assert_output ran
+	sbx-image rm "$NAME:v1" >/dev/null
+	run --separate-stderr sbx-image import out.tar
+	assert_success
+	jq_true --arg d "$dg" '.digest == $d' <<<"$output"
+}
+
+@test "pull -b docker: the engine pulls from the loopback registry, progress on stderr, -q quiet" {
+	sbx_registry_start || return 1
+	# An image made of the test image's tree, pushed by the tests.
+	cid=$(docker create "$SBX_TEST_IMAGE" true)
+	mkdir root
+	docker export "$cid" | tar -C root -xf -
+	docker rm "$cid" >/dev/null
+	dg=$(sbx_registry_push_image t/pulled v1 '{"Cmd":["/bin/sh"]}' root)
+	R=$SBX_TEST_REGISTRY
+	run --separate-stderr sbx-image pull -b docker "$R/t/pulled:v1"
+	sbx_registry_stop
+	assert_success
+	jq_true --arg d "$dg" --arg i "$R/t/pulled:v1" \
+	    '.image == $i and .backend == "docker" and .digest == $d and
+	    (.id | startswith("sha256:"))' <<<"$output"
+	[[ $stderr == *"Pull complete"* ]]
+	run docker run --rm --network none "$R/t/pulled:v1" sh -c 'echo ran'
+	assert_success
+	assert_output ran
+	docker rmi -f "$R/t/pulled:v1" >/dev/null
+}
+
+@test "pull -b docker: docker's config.json credentials go to the engine as X-Registry-Auth; without them, exit 5" {
+	sbx_registry_start user s3cret-pw || return 1
+	cid=$(docker create "$SBX_TEST_IMAGE" true)
+	mkdir root
+	docker export "$cid" | tar -C root -xf -
+	docker rm "$cid" >/dev/null
+	sbx_registry_push_image t/priv v1 '{}' root >/dev/null
+	export HOME=$BATS_TEST_TMPDIR XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
+	run --separate-stderr sbx-image pull -b docker "$SBX_TEST_REGISTRY/t/priv:v1"
+	assert_failure 5
+	[ -z "$output" ]
+	[[ ${stderr_lines[-1]} == "sbx-image: the engine cannot pull '$SBX_TEST_REGISTRY/t/priv:v1': "*"no basic auth credentials"* ]]
+	mkdir -p "$HOME/.docker"
+	printf '{"auths":{"%s":{"auth":"%s"}}}' "$SBX_TEST_REGISTRY" \
+	    "$(printf user:s3cret-pw | base64)" >"$HOME/.docker/config.json"
+	R=$SBX_TEST_REGISTRY
+	run --separate-stderr sbx-image pull -q -b docker "$R/t/priv:v1"
+	sbx_registry_stop
+	assert_success
+	[ -z "$stderr" ]
+	jq_true '.backend == "docker" and (.digest | startswith("sha256:"))' \
+	    <<<"$output"
+	# The password is nowhere the engine writes it down.
+	run grep -q s3cret-pw "$SBX_TEST_DOCKERD_DIR/dockerd.log"
+	assert_failure 1
+	docker rmi -f "$R/t/priv:v1" >/dev/null
 }
