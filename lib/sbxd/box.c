@@ -48,6 +48,7 @@ box_free(struct sbxd_box *b)
 	json_decref(b->envs);
 	json_decref(b->network);
 	free(b->template);
+	free(b->workdir);
 	explicit_bzero(b->token, sizeof b->token);
 	explicit_bzero(b->traffic, sizeof b->traffic);
 	free(b);
@@ -115,6 +116,8 @@ sbxd_box_save(struct sbxd_box *b)
 	    "token", b->token, "traffic", b->traffic);
 	if (b->network)
 		json_object_set(j, "network", b->network);
+	if (b->workdir)
+		json_object_set_new(j, "workdir", json_string(b->workdir));
 	if (b->ca)
 		json_object_set_new(j, "ca", json_true());
 	pthread_mutex_unlock(&sbxd.mu);
@@ -284,6 +287,8 @@ adopt(const char *name)
 	b->ref = json_incref(json_object_get(j, "ref"));
 	s = sbx_json_str(j, "templateID");
 	b->template = sbx_xstrdup(s ? s : "base");
+	if ((s = sbx_json_str(j, "workdir")) && *s == '/')
+		b->workdir = sbx_xstrdup(s);
 	b->metadata = json_incref(json_object_get(j, "metadata"));
 	b->envs = json_incref(json_object_get(j, "envVars"));
 	b->started_ms = sbx_json_int(j, "started_ms", 0);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "sbxd.h"
+#include "../image/image.h"
 #include "../net/net.h"
 #include "../secret.h"
 
@@ -686,6 +687,12 @@ create(struct sbxd_req *r, int v2)
 	    json_is_false(json_object_get(v, "allowPublicTraffic")))
 		sbxd_random_id(b->traffic, 40);
 	b->template = sbx_xstrdup(tid);
+	/* A built template's WORKDIR is where its processes start. */
+	if (built && (b->workdir = sbx_image_workdir(built)) &&
+	    *b->workdir != '/') {
+		free(b->workdir);
+		b->workdir = NULL;
+	}
 	b->metadata = json_object_get(j, "metadata") ?
 	    json_deep_copy(json_object_get(j, "metadata")) : json_object();
 	b->envs = json_object_get(j, "envVars") ?

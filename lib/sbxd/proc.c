@@ -579,13 +579,15 @@ sbxd_unary_request(struct sbxd_req *r, enum MHD_Result *ret)
 /* --- Start --------------------------------------------------------------- */
 
 /* "~", "~/x" and relative paths are the user's home's; none is the
- * home of root (the sandbox's workdir, /home/user, is the default
- * user's). */
+ * template's WORKDIR when it has one, else the home of root (the
+ * sandbox's workdir, /home/user, is the default user's). */
 static char *
-cwd_of(const char *cwd, int root)
+cwd_of(const char *cwd, int root, const char *workdir)
 {
 	const char *home = root ? "/root" : "/home/user";
 
+	if ((!cwd || !*cwd) && workdir)
+		return sbx_xstrdup(workdir);
 	if (!cwd || !*cwd)
 		return root ? sbx_xstrdup(home) : NULL;
 	if (!strcmp(cwd, "~"))
@@ -739,7 +741,7 @@ h_start(struct sbxd_req *r)
 		free(env[0]);
 		env[0] = sbx_xstrdup("HOME=/root");
 	}
-	cwd = cwd_of(sbx_json_str(proc, "cwd"), root);
+	cwd = cwd_of(sbx_json_str(proc, "cwd"), root, b->workdir);
 	v = json_object_get(j, "stdin");
 	use_stdin = v ? json_is_true(v) : 1;
 	if ((to = sbxd_header(r, "Connect-Timeout-Ms")) &&

@@ -45,6 +45,8 @@ struct sbxd_box {
 	char traffic[48];
 	json_t *ref;           /* the backend's ref */
 	char *template;
+	char *workdir;         /* its template's WORKDIR: a process's cwd
+				* by default, or NULL */
 	json_t *metadata;      /* object of strings */
 	json_t *envs;          /* object of strings: every process's */
 	long long started_ms, end_ms;

@@ -207,7 +207,8 @@ code() {
 	assert_output $'sdk-tpl\ttrue\ttrue'
 	run jq -r .stdout <<<"$OUT"
 	# The start command ran, and was ready, before the create returned.
-	assert_output $'hello\ndeep\nbuilt\nstarted\nhi there|a "b" $c'
+	# and the commands start in the template's WORKDIR.
+	assert_output $'hello\ndeep\nbuilt\nstarted\nhi there|a "b" $c\n/app'
 	# Its logs came through the status polls, the builder's steps among them.
 	run jq -r '.logs | map(select(test("RUN"))) | length > 0' <<<"$OUT"
 	assert_output true
@@ -267,7 +268,9 @@ DF
 	assert_output false
 	run --separate-stderr sbx-create -b e2b -E "$SBXD_URL" -i "$img" -s "$BATS_TEST_TMPDIR/s.json"
 	assert_success
-	run sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -- sh -c 'cat a.txt deep/b.txt /opt/who /tmp/up; echo "$GREETING $LEVEL"'
+	# (sbx-exec runs in the sandbox's workdir, /workspace, as on every
+	# backend; the SDK's commands start in the WORKDIR: see above.)
+	run sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -- sh -c 'cat /opt/src/a.txt /opt/src/deep/b.txt /opt/who /tmp/up; echo "$GREETING $LEVEL"'
 	sbx-kill -q -s "$BATS_TEST_TMPDIR/s.json" >/dev/null || true
 	assert_output $'one\ntwo\nbuilt by ci\nup\nhi there 3'
 	# A changed file is a new hash, hence a template not built yet.

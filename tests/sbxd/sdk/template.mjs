@@ -25,7 +25,7 @@ try {
 const exists = await Template.exists(name)
 const sbx = await Sandbox.create(name)
 const r = await sbx.commands.run(
-  'cat /app/hello.txt /app/sub/deep.txt /app/built /tmp/started; echo "$GREETING|$QUOTED"',
+  'cat /app/hello.txt /app/sub/deep.txt /app/built /tmp/started; echo "$GREETING|$QUOTED"; pwd',
 )
 // A second build of the same template: every upload already there.
 const logs2 = []
