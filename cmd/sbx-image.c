@@ -256,7 +256,7 @@ cmd_import(const char *src, const char *name)
 
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
-	{"backend", NULL, "build: local, docker or e2b; pull: local or docker"},
+	{"backend", NULL, "local, docker or e2b (pull: local or docker)"},
 	{"build-arg", NULL, "with build: a build argument (key: from env)"},
 	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
 	{"file", NULL, "the Dockerfile (default: context/Dockerfile)"},

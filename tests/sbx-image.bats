@@ -246,11 +246,16 @@ same_as_python() {
 	done
 }
 
-@test "build on a backend other than local and docker is exit 2, naming the ones it has" {
-	run --separate-stderr sbx-image build -b e2b -t app ctx
+@test "build on a backend it has not is exit 2, naming the ones it has; e2b without a key is exit 5" {
+	run --separate-stderr sbx-image build -b nope -t app ctx
 	assert_failure 2
 	[ -z "$output" ]
-	assert_equal "$stderr" "sbx-image: build supports backends local and docker so far, not 'e2b'"
+	assert_equal "$stderr" "sbx-image: build supports backends local, docker and e2b, not 'nope'"
+	export XDG_CONFIG_HOME=$BATS_TEST_TMPDIR/config
+	run --separate-stderr env -u E2B_API_KEY sbx-image build -b e2b -t app ctx
+	assert_failure 5
+	[ -z "$output" ]
+	[[ $stderr == "sbx-image: no E2B API key"* ]]
 }
 
 @test "no command, or an unknown one, is a usage error" {
