@@ -362,7 +362,9 @@ sbx_ctx_load(struct sbx_ctx *c, const char *root, const char *dockerfile,
 		goto out;
 	if (walk_dir(&w, dup(rootfd), "", err) < 0)
 		goto out;
-	qsort(w.files, w.n, sizeof *w.files, cmp_str);
+	/* An empty context (the Dockerfile elsewhere) has no list. */
+	if (w.n)
+		qsort(w.files, w.n, sizeof *w.files, cmp_str);
 	sha256_init(&sha);
 	for (i = 0; i < w.n; i++) {
 		if (hash_file(rootfd, w.files[i], fh, err) < 0)

@@ -266,3 +266,12 @@ same_as_python() {
 	assert_failure 2
 	[[ $stderr == "sbx-image: unknown command 'frobnicate'"* ]]
 }
+
+@test "hash of an empty context, its Dockerfile elsewhere: a hash of the Dockerfile alone" {
+	mkdir -p empty df
+	printf 'FROM a\n' >df/Dockerfile
+	run --separate-stderr sbx-image hash -f df/Dockerfile empty
+	assert_success
+	run jq -r '[.files, (.hash | test("^[0-9a-f]{8}$"))] | @tsv' <<<"$output"
+	assert_output $'0\ttrue'
+}
