@@ -141,3 +141,14 @@ sdk_install() {
 	rm -rf "$E2B_SDK_DIR" "$tmp.log"
 	mv -T "$tmp" "$E2B_SDK_DIR"
 }
+
+# sdk SCRIPT [args]: run tests/sbxd/sdk/SCRIPT.mjs (SBX_SDK_TIMEOUT seconds
+# at most, a minute by default). Its stdout is JSON; its stderr is shown
+# only when it fails.
+sdk() {
+	local s=$1 rc=0
+	shift
+	timeout "${SBX_SDK_TIMEOUT:-60}" node "$BATS_TEST_DIRNAME/sdk/$s.mjs" "$@" 2>"$BATS_TEST_TMPDIR/sdk.err" || rc=$?
+	((rc == 0)) || cat "$BATS_TEST_TMPDIR/sdk.err"
+	return "$rc"
+}

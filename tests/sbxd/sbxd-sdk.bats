@@ -56,16 +56,6 @@ setup() {
 	sbx_setup
 }
 
-# sdk SCRIPT [args]: run tests/sbxd/sdk/SCRIPT.mjs (a minute at most). Its
-# stdout is JSON; its stderr is shown only when it fails.
-sdk() {
-	local s=$1 rc=0
-	shift
-	timeout 60 node "$BATS_TEST_DIRNAME/sdk/$s.mjs" "$@" 2>"$BATS_TEST_TMPDIR/sdk.err" || rc=$?
-	((rc == 0)) || cat "$BATS_TEST_TMPDIR/sdk.err"
-	return "$rc"
-}
-
 # A sandbox made by the SDK; sets ID.
 box() {
 	local out

@@ -35,6 +35,8 @@ setup_file() {
 		"$r" >/dev/null || return 1
 	BASE=$SBX_TEST_REGISTRY/t/busybox:1
 	export SBX_IMAGE_DIR=$BATS_FILE_TMPDIR/images
+	# A build pulls its base and runs its steps: more than sdk's minute.
+	export SBX_SDK_TIMEOUT=120
 	sbxd_start -U 4096
 	unset E2B_DEBUG E2B_DOMAIN E2B_ACCESS_TOKEN
 	E2B_API_URL=$SBXD_URL E2B_SANDBOX_URL=$SBXD_URL E2B_API_KEY=$SBXD_KEY
@@ -60,16 +62,6 @@ teardown_file() {
 
 setup() {
 	sbx_setup
-}
-
-# sdk SCRIPT [args]: tests/sbxd/sdk/SCRIPT.mjs, two minutes at most; its
-# stderr shown only when it fails.
-sdk() {
-	local s=$1 rc=0
-	shift
-	timeout 120 node "$BATS_TEST_DIRNAME/sdk/$s.mjs" "$@" 2>"$BATS_TEST_TMPDIR/sdk.err" || rc=$?
-	((rc == 0)) || cat "$BATS_TEST_TMPDIR/sdk.err"
-	return "$rc"
 }
 
 # A new build of template $1: sets TID and BID.

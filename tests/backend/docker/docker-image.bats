@@ -261,3 +261,20 @@ cat_in() {
 	assert_failure 1
 	docker rmi -f "$R/t/priv:v1" >/dev/null
 }
+
+@test "sbx-create -b docker --build: the context's image built when missing, the sandbox made of it; again, nothing built" {
+	h=$(sbx-image hash ctx | jq_str .hash)
+	run --separate-stderr sbx-create -b docker --build -t "$NAME" -C ctx -s s.json
+	assert_success
+	[[ $stderr == *"Step 1/4 : FROM $SBX_TEST_IMAGE"* ]]
+	run sbx-exec -s s.json -- cat /app/src/a.txt /greeting
+	assert_success
+	assert_output $'hello\nnone'
+	run jq -r .template s.json
+	assert_output "$NAME-$h"
+	sbx-kill -q -s s.json >/dev/null
+	run --separate-stderr sbx-create -b docker --build -t "$NAME" -C ctx -s s.json
+	assert_success
+	[[ $stderr != *"Step 1/4"* ]]
+	sbx-kill -q -s s.json >/dev/null
+}
