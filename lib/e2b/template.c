@@ -168,7 +168,7 @@ files_hash(const struct sbx_ctx *c, const char *src, const char *dest,
 	EVP_DigestFinal_ex(md, d, NULL);
 	EVP_MD_CTX_free(md);
 	for (i = 0; i < 32; i++)
-		sprintf(out + 2 * i, "%02x", d[i]);
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
 	out[64] = '\0';
 	return rc;
 }

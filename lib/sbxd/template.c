@@ -209,7 +209,7 @@ uuid4(char *out)
 	r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
 	r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
 	for (i = 0; i < 16; i++) {
-		k += sprintf(out + k, "%02x", r[i]);
+		k += snprintf(out + k, 3, "%02x", r[i]);
 		if (i == 3 || i == 5 || i == 7 || i == 9)
 			out[k++] = '-';
 	}
@@ -502,7 +502,7 @@ sign(const char *id, const char *hash, char *out)
 	HMAC(EVP_sha256(), upkey, sizeof upkey, (unsigned char *)msg,
 	    strlen(msg), mac, &n);
 	for (i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", mac[i]);
+		snprintf(out + 2 * i, 3, "%02x", mac[i]);
 	out[2 * n] = 0;
 	free(msg);
 }
