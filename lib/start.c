@@ -175,6 +175,26 @@ out:
 	return rc;
 }
 
+/* A shell and nothing else (debian's, ubuntu's, busybox's Cmd): it is
+ * for `docker run -it`, and detached, without a terminal or input, it
+ * would end at once: no start command. */
+static int
+bare_shell(const json_t *a)
+{
+	static const char *const shells[] = {"sh", "bash", "ash", "dash",
+	    "zsh", "ksh", "fish"};
+	const char *s = json_string_value(json_array_get(a, 0)), *b;
+	size_t i;
+
+	if (json_array_size(a) != 1 || !s)
+		return 0;
+	b = strrchr(s, '/') ? strrchr(s, '/') + 1 : s;
+	for (i = 0; i < sizeof shells / sizeof *shells; i++)
+		if (!strcmp(b, shells[i]))
+			return 1;
+	return 0;
+}
+
 json_t *
 sbx_start_image_argv(const json_t *config)
 {
@@ -189,7 +209,7 @@ sbx_start_image_argv(const json_t *config)
 	json_array_foreach(cmd, i, v)
 		if (json_is_string(v))
 			json_array_append(a, v);
-	if (!json_array_size(a)) {
+	if (!json_array_size(a) || bare_shell(a)) {
 		json_decref(a);
 		return NULL;
 	}

@@ -27,6 +27,12 @@ setup_file() {
 		sbx-image pull "$SBX_TEST_REGISTRY/t/start:v1" >/dev/null ||
 			return 1
 		export IMAGE=$SBX_TEST_REGISTRY/t/start:v1
+		# A shell alone as its Cmd, as Debian's and busybox's images.
+		sbx_registry_push_image t/start sh '{"Env":["PATH=/usr/bin:/bin"],
+		    "Cmd":["/bin/sh"]}' "$r" >/dev/null || return 1
+		sbx-image pull "$SBX_TEST_REGISTRY/t/start:sh" >/dev/null ||
+			return 1
+		export SH_IMAGE=$SBX_TEST_REGISTRY/t/start:sh
 		;;
 	docker)
 		local d=$BATS_FILE_TMPDIR/ctx
@@ -37,6 +43,8 @@ setup_file() {
 		DOCKER_BUILDKIT=0 docker build -q -t sbx-test-start:latest "$d" \
 		    >/dev/null || return 1
 		export IMAGE=sbx-test-start:latest
+		# The test image's Cmd is ["/bin/sh"].
+		export SH_IMAGE=$SBX_TEST_IMAGE
 		;;
 	esac
 }
@@ -194,4 +202,12 @@ sbx-create: the post-create command failed (exit status 4)"
 	assert_output "x
 x
 p"
+}
+
+@test "$B: an image whose Cmd is a shell alone has no default start command" {
+	[ "$BACKEND" != e2b ] || return 0
+	sbx-create -b "$BACKEND" -i "$SH_IMAGE" -s s.json >/dev/null
+	run --separate-stderr sbx-logs -s s.json
+	assert_success
+	assert_output ''
 }
