@@ -336,17 +336,6 @@ sh_line(const json_t *argv)
 	return b.data;
 }
 
-static const char *
-flag(const struct sbx_df_instr *in, const char *name)
-{
-	size_t n = strlen(name), i;
-
-	for (i = 0; i < in->nflags; i++)
-		if (!strncmp(in->flags[i] + 2, name, n) &&
-		    in->flags[i][2 + n] == '=')
-			return in->flags[i] + 3 + n;
-	return NULL;
-}
 
 static int
 is_archive(const char *s)
@@ -367,12 +356,12 @@ static int
 do_copy(struct conv *v, const struct sbx_df_instr *in, char **w,
     struct sbx_err *err)
 {
-	const char *chown = flag(in, "chown"), *chmod = flag(in, "chmod");
+	const char *chown = sbx_df_flag(in, "chown"), *chmod = sbx_df_flag(in, "chmod");
 	size_t n = 0, i;
 	json_t *ents;
 	char h[65];
 
-	if (flag(in, "from"))
+	if (sbx_df_flag(in, "from"))
 		return bad(err, in, "--from: an E2B template has one stage");
 	while (w[n])
 		n++;

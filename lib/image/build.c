@@ -60,17 +60,6 @@ vars_of(struct build *b, struct sbx_stage *st)
 	return v;
 }
 
-static const char *
-flag(const struct sbx_df_instr *in, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (size_t i = 0; i < in->nflags; i++)
-		if (!strncmp(in->flags[i] + 2, name, n) &&
-		    in->flags[i][2 + n] == '=')
-			return in->flags[i] + 3 + n;
-	return NULL;
-}
 
 /* ARG NAME[=default]: into vars (meta before FROM). */
 static int
@@ -313,7 +302,7 @@ do_copy(struct build *b, const struct sbx_df_instr *in, struct sbx_stage *st,
 			    w[i]);
 			goto out;
 		}
-	if ((cm = flag(in, "chmod"))) {
+	if ((cm = sbx_df_flag(in, "chmod"))) {
 		char *end;
 		long m = strtol(cm, &end, 8);
 
@@ -323,14 +312,14 @@ do_copy(struct build *b, const struct sbx_df_instr *in, struct sbx_stage *st,
 		}
 		c.chmod = (int)m;
 	}
-	c.chown = flag(in, "chown");
+	c.chown = sbx_df_flag(in, "chown");
 	if (c.chown && !*c.chown) {
 		bad(err, in, "--chown wants user[:group]");
 		goto out;
 	}
 	dest = sbx_xstrdup(w[nw - 1]);
 	todir = dest[strlen(dest) - 1] == '/' || nw > 2;
-	if ((f = flag(in, "from"))) {
+	if ((f = sbx_df_flag(in, "from"))) {
 		if (!(from = stage_named(b, f))) {
 			if (!(img = sbx_stage_from(f, err)))
 				goto out;
@@ -404,7 +393,7 @@ step(struct build *b, const struct sbx_df_instr *in, struct sbx_stage *st,
 		const char *k;
 		json_t *extra = json_array();
 
-		if ((k = flag(in, "network")) && strcmp(k, "none") &&
+		if ((k = sbx_df_flag(in, "network")) && strcmp(k, "none") &&
 		    strcmp(k, "default")) {
 			json_decref(extra);
 			free(text);

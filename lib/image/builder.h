@@ -36,6 +36,8 @@ void sbx_dockerfile_release(struct sbx_dockerfile *df);
 char **sbx_df_words(const char *s, char escape, const json_t *vars,
     int line, struct sbx_err *err);
 void sbx_df_words_free(char **w);
+/* The value of instruction in's flag --name=VALUE, or NULL. */
+const char *sbx_df_flag(const struct sbx_df_instr *in, const char *name);
 
 /* --- the steps (builder.c; the remote flavour) ----------------------- */
 

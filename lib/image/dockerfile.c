@@ -415,3 +415,15 @@ fail:
 	sbx_df_words_free(w);
 	return NULL;
 }
+
+const char *
+sbx_df_flag(const struct sbx_df_instr *in, const char *name)
+{
+	size_t n = strlen(name), i;
+
+	for (i = 0; i < in->nflags; i++)
+		if (!strncmp(in->flags[i] + 2, name, n) &&
+		    in->flags[i][2 + n] == '=')
+			return in->flags[i] + 3 + n;
+	return NULL;
+}

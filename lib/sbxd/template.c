@@ -58,9 +58,10 @@ set_now(json_t *o, const char *key)
 	free(ts);
 }
 
-/* tpl_mu held. */
+/* tpl_mu held. durable: fsync'd (a template or build changed); a
+ * create's spawn count is not worth a sync on its path. */
 static int
-save(void)
+save_as(int durable)
 {
 	json_t *o = json_pack("{s:O}", "templates", tpls);
 	char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS), *p;
@@ -71,11 +72,18 @@ save(void)
 	if (!s)
 		return -1;
 	p = sbx_xasprintf("%s/index.json", tdir);
-	if ((rc = sbx_file_write_atomic(p, s, strlen(s), 0600, 1, &err)) < 0)
+	if ((rc = sbx_file_write_atomic(p, s, strlen(s), 0600, durable,
+	    &err)) < 0)
 		sbxd_log("cannot save the templates: %s", err.msg);
 	free(p);
 	free(s);
 	return rc;
+}
+
+static int
+save(void)
+{
+	return save_as(1);
 }
 
 int
@@ -237,7 +245,7 @@ sbxd_tpl_image(const char *t, char **id, char **start, char **ready)
 		json_object_set_new(rec, "spawnCount", json_integer(
 		    sbx_json_int(rec, "spawnCount", 0) + 1));
 		set_now(rec, "lastSpawnedAt");
-		save();
+		save_as(0);
 	}
 	pthread_mutex_unlock(&tpl_mu);
 	return out;
