@@ -12,10 +12,12 @@
 
 #include "internal.h"
 
-/* Skipped by name at any depth, with or without a .dockerignore. */
+/* Skipped by name at any depth, with or without a .dockerignore:
+ * remote-box's list, and .sbx, the tools' own state directory (each run
+ * writes it: in the hash, each run would build anew). */
 static const char *const always_out[] = {
 	".git", ".hg", ".svn", "__pycache__", ".mypy_cache", ".pytest_cache",
-	".ruff_cache", ".tox", ".venv", "venv", "node_modules", NULL,
+	".ruff_cache", ".tox", ".venv", "venv", "node_modules", ".sbx", NULL,
 };
 
 #define DOCKERIGNORE_MAX (1 << 20)

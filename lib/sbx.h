@@ -345,7 +345,7 @@ uint64_t sbx_ignore_digest(const struct sbx_ignore *ig);
 
 /* remote-box's context hash: the regular files under root (os.walk's
  * view) that survive the always-excluded directories (.git, .venv,
- * node_modules, ...: by name, at any depth), .DS_Store and root's
+ * node_modules, ..., and .sbx: by name, at any depth), .DS_Store and root's
  * .dockerignore (Docker's root-anchored patterns), sorted; a SHA-256 of
  * each one's path, a NUL and the SHA-256 of its content, then the
  * Dockerfile's bytes: the first 8 hex digits. */

@@ -144,3 +144,79 @@ run_loop() {
 	    fail "$output"
 	docker image inspect "$(jq -r .ref.image .sbx/d.json)" >/dev/null
 }
+
+# The project of project() with sandbox/Dockerfile over a busybox image
+# named base (in the local store, and in the engine when $1 is docker):
+# the agent, claude, is a stub that the image puts in /usr/local/bin; it
+# wants its key and appends its task to notes.txt.
+image_project() {
+	local r=$BATS_TEST_TMPDIR/root
+	mkdir -p "$r"/usr/bin "$r"/etc "$r"/root "$r"/tmp "$P/sandbox"
+	ln -s usr/bin "$r/bin"
+	/bin/busybox --install -s "$r/usr/bin"
+	rm -f "$r/usr/bin/busybox"
+	cp /bin/busybox "$r/usr/bin/busybox"
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
+	export SBX_IMAGE_DIR=$BATS_TEST_TMPDIR/store
+	if [ "$1" = docker ]; then
+		tar -C "$r" --numeric-owner -cf - . |
+		    docker import - base >/dev/null || return 1
+	else
+		sbx-image import -t base "$r" >/dev/null || return 1
+	fi
+	printf '%s\n' 'FROM base' 'ENV PATH=/usr/local/bin:/usr/bin:/bin' \
+	    'COPY claude /usr/local/bin/claude' 'WORKDIR /workspace' \
+	    >"$P/sandbox/Dockerfile"
+	cat >"$P/sandbox/claude" <<-'EOF'
+	#!/bin/sh
+	[ "$1" = -p ] && [ "$ANTHROPIC_API_KEY" = test-key ] || exit 2
+	echo "$2" >>notes.txt
+	EOF
+	chmod 755 "$P/sandbox/claude"
+	echo /sandbox >>"$P/.git/info/exclude"
+}
+
+# The image-loop block in $P with the tasks of stdin, on backend $1 (the
+# README's text is for local; -b is added to its sbx-create).
+run_image_loop() {
+	block image-loop "$BATS_TEST_TMPDIR/il.sh"
+	if [ "$1" != local ]; then
+		sed -i "s/^sbx-create /sbx-create -b $1 /" "$BATS_TEST_TMPDIR/il.sh"
+		grep -q "^sbx-create -b $1 " "$BATS_TEST_TMPDIR/il.sh" ||
+		    fail "no sbx-create line in the image-loop block"
+	fi
+	cd "$P" || return 1
+	ANTHROPIC_API_KEY=test-key run --separate-stderr \
+	    bash "$BATS_TEST_TMPDIR/il.sh"
+}
+
+@test "README: the agent loop in the project's image builds it once, and runs as written on local" {
+	image_project local
+	run_image_loop local <<<$'fix a\nfix b'
+	[ "$status" -eq 0 ] || fail "exit $status: $stderr"
+	assert_equal "${#lines[@]}" 1
+	assert_output --partial '"status":"killed"'
+	assert_equal "$(cat notes.txt)" $'start\nfix a\nfix b'
+	grep -qx 'step 3/4: COPY claude /usr/local/bin/claude' \
+	    <<<"$stderr" || fail "$stderr"
+	hash=$(sbx-image hash sandbox | jq_str .hash)
+	assert_equal "$(sbx-image ls | jq -r '.image' | grep '^myagent-')" \
+	    "myagent-$hash"
+	# A second run finds the image: no step.
+	run_image_loop local <<<'fix c'
+	[ "$status" -eq 0 ] || fail "exit $status: $stderr"
+	[[ $stderr != *step* ]] || fail "$stderr"
+	assert_equal "$(cat notes.txt)" $'start\nfix a\nfix b\nfix c'
+	[ -z "$(sbx-ls -j)" ]
+}
+
+@test "README: the agent loop in the project's image runs on docker, the engine building it" {
+	sbx_dockerd_start
+	image_project docker
+	run_image_loop docker <<<'fix a'
+	[ "$status" -eq 0 ] || fail "exit $status: $stderr"
+	assert_output --partial '"status":"killed"'
+	assert_equal "$(cat notes.txt)" $'start\nfix a'
+	hash=$(sbx-image hash sandbox | jq_str .hash)
+	docker image inspect "myagent-$hash" >/dev/null
+}

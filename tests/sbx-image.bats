@@ -154,6 +154,17 @@ same_as_python() {
 	same_as_python
 }
 
+@test "hash: the tools' own .sbx (state files that change each run) is skipped at any depth" {
+	a=$(hash_of)
+	mkdir -p ctx/.sbx ctx/sub/.sbx
+	echo '{"id":"x"}' >ctx/.sbx/state.json
+	echo '*' >ctx/.sbx/.gitignore
+	echo s >ctx/sub/.sbx/s.json
+	b=$(hash_of)
+	[ -n "$a" ]
+	[ "$a" = "$b" ]
+}
+
 @test "hash: Docker's pattern cleaning, ** in the middle, comments, and a negation that keeps the walk going" {
 	mkdir -p ctx/a/b/c ctx/logs/x ctx/keep
 	echo 1 >ctx/a/b/c/deep.txt
