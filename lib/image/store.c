@@ -525,8 +525,9 @@ sbx_image_list(json_t **out, struct sbx_err *err)
 	return 0;
 }
 
-int
-sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err)
+static int
+remove_image(const char *ref, int quiet_missing, json_t **out,
+    struct sbx_err *err)
 {
 	struct sbx_image_store s;
 	const json_t *rec;
@@ -537,8 +538,14 @@ sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err)
 	*out = NULL;
 	if (sbx_image_store_open(&s, err) < 0)
 		return -1;
-	if (!(rec = sbx_image_find(&s, ref, &name, err)))
+	if (!(rec = sbx_image_find(&s, ref, &name, err))) {
+		if (quiet_missing && err->code == SBX_EX_NOSANDBOX) {
+			*out = json_pack("{s:s,s:b}", "image", ref, "removed",
+			    0);
+			rc = 0;
+		}
 		goto out;
+	}
 	used = in_use();
 	if (sbx_json_str(used, sbx_json_str(rec, "digest")))
 		sb = sbx_xstrdup(sbx_json_str(used, sbx_json_str(rec,
@@ -567,6 +574,18 @@ out:
 	free(name);
 	sbx_image_store_close(&s);
 	return rc;
+}
+
+int
+sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err)
+{
+	return remove_image(ref, 0, out, err);
+}
+
+int
+sbx_image_drop(const char *ref, json_t **out, struct sbx_err *err)
+{
+	return remove_image(ref, 1, out, err);
 }
 
 int

@@ -32,6 +32,7 @@
 #include <openssl/rand.h>
 
 #include "sbxd.h"
+#include "../image/image.h"
 
 #define TPL_LOG_LIMIT 100 /* entries a status answer carries at most */
 
@@ -385,20 +386,55 @@ h_alias(struct sbxd_req *r)
 	return ret;
 }
 
+/* The images of template record rec (its builds'), in a set. */
+static void
+images_of(const json_t *rec, json_t *set)
+{
+	const json_t *b;
+	const char *img;
+	size_t i;
+
+	if ((img = sbx_json_str(rec, "image")))
+		json_object_set_new(set, img, json_true());
+	json_array_foreach(json_object_get(rec, "builds"), i, b)
+		if ((img = sbx_json_str(b, "image")))
+			json_object_set_new(set, img, json_true());
+}
+
+/* DELETE /templates/ID: the record, then its images that no other
+ * template names (the store keeps the tree and config of one a sandbox
+ * stands on until that sandbox is gone: sbx-image(1) rm). */
 static enum MHD_Result
 h_delete(struct sbxd_req *r)
 {
 	char *t = sbxd_path_seg(r, 1);
-	const char *id = NULL;
+	const char *id = NULL, *img, *k;
 	enum MHD_Result ret;
-	json_t *rec;
+	json_t *rec, *mine = json_object(), *others = json_object(), *o, *v;
+	struct sbx_err err;
 
 	pthread_mutex_lock(&tpl_mu);
 	if ((rec = find(t, &id))) {
+		images_of(rec, mine);
 		json_object_del(tpls, id);
 		save();
+		json_object_foreach(tpls, k, o)
+			images_of(o, others);
 	}
 	pthread_mutex_unlock(&tpl_mu);
+	json_object_foreach(mine, img, v) {
+		json_t *out = NULL;
+
+		if (json_object_get(others, img))
+			continue;
+		memset(&err, 0, sizeof err);
+		if (sbx_image_drop(img, &out, &err) < 0)
+			sbxd_log("template '%s': cannot remove image '%s': %s",
+			    t, img, err.msg);
+		json_decref(out);
+	}
+	json_decref(mine);
+	json_decref(others);
 	if (rec)
 		ret = sbxd_reply_empty(r, 204);
 	else if (static_tpl(t))

@@ -290,6 +290,39 @@ DF
 }
 
 # Last: it restarts sbxd.
+@test "DELETE /templates/ID removes its image from the store; one a sandbox stands on keeps its tree until the sandbox is gone" {
+	local a b roota rootb id
+	run sdk template "$CTX" "$BASE" del-one
+	assert_success
+	run sdk template "$CTX" "$BASE" del-two
+	assert_success
+	a=$(sbx-image ls | jq -r 'select(.image | startswith("del-one-")) | .image')
+	b=$(sbx-image ls | jq -r 'select(.image | startswith("del-two-")) | .image')
+	[ -n "$a" ]
+	[ -n "$b" ]
+	roota=$(sbx-image inspect "$a" | jq_str .rootfs)
+	rootb=$(sbx-image inspect "$b" | jq_str .rootfs)
+	[ -d "$roota" ]
+	run sbxd_api POST /sandboxes '{"templateID":"del-two","timeout":60}'
+	id=$(jq -r .sandboxID <<<"$output")
+	[[ $id =~ ^[a-z0-9]{20}$ ]]
+	run code -X DELETE -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/del-one"
+	assert_output 204
+	run sbx-image inspect "$a"
+	assert_failure 3
+	[ ! -e "$roota" ]
+	# del-two's sandbox stands on its tree: the name goes, the tree stays.
+	run code -X DELETE -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/del-two"
+	assert_output 204
+	run sbx-image inspect "$b"
+	assert_failure 3
+	[ -d "$rootb" ]
+	run sbxd_api DELETE "/sandboxes/$id"
+	run sbx-image prune
+	assert_success
+	[ ! -e "$rootb" ]
+}
+
 @test "templates survive a restart of sbxd; a build cut by it is an error; DELETE removes one, never base" {
 	request cut
 	cut_t=$TID cut_b=$BID
