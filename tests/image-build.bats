@@ -361,6 +361,22 @@ EOF
 	grep -q 'lo:' "$root/netdev"
 }
 
+@test "build: a RUN has a sandbox's seccomp filter: a blocked syscall fails as in a sandbox; the rest works, as USER too" {
+	# unshare(CLONE_NEWUSER) needs no capability: only the filter
+	# refuses it.
+	printf 'FROM %s\nRUN unshare -U true\n' "$BASE" >ctx/Dockerfile
+	run --separate-stderr sbx-image build -t sec ctx
+	assert_failure 1
+	grep -q "unshare.*Operation not permitted" <<<"$stderr"
+	grep -qx "sbx-image: step 2/2: 'RUN unshare -U true' failed: exit status 1" \
+	    <<<"$stderr"
+	assert_equal "$(stored sec)" ""
+	# What the filter leaves works, as USER too.
+	printf 'FROM %s\nUSER app\nRUN id -u >/tmp/uid\n' "$BASE" >ctx/Dockerfile
+	run --separate-stderr sbx-image build -t sec ctx
+	assert_success
+}
+
 @test "build --check: exit 3 while missing, 0 once built; nothing built by it" {
 	printf 'FROM %s\nRUN true\n' "$BASE" >ctx/Dockerfile
 	run --separate-stderr sbx-image build --check -t chk ctx

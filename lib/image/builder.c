@@ -39,6 +39,7 @@
 #include <nettle/sha2.h>
 
 #include "image/builder.h"
+#include "local/local.h"
 
 #define LAYER_TAR "application/vnd.oci.image.layer.v1.tar"
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:" \
@@ -899,6 +900,12 @@ run_init(const struct step *s, const struct runspec *r, int msg)
 	    (!r->quiet && dup2(2, 1) < 0))
 		child_fail(msg, "cannot set up the standard streams");
 	drop_caps(msg);
+	/* A sandbox's seccomp denylist: a step may do what a sandbox of
+	 * the image may, no more. Installed as root, CAP_SYS_ADMIN still
+	 * effective (exec drops it), so without no_new_privs: a setuid
+	 * program of the image still works, as in docker build. */
+	if (sbx_local_seccomp() < 0)
+		child_fail(msg, "cannot install the seccomp filter");
 	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
 		child_fail(msg, "cannot become the USER");
 	environ = r->env;
