@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -967,12 +969,82 @@ build_wait(void *arg)
 	return NULL;
 }
 
+/* Zero the password strings of o (a request body, or its registry
+ * part) before it is freed. */
+static void
+wipe(json_t *o)
+{
+	json_t *v = json_object_get(o, "fromImageRegistry");
+	const char *k;
+
+	if (v)
+		wipe(v);
+	json_object_foreach(o, k, v)
+		if (json_is_string(v) && (!strcmp(k, "password") ||
+		    !strcmp(k, "auth")))
+			explicit_bzero((char *)json_string_value(v),
+			    json_string_length(v));
+}
+
+/* fromImageRegistry (the SDK's fromImage(ref, {username, password})):
+ * *reg {"domain","auth":"user:password"} for the builder, or NULL when
+ * there is none; AWS's and GCP's are refused (-1, msg). */
+static int
+registry_of(const json_t *j, const char *from, json_t **reg, char *msg,
+    size_t n)
+{
+	const json_t *fr = json_object_get(j, "fromImageRegistry");
+	const char *type = sbx_json_str(fr, "type");
+	const char *user = sbx_json_str(fr, "username");
+	const char *pass = sbx_json_str(fr, "password");
+	struct sbx_imgref ref;
+	struct sbx_err err = {0};
+	char *auth;
+
+	*reg = NULL;
+	if (!fr || json_is_null(fr))
+		return 0;
+	if (type && (!strcmp(type, "aws") || !strcmp(type, "gcp"))) {
+		snprintf(msg, n, "sbxd does not pull from %s "
+		    "(fromImageRegistry type '%s'): use fromImage with a "
+		    "username and password (type 'registry')", !strcmp(type,
+		    "aws") ? "AWS ECR" : "GCP Artifact Registry", type);
+		return -1;
+	}
+	if (!json_is_object(fr) || !type || strcmp(type, "registry")) {
+		snprintf(msg, n, "fromImageRegistry: type must be 'registry' "
+		    "(not '%s')", type ? type : "");
+		return -1;
+	}
+	if (!from) {
+		snprintf(msg, n, "fromImageRegistry is for fromImage");
+		return -1;
+	}
+	if (!user || !*user || !pass || !*pass || strchr(user, ':') ||
+	    strpbrk(user, "\r\n") || strpbrk(pass, "\r\n")) {
+		snprintf(msg, n, "fromImageRegistry wants a username (no ':') "
+		    "and a password, each on one line");
+		return -1;
+	}
+	if (sbx_imgref_parse(from, &ref, &err) < 0) {
+		snprintf(msg, n, "fromImage: %s", err.msg);
+		return -1;
+	}
+	auth = sbx_xasprintf("%s:%s", user, pass);
+	*reg = json_pack("{s:s,s:s}", "domain", ref.domain, "auth", auth);
+	explicit_bzero(auth, strlen(auth));
+	free(auth);
+	sbx_imgref_release(&ref);
+	return 0;
+}
+
 /* POST /v2/templates/ID/builds/BUILD: TemplateBuildStartV2. */
 static enum MHD_Result
 h_start(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
 	json_t *j = sbxd_body_json(r, &ret), *rec, *b, *hashes = NULL, *args;
+	json_t *reg = NULL;
 	char *t = sbxd_path_seg(r, 2), *bid = sbxd_path_seg(r, 4);
 	char *dir = NULL, *df = NULL, *p, *tool = NULL, msg[640];
 	const char *from, *ftpl, *rid = NULL, *st, *s;
@@ -987,16 +1059,13 @@ h_start(struct sbxd_req *r)
 		goto out_free;
 	from = sbx_json_str(j, "fromImage");
 	ftpl = sbx_json_str(j, "fromTemplate");
-	if (json_object_get(j, "fromImageRegistry") &&
-	    !json_is_null(json_object_get(j, "fromImageRegistry"))) {
-		ret = sbxd_reply_err(r, 400, "sbxd does not take registry "
-		    "credentials in a build (fromImageRegistry): put them in "
-		    "its credentials directory (sbx-image(1))");
-		goto out_free;
-	}
 	if ((from && ftpl) || (!from && !ftpl)) {
 		ret = sbxd_reply_err(r, 400, "a build wants one of fromImage "
 		    "and fromTemplate");
+		goto out_free;
+	}
+	if (registry_of(j, from, &reg, msg, sizeof msg) < 0) {
+		ret = sbxd_reply_err(r, 400, "%s", msg);
 		goto out_free;
 	}
 	if ((from && (!*from || strpbrk(from, " \t\n\r"))) ||
@@ -1080,6 +1149,9 @@ h_start(struct sbxd_req *r)
 	    tool ? tool : "sbx-image", "name", s ? s : "template", "files",
 	    tdir, "hashes", hashes);
 	pthread_mutex_unlock(&tpl_mu);
+	/* To the builder through the spawner's socket: never on disk. */
+	if (reg)
+		json_object_set(args, "registry", reg);
 	jb = sbx_xcalloc(1, sizeof *jb);
 	jb->ch = (struct sbxd_child)SBXD_CHILD_NONE;
 	jb->id = id;
@@ -1122,6 +1194,9 @@ out_free:
 	free(t);
 	free(bid);
 	json_decref(hashes);
+	wipe(reg);
+	json_decref(reg);
+	wipe(j);
 	json_decref(j);
 	return ret;
 }
@@ -1226,6 +1301,50 @@ log_line(int fd, const char *level, const char *m)
 	json_decref(e);
 }
 
+/* The build's registry credentials (reg {"domain","auth"}) where
+ * sbx-image looks for them, its credentials directory's registry-DOMAIN,
+ * on a tmpfs mounted over that directory in a mount namespace of this
+ * child's own: in memory, seen by this build alone, gone with it. */
+static int
+registry_creds(const json_t *reg, char *msg, size_t n)
+{
+	const char *domain = sbx_json_str(reg, "domain");
+	const char *auth = sbx_json_str(reg, "auth");
+	struct sbx_err err = {0};
+	char *dir = sbx_config_cred_dir(), *p;
+	int fd, rc = -1;
+
+	if (!dir || !domain || !auth || strchr(domain, '/')) {
+		snprintf(msg, n, "no credentials directory for the registry's "
+		    "credentials");
+		goto out;
+	}
+	if (sbx_mkdirs(dir, 0700, &err) < 0 || unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    "mode=0700,size=64k") < 0) {
+		snprintf(msg, n, "cannot give the build its registry "
+		    "credentials: %s", err.msg[0] ? err.msg : strerror(errno));
+		goto out;
+	}
+	p = sbx_xasprintf("%s/registry-%s", dir, domain);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	free(p);
+	if (fd < 0 || sbx_write_all(fd, auth, strlen(auth)) < 0 ||
+	    sbx_write_all(fd, "\n", 1) < 0) {
+		snprintf(msg, n, "cannot give the build its registry "
+		    "credentials: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	rc = 0;
+out:
+	free(dir);
+	return rc;
+}
+
 /* args {"dir","tool","name","files","hashes":[...]}: the context made of
  * the uploads, then sbx-image build, its stderr the log's lines. */
 void
@@ -1268,6 +1387,12 @@ sbxd_build_child(json_t *args, int *fds, int nfds)
 			_exit(1);
 		}
 		close(fd);
+	}
+	if (json_object_get(args, "registry") &&
+	    registry_creds(json_object_get(args, "registry"), line,
+	    sizeof line) < 0) {
+		log_line(logfd, "error", line);
+		_exit(1);
 	}
 	if (pipe2(pp, O_CLOEXEC) < 0 || (out = open(res, O_WRONLY | O_CREAT |
 	    O_TRUNC | O_CLOEXEC, 0600)) < 0 || (pid = fork()) < 0) {

@@ -64,6 +64,15 @@ setup() {
 	sbx_setup
 }
 
+teardown() {
+	# A test's own registry (sbx_registry_start's variables are the
+	# test's).
+	if [ -n "${REG2_DIR:-}" ]; then
+		SBX_TEST_REGISTRY_DIR=$REG2_DIR SBX_TEST_REGISTRY_PID=$REG2_PID \
+		    sbx_registry_stop
+	fi
+}
+
 # A new build of template $1: sets TID and BID.
 request() {
 	local out
@@ -162,7 +171,9 @@ code() {
 	p=/v2/templates/$TID/builds/$BID
 	for body in '{"steps":[]}' \
 		"{\"fromImage\":\"$BASE\",\"fromTemplate\":\"base\"}" \
-		"{\"fromImage\":\"$BASE\",\"fromImageRegistry\":{\"type\":\"registry\",\"username\":\"u\",\"password\":\"p\"}}" \
+		"{\"fromImage\":\"$BASE\",\"fromImageRegistry\":{\"type\":\"gcp\",\"serviceAccountJson\":\"{}\"}}" \
+		"{\"fromImage\":\"$BASE\",\"fromImageRegistry\":{\"type\":\"registry\",\"username\":\"u\"}}" \
+		"{\"fromTemplate\":\"base\",\"fromImageRegistry\":{\"type\":\"registry\",\"username\":\"u\",\"password\":\"p\"}}" \
 		'{"fromImage":"a b"}'; do
 		run code -X POST -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' -d "$body" "$SBXD_URL$p"
 		assert_output 400
@@ -321,6 +332,39 @@ DF
 	run sbx-image prune
 	assert_success
 	[ ! -e "$rootb" ]
+}
+
+@test "SDK: fromImage with registry credentials pulls through them (never stored nor logged); a wrong password fails the build with the registry's refusal; AWS is refused" {
+	local pass=Sekr1t-$RANDOM$RANDOM base2 f
+	# A registry of its own, htpasswd: the file's stays anonymous.
+	unset SBX_TEST_REGISTRY_DIR SBX_TEST_REGISTRY_PORT
+	sbx_registry_start reguser "$pass"
+	REG2_DIR=$SBX_TEST_REGISTRY_DIR REG2_PID=$SBX_TEST_REGISTRY_PID
+	sbx_registry_push_image t/private 1 '{"Env":["PATH=/usr/bin:/bin"]}' \
+	    "$BATS_FILE_TMPDIR/base" >/dev/null
+	base2=$SBX_TEST_REGISTRY/t/private:1
+	run sdk template-registry "$CTX" "$base2" reg-bad reguser "wrong-$pass"
+	assert_success
+	run jq -r '[.build.name, (.build.message | test("refused the credentials"))] | @tsv' <<<"$output"
+	assert_output $'BuildError\ttrue'
+	run sdk template-registry "$CTX" "$base2" reg-ok reguser "$pass"
+	assert_success
+	run jq -r '[.name, .build] | @tsv' <<<"$output"
+	assert_output $'reg-ok\t'
+	img=$(sbx-image ls | jq -r 'select(.image | startswith("reg-ok-")) | .image')
+	root=$(sbx-image inspect "$img" | jq_str .rootfs)
+	assert_equal "$(cat "$root/pulled")" pulled
+	run sdk template-registry "$CTX" "$base2" reg-aws key secret aws
+	assert_success
+	run jq -r '.build.message' <<<"$output"
+	[[ $output == *"sbxd does not pull from AWS ECR (fromImageRegistry type 'aws')"* ]]
+	# The password in no file of sbxd's store, its image store, its log.
+	for f in "$SBXD_DIR" "$SBX_IMAGE_DIR"; do
+		run grep -rlF -- "$pass" "$f"
+		assert_failure 1
+	done
+	run grep -rlF -- "$(printf 'reguser:%s' "$pass" | base64 -w0)" "$SBXD_DIR"
+	assert_failure 1
 }
 
 @test "templates survive a restart of sbxd; a build cut by it is an error; DELETE removes one, never base" {
