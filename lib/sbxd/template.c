@@ -449,9 +449,11 @@ h_delete(struct sbxd_req *r)
 }
 
 /* POST /v3/templates {"name","tags","cpuCount","memoryMB"}: a new build
- * of the template of that name (made when new). */
+ * of the template of that name (made when new). legacy: POST
+ * /v2/templates {"alias","cpuCount","memoryMB"} (older SDKs), the same
+ * build answered with the template (TemplateLegacy). */
 static enum MHD_Result
-h_request(struct sbxd_req *r)
+request_build(struct sbxd_req *r, int legacy)
 {
 	enum MHD_Result ret;
 	json_t *j = sbxd_body_json(r, &ret), *rec, *tags, *v, *b;
@@ -461,7 +463,7 @@ h_request(struct sbxd_req *r)
 
 	if (!j)
 		return ret;
-	name = sbx_json_str(j, "name");
+	name = sbx_json_str(j, legacy ? "alias" : "name");
 	if (!name || !valid_name(name)) {
 		ret = sbxd_reply_err(r, 400, "template name '%s' is not valid: "
 		    "lowercase letters and digits joined by '-', '_' or '.', "
@@ -519,14 +521,26 @@ h_request(struct sbxd_req *r)
 	set_now(b, "updatedAt");
 	json_array_append_new(json_object_get(rec, "builds"), b);
 	save();
-	v = json_pack("{s:s,s:s,s:b,s:O,s:O,s:O}", "templateID", id,
-	    "buildID", bid, "public", 0, "names", json_object_get(rec, "names"),
-	    "tags", json_object_get(rec, "tags"), "aliases",
-	    json_object_get(rec, "names"));
+	v = legacy ? listed(id, rec) : json_pack("{s:s,s:s,s:b,s:O,s:O,s:O}",
+	    "templateID", id, "buildID", bid, "public", 0, "names",
+	    json_object_get(rec, "names"), "tags", json_object_get(rec,
+	    "tags"), "aliases", json_object_get(rec, "names"));
 	pthread_mutex_unlock(&tpl_mu);
 	free(base);
 	json_decref(j);
 	return sbxd_reply_json(r, 202, v);
+}
+
+static enum MHD_Result
+h_request(struct sbxd_req *r)
+{
+	return request_build(r, 0);
+}
+
+static enum MHD_Result
+h_request_v2(struct sbxd_req *r)
+{
+	return request_build(r, 1);
 }
 
 static int
@@ -1271,6 +1285,7 @@ const struct sbxd_route sbxd_tpl_routes[] = {
 	{"GET", "/templates", 0, h_list, NULL},
 	{"GET", "/v2/templates", 0, h_list, NULL},
 	{"POST", "/v3/templates", 0, h_request, NULL},
+	{"POST", "/v2/templates", 0, h_request_v2, NULL},
 	{"GET", "/templates/aliases/*", 0, h_alias, NULL},
 	{"GET", "/templates/*", 0, h_get, NULL},
 	{"DELETE", "/templates/*", 0, h_delete, NULL},

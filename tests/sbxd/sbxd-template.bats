@@ -137,6 +137,34 @@ code() {
 	assert_output $'again\t2\twaiting'
 }
 
+@test "POST /v2/templates (older SDKs: alias, cpuCount, memoryMB) is the same build, answered with the template; POST /templates (v1) is 501 naming v3" {
+	run code -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+		-d '{"alias":"Bad Name"}' "$SBXD_URL/v2/templates"
+	assert_output 400
+	run code -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+		-d '{"alias":"legacy-tpl","cpuCount":1,"memoryMB":512}' "$SBXD_URL/v2/templates"
+	assert_output 202
+	OUT=$(cat "$BATS_TEST_TMPDIR/body")
+	TID=$(jq -r .templateID <<<"$OUT")
+	BID=$(jq -r .buildID <<<"$OUT")
+	run jq -r '[.aliases[0], .cpuCount, .memoryMB, .buildCount, .public, .envdVersion != null] | @tsv' <<<"$OUT"
+	assert_output $'legacy-tpl\t1\t512\t1\tfalse\ttrue'
+	run code -X POST -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+		-d "{\"fromImage\":\"$BASE\",\"steps\":[{\"type\":\"RUN\",\"args\":[\"echo legacy > /legacy\"]}]}" \
+		"$SBXD_URL/v2/templates/$TID/builds/$BID"
+	assert_output 202
+	wait_build
+	run jq -r .status <<<"$OUT"
+	assert_output ready
+	run jq -r .templateID <(sbxd_api GET /templates/aliases/legacy-tpl)
+	assert_output "$TID"
+	run code -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+		-d '{"dockerfile":"FROM x","alias":"v1"}' "$SBXD_URL/templates"
+	assert_output 501
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output "sbxd does not support the v1 template builds (POST /templates: an image pushed to E2B's registry, which sbxd has not; build with POST /v3/templates, the SDK's Template.build) (see sbxd(8))"
+}
+
 @test "upload links: signed, the key not needed; a bad signature is 401; over --max-upload 413; then present" {
 	request up
 	h=$(printf up-test | sha256sum | cut -c1-64)
