@@ -11,12 +11,8 @@ setup_file() {
 	sbx_setup_file
 	sbx_registry_start || return 1
 	local r=$BATS_FILE_TMPDIR/base
-	mkdir -p "$r"/usr/bin "$r"/etc "$r"/root "$r"/home/app
-	mkdir -m 1777 "$r"/tmp
-	ln -s usr/bin "$r/bin"
-	/bin/busybox --install -s "$r/usr/bin"
-	rm -f "$r/usr/bin/busybox"
-	cp /bin/busybox "$r/usr/bin/busybox"
+	sbx_busybox_root "$r" || return 1
+	mkdir -p "$r"/home/app
 	printf 'root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000::/home/app:/bin/sh\n' \
 	    >"$r/etc/passwd"
 	printf 'root:x:0:\napp:x:1000:\nstaff:x:50:\n' >"$r/etc/group"

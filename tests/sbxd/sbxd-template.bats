@@ -15,11 +15,8 @@ setup_file() {
 	sbx_registry_start || return 1
 	local r=$BATS_FILE_TMPDIR/base
 	# A busybox root: the sandbox needs /bin/sh.
-	mkdir -p "$r"/usr/bin "$r"/etc "$r"/root "$r"/tmp "$r"/home/user
-	ln -s usr/bin "$r/bin"
-	/bin/busybox --install -s "$r/usr/bin"
-	rm -f "$r/usr/bin/busybox"
-	cp /bin/busybox "$r/usr/bin/busybox"
+	sbx_busybox_root "$r" || return 1
+	mkdir -p "$r"/home/user
 	printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n' >"$r/etc/passwd"
 	printf 'root:x:0:\nuser:x:1000:\n' >"$r/etc/group"
 	chown 1000:1000 "$r/home/user"
