@@ -16,14 +16,16 @@ static const char usage[] =
     "       sbx-image pull [-qv] [-b backend] [-p os/arch] "
     "[--insecure-registry host]\n"
     "                      ref ...\n"
-    "       sbx-image ls | prune [-qv]\n"
+    "       sbx-image ls [-qv]\n"
+    "       sbx-image prune [-qv] [--all]\n"
     "       sbx-image inspect | rm [-qv] ref ...\n"
     "       sbx-image import [-qv] [-t name] file | dir | -\n"
     "       sbx-image export [-qv] [-o file] ref\n";
 
-enum { OPT_INSECURE = 256 };
+enum { OPT_INSECURE = 256, OPT_ALL };
 
 static const struct option longopts[] = {
+	{"all", no_argument, NULL, OPT_ALL},
 	{"backend", required_argument, NULL, 'b'},
 	{"build-arg", required_argument, NULL, 'a'},
 	{"check", no_argument, NULL, 'c'},
@@ -161,7 +163,7 @@ store_cmd(const char *s)
  * Docker engine's, backend "docker"). */
 static int
 cmd_store(const char *sub, char **refs, int n, const char *platform,
-    const char *const *insecure, const char *backend)
+    const char *const *insecure, const char *backend, int all)
 {
 	struct sbx_registry_opts o = {insecure, platform};
 	struct sbx_err err = {0};
@@ -171,7 +173,7 @@ cmd_store(const char *sub, char **refs, int n, const char *platform,
 
 	if (!strcmp(sub, "ls") || !strcmp(sub, "prune")) {
 		r = !strcmp(sub, "ls") ? sbx_image_list(&out, &err) :
-		    sbx_image_prune(&out, &err);
+		    sbx_image_prune(all, &out, &err);
 		if (r < 0 && !out)
 			sbx_die_err(&err);
 		if (r < 0)
@@ -256,6 +258,7 @@ cmd_import(const char *src, const char *name)
 
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
+	{"all", NULL, "with prune: the build cache too"},
 	{"backend", NULL, "local, docker or e2b (pull: local or docker)"},
 	{"build-arg", NULL, "with build: a build argument (key: from env)"},
 	{"check", NULL, "with build: exit 0 if the image is there, else 3"},
@@ -284,7 +287,7 @@ main(int argc, char **argv)
 	const char *platform = NULL, **insecure = NULL, *output = NULL;
 	json_t *args = NULL;
 	char *kv, *eq;
-	int c, check = 0, rc, ninsecure = 0;
+	int c, check = 0, rc, ninsecure = 0, all = 0;
 
 	sbx_prog_set(argv);
 	if (argc > 1 && (!strcmp(argv[1], "build") ||
@@ -303,6 +306,9 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "a:b:cf:ho:p:t:qvV", longopts,
 	    NULL)) != -1) {
 		switch (c) {
+		case OPT_ALL:
+			all = 1;
+			break;
 		case OPT_INSECURE:
 			insecure = sbx_xrealloc(insecure, (size_t)(ninsecure +
 			    2) * sizeof *insecure);
@@ -364,6 +370,8 @@ main(int argc, char **argv)
 			sbx_usage_error(usage, "--%s is for the local store's "
 			    "pull (the engine has its own settings)", platform ?
 			    "platform" : "insecure-registry");
+		if (all && strcmp(sub, "prune"))
+			sbx_usage_error(usage, "--all is for sbx-image prune");
 		if (output && strcmp(sub, "export"))
 			sbx_usage_error(usage, "--output is for sbx-image export");
 		if ((platform || insecure) && strcmp(sub, "pull"))
@@ -394,12 +402,14 @@ main(int argc, char **argv)
 			    "sbx-image");
 		}
 		rc = cmd_store(sub, argv + optind, argc - optind, platform,
-		    insecure, backend);
+		    insecure, backend, all);
 		free(insecure);
 		return sbx_out_close(rc);
 	}
 	if (output)
 		sbx_usage_error(usage, "--output is for sbx-image export");
+	if (all)
+		sbx_usage_error(usage, "--all is for sbx-image prune");
 	if (platform || insecure)
 		sbx_usage_error(usage, "--%s is for sbx-image pull",
 		    platform ? "platform" : "insecure-registry");

@@ -53,7 +53,7 @@ bash_long_completions() {
 	if [ "$tool" = sbx-sync ]; then subs=(push pull status); fi
 	if [ "$tool" = sbx-net ]; then subs=("" log); fi
 	if [ "$tool" = sbx-secret ]; then subs=(set ls rm); fi
-	if [ "$tool" = sbx-image ]; then subs=(build hash pull ls import export); fi
+	if [ "$tool" = sbx-image ]; then subs=(build hash pull ls prune import export); fi
 	for sub in "${subs[@]}"; do
 		bash -c '
 			if [ "$2" = yes ]; then

@@ -11,12 +11,8 @@ setup_file() {
 	sbx_setup_file
 	sbx_registry_start || return 1
 	local r=$BATS_FILE_TMPDIR/base
-	mkdir -p "$r"/usr/bin "$r"/etc "$r"/root "$r"/home/app
-	mkdir -m 1777 "$r"/tmp
-	ln -s usr/bin "$r/bin"
-	/bin/busybox --install -s "$r/usr/bin"
-	rm -f "$r/usr/bin/busybox"
-	cp /bin/busybox "$r/usr/bin/busybox"
+	sbx_busybox_root "$r" || return 1
+	mkdir -p "$r"/home/app
 	printf 'root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000::/home/app:/bin/sh\n' \
 	    >"$r/etc/passwd"
 	printf 'root:x:0:\napp:x:1000:\nstaff:x:50:\n' >"$r/etc/group"
@@ -42,6 +38,9 @@ setup() {
 }
 
 teardown() {
+	if [ -n "${pid:-}" ]; then
+		kill "$pid" 2>/dev/null || true
+	fi
 	if [ -s "$BATS_TEST_TMPDIR/s.json" ]; then
 		sbx-kill -q -s "$BATS_TEST_TMPDIR/s.json" >/dev/null 2>&1 || true
 	fi
@@ -281,6 +280,70 @@ EOF
 	assert_line d/opq/.wh..wh..opq
 }
 
+@test "prune: the build cache stays (a failed build's steps too), its broken entries and leftovers go; --all drops it, the images it built stay whole" {
+	B=$SBX_IMAGE_DIR/build
+	printf 'FROM %s\nRUN echo ok >/ok\nRUN exit 7\n' "$BASE" >ctx/Dockerfile
+	run --separate-stderr sbx-image build -t pr ctx
+	assert_failure 1
+	# Only the cache needs the failed build's step: prune keeps it.
+	run --separate-stderr sbx-image prune
+	assert_success
+	jq_true '.cache == 0 and .layers == 0' <<<"$output"
+	sed -i 's/exit 7/true/' ctx/Dockerfile
+	run --separate-stderr sbx-image build -t pr ctx
+	assert_success
+	grep -qx 'step 2/3: RUN echo ok >/ok (cached)' <<<"$stderr"
+	img=$(jq_str .image <<<"$output")
+	# A killed build's step, a layer no entry names, an entry whose
+	# layer is gone.
+	zeros=$(printf '0%.0s' {1..64})
+	mkdir -p "$B/tmp/killed/upper" "$B/layers/$zeros"
+	echo data >"$B/layers/$zeros/f"
+	printf '{"digest":"sha256:%s","size":1}\n' "$(printf 'e%.0s' {1..64})" \
+	    >"$B/cache/$(printf 'f%.0s' {1..64})"
+	run --separate-stderr sbx-image prune
+	assert_success
+	jq_true '.cache == 1 and .layers == 1 and .freed > 0' <<<"$output"
+	[ ! -e "$B/tmp/killed" ]
+	[ ! -e "$B/layers/$zeros" ]
+	assert_equal "$(ls "$B/cache" | wc -l)" 2
+	assert_equal "$(ls "$B/layers" | wc -l)" 2
+	# --all: the whole cache; the image stays whole.
+	run --separate-stderr sbx-image prune --all
+	assert_success
+	jq_true '.cache == 2 and .layers == 2 and .blobs == 0 and .freed > 0' \
+	    <<<"$output"
+	assert_equal "$(ls -A "$B/cache" "$B/layers" | grep -cv ':$\|^$')" 0
+	root=$(sbx-image inspect "$img" | jq_str .rootfs)
+	assert_equal "$(cat "$root/ok")" ok
+	# Nothing cached now: once the image goes, every step runs again.
+	sbx-image rm -q "$img"
+	run --separate-stderr sbx-image build -t pr ctx
+	assert_success
+	run grep -c cached <<<"$stderr"
+	assert_output 0
+	run --separate-stderr sbx-image ls --all
+	assert_failure 2
+	assert_equal "$stderr" "sbx-image: --all is for sbx-image prune"
+}
+
+@test "prune: while a build runs, its steps and the blobs stay" {
+	printf 'FROM %s\nRUN sleep 4; echo done >/done\n' "$BASE" >ctx/Dockerfile
+	sbx-image build -t busy ctx >out.json 2>err.txt &
+	pid=$!
+	for _ in $(seq 100); do
+		grep -q 'step 2/2' err.txt && break
+		sleep 0.1
+	done
+	run --separate-stderr sbx-image prune --all
+	kill -0 "$pid" # the build is still running
+	wait "$pid"
+	assert_success
+	jq_true '.build_running == true and .blobs == 0' <<<"$output"
+	root=$(sbx-image inspect "$(jq_str .image <out.json)" | jq_str .rootfs)
+	assert_equal "$(cat "$root/done")" done
+}
+
 @test "build: a RUN has no network, only its own loopback" {
 	cat >ctx/Dockerfile <<EOF
 FROM $BASE
@@ -292,6 +355,22 @@ EOF
 	run grep -c ':' "$root/netdev"
 	assert_output 1
 	grep -q 'lo:' "$root/netdev"
+}
+
+@test "build: a RUN has a sandbox's seccomp filter: a blocked syscall fails as in a sandbox; the rest works, as USER too" {
+	# unshare(CLONE_NEWUSER) needs no capability: only the filter
+	# refuses it.
+	printf 'FROM %s\nRUN unshare -U true\n' "$BASE" >ctx/Dockerfile
+	run --separate-stderr sbx-image build -t sec ctx
+	assert_failure 1
+	grep -q "unshare.*Operation not permitted" <<<"$stderr"
+	grep -qx "sbx-image: step 2/2: 'RUN unshare -U true' failed: exit status 1" \
+	    <<<"$stderr"
+	assert_equal "$(stored sec)" ""
+	# What the filter leaves works, as USER too.
+	printf 'FROM %s\nUSER app\nRUN id -u >/tmp/uid\n' "$BASE" >ctx/Dockerfile
+	run --separate-stderr sbx-image build -t sec ctx
+	assert_success
 }
 
 @test "build --check: exit 3 while missing, 0 once built; nothing built by it" {

@@ -13,13 +13,8 @@ setup_file() {
 	local w=$BATS_FILE_TMPDIR/layers r
 	# A busybox root (the sandbox needs /bin/sh), and a layer over it.
 	r=$w/base
-	mkdir -p "$r"/usr/bin "$r"/etc "$r"/root "$r"/tmp "$r"/app/opq \
-	    "$r"/gone "$r"/bin2
-	ln -s usr/bin "$r/bin"
-	/bin/busybox --install -s "$r/usr/bin"
-	rm -f "$r/usr/bin/busybox"
-	cp /bin/busybox "$r/usr/bin/busybox"
-	echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
+	sbx_busybox_root "$r" || return 1
+	mkdir -p "$r"/app/opq "$r"/gone "$r"/bin2
 	echo keep >"$r/app/keep"
 	echo del >"$r/app/del"
 	echo old >"$r/app/opq/old"

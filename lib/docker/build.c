@@ -12,7 +12,6 @@
 
 #include "docker.h"
 
-#define LINE_MAX_BYTES (1 << 20)
 
 /* One file of the context as a tar member named name: its content and
  * mode, root's, its mtime. */
@@ -184,64 +183,16 @@ writer(const struct sbx_ctx *c, int fd, int efd)
 	_exit(rc < 0);
 }
 
-struct follow {
-	struct sbx_buf line;
-	char error[400];
-	int quiet;
-};
-
-/* One message of the build's stream: {"stream": text}, {"status": ...},
- * {"aux": ...} or {"errorDetail": {"message": ...}, "error": ...}. */
+/* {"stream": text}, {"status": ...} or {"aux": ...}: the text goes to
+ * stderr as it comes. */
 static void
-message(struct follow *f, const char *p, size_t n)
+follow(struct sbx_docker_stream *f, const json_t *j)
 {
-	json_t *j = json_loadb(p, n, 0, NULL);
 	const char *s;
-	size_t i;
 
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return;
-	}
-	s = json_string_value(json_object_get(json_object_get(j,
-	    "errorDetail"), "message"));
-	if (!s)
-		s = json_string_value(json_object_get(j, "error"));
-	if (s && !f->error[0]) {
-		snprintf(f->error, sizeof f->error, "%s", s);
-		/* One line: the engine's message may hold several. */
-		for (i = 0; f->error[i]; i++)
-			if (f->error[i] == '\n' || f->error[i] == '\r')
-				f->error[i] = ' ';
-	}
 	if (!f->quiet && (s = json_string_value(json_object_get(j,
 	    "stream"))))
 		fputs(s, stderr);
-	json_decref(j);
-}
-
-/* The stream in pieces: messages end at a newline. */
-static int
-on_body(const char *p, size_t n, void *arg)
-{
-	struct follow *f = arg;
-	const char *nl;
-	size_t k;
-
-	while (n) {
-		nl = memchr(p, '\n', n);
-		k = nl ? (size_t)(nl - p) + 1 : n;
-		sbx_buf_add(&f->line, p, k);
-		if (f->line.len > LINE_MAX_BYTES)
-			return 1;
-		if (nl) {
-			message(f, f->line.data, f->line.len);
-			f->line.len = 0;
-		}
-		p += k;
-		n -= k;
-	}
-	return 0;
 }
 
 int
@@ -276,9 +227,10 @@ sbx_docker_build(const struct sbx_ctx *c, const char *name,
     const json_t *buildargs, int quiet, struct sbx_err *err)
 {
 	struct sbx_http_req rq = {.method = "POST", .out_fd = -1,
-	    .in_type = "application/x-tar", .on_body = on_body};
+	    .in_type = "application/x-tar", .on_body = sbx_docker_stream_body};
 	struct sbx_http_resp rs = {0};
-	struct follow f = {.line = SBX_BUF_INIT, .quiet = quiet};
+	struct sbx_docker_stream f = {.line = SBX_BUF_INIT, .quiet = quiet,
+	    .on_msg = follow};
 	struct dk d = {0};
 	int p[2] = {-1, -1}, e[2] = {-1, -1}, st, rc = -1, listed, opened = 0;
 	char why[256] = "", *t, *df, *args, *dfe, *argse, *js;
@@ -319,8 +271,7 @@ sbx_docker_build(const struct sbx_ctx *c, const char *name,
 		;
 	n = read(e[0], why, sizeof why - 1);
 	why[n > 0 ? n : 0] = '\0';
-	if (f.line.len)
-		message(&f, f.line.data, f.line.len);
+	sbx_docker_stream_end(&f);
 	if (*why)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot send the context "
 		    "'%s': %s", c->root, why);

@@ -132,6 +132,66 @@ sbx_docker_msg(const struct sbx_http_resp *rs)
 	return m ? m : rs->body.data ? rs->body.data : "no reason given";
 }
 
+#define STREAM_LINE_MAX (1 << 20)
+
+static void
+stream_msg(struct sbx_docker_stream *f, const char *p, size_t n)
+{
+	json_t *j = json_loadb(p, n, 0, NULL);
+	const char *s;
+	size_t i;
+
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return;
+	}
+	s = json_string_value(json_object_get(json_object_get(j,
+	    "errorDetail"), "message"));
+	if (!s)
+		s = json_string_value(json_object_get(j, "error"));
+	if (s && !f->error[0]) {
+		snprintf(f->error, sizeof f->error, "%s", s);
+		/* One line: the engine's message may hold several. */
+		for (i = 0; f->error[i]; i++)
+			if (f->error[i] == '\n' || f->error[i] == '\r')
+				f->error[i] = ' ';
+	}
+	if (f->on_msg)
+		f->on_msg(f, j);
+	json_decref(j);
+}
+
+int
+sbx_docker_stream_body(const char *p, size_t n, void *arg)
+{
+	struct sbx_docker_stream *f = arg;
+	const char *nl;
+	size_t k;
+
+	while (n) {
+		nl = memchr(p, '\n', n);
+		k = nl ? (size_t)(nl - p) + 1 : n;
+		sbx_buf_add(&f->line, p, k);
+		if (f->line.len > STREAM_LINE_MAX)
+			return 1;
+		if (nl) {
+			stream_msg(f, f->line.data, f->line.len);
+			f->line.len = 0;
+		}
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+void
+sbx_docker_stream_end(struct sbx_docker_stream *f)
+{
+	if (f->line.len)
+		stream_msg(f, f->line.data, f->line.len);
+	f->line.len = 0;
+}
+
 int
 sbx_docker_fail(const struct sbx_http_resp *rs, int code, const char *what,
     struct sbx_err *err)

@@ -47,6 +47,22 @@ __attribute__((format(printf, 6, 7))) int sbx_docker_req(struct dk *d,
 const char *sbx_docker_msg(const struct sbx_http_resp *rs);
 int sbx_docker_fail(const struct sbx_http_resp *rs, int code,
     const char *what, struct sbx_err *err);
+
+/* The JSON stream of /images/create and /build: a message a line, each
+ * given to on_msg; the first {"errorDetail": {"message"}} or {"error"}
+ * kept in error, on one line. */
+struct sbx_docker_stream {
+	struct sbx_buf line;
+	char error[400];
+	int quiet;
+	void (*on_msg)(struct sbx_docker_stream *s, const json_t *j);
+};
+/* An sbx_http_req's on_body (arg: the stream); 1 (stop) on a line over
+ * 1 MiB. */
+int sbx_docker_stream_body(const char *p, size_t n, void *arg);
+/* The last line, when the stream did not end with a newline; then its
+ * buffer released. */
+void sbx_docker_stream_end(struct sbx_docker_stream *s);
 /* Inspect the container a ref names, which must be one of ours: its
  * inspect object in *out, and the ref's id made its full one. */
 int sbx_docker_find(struct dk *d, const json_t *ref, json_t **out,

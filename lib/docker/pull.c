@@ -9,68 +9,19 @@
 #include "docker.h"
 #include "image/image.h"
 
-#define LINE_MAX_BYTES (1 << 20)
-
-struct progress {
-	struct sbx_buf line;
-	char error[400];
-	int quiet;
-};
-
-/* {"status": "Downloading", "id": "a1b2", "progressDetail": ...} or
- * {"errorDetail": {"message": ...}, "error": ...}. */
+/* {"status": "Downloading", "id": "a1b2", "progressDetail": ...}: a
+ * status per line; the byte counts of "Downloading" are left to the
+ * engine's own client. */
 static void
-message(struct progress *f, const char *p, size_t n)
+progress(struct sbx_docker_stream *f, const json_t *j)
 {
-	json_t *j = json_loadb(p, n, 0, NULL);
 	const char *s, *id;
-	size_t i;
 
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return;
-	}
-	s = json_string_value(json_object_get(json_object_get(j,
-	    "errorDetail"), "message"));
-	if (!s)
-		s = json_string_value(json_object_get(j, "error"));
-	if (s && !f->error[0]) {
-		snprintf(f->error, sizeof f->error, "%s", s);
-		for (i = 0; f->error[i]; i++)
-			if (f->error[i] == '\n' || f->error[i] == '\r')
-				f->error[i] = ' ';
-	}
-	/* A status per line; the byte counts of "Downloading" are left
-	 * to the engine's own client. */
 	if (!f->quiet && (s = json_string_value(json_object_get(j, "status")))
 	    && strcmp(s, "Downloading") && strcmp(s, "Extracting")) {
 		id = json_string_value(json_object_get(j, "id"));
 		fprintf(stderr, "%s%s%s\n", id ? id : "", id ? ": " : "", s);
 	}
-	json_decref(j);
-}
-
-static int
-on_body(const char *p, size_t n, void *arg)
-{
-	struct progress *f = arg;
-	const char *nl;
-	size_t k;
-
-	while (n) {
-		nl = memchr(p, '\n', n);
-		k = nl ? (size_t)(nl - p) + 1 : n;
-		sbx_buf_add(&f->line, p, k);
-		if (f->line.len > LINE_MAX_BYTES)
-			return 1;
-		if (nl) {
-			message(f, f->line.data, f->line.len);
-			f->line.len = 0;
-		}
-		p += k;
-		n -= k;
-	}
-	return 0;
 }
 
 int
@@ -79,9 +30,10 @@ sbx_docker_pull(const char *refstr, int quiet, json_t **out,
 {
 	struct sbx_imgref r;
 	struct sbx_http_req rq = {.method = "POST", .in_fd = -1, .out_fd = -1,
-	    .on_body = on_body};
+	    .on_body = sbx_docker_stream_body};
 	struct sbx_http_resp rs = {0};
-	struct progress f = {.line = SBX_BUF_INIT, .quiet = quiet};
+	struct sbx_docker_stream f = {.line = SBX_BUF_INIT, .quiet = quiet,
+	    .on_msg = progress};
 	struct dk d = {0};
 	const char *headers[2] = {NULL, NULL};
 	char *from = NULL, *ref = NULL, *path = NULL, *auth = NULL, *hdr = NULL;
@@ -113,8 +65,7 @@ sbx_docker_pull(const char *refstr, int quiet, json_t **out,
 	rq.on_body_arg = &f;
 	if (sbx_http_do(d.h, &rq, &rs, err) < 0)
 		goto out;
-	if (f.line.len)
-		message(&f, f.line.data, f.line.len);
+	sbx_docker_stream_end(&f);
 	if (rs.status == 404) {
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "no image '%s' for the "
 		    "engine: %s", name, sbx_docker_msg(&rs));

@@ -7,7 +7,11 @@
  *
  *   ROOT/build/layers/HEX   a step's upper directory (HEX: its tar's)
  *   ROOT/build/cache/KEY    {"digest","size"}: the layer of a step key
- *   ROOT/build/tmp/...      a step being made */
+ *   ROOT/build/tmp/...      a step being made
+ *   ROOT/build/.lock        shared by every stage alive, so that prune
+ *                           (exclusive, never waiting) leaves a build's
+ *                           blobs, layers and steps alone */
+#include <sys/file.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -35,6 +39,7 @@
 #include <nettle/sha2.h>
 
 #include "image/builder.h"
+#include "local/local.h"
 
 #define LAYER_TAR "application/vnd.oci.image.layer.v1.tar"
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:" \
@@ -49,6 +54,7 @@ struct sbx_stage {
 	char key[65];     /* the cache key of what it is now */
 	int quiet;
 	const char *step; /* "step 3/7", for the output */
+	int lock;         /* ROOT/build/.lock, shared while it lives */
 };
 
 extern char **environ;
@@ -146,7 +152,31 @@ sbx_stage_free(struct sbx_stage *st)
 	json_decref(st->cfg);
 	json_decref(st->layers);
 	free(st->root);
+	if (st->lock >= 0)
+		close(st->lock);
 	free(st);
+}
+
+/* The build lock, shared, on st (-1 when it cannot be had: the build
+ * goes on, as unprotected from a prune as before). */
+static void
+stage_lock(struct sbx_stage *st)
+{
+	struct sbx_err e = {0};
+	char *d = sbx_xasprintf("%s/build", st->root), *p;
+
+	st->lock = -1;
+	if (sbx_mkdirs(d, 0755, &e) == 0) {
+		p = sbx_xasprintf("%s/.lock", d);
+		st->lock = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		free(p);
+	}
+	free(d);
+	while (st->lock >= 0 && flock(st->lock, LOCK_SH) < 0)
+		if (errno != EINTR) {
+			close(st->lock);
+			st->lock = -1;
+		}
 }
 
 static void
@@ -163,6 +193,7 @@ sbx_stage_clone(const struct sbx_stage *from)
 	struct sbx_stage *st = sbx_xcalloc(1, sizeof *st);
 
 	st->root = sbx_xstrdup(from->root);
+	stage_lock(st);
 	st->cfg = json_deep_copy(from->cfg);
 	st->layers = json_deep_copy(from->layers);
 	for (size_t i = 0; i < from->nlowers; i++)
@@ -182,6 +213,7 @@ sbx_stage_from(const char *ref, struct sbx_err *err)
 	char *p;
 
 	st->root = sbx_image_root();
+	stage_lock(st);
 	memset(st->key, '0', 64);
 	if (!strcmp(ref, "scratch")) {
 		st->cfg = new_config();
@@ -868,6 +900,12 @@ run_init(const struct step *s, const struct runspec *r, int msg)
 	    (!r->quiet && dup2(2, 1) < 0))
 		child_fail(msg, "cannot set up the standard streams");
 	drop_caps(msg);
+	/* A sandbox's seccomp denylist: a step may do what a sandbox of
+	 * the image may, no more. Installed as root, CAP_SYS_ADMIN still
+	 * effective (exec drops it), so without no_new_privs: a setuid
+	 * program of the image still works, as in docker build. */
+	if (sbx_local_seccomp() < 0)
+		child_fail(msg, "cannot install the seccomp filter");
 	if (setgroups(0, NULL) < 0 || setgid(gid) < 0 || setuid(uid) < 0)
 		child_fail(msg, "cannot become the USER");
 	environ = r->env;

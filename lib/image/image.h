@@ -112,8 +112,14 @@ int sbx_image_list(json_t **out, struct sbx_err *err);
 /* rm: the name goes from the index, then what nothing else uses (no
  * other image, no sandbox of this machine, stopped ones included). */
 int sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err);
-/* prune: only what nothing uses goes; *out {"freed": bytes}. */
-int sbx_image_prune(json_t **out, struct sbx_err *err);
+/* rm for a front end that owns the name (sbxd's templates): an image
+ * already gone is no error (*out's "removed" false). */
+int sbx_image_drop(const char *ref, json_t **out, struct sbx_err *err);
+/* prune: only what nothing uses goes, the builder's cache kept but for
+ * its broken entries and leftovers (all: the cache goes too); *out
+ * {"freed": bytes, "blobs", "rootfs", "cache", "layers": how many went,
+ * "build_running": true when a build kept its files and the blobs}. */
+int sbx_image_prune(int all, json_t **out, struct sbx_err *err);
 /* inspect: what ls says, its layers, its config and its rootfs. */
 int sbx_image_inspect(const char *ref, json_t **out, struct sbx_err *err);
 

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -275,10 +276,132 @@ in_use(void)
 	return used;
 }
 
-/* Remove what no image of the index names and no sandbox uses: rootfs
- * trees, then blobs. *freed counts the bytes of blobs removed. */
+/* The bytes a tree holds (its files' blocks), for what prune frees. */
+static __thread long long tree_bytes;
+
 static int
-prune(struct sbx_image_store *s, long long *freed, struct sbx_err *err)
+tree_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)path;
+	(void)flag;
+	(void)f;
+	tree_bytes += (long long)st->st_blocks * 512;
+	return 0;
+}
+
+/* Remove tree path, adding its size to *freed. */
+static int
+rm_counted(const char *path, long long *freed, struct sbx_err *err)
+{
+	tree_bytes = 0;
+	nftw(path, tree_one, 32, FTW_PHYS | FTW_MOUNT);
+	if (sbx_rmtree(path) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':",
+		    path);
+	*freed += tree_bytes;
+	return 0;
+}
+
+/* The builder's part (ROOT/build): a cache entry whose blob or layer is
+ * gone, a layer no entry names, what a killed build left in tmp; with
+ * all, the whole cache and its layers. The blobs of the entries kept go
+ * in keep. */
+static int
+prune_build(struct sbx_image_store *s, int all, json_t *keep, json_t *sum,
+    long long *freed, struct sbx_err *err)
+{
+	json_t *layers = json_object(), *c;
+	struct sbx_err e = {0};
+	const char *dg;
+	struct dirent *d;
+	char *dir, *p, *q;
+	DIR *dp;
+	int rc = 0, ncache = 0, nlayers = 0, ok;
+
+	dir = sbx_xasprintf("%s/build/cache", s->root);
+	if ((dp = opendir(dir))) {
+		while ((d = readdir(dp))) {
+			if (d->d_name[0] == '.')
+				continue;
+			p = sbx_xasprintf("%s/%s", dir, d->d_name);
+			memset(&e, 0, sizeof e);
+			c = sbx_json_load_object(p, &e);
+			dg = sbx_json_str(c, "digest");
+			ok = !all && dg && sbx_image_valid_digest(dg);
+			if (ok) {
+				char *b = sbx_image_blob_path(s->root, dg);
+
+				q = sbx_xasprintf("%s/build/layers/%s",
+				    s->root, dg + 7);
+				ok = access(b, F_OK) == 0 && access(q, F_OK) == 0;
+				free(b);
+				free(q);
+			}
+			if (ok) {
+				json_object_set_new(keep, dg, json_true());
+				json_object_set_new(layers, dg + 7, json_true());
+			} else {
+				struct stat st;
+
+				if (lstat(p, &st) == 0)
+					*freed += (long long)st.st_blocks * 512;
+				if (unlink(p) < 0 && errno != ENOENT)
+					rc = sbx_err_set(err, SBX_EX_FAIL,
+					    "cannot remove '%s':", p);
+				else
+					ncache++;
+			}
+			json_decref(c);
+			free(p);
+		}
+		closedir(dp);
+	}
+	free(dir);
+	/* A layer of an image stays with the image's blob, not here: the
+	 * image's rootfs is its own tree. */
+	dir = sbx_xasprintf("%s/build/layers", s->root);
+	if ((dp = opendir(dir))) {
+		while ((d = readdir(dp))) {
+			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, "..") ||
+			    json_object_get(layers, d->d_name))
+				continue;
+			p = sbx_xasprintf("%s/%s", dir, d->d_name);
+			if (rm_counted(p, freed, err) < 0)
+				rc = -1;
+			else
+				nlayers++;
+			free(p);
+		}
+		closedir(dp);
+	}
+	free(dir);
+	dir = sbx_xasprintf("%s/build/tmp", s->root);
+	if ((dp = opendir(dir))) {
+		while ((d = readdir(dp))) {
+			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+				continue;
+			p = sbx_xasprintf("%s/%s", dir, d->d_name);
+			if (rm_counted(p, freed, err) < 0)
+				rc = -1;
+			free(p);
+		}
+		closedir(dp);
+	}
+	free(dir);
+	json_object_set_new(sum, "cache", json_integer(ncache));
+	json_object_set_new(sum, "layers", json_integer(nlayers));
+	json_decref(layers);
+	return rc;
+}
+
+/* Remove what no image of the index names, no sandbox uses and the build
+ * cache does not need (with all: the build cache too): rootfs trees,
+ * build layers and steps, then blobs. sum gets what went: "freed" (bytes),
+ * "blobs", "rootfs", "cache", "layers"; "build_running" when a build
+ * holds the builder's lock: then no blob nor build file goes (a build's
+ * new blobs are named by nothing yet). */
+static int
+prune(struct sbx_image_store *s, int all, json_t *sum, struct sbx_err *err)
 {
 	json_t *keep = json_object(), *used = in_use(), *rec, *l;
 	const char *name, *dg;
@@ -287,9 +410,9 @@ prune(struct sbx_image_store *s, long long *freed, struct sbx_err *err)
 	char *p, key[300];
 	size_t i;
 	DIR *dir;
-	int rc = 0;
+	int rc = 0, bl, nblobs = 0, ntrees = 0;
+	long long freed = 0;
 
-	*freed = 0;
 	json_object_foreach(json_object_get(s->index, "images"), name, rec) {
 		json_object_set_new(keep, sbx_json_str(rec, "digest") ?
 		    sbx_json_str(rec, "digest") : "", json_true());
@@ -303,6 +426,18 @@ prune(struct sbx_image_store *s, long long *freed, struct sbx_err *err)
 	/* A sandbox's image stays whole: its manifest and rootfs. */
 	json_object_foreach(used, dg, rec)
 		json_object_set_new(keep, dg, json_true());
+	/* The builder's lock, exclusive and not waited for: a build that
+	 * runs keeps the build directory and every blob. */
+	p = sbx_xasprintf("%s/build/.lock", s->root);
+	bl = open(p, O_RDWR | O_CLOEXEC);
+	free(p);
+	if (bl >= 0 && flock(bl, LOCK_EX | LOCK_NB) < 0) {
+		json_object_set_new(sum, "build_running", json_true());
+		close(bl);
+		bl = -2;
+	}
+	if (bl != -2 && prune_build(s, all, keep, sum, &freed, err) < 0)
+		rc = -1;
 	p = sbx_xasprintf("%s/rootfs", s->root);
 	if ((dir = opendir(p))) {
 		while ((d = readdir(dir))) {
@@ -315,15 +450,16 @@ prune(struct sbx_image_store *s, long long *freed, struct sbx_err *err)
 			 * killed pull: ours to remove under the lock. */
 			free(p);
 			p = sbx_xasprintf("%s/rootfs/%s", s->root, d->d_name);
-			if (sbx_rmtree(p) < 0)
-				rc = sbx_err_set(err, SBX_EX_FAIL, "cannot "
-				    "remove '%s':", p);
+			if (rm_counted(p, &freed, err) < 0)
+				rc = -1;
+			else
+				ntrees++;
 		}
 		closedir(dir);
 	}
 	free(p);
 	p = sbx_xasprintf("%s/blobs/sha256", s->root);
-	if ((dir = opendir(p))) {
+	if (bl != -2 && (dir = opendir(p))) {
 		int dfd = dirfd(dir);
 
 		while ((d = readdir(dir))) {
@@ -334,14 +470,21 @@ prune(struct sbx_image_store *s, long long *freed, struct sbx_err *err)
 				continue;
 			if (fstatat(dfd, d->d_name, &st, AT_SYMLINK_NOFOLLOW)
 			    == 0)
-				*freed += st.st_size;
+				freed += st.st_size;
 			if (unlinkat(dfd, d->d_name, 0) < 0 && errno != ENOENT)
 				rc = sbx_err_set(err, SBX_EX_FAIL, "cannot "
 				    "remove blob %s:", key);
+			else
+				nblobs++;
 		}
 		closedir(dir);
 	}
 	free(p);
+	if (bl >= 0)
+		close(bl);
+	json_object_set_new(sum, "freed", json_integer(freed));
+	json_object_set_new(sum, "blobs", json_integer(nblobs));
+	json_object_set_new(sum, "rootfs", json_integer(ntrees));
 	json_decref(keep);
 	json_decref(used);
 	return rc;
@@ -382,21 +525,27 @@ sbx_image_list(json_t **out, struct sbx_err *err)
 	return 0;
 }
 
-int
-sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err)
+static int
+remove_image(const char *ref, int quiet_missing, json_t **out,
+    struct sbx_err *err)
 {
 	struct sbx_image_store s;
 	const json_t *rec;
-	json_t *used;
+	json_t *used, *sum;
 	char *name = NULL, *sb = NULL;
-	long long freed = 0;
 	int rc = -1;
 
 	*out = NULL;
 	if (sbx_image_store_open(&s, err) < 0)
 		return -1;
-	if (!(rec = sbx_image_find(&s, ref, &name, err)))
+	if (!(rec = sbx_image_find(&s, ref, &name, err))) {
+		if (quiet_missing && err->code == SBX_EX_NOSANDBOX) {
+			*out = json_pack("{s:s,s:b}", "image", ref, "removed",
+			    0);
+			rc = 0;
+		}
 		goto out;
+	}
 	used = in_use();
 	if (sbx_json_str(used, sbx_json_str(rec, "digest")))
 		sb = sbx_xstrdup(sbx_json_str(used, sbx_json_str(rec,
@@ -410,10 +559,13 @@ sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err)
 		*out = NULL;
 		goto out;
 	}
-	/* The name goes; the files go once nothing uses them. */
-	if (prune(&s, &freed, err) < 0)
+	/* The name goes; the files go once nothing uses them (the build
+	 * cache's are kept for it: prune --all drops them). */
+	sum = json_object();
+	if (prune(&s, 0, sum, err) < 0)
 		sbx_warn("%s", err->msg);
-	json_object_set_new(*out, "freed", json_integer(freed));
+	json_object_set(*out, "freed", json_object_get(sum, "freed"));
+	json_decref(sum);
 	if (sb)
 		json_object_set_new(*out, "in_use_by", json_string(sb));
 	rc = 0;
@@ -425,17 +577,28 @@ out:
 }
 
 int
-sbx_image_prune(json_t **out, struct sbx_err *err)
+sbx_image_remove(const char *ref, json_t **out, struct sbx_err *err)
+{
+	return remove_image(ref, 0, out, err);
+}
+
+int
+sbx_image_drop(const char *ref, json_t **out, struct sbx_err *err)
+{
+	return remove_image(ref, 1, out, err);
+}
+
+int
+sbx_image_prune(int all, json_t **out, struct sbx_err *err)
 {
 	struct sbx_image_store s;
-	long long freed = 0;
 	int rc;
 
 	*out = NULL;
 	if (sbx_image_store_open(&s, err) < 0)
 		return -1;
-	rc = prune(&s, &freed, err);
-	*out = json_pack("{s:I}", "freed", (json_int_t)freed);
+	*out = json_object();
+	rc = prune(&s, all, *out, err);
 	sbx_image_store_close(&s);
 	return rc;
 }

@@ -180,5 +180,7 @@ int sbx_local_port_connect(const json_t *ref, unsigned port,
 /* Drop every capability, lock securebits, no_new_privs, the seccomp
  * denylist. For a command about to exec. */
 int sbx_local_harden(void);
+/* Only its seccomp filter (sbx-image's RUN steps). */
+int sbx_local_seccomp(void);
 
 #endif

@@ -1344,8 +1344,9 @@ h_unsupported(struct sbxd_req *r)
 
 	if (first && (strstr(first, "templates") || !strcmp(first, "v2") ||
 	    !strcmp(first, "v3")))
-		what = "legacy template builds (POST /templates, "
-		    "POST /v2/templates)";
+		what = "the v1 template builds (POST /templates: an image "
+		    "pushed to E2B's registry, which sbxd has not; build with "
+		    "POST /v3/templates, the SDK's Template.build)";
 	if (third && !strcmp(third, "snapshots"))
 		what = "snapshots";
 	else if (third && !strcmp(third, "fork"))

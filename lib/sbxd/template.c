@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -32,6 +34,7 @@
 #include <openssl/rand.h>
 
 #include "sbxd.h"
+#include "../image/image.h"
 
 #define TPL_LOG_LIMIT 100 /* entries a status answer carries at most */
 
@@ -385,20 +388,55 @@ h_alias(struct sbxd_req *r)
 	return ret;
 }
 
+/* The images of template record rec (its builds'), in a set. */
+static void
+images_of(const json_t *rec, json_t *set)
+{
+	const json_t *b;
+	const char *img;
+	size_t i;
+
+	if ((img = sbx_json_str(rec, "image")))
+		json_object_set_new(set, img, json_true());
+	json_array_foreach(json_object_get(rec, "builds"), i, b)
+		if ((img = sbx_json_str(b, "image")))
+			json_object_set_new(set, img, json_true());
+}
+
+/* DELETE /templates/ID: the record, then its images that no other
+ * template names (the store keeps the tree and config of one a sandbox
+ * stands on until that sandbox is gone: sbx-image(1) rm). */
 static enum MHD_Result
 h_delete(struct sbxd_req *r)
 {
 	char *t = sbxd_path_seg(r, 1);
-	const char *id = NULL;
+	const char *id = NULL, *img, *k;
 	enum MHD_Result ret;
-	json_t *rec;
+	json_t *rec, *mine = json_object(), *others = json_object(), *o, *v;
+	struct sbx_err err;
 
 	pthread_mutex_lock(&tpl_mu);
 	if ((rec = find(t, &id))) {
+		images_of(rec, mine);
 		json_object_del(tpls, id);
 		save();
+		json_object_foreach(tpls, k, o)
+			images_of(o, others);
 	}
 	pthread_mutex_unlock(&tpl_mu);
+	json_object_foreach(mine, img, v) {
+		json_t *out = NULL;
+
+		if (json_object_get(others, img))
+			continue;
+		memset(&err, 0, sizeof err);
+		if (sbx_image_drop(img, &out, &err) < 0)
+			sbxd_log("template '%s': cannot remove image '%s': %s",
+			    t, img, err.msg);
+		json_decref(out);
+	}
+	json_decref(mine);
+	json_decref(others);
 	if (rec)
 		ret = sbxd_reply_empty(r, 204);
 	else if (static_tpl(t))
@@ -411,9 +449,11 @@ h_delete(struct sbxd_req *r)
 }
 
 /* POST /v3/templates {"name","tags","cpuCount","memoryMB"}: a new build
- * of the template of that name (made when new). */
+ * of the template of that name (made when new). legacy: POST
+ * /v2/templates {"alias","cpuCount","memoryMB"} (older SDKs), the same
+ * build answered with the template (TemplateLegacy). */
 static enum MHD_Result
-h_request(struct sbxd_req *r)
+request_build(struct sbxd_req *r, int legacy)
 {
 	enum MHD_Result ret;
 	json_t *j = sbxd_body_json(r, &ret), *rec, *tags, *v, *b;
@@ -423,7 +463,7 @@ h_request(struct sbxd_req *r)
 
 	if (!j)
 		return ret;
-	name = sbx_json_str(j, "name");
+	name = sbx_json_str(j, legacy ? "alias" : "name");
 	if (!name || !valid_name(name)) {
 		ret = sbxd_reply_err(r, 400, "template name '%s' is not valid: "
 		    "lowercase letters and digits joined by '-', '_' or '.', "
@@ -481,14 +521,26 @@ h_request(struct sbxd_req *r)
 	set_now(b, "updatedAt");
 	json_array_append_new(json_object_get(rec, "builds"), b);
 	save();
-	v = json_pack("{s:s,s:s,s:b,s:O,s:O,s:O}", "templateID", id,
-	    "buildID", bid, "public", 0, "names", json_object_get(rec, "names"),
-	    "tags", json_object_get(rec, "tags"), "aliases",
-	    json_object_get(rec, "names"));
+	v = legacy ? listed(id, rec) : json_pack("{s:s,s:s,s:b,s:O,s:O,s:O}",
+	    "templateID", id, "buildID", bid, "public", 0, "names",
+	    json_object_get(rec, "names"), "tags", json_object_get(rec,
+	    "tags"), "aliases", json_object_get(rec, "names"));
 	pthread_mutex_unlock(&tpl_mu);
 	free(base);
 	json_decref(j);
 	return sbxd_reply_json(r, 202, v);
+}
+
+static enum MHD_Result
+h_request(struct sbxd_req *r)
+{
+	return request_build(r, 0);
+}
+
+static enum MHD_Result
+h_request_v2(struct sbxd_req *r)
+{
+	return request_build(r, 1);
 }
 
 static int
@@ -931,12 +983,82 @@ build_wait(void *arg)
 	return NULL;
 }
 
+/* Zero the password strings of o (a request body, or its registry
+ * part) before it is freed. */
+static void
+wipe(json_t *o)
+{
+	json_t *v = json_object_get(o, "fromImageRegistry");
+	const char *k;
+
+	if (v)
+		wipe(v);
+	json_object_foreach(o, k, v)
+		if (json_is_string(v) && (!strcmp(k, "password") ||
+		    !strcmp(k, "auth")))
+			explicit_bzero((char *)json_string_value(v),
+			    json_string_length(v));
+}
+
+/* fromImageRegistry (the SDK's fromImage(ref, {username, password})):
+ * *reg {"domain","auth":"user:password"} for the builder, or NULL when
+ * there is none; AWS's and GCP's are refused (-1, msg). */
+static int
+registry_of(const json_t *j, const char *from, json_t **reg, char *msg,
+    size_t n)
+{
+	const json_t *fr = json_object_get(j, "fromImageRegistry");
+	const char *type = sbx_json_str(fr, "type");
+	const char *user = sbx_json_str(fr, "username");
+	const char *pass = sbx_json_str(fr, "password");
+	struct sbx_imgref ref;
+	struct sbx_err err = {0};
+	char *auth;
+
+	*reg = NULL;
+	if (!fr || json_is_null(fr))
+		return 0;
+	if (type && (!strcmp(type, "aws") || !strcmp(type, "gcp"))) {
+		snprintf(msg, n, "sbxd does not pull from %s "
+		    "(fromImageRegistry type '%s'): use fromImage with a "
+		    "username and password (type 'registry')", !strcmp(type,
+		    "aws") ? "AWS ECR" : "GCP Artifact Registry", type);
+		return -1;
+	}
+	if (!json_is_object(fr) || !type || strcmp(type, "registry")) {
+		snprintf(msg, n, "fromImageRegistry: type must be 'registry' "
+		    "(not '%s')", type ? type : "");
+		return -1;
+	}
+	if (!from) {
+		snprintf(msg, n, "fromImageRegistry is for fromImage");
+		return -1;
+	}
+	if (!user || !*user || !pass || !*pass || strchr(user, ':') ||
+	    strpbrk(user, "\r\n") || strpbrk(pass, "\r\n")) {
+		snprintf(msg, n, "fromImageRegistry wants a username (no ':') "
+		    "and a password, each on one line");
+		return -1;
+	}
+	if (sbx_imgref_parse(from, &ref, &err) < 0) {
+		snprintf(msg, n, "fromImage: %s", err.msg);
+		return -1;
+	}
+	auth = sbx_xasprintf("%s:%s", user, pass);
+	*reg = json_pack("{s:s,s:s}", "domain", ref.domain, "auth", auth);
+	explicit_bzero(auth, strlen(auth));
+	free(auth);
+	sbx_imgref_release(&ref);
+	return 0;
+}
+
 /* POST /v2/templates/ID/builds/BUILD: TemplateBuildStartV2. */
 static enum MHD_Result
 h_start(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
 	json_t *j = sbxd_body_json(r, &ret), *rec, *b, *hashes = NULL, *args;
+	json_t *reg = NULL;
 	char *t = sbxd_path_seg(r, 2), *bid = sbxd_path_seg(r, 4);
 	char *dir = NULL, *df = NULL, *p, *tool = NULL, msg[640];
 	const char *from, *ftpl, *rid = NULL, *st, *s;
@@ -951,16 +1073,13 @@ h_start(struct sbxd_req *r)
 		goto out_free;
 	from = sbx_json_str(j, "fromImage");
 	ftpl = sbx_json_str(j, "fromTemplate");
-	if (json_object_get(j, "fromImageRegistry") &&
-	    !json_is_null(json_object_get(j, "fromImageRegistry"))) {
-		ret = sbxd_reply_err(r, 400, "sbxd does not take registry "
-		    "credentials in a build (fromImageRegistry): put them in "
-		    "its credentials directory (sbx-image(1))");
-		goto out_free;
-	}
 	if ((from && ftpl) || (!from && !ftpl)) {
 		ret = sbxd_reply_err(r, 400, "a build wants one of fromImage "
 		    "and fromTemplate");
+		goto out_free;
+	}
+	if (registry_of(j, from, &reg, msg, sizeof msg) < 0) {
+		ret = sbxd_reply_err(r, 400, "%s", msg);
 		goto out_free;
 	}
 	if ((from && (!*from || strpbrk(from, " \t\n\r"))) ||
@@ -1044,6 +1163,9 @@ h_start(struct sbxd_req *r)
 	    tool ? tool : "sbx-image", "name", s ? s : "template", "files",
 	    tdir, "hashes", hashes);
 	pthread_mutex_unlock(&tpl_mu);
+	/* To the builder through the spawner's socket: never on disk. */
+	if (reg)
+		json_object_set(args, "registry", reg);
 	jb = sbx_xcalloc(1, sizeof *jb);
 	jb->ch = (struct sbxd_child)SBXD_CHILD_NONE;
 	jb->id = id;
@@ -1086,6 +1208,9 @@ out_free:
 	free(t);
 	free(bid);
 	json_decref(hashes);
+	wipe(reg);
+	json_decref(reg);
+	wipe(j);
 	json_decref(j);
 	return ret;
 }
@@ -1160,6 +1285,7 @@ const struct sbxd_route sbxd_tpl_routes[] = {
 	{"GET", "/templates", 0, h_list, NULL},
 	{"GET", "/v2/templates", 0, h_list, NULL},
 	{"POST", "/v3/templates", 0, h_request, NULL},
+	{"POST", "/v2/templates", 0, h_request_v2, NULL},
 	{"GET", "/templates/aliases/*", 0, h_alias, NULL},
 	{"GET", "/templates/*", 0, h_get, NULL},
 	{"DELETE", "/templates/*", 0, h_delete, NULL},
@@ -1188,6 +1314,50 @@ log_line(int fd, const char *level, const char *m)
 		free(s);
 	}
 	json_decref(e);
+}
+
+/* The build's registry credentials (reg {"domain","auth"}) where
+ * sbx-image looks for them, its credentials directory's registry-DOMAIN,
+ * on a tmpfs mounted over that directory in a mount namespace of this
+ * child's own: in memory, seen by this build alone, gone with it. */
+static int
+registry_creds(const json_t *reg, char *msg, size_t n)
+{
+	const char *domain = sbx_json_str(reg, "domain");
+	const char *auth = sbx_json_str(reg, "auth");
+	struct sbx_err err = {0};
+	char *dir = sbx_config_cred_dir(), *p;
+	int fd, rc = -1;
+
+	if (!dir || !domain || !auth || strchr(domain, '/')) {
+		snprintf(msg, n, "no credentials directory for the registry's "
+		    "credentials");
+		goto out;
+	}
+	if (sbx_mkdirs(dir, 0700, &err) < 0 || unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+	    "mode=0700,size=64k") < 0) {
+		snprintf(msg, n, "cannot give the build its registry "
+		    "credentials: %s", err.msg[0] ? err.msg : strerror(errno));
+		goto out;
+	}
+	p = sbx_xasprintf("%s/registry-%s", dir, domain);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	free(p);
+	if (fd < 0 || sbx_write_all(fd, auth, strlen(auth)) < 0 ||
+	    sbx_write_all(fd, "\n", 1) < 0) {
+		snprintf(msg, n, "cannot give the build its registry "
+		    "credentials: %s", strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	rc = 0;
+out:
+	free(dir);
+	return rc;
 }
 
 /* args {"dir","tool","name","files","hashes":[...]}: the context made of
@@ -1232,6 +1402,12 @@ sbxd_build_child(json_t *args, int *fds, int nfds)
 			_exit(1);
 		}
 		close(fd);
+	}
+	if (json_object_get(args, "registry") &&
+	    registry_creds(json_object_get(args, "registry"), line,
+	    sizeof line) < 0) {
+		log_line(logfd, "error", line);
+		_exit(1);
 	}
 	if (pipe2(pp, O_CLOEXEC) < 0 || (out = open(res, O_WRONLY | O_CREAT |
 	    O_TRUNC | O_CLOEXEC, 0600)) < 0 || (pid = fork()) < 0) {

@@ -14,12 +14,8 @@ setup_file() {
 		sbx_registry_start || return 1
 		export SBX_IMAGE_DIR=$BATS_FILE_TMPDIR/store
 		local r=$BATS_FILE_TMPDIR/root
-		mkdir -p "$r"/usr/bin "$r"/etc "$r"/root "$r"/tmp "$r"/workspace
-		ln -s usr/bin "$r/bin"
-		/bin/busybox --install -s "$r/usr/bin"
-		rm -f "$r/usr/bin/busybox"
-		cp /bin/busybox "$r/usr/bin/busybox"
-		echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
+		sbx_busybox_root "$r" || return 1
+		mkdir -p "$r"/workspace
 		sbx_registry_push_image t/start v1 '{"Env":["PATH=/usr/bin:/bin"],
 		    "Entrypoint":["sh","-c"],
 		    "Cmd":["echo image-start >/tmp/image-start; exec sleep 1000"]}' \

@@ -252,3 +252,18 @@ sbx_registry_push_index() {
 	    application/vnd.oci.image.index.v1+json
 	rm -f "$tmp"
 }
+
+# A busybox root filesystem in directory $1, for the images the tests push:
+# /usr/bin with busybox and its applets (/bin a link to it, as merged-/usr
+# systems have), /etc/passwd with root, /root and /tmp (1777). The caller
+# adds what its image needs.
+sbx_busybox_root() {
+	local r=$1
+	mkdir -p "$r"/usr/bin "$r"/etc "$r"/root || return 1
+	mkdir -p -m 1777 "$r"/tmp || return 1
+	ln -s usr/bin "$r/bin" || return 1
+	/bin/busybox --install -s "$r/usr/bin" || return 1
+	rm -f "$r/usr/bin/busybox"
+	cp /bin/busybox "$r/usr/bin/busybox" || return 1
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
+}

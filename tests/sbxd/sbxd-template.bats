@@ -15,11 +15,8 @@ setup_file() {
 	sbx_registry_start || return 1
 	local r=$BATS_FILE_TMPDIR/base
 	# A busybox root: the sandbox needs /bin/sh.
-	mkdir -p "$r"/usr/bin "$r"/etc "$r"/root "$r"/tmp "$r"/home/user
-	ln -s usr/bin "$r/bin"
-	/bin/busybox --install -s "$r/usr/bin"
-	rm -f "$r/usr/bin/busybox"
-	cp /bin/busybox "$r/usr/bin/busybox"
+	sbx_busybox_root "$r" || return 1
+	mkdir -p "$r"/home/user
 	printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n' >"$r/etc/passwd"
 	printf 'root:x:0:\nuser:x:1000:\n' >"$r/etc/group"
 	chown 1000:1000 "$r/home/user"
@@ -62,6 +59,15 @@ teardown_file() {
 
 setup() {
 	sbx_setup
+}
+
+teardown() {
+	# A test's own registry (sbx_registry_start's variables are the
+	# test's).
+	if [ -n "${REG2_DIR:-}" ]; then
+		SBX_TEST_REGISTRY_DIR=$REG2_DIR SBX_TEST_REGISTRY_PID=$REG2_PID \
+		    sbx_registry_stop
+	fi
 }
 
 # A new build of template $1: sets TID and BID.
@@ -128,6 +134,34 @@ code() {
 	assert_output $'again\t2\twaiting'
 }
 
+@test "POST /v2/templates (older SDKs: alias, cpuCount, memoryMB) is the same build, answered with the template; POST /templates (v1) is 501 naming v3" {
+	run code -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+		-d '{"alias":"Bad Name"}' "$SBXD_URL/v2/templates"
+	assert_output 400
+	run code -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+		-d '{"alias":"legacy-tpl","cpuCount":1,"memoryMB":512}' "$SBXD_URL/v2/templates"
+	assert_output 202
+	OUT=$(cat "$BATS_TEST_TMPDIR/body")
+	TID=$(jq -r .templateID <<<"$OUT")
+	BID=$(jq -r .buildID <<<"$OUT")
+	run jq -r '[.aliases[0], .cpuCount, .memoryMB, .buildCount, .public, .envdVersion != null] | @tsv' <<<"$OUT"
+	assert_output $'legacy-tpl\t1\t512\t1\tfalse\ttrue'
+	run code -X POST -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+		-d "{\"fromImage\":\"$BASE\",\"steps\":[{\"type\":\"RUN\",\"args\":[\"echo legacy > /legacy\"]}]}" \
+		"$SBXD_URL/v2/templates/$TID/builds/$BID"
+	assert_output 202
+	wait_build
+	run jq -r .status <<<"$OUT"
+	assert_output ready
+	run jq -r .templateID <(sbxd_api GET /templates/aliases/legacy-tpl)
+	assert_output "$TID"
+	run code -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' \
+		-d '{"dockerfile":"FROM x","alias":"v1"}' "$SBXD_URL/templates"
+	assert_output 501
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output "sbxd does not support the v1 template builds (POST /templates: an image pushed to E2B's registry, which sbxd has not; build with POST /v3/templates, the SDK's Template.build) (see sbxd(8))"
+}
+
 @test "upload links: signed, the key not needed; a bad signature is 401; over --max-upload 413; then present" {
 	request up
 	h=$(printf up-test | sha256sum | cut -c1-64)
@@ -162,7 +196,9 @@ code() {
 	p=/v2/templates/$TID/builds/$BID
 	for body in '{"steps":[]}' \
 		"{\"fromImage\":\"$BASE\",\"fromTemplate\":\"base\"}" \
-		"{\"fromImage\":\"$BASE\",\"fromImageRegistry\":{\"type\":\"registry\",\"username\":\"u\",\"password\":\"p\"}}" \
+		"{\"fromImage\":\"$BASE\",\"fromImageRegistry\":{\"type\":\"gcp\",\"serviceAccountJson\":\"{}\"}}" \
+		"{\"fromImage\":\"$BASE\",\"fromImageRegistry\":{\"type\":\"registry\",\"username\":\"u\"}}" \
+		"{\"fromTemplate\":\"base\",\"fromImageRegistry\":{\"type\":\"registry\",\"username\":\"u\",\"password\":\"p\"}}" \
 		'{"fromImage":"a b"}'; do
 		run code -X POST -H "X-API-Key: $SBXD_KEY" -H 'Content-Type: application/json' -d "$body" "$SBXD_URL$p"
 		assert_output 400
@@ -290,6 +326,72 @@ DF
 }
 
 # Last: it restarts sbxd.
+@test "DELETE /templates/ID removes its image from the store; one a sandbox stands on keeps its tree until the sandbox is gone" {
+	local a b roota rootb id
+	run sdk template "$CTX" "$BASE" del-one
+	assert_success
+	run sdk template "$CTX" "$BASE" del-two
+	assert_success
+	a=$(sbx-image ls | jq -r 'select(.image | startswith("del-one-")) | .image')
+	b=$(sbx-image ls | jq -r 'select(.image | startswith("del-two-")) | .image')
+	[ -n "$a" ]
+	[ -n "$b" ]
+	roota=$(sbx-image inspect "$a" | jq_str .rootfs)
+	rootb=$(sbx-image inspect "$b" | jq_str .rootfs)
+	[ -d "$roota" ]
+	run sbxd_api POST /sandboxes '{"templateID":"del-two","timeout":60}'
+	id=$(jq -r .sandboxID <<<"$output")
+	[[ $id =~ ^[a-z0-9]{20}$ ]]
+	run code -X DELETE -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/del-one"
+	assert_output 204
+	run sbx-image inspect "$a"
+	assert_failure 3
+	[ ! -e "$roota" ]
+	# del-two's sandbox stands on its tree: the name goes, the tree stays.
+	run code -X DELETE -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/del-two"
+	assert_output 204
+	run sbx-image inspect "$b"
+	assert_failure 3
+	[ -d "$rootb" ]
+	run sbxd_api DELETE "/sandboxes/$id"
+	run sbx-image prune
+	assert_success
+	[ ! -e "$rootb" ]
+}
+
+@test "SDK: fromImage with registry credentials pulls through them (never stored nor logged); a wrong password fails the build with the registry's refusal; AWS is refused" {
+	local pass=Sekr1t-$RANDOM$RANDOM base2 f
+	# A registry of its own, htpasswd: the file's stays anonymous.
+	unset SBX_TEST_REGISTRY_DIR SBX_TEST_REGISTRY_PORT
+	sbx_registry_start reguser "$pass"
+	REG2_DIR=$SBX_TEST_REGISTRY_DIR REG2_PID=$SBX_TEST_REGISTRY_PID
+	sbx_registry_push_image t/private 1 '{"Env":["PATH=/usr/bin:/bin"]}' \
+	    "$BATS_FILE_TMPDIR/base" >/dev/null
+	base2=$SBX_TEST_REGISTRY/t/private:1
+	run sdk template-registry "$CTX" "$base2" reg-bad reguser "wrong-$pass"
+	assert_success
+	run jq -r '[.build.name, (.build.message | test("refused the credentials"))] | @tsv' <<<"$output"
+	assert_output $'BuildError\ttrue'
+	run sdk template-registry "$CTX" "$base2" reg-ok reguser "$pass"
+	assert_success
+	run jq -r '[.name, .build] | @tsv' <<<"$output"
+	assert_output $'reg-ok\t'
+	img=$(sbx-image ls | jq -r 'select(.image | startswith("reg-ok-")) | .image')
+	root=$(sbx-image inspect "$img" | jq_str .rootfs)
+	assert_equal "$(cat "$root/pulled")" pulled
+	run sdk template-registry "$CTX" "$base2" reg-aws key secret aws
+	assert_success
+	run jq -r '.build.message' <<<"$output"
+	[[ $output == *"sbxd does not pull from AWS ECR (fromImageRegistry type 'aws')"* ]]
+	# The password in no file of sbxd's store, its image store, its log.
+	for f in "$SBXD_DIR" "$SBX_IMAGE_DIR"; do
+		run grep -rlF -- "$pass" "$f"
+		assert_failure 1
+	done
+	run grep -rlF -- "$(printf 'reguser:%s' "$pass" | base64 -w0)" "$SBXD_DIR"
+	assert_failure 1
+}
+
 @test "templates survive a restart of sbxd; a build cut by it is an error; DELETE removes one, never base" {
 	request cut
 	cut_t=$TID cut_b=$BID

@@ -373,11 +373,11 @@ netns() {
 }
 
 @test "what sbxd does not support answers 501 in E2B's error shape" {
-	# The legacy template builds (v1, v2); v3's are sbxd-template.bats'.
-	run code POST /v2/templates -H "X-API-Key: $SBXD_KEY" -d '{}'
+	# The v1 template builds; v2's and v3's are sbxd-template.bats'.
+	run code POST /templates -H "X-API-Key: $SBXD_KEY" -d '{}'
 	assert_output 501
 	run jq -c . "$BATS_TEST_TMPDIR/body"
-	assert_output '{"code":501,"message":"sbxd does not support legacy template builds (POST /templates, POST /v2/templates) (see sbxd(8))"}'
+	assert_output '{"code":501,"message":"sbxd does not support the v1 template builds (POST /templates: an image pushed to E2B'"'"'s registry, which sbxd has not; build with POST /v3/templates, the SDK'"'"'s Template.build) (see sbxd(8))"}'
 	box
 	run code POST "/sandboxes/$ID/snapshots" -H "X-API-Key: $SBXD_KEY" -d '{}'
 	assert_output 501
