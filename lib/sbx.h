@@ -341,6 +341,40 @@ size_t sbx_ignore_count(const struct sbx_ignore *ig);
 /* A digest of the lines added (to tell whether two sets are the same). */
 uint64_t sbx_ignore_digest(const struct sbx_ignore *ig);
 
+/* --- shell: a persistent shell session (sbx-shell) --------------------- */
+
+/* bash (or sh) on a pty that lives between calls: a command is handed to
+ * it on a pipe, its end and status told on another (a command's output
+ * cannot fake it); output is kept between calls. The caller polls the
+ * fds of sbx_shell_pollfds, calls sbx_shell_pump when one is ready,
+ * reaps the shell's pid and says so with sbx_shell_reaped. */
+struct sbx_shell;
+struct pollfd;
+/* shell: its path, NULL for /bin/bash, else /bin/sh. */
+struct sbx_shell *sbx_shell_new(const char *shell, const char *workdir,
+    char *const env[], struct sbx_err *err);
+void sbx_shell_free(struct sbx_shell *s);
+pid_t sbx_shell_pid(const struct sbx_shell *s);
+int sbx_shell_is_bash(const struct sbx_shell *s);
+/* At most 2 entries. */
+size_t sbx_shell_pollfds(const struct sbx_shell *s, struct pollfd *p);
+void sbx_shell_pump(struct sbx_shell *s);
+void sbx_shell_reaped(struct sbx_shell *s);
+int sbx_shell_dead(const struct sbx_shell *s);
+int sbx_shell_running(const struct sbx_shell *s);
+/* The command ended or the shell did: a call waiting can answer. */
+int sbx_shell_settled(const struct sbx_shell *s);
+/* -1: one is running, or the shell has ended. */
+int sbx_shell_command(struct sbx_shell *s, const char *cmd,
+    struct sbx_err *err);
+int sbx_shell_input(struct sbx_shell *s, const char *p, size_t n,
+    struct sbx_err *err);
+int sbx_shell_interrupt(struct sbx_shell *s, struct sbx_err *err);
+/* {"output","status","exit_code","truncated"} of what came since the
+ * last take (the first limit bytes), and a completed command's status:
+ * taken once. */
+json_t *sbx_shell_take(struct sbx_shell *s, size_t limit);
+
 /* --- ctxhash: a Docker build context named by its content ------------- */
 
 /* remote-box's context hash: the regular files under root (os.walk's
