@@ -350,9 +350,14 @@ uint64_t sbx_ignore_digest(const struct sbx_ignore *ig);
  * reaps the shell's pid and says so with sbx_shell_reaped. */
 struct sbx_shell;
 struct pollfd;
-/* shell: its path, NULL for /bin/bash, else /bin/sh. */
+#define SBX_SHELL_WAIT_DEFAULT 10000
+#define SBX_SHELL_WAIT_MAX 30000
+#define SBX_SHELL_LIMIT_DEFAULT (128u << 10)
+#define SBX_SHELL_LIMIT_MAX (1u << 20)
+/* shell: its path, NULL for /bin/bash, else /bin/sh; prep, when not
+ * NULL, runs in the shell's process before it execs (-1: it ends). */
 struct sbx_shell *sbx_shell_new(const char *shell, const char *workdir,
-    char *const env[], struct sbx_err *err);
+    char *const env[], int (*prep)(void), struct sbx_err *err);
 void sbx_shell_free(struct sbx_shell *s);
 pid_t sbx_shell_pid(const struct sbx_shell *s);
 int sbx_shell_is_bash(const struct sbx_shell *s);
@@ -370,10 +375,29 @@ int sbx_shell_command(struct sbx_shell *s, const char *cmd,
 int sbx_shell_input(struct sbx_shell *s, const char *p, size_t n,
     struct sbx_err *err);
 int sbx_shell_interrupt(struct sbx_shell *s, struct sbx_err *err);
-/* {"output","status","exit_code","truncated"} of what came since the
- * last take (the first limit bytes), and a completed command's status:
- * taken once. */
-json_t *sbx_shell_take(struct sbx_shell *s, size_t limit);
+/* What came since the last take (the first limit bytes), and a completed
+ * command's status: taken once. */
+struct sbx_shell_out {
+	struct sbx_buf output; /* valid UTF-8, \r\n as \n (release it) */
+	const char *status;    /* "running", "completed" or "reset" */
+	int exit_code;         /* a completed command's, else -1 */
+	int truncated;         /* output past limit was dropped */
+};
+void sbx_shell_take(struct sbx_shell *s, size_t limit,
+    struct sbx_shell_out *o);
+/* {"output","status","exit_code","truncated"}: marin's Bash result. */
+json_t *sbx_shell_out_json(const struct sbx_shell_out *o);
+/* A call to a session (the backend's shell op): op is "command" (data:
+ * the command), "input" (data: bytes), "signal" (an interrupt), "read",
+ * "close" or "list"; wait_ms as long as a command may take before the
+ * answer says "running". */
+struct sbx_shell_req {
+	const char *session, *op;
+	const char *data;
+	size_t len;
+	unsigned wait_ms;
+	size_t limit;           /* 0: SBX_SHELL_LIMIT_DEFAULT */
+};
 
 /* --- ctxhash: a Docker build context named by its content ------------- */
 
@@ -632,6 +656,11 @@ struct sbx_backend_ops {
 	 * Cmd) as a JSON array, or NULL: none (err->code 0), or -1 with
 	 * err. NULL op: no image has one. */
 	json_t *(*image_cmd)(const json_t *ref, struct sbx_err *err);
+	/* sbx-shell: a call to a session; *out the answer (an array of the
+	 * sessions for "list"), set on an error too when the call reached
+	 * the session ({"error","session","status"}). NULL: no sessions. */
+	int (*shell)(const json_t *ref, const struct sbx_shell_req *rq,
+	    json_t **out, struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as

@@ -22,7 +22,7 @@
 enum { FD_CMD = 98, FD_DONE = 99, SH_FD_CMD = 8, SH_FD_DONE = 9 };
 
 /* What the agent keeps of the output between two calls. */
-#define KEEP_MAX (16u << 20)
+#define KEEP_MAX SBX_SHELL_LIMIT_MAX
 /* A command is handed over in one pipe write. */
 #define CMD_MAX (1u << 20)
 
@@ -54,7 +54,7 @@ static const char bash_setup[] =
 
 static void
 child(const char *path, int bash, int slave, int cmdr, int donew,
-    const char *workdir, char *const env[])
+    const char *workdir, char *const env[], int (*prep)(void))
 {
 	sigset_t none;
 	char *argv[6];
@@ -80,6 +80,8 @@ child(const char *path, int bash, int slave, int cmdr, int donew,
 		signal(i, SIG_DFL);
 	if (workdir && chdir(workdir) < 0 && chdir("/") < 0)
 		_exit(127);
+	if (prep && prep() < 0)
+		_exit(126);
 	i = 0;
 	argv[i++] = (char *)path;
 	if (bash) {
@@ -126,7 +128,7 @@ shell_env(char *const env[])
 
 struct sbx_shell *
 sbx_shell_new(const char *shell, const char *workdir, char *const env[],
-    struct sbx_err *err)
+    int (*prep)(void), struct sbx_err *err)
 {
 	static const char *const shells[] = {"/bin/bash", "/usr/bin/bash",
 	    "/bin/sh", NULL};
@@ -170,7 +172,7 @@ sbx_shell_new(const char *shell, const char *workdir, char *const env[],
 	e = shell_env(env);
 	s->pid = fork();
 	if (s->pid == 0)
-		child(path, s->bash, slave, cp[0], dp[1], workdir, e);
+		child(path, s->bash, slave, cp[0], dp[1], workdir, e, prep);
 	free(e);
 	if (s->pid < 0) {
 		s->pid = 0;
@@ -453,13 +455,11 @@ sbx_shell_interrupt(struct sbx_shell *s, struct sbx_err *err)
 
 /* The output as JSON text wants it: \r\n as \n, invalid UTF-8 as U+FFFD;
  * the first limit bytes of it (kept, the rest dropped). */
-static json_t *
-text(const char *p, size_t n, size_t limit, int *truncated)
+static void
+text(const char *p, size_t n, size_t limit, int *truncated, struct sbx_buf *b)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
 	size_t i = 0, k, len;
 	unsigned char c;
-	json_t *j;
 
 	if (n > limit) {
 		n = limit;
@@ -472,11 +472,11 @@ text(const char *p, size_t n, size_t limit, int *truncated)
 			continue;
 		}
 		if (c < 0x80) {
-			sbx_buf_add(&b, p + i, 1);
+			sbx_buf_add(b, p + i, 1);
 			i++;
 			continue;
 		}
-		len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 :
+		len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c < 0xf0 ? 3 :
 		    c >= 0xc2 && c < 0xe0 ? 2 : 0;
 		for (k = 1; len && k < len; k++)
 			if (i + k >= n || ((unsigned char)p[i + k] & 0xc0) != 0x80)
@@ -489,35 +489,32 @@ text(const char *p, size_t n, size_t limit, int *truncated)
 		    (c == 0xf4 && (unsigned char)p[i + 1] >= 0x90)))
 			len = 0;
 		if (len) {
-			sbx_buf_add(&b, p + i, len);
+			sbx_buf_add(b, p + i, len);
 			i += len;
 		} else {
-			sbx_buf_add(&b, "\xef\xbf\xbd", 3);
+			sbx_buf_add(b, "\xef\xbf\xbd", 3);
 			i++;
 		}
 	}
-	j = json_stringn(b.data ? b.data : "", b.len);
-	sbx_buf_release(&b);
-	return j;
 }
 
-json_t *
-sbx_shell_take(struct sbx_shell *s, size_t limit)
+void
+sbx_shell_take(struct sbx_shell *s, size_t limit, struct sbx_shell_out *o)
 {
-	const char *status;
 	size_t n = s->out.len, hold = 0;
-	int truncated = s->out.truncated;
-	json_t *o;
 
+	memset(o, 0, sizeof *o);
+	o->exit_code = -1;
+	o->truncated = s->out.truncated;
 	if (s->dead)
-		status = "reset";
+		o->status = "reset";
 	else if (s->completed)
-		status = "completed";
+		o->status = "completed";
 	else
-		status = "running";
+		o->status = "running";
 	/* Still running: a character cut in two, or a \r whose \n is to
 	 * come, waits for the next call. */
-	if (!strcmp(status, "running") && n) {
+	if (!strcmp(o->status, "running") && n) {
 		size_t k = n, back = 0;
 
 		while (k > 0 && back < 3 &&
@@ -536,17 +533,12 @@ sbx_shell_take(struct sbx_shell *s, size_t limit)
 		if (hold > n || n - hold > limit)
 			hold = 0;
 	}
-	o = json_object();
-	json_object_set_new(o, "output", text(s->out.data, n - hold, limit,
-	    &truncated));
-	json_object_set_new(o, "status", json_string(status));
-	json_object_set_new(o, "exit_code", s->completed && !s->dead ?
-	    json_integer(s->code) : json_null());
-	json_object_set_new(o, "truncated", json_boolean(truncated));
+	text(s->out.data, n - hold, limit, &o->truncated, &o->output);
+	if (s->completed && !s->dead)
+		o->exit_code = s->code;
 	if (hold)
 		memmove(s->out.data, s->out.data + n - hold, hold);
 	s->out.len = hold;
 	s->out.truncated = 0;
 	s->completed = 0;
-	return o;
 }

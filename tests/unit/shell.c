@@ -30,7 +30,15 @@ wait_take(struct sbx_shell *s, int ms, size_t limit)
 		n = sbx_shell_pollfds(s, p);
 		poll(p, n, 20);
 	}
-	return sbx_shell_take(s, limit);
+	{
+		struct sbx_shell_out out;
+		json_t *o;
+
+		sbx_shell_take(s, limit, &out);
+		o = sbx_shell_out_json(&out);
+		sbx_buf_release(&out.output);
+		return o;
+	}
 }
 
 static const char *
@@ -51,7 +59,8 @@ static struct sbx_shell *
 start_with(const char *shell)
 {
 	struct sbx_err err;
-	struct sbx_shell *s = sbx_shell_new(shell, "/tmp", environ, &err);
+	struct sbx_shell *s = sbx_shell_new(shell, "/tmp", environ, NULL,
+	    &err);
 
 	if (!s)
 		printf("# %s\n", err.msg);
