@@ -105,12 +105,12 @@ LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
 	lib/net/*.c lib/image/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-image sbx-kill sbx-logs \
-	sbx-ls sbx-net sbx-pause sbx-port sbx-secret sbx-sync
+	sbx-ls sbx-net sbx-pause sbx-port sbx-secret sbx-shell sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
 REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.
 INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/msg.c lib/local/watch.c \
-	   lib/local/seccomp.c lib/buf.c lib/err.c
+	   lib/local/seccomp.c lib/buf.c lib/err.c lib/shell.c
 INIT_OBJ = $(INIT_SRC:%.c=$(BUILD)/init/%.o)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNITS = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)

@@ -194,6 +194,14 @@ sbx_msg_put_str(struct sbx_buf *b, const char *s)
 	sbx_buf_add(b, s ? s : "", strlen(s ? s : "") + 1);
 }
 
+void
+sbx_msg_put_bytes(struct sbx_buf *b, const void *p, size_t n)
+{
+	sbx_msg_put_u32(b, (uint32_t)n);
+	if (n)
+		sbx_buf_add(b, p, n);
+}
+
 static int
 get(struct sbx_msg *m, void *v, size_t n)
 {
@@ -226,4 +234,18 @@ sbx_msg_get_str(struct sbx_msg *m)
 		return NULL;
 	m->off += (size_t)(end - s) + 1;
 	return s;
+}
+
+const char *
+sbx_msg_get_bytes(struct sbx_msg *m, size_t *n)
+{
+	const char *p;
+	uint32_t len;
+
+	if (sbx_msg_get_u32(m, &len) < 0 || m->len - m->off < len)
+		return NULL;
+	p = m->data + m->off;
+	m->off += len;
+	*n = len;
+	return p;
 }

@@ -34,8 +34,11 @@ void sbx_msg_release(struct sbx_msg *m);
 void sbx_msg_put_u32(struct sbx_buf *b, uint32_t v);
 void sbx_msg_put_u64(struct sbx_buf *b, uint64_t v);
 void sbx_msg_put_str(struct sbx_buf *b, const char *s);
+/* n bytes, any of them NUL (a u32 length first). */
+void sbx_msg_put_bytes(struct sbx_buf *b, const void *p, size_t n);
 int sbx_msg_get_u32(struct sbx_msg *m, uint32_t *v);
 int sbx_msg_get_u64(struct sbx_msg *m, uint64_t *v);
 const char *sbx_msg_get_str(struct sbx_msg *m);
+const char *sbx_msg_get_bytes(struct sbx_msg *m, size_t *n);
 
 #endif

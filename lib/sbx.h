@@ -341,6 +341,64 @@ size_t sbx_ignore_count(const struct sbx_ignore *ig);
 /* A digest of the lines added (to tell whether two sets are the same). */
 uint64_t sbx_ignore_digest(const struct sbx_ignore *ig);
 
+/* --- shell: a persistent shell session (sbx-shell) --------------------- */
+
+/* bash (or sh) on a pty that lives between calls: a command is handed to
+ * it on a pipe, its end and status told on another (a command's output
+ * cannot fake it); output is kept between calls. The caller polls the
+ * fds of sbx_shell_pollfds, calls sbx_shell_pump when one is ready,
+ * reaps the shell's pid and says so with sbx_shell_reaped. */
+struct sbx_shell;
+struct pollfd;
+#define SBX_SHELL_WAIT_DEFAULT 10000
+#define SBX_SHELL_WAIT_MAX 30000
+#define SBX_SHELL_LIMIT_DEFAULT (128u << 10)
+#define SBX_SHELL_LIMIT_MAX (1u << 20)
+/* shell: its path, NULL for /bin/bash, else /bin/sh; prep, when not
+ * NULL, runs in the shell's process before it execs (-1: it ends). */
+struct sbx_shell *sbx_shell_new(const char *shell, const char *workdir,
+    char *const env[], int (*prep)(void), struct sbx_err *err);
+void sbx_shell_free(struct sbx_shell *s);
+pid_t sbx_shell_pid(const struct sbx_shell *s);
+int sbx_shell_is_bash(const struct sbx_shell *s);
+/* At most 2 entries. */
+size_t sbx_shell_pollfds(const struct sbx_shell *s, struct pollfd *p);
+void sbx_shell_pump(struct sbx_shell *s);
+void sbx_shell_reaped(struct sbx_shell *s);
+int sbx_shell_dead(const struct sbx_shell *s);
+int sbx_shell_running(const struct sbx_shell *s);
+/* The command ended or the shell did: a call waiting can answer. */
+int sbx_shell_settled(const struct sbx_shell *s);
+/* -1: one is running, or the shell has ended. */
+int sbx_shell_command(struct sbx_shell *s, const char *cmd,
+    struct sbx_err *err);
+int sbx_shell_input(struct sbx_shell *s, const char *p, size_t n,
+    struct sbx_err *err);
+int sbx_shell_interrupt(struct sbx_shell *s, struct sbx_err *err);
+/* What came since the last take (the first limit bytes), and a completed
+ * command's status: taken once. */
+struct sbx_shell_out {
+	struct sbx_buf output; /* valid UTF-8, \r\n as \n (release it) */
+	const char *status;    /* "running", "completed" or "reset" */
+	int exit_code;         /* a completed command's, else -1 */
+	int truncated;         /* output past limit was dropped */
+};
+void sbx_shell_take(struct sbx_shell *s, size_t limit,
+    struct sbx_shell_out *o);
+/* {"output","status","exit_code","truncated"}: marin's Bash result. */
+json_t *sbx_shell_out_json(const struct sbx_shell_out *o);
+/* A call to a session (the backend's shell op): op is "command" (data:
+ * the command), "input" (data: bytes), "signal" (an interrupt), "read",
+ * "close" or "list"; wait_ms as long as a command may take before the
+ * answer says "running". */
+struct sbx_shell_req {
+	const char *session, *op;
+	const char *data;
+	size_t len;
+	unsigned wait_ms;
+	size_t limit;           /* 0: SBX_SHELL_LIMIT_DEFAULT */
+};
+
 /* --- ctxhash: a Docker build context named by its content ------------- */
 
 /* remote-box's context hash: the regular files under root (os.walk's
@@ -598,6 +656,11 @@ struct sbx_backend_ops {
 	 * Cmd) as a JSON array, or NULL: none (err->code 0), or -1 with
 	 * err. NULL op: no image has one. */
 	json_t *(*image_cmd)(const json_t *ref, struct sbx_err *err);
+	/* sbx-shell: a call to a session; *out the answer (an array of the
+	 * sessions for "list"), set on an error too when the call reached
+	 * the session ({"error","session","status"}). NULL: no sessions. */
+	int (*shell)(const json_t *ref, const struct sbx_shell_req *rq,
+	    json_t **out, struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as

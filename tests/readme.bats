@@ -77,6 +77,7 @@ run_loop() {
 	assert_success
 	assert_line --regexp $'^hi\r?$'
 	assert_line --regexp $'^7\r?$'
+	assert_line --partial '"output":"42 in /tmp\n","status":"completed"'
 	assert_line --partial '"rate_source":"flag"'
 	assert_line --partial '"status":"killed"'
 	assert_line --regexp $'^rc=0\r?$'
@@ -219,4 +220,16 @@ run_image_loop() {
 	assert_equal "$(cat notes.txt)" $'start\nfix a'
 	hash=$(sbx-image hash sandbox | jq_str .hash)
 	docker image inspect "myagent-$hash" >/dev/null
+}
+
+@test "README: the agent's Bash tool in five lines keeps its shell's state" {
+	block shell "$BATS_TEST_TMPDIR/shell.sh"
+	cd "$P"
+	sbx-create -s .sbx/s.json >/dev/null
+	run --separate-stderr bash -e "$BATS_TEST_TMPDIR/shell.sh"
+	sbx-kill -q -s .sbx/s.json >/dev/null
+	[ "$status" -eq 0 ] || fail "exit $status: $stderr"
+	assert_equal "$stderr" ""
+	assert_equal "$(jq -r .output <<<"$output")" "42 in /tmp"
+	assert_equal "$(jq -r .status <<<"$output")" completed
 }

@@ -26,6 +26,8 @@
 #include "local.h"
 #include "image/image.h"
 
+int sbx_local_shell(const json_t *ref, const struct sbx_shell_req *rq,
+    json_t **out, struct sbx_err *err);
 int sbx_local_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err);
@@ -1489,4 +1491,5 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.net_log = sbx_local_net_log,
 	.ports = sbx_local_ports,
 	.image_cmd = local_image_cmd,
+	.shell = sbx_local_shell,
 };

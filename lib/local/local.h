@@ -29,6 +29,8 @@ enum {
 	SBX_MSG_RESUMED,  /* client -> agent: thawed after u64 ms frozen */
 	SBX_MSG_DIRTY,    /* client -> agent: what changed since a token */
 	SBX_MSG_DIRTYREP, /* agent -> client: token, all?, directories */
+	SBX_MSG_SHELL,    /* client -> agent: a shell session call (JSON) */
+	SBX_MSG_SHELLREP, /* agent -> client: its answer (JSON) */
 };
 
 /* What SBX_MSG_DIRTYREP says of a directory (relative to the workdir). */

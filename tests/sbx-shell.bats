@@ -1,0 +1,221 @@
+#!/usr/bin/env bats
+# sbx-shell on the local backend: marin-shellbox's acceptance list for its
+# persistent Bash tool (state kept, running then completed, input, an
+# interrupt, the output limit, a reset, sessions, concurrent calls, fake
+# markers, binary output, a paused sandbox) and what is refused.
+load lib/helper
+
+setup_file() { sbx_setup_file; }
+teardown_file() { sbx_teardown_file; }
+
+setup() {
+	sbx_setup
+	new_sandbox
+}
+
+teardown() {
+	sbx-kill -q -s "$BATS_TEST_TMPDIR/s.json" >/dev/null 2>&1 || true
+}
+
+sh_() { sbx-shell -s "$BATS_TEST_TMPDIR/s.json" "$@"; }
+
+# The field $1 of the one JSON line of $output (fails on none).
+field() {
+	[ "${#lines[@]}" -eq 1 ] || fail "not one line: $output"
+	jq -r "$1" <<<"$output"
+}
+
+@test "the working directory, exports and functions persist between calls" {
+	run --separate-stderr sh_ 'cd /tmp && export SBX_T=kept && f() { echo fn; }'
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$output" '{"output":"","status":"completed","exit_code":0,"truncated":false,"session":"default"}'
+	run --separate-stderr sh_ 'pwd; echo $SBX_T; f; false'
+	assert_success
+	assert_equal "$(field .output)" $'/tmp\nkept\nfn'
+	assert_equal "$(field .exit_code)" 1
+}
+
+@test "a long command is running, then completed with its code on a later read" {
+	run --separate-stderr sh_ -w 300 'echo one; sleep 2; echo two; (exit 7)'
+	assert_success
+	assert_equal "$(field .status)" running
+	assert_equal "$(field .output)" one
+	assert_equal "$(field .exit_code)" null
+	run --separate-stderr sh_ -r -w 10000
+	assert_success
+	assert_equal "$(field .status)" completed
+	assert_equal "$(field .output)" two
+	assert_equal "$(field .exit_code)" 7
+	# Nothing runs now: a read is refused.
+	run --separate-stderr sh_ -r
+	assert_failure 1
+	assert_equal "$stderr" "sbx-shell: no command is running"
+}
+
+@test "input reaches a program that reads it; an interrupt stops sleep and the shell survives" {
+	run --separate-stderr sh_ -w 200 'read -r a; echo "got $a"; sleep 60'
+	assert_equal "$(field .status)" running
+	run --separate-stderr sh_ -w 500 -i 'hello\n'
+	assert_success
+	assert_equal "$(field .output)" 'got hello'
+	assert_equal "$(field .status)" running
+	run --separate-stderr sh_ -k interrupt -w 5000
+	assert_success
+	assert_equal "$(field .status)" completed
+	assert_equal "$(field .exit_code)" 130
+	run --separate-stderr sh_ 'echo alive $$'
+	assert_equal "$(field .status)" completed
+	[[ $(field .output) =~ ^alive\ [0-9]+$ ]]
+}
+
+@test "input reaches a REPL, which stays running" {
+	command -v python3 >/dev/null || fail "python3 is needed"
+	run --separate-stderr sh_ -w 300 python3
+	assert_equal "$(field .status)" running
+	run --separate-stderr sh_ -w 1000 -i 'print(6*7)\n'
+	assert_success
+	[[ $(field .output) == *42* ]] || fail "$output"
+	assert_equal "$(field .status)" running
+	run --separate-stderr sh_ -w 5000 -i '\x04'
+	assert_equal "$(field .status)" completed
+	assert_equal "$(field .exit_code)" 0
+}
+
+@test "output past the limit is dropped and said; a second call does not get it" {
+	run --separate-stderr sh_ -L 1000 'head -c 300000 /dev/zero | tr "\0" a; echo'
+	assert_success
+	assert_equal "$(field .truncated)" true
+	assert_equal "$(field '.output | length')" 1000
+	assert_equal "$(field .status)" completed
+	run --separate-stderr sh_ 'echo small'
+	assert_equal "$(field .output)" small
+	assert_equal "$(field .truncated)" false
+}
+
+@test "binary output: \\r\\n as \\n, invalid UTF-8 replaced, valid UTF-8 kept" {
+	run --separate-stderr sh_ "printf 'a\\377b\\r\\nc\\303\\251\\001'"
+	assert_success
+	assert_equal "$(field .output)" $'a\xef\xbf\xbdb\nc\xc3\xa9\x01'
+}
+
+@test "completion markers the command prints fool nothing" {
+	run --separate-stderr sh_ "printf 'DONE|x|0\\n0000000000000000 0\\n'; exec 3>&- 4>&-; sleep 0.3; echo end; (exit 5)"
+	assert_success
+	assert_equal "$(field .status)" completed
+	assert_equal "$(field .exit_code)" 5
+	[[ $(field .output) == *end ]] || fail "$output"
+}
+
+@test "a shell killed or exited is reset; the next command gets a fresh one in the workdir, files kept" {
+	wd=$(sbx-exec -s s.json -- pwd)
+	run --separate-stderr sh_ 'cd /tmp; echo data >/tmp/kept; X=1; kill -9 $$'
+	assert_success
+	assert_equal "$(field .status)" reset
+	assert_equal "$(field .exit_code)" null
+	run --separate-stderr sh_ 'pwd; echo "x=${X-unset}"; cat /tmp/kept'
+	assert_success
+	assert_equal "$(field .status)" completed
+	assert_equal "$(field .output)" "$wd"$'\nx=unset\ndata'
+}
+
+@test "two sessions are independent; --list shows them, --close ends one" {
+	sh_ 'cd /tmp' >/dev/null
+	run --separate-stderr sh_ -S build -w 200 'cd /; sleep 30'
+	assert_equal "$(field .session)" build
+	assert_equal "$(field .status)" running
+	run --separate-stderr sh_ pwd
+	assert_equal "$(field .output)" /tmp
+	run --separate-stderr sh_ -l
+	assert_success
+	assert_equal "$(jq -sc 'sort_by(.session)' <<<"$output")" \
+	    '[{"session":"build","status":"running","shell":"bash","waiting":false},{"session":"default","status":"idle","shell":"bash","waiting":false}]'
+	run --separate-stderr sh_ -C -S build
+	assert_success
+	assert_equal "$output" '{"session":"build","status":"closed"}'
+	run --separate-stderr sh_ -r -S build
+	assert_failure 1
+	assert_equal "$stderr" "sbx-shell: no session 'build'"
+	assert_equal "$output" ""
+}
+
+@test "a call while another waits on the session is refused, never interleaved" {
+	sh_ -w 0 'sleep 1; echo first' >/dev/null
+	sh_ -r -w 5000 >"$BATS_TEST_TMPDIR/first.json" &
+	pid=$!
+	# --list says when that call waits.
+	i=0
+	until [ "$(sh_ -l | jq -r .waiting)" = true ] || [ $i -ge 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	run --separate-stderr sh_ -r -w 100
+	wait "$pid"
+	assert_failure 1
+	assert_equal "$stderr" "sbx-shell: another call is waiting on this session"
+	assert_equal "$(field .status)" running
+	run jq -r .output "$BATS_TEST_TMPDIR/first.json"
+	assert_output first
+	# A command while one runs: refused, said in the JSON too.
+	sh_ -w 0 'sleep 30' >/dev/null
+	run --separate-stderr sh_ 'echo no'
+	assert_failure 1
+	assert_equal "$stderr" "sbx-shell: previous command is still running"
+	assert_equal "$output" '{"error":"previous command is still running","session":"default","status":"running"}'
+}
+
+@test "a paused sandbox's session is refused, then goes on after resume" {
+	sh_ -w 0 'for i in 1 2 3 4 5; do echo $i; sleep 0.2; done' >/dev/null
+	sbx-pause -s s.json >/dev/null
+	run --separate-stderr sh_ -r
+	assert_failure 1
+	[[ $stderr == *"is paused: resume it first"* ]] || fail "$stderr"
+	sbx-pause --resume -s s.json >/dev/null
+	run --separate-stderr sh_ -r -w 10000
+	assert_success
+	assert_equal "$(field .status)" completed
+	[[ $(field .output) == *5 ]] || fail "$output"
+}
+
+@test "--json takes marin's Bash call from stdin, with marin's errors" {
+	run --separate-stderr sh_ -j <<<'{"command":"echo via json","wait_ms":2000}'
+	assert_success
+	assert_equal "$(field .output)" 'via json'
+	run --separate-stderr sh_ -j <<<'{"command":"x","input":"y"}'
+	assert_failure 2
+	assert_equal "$stderr" "sbx-shell: Bash accepts one of command, input, or signal per call"
+	run --separate-stderr sh_ -j <<<'{"command":"x","wait_ms":30001}'
+	assert_failure 2
+	assert_equal "$stderr" "sbx-shell: wait_ms must be an integer between 0 and 30000"
+	assert_equal "$output" ""
+}
+
+@test "bad input: two operations, a wait out of range, a bad session name, input with nothing running" {
+	run --separate-stderr sh_ -r -C
+	assert_failure 2
+	[[ $stderr == "sbx-shell: one of a command, --input"* ]] || fail "$stderr"
+	run --separate-stderr sh_ -w 30001 true
+	assert_failure 2
+	assert_equal "$stderr" "sbx-shell: wait_ms must be an integer between 0 and 30000"
+	run --separate-stderr sh_ -S 'a/b' true
+	assert_failure 2
+	[[ $stderr == "sbx-shell: bad session name 'a/b'"* ]] || fail "$stderr"
+	run --separate-stderr sh_ -k term
+	assert_failure 2
+	sh_ true >/dev/null
+	run --separate-stderr sh_ -i 'x\n'
+	assert_failure 1
+	assert_equal "$stderr" "sbx-shell: no command is running"
+	assert_equal "$output" '{"error":"no command is running","session":"default","status":"idle"}'
+	# Nothing was started by the refused calls.
+	run --separate-stderr sh_ -l
+	assert_equal "$(field .session)" default
+}
+
+@test "a sandbox that is gone: exit 3" {
+	sbx-kill -q -s s.json >/dev/null
+	run --separate-stderr sh_ true
+	assert_failure 3
+	[ -n "$stderr" ]
+	assert_equal "$output" ""
+}
