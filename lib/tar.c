@@ -255,6 +255,9 @@ refuse(struct sbx_err *err, const char *name, const char *why)
 	    name, why);
 }
 
+/* What sbx_tar_stage reads after the end of the archive, at most. */
+#define STAGE_TAIL_MAX (1024 * 1024)
+
 int
 sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
     void (*got)(long slot, const struct sbx_fentry *e, void *arg), void *arg,
@@ -270,6 +273,7 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 	const char *name, *target;
 	char tmp[32], buf[65536];
 	la_ssize_t n;
+	size_t drained;
 	int r, rc = -1, out;
 
 	archive_read_support_format_tar(a);
@@ -379,6 +383,17 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 		    archive_error_string(a));
 		goto done;
 	}
+	/* Read to the stream's end, not just the archive's: tar pads its
+	 * last record after the end marker, and a writer still sending that
+	 * padding found the pipe closed (EPIPE), which failed a whole pull
+	 * (e2b's, under load). Padding only: a stream that goes on is the
+	 * writer's failure. */
+	for (drained = 0; drained < STAGE_TAIL_MAX; drained += (size_t)n)
+		if ((n = read(fd, buf, sizeof buf)) == 0 ||
+		    (n < 0 && errno != EINTR))
+			break;
+		else if (n < 0)
+			n = 0;
 	rc = 0;
 done:
 	archive_read_free(a);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -485,6 +486,55 @@ t_stage_not_tar(void)
 	CHECK(err.code == SBX_EX_DATA);
 	CHECK(dir_count(f.stage) == 0 && dir_count(f.project) == 0);
 	close(fd);
+	fx_release(&f);
+}
+
+/* A writer that pads after the archive's end (tar fills its last record)
+ * must be able to send it all: the stream is read to its end. Here the
+ * padding is more than a pipe holds, so a reader that stopped at the end
+ * marker leaves the writer with EPIPE, whatever the timing. */
+static void
+t_stage_tail(void)
+{
+	static const struct member m[] = {
+		{"a", AE_IFREG, "a\n", NULL, 0644, 0, 0},
+	};
+	struct asked a = {.names = {"a"}, .n = 1};
+	struct sbx_err err = {0};
+	static char zeros[256 * 1024];
+	char buf[65536];
+	struct fx f;
+	int p[2], fd, status = -1, ok = 1;
+	ssize_t n;
+	pid_t pid;
+
+	fx_init(&f);
+	CHECK(tar_make(f.tar, m, 1) == 0);
+	if (pipe(p) < 0)
+		fatal("pipe");
+	if ((pid = fork()) < 0)
+		fatal("fork");
+	if (pid == 0) {
+		signal(SIGPIPE, SIG_IGN);
+		close(p[0]);
+		if ((fd = open(f.tar, O_RDONLY | O_CLOEXEC)) < 0)
+			_exit(2);
+		while ((n = read(fd, buf, sizeof buf)) > 0)
+			if (write(p[1], buf, (size_t)n) != n)
+				ok = 0;
+		if (n < 0 || write(p[1], zeros, sizeof zeros) !=
+		    (ssize_t)sizeof zeros)
+			ok = 0;
+		_exit(ok ? 0 : 1);
+	}
+	close(p[1]);
+	CHECK(sbx_tar_stage(p[0], f.stage_fd, want, got, &a, &err) == 0);
+	if (err.msg[0])
+		printf("# %s\n", err.msg);
+	close(p[0]);
+	CHECK(waitpid(pid, &status, 0) == pid);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(a.got[0] == 1);
 	fx_release(&f);
 }
 
@@ -1026,6 +1076,8 @@ static const struct tap_test tests[] = {
 	    t_stage_good},
 	{"sbx_tar_stage fails on a stream that is not tar (data)",
 	    t_stage_not_tar},
+	{"sbx_tar_stage reads the padding after the archive, so its writer "
+	    "never meets a closed pipe", t_stage_tail},
 	{"sbx_tar_write + sbx_tar_extract round trip, uncompressed",
 	    t_roundtrip_none},
 	{"sbx_tar_write + sbx_tar_extract round trip, gzip", t_roundtrip_gzip},
