@@ -151,6 +151,29 @@ out:
 	return rc;
 }
 
+/* What is read after the end of an archive, at most. */
+#define TAIL_MAX (1024 * 1024)
+
+/* The rest of a stream whose archive ended, read to its end: tar pads its
+ * last record after the end marker (and a compressor adds its trailer),
+ * and a writer still sending that found the pipe closed (EPIPE), which
+ * failed a whole pull (e2b's, under load). Padding only: a stream that
+ * goes on is the writer's failure. */
+static void
+drain(int fd)
+{
+	char buf[16384];
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < TAIL_MAX) {
+		if ((n = read(fd, buf, sizeof buf)) > 0)
+			got += (size_t)n;
+		else if (n == 0 || errno != EINTR)
+			break;
+	}
+}
+
 int
 sbx_tar_extract(int fd, struct sbx_err *err)
 {
@@ -210,6 +233,7 @@ sbx_tar_extract(int fd, struct sbx_err *err)
 		    archive_error_string(a));
 		goto out;
 	}
+	drain(fd);
 	if (archive_write_close(w) != ARCHIVE_OK) {
 		ar_err(err, w, "cannot finish writing");
 		goto out;
@@ -255,9 +279,6 @@ refuse(struct sbx_err *err, const char *name, const char *why)
 	    name, why);
 }
 
-/* What sbx_tar_stage reads after the end of the archive, at most. */
-#define STAGE_TAIL_MAX (1024 * 1024)
-
 int
 sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
     void (*got)(long slot, const struct sbx_fentry *e, void *arg), void *arg,
@@ -273,7 +294,6 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 	const char *name, *target;
 	char tmp[32], buf[65536];
 	la_ssize_t n;
-	size_t drained;
 	int r, rc = -1, out;
 
 	archive_read_support_format_tar(a);
@@ -383,17 +403,7 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 		    archive_error_string(a));
 		goto done;
 	}
-	/* Read to the stream's end, not just the archive's: tar pads its
-	 * last record after the end marker, and a writer still sending that
-	 * padding found the pipe closed (EPIPE), which failed a whole pull
-	 * (e2b's, under load). Padding only: a stream that goes on is the
-	 * writer's failure. */
-	for (drained = 0; drained < STAGE_TAIL_MAX; drained += (size_t)n)
-		if ((n = read(fd, buf, sizeof buf)) == 0 ||
-		    (n < 0 && errno != EINTR))
-			break;
-		else if (n < 0)
-			n = 0;
+	drain(fd);
 	rc = 0;
 done:
 	archive_read_free(a);
