@@ -151,6 +151,29 @@ out:
 	return rc;
 }
 
+/* What is read after the end of an archive, at most. */
+#define TAIL_MAX (1024 * 1024)
+
+/* The rest of a stream whose archive ended, read to its end: tar pads its
+ * last record after the end marker (and a compressor adds its trailer),
+ * and a writer still sending that found the pipe closed (EPIPE), which
+ * failed a whole pull (e2b's, under load). Padding only: a stream that
+ * goes on is the writer's failure. */
+static void
+drain(int fd)
+{
+	char buf[16384];
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < TAIL_MAX) {
+		if ((n = read(fd, buf, sizeof buf)) > 0)
+			got += (size_t)n;
+		else if (n == 0 || errno != EINTR)
+			break;
+	}
+}
+
 int
 sbx_tar_extract(int fd, struct sbx_err *err)
 {
@@ -210,6 +233,7 @@ sbx_tar_extract(int fd, struct sbx_err *err)
 		    archive_error_string(a));
 		goto out;
 	}
+	drain(fd);
 	if (archive_write_close(w) != ARCHIVE_OK) {
 		ar_err(err, w, "cannot finish writing");
 		goto out;
@@ -379,6 +403,7 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 		    archive_error_string(a));
 		goto done;
 	}
+	drain(fd);
 	rc = 0;
 done:
 	archive_read_free(a);

@@ -64,3 +64,41 @@ teardown() {
 	assert_success
 	assert_output --partial done
 }
+
+# The agent gives a connection 2 s for its request, then drops it (a stuck
+# client must not stall it). A sandbox that is running is never "not
+# running" for that. strace holds sbx-exec back, longer than the agent
+# waits (a delay, not a measure: nothing here is timed).
+# LeakSanitizer cannot run under ptrace: no leak check for the traced tool
+# (the sanitizer build's; nothing in the default one).
+traced() {
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	    strace -qq -o /dev/null "$@"
+}
+
+@test "local: sbx-exec whose connection the agent dropped before its request sends it again on a new one" {
+	new_sandbox
+	run --separate-stderr traced -e inject=sendmsg:delay_enter=4000000:when=1 \
+	    sbx-exec -s s.json -- echo hi
+	assert_success
+	assert_output hi
+	assert_equal "$stderr" ''
+}
+
+@test "local: sbx-exec -T connects once its request is ready: a slow cgroup mkdir does not get it dropped" {
+	new_sandbox
+	run --separate-stderr traced -e inject=mkdir:delay_enter=4000000:when=1 \
+	    sbx-exec -s s.json -T 60s -- echo hi
+	assert_success
+	assert_output hi
+	assert_equal "$stderr" ''
+}
+
+@test "local: sbx-exec that cannot send its request says so (125), not that the sandbox is not running" {
+	new_sandbox
+	run --separate-stderr traced -e inject=sendmsg:error=EPIPE \
+	    sbx-exec -s s.json -- echo hi
+	assert_failure 125
+	assert_output ''
+	assert_equal "$stderr" "sbx-exec: cannot send the command to the sandbox: Broken pipe"
+}

@@ -186,15 +186,40 @@ struct lx {
 	int canon; /* the pty's ICANON at our stdin's end, then; -1 before */
 };
 
+/* The request to the agent. The agent gives a connection 2 s for its
+ * request, then drops it (a stuck client must not stall it): a request
+ * that found its connection dropped never reached the agent, so it goes
+ * again on a new one. That is no sign of a sandbox that is not running:
+ * only a connect that fails is. */
+#define SEND_TRIES 3
+static int
+lx_send(struct lx *x, struct sbx_err *err)
+{
+	int i;
+
+	for (i = 0; i < SEND_TRIES; i++) {
+		if (x->sock < 0 && (x->sock = sbx_local_connect(x->dir)) < 0)
+			return not_running(x->dir, x->id, err);
+		if (sbx_msg_send(x->sock, SBX_MSG_EXEC, x->req.data, x->req.len,
+		    x->fds, x->nfds) == 0)
+			return 0;
+		if (errno != EPIPE && errno != ECONNRESET)
+			break;
+		close(x->sock);
+		x->sock = -1;
+	}
+	return sbx_err_set(err, SBX_EX_EXECFAIL,
+	    "cannot send the command to the sandbox:");
+}
+
 static int
 lx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 {
 	struct lx *x = t;
 	struct sbx_msg m = {0};
 
-	if (sbx_msg_send(x->sock, SBX_MSG_EXEC, x->req.data, x->req.len, x->fds,
-	    x->nfds) < 0)
-		return not_running(x->dir, x->id, err);
+	if (lx_send(x, err) < 0)
+		return -1;
 	if (x->outp[1] >= 0) {
 		close(x->outp[1]);
 		close(x->errp[1]);
@@ -379,10 +404,6 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 		sbx_xs_paused(err, x.id, paused_as(dir));
 		goto out;
 	}
-	if ((x.sock = sbx_local_connect(dir)) < 0) {
-		not_running(dir, x.id, err);
-		goto out;
-	}
 	if (o->tty)
 		flags |= SBX_EXEC_TTY;
 	if (!o->tty) {
@@ -425,6 +446,13 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	}
 	if (build_request(&x.req, argv, o, flags) < 0) {
 		sbx_err_set(err, SBX_EX_EXECFAIL, "command line too long");
+		goto out;
+	}
+	/* Connected last, the request ready: the agent waits 2 s on a
+	 * connection for its request (lx_send), and what comes before it
+	 * here (a cgroup's mkdir, under load) need not be that quick. */
+	if ((x.sock = sbx_local_connect(dir)) < 0) {
+		not_running(dir, x.id, err);
 		goto out;
 	}
 	rc = sbx_xs_run(&xs, err);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -488,6 +489,76 @@ t_stage_not_tar(void)
 	fx_release(&f);
 }
 
+/* A writer that pads after the archive's end (tar fills its last record,
+ * a compressor adds its trailer) must be able to send it all: the stream
+ * is read to its end. Here the padding is more than a pipe holds, so a
+ * reader that stopped at the end marker leaves the writer with EPIPE,
+ * whatever the timing. The writer's pid; *fd: the pipe's reading end. */
+static pid_t
+tail_writer(const char *tar, int *fd)
+{
+	static char zeros[256 * 1024];
+	char buf[65536];
+	int p[2], in, ok = 1;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		fatal("pipe");
+	if ((pid = fork()) < 0)
+		fatal("fork");
+	if (pid == 0) {
+		signal(SIGPIPE, SIG_IGN);
+		close(p[0]);
+		if ((in = open(tar, O_RDONLY | O_CLOEXEC)) < 0)
+			_exit(2);
+		while ((n = read(in, buf, sizeof buf)) > 0)
+			if (write(p[1], buf, (size_t)n) != n)
+				ok = 0;
+		if (n < 0 || write(p[1], zeros, sizeof zeros) !=
+		    (ssize_t)sizeof zeros)
+			ok = 0;
+		_exit(ok ? 0 : 1);
+	}
+	close(p[1]);
+	*fd = p[0];
+	return pid;
+}
+
+/* Whether the writer sent everything. */
+static int
+tail_sent(pid_t pid)
+{
+	int status = -1;
+
+	return waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	    WEXITSTATUS(status) == 0;
+}
+
+static void
+t_stage_tail(void)
+{
+	static const struct member m[] = {
+		{"a", AE_IFREG, "a\n", NULL, 0644, 0, 0},
+	};
+	struct asked a = {.names = {"a"}, .n = 1};
+	struct sbx_err err = {0};
+	struct fx f;
+	pid_t pid;
+	int fd;
+
+	fx_init(&f);
+	CHECK(tar_make(f.tar, m, 1) == 0);
+	pid = tail_writer(f.tar, &fd);
+	CHECK(sbx_tar_stage(fd, f.stage_fd, want, got, &a, &err) == 0);
+	if (err.msg[0])
+		printf("# %s\n", err.msg);
+	close(fd);
+	CHECK(tail_sent(pid));
+	CHECK(a.got[0] == 1);
+	fx_release(&f);
+}
+
 /* --- sbx_tar_write and sbx_tar_extract -------------------------------- */
 
 static void
@@ -939,6 +1010,29 @@ t_extract_not_tar(void)
 	fx_release(&f);
 }
 
+static void
+t_extract_tail(void)
+{
+	static const struct member m[] = {
+		{"a", AE_IFREG, "a\n", NULL, 0644, 0, 0},
+	};
+	struct sbx_err err = {0};
+	struct fx f;
+	pid_t pid;
+	int fd;
+
+	fx_init(&f);
+	CHECK(tar_make(f.tar, m, 1) == 0);
+	pid = tail_writer(f.tar, &fd);
+	CHECK(sbx_tar_extract(fd, &err) == 0);
+	if (err.msg[0])
+		printf("# %s\n", err.msg);
+	close(fd);
+	CHECK(tail_sent(pid));
+	CHECK(dir_count(f.project) == 1);
+	fx_release(&f);
+}
+
 /* --- sbx_path_valid --------------------------------------------------- */
 
 static char *
@@ -1026,6 +1120,8 @@ static const struct tap_test tests[] = {
 	    t_stage_good},
 	{"sbx_tar_stage fails on a stream that is not tar (data)",
 	    t_stage_not_tar},
+	{"sbx_tar_stage reads the padding after the archive, so its writer "
+	    "never meets a closed pipe", t_stage_tail},
 	{"sbx_tar_write + sbx_tar_extract round trip, uncompressed",
 	    t_roundtrip_none},
 	{"sbx_tar_write + sbx_tar_extract round trip, gzip", t_roundtrip_gzip},
@@ -1045,6 +1141,8 @@ static const struct tap_test tests[] = {
 	    t_extract_existing_symlink},
 	{"sbx_tar_extract fails on a stream that is not tar (data)",
 	    t_extract_not_tar},
+	{"sbx_tar_extract reads the padding after the archive, so its writer "
+	    "never meets a closed pipe", t_extract_tail},
 	{"sbx_path_valid takes plain relative paths, refuses the rest",
 	    t_path_valid},
 	{"sbx_path_valid limits a part to 255 and a path to 4095 bytes",
