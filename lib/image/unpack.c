@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -159,12 +160,14 @@ opaque(int dfd, const char *rel, struct layer *l)
 /* One layer (a tar, any compression libarchive reads) from fd into the
  * tree at dir (dfd). */
 static int
-apply_layer(int fd, int dfd, const char *digest, struct sbx_err *err)
+apply_layer(int fd, int dfd, const char *digest, int chrooted,
+    struct sbx_err *err)
 {
 	struct archive *a = archive_read_new();
 	struct archive *w = archive_write_disk_new();
 	struct archive_entry *ae;
 	struct layer l = {0};
+	struct stat st;
 	char name[4096], *base, *full;
 
 	const char *p;
@@ -175,9 +178,15 @@ apply_layer(int fd, int dfd, const char *digest, struct sbx_err *err)
 	archive_read_support_filter_gzip(a);
 	archive_read_support_filter_zstd(a);
 	flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
-	    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+	    ARCHIVE_EXTRACT_SECURE_NODOTDOT |
 	    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_UNLINK |
 	    ARCHIVE_EXTRACT_XATTR;
+	/* Chrooted into the tree, a symlink cannot lead out of it (and
+	 * leads where it would in the image); otherwise libarchive checks
+	 * every component of every name, an open, a stat and a close
+	 * each. */
+	if (!chrooted)
+		flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
 	if (geteuid() == 0)
 		flags |= ARCHIVE_EXTRACT_OWNER;
 	archive_write_disk_set_options(w, flags);
@@ -229,6 +238,16 @@ apply_layer(int fd, int dfd, const char *digest, struct sbx_err *err)
 		case AE_IFCHR:
 		case AE_IFBLK:
 			continue;
+		}
+		/* A directory replaces what is not one (a symlink is not
+		 * followed at the last step, as containerd has it; the
+		 * steps before it are, inside the tree). */
+		if (chrooted && archive_entry_filetype(ae) == AE_IFDIR &&
+		    lstat(name, &st) == 0 && !S_ISDIR(st.st_mode) &&
+		    unlink(name) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot replace "
+			    "'%s':", digest, name);
+			goto out;
 		}
 		/* Relative: the tree is the working directory. */
 		archive_entry_set_pathname(ae, name);
@@ -322,18 +341,71 @@ fail:
 	return -1;
 }
 
+/* Layer fd applied by a child chrooted into the tree; its error comes
+ * back on a pipe. */
+static int
+apply_chrooted(struct sbx_image_tree *t, int fd, const char *digest,
+    struct sbx_err *err)
+{
+	struct sbx_err e;
+	int pfd[2], st, rc;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a pipe:");
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+	}
+	if (pid == 0) {
+		memset(&e, 0, sizeof e);
+		close(pfd[0]);
+		if (fchdir(t->dfd) < 0 || chroot(".") < 0 || chdir("/") < 0)
+			rc = sbx_err_set(&e, SBX_EX_FAIL, "cannot enter '%s':",
+			    t->tmp);
+		else
+			rc = apply_layer(fd, t->dfd, digest, 1, &e);
+		if (rc < 0 && write(pfd[1], &e, sizeof e) < 0)
+			_exit(2);
+		_exit(rc < 0);
+	}
+	close(pfd[1]);
+	memset(&e, 0, sizeof e);
+	while ((n = read(pfd[0], &e, sizeof e)) < 0 && errno == EINTR)
+		;
+	close(pfd[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot "
+			    "wait for its unpack:", digest);
+	if (n == (ssize_t)sizeof e) {
+		e.msg[sizeof e.msg - 1] = e.hint[sizeof e.hint - 1] = '\0';
+		*err = e;
+		return -1;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
+		    "ended abnormally", digest);
+	return 0;
+}
+
 int
 sbx_image_tree_apply(struct sbx_image_tree *t, int fd, const char *digest,
     struct sbx_err *err)
 {
 	int rc;
 
+	if (geteuid() == 0)
+		return apply_chrooted(t, fd, digest, err);
+
 	/* libarchive writes relative to the working directory: the tree's,
 	 * while this layer goes in. */
 	if (fchdir(t->dfd) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot enter '%s':",
 		    t->tmp);
-	rc = apply_layer(fd, t->dfd, digest, err);
+	rc = apply_layer(fd, t->dfd, digest, 0, err);
 	if (fchdir(t->cwd) < 0) {
 		if (rc == 0)
 			sbx_err_set(err, SBX_EX_FAIL, "cannot go back to the "
