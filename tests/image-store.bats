@@ -327,6 +327,17 @@ here"
 	assert_output parallel
 }
 
+@test "pull on a terminal: a line of the blobs and bytes that came on stderr; none with -q" {
+	run script -qec "sbx-image pull '$R/t/three:v1' 2>&1 >/dev/null" /dev/null
+	assert_success
+	assert_output --partial "sbx-image: 4/4 files, "
+	assert_output --partial "100%"
+	rm -rf "$SBX_IMAGE_DIR"
+	run script -qec "sbx-image pull -q '$R/t/three:v1' 2>&1 >/dev/null" /dev/null
+	assert_success
+	assert_output ''
+}
+
 @test "bad input: a bad reference, a missing tag, an unknown image for sbx-create" {
 	run --separate-stderr sbx-image pull 'Not A Ref'
 	assert_failure 2
