@@ -165,7 +165,8 @@ static int
 cmd_store(const char *sub, char **refs, int n, const char *platform,
     const char *const *insecure, const char *backend, int all)
 {
-	struct sbx_registry_opts o = {insecure, platform};
+	struct sbx_registry_opts o = {insecure, platform,
+	    !sbx_quiet && isatty(STDERR_FILENO)};
 	struct sbx_err err = {0};
 	json_t *out = NULL, *v;
 	int i, rc = SBX_EX_OK, r;

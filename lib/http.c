@@ -211,6 +211,21 @@ transport_err(struct sbx_http *h, CURL *c, CURLcode res, const char *errbuf,
 	    h->endpoint, errbuf[0] ? errbuf : curl_easy_strerror(res));
 }
 
+/* rq->stop: another thread ends the transfer, even a stalled one. */
+static int
+on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
+    curl_off_t un)
+{
+	struct xfer *x = arg;
+
+	(void)dt, (void)dn, (void)ut, (void)un;
+	if (__atomic_load_n(x->rq->stop, __ATOMIC_RELAXED)) {
+		x->stopped = 1;
+		return 1;
+	}
+	return 0;
+}
+
 static size_t
 on_data(char *p, size_t size, size_t n, void *arg)
 {
@@ -326,6 +341,11 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 		curl_easy_setopt(h->c, CURLOPT_MAXREDIRS, 5L);
 		curl_easy_setopt(h->c, CURLOPT_REDIR_PROTOCOLS_STR, h->plain ?
 		    "http,https" : "https");
+	}
+	if (rq->stop) {
+		curl_easy_setopt(h->c, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(h->c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(h->c, CURLOPT_XFERINFODATA, &x);
 	}
 	if (!strcmp(rq->method, "HEAD"))
 		curl_easy_setopt(h->c, CURLOPT_NOBODY, 1L);

@@ -235,7 +235,9 @@ struct sbx_http_req {
 	int (*on_body)(const char *p, size_t n, void *arg);
 	void *on_body_arg;
 	long long in_size;    /* in_fd's length, sent as Content-Length
-			       * (> 0); else the body goes chunked */
+			       * (> 0); else the body goes chunked */	const int *stop;      /* when it turns nonzero (another thread),
+			       * the transfer ends: looked at as data
+			       * comes and at least once a second */
 };
 
 struct sbx_http_resp {

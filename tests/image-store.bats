@@ -36,7 +36,27 @@ setup_file() {
 	    t/app arm '{}' "$w/base") || return 1
 	sbx_registry_push_index t/app multi "$IMG_V1=linux/amd64" \
 	    "$IMG_ARM=linux/arm64" >/dev/null || return 1
-	export IMG_V1 IMG_ARM
+	# Three layers: files, then whiteouts of them; a symlink out of the
+	# tree, then a directory of that name with a file in it.
+	r=$w/mid
+	mkdir -p "$r/opt/m" "$r/opt/d"
+	echo m >"$r/opt/m/f"
+	echo gone >"$r/opt/gone"
+	echo d >"$r/opt/d/f"
+	ln -s "$BATS_FILE_TMPDIR/outside" "$r/esc"
+	r=$w/last
+	mkdir -p "$r/opt/d" "$r/esc"
+	touch "$r/opt/.wh.gone" "$r/opt/d/.wh..wh..opq"
+	echo last >"$r/opt/d/g"
+	echo pwned >"$r/esc/pwned"
+	mkdir -p "$BATS_FILE_TMPDIR/outside"
+	IMG_3=$(sbx_registry_push_image t/three v1 '{}' "$w/base" "$w/mid" \
+	    "$w/last") || return 1
+	export IMG_V1 IMG_ARM IMG_3
+}
+
+teardown() {
+	[ -z "${PROXY_PID:-}" ] || kill "$PROXY_PID" 2>/dev/null || true
 }
 
 teardown_file() {
@@ -228,6 +248,89 @@ here"
 	assert_output ''
 	run --separate-stderr sbx-image pull "$R/t/app:v1"
 	assert_success
+}
+
+@test "three layers: each blob named by its digest, later layers' whiteouts applied, nothing written out of the tree" {
+	run --separate-stderr sbx-image pull "$R/t/three:v1"
+	assert_success
+	jq_true ".digest == \"$IMG_3\" and (.layers | length) == 3 and
+	    .fetched == 4" <<<"$output"
+	for f in "$SBX_IMAGE_DIR"/blobs/sha256/*; do
+		assert_equal "$(sha256sum <"$f" | cut -d' ' -f1)" "${f##*/}"
+	done
+	assert_equal "$(ls -A "$SBX_IMAGE_DIR/blobs/sha256" | wc -l)" 5
+	root=$(jq_str .rootfs <<<"$output")
+	assert_equal "$(cat "$root/opt/m/f")" m
+	[ ! -e "$root/opt/gone" ]
+	[ ! -e "$root/opt/d/f" ]
+	assert_equal "$(cat "$root/opt/d/g")" last
+	[ -L "$root/bin" ] # the base layer's link to usr/bin
+	[ -x "$root/bin/sh" ]
+	# The symlink out of the tree was replaced by the directory.
+	[ -d "$root/esc" ]
+	[ ! -L "$root/esc" ]
+	assert_equal "$(cat "$root/esc/pwned")" pwned
+	[ -z "$(ls -A "$BATS_FILE_TMPDIR/outside")" ]
+	[ -z "$(ls -A "$SBX_IMAGE_DIR/rootfs" | grep -v "^${IMG_3#sha256:}\$")" ]
+}
+
+@test "a corrupt layer of three: exit 6, no blob, no tree, no temporary file, no name" {
+	dir=$SBX_TEST_REGISTRY_DIR/storage/docker/registry/v2/blobs/sha256
+	mid=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[1]')
+	[ -n "$mid" ]
+	rm -rf "$SBX_IMAGE_DIR"
+	f=$dir/${mid:7:2}/${mid#sha256:}/data
+	cp "$f" "$BATS_TEST_TMPDIR/good"
+	printf X | dd of="$f" bs=1 seek=30 conv=notrunc 2>/dev/null
+	run --separate-stderr sbx-image pull "$R/t/three:v1"
+	cp "$BATS_TEST_TMPDIR/good" "$f"
+	assert_failure 6
+	[[ $stderr == "sbx-image: blob $mid of 't/three' is corrupt: what came has digest sha256:"* ]]
+	# Nothing: not the config nor the layers that came whole.
+	assert_equal "$(ls -A "$SBX_IMAGE_DIR/blobs/sha256")" ''
+	assert_equal "$(ls -A "$SBX_IMAGE_DIR/rootfs" 2>/dev/null)" ''
+	assert_equal "$(find "$SBX_IMAGE_DIR" -mindepth 1 -not -name .lock \
+	    -not -path '*/blobs' -not -path '*/blobs/sha256' \
+	    -not -path '*/rootfs')" ''
+	run --separate-stderr sbx-image ls
+	assert_success
+	assert_output ''
+	run --separate-stderr sbx-image pull "$R/t/three:v1"
+	assert_success
+}
+
+@test "layers are fetched at once: another blob is asked for while the first layer's is held" {
+	first=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[0]')
+	[ -n "$first" ]
+	rm -rf "$SBX_IMAGE_DIR"
+	log=$BATS_TEST_TMPDIR/proxy.log
+	python3 "$BATS_TEST_DIRNAME/lib/slow-proxy.py" "$BATS_TEST_TMPDIR/port" \
+	    "$R" "$log" "$first" 10 >/dev/null 2>&1 3>&- &
+	PROXY_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$BATS_TEST_TMPDIR/port" ] && break
+		sleep 0.05
+	done
+	port=$(cat "$BATS_TEST_TMPDIR/port")
+	run --separate-stderr sbx-image pull "127.0.0.1:$port/t/three:v1"
+	assert_success
+	jq_true ".digest == \"$IMG_3\"" <<<"$output"
+	# Some other blob was opened while the held one was open.
+	run awk -v f="$first" '$2 == f && $1 == "open" { held = 1 }
+	    held && $2 != f && $1 == "open" { o = 1 }
+	    $2 == f && $1 == "done" { print (o ? "parallel" : "one at a time"); exit }' "$log"
+	assert_output parallel
+}
+
+@test "pull on a terminal: a line of the blobs and bytes that came on stderr; none with -q" {
+	run script -qec "sbx-image pull '$R/t/three:v1' 2>&1 >/dev/null" /dev/null
+	assert_success
+	assert_output --partial "sbx-image: 4/4 files, "
+	assert_output --partial "100%"
+	rm -rf "$SBX_IMAGE_DIR"
+	run script -qec "sbx-image pull -q '$R/t/three:v1' 2>&1 >/dev/null" /dev/null
+	assert_success
+	assert_output ''
 }
 
 @test "bad input: a bad reference, a missing tag, an unknown image for sbx-create" {

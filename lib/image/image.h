@@ -36,6 +36,8 @@ struct sbx_registry_opts {
 	const char *const *insecure; /* domains spoken to over plain HTTP,
 				      * NULL-terminated, or NULL */
 	const char *platform;        /* "linux/amd64" (the default) */
+	int progress;                /* a line of the layers' bytes on
+				      * stderr (a terminal's) */
 };
 
 /* A client of ref's registry and repository; its credentials, if any,
@@ -44,6 +46,13 @@ struct sbx_registry_opts {
 struct sbx_registry *sbx_registry_open(const struct sbx_imgref *r,
     const struct sbx_registry_opts *o, struct sbx_err *err);
 void sbx_registry_close(struct sbx_registry *g);
+/* Another client of g's registry and repository, with g's credentials and
+ * token so far, for another thread: its blob transfers end when *stop
+ * turns nonzero (stop may be NULL), and on_bytes (or NULL) is told of
+ * each piece of a blob as it comes. */
+struct sbx_registry *sbx_registry_dup(const struct sbx_registry *g,
+    const int *stop, void (*on_bytes)(size_t n, void *arg), void *arg,
+    struct sbx_err *err);
 /* The manifest of ref (a tag or a digest): its bytes, media type and
  * digest (checked against ref when ref is one). Missing: SBX_EX_NOSANDBOX
  * (3, "no such image"); refused credentials: SBX_EX_CRED. */
@@ -140,5 +149,21 @@ int sbx_image_export(const char *ref, int fd, struct sbx_err *err);
  * once (ROOT/rootfs/HEX), shared; *path is it (malloc'd). */
 int sbx_image_unpack(const char *root, const char *digest,
     const json_t *layers, char **path, struct sbx_err *err);
+
+/* The same a layer at a time, as the layers come: begin (1 when the tree
+ * is already there: apply nothing, commit), apply each layer's blob (fd)
+ * bottom first, then commit (renamed whole, *path malloc'd) or abort
+ * (nothing left). */
+struct sbx_image_tree {
+	char *final, *tmp;
+	int dfd, cwd;
+};
+int sbx_image_tree_begin(struct sbx_image_tree *t, const char *root,
+    const char *digest, struct sbx_err *err);
+int sbx_image_tree_apply(struct sbx_image_tree *t, int fd,
+    const char *digest, struct sbx_err *err);
+int sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
+    struct sbx_err *err);
+void sbx_image_tree_abort(struct sbx_image_tree *t);
 
 #endif

@@ -4,48 +4,260 @@
  * layers applied once into the image's root filesystem. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "image/image.h"
 
-/* Blob digest into the store from g, unless it is there; *fetched
- * counts the ones that came. Nothing is named before it is checked. */
-static int
-fetch_blob(struct sbx_image_store *s, struct sbx_registry *g, const char *digest,
-    int *fetched, struct sbx_err *err)
-{
-	char *path = sbx_image_blob_path(s->root, digest), *dir, fdp[64];
-	int fd = -1, rc = -1;
+/* Layers fetched at once, as docker pulls them. */
+#define PULL_JOBS 3
 
-	if (access(path, F_OK) == 0) {
-		rc = 0;
-		goto out;
+/* A blob this pull needs: fetched by a worker into an unnamed file of
+ * the store, checked on the way, and named only once the whole image is
+ * in; or already in the store. */
+struct job {
+	const char *digest;
+	long long size;
+	int fd;         /* the checked, unnamed blob, or -1 */
+	int done;       /* fd is ready, or the blob was in the store */
+	int linked;     /* named by this pull */
+};
+
+struct pool {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct job *jobs;
+	size_t n;
+	size_t *todo, ntodo, next; /* the jobs to fetch, in layer order */
+	int stop;       /* a blob or the unpack failed: the others end */
+	int failed;
+	struct sbx_err err;
+	int bdfd;       /* ROOT/blobs/sha256 */
+	const char *root;
+	int progress;
+	pthread_mutex_t pmu;
+};
+
+struct worker {
+	struct pool *p;
+	struct sbx_registry *g;
+	pthread_t t;
+	int started;
+};
+
+static void
+pool_fail(struct pool *p, const struct sbx_err *e)
+{
+	pthread_mutex_lock(&p->mu);
+	if (!p->failed) {
+		p->failed = 1;
+		p->err = *e;
 	}
-	dir = sbx_xasprintf("%s/blobs/sha256", s->root);
-	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
-	free(dir);
-	if (fd < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot store a blob in '%s':",
-		    s->root);
-		goto out;
-	}
-	if (sbx_registry_blob(g, digest, fd, err) < 0)
-		goto out;
-	snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", fd);
-	if (fsync(fd) < 0 || (linkat(AT_FDCWD, fdp, AT_FDCWD, path,
-	    AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot store blob %s:", digest);
-		goto out;
-	}
-	(*fetched)++;
-	rc = 0;
-out:
-	if (fd >= 0)
+	__atomic_store_n(&p->stop, 1, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+static void
+on_bytes(size_t n, void *arg)
+{
+	struct pool *p = arg;
+
+	pthread_mutex_lock(&p->pmu);
+	sbx_progress_add(0, n);
+	pthread_mutex_unlock(&p->pmu);
+}
+
+/* Blob j into an unnamed file of the store, checked and on disk. */
+static int
+fetch(struct pool *p, struct sbx_registry *g, struct job *j,
+    struct sbx_err *err)
+{
+	int fd = openat(p->bdfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot store a blob in "
+		    "'%s':", p->root);
+	if (sbx_registry_blob(g, j->digest, fd, err) < 0) {
 		close(fd);
-	free(path);
-	return rc;
+		return -1;
+	}
+	if (fsync(fd) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot store blob %s:",
+		    j->digest);
+		close(fd);
+		return -1;
+	}
+	j->fd = fd;
+	return 0;
+}
+
+static void *
+work(void *arg)
+{
+	struct worker *w = arg;
+	struct pool *p = w->p;
+	struct sbx_err e;
+	struct job *j;
+
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		if (p->failed || p->next >= p->ntodo) {
+			pthread_mutex_unlock(&p->mu);
+			break;
+		}
+		j = &p->jobs[p->todo[p->next++]];
+		pthread_mutex_unlock(&p->mu);
+		memset(&e, 0, sizeof e);
+		if (fetch(p, w->g, j, &e) < 0) {
+			pool_fail(p, &e);
+			break;
+		}
+		pthread_mutex_lock(&p->mu);
+		j->done = 1;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		pthread_mutex_lock(&p->pmu);
+		sbx_progress_add(1, 0);
+		pthread_mutex_unlock(&p->pmu);
+	}
+	return NULL;
+}
+
+/* The job of digest, added when new (an image may name a layer twice). */
+static size_t
+job_of(struct pool *p, const char *digest, long long size)
+{
+	size_t i;
+
+	for (i = 0; i < p->n; i++)
+		if (!strcmp(p->jobs[i].digest, digest))
+			return i;
+	p->jobs[p->n] = (struct job){.digest = digest, .size = size,
+	    .fd = -1};
+	return p->n++;
+}
+
+/* Layer j's blob, to read from its start: the unnamed file, or the
+ * store's. */
+static int
+layer_fd(struct pool *p, struct job *j, struct sbx_err *err)
+{
+	int fd;
+
+	if (j->fd >= 0) {
+		if ((fd = fcntl(j->fd, F_DUPFD_CLOEXEC, 0)) < 0 ||
+		    lseek(fd, 0, SEEK_SET) < 0) {
+			if (fd >= 0)
+				close(fd);
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot read "
+			    "blob %s:", j->digest);
+		}
+		return fd;
+	}
+	if ((fd = openat(p->bdfd, j->digest + 7, O_RDONLY | O_CLOEXEC)) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "layer %s is not in the "
+		    "store (pull the image again):", j->digest);
+	return fd;
+}
+
+/* The blobs fetched, named: all, or none (those named here unnamed). */
+static int
+name_blobs(struct pool *p, int *fetched, struct sbx_err *err)
+{
+	char fdp[64];
+	size_t i;
+
+	for (i = 0; i < p->n; i++) {
+		if (p->jobs[i].fd < 0)
+			continue;
+		snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", p->jobs[i].fd);
+		if (linkat(AT_FDCWD, fdp, p->bdfd, p->jobs[i].digest + 7,
+		    AT_SYMLINK_FOLLOW) == 0) {
+			p->jobs[i].linked = 1;
+		} else if (errno != EEXIST) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot store blob %s:",
+			    p->jobs[i].digest);
+			return -1;
+		}
+		(*fetched)++;
+	}
+	return 0;
+}
+
+/* The image's blobs (config first, then its layers) fetched PULL_JOBS at
+ * once while the layers are applied, bottom first, each as soon as it is
+ * in; nothing named unless all of it came and was applied. */
+static int
+fetch_unpack(struct pool *p, struct sbx_registry *g, const size_t *lj,
+    size_t nl, struct sbx_image_tree *t, int unpack, struct sbx_err *err)
+{
+	struct worker w[PULL_JOBS];
+	struct sbx_err e;
+	long long bytes = 0;
+	size_t i, nw;
+	int fd, rc;
+
+	memset(w, 0, sizeof w);
+	for (i = 0; i < p->n; i++)
+		if (faccessat(p->bdfd, p->jobs[i].digest + 7, F_OK, 0) == 0) {
+			p->jobs[i].done = 1;
+		} else {
+			p->todo[p->ntodo++] = i;
+			bytes += p->jobs[i].size;
+		}
+	sbx_progress_start(p->progress && p->ntodo);
+	sbx_progress_total(p->ntodo, (uint64_t)bytes);
+	nw = p->ntodo < PULL_JOBS ? p->ntodo : PULL_JOBS;
+	for (i = 0; i < nw; i++) {
+		w[i].p = p;
+		if (!(w[i].g = sbx_registry_dup(g, &p->stop, p->progress ?
+		    on_bytes : NULL, p, err))) {
+			pool_fail(p, err);
+			break;
+		}
+		if ((errno = pthread_create(&w[i].t, NULL, work, &w[i]))) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread:");
+			pool_fail(p, err);
+			break;
+		}
+		w[i].started = 1;
+	}
+	for (i = 0; unpack && i < nl; i++) {
+		struct job *j = &p->jobs[lj[i]];
+
+		pthread_mutex_lock(&p->mu);
+		while (!j->done && !p->failed)
+			pthread_cond_wait(&p->cv, &p->mu);
+		rc = p->failed;
+		pthread_mutex_unlock(&p->mu);
+		if (rc)
+			break;
+		memset(&e, 0, sizeof e);
+		if ((fd = layer_fd(p, j, &e)) < 0) {
+			pool_fail(p, &e);
+			break;
+		}
+		rc = sbx_image_tree_apply(t, fd, j->digest, &e);
+		close(fd);
+		if (rc < 0) {
+			pool_fail(p, &e);
+			break;
+		}
+	}
+	for (i = 0; i < nw; i++) {
+		if (w[i].started)
+			pthread_join(w[i].t, NULL);
+		sbx_registry_close(w[i].g);
+	}
+	sbx_progress_end();
+	if (p->failed) {
+		*err = p->err;
+		return -1;
+	}
+	return 0;
 }
 
 /* Bytes already checked against digest (a manifest) into the store. */
@@ -125,12 +337,17 @@ sbx_image_pull(const char *refstr, const struct sbx_registry_opts *o,
 	struct sbx_registry *g = NULL;
 	struct sbx_buf body = SBX_BUF_INIT;
 	struct sbx_image_store s = {.lock = -1};
+	struct sbx_image_tree t = {.dfd = -1, .cwd = -1};
+	struct pool p = {.mu = PTHREAD_MUTEX_INITIALIZER,
+	    .cv = PTHREAD_COND_INITIALIZER, .pmu = PTHREAD_MUTEX_INITIALIZER,
+	    .bdfd = -1};
+	size_t *lj = NULL;
 	json_t *m = NULL, *layers, *l, *rec, *ldig;
-	char *type = NULL, *digest = NULL, *name = NULL, *rootfs = NULL;
+	char *type = NULL, *digest = NULL, *name = NULL, *rootfs = NULL, *bdir;
 	const char *platform = o && o->platform ? o->platform : "linux/amd64";
 	const char *cfg, *pick, *lt;
 	long long size = 0;
-	int fetched = 0, rc = -1, i;
+	int fetched = 0, rc = -1, i, have;
 	size_t k;
 
 	*out = NULL;
@@ -191,15 +408,41 @@ sbx_image_pull(const char *refstr, const struct sbx_registry_opts *o,
 		json_array_append_new(ldig, json_string(sbx_json_str(l,
 		    "digest")));
 	}
-	if (sbx_image_store_open(&s, err) < 0 ||
-	    fetch_blob(&s, g, cfg, &fetched, err) < 0)
+	if (!sbx_image_valid_digest(cfg)) {
+		sbx_err_set(err, SBX_EX_DATA, "invalid blob digest '%s'", cfg);
 		goto out;
+	}
 	json_array_foreach(layers, k, l)
-		if (fetch_blob(&s, g, sbx_json_str(l, "digest"), &fetched,
-		    err) < 0)
+		if (!sbx_image_valid_digest(sbx_json_str(l, "digest"))) {
+			sbx_err_set(err, SBX_EX_DATA, "invalid blob digest "
+			    "'%s'", sbx_json_str(l, "digest"));
 			goto out;
-	if (put_blob(&s, digest, &body, err) < 0 ||
-	    sbx_image_unpack(s.root, digest, ldig, &rootfs, err) < 0)
+		}
+	if (sbx_image_store_open(&s, err) < 0)
+		goto out;
+	p.root = s.root;
+	p.progress = o && o->progress;
+	bdir = sbx_xasprintf("%s/blobs/sha256", s.root);
+	p.bdfd = open(bdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(bdir);
+	if (p.bdfd < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open the image store "
+		    "'%s':", s.root);
+		goto out;
+	}
+	p.jobs = sbx_xcalloc(json_array_size(layers) + 1, sizeof *p.jobs);
+	p.todo = sbx_xcalloc(json_array_size(layers) + 1, sizeof *p.todo);
+	lj = sbx_xcalloc(json_array_size(layers) + 1, sizeof *lj);
+	job_of(&p, cfg, sbx_json_int(json_object_get(m, "config"), "size",
+	    0));
+	json_array_foreach(layers, k, l)
+		lj[k] = job_of(&p, sbx_json_str(l, "digest"),
+		    sbx_json_int(l, "size", 0));
+	if ((have = sbx_image_tree_begin(&t, s.root, digest, err)) < 0 ||
+	    fetch_unpack(&p, g, lj, json_array_size(layers), &t, !have,
+	    err) < 0 || name_blobs(&p, &fetched, err) < 0 ||
+	    put_blob(&s, digest, &body, err) < 0 ||
+	    sbx_image_tree_commit(&t, &rootfs, err) < 0)
 		goto out;
 	rec = json_pack("{s:s,s:s,s:O,s:I,s:s,s:I}", "digest", digest,
 	    "config", cfg, "layers", ldig, "size", (json_int_t)size,
@@ -213,6 +456,19 @@ sbx_image_pull(const char *refstr, const struct sbx_registry_opts *o,
 	json_object_set_new(*out, "rootfs", json_string(rootfs));
 	rc = 0;
 out:
+	/* Nothing of a failed pull stays: its tree, the blobs it named. */
+	sbx_image_tree_abort(&t);
+	for (k = 0; k < p.n; k++) {
+		if (rc < 0 && p.jobs[k].linked)
+			unlinkat(p.bdfd, p.jobs[k].digest + 7, 0);
+		if (p.jobs[k].fd >= 0)
+			close(p.jobs[k].fd);
+	}
+	if (p.bdfd >= 0)
+		close(p.bdfd);
+	free(p.jobs);
+	free(p.todo);
+	free(lj);
 	sbx_image_store_close(&s);
 	json_decref(m);
 	json_decref(ldig);

@@ -28,6 +28,9 @@ struct sbx_registry {
 	char *domain, *repo;
 	char *basic;   /* base64 of "user:password", or NULL */
 	char *authz;   /* "Authorization: ..." once the registry asked */
+	const int *stop;   /* blobs: nonzero ends the transfer */
+	void (*on_bytes)(size_t n, void *arg); /* blobs: what came */
+	void *on_bytes_arg;
 };
 
 /* --- credentials -------------------------------------------------------- */
@@ -160,6 +163,26 @@ sbx_registry_open(const struct sbx_imgref *r,
 	g->repo = sbx_xstrdup(r->repo);
 	g->basic = credentials(r->domain);
 	return g;
+}
+
+struct sbx_registry *
+sbx_registry_dup(const struct sbx_registry *g, const int *stop,
+    void (*on_bytes)(size_t n, void *arg), void *arg, struct sbx_err *err)
+{
+	struct sbx_registry *d = sbx_xcalloc(1, sizeof *d);
+
+	if (!(d->h = sbx_http_new(sbx_http_endpoint(g->h), err))) {
+		free(d);
+		return NULL;
+	}
+	d->domain = sbx_xstrdup(g->domain);
+	d->repo = sbx_xstrdup(g->repo);
+	d->basic = g->basic ? sbx_xstrdup(g->basic) : NULL;
+	d->authz = g->authz ? sbx_xstrdup(g->authz) : NULL;
+	d->stop = stop;
+	d->on_bytes = on_bytes;
+	d->on_bytes_arg = arg;
+	return d;
 }
 
 void
@@ -419,6 +442,7 @@ struct blob_sink {
 	int fd;
 	struct sha256_ctx c;
 	int werr;
+	struct sbx_registry *g;
 };
 
 static int
@@ -426,11 +450,15 @@ blob_data(const char *p, size_t n, void *arg)
 {
 	struct blob_sink *s = arg;
 
+	if (s->g->stop && __atomic_load_n(s->g->stop, __ATOMIC_RELAXED))
+		return 1;
 	sha256_update(&s->c, n, (const uint8_t *)p);
 	if (sbx_write_all(s->fd, p, n) < 0) {
 		s->werr = errno;
 		return 1;
 	}
+	if (s->g->on_bytes)
+		s->g->on_bytes(n, s->g->on_bytes_arg);
 	return 0;
 }
 
@@ -438,10 +466,10 @@ int
 sbx_registry_blob(struct sbx_registry *g, const char *digest, int fd,
     struct sbx_err *err)
 {
-	struct blob_sink s = {.fd = fd};
+	struct blob_sink s = {.fd = fd, .g = g};
 	struct sbx_http_req rq = {.method = "GET", .in_fd = -1,
 	    .out_fd = -1, .follow = 1, .on_body = blob_data,
-	    .on_body_arg = &s};
+	    .on_body_arg = &s, .stop = g->stop};
 	struct sbx_http_resp rs = {0};
 	char *path, got[7 + 2 * SHA256_DIGEST_SIZE + 1];
 	int rc = -1;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -159,12 +160,14 @@ opaque(int dfd, const char *rel, struct layer *l)
 /* One layer (a tar, any compression libarchive reads) from fd into the
  * tree at dir (dfd). */
 static int
-apply_layer(int fd, int dfd, const char *digest, struct sbx_err *err)
+apply_layer(int fd, int dfd, const char *digest, int chrooted,
+    struct sbx_err *err)
 {
 	struct archive *a = archive_read_new();
 	struct archive *w = archive_write_disk_new();
 	struct archive_entry *ae;
 	struct layer l = {0};
+	struct stat st;
 	char name[4096], *base, *full;
 
 	const char *p;
@@ -175,9 +178,15 @@ apply_layer(int fd, int dfd, const char *digest, struct sbx_err *err)
 	archive_read_support_filter_gzip(a);
 	archive_read_support_filter_zstd(a);
 	flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
-	    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+	    ARCHIVE_EXTRACT_SECURE_NODOTDOT |
 	    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_UNLINK |
 	    ARCHIVE_EXTRACT_XATTR;
+	/* Chrooted into the tree, a symlink cannot lead out of it (and
+	 * leads where it would in the image); otherwise libarchive checks
+	 * every component of every name, an open, a stat and a close
+	 * each. */
+	if (!chrooted)
+		flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
 	if (geteuid() == 0)
 		flags |= ARCHIVE_EXTRACT_OWNER;
 	archive_write_disk_set_options(w, flags);
@@ -230,6 +239,16 @@ apply_layer(int fd, int dfd, const char *digest, struct sbx_err *err)
 		case AE_IFBLK:
 			continue;
 		}
+		/* A directory replaces what is not one (a symlink is not
+		 * followed at the last step, as containerd has it; the
+		 * steps before it are, inside the tree). */
+		if (chrooted && archive_entry_filetype(ae) == AE_IFDIR &&
+		    lstat(name, &st) == 0 && !S_ISDIR(st.st_mode) &&
+		    unlink(name) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot replace "
+			    "'%s':", digest, name);
+			goto out;
+		}
 		/* Relative: the tree is the working directory. */
 		archive_entry_set_pathname(ae, name);
 		if ((p = archive_entry_hardlink(ae))) {
@@ -270,89 +289,192 @@ out:
 	return rc;
 }
 
+void
+sbx_image_tree_abort(struct sbx_image_tree *t)
+{
+	if (t->tmp)
+		sbx_rmtree(t->tmp);
+	if (t->dfd >= 0)
+		close(t->dfd);
+	if (t->cwd >= 0)
+		close(t->cwd);
+	free(t->tmp);
+	free(t->final);
+	memset(t, 0, sizeof *t);
+	t->dfd = t->cwd = -1;
+}
+
+int
+sbx_image_tree_begin(struct sbx_image_tree *t, const char *root,
+    const char *digest, struct sbx_err *err)
+{
+	char *parent;
+
+	memset(t, 0, sizeof *t);
+	t->dfd = t->cwd = -1;
+	t->final = sbx_xasprintf("%s/rootfs/%s", root, digest + 7);
+	if (access(t->final, F_OK) == 0)
+		return 1;
+	parent = sbx_xasprintf("%s/rootfs", root);
+	if (sbx_mkdirs(parent, 0755, err) < 0) {
+		free(parent);
+		goto fail;
+	}
+	t->tmp = sbx_xasprintf("%s/.tmp-%s-XXXXXX", parent, digest + 7);
+	free(parent);
+	if (!mkdtemp(t->tmp)) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", t->tmp);
+		free(t->tmp);
+		t->tmp = NULL;
+		goto fail;
+	}
+	/* An image's / is 0755 whatever mkdtemp made. */
+	if (chmod(t->tmp, 0755) < 0 || (t->dfd = open(t->tmp, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    (t->cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", t->tmp);
+		goto fail;
+	}
+	return 0;
+fail:
+	sbx_image_tree_abort(t);
+	return -1;
+}
+
+/* Layer fd applied by a child chrooted into the tree; its error comes
+ * back on a pipe. */
+static int
+apply_chrooted(struct sbx_image_tree *t, int fd, const char *digest,
+    struct sbx_err *err)
+{
+	struct sbx_err e;
+	int pfd[2], st, rc;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a pipe:");
+	if ((pid = fork()) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+	}
+	if (pid == 0) {
+		memset(&e, 0, sizeof e);
+		close(pfd[0]);
+		if (fchdir(t->dfd) < 0 || chroot(".") < 0 || chdir("/") < 0)
+			rc = sbx_err_set(&e, SBX_EX_FAIL, "cannot enter '%s':",
+			    t->tmp);
+		else
+			rc = apply_layer(fd, t->dfd, digest, 1, &e);
+		if (rc < 0 && write(pfd[1], &e, sizeof e) < 0)
+			_exit(2);
+		_exit(rc < 0);
+	}
+	close(pfd[1]);
+	memset(&e, 0, sizeof e);
+	while ((n = read(pfd[0], &e, sizeof e)) < 0 && errno == EINTR)
+		;
+	close(pfd[0]);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot "
+			    "wait for its unpack:", digest);
+	if (n == (ssize_t)sizeof e) {
+		e.msg[sizeof e.msg - 1] = e.hint[sizeof e.hint - 1] = '\0';
+		*err = e;
+		return -1;
+	}
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		return sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
+		    "ended abnormally", digest);
+	return 0;
+}
+
+int
+sbx_image_tree_apply(struct sbx_image_tree *t, int fd, const char *digest,
+    struct sbx_err *err)
+{
+	int rc;
+
+	if (geteuid() == 0)
+		return apply_chrooted(t, fd, digest, err);
+
+	/* libarchive writes relative to the working directory: the tree's,
+	 * while this layer goes in. */
+	if (fchdir(t->dfd) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot enter '%s':",
+		    t->tmp);
+	rc = apply_layer(fd, t->dfd, digest, 0, err);
+	if (fchdir(t->cwd) < 0) {
+		if (rc == 0)
+			sbx_err_set(err, SBX_EX_FAIL, "cannot go back to the "
+			    "working directory:");
+		rc = -1;
+	}
+	return rc;
+}
+
+int
+sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
+    struct sbx_err *err)
+{
+	*path = NULL;
+	if (t->tmp) {
+		if (rename(t->tmp, t->final) < 0 && errno != ENOTEMPTY &&
+		    errno != EEXIST)
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot create "
+			    "'%s':", t->final);
+		/* Someone else's whole tree is as good as ours. */
+		if (access(t->tmp, F_OK) < 0) {
+			free(t->tmp);
+			t->tmp = NULL;
+		}
+	}
+	*path = t->final;
+	t->final = NULL;
+	sbx_image_tree_abort(t);
+	return 0;
+}
+
 int
 sbx_image_unpack(const char *root, const char *digest, const json_t *layers,
     char **path, struct sbx_err *err)
 {
-	char *final = sbx_xasprintf("%s/rootfs/%s", root, digest + 7);
-	char *tmp = NULL, *parent, *blob;
+	struct sbx_image_tree t;
 	const json_t *l;
+	char *blob;
 	size_t i;
-	int dfd = -1, cwd = -1, fd, rc = -1;
+	int fd, rc;
 
 	*path = NULL;
-	if (access(final, F_OK) == 0)
-		goto done;
-	parent = sbx_xasprintf("%s/rootfs", root);
-	rc = sbx_mkdirs(parent, 0755, err);
-	tmp = sbx_xasprintf("%s/.tmp-%s-XXXXXX", parent, digest + 7);
-	free(parent);
-	if (rc < 0)
-		goto out;
-	rc = -1;
-	if (!mkdtemp(tmp)) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", tmp);
-		goto out;
-	}
-	/* An image's / is 0755 whatever mkdtemp made. */
-	if (chmod(tmp, 0755) < 0 || (dfd = open(tmp, O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", tmp);
-		goto fail;
-	}
-	/* libarchive writes relative to the working directory: the tree's,
-	 * until every layer is in. */
-	if ((cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    fchdir(dfd) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot enter '%s':", tmp);
-		goto fail;
-	}
-	json_array_foreach(layers, i, l) {
-		const char *d = json_string_value(l);
+	if ((rc = sbx_image_tree_begin(&t, root, digest, err)) < 0)
+		return -1;
+	if (rc == 0)
+		json_array_foreach(layers, i, l) {
+			const char *d = json_string_value(l);
 
-		blob = sbx_xasprintf("%s/blobs/sha256/%s", root, d ? d + 7 :
-		    "");
-		fd = open(blob, O_RDONLY | O_CLOEXEC);
-		free(blob);
-		if (fd < 0) {
-			sbx_err_set(err, SBX_EX_FAIL, "layer %s is not in the "
-			    "store (pull the image again):", d ? d : "?");
-			goto fail;
+			blob = sbx_xasprintf("%s/blobs/sha256/%s", root,
+			    d ? d + 7 : "");
+			fd = open(blob, O_RDONLY | O_CLOEXEC);
+			free(blob);
+			if (fd < 0) {
+				sbx_err_set(err, SBX_EX_FAIL, "layer %s is not "
+				    "in the store (pull the image again):",
+				    d ? d : "?");
+				sbx_image_tree_abort(&t);
+				return -1;
+			}
+			rc = sbx_image_tree_apply(&t, fd, d, err);
+			close(fd);
+			if (rc < 0) {
+				sbx_image_tree_abort(&t);
+				return -1;
+			}
 		}
-		rc = apply_layer(fd, dfd, d, err);
-		close(fd);
-		if (rc < 0)
-			goto fail;
-		rc = -1;
+	if (sbx_image_tree_commit(&t, path, err) < 0) {
+		sbx_image_tree_abort(&t);
+		return -1;
 	}
-	if (fchdir(cwd) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot go back to the working "
-		    "directory:");
-		goto fail;
-	}
-	if (rename(tmp, final) < 0 && errno != ENOTEMPTY && errno != EEXIST) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", final);
-		goto fail;
-	}
-	/* Someone else's whole tree is as good as ours. */
-	if (access(tmp, F_OK) == 0)
-		sbx_rmtree(tmp);
-done:
-	*path = final;
-	final = NULL;
-	rc = 0;
-	goto out;
-fail:
-	if (cwd >= 0 && fchdir(cwd) < 0)
-		sbx_warn("cannot go back to the working directory: %s",
-		    strerror(errno));
-	sbx_rmtree(tmp);
-out:
-	if (cwd >= 0)
-		close(cwd);
-	if (dfd >= 0)
-		close(dfd);
-	free(tmp);
-	free(final);
-	return rc;
+	return 0;
 }
