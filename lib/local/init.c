@@ -49,6 +49,7 @@ static struct {
 	char *workdir;
 	char **env;         /* the sandbox's environment for commands */
 	size_t nenv;
+	struct sbx_local_user user; /* the image's User */
 	struct run runs[MAX_EXECS];
 	int nruns;
 	struct lingerer lingers[MAX_EXECS];
@@ -106,6 +107,20 @@ read_config(void)
 			ag.nenv++;
 		ag.env[j] = sbx_xstrdup(s);
 	}
+	/* Who commands run as: set, uid, gid, then the groups. */
+	if (i < n || sbx_msg_get_u32(&m, &n) < 0 || (ag.user.set = !!n,
+	    sbx_msg_get_u32(&m, &ag.user.uid) < 0) ||
+	    sbx_msg_get_u32(&m, &ag.user.gid) < 0 ||
+	    sbx_msg_get_u32(&m, &ag.user.ngroups) < 0 ||
+	    ag.user.ngroups > SBX_LOCAL_NGROUPS) {
+		sbx_msg_release(&m);
+		return -1;
+	}
+	for (i = 0; i < ag.user.ngroups; i++)
+		if (sbx_msg_get_u32(&m, &ag.user.groups[i]) < 0) {
+			sbx_msg_release(&m);
+			return -1;
+		}
 	sbx_msg_release(&m);
 	close(FD_CONFIG);
 	return 0;
@@ -285,7 +300,7 @@ spawn_child(void *arg)
 		    r->cwd);
 		spawn_fail(sp, SBX_EX_EXECFAIL, what, errno);
 	}
-	if (sbx_local_harden() < 0)
+	if (sbx_local_harden(&ag.user) < 0)
 		spawn_fail(sp, SBX_EX_EXECFAIL, "cannot drop privileges", errno);
 	exec_path(sp, r->argv, r->env);
 	return 0;
