@@ -52,6 +52,21 @@ setup_file() {
 	mkdir -p "$BATS_FILE_TMPDIR/outside"
 	IMG_3=$(sbx_registry_push_image t/three v1 '{}' "$w/base" "$w/mid" \
 	    "$w/last") || return 1
+	# Users: a layer with an app user (and a group listing it), images
+	# whose User is a uid:gid, a name, and a name the image lacks.
+	r=$w/users
+	mkdir -p "$r/etc" "$r/home/app"
+	mkdir -m 1777 "$r/tmp"
+	printf 'root:x:0:0:root:/root:/bin/sh\napp:x:1000:1000::/home/app:/bin/sh\n' \
+	    >"$r/etc/passwd"
+	printf 'root:x:0:\napp:x:1000:\nstaff:x:50:app\n' >"$r/etc/group"
+	chown 1000:1000 "$r/home/app"
+	sbx_registry_push_image t/user ids '{"User":"1000:1000"}' \
+	    "$w/base" "$r" >/dev/null || return 1
+	sbx_registry_push_image t/user name '{"User":"app","Cmd":["sleep","600"]}' \
+	    "$w/base" "$r" >/dev/null || return 1
+	sbx_registry_push_image t/user nosuch '{"User":"nosuch"}' \
+	    "$w/base" "$r" >/dev/null || return 1
 	export IMG_V1 IMG_ARM IMG_3
 }
 
@@ -153,6 +168,43 @@ new"
 	root=$(sbx-image inspect "$R/t/app:v1" | jq_str .rootfs)
 	assert_equal "$(cat "$root/app/top")" top
 	sbx-kill -s s.json >/dev/null
+}
+
+@test "the image's User runs its commands: a uid:gid as it is, a name through its /etc/passwd and /etc/group" {
+	sbx-image pull "$R/t/user:ids" >/dev/null
+	run --separate-stderr sbx-create -s s.json --image "$R/t/user:ids"
+	assert_success
+	run --separate-stderr sbx-exec -s s.json -- id -u
+	assert_success
+	assert_output 1000
+	run --separate-stderr sbx-exec -s s.json -- id -g
+	assert_output 1000
+	sbx-kill -s s.json >/dev/null
+	# A name: its uid, group, the groups that list it, its home; the
+	# start command (the image's Cmd) runs as it too.
+	sbx-image pull "$R/t/user:name" >/dev/null
+	run --separate-stderr sbx-create -s s.json --image "$R/t/user:name"
+	assert_success
+	run --separate-stderr sbx-exec -s s.json -- sh -c \
+	    'id -u; id -g; id -G; echo "$HOME"; ps -o user,args |
+	    grep -cx "app *sleep 600"'
+	assert_success
+	assert_output "1000
+1000
+1000 50
+/home/app
+1"
+	sbx-kill -s s.json >/dev/null
+}
+
+@test "an image whose User it does not know is refused at create: exit 2, nothing made" {
+	sbx-image pull "$R/t/user:nosuch" >/dev/null
+	before=$(sbx-ls -j | wc -l)
+	run --separate-stderr sbx-create -s s.json --image "$R/t/user:nosuch"
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: no user 'nosuch' in the image's /etc/passwd"
+	[ ! -e s.json ]
+	assert_equal "$(sbx-ls -j | wc -l)" "$before"
 }
 
 @test "the image's WorkingDir is the sandbox's and the state's (sbx-sync pushes there); -w wins" {

@@ -225,8 +225,16 @@ out:
 int
 sbx_image_config_of(const char *config_digest, json_t **config)
 {
-	char *root = sbx_image_root();
+	char *root;
 
+	/* The image this process looked up already (sbx-create's start
+	 * command after its create): its config read once. */
+	if (config_digest && last.u.config_digest && last.u.config &&
+	    !strcmp(config_digest, last.u.config_digest)) {
+		*config = json_incref(last.u.config);
+		return 0;
+	}
+	root = sbx_image_root();
 	*config = image_config(root, config_digest);
 	free(root);
 	return *config ? 0 : -1;

@@ -61,6 +61,7 @@ static struct {
 	char *workdir;
 	char **env;         /* the sandbox's environment for commands */
 	size_t nenv;
+	struct sbx_local_user user; /* the image's User */
 	struct run runs[MAX_EXECS];
 	int nruns;
 	struct lingerer lingers[MAX_EXECS];
@@ -118,6 +119,20 @@ read_config(void)
 			ag.nenv++;
 		ag.env[j] = sbx_xstrdup(s);
 	}
+	/* Who commands run as: set, uid, gid, then the groups. */
+	if (i < n || sbx_msg_get_u32(&m, &n) < 0 || (ag.user.set = !!n,
+	    sbx_msg_get_u32(&m, &ag.user.uid) < 0) ||
+	    sbx_msg_get_u32(&m, &ag.user.gid) < 0 ||
+	    sbx_msg_get_u32(&m, &ag.user.ngroups) < 0 ||
+	    ag.user.ngroups > SBX_LOCAL_NGROUPS) {
+		sbx_msg_release(&m);
+		return -1;
+	}
+	for (i = 0; i < ag.user.ngroups; i++)
+		if (sbx_msg_get_u32(&m, &ag.user.groups[i]) < 0) {
+			sbx_msg_release(&m);
+			return -1;
+		}
 	sbx_msg_release(&m);
 	close(FD_CONFIG);
 	return 0;
@@ -297,7 +312,7 @@ spawn_child(void *arg)
 		    r->cwd);
 		spawn_fail(sp, SBX_EX_EXECFAIL, what, errno);
 	}
-	if (sbx_local_harden() < 0)
+	if (sbx_local_harden(&ag.user) < 0)
 		spawn_fail(sp, SBX_EX_EXECFAIL, "cannot drop privileges", errno);
 	exec_path(sp, r->argv, r->env);
 	return 0;
@@ -512,14 +527,21 @@ session_end(struct session *se)
 	*se = ag.sess[--ag.nsess];
 }
 
+/* What an exec's process does before it execs: the image's user, no
+ * capabilities, the seccomp filter. */
+static int
+session_prep(void)
+{
+	return sbx_local_harden(&ag.user);
+}
+
 /* A new shell for se (its first, or after the last one ended). */
 static int
 session_shell(struct session *se, struct sbx_err *err)
 {
 	if (se->sh)
 		sbx_shell_free(se->sh);
-	se->sh = sbx_shell_new(NULL, ag.workdir, ag.env, sbx_local_harden,
-	    err);
+	se->sh = sbx_shell_new(NULL, ag.workdir, ag.env, session_prep, err);
 	return se->sh ? 0 : -1;
 }
 

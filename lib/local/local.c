@@ -377,6 +377,42 @@ check_image(const char *image, char **real, struct sbx_err *err)
 	return 0;
 }
 
+/* The image's User (its config's), checked now: a name the image does
+ * not know, or an id outside the sandbox's uid map, is bad input. */
+static int
+image_user(const char *image, const json_t *config, int rootless,
+    struct sbx_local_user *u, struct sbx_err *err)
+{
+	const char *spec = sbx_json_str(config, "User");
+	int fd, rc;
+
+	memset(u, 0, sizeof *u);
+	if (!spec || !*spec)
+		return 0;
+	if ((fd = open(image, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return sbx_err_set(err, SBX_EX_USAGE, "cannot open image '%s':",
+		    image);
+	rc = sbx_local_user_resolve(fd, spec, u, err);
+	close(fd);
+	if (rc < 0)
+		return -1;
+	/* Rootless, the map is sandbox root alone (and no setgroups). */
+	if (rootless && (u->uid || u->gid))
+		return sbx_err_set(err, SBX_EX_USAGE, "the image's user '%s' "
+		    "is not root, the only user of a rootless sandbox", spec);
+	if (rootless)
+		u->ngroups = 0;
+	if (u->uid >= SBX_UID_RANGE || u->gid >= SBX_UID_RANGE)
+		return sbx_err_set(err, SBX_EX_USAGE, "the image's user '%s' "
+		    "is outside the sandbox's %u ids", spec, SBX_UID_RANGE);
+	for (uint32_t i = 0; i < u->ngroups; i++)
+		if (u->groups[i] >= SBX_UID_RANGE)
+			return sbx_err_set(err, SBX_EX_USAGE, "the image's user "
+			    "'%s' has group %u, outside the sandbox's %u ids",
+			    spec, u->groups[i], SBX_UID_RANGE);
+	return 0;
+}
+
 /* Sandbox root mounts its overlay from paths under root: every directory
  * above must let others search it. */
 static int
@@ -436,7 +472,7 @@ const char *const sbx_local_ca_env[SBX_LOCAL_CA_ENV] = {
  * /etc/ssl/certs trust it. Before --env, which may replace them. */
 static int
 send_config(int fd, const struct sbx_spec *spec, const char *workdir, int ca,
-    const json_t *imgenv)
+    const json_t *imgenv, const struct sbx_local_user *u)
 {
 	struct sbx_buf b = SBX_BUF_INIT;
 	uint32_t n = 0, nbase, nimg = 0;
@@ -456,9 +492,16 @@ send_config(int fd, const struct sbx_spec *spec, const char *workdir, int ca,
 	nbase = ca ? SBX_LOCAL_CA_ENV : 0;
 	sbx_msg_put_u64(&b, spec->timeout);
 	sbx_msg_put_str(&b, workdir);
-	sbx_msg_put_u32(&b, n + 3 + nbase + nimg);
+	sbx_msg_put_u32(&b, n + 3 + nbase + nimg + !!u->set);
 	for (i = 0; i < 3; i++)
 		sbx_msg_put_str(&b, base[i]);
+	/* The image's user's home, as docker gives it (its Env may not). */
+	if (u->set) {
+		char *home = sbx_xasprintf("HOME=%s", u->home);
+
+		sbx_msg_put_str(&b, home);
+		free(home);
+	}
 	/* The image's own (its PATH over ours), then the CA's and --env. */
 	json_array_foreach(imgenv, i, v)
 		if (json_is_string(v) && strchr(json_string_value(v), '='))
@@ -467,6 +510,12 @@ send_config(int fd, const struct sbx_spec *spec, const char *workdir, int ca,
 		sbx_msg_put_str(&b, sbx_local_ca_env[i]);
 	for (i = 0; i < n; i++)
 		sbx_msg_put_str(&b, spec->env[i]);
+	sbx_msg_put_u32(&b, (uint32_t)u->set);
+	sbx_msg_put_u32(&b, u->uid);
+	sbx_msg_put_u32(&b, u->gid);
+	sbx_msg_put_u32(&b, u->ngroups);
+	for (i = 0; i < u->ngroups; i++)
+		sbx_msg_put_u32(&b, u->groups[i]);
 	rc = sbx_msg_send(fd, SBX_MSG_EXEC, b.data, b.len, NULL, 0);
 	/* Values of --env may be secrets: leave no copy in our heap. */
 	explicit_bzero(b.data, b.len);
@@ -545,6 +594,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	pid_t diskpid = -1;
 	int pidw = -1; /* where sbx-netd waits for the sandbox's pid */
 	struct sbx_image_use iu = {0};
+	struct sbx_local_user user = {0};
 	struct sbx_err ignored;
 
 	*ref = NULL;
@@ -588,7 +638,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		sbx_image_config_of(sbx_json_str(oldmeta, "image_config"),
 		    &iu.config);
 	}
-	if (!host && check_image(spec->image, &image, err) < 0) {
+	if (!host && (check_image(spec->image, &image, err) < 0 ||
+	    image_user(image, iu.config, rootless, &user, err) < 0)) {
 		free(image);
 		sbx_image_use_release(&iu);
 		return -1;
@@ -833,7 +884,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	i = spec->network == SBX_NET_ALLOW && access(p, F_OK) == 0;
 	free(p);
 	if ((!early && write(go[1], &c, 1) != 1) || send_config(cp[0],
-	    spec, workdir, i, json_object_get(iu.config, "Env")) < 0) {
+	    spec, workdir, i, json_object_get(iu.config, "Env"), &user) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
 		goto fail;
 	}

@@ -177,11 +177,31 @@ json_t *sbx_local_ports(const json_t *ref, unsigned port, unsigned host_port,
 int sbx_local_port_connect(const json_t *ref, unsigned port,
     struct sbx_err *err);
 
+/* --- user.c: the image's User ---------------------------------------- */
+
+#define SBX_LOCAL_NGROUPS 32
+
+/* Who the sandbox's commands run as (set 0: sandbox root, as ever). */
+struct sbx_local_user {
+	int set;
+	uint32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t groups[SBX_LOCAL_NGROUPS]; /* supplementary */
+	char home[256];                      /* its passwd entry's, or "/" */
+};
+
+/* spec (name, uid, name:group, uid:gid, ...) as docker reads an image's
+ * User, names through rootfd's etc/passwd and etc/group (resolved inside
+ * it); an unknown name is SBX_EX_USAGE. */
+int sbx_local_user_resolve(int rootfd, const char *spec,
+    struct sbx_local_user *u, struct sbx_err *err);
+
 /* --- seccomp.c and harden ------------------------------------------------ */
 
-/* Drop every capability, lock securebits, no_new_privs, the seccomp
- * denylist. For a command about to exec. */
-int sbx_local_harden(void);
+/* Become u (when set), then drop every capability, lock securebits,
+ * no_new_privs, the seccomp denylist. For a command about to exec: raw
+ * system calls only (it runs in the agent's memory). */
+int sbx_local_harden(const struct sbx_local_user *u);
 /* Only its seccomp filter (sbx-image's RUN steps). */
 int sbx_local_seccomp(void);
 

@@ -104,7 +104,7 @@ sbx_local_seccomp(void)
 }
 
 int
-sbx_local_harden(void)
+sbx_local_harden(const struct sbx_local_user *u)
 {
 	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct d[2] = {{0, 0, 0}, {0, 0, 0}};
@@ -120,6 +120,13 @@ sbx_local_harden(void)
 		if (prctl(PR_CAPBSET_DROP, cap) < 0)
 			return -1;
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	/* The image's user: its capabilities stay (no setuid fixup) until
+	 * capset clears them below. Groups first, while we may. */
+	if (u && u->set && ((u->ngroups && syscall(SYS_setgroups,
+	    (size_t)u->ngroups, u->groups) < 0) || syscall(SYS_setresgid,
+	    u->gid, u->gid, u->gid) < 0 || syscall(SYS_setresuid, u->uid,
+	    u->uid, u->uid) < 0))
+		return -1;
 	if (syscall(SYS_capset, &h, d) < 0)
 		return -1;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
