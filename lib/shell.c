@@ -35,6 +35,7 @@ struct sbx_shell {
 	int running;        /* a command was given and has not ended */
 	int completed;      /* it ended: code holds its status */
 	int dead;           /* the shell is gone (reset) */
+	int ready;          /* it said so: what it printed before is not kept */
 	int code;
 	char id[17];        /* the running command's */
 	struct sbx_buf out; /* its output since the last take */
@@ -50,7 +51,10 @@ static const char bash_setup[] =
 	"PROMPT_COMMAND='{ __sbx_rc=$?; if [ -n \"${__sbx_id-}\" ]; then "
 	"printf \"%s %s\\n\" \"$__sbx_id\" \"$__sbx_rc\" >&99; __sbx_id=; "
 	"fi; } 2>/dev/null'; declare -r PROMPT_COMMAND; PS1=; PS2=; "
-	"unset HISTFILE\n";
+	"unset HISTFILE; echo R >&99\n";
+/* sh says it is ready too: what it printed before (busybox's banner) is
+ * not a command's output. */
+static const char sh_setup[] = "echo R >&9\n";
 
 static void
 child(const char *path, int bash, int slave, int cmdr, int donew,
@@ -186,8 +190,8 @@ sbx_shell_new(const char *shell, const char *workdir, char *const env[],
 	s->done = dp[0];
 	fcntl(s->master, F_SETFL, O_NONBLOCK);
 	fcntl(s->done, F_SETFL, O_NONBLOCK);
-	if (s->bash && sbx_write_all(s->master, bash_setup,
-	    sizeof bash_setup - 1) < 0) {
+	if (sbx_write_all(s->master, s->bash ? bash_setup : sh_setup,
+	    s->bash ? sizeof bash_setup - 1 : sizeof sh_setup - 1) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start the shell:");
 		sbx_shell_free(s);
 		return NULL;
@@ -276,7 +280,8 @@ drain(struct sbx_shell *s)
 	while (s->master >= 0) {
 		n = read(s->master, buf, sizeof buf);
 		if (n > 0) {
-			keep(s, buf, (size_t)n);
+			if (s->ready)
+				keep(s, buf, (size_t)n);
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -295,6 +300,11 @@ done_line(struct sbx_shell *s, const char *l)
 	long v;
 	char *end;
 
+	if (!s->ready && !strcmp(l, "R")) {
+		drain(s);
+		s->ready = 1;
+		return;
+	}
 	if (!sp || (size_t)(sp - l) != strlen(s->id) ||
 	    strncmp(l, s->id, (size_t)(sp - l)) || !s->running)
 		return;
@@ -365,6 +375,29 @@ sbx_shell_settled(const struct sbx_shell *s)
 	return s->completed || s->dead;
 }
 
+/* A new shell's first command waits for it to be ready (a few ms; it
+ * has read nothing else yet), at most READY_MS. */
+#define READY_MS 10000
+static int
+wait_ready(struct sbx_shell *s)
+{
+	long long end = sbx_mono_ms() + READY_MS;
+	struct pollfd p[2];
+	size_t n;
+
+	while (!s->ready && !s->dead && s->done >= 0) {
+		long long left = end - sbx_mono_ms();
+
+		if (left <= 0)
+			return -1;
+		n = sbx_shell_pollfds(s, p);
+		if (poll(p, (nfds_t)n, (int)left) < 0 && errno != EINTR)
+			return -1;
+		sbx_shell_pump(s);
+	}
+	return s->ready ? 0 : -1;
+}
+
 int
 sbx_shell_command(struct sbx_shell *s, const char *cmd, struct sbx_err *err)
 {
@@ -379,6 +412,10 @@ sbx_shell_command(struct sbx_shell *s, const char *cmd, struct sbx_err *err)
 	}
 	if (s->running) {
 		sbx_err_set(err, SBX_EX_FAIL, "previous command is still running");
+		return -1;
+	}
+	if (!s->ready && wait_ready(s) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "the shell did not start");
 		return -1;
 	}
 	if (len >= CMD_MAX) {

@@ -194,6 +194,10 @@ new"
 1000 50
 /home/app
 1"
+	# A shell session (sbx-shell) is the image's user's too.
+	run --separate-stderr sbx-shell -s s.json 'id -u; echo "$HOME"'
+	assert_success
+	assert_equal "$(jq -r .output <<<"$output")" $'1000\n/home/app'
 	sbx-kill -s s.json >/dev/null
 }
 

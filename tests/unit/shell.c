@@ -271,6 +271,32 @@ plain_sh(void)
 	sbx_shell_free(s);
 }
 
+static void
+busybox_banner(void)
+{
+	char dir[] = "/tmp/sbx-shell-test.XXXXXX", sh[64];
+	struct sbx_shell *s;
+	json_t *o;
+
+	if (access("/bin/busybox", X_OK) < 0) {
+		printf("# no /bin/busybox\n");
+		CHECK(0);
+		return;
+	}
+	CHECK(mkdtemp(dir) != NULL);
+	snprintf(sh, sizeof sh, "%s/sh", dir);
+	CHECK(symlink("/bin/busybox", sh) == 0);
+	s = start_with(sh);
+	CHECK(s && !sbx_shell_is_bash(s));
+	/* Its banner ("BusyBox v1... built-in shell") came before. */
+	o = run(s, "echo first");
+	CHECK(!strcmp(str(o, "output"), "first\n"));
+	json_decref(o);
+	sbx_shell_free(s);
+	unlink(sh);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -290,6 +316,8 @@ main(void)
 		    "parent's", no_fd_leaks},
 		{"sh where there is no bash: state kept, the end told",
 		    plain_sh},
+		{"what a shell prints as it starts (busybox's banner) is no "
+		    "command's", busybox_banner},
 		{"set -xu, a background job: the end is still told; "
 		    "PROMPT_COMMAND is kept", set_options_and_jobs},
 	};
