@@ -110,7 +110,8 @@ TOOLS = $(CMDS:%=$(BIN)/%)
 REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.
 INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/msg.c lib/local/watch.c \
-	   lib/local/seccomp.c lib/buf.c lib/err.c lib/shell.c
+	   lib/local/seccomp.c lib/buf.c lib/err.c lib/shell.c \
+	   lib/local/sessions.c
 INIT_OBJ = $(INIT_SRC:%.c=$(BUILD)/init/%.o)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNITS = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)
@@ -205,6 +206,15 @@ $(BIN)/remote/sbx-image: $(BUILD)/cmd/sbx-image.o $(REMOTE_LINK)
 		-Wl,-u,sbx_docker_image_exists -Wl,-u,sbx_image_pull \
 		-Wl,-u,sbx_e2b_build -Wl,-u,sbx_e2b_template_exists \
 		-Wl,-u,sbx_image_build_local -Wl,-u,sbx_docker_pull -o $@ $^ \
+		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
+		$(REMOTE_LIBS) $(LDLIBS)
+
+# sbx-shell alone copies the agent into a docker or e2b sandbox (a tar:
+# libarchive, as sbx-create), lib/shellremote.c by its weak reference.
+$(BIN)/remote/sbx-shell: $(BUILD)/cmd/sbx-shell.o $(REMOTE_LINK)
+	@mkdir -p $(@D)
+	$(MSG) LD $@
+	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_shell_remote -o $@ $^ \
 		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
 		$(REMOTE_LIBS) $(LDLIBS)
 

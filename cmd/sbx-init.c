@@ -1,5 +1,8 @@
-/* sbx-init - PID 1 of a local sandbox; started by sbx-create, not by hand */
+/* sbx-init - PID 1 of a local sandbox; started by sbx-create, not by hand.
+ * In a sandbox of another backend, the server of its shell sessions
+ * (sbx-shell) and the client an exec of it runs. */
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "sbx.h"
@@ -7,6 +10,10 @@
 int
 main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "--shell-server"))
+		return sbx_local_shell_serve(argv[2]);
+	if (argc == 3 && !strcmp(argv[1], "--shell-call"))
+		return sbx_local_shell_client(argv[2]);
 	/* Run by hand, it would only wait on fds it does not have. */
 	if (getpid() != 1) {
 		fprintf(stderr, "sbx-init: the agent of a local sandbox; "

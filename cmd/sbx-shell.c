@@ -266,14 +266,12 @@ main(int argc, char **argv)
 	if (!(ref = sbx_ref_resolve(&t, &state, &err)))
 		sbx_die_err(&err);
 	sbx_flavour_pick(sbx_json_str(ref, "backend"));
-	if (!(be = sbx_backend_of(ref, &err))) {
+	if (!(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
+	    SBX_CAP_SHELL, &err) < 0 || (!be->ops->shell && sbx_err_set(&err,
+	    SBX_EX_FAIL, "this sbx-shell cannot reach '%s' sessions",
+	    be->name))) {
 		json_decref(ref);
 		sbx_die_err(&err);
-	}
-	if (!be->ops->shell) {
-		json_decref(ref);
-		sbx_die(SBX_EX_USAGE, "backend '%s' has no shell sessions",
-		    be->name);
 	}
 	rc = be->ops->shell(ref, &rq, &out, &err);
 	json_decref(ref);

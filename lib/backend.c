@@ -28,7 +28,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_STOP | SBX_CAP_FILES | SBX_CAP_IDLE |
 		    SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
-		    SBX_CAP_DISK,
+		    SBX_CAP_DISK | SBX_CAP_SHELL,
 		/* On this machine compression only costs time. */
 		.compress = SBX_COMPRESS_NONE,
 		/* The CPU time it uses, priced as E2B prices a vCPU-second
@@ -48,7 +48,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_PULL | SBX_CAP_SUSPEND | SBX_CAP_STOP |
 		    SBX_CAP_FILES | SBX_CAP_NAME | SBX_CAP_KEEP |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
-		    SBX_CAP_DISK,
+		    SBX_CAP_DISK | SBX_CAP_SHELL,
 		.compress = SBX_COMPRESS_GZIP,
 		.cpu_second_default = SBX_E2B_VCPU_SECOND,
 		.ops = REMOTE(sbx_docker_ops),
@@ -62,7 +62,8 @@ static const struct sbx_backend backends[] = {
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
 		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES |
-		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_DISK,
+		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_DISK |
+		    SBX_CAP_SHELL,
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.template_sized = 1,
@@ -166,6 +167,7 @@ static const struct {
 	{SBX_CAP_PUBLISH, "publish", "publish ports (--port, sbx-port "
 	    "HOSTPORT:PORT)"},
 	{SBX_CAP_DISK, "disk", "limit what a sandbox writes (--disk)"},
+	{SBX_CAP_SHELL, "shell", "persistent shell sessions (sbx-shell)"},
 };
 
 int

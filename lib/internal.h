@@ -350,4 +350,20 @@ extern const struct sbx_backend_ops sbx_e2b_ops;
 
 extern const struct sbx_backend_ops sbx_local_ops;
 
+/* --- shell sessions (sbx-shell) across backends -------------------------- */
+
+struct sbx_msg;
+/* A call as the agent's SBX_MSG_SHELL carries it. */
+void sbx_shell_frame(struct sbx_buf *b, const struct sbx_shell_req *rq);
+/* The agent's SBX_MSG_SHELLREP as the shell op's *out (and err). */
+int sbx_shell_answer(struct sbx_msg *m, const char *op, json_t **out,
+    struct sbx_err *err);
+/* The shell op of a backend without our agent as PID 1 (shellremote.c;
+ * weak, as libarchive is: only sbx-shell links it, and the other tools'
+ * ops have none). */
+__attribute__((weak)) int sbx_shell_remote(const json_t *ref,
+    const struct sbx_shell_req *rq, json_t **out, struct sbx_err *err);
+/* The static sbx-init binary of this installation, opened; -1 with err. */
+int sbx_local_init_open(struct sbx_err *err);
+
 #endif

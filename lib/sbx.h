@@ -600,6 +600,7 @@ enum {
 	SBX_CAP_PUBLISH = 1 << 19,   /* sbx-create --port, sbx-port PORT
 	                              * publishing more on the host */
 	SBX_CAP_DISK = 1 << 20,      /* sbx-create --disk (i20-disk) */
+	SBX_CAP_SHELL = 1 << 21,     /* sbx-shell's sessions */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that
@@ -911,5 +912,11 @@ json_t *sbx_start_image_argv(const json_t *config);
 const char *sbx_local_root(void);
 /* The agent's main(): PID 1 of a local sandbox (sbx-init). */
 int sbx_local_init_main(int argc, char **argv);
+/* sbx-init --shell-server PATH: the shell sessions of a sandbox of
+ * another backend on a unix socket; --shell-call PATH: one call, its
+ * SBX_MSG_SHELL frame on stdin, the answer's frame on stdout. Exit
+ * statuses. */
+int sbx_local_shell_serve(const char *path);
+int sbx_local_shell_client(const char *path);
 
 #endif

@@ -52,9 +52,15 @@ static const char bash_setup[] =
 	"printf \"%s %s\\n\" \"$__sbx_id\" \"$__sbx_rc\" >&99; __sbx_id=; "
 	"fi; } 2>/dev/null'; declare -r PROMPT_COMMAND; PS1=; PS2=; "
 	"unset HISTFILE; echo R >&99\n";
-/* sh says it is ready too: what it printed before (busybox's banner) is
- * not a command's output. */
-static const char sh_setup[] = "echo R >&9\n";
+/* sh has no PROMPT_COMMAND: it runs this loop, not interactive (no job
+ * control, no banner), its commands in its own process group, so that a
+ * ^C reaches them and the trapped shell goes on to tell their end. A
+ * command comes as "ID LENGTH\n" and its bytes on fd 8. */
+static const char sh_loop[] =
+	"trap : INT; echo R >&9; "
+	"while IFS=' ' read -r __sbx_id __sbx_n <&8; do "
+	"__sbx_c=$(head -c \"$__sbx_n\" <&8); eval \"$__sbx_c\"; "
+	"printf '%s %s\\n' \"$__sbx_id\" \"$?\" >&9; done";
 
 static void
 child(const char *path, int bash, int slave, int cmdr, int donew,
@@ -93,8 +99,11 @@ child(const char *path, int bash, int slave, int cmdr, int donew,
 		argv[i++] = "--noprofile";
 		argv[i++] = "--norc";
 		argv[i++] = "--noediting";
+		argv[i++] = "-i";
+	} else {
+		argv[i++] = "-c";
+		argv[i++] = (char *)sh_loop;
 	}
-	argv[i++] = "-i";
 	argv[i] = NULL;
 	execve(path, argv, env);
 	_exit(127);
@@ -190,8 +199,8 @@ sbx_shell_new(const char *shell, const char *workdir, char *const env[],
 	s->done = dp[0];
 	fcntl(s->master, F_SETFL, O_NONBLOCK);
 	fcntl(s->done, F_SETFL, O_NONBLOCK);
-	if (sbx_write_all(s->master, s->bash ? bash_setup : sh_setup,
-	    s->bash ? sizeof bash_setup - 1 : sizeof sh_setup - 1) < 0) {
+	if (s->bash && sbx_write_all(s->master, bash_setup,
+	    sizeof bash_setup - 1) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot start the shell:");
 		sbx_shell_free(s);
 		return NULL;
@@ -438,15 +447,14 @@ sbx_shell_command(struct sbx_shell *s, const char *cmd, struct sbx_err *err)
 		n = snprintf(line, sizeof line, "__sbx_id=%s; IFS= read -r -d '' "
 		    "-u %d __sbx_c; eval \"$__sbx_c\"\n", s->id, FD_CMD);
 	else
-		/* sh has no PROMPT_COMMAND: the line itself tells the end,
-		 * which an interrupt skips (its end is then unknown). */
-		n = snprintf(line, sizeof line, "eval \"$(head -c %zu <&%d)\"; "
-		    "printf '%s %%s\\n' $? >&%d\n", len, SH_FD_CMD, s->id,
-		    SH_FD_DONE);
+		n = snprintf(line, sizeof line, "%s %zu\n", s->id, len);
 	if (n < 0 || (size_t)n >= sizeof line)
 		abort();
-	if (sbx_write_all(s->cmd, cmd, len + (s->bash ? 1 : 0)) < 0 ||
-	    sbx_write_all(s->master, line, (size_t)n) < 0) {
+	/* bash: the command on its pipe, the line typed; sh: both on the
+	 * pipe, the line first. */
+	if ((!s->bash && sbx_write_all(s->cmd, line, (size_t)n) < 0) ||
+	    sbx_write_all(s->cmd, cmd, len + (s->bash ? 1 : 0)) < 0 ||
+	    (s->bash && sbx_write_all(s->master, line, (size_t)n) < 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot give the shell its "
 		    "command:");
 		return -1;

@@ -682,4 +682,5 @@ const struct sbx_backend_ops sbx_docker_ops = {
 	.ports = sbx_docker_ports,
 	.answers = sbx_docker_answers,
 	.image_cmd = docker_image_cmd,
+	.shell = sbx_shell_remote,
 };

@@ -399,6 +399,7 @@ e2b_resume(json_t *ref, struct sbx_err *err)
 const struct sbx_backend_ops sbx_e2b_ops = {
 	.create = e2b_create,
 	.exec = sbx_e2b_exec,
+	.shell = sbx_shell_remote,
 	.kill = e2b_kill,
 	.info = e2b_info,
 	.pause = e2b_pause,

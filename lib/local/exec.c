@@ -480,68 +480,6 @@ out:
 int sbx_local_shell(const json_t *ref, const struct sbx_shell_req *rq,
     json_t **out, struct sbx_err *err);
 
-/* The answer of the agent's sessions (lib/local/init.c, shell_reply). */
-static int
-shell_answer(struct sbx_msg *m, const char *op, json_t **out,
-    struct sbx_err *err)
-{
-	const char *msg, *name, *status, *data, *shell;
-	uint32_t code, n, i, ec, trunc, bash;
-	struct sbx_shell_out o = {SBX_BUF_INIT, NULL, -1, 0};
-	size_t len;
-
-	if (sbx_msg_get_u32(m, &code) < 0)
-		goto bad;
-	if (!strcmp(op, "list") && !code) {
-		if (sbx_msg_get_u32(m, &n) < 0)
-			goto bad;
-		*out = json_array();
-		for (i = 0; i < n; i++) {
-			name = sbx_msg_get_str(m);
-			status = sbx_msg_get_str(m);
-			shell = sbx_msg_get_str(m);
-			if (!name || !status || !shell ||
-			    sbx_msg_get_u32(m, &ec) < 0)
-				goto bad;
-			json_array_append_new(*out, json_pack("{s:s,s:s,s:s,s:b}",
-			    "session", name, "status", status, "shell", shell,
-			    "waiting", ec));
-		}
-		return 0;
-	}
-	if (!(msg = sbx_msg_get_str(m)) || !(name = sbx_msg_get_str(m)) ||
-	    !(status = sbx_msg_get_str(m)) || sbx_msg_get_u32(m, &ec) < 0 ||
-	    sbx_msg_get_u32(m, &trunc) < 0 || sbx_msg_get_u32(m, &bash) < 0 ||
-	    !(data = sbx_msg_get_bytes(m, &len)))
-		goto bad;
-	if (code) {
-		if (*name)
-			*out = json_pack("{s:s,s:s,s:s}", "error", msg, "session",
-			    name, "status", status);
-		return sbx_err_set(err, (int)code, "%s", msg);
-	}
-	if (!strcmp(status, "closed")) {
-		*out = json_pack("{s:s,s:s}", "session", name, "status", status);
-		return 0;
-	}
-	o.output.data = (char *)data;
-	o.output.len = len;
-	o.status = status;
-	o.exit_code = ec ? (int)ec - 1 : -1;
-	o.truncated = !!trunc;
-	if (!(*out = sbx_shell_out_json(&o)))
-		goto bad;
-	json_object_set_new(*out, "session", json_string(name));
-	if (!bash)
-		json_object_set_new(*out, "shell", json_string("sh"));
-	return 0;
-bad:
-	json_decref(*out);
-	*out = NULL;
-	return sbx_err_set(err, SBX_EX_FAIL, "malformed answer from the "
-	    "sandbox's agent");
-}
-
 int
 sbx_local_shell(const json_t *ref, const struct sbx_shell_req *rq,
     json_t **out, struct sbx_err *err)
@@ -556,26 +494,21 @@ sbx_local_shell(const json_t *ref, const struct sbx_shell_req *rq,
 	if (!(dir = sandbox_dir(ref, err)))
 		return -1;
 	if (paused(dir)) {
-		sbx_err_set(err, SBX_EX_FAIL, "sandbox '%s' is %s: resume it "
-		    "first (sbx-pause --resume)", id, paused_as(dir));
+		sbx_xs_paused(err, id, paused_as(dir));
 		goto out;
 	}
 	if ((sock = sbx_local_connect(dir)) < 0) {
 		not_running(dir, id, err);
 		goto out;
 	}
-	sbx_msg_put_str(&b, rq->session);
-	sbx_msg_put_str(&b, rq->op);
-	sbx_msg_put_bytes(&b, rq->data, rq->data ? rq->len : 0);
-	sbx_msg_put_u32(&b, rq->wait_ms);
-	sbx_msg_put_u32(&b, (uint32_t)rq->limit);
+	sbx_shell_frame(&b, rq);
 	if (sbx_msg_send(sock, SBX_MSG_SHELL, b.data, b.len, NULL, 0) < 0 ||
 	    sbx_msg_recv(sock, &m) <= 0 || m.type != SBX_MSG_SHELLREP) {
 		sbx_err_set(err, SBX_EX_FAIL, "lost the connection to the "
 		    "sandbox");
 		goto out;
 	}
-	rc = shell_answer(&m, rq->op, out, err);
+	rc = sbx_shell_answer(&m, rq->op, out, err);
 out:
 	sbx_msg_release(&m);
 	sbx_buf_release(&b);

@@ -44,19 +44,7 @@ struct lingerer {
 	long long deadline;
 };
 
-/* A shell session (sbx-shell) and the call that waits on it. */
-#define MAX_SESSIONS 64
-struct session {
-	char *name;
-	struct sbx_shell *sh;
-	int sock;           /* the waiting call, or -1 */
-	long long deadline; /* monotonic ms: its answer is due */
-	size_t limit;
-};
-
 static struct {
-	struct session sess[MAX_SESSIONS];
-	int nsess;
 	uint64_t timeout;   /* idle seconds, 0: none */
 	char *workdir;
 	char **env;         /* the sandbox's environment for commands */
@@ -462,232 +450,12 @@ client_msg(int i)
 	sbx_msg_release(&in);
 }
 
-/* --- shell sessions (sbx-shell) ------------------------------------------ */
-
-/* SBX_MSG_SHELLREP: u32 error code (0: none), str error, str session,
- * str status, u32 exit code + 1 (0: none), u32 truncated, u32 bash,
- * bytes output; a list: code 0, then u32 n and n (name, status, shell,
- * u32 a call waiting). */
-static void
-shell_reply(int sock, uint32_t code, const char *msg, const char *name,
-    const char *status, const struct sbx_shell_out *o, int bash)
-{
-	struct sbx_buf b = SBX_BUF_INIT;
-
-	sbx_msg_put_u32(&b, code);
-	sbx_msg_put_str(&b, msg);
-	sbx_msg_put_str(&b, name);
-	sbx_msg_put_str(&b, o ? o->status : status);
-	sbx_msg_put_u32(&b, o && o->exit_code >= 0 ?
-	    (uint32_t)o->exit_code + 1 : 0);
-	sbx_msg_put_u32(&b, o ? (uint32_t)o->truncated : 0);
-	sbx_msg_put_u32(&b, (uint32_t)bash);
-	sbx_msg_put_bytes(&b, o ? o->output.data : NULL, o ? o->output.len :
-	    0);
-	sbx_msg_send(sock, SBX_MSG_SHELLREP, b.data, b.len, NULL, 0);
-	sbx_buf_release(&b);
-	close(sock);
-}
-
-static const char *
-session_status(const struct session *se)
-{
-	return sbx_shell_dead(se->sh) ? "reset" : sbx_shell_running(se->sh) ?
-	    "running" : "idle";
-}
-
-/* An error answer: code as sbx-shell exits with it; the session's
- * status with it when the call reached one. */
-static void
-shell_error(int sock, int code, const char *msg, const struct session *se)
-{
-	shell_reply(sock, (uint32_t)code, msg, se ? se->name : "",
-	    se ? session_status(se) : "", NULL, se ? sbx_shell_is_bash(se->sh) :
-	    0);
-}
-
-static struct session *
-session_find(const char *name)
-{
-	int i;
-
-	for (i = 0; i < ag.nsess; i++)
-		if (!strcmp(ag.sess[i].name, name))
-			return &ag.sess[i];
-	return NULL;
-}
-
-static void
-session_end(struct session *se)
-{
-	if (se->sock >= 0)
-		shell_error(se->sock, SBX_EX_FAIL, "the session was closed", NULL);
-	sbx_shell_free(se->sh);
-	free(se->name);
-	*se = ag.sess[--ag.nsess];
-}
-
-/* What an exec's process does before it execs: the image's user, no
- * capabilities, the seccomp filter. */
+/* A session's shell, before it execs: as an exec's command (the image's
+ * user, no capabilities, the seccomp filter). */
 static int
 session_prep(void)
 {
 	return sbx_local_harden(&ag.user);
-}
-
-/* A new shell for se (its first, or after the last one ended). */
-static int
-session_shell(struct session *se, struct sbx_err *err)
-{
-	if (se->sh)
-		sbx_shell_free(se->sh);
-	se->sh = sbx_shell_new(NULL, ag.workdir, ag.env, session_prep, err);
-	return se->sh ? 0 : -1;
-}
-
-/* The answer to the call waiting on se, when it is due. */
-static void
-session_answer(struct session *se)
-{
-	struct sbx_shell_out o;
-
-	if (se->sock < 0 || (!sbx_shell_settled(se->sh) &&
-	    sbx_mono_ms() < se->deadline))
-		return;
-	sbx_shell_take(se->sh, se->limit, &o);
-	shell_reply(se->sock, 0, "", se->name, NULL, &o,
-	    sbx_shell_is_bash(se->sh));
-	sbx_buf_release(&o.output);
-	se->sock = -1;
-	touch();
-}
-
-static void
-shell_list(int sock)
-{
-	struct sbx_buf b = SBX_BUF_INIT;
-	int i;
-
-	sbx_msg_put_u32(&b, 0);
-	sbx_msg_put_u32(&b, (uint32_t)ag.nsess);
-	for (i = 0; i < ag.nsess; i++) {
-		sbx_msg_put_str(&b, ag.sess[i].name);
-		sbx_msg_put_str(&b, session_status(&ag.sess[i]));
-		sbx_msg_put_str(&b, sbx_shell_is_bash(ag.sess[i].sh) ? "bash" :
-		    "sh");
-		sbx_msg_put_u32(&b, ag.sess[i].sock >= 0);
-	}
-	sbx_msg_send(sock, SBX_MSG_SHELLREP, b.data, b.len, NULL, 0);
-	sbx_buf_release(&b);
-	close(sock);
-}
-
-/* One call (SBX_MSG_SHELL: str session, str op, bytes data, u32 wait_ms,
- * u32 limit; op one of command, input, signal, read, close, list): the
- * answer once the command settles or wait_ms has passed. */
-static void
-shell_call(int sock, struct sbx_msg *m)
-{
-	const char *name = sbx_msg_get_str(m), *op = sbx_msg_get_str(m), *data;
-	struct sbx_err err = {0};
-	struct session *se;
-	uint32_t wait = 0, limit = 0;
-	size_t len = 0;
-	char *cmd = NULL;
-	int rc = 0;
-
-	data = sbx_msg_get_bytes(m, &len);
-	if (!name || !op || !data || sbx_msg_get_u32(m, &wait) < 0 ||
-	    sbx_msg_get_u32(m, &limit) < 0 || wait > SBX_SHELL_WAIT_MAX ||
-	    limit > SBX_SHELL_LIMIT_MAX) {
-		shell_error(sock, SBX_EX_USAGE, "malformed shell request", NULL);
-		return;
-	}
-	if (!strcmp(op, "list")) {
-		shell_list(sock);
-		return;
-	}
-	se = session_find(name);
-	if (!se && strcmp(op, "command")) {
-		char msg[300];
-
-		snprintf(msg, sizeof msg, "no session '%s'", name);
-		shell_error(sock, SBX_EX_FAIL, msg, NULL);
-		return;
-	}
-	if (se && se->sock >= 0) {
-		/* Two calls at once would take each other's output. */
-		shell_error(sock, SBX_EX_FAIL, "another call is waiting on this "
-		    "session", se);
-		return;
-	}
-	if (!strcmp(op, "close")) {
-		shell_reply(sock, 0, "", se->name, "closed", NULL,
-		    sbx_shell_is_bash(se->sh));
-		session_end(se);
-		return;
-	}
-	if (!se) {
-		if (ag.nsess == MAX_SESSIONS) {
-			shell_error(sock, SBX_EX_FAIL, "too many sessions", NULL);
-			return;
-		}
-		se = &ag.sess[ag.nsess++];
-		*se = (struct session){sbx_xstrdup(name), NULL, -1, 0, 0};
-		if (session_shell(se, &err) < 0) {
-			shell_error(sock, SBX_EX_FAIL, err.msg, NULL);
-			session_end(se);
-			return;
-		}
-	}
-	if (!strcmp(op, "command")) {
-		/* The last shell ended (its call said "reset"): a fresh one. */
-		if (sbx_shell_dead(se->sh) && session_shell(se, &err) < 0) {
-			shell_error(sock, SBX_EX_FAIL, err.msg, NULL);
-			session_end(se);
-			return;
-		}
-		if (memchr(data, '\0', len)) {
-			rc = sbx_err_set(&err, SBX_EX_USAGE, "a command cannot "
-			    "hold a NUL byte");
-		} else {
-			cmd = sbx_xmalloc(len + 1);
-			memcpy(cmd, data, len);
-			cmd[len] = '\0';
-			rc = sbx_shell_command(se->sh, cmd, &err);
-			free(cmd);
-		}
-	} else if (!strcmp(op, "input")) {
-		rc = sbx_shell_input(se->sh, data, len, &err);
-	} else if (!strcmp(op, "signal")) {
-		rc = sbx_shell_interrupt(se->sh, &err);
-	} else if (strcmp(op, "read")) {
-		rc = sbx_err_set(&err, SBX_EX_USAGE, "unknown shell operation");
-	} else if (!sbx_shell_running(se->sh) && !sbx_shell_settled(se->sh)) {
-		rc = sbx_err_set(&err, SBX_EX_FAIL, "no command is running");
-	}
-	if (rc < 0) {
-		shell_error(sock, err.code, err.msg, se);
-		return;
-	}
-	se->sock = sock;
-	se->deadline = sbx_mono_ms() + wait;
-	se->limit = limit ? limit : SBX_SHELL_LIMIT_DEFAULT;
-	sbx_shell_pump(se->sh);
-	session_answer(se);
-	touch();
-}
-
-/* A session's command running keeps the sandbox from idling out. */
-static int
-sessions_busy(void)
-{
-	int i;
-
-	for (i = 0; i < ag.nsess; i++)
-		if (ag.sess[i].sock >= 0 || sbx_shell_running(ag.sess[i].sh))
-			return 1;
-	return 0;
 }
 
 /* --- the agent ----------------------------------------------------------- */
@@ -738,9 +506,7 @@ resumed(long long ms)
 			ag.runs[i].deadline += ms;
 	for (i = 0; i < ag.nlingers; i++)
 		ag.lingers[i].deadline += ms;
-	for (i = 0; i < ag.nsess; i++)
-		if (ag.sess[i].sock >= 0)
-			ag.sess[i].deadline += ms;
+	sbx_sess_resumed(ms);
 }
 
 static void
@@ -761,7 +527,7 @@ serve(int sock)
 	if (m.type == SBX_MSG_EXEC) {
 		start_exec(sock, &m);
 	} else if (m.type == SBX_MSG_SHELL) {
-		shell_call(sock, &m);
+		sbx_sess_call(sock, &m);
 	} else {
 		if (m.type == SBX_MSG_INFO)
 			reply_info(sock);
@@ -798,11 +564,7 @@ reap(void)
 				end_run(i, status);
 				break;
 			}
-		for (i = 0; i < ag.nsess; i++)
-			if (sbx_shell_pid(ag.sess[i].sh) == si.si_pid) {
-				sbx_shell_reaped(ag.sess[i].sh);
-				session_answer(&ag.sess[i]);
-			}
+		sbx_sess_reaped(si.si_pid);
 	}
 	return 1;
 }
@@ -842,11 +604,9 @@ next_wait(int *expired)
 			ms = left;
 		}
 	}
-	for (i = 0; i < ag.nsess; i++)
-		if (ag.sess[i].sock >= 0 && (left = ag.sess[i].deadline - now,
-		    ms < 0 || left < ms))
-			ms = left < 0 ? 0 : left;
-	if (ag.timeout && !ag.nruns && !sessions_busy()) {
+	if ((left = sbx_sess_next(now)) >= 0 && (ms < 0 || left < ms))
+		ms = left;
+	if (ag.timeout && !ag.nruns && !sbx_sess_busy()) {
 		left = (long long)ag.timeout * 1000 - (now - ag.last_mono);
 		if (left <= 0)
 			*expired = 1;
@@ -859,7 +619,7 @@ next_wait(int *expired)
 int
 sbx_local_init_main(int argc, char **argv)
 {
-	struct pollfd p[3 + MAX_EXECS + 2 * MAX_SESSIONS];
+	struct pollfd p[3 + MAX_EXECS + 2 * SBX_SESS_MAX];
 	size_t np;
 	sigset_t mask;
 	int sfd, wfd, null, ms, expired, i, n, wpoll, more = 0;
@@ -873,6 +633,7 @@ sbx_local_init_main(int argc, char **argv)
 		logmsg("%s", "cannot read the configuration");
 		return 1;
 	}
+	sbx_sess_setup(ag.workdir, ag.env, session_prep, touch);
 	if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
 		dup2(null, 0);
 		dup2(null, 1);
@@ -922,16 +683,12 @@ sbx_local_init_main(int argc, char **argv)
 		for (i = 0; i < n; i++)
 			p[3 + i] = (struct pollfd){ag.runs[i].sock, POLLIN, 0};
 		np = (size_t)(3 + n);
-		for (i = 0; i < ag.nsess; i++)
-			np += sbx_shell_pollfds(ag.sess[i].sh, p + np);
+		np += sbx_sess_pollfds(p + np);
 		if (poll(p, (nfds_t)np, ms) < 0)
 			continue;
 		/* What the shells wrote, kept for the next call; the calls
 		 * whose answer is due. */
-		for (i = 0; i < ag.nsess; i++) {
-			sbx_shell_pump(ag.sess[i].sh);
-			session_answer(&ag.sess[i]);
-		}
+		sbx_sess_pump();
 		if (p[2].revents & POLLIN) {
 			sbx_watch_read();
 			wnext = sbx_mono_ms() + WATCH_MS;

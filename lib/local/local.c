@@ -35,8 +35,8 @@ static int paused_how(const char *dir, long long *when);
 
 /* The sbx-init binary: beside our own, or one up (the remote flavour's
  * bin/remote/ and libexec/sbx/remote/), or in ../libexec/sbx/. */
-static int
-open_init(struct sbx_err *err)
+int
+sbx_local_init_open(struct sbx_err *err)
 {
 	static const char *const where[] = {"sbx-init", "../sbx-init",
 	    "../libexec/sbx/sbx-init"};
@@ -644,7 +644,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		sbx_image_use_release(&iu);
 		return -1;
 	}
-	if ((s.init_fd = open_init(err)) < 0)
+	if ((s.init_fd = sbx_local_init_open(err)) < 0)
 		goto out;
 	if (sbx_mkdirs(root, rootless ? 0700 : 0711, err) < 0)
 		goto out;

@@ -57,6 +57,29 @@ void sbx_watch_read(void);
  * the directory to be listed). */
 void sbx_watch_reply(int sock, struct sbx_msg *m);
 
+/* --- sessions.c: the shell sessions an agent keeps (sbx-shell) ---------- */
+
+#define SBX_SESS_MAX 64
+struct pollfd;
+/* Their shells start in workdir with env, prep run in each before it
+ * execs; activity, when not NULL, is called on each call answered. */
+void sbx_sess_setup(const char *workdir, char **env, int (*prep)(void),
+    void (*activity)(void));
+/* A SBX_MSG_SHELL on sock (which it takes). */
+void sbx_sess_call(int sock, struct sbx_msg *m);
+/* The fds to poll: at most 2 * SBX_SESS_MAX. */
+size_t sbx_sess_pollfds(struct pollfd *p);
+/* Take in what the shells wrote; answer the calls that are due. */
+void sbx_sess_pump(void);
+/* 1 when pid was a session's shell. */
+int sbx_sess_reaped(pid_t pid);
+/* Milliseconds until a call's answer is due, -1 for none. */
+long long sbx_sess_next(long long now);
+/* A call waits, or a command runs. */
+int sbx_sess_busy(void);
+/* Frozen for ms: the calls' deadlines move with it. */
+void sbx_sess_resumed(long long ms);
+
 /* --- paths.c: where sandboxes live --------------------------------------- */
 
 const char *sbx_local_root(void);

@@ -254,6 +254,33 @@ no_fd_leaks(void)
 	sbx_shell_free(s);
 }
 
+/* Input to a command, an interrupt that ends it, and the shell goes on:
+ * sh as bash. */
+static void
+sh_interrupt(struct sbx_shell *s)
+{
+	struct sbx_err err;
+	json_t *o;
+
+	CHECK(sbx_shell_command(s, "read -r a; echo \"got $a\"; sleep 30",
+	    &err) == 0);
+	o = wait_take(s, 200, 1 << 20);
+	CHECK(!strcmp(str(o, "status"), "running"));
+	json_decref(o);
+	CHECK(sbx_shell_input(s, "hi\n", 3, &err) == 0);
+	o = wait_take(s, 500, 1 << 20);
+	CHECK(!strcmp(str(o, "output"), "got hi\n"));
+	json_decref(o);
+	CHECK(sbx_shell_interrupt(s, &err) == 0);
+	o = wait_take(s, 5000, 1 << 20);
+	CHECK(!strcmp(str(o, "status"), "completed"));
+	CHECK(code(o) == 130);
+	json_decref(o);
+	o = run(s, "echo after");
+	CHECK(!strcmp(str(o, "output"), "after\n") && code(o) == 0);
+	json_decref(o);
+}
+
 static void
 plain_sh(void)
 {
@@ -268,6 +295,7 @@ plain_sh(void)
 	CHECK(!strcmp(str(o, "output"), "/usr\n1\n1111 0\n"));
 	CHECK(code(o) == 6);
 	json_decref(o);
+	sh_interrupt(s);
 	sbx_shell_free(s);
 }
 
@@ -292,6 +320,7 @@ busybox_banner(void)
 	o = run(s, "echo first");
 	CHECK(!strcmp(str(o, "output"), "first\n"));
 	json_decref(o);
+	sh_interrupt(s);
 	sbx_shell_free(s);
 	unlink(sh);
 	rmdir(dir);
@@ -314,10 +343,11 @@ main(void)
 		{"a shell that exits is reset", exit_is_reset},
 		{"the shell has its terminal and two pipes, nothing of its "
 		    "parent's", no_fd_leaks},
-		{"sh where there is no bash: state kept, the end told",
+		{"sh where there is no bash: state kept, the end told, an "
+		    "interrupt too",
 		    plain_sh},
-		{"what a shell prints as it starts (busybox's banner) is no "
-		    "command's", busybox_banner},
+		{"busybox's sh: nothing of its own in the output, input and "
+		    "an interrupt as bash", busybox_banner},
 		{"set -xu, a background job: the end is still told; "
 		    "PROMPT_COMMAND is kept", set_options_and_jobs},
 	};

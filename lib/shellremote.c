@@ -1,0 +1,254 @@
+/* shellremote.c - sbx-shell on a backend whose sandboxes do not run our
+ * agent as PID 1 (docker, e2b): the static sbx-init is copied into the
+ * sandbox once, started there as the sessions' server, and each call is
+ * an exec of its client, through the backend contract alone */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "internal.h"
+#include "local/local.h"
+
+#define RDIR "/tmp/.sbx-shell"
+#define RBIN RDIR "/sbx-init"
+#define RSOCK RDIR "/sock"
+
+/* The agent into RDIR of the sandbox, as one tar through its files. */
+static int
+upload(const json_t *ref, struct sbx_err *err)
+{
+	const struct sbx_files *f = sbx_files_of(ref, err);
+	struct archive *a = NULL;
+	struct archive_entry *e = NULL;
+	struct sbx_job job;
+	struct stat st;
+	char buf[65536];
+	ssize_t n;
+	int in, fd = -1, rc = -1;
+
+	if (!f)
+		return -1;
+	if ((in = sbx_local_init_open(err)) < 0)
+		return -1;
+	if (fstat(in, &st) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot read the agent:");
+		goto out;
+	}
+	if (f->put_archive(ref, "/tmp", &fd, &job, err) < 0)
+		goto out;
+	a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	if (archive_write_open_fd(a, fd) != ARCHIVE_OK)
+		goto bad;
+	e = archive_entry_new();
+	archive_entry_set_pathname(e, ".sbx-shell");
+	archive_entry_set_filetype(e, AE_IFDIR);
+	archive_entry_set_perm(e, 0700);
+	if (archive_write_header(a, e) < ARCHIVE_WARN)
+		goto bad;
+	archive_entry_clear(e);
+	archive_entry_set_pathname(e, ".sbx-shell/sbx-init");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0755);
+	archive_entry_set_size(e, st.st_size);
+	if (archive_write_header(a, e) < ARCHIVE_WARN)
+		goto bad;
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (archive_write_data(a, buf, (size_t)n) != n)
+			goto bad;
+	if (n < 0 || archive_write_close(a) != ARCHIVE_OK)
+		goto bad;
+	close(fd);
+	fd = -1;
+	rc = sbx_job_wait(&job, err);
+	goto out;
+bad:
+	sbx_err_set(err, SBX_EX_FAIL, "cannot copy the agent into the "
+	    "sandbox: %s", archive_error_string(a) ? archive_error_string(a) :
+	    strerror(errno));
+	if (fd >= 0) {
+		close(fd);
+		fd = -1;
+		sbx_job_wait(&job, NULL);
+	}
+out:
+	if (e)
+		archive_entry_free(e);
+	if (a)
+		archive_write_free(a);
+	if (fd >= 0)
+		close(fd);
+	close(in);
+	return rc;
+}
+
+/* One exec of argv, its stdin the bytes of in (when not NULL), its
+ * output captured; its exit code, or -1 with err. */
+static int
+run(const struct sbx_backend *be, const json_t *ref, char *const argv[],
+    const struct sbx_buf *in, uint64_t timeout_ms,
+    struct sbx_exec_result *r, struct sbx_err *err)
+{
+	struct sbx_exec_opts o = {.capture = 1, .max_output = 4u * SBX_MSG_MAX};
+	int saved = -1, mfd = -1, rc;
+
+	memset(r, 0, sizeof *r);
+	o.timeout_ms = timeout_ms;
+	if (in) {
+		/* Our stdin for the exec's: a file of the bytes. */
+		if ((mfd = memfd_create("sbx-shell", MFD_CLOEXEC)) < 0 ||
+		    sbx_write_all(mfd, in->data, in->len) < 0 ||
+		    lseek(mfd, 0, SEEK_SET) < 0 ||
+		    (saved = fcntl(0, F_DUPFD_CLOEXEC, 3)) < 0 ||
+		    dup2(mfd, 0) < 0) {
+			if (mfd >= 0)
+				close(mfd);
+			if (saved >= 0)
+				close(saved);
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot make the "
+			    "call's input:");
+		}
+		o.interactive = 1;
+	}
+	rc = be->ops->exec(ref, (char **)argv, &o, r, err);
+	if (in) {
+		dup2(saved, 0);
+		close(saved);
+		close(mfd);
+	}
+	return rc < 0 ? -1 : r->exit_code;
+}
+
+static void
+hex(struct sbx_buf *b, const void *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *q = p;
+	char pair[2];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		pair[0] = digits[q[i] >> 4];
+		pair[1] = digits[q[i] & 15];
+		sbx_buf_add(b, pair, 2);
+	}
+}
+
+/* The client's answer (a SBX_MSG_SHELLREP frame in hex) as a message. */
+static int
+unframe(const struct sbx_buf *out, struct sbx_msg *m)
+{
+	size_t n = out->len, i;
+	const char *p = out->data;
+	unsigned char *d;
+	uint32_t h[2];
+	int hi, lo;
+
+	while (n && (p[n - 1] == '\n' || p[n - 1] == '\r'))
+		n--;
+	if (!p || n % 2 || n / 2 < sizeof h)
+		return -1;
+	d = sbx_xmalloc(n / 2 + 1);
+	for (i = 0; i < n / 2; i++) {
+		hi = p[2 * i] <= '9' ? p[2 * i] - '0' : (p[2 * i] | 0x20) - 'a' +
+		    10;
+		lo = p[2 * i + 1] <= '9' ? p[2 * i + 1] - '0' :
+		    (p[2 * i + 1] | 0x20) - 'a' + 10;
+		if (hi < 0 || hi > 15 || lo < 0 || lo > 15) {
+			free(d);
+			return -1;
+		}
+		d[i] = (unsigned char)(hi << 4 | lo);
+	}
+	memcpy(h, d, sizeof h);
+	if (h[0] != n / 2 - sizeof h || h[1] != SBX_MSG_SHELLREP) {
+		free(d);
+		return -1;
+	}
+	memset(m, 0, sizeof *m);
+	m->type = h[1];
+	m->len = h[0];
+	m->data = sbx_xmalloc(m->len + 1);
+	memcpy(m->data, d + sizeof h, m->len);
+	m->data[m->len] = '\0';
+	free(d);
+	return 0;
+}
+
+int
+sbx_shell_remote(const json_t *ref, const struct sbx_shell_req *rq,
+    json_t **out, struct sbx_err *err)
+{
+	static char *const call[] = {RBIN, "--shell-call", RSOCK, NULL};
+	static char *const serve[] = {RBIN, "--shell-server", RSOCK, NULL};
+	const struct sbx_backend *be = sbx_backend_of(ref, err);
+	struct sbx_buf body = SBX_BUF_INIT, in = SBX_BUF_INIT;
+	struct sbx_exec_result r;
+	struct sbx_msg m = {0};
+	uint32_t h[2];
+	int c, tries, rc = -1;
+
+	*out = NULL;
+	if (!be)
+		return -1;
+	sbx_shell_frame(&body, rq);
+	h[0] = (uint32_t)body.len;
+	h[1] = SBX_MSG_SHELL;
+	hex(&in, h, sizeof h);
+	hex(&in, body.data, body.len);
+	sbx_buf_add(&in, "\n", 1);
+	for (tries = 0; ; tries++) {
+		/* The wait is the agent's; a lost answer is not waited for
+		 * forever. */
+		c = run(be, ref, call, &in, (uint64_t)rq->wait_ms + 60000, &r,
+		    err);
+		if (c == 0)
+			break;
+		if (c < 0)
+			goto out;
+		/* No agent there yet (127), or no server (3): the agent in,
+		 * its server started (it returns once it listens), again. */
+		if (tries || (c != SBX_EX_NOSANDBOX && c != SBX_EX_NOTFOUND &&
+		    c != SBX_EX_NOEXEC)) {
+			sbx_err_set(err, SBX_EX_FAIL, "the sandbox's shell agent "
+			    "failed (exit %d)%s%.*s", c, r.err.len ? ": " : "",
+			    (int)(r.err.len && r.err.data[r.err.len - 1] == '\n' ?
+			    r.err.len - 1 : r.err.len), r.err.data ? r.err.data :
+			    "");
+			goto out;
+		}
+		sbx_buf_release(&r.out);
+		sbx_buf_release(&r.err);
+		if (c != SBX_EX_NOSANDBOX && upload(ref, err) < 0)
+			goto out;
+		c = run(be, ref, serve, NULL, 30000, &r, err);
+		if (c != 0) {
+			if (c > 0)
+				sbx_err_set(err, SBX_EX_FAIL, "cannot start the "
+				    "sandbox's shell agent (exit %d)", c);
+			goto out;
+		}
+		sbx_buf_release(&r.out);
+		sbx_buf_release(&r.err);
+	}
+	if (unframe(&r.out, &m) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "malformed answer from the "
+		    "sandbox's shell agent");
+		goto out;
+	}
+	rc = sbx_shell_answer(&m, rq->op, out, err);
+out:
+	sbx_msg_release(&m);
+	sbx_buf_release(&r.out);
+	sbx_buf_release(&r.err);
+	sbx_buf_release(&body);
+	sbx_buf_release(&in);
+	return rc;
+}
