@@ -259,13 +259,14 @@ main(int argc, char **argv)
 			sbx_usage_error(usage, "the command is empty");
 		}
 	}
+	if (!(ref = sbx_ref_resolve(&t, &state, &err)))
+		sbx_die_err(&err);
+	/* Before stdin is read: the other flavour reads it, if it runs. */
+	sbx_flavour_pick(sbx_json_str(ref, "backend"));
 	if (json)
 		read_json(&rq, &owned);
 	if (input)
 		rq.data = unesc = unescape(input, &rq.len);
-	if (!(ref = sbx_ref_resolve(&t, &state, &err)))
-		sbx_die_err(&err);
-	sbx_flavour_pick(sbx_json_str(ref, "backend"));
 	if (!(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
 	    SBX_CAP_SHELL, &err) < 0 || (!be->ops->shell && sbx_err_set(&err,
 	    SBX_EX_FAIL, "this sbx-shell cannot reach '%s' sessions",

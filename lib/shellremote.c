@@ -123,6 +123,11 @@ run(const struct sbx_backend *be, const json_t *ref, char *const argv[],
 		close(saved);
 		close(mfd);
 	}
+	/* A command the sandbox lacks is an error of some backends' exec,
+	 * an exit status of others: the same here. */
+	if (rc < 0 && (err->code == SBX_EX_NOTFOUND ||
+	    err->code == SBX_EX_NOEXEC))
+		return err->code;
 	return rc < 0 ? -1 : r->exit_code;
 }
 
