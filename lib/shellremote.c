@@ -50,7 +50,8 @@ upload(const json_t *ref, struct sbx_err *err)
 	e = archive_entry_new();
 	archive_entry_set_pathname(e, ".sbx-shell");
 	archive_entry_set_filetype(e, AE_IFDIR);
-	archive_entry_set_perm(e, 0700);
+	/* As /tmp: the image's user, whoever it is, makes the socket. */
+	archive_entry_set_perm(e, 01777);
 	if (archive_write_header(a, e) < ARCHIVE_WARN)
 		goto bad;
 	archive_entry_clear(e);
