@@ -39,9 +39,12 @@ sandbox_dir(const json_t *ref, struct sbx_err *err)
 	return NULL;
 }
 
+/* After a connect to the agent failed (errno): what its status file
+ * says, or that its agent did not answer, and how. */
 static int
 not_running(const char *dir, const char *id, struct sbx_err *err)
 {
+	int e = errno;
 	char *p = sbx_xasprintf("%s/status", dir), buf[64] = "";
 	int fd = open(p, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
@@ -50,9 +53,12 @@ not_running(const char *dir, const char *id, struct sbx_err *err)
 		close(fd);
 	free(p);
 	buf[n > 0 ? n : 0] = '\0';
-	return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is %s", id,
-	    strstr(buf, "expired") ? "expired" : strstr(buf, "killed") ?
-	    "killed" : "not running");
+	if (strstr(buf, "expired") || strstr(buf, "killed"))
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is "
+		    "%s", id, strstr(buf, "expired") ? "expired" : "killed");
+	/* Said whole: a sandbox that runs must never land here. */
+	return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is not "
+	    "running (its agent: %s)", id, strerror(e));
 }
 
 /* One access(2): the exec path stays as short as it was. */
