@@ -104,11 +104,12 @@ run(const struct sbx_backend *be, const json_t *ref, char *const argv[],
 	o.timeout_ms = timeout_ms;
 	if (in) {
 		/* Our stdin for the exec's: a file of the bytes. */
+		/* (A closed stdin stays closed after.) */
 		if ((mfd = memfd_create("sbx-shell", MFD_CLOEXEC)) < 0 ||
 		    sbx_write_all(mfd, in->data, in->len) < 0 ||
 		    lseek(mfd, 0, SEEK_SET) < 0 ||
-		    (saved = fcntl(0, F_DUPFD_CLOEXEC, 3)) < 0 ||
-		    dup2(mfd, 0) < 0) {
+		    ((saved = fcntl(0, F_DUPFD_CLOEXEC, 3)) < 0 &&
+		    errno != EBADF) || dup2(mfd, 0) < 0) {
 			if (mfd >= 0)
 				close(mfd);
 			if (saved >= 0)
@@ -120,8 +121,12 @@ run(const struct sbx_backend *be, const json_t *ref, char *const argv[],
 	}
 	rc = be->ops->exec(ref, (char **)argv, &o, r, err);
 	if (in) {
-		dup2(saved, 0);
-		close(saved);
+		if (saved >= 0) {
+			dup2(saved, 0);
+			close(saved);
+		} else {
+			close(0);
+		}
 		close(mfd);
 	}
 	/* A command the sandbox lacks is an error of some backends' exec,
