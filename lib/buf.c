@@ -146,3 +146,44 @@ sbx_mono_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
+
+void
+sbx_hex_put(struct sbx_buf *b, const void *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+	const unsigned char *q = p;
+	char pair[2];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		pair[0] = digits[q[i] >> 4];
+		pair[1] = digits[q[i] & 15];
+		sbx_buf_add(b, pair, 2);
+	}
+}
+
+static int
+hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ?
+	    c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+int
+sbx_hex_get(const char *p, size_t n, struct sbx_buf *b)
+{
+	size_t i;
+	char c;
+
+	while (n && (p[n - 1] == '\n' || p[n - 1] == '\r'))
+		n--;
+	if (n % 2)
+		return -1;
+	for (i = 0; i < n; i += 2) {
+		if (hexval(p[i]) < 0 || hexval(p[i + 1]) < 0)
+			return -1;
+		c = (char)(hexval(p[i]) << 4 | hexval(p[i + 1]));
+		sbx_buf_add(b, &c, 1);
+	}
+	return 0;
+}

@@ -148,6 +148,11 @@ struct sbx_buf {
 #define SBX_BUF_INIT {0}
 void sbx_buf_add(struct sbx_buf *b, const void *p, size_t n);
 void sbx_buf_release(struct sbx_buf *b);
+/* n bytes as lowercase hex digits, added to b. */
+void sbx_hex_put(struct sbx_buf *b, const void *p, size_t n);
+/* Hex digits (a line end after them allowed) as bytes, added to b; -1
+ * on anything else. */
+int sbx_hex_get(const char *p, size_t n, struct sbx_buf *b);
 /* write(2) all of it, through EINTR and short writes; -1 with errno. */
 /* Read exactly n bytes: -1 on an error or an end before them. */
 int sbx_read_all(int fd, void *buf, size_t n);

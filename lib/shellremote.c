@@ -137,60 +137,30 @@ run(const struct sbx_backend *be, const json_t *ref, char *const argv[],
 	return rc < 0 ? -1 : r->exit_code;
 }
 
-static void
-hex(struct sbx_buf *b, const void *p, size_t n)
-{
-	static const char digits[] = "0123456789abcdef";
-	const unsigned char *q = p;
-	char pair[2];
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		pair[0] = digits[q[i] >> 4];
-		pair[1] = digits[q[i] & 15];
-		sbx_buf_add(b, pair, 2);
-	}
-}
-
 /* The client's answer (a SBX_MSG_SHELLREP frame in hex) as a message. */
 static int
 unframe(const struct sbx_buf *out, struct sbx_msg *m)
 {
-	size_t n = out->len, i;
-	const char *p = out->data;
-	unsigned char *d;
+	struct sbx_buf d = SBX_BUF_INIT;
 	uint32_t h[2];
-	int hi, lo;
+	int rc = -1;
 
-	while (n && (p[n - 1] == '\n' || p[n - 1] == '\r'))
-		n--;
-	if (!p || n % 2 || n / 2 < sizeof h)
-		return -1;
-	d = sbx_xmalloc(n / 2 + 1);
-	for (i = 0; i < n / 2; i++) {
-		hi = p[2 * i] <= '9' ? p[2 * i] - '0' : (p[2 * i] | 0x20) - 'a' +
-		    10;
-		lo = p[2 * i + 1] <= '9' ? p[2 * i + 1] - '0' :
-		    (p[2 * i + 1] | 0x20) - 'a' + 10;
-		if (hi < 0 || hi > 15 || lo < 0 || lo > 15) {
-			free(d);
-			return -1;
-		}
-		d[i] = (unsigned char)(hi << 4 | lo);
-	}
-	memcpy(h, d, sizeof h);
-	if (h[0] != n / 2 - sizeof h || h[1] != SBX_MSG_SHELLREP) {
-		free(d);
-		return -1;
-	}
+	if (sbx_hex_get(out->data ? out->data : "", out->len, &d) < 0 ||
+	    d.len < sizeof h)
+		goto out;
+	memcpy(h, d.data, sizeof h);
+	if (h[0] != d.len - sizeof h || h[1] != SBX_MSG_SHELLREP)
+		goto out;
 	memset(m, 0, sizeof *m);
 	m->type = h[1];
 	m->len = h[0];
 	m->data = sbx_xmalloc(m->len + 1);
-	memcpy(m->data, d + sizeof h, m->len);
+	memcpy(m->data, d.data + sizeof h, m->len);
 	m->data[m->len] = '\0';
-	free(d);
-	return 0;
+	rc = 0;
+out:
+	sbx_buf_release(&d);
+	return rc;
 }
 
 int
@@ -212,8 +182,8 @@ sbx_shell_remote(const json_t *ref, const struct sbx_shell_req *rq,
 	sbx_shell_frame(&body, rq);
 	h[0] = (uint32_t)body.len;
 	h[1] = SBX_MSG_SHELL;
-	hex(&in, h, sizeof h);
-	hex(&in, body.data, body.len);
+	sbx_hex_put(&in, h, sizeof h);
+	sbx_hex_put(&in, body.data, body.len);
 	sbx_buf_add(&in, "\n", 1);
 	for (tries = 0; ; tries++) {
 		/* The wait is the agent's; a lost answer is not waited for

@@ -414,40 +414,18 @@ sbx_local_shell_serve(const char *path)
 	}
 }
 
-/* Hex, both ways: the exec of another backend carries text safely. */
-static int
-unhex(const char *p, size_t n, struct sbx_buf *b)
-{
-	size_t i;
-	int hi, lo;
-	char c;
-
-	for (i = 0; i + 1 < n; i += 2) {
-		hi = p[i] <= '9' ? p[i] - '0' : (p[i] | 0x20) - 'a' + 10;
-		lo = p[i + 1] <= '9' ? p[i + 1] - '0' : (p[i + 1] | 0x20) - 'a' +
-		    10;
-		if (hi < 0 || hi > 15 || lo < 0 || lo > 15)
-			return -1;
-		c = (char)(hi << 4 | lo);
-		sbx_buf_add(b, &c, 1);
-	}
-	return i == n || (i + 1 == n && p[i] == '\n') ? 0 : -1;
-}
-
 /* One call: the SBX_MSG_SHELL frame in hex on stdin to the server at
- * path, its SBX_MSG_SHELLREP frame in hex on stdout. */
+ * path, its SBX_MSG_SHELLREP frame in hex on stdout (hex: the exec of
+ * another backend carries text safely). */
 int
 sbx_local_shell_client(const char *path)
 {
-	static const char digits[] = "0123456789abcdef";
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct sbx_buf in = SBX_BUF_INIT, frame = SBX_BUF_INIT;
 	struct sbx_buf out = SBX_BUF_INIT;
 	struct sbx_msg m;
 	uint32_t h[2];
-	char buf[65536], pair[2];
-	const unsigned char *q;
-	size_t i;
+	char buf[65536];
 	ssize_t n;
 	int fd;
 
@@ -461,7 +439,7 @@ sbx_local_shell_client(const char *path)
 			return SBX_EX_FAIL;
 		sbx_buf_add(&in, buf, (size_t)n);
 	}
-	if (unhex(in.data ? in.data : "", in.len, &frame) < 0) {
+	if (sbx_hex_get(in.data ? in.data : "", in.len, &frame) < 0) {
 		dprintf(2, "sbx-init: a shell call is hex on stdin\n");
 		return SBX_EX_USAGE;
 	}
@@ -476,16 +454,8 @@ sbx_local_shell_client(const char *path)
 		return SBX_EX_FAIL;
 	h[0] = (uint32_t)m.len;
 	h[1] = m.type;
-	for (q = (const unsigned char *)h, i = 0; i < sizeof h; i++) {
-		pair[0] = digits[q[i] >> 4];
-		pair[1] = digits[q[i] & 15];
-		sbx_buf_add(&out, pair, 2);
-	}
-	for (q = (const unsigned char *)m.data, i = 0; i < m.len; i++) {
-		pair[0] = digits[q[i] >> 4];
-		pair[1] = digits[q[i] & 15];
-		sbx_buf_add(&out, pair, 2);
-	}
+	sbx_hex_put(&out, h, sizeof h);
+	sbx_hex_put(&out, m.data, m.len);
 	sbx_buf_add(&out, "\n", 1);
 	return sbx_write_all(1, out.data, out.len) < 0 ? SBX_EX_FAIL : 0;
 }
