@@ -137,7 +137,7 @@ gc_clean() {
 
 # Print what is left of the sandboxes $2 of store $1; false when nothing.
 leftovers() {
-	local store=$1 ids=$2 id p c out
+	local store=$1 ids=$2 id p c st out
 	out=$(
 		for p in "$store"/*/ "$store"/.slots/*; do
 			[ -e "$p" ] && echo "store: $p $(cat "$p" 2>/dev/null)"
@@ -154,8 +154,16 @@ leftovers() {
 		for p in $(grep -lsF -- "$store" /proc/[0-9]*/cmdline); do
 			echo "process: $p $(tr '\0' ' ' 2>/dev/null <"$p")"
 		done
+		# A zombie is dead: reaping the orphans of a killed sandbox is
+		# pid 1's, which takes a second or two on some machines.
 		for id in $ids; do
-			grep -lsF "/sbx/$id" /proc/[0-9]*/cgroup | sed "s/^/process in $id: /"
+			for p in $(grep -lsF "/sbx/$id" /proc/[0-9]*/cgroup); do
+				p=${p%/cgroup}
+				st=$(awk '{ print $3 }' "$p/stat" 2>/dev/null) ||
+					continue # gone since
+				[ "$st" = Z ] ||
+					echo "process in $id: $p $(tr '\0' ' ' 2>/dev/null <"$p/cmdline")"
+			done
 		done
 		# One find, not a readlink per process: this runs many times.
 		find /proc/[0-9]*/cwd -maxdepth 0 -lname "$T/w*" 2>/dev/null |
