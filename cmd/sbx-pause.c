@@ -6,15 +6,18 @@
 
 #include "sbx.h"
 
+enum { OPT_MEMORY = 256 };
+
 static const char usage[] =
-    "usage: sbx-pause [-qrv] [-m suspend|stop] [-b backend] [-I id | -s file] "
-    "[id ...]\n"
+    "usage: sbx-pause [-qrv] [-m suspend|stop | --memory[=true|false]]\n"
+    "                 [-b backend] [-I id | -s file] [id ...]\n"
     "       sbx-pause -S [-b backend]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
+	{"memory", optional_argument, NULL, OPT_MEMORY},
 	{"mode", required_argument, NULL, 'm'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"resume", no_argument, NULL, 'r'},
@@ -30,6 +33,7 @@ struct ctx {
 	const char *explicit_backend; /* -b, when given */
 	int resume;
 	int mode, stop; /* --mode given; it is stop */
+	int memory;     /* it was given as --memory */
 };
 
 /* The ref, secret-free as refs are, with what became of the sandbox. */
@@ -48,6 +52,7 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 {
 	const struct sbx_backend *be;
 	struct sbx_err err = {0};
+	char *p;
 	int stop;
 
 	*rc = SBX_EX_OK;
@@ -61,9 +66,12 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 	if (!(be->caps & (SBX_CAP_SUSPEND | SBX_CAP_STOP)))
 		sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' cannot pause",
 		    be->name);
-	else if (!ctx->resume)
-		sbx_backend_need(be, stop ? SBX_CAP_STOP : SBX_CAP_SUSPEND,
-		    &err);
+	else if (!ctx->resume &&
+	    sbx_backend_need(be, stop ? SBX_CAP_STOP : SBX_CAP_SUSPEND,
+	    &err) < 0 && ctx->memory && (p = strstr(err.msg, " (--mode ")))
+		/* The refusal names the flag as it was given. */
+		snprintf(p, sizeof err.msg - (size_t)(p - err.msg),
+		    " (--memory=%s)", stop ? "false" : "true");
 	if (err.code) {
 		sbx_warn("%s", err.msg);
 		*rc = err.code;
@@ -126,6 +134,7 @@ act_state(const char *path, void *arg)
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
 	{"backend", NULL, "the backend the ids belong to"},
+	{"memory", "true|false", "keep the memory (suspend) or only the files (stop)"},
 	{"mode", NULL, "how to pause: suspend or stop"},
 	{"resume", NULL, "resume the sandboxes instead"},
 	{"semantics", NULL, "print what pausing does on the backend"},
@@ -146,7 +155,7 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
 	const char *mode = NULL;
-	int c, rc, semantics = 0;
+	int c, rc, semantics = 0, memory = 0;
 
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
@@ -154,7 +163,25 @@ main(int argc, char **argv)
 	    NULL)) != -1) {
 		switch (c) {
 		case 'm':
+			if (memory)
+				sbx_usage_error(usage, "give --mode or "
+				    "--memory, not both");
 			mode = optarg;
+			break;
+		case OPT_MEMORY:
+			/* E2B's pause {"memory": false}: a suspend keeps
+			 * the memory, a stop only the files. */
+			if (mode && !memory)
+				sbx_usage_error(usage, "give --mode or "
+				    "--memory, not both");
+			if (!optarg || !strcmp(optarg, "true"))
+				mode = "suspend";
+			else if (!strcmp(optarg, "false"))
+				mode = "stop";
+			else
+				sbx_usage_error(usage, "--memory must be true "
+				    "or false, not '%s'", optarg);
+			memory = 1;
 			break;
 		case 'r':
 			ctx.resume = 1;
@@ -172,9 +199,11 @@ main(int argc, char **argv)
 		sbx_usage_error(usage, "--mode must be suspend or stop, not "
 		    "'%s'", mode);
 	if (mode && ctx.resume)
-		sbx_usage_error(usage, "--mode is for pausing; --resume "
-		    "resumes however it was paused");
+		sbx_usage_error(usage, "--%s is for pausing; --resume "
+		    "resumes however it was paused", memory ? "memory" :
+		    "mode");
 	ctx.mode = mode != NULL;
+	ctx.memory = memory;
 	ctx.stop = mode && !strcmp(mode, "stop");
 	ctx.backend = t.backend ? t.backend : sbx_backend_default();
 	ctx.explicit_backend = t.backend;

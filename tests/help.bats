@@ -41,6 +41,8 @@ described() {
 		/^  (-[A-Za-z0-9], |    )--/ {
 			left = $0; sub(/^ +(-[A-Za-z0-9], )?/, "", left)
 			split(left, w, " ")
+			# an optional value: --memory[=true|false]
+			sub(/\[=.*/, "", w[1])
 			if (w[1] != o)
 				next
 			if ($0 ~ /[^ ]  +[^ ]/) {

@@ -297,7 +297,9 @@ config() {
 	[ "$(sed -n 2p cost.log | jq -r .estimated)" = 2.0000 ]
 	[[ $(sed -n 2p cost.log | jq -r .at) =~ ^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$ ]]
 	# The printed line, with "at" in front.
-	[ "$(sed -n 2p cost.log | jq -c 'del(.at)')" = "$output" ]
+	[ "$(sed -n 2p cost.log | jq -c 'del(.at, .state)')" = "$output" ]
+	# and the state file it is of, absolute (sbx-cost --by reads it).
+	[ "$(sed -n 2p cost.log | jq -r .state)" = "$PWD/a.json" ]
 }
 
 @test "sbx-cost refuses malformed or negative amounts with exit 2 and changes nothing" {
@@ -431,4 +433,119 @@ config() {
 	assert_failure 4
 	[ "$(jq -c .cpu_s <<<"$output")" = null ]
 	[ "$(jq -r .estimated <<<"$output")" = "$est" ]
+}
+
+# State files of team a (two), team b and none: $1 more jq for each.
+teams() {
+	mkstate a1.json '[[0, 3600]]' local '{"ref":{"backend":"local","id":"aaaaaaaaaaa1"},"labels":{"team":"a"}}'
+	mkstate a2.json '[[0, 7200], [9000, 9900]]' local '{"ref":{"backend":"local","id":"aaaaaaaaaaa2"},"labels":{"team":"a","other":"x"}}'
+	mkstate b.json '[[0, 1800]]' local '{"ref":{"backend":"local","id":"bbbbbbbbbbbb"},"labels":{"team":"b"}}'
+	mkstate n.json '[[0, 360]]' local '{"ref":{"backend":"local","id":"nnnnnnnnnnnn"},"labels":{"other":"x"}}'
+}
+
+@test "sbx-cost --by label=KEY sums the sandboxes of each value, those without the label as null" {
+	teams
+	# The per-sandbox figures, each line with its labels.
+	run --separate-stderr sbx-cost -r 0.37 a1.json a2.json b.json n.json
+	assert_success
+	per=$output
+	[ "$(jq -sc '[.[] | select(.id) | .labels.team]' <<<"$per")" = '["a","a","b",null]' ]
+	# What the lines say, summed by team with jq.
+	want=$(jq -sc '[.[] | select(.id)] | group_by(.labels.team) |
+	    map({value: .[0].labels.team, count: length,
+	         running_s: (map(.running_s) | add),
+	         units: (map(.estimated | sub("\\."; "") | tonumber) | add)})' <<<"$per")
+	[ "$(jq length <<<"$want")" -eq 3 ]
+	run --separate-stderr sbx-cost -r 0.37 --by label=team a1.json a2.json b.json n.json
+	assert_success
+	[ -z "$stderr" ]
+	[ "${#lines[@]}" -eq 4 ]
+	got=$(jq -sc '[.[] | select(.label) | {value, count, running_s,
+	    units: (.estimated | sub("\\."; "") | tonumber)}]' <<<"$output")
+	# group_by puts null first; sbx-cost puts it last.
+	assert_equal "$got" "$(jq -c '.[1:] + .[:1]' <<<"$want")"
+	# the values named, with 4 decimals, and the total line as without --by
+	assert_equal "$(jq -sc '[.[] | select(.label) | [.label, .value, .estimated]]' <<<"$output")" \
+	    '[["team","a","1.2025"],["team","b","0.1850"],["team",null,"0.0370"]]'
+	assert_equal "${lines[3]}" "$(tail -n 1 <<<"$per")"
+	# Nothing but the state files' own records was written.
+	[ "$(jq -r .accrued_cost a2.json)" = 0.8325 ]
+}
+
+@test "sbx-cost --by with --max: a budget per value, exit 4 when one reaches it, naming it" {
+	teams
+	run --separate-stderr sbx-cost -r 1 --by label=team --max 1.5 a1.json a2.json b.json n.json
+	assert_failure 4
+	assert_equal "$(jq -sc '[.[] | select(.label) | [.value, .estimated, .exceeded]]' <<<"$output")" \
+	    '[["a","3.2500",true],["b","0.5000",false],[null,"0.1000",false]]'
+	assert_equal "$stderr" "sbx-cost: budget reached: 3.2500 >= 1.5000 (team=a)"
+	# Without the label, the group is named so.
+	run --separate-stderr sbx-cost -r 1 --by label=other --max 0.5 b.json
+	assert_failure 4
+	assert_equal "$stderr" "sbx-cost: budget reached: 0.5000 >= 0.5000 (no label other)"
+	# The total (3.85) over the budget, no value over it: exit 0.
+	run --separate-stderr sbx-cost -r 1 --by label=team --max 3.3 a1.json a2.json b.json n.json
+	assert_success
+	assert_equal "$(jq -sc '[.[] | select(.label) | .exceeded]' <<<"$output")" '[false,false,false]'
+	[ -z "$stderr" ]
+	run sbx-cost -q -r 1 --by label=team --max 0.9 a1.json b.json
+	assert_failure 4
+	assert_output ''
+}
+
+@test "sbx-cost --by counts the sandboxes only the log knows, at their last line, and no sandbox twice" {
+	teams
+	sbx-cost -r 1 -l cost.log a1.json a2.json b.json n.json >/dev/null
+	sbx-cost -r 2 -l cost.log b.json >/dev/null
+	# b's state file goes: the log keeps its cost (its last line, at 2).
+	rm b.json
+	run --separate-stderr sbx-cost -r 1 --by label=team -l cost.log a1.json a2.json n.json
+	assert_success
+	assert_equal "$(jq -sc '[.[] | select(.label) | [.value, .count, .estimated]]' <<<"$output")" \
+	    '[["a",2,"3.2500"],["b",1,"1.0000"],[null,1,"0.1000"]]'
+	# The call's own lines were appended after it read the log.
+	[ "$(wc -l <cost.log)" -eq 8 ]
+	# A line of an older sbx-cost (no state) counts by its id, unless a
+	# state file of the call has that id.
+	echo '{"id":"cccccccccccc","backend":"local","running_s":10,"estimated":"0.0500","labels":{"team":"b"}}' >>cost.log
+	echo '{"id":"aaaaaaaaaaa1","backend":"local","running_s":10,"estimated":"9.0000","labels":{"team":"a"}}' >>cost.log
+	run --separate-stderr sbx-cost -r 1 --by label=team -l cost.log a1.json a2.json n.json
+	assert_success
+	assert_equal "$(jq -sc '[.[] | select(.label) | [.value, .count, .estimated]]' <<<"$output")" \
+	    '[["a",2,"3.2500"],["b",2,"1.0500"],[null,1,"0.1000"]]'
+	# A line that is not sbx-cost's: exit 6, the rest still summed.
+	echo 'not json' >>cost.log
+	run --separate-stderr sbx-cost -r 1 --by label=team -l cost.log a1.json
+	assert_failure 6
+	[[ $stderr == *"'cost.log' line 14: not a line of sbx-cost"* ]]
+	[ "$(jq -sc '[.[] | select(.label) | .value]' <<<"$output")" = '["a","b",null]' ]
+}
+
+@test "sbx-cost --by on a terminal prints a table, with -j JSON lines" {
+	teams
+	run bash -c "script -qec 'sbx-cost -r 1 --by label=team --max 1.5 a1.json b.json n.json' /dev/null </dev/null | tr -d '\r'"
+	assert_line --index 0 --regexp '^team +COUNT +RUNNING_S +ESTIMATED +BUDGET$'
+	assert_line --regexp '^a +1 +3600 +1\.0000 +-$'
+	assert_line --regexp '^b +1 +1800 +0\.5000 +-$'
+	assert_line --regexp '^- +1 +360 +0\.1000 +-$'
+	assert_line --regexp '^TOTAL +3 +5760 +1\.6000$'
+	run bash -c "script -qec 'sbx-cost -j -r 1 --by label=team a1.json' /dev/null </dev/null | tr -d '\r'"
+	assert_output '{"label":"team","value":"a","count":1,"running_s":3600,"estimated":"1.0000"}'
+}
+
+@test "sbx-cost --by refuses what is not label=KEY, a key a label cannot have, with exit 2 and one line" {
+	teams
+	for by in foo label label= 'label=a b' 'label=a=b' team=a; do
+		run --separate-stderr sbx-cost -r 1 --by "$by" a1.json
+		assert_failure 2
+		assert_output ''
+		[ "$(wc -l <<<"$stderr")" -eq 1 ]
+		[[ $stderr == "sbx-cost: --by"* ]]
+	done
+	run --separate-stderr sbx-cost -r 1 --by 'label=a b' a1.json
+	assert_equal "$stderr" "sbx-cost: --by: invalid label key 'a b'"
+	run --separate-stderr sbx-cost -r 1 --by foo a1.json
+	assert_equal "$stderr" "sbx-cost: --by wants label=key, not 'foo'"
+	# Nothing was estimated: the state is as it was.
+	[ "$(jq -r .accrued_cost a1.json)" = 0 ]
 }

@@ -1128,19 +1128,35 @@ h_refresh(struct sbxd_req *r)
 	return extend(r, s, 0);
 }
 
+/* E2B's pause; {"memory": false}, a filesystem-only pause, stops the
+ * sandbox's processes and keeps its files: its resume is a cold start. */
 static enum MHD_Result
 h_pause(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	struct sbxd_box *b = path_box_begin(r, 1, &ret);
+	struct sbxd_box *b;
 	struct sbx_err err;
+	json_t *j, *v;
+	int stop = 0;
 
-	if (!b)
+	if (r->body.len) {
+		if (!(j = sbxd_body_json(r, &ret)))
+			return ret;
+		v = json_object_get(j, "memory");
+		stop = v && !json_is_boolean(v) && !json_is_null(v) ? -1 :
+		    json_is_false(v);
+		json_decref(j);
+		if (stop < 0)
+			return sbxd_reply_err(r, 400, "Error when parsing "
+			    "request: \"memory\" must be a boolean");
+	}
+	if (!(b = path_box_begin(r, 1, &ret)))
 		return ret;
 	if (b->paused) {
 		ret = sbxd_reply_err(r, 409, "Error pausing sandbox - sandbox "
 		    "'%s' is already paused", b->id);
-	} else if (sbxd_be_pause(b->ref, &err) < 0) {
+	} else if ((stop ? sbxd_be_stop(b->ref, &err) : sbxd_be_pause(b->ref,
+	    &err)) < 0) {
 		ret = sbxd_reply_err(r, 500, "Error pausing sandbox: %s",
 		    err.msg);
 	} else {

@@ -220,6 +220,9 @@ int sbxd_be_create(const struct sbx_spec *spec, json_t **ref,
 int sbxd_be_kill(json_t *ref, struct sbx_err *err);
 int sbxd_be_pause(json_t *ref, struct sbx_err *err);
 int sbxd_be_resume(json_t *ref, struct sbx_err *err);
+/* A pause that ends the processes and keeps the files (E2B's pause with
+ * "memory": false); the resume is a cold start. */
+int sbxd_be_stop(json_t *ref, struct sbx_err *err);
 /* The backend's net_rules (set: NULL to read): the rules, or NULL. */
 json_t *sbxd_be_net_rules(json_t *ref, const json_t *set,
     struct sbx_err *err);

@@ -18,7 +18,7 @@
 
 #include "sbxd.h"
 
-enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET };
+enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET, OP_STOP };
 
 /* A spec as JSON, for the worker, and back (its strings the JSON's). */
 static json_t *
@@ -131,6 +131,10 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 		break;
 	case OP_RESUME:
 		rc = sbxd.be->ops->resume(ref, &err);
+		break;
+	case OP_STOP:
+		rc = sbx_backend_need(sbxd.be, SBX_CAP_STOP, &err) < 0 ? -1 :
+		    sbxd.be->ops->pause(ref, 1, &err);
 		break;
 	case OP_NET:
 		if (!sbxd.be->ops->net_rules)
@@ -268,6 +272,12 @@ int
 sbxd_be_pause(json_t *ref, struct sbx_err *err)
 {
 	return call(OP_PAUSE, NULL, &ref, NULL, NULL, err);
+}
+
+int
+sbxd_be_stop(json_t *ref, struct sbx_err *err)
+{
+	return call(OP_STOP, NULL, &ref, NULL, NULL, err);
 }
 
 int

@@ -60,3 +60,36 @@ teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 		[ "$(jq --arg id "$(sid)" '.cpu_seen[$id] > 0' s.json)" = true ]
 	fi
 }
+
+@test "$B: sbx-cost --by label=team sums sandboxes labelled team=a, team=b and none, live or gone" {
+	create -l team=a -s a1.json >/dev/null
+	create -l team=a -l other=x -s a2.json >/dev/null
+	create -l team=b -s b.json >/dev/null
+	create -s n.json >/dev/null
+	# Gone: their segments closed, the figures hold still.
+	for f in a1 a2 b n; do sbx-kill -s $f.json >/dev/null; done
+	# At 3600 an hour, an estimate is the running time (at least 1 s, so
+	# that a wrong sum shows).
+	d=5
+	for f in a1 a2 b n; do
+		d=$((d + 2))
+		jq --argjson d $d '.segments = [[.segments[0][0], .segments[0][0] + $d]]' $f.json >t.json
+		mv t.json $f.json
+	done
+	run --separate-stderr sbx-cost -r 3600 -l cost.log a1.json a2.json b.json n.json
+	assert_success
+	per=$output
+	[ "$(jq -sc '[.[] | select(.id) | .labels.team]' <<<"$per")" = '["a","a","b",null]' ]
+	# b's state file goes; the log keeps what it cost.
+	rm b.json
+	run --separate-stderr sbx-cost -r 3600 --by label=team -l cost.log a1.json a2.json n.json
+	assert_success
+	[ -z "$stderr" ]
+	want=$(jq -sc '[.[] | select(.id)] | group_by(.labels.team) | (.[1:] + .[:1]) |
+	    map([.[0].labels.team, length, (map(.estimated | tonumber) | add)])' <<<"$per")
+	got=$(jq -sc '[.[] | select(.label) | [.value, .count, (.estimated | tonumber)]]' <<<"$output")
+	[ "$(jq length <<<"$got")" -eq 3 ]
+	assert_equal "$got" "$want"
+	assert_equal "$(tail -n 1 <<<"$output" | jq -c '[.total, .count, .estimated]')" \
+	    "$(tail -n 1 <<<"$per" | jq -c '[.total, .count, .estimated]')"
+}

@@ -183,6 +183,48 @@ refused_mode() {
 	assert_output 0
 }
 
+# --memory=BOOL, E2B's name for a mode: refused as the mode is, the
+# flag named as given.
+refused_memory() {
+	run --separate-stderr sbx-pause "--memory=$1" -s "$S"
+	assert_failure 2
+	assert_output ''
+	assert_equal "$stderr" "sbx-pause: backend '$BACKEND' cannot $2 (--memory=$1)"
+	assert_equal "$(jq -r .status "$S")" running
+}
+
+@test "$B: sbx-pause --memory=false stops (files kept, processes gone); --memory suspends (processes kept)" {
+	new_sandbox
+	sx sh -c 'echo kept >/workspace/f'
+	start_counter
+	if ! has_cap suspend; then
+		refused_memory true "suspend a sandbox"
+	else
+		run sbx-pause --memory -s "$S"
+		assert_success
+		assert_equal "$(jq -r .status <<<"$output")" paused
+		sbx-pause -r -s "$S" >/dev/null
+		run sx sh -c "$COUNTERS"
+		assert_output 1
+	fi
+	if ! has_cap stop; then
+		refused_memory false "stop a sandbox and keep its files"
+		return
+	fi
+	run sx sh -c "$COUNTERS"
+	assert_output 1
+	run sbx-pause --memory=false -s "$S"
+	assert_success
+	assert_equal "$(jq -r .status <<<"$output")" stopped
+	assert_equal "$(jq -r .status "$S")" stopped
+	run sbx-pause -r -s "$S"
+	assert_success
+	run sx cat /workspace/f
+	assert_output kept
+	run sx sh -c "$COUNTERS"
+	assert_output 0
+}
+
 @test "$B: sbx-pause closes the billable segment and resume opens one" {
 	new_sandbox
 	jq_true '.segments | length == 1 and .[0][1] == null' <"$S"
@@ -214,6 +256,15 @@ refused_mode() {
 	run sbx-pause --mode stop --resume -I x
 	assert_failure 2
 	assert_output --partial "--mode is for pausing"
+	run sbx-pause --memory=no -I x
+	assert_failure 2
+	assert_output "sbx-pause: --memory must be true or false, not 'no'"
+	run sbx-pause --memory=false --resume -I x
+	assert_failure 2
+	assert_output --partial "--memory is for pausing"
+	run sbx-pause --memory=false --mode stop -I x
+	assert_failure 2
+	assert_output "sbx-pause: give --mode or --memory, not both"
 	run --separate-stderr sbx-pause -I 000000000000
 	assert_failure 3
 	assert_output ''

@@ -152,6 +152,16 @@ field() {
 	assert_output '[true,"paused",false,true,"running","before-pause\n",true,"ok\n"]'
 }
 
+@test "SDK: pause({keepMemory: false}) ends the processes and keeps the files; a plain pause keeps them" {
+	run sdk pause-cold
+	assert_success
+	OUT=$output
+	run field '[.before, .warm, .warmState, .afterWarm] | @json'
+	assert_output '["1",true,"paused","1"]'
+	run field '[.cold, .coldState, .coldAgain, .stateAfter, .afterCold, .file, .runs] | @json'
+	assert_output '[true,"paused",false,"running","0","before-pause\n","ok\n"]'
+}
+
 @test "SDK: Sandbox.list with a metadata filter lists only the sandboxes that match" {
 	run sdk list
 	assert_success

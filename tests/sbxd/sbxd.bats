@@ -352,6 +352,19 @@ netns() {
 	assert_line --index 1 '{"event":{"data":{"stdout":"a2VwdAo="}}}'
 }
 
+@test "pause with a \"memory\" not a boolean is 400; with false, 204, and connect resumes it (201)" {
+	box '{"templateID":"base","timeout":120,"secure":true}'
+	run code POST "/sandboxes/$ID/pause" -H "X-API-Key: $SBXD_KEY" -d '{"memory":"no"}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output 'Error when parsing request: "memory" must be a boolean'
+	run code POST "/sandboxes/$ID/pause" -H "X-API-Key: $SBXD_KEY" -d '{"memory":false}'
+	assert_output 204
+	assert_equal "$(sbxd_api GET "/sandboxes/$ID" | jq -r .state)" paused
+	run code POST "/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":60}'
+	assert_output 201
+}
+
 @test "connect v2: no body is 300 s, a paused sandbox resumes (201), memory false is 400" {
 	box '{"templateID":"base","timeout":30,"secure":true}'
 	run code POST "/v2/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY"
