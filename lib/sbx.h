@@ -667,6 +667,14 @@ struct sbx_backend_ops {
 	 * the session ({"error","session","status"}). NULL: no sessions. */
 	int (*shell)(const json_t *ref, const struct sbx_shell_req *rq,
 	    json_t **out, struct sbx_err *err);
+	/* sbx-stats: one reading of what a running or paused sandbox uses:
+	 * {"backend","id","status","cpu_s" (CPU time used),"cpu_pct" (only
+	 * where the backend measures it itself),"cpus","memory_bytes",
+	 * "memory_limit","disk_bytes","disk_limit","pids","pids_limit",
+	 * "net_rx_bytes","net_tx_bytes"}, each null where the backend cannot
+	 * tell (a limit: where there is none). SBX_EX_NOSANDBOX when gone or
+	 * ended. NULL: the backend cannot tell any. */
+	json_t *(*stats)(const json_t *ref, struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as

@@ -1,6 +1,7 @@
 /* local.c - the local backend: create, kill and list sandboxes made of
  * Linux namespaces, cgroups and an overlay, each run by its sbx-init */
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -17,6 +18,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -1501,6 +1503,153 @@ local_info(const json_t *ref, struct sbx_err *err)
 	return o;
 }
 
+/* --- stats (sbx-stats) ------------------------------------------------- */
+
+static uint64_t upper_bytes;
+
+static int
+upper_add(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)path;
+	(void)f;
+	if (type == FTW_DNR || type == FTW_NS)
+		return 1;
+	upper_bytes += (uint64_t)sb->st_blocks * 512;
+	return 0;
+}
+
+/* What the sandbox wrote: its disk's use (the overlay's statfs is its
+ * upper's), else the blocks of DIR/upper; -1 when some of it cannot be
+ * read (then it is not said). */
+static long long
+disk_used(const char *dir, pid_t pid, int has_disk)
+{
+	char *p;
+	struct statvfs vf;
+	int r;
+
+	if (has_disk) {
+		p = sbx_xasprintf("/proc/%d/root/", (int)pid);
+		r = statvfs(p, &vf);
+		free(p);
+		return r < 0 ? -1 : (long long)((vf.f_blocks - vf.f_bfree) *
+		    vf.f_frsize);
+	}
+	upper_bytes = 0;
+	p = sbx_xasprintf("%s/upper", dir);
+	r = nftw(p, upper_add, 16, FTW_PHYS | FTW_MOUNT);
+	free(p);
+	return r ? -1 : (long long)upper_bytes;
+}
+
+/* The bytes through the interfaces of init's network namespace but lo,
+ * from the host: -1 when it shares ours (they are the host's). */
+static void
+net_bytes(pid_t pid, long long *rx, long long *tx)
+{
+	char *p = sbx_xasprintf("/proc/%d/ns/net", (int)pid), line[512];
+	struct stat a, b;
+	unsigned long long r, t, skip;
+	char name[64];
+	FILE *f = NULL;
+
+	*rx = *tx = -1;
+	if (stat(p, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 &&
+	    (a.st_ino != b.st_ino || a.st_dev != b.st_dev)) {
+		free(p);
+		p = sbx_xasprintf("/proc/%d/net/dev", (int)pid);
+		f = fopen(p, "re");
+	}
+	free(p);
+	if (!f)
+		return;
+	*rx = *tx = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, " %63[^:]: %llu %llu %llu %llu %llu %llu "
+		    "%llu %llu %llu", name, &r, &skip, &skip, &skip, &skip,
+		    &skip, &skip, &skip, &t) == 10 && strcmp(name, "lo")) {
+			*rx += (long long)r;
+			*tx += (long long)t;
+		}
+	fclose(f);
+}
+
+static json_t *
+int_or_null(long long v)
+{
+	return v > 0 ? json_integer(v) : json_null();
+}
+
+static json_t *
+local_stats(const json_t *ref, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL;
+	long long cpu, mem, lim = -1, rx, tx, quota;
+	struct sbx_cgroups cg;
+	json_t *meta, *o;
+	pid_t pid;
+	int v2;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+		return NULL;
+	}
+	meta = load_meta(dir);
+	if (!(pid = live_init(meta))) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is not "
+		    "running", id);
+		json_decref(meta);
+		free(dir);
+		free(id);
+		return NULL;
+	}
+	sbx_cg_find(&cg, id);
+	v2 = cg.memory && cg.memory == cg.unified;
+	o = json_object();
+	json_object_set_new(o, "backend", json_string("local"));
+	json_object_set_new(o, "id", json_string(id));
+	json_object_set_new(o, "status", json_string(frozen(&cg) ? "paused" :
+	    "running"));
+	cpu = cpu_usec(&cg);
+	json_object_set_new(o, "cpu_s", cpu >= 0 ? json_real((double)cpu /
+	    1e6) : json_null());
+	json_object_set_new(o, "cpu_pct", json_null());
+	json_object_set_new(o, "cpus", sbx_json_int(meta, "cpus_milli", 0) >
+	    0 ? json_real((double)sbx_json_int(meta, "cpus_milli", 0) /
+	    1000) : json_null());
+	mem = sbx_cg_read_ll(cg.memory, v2 ? "memory.current" :
+	    "memory.usage_in_bytes");
+	/* "max" reads as 0; v1's none is a huge number. */
+	if (cg.memory)
+		lim = sbx_cg_read_ll(cg.memory, v2 ? "memory.max" :
+		    "memory.limit_in_bytes");
+	json_object_set_new(o, "memory_bytes", mem >= 0 ? json_integer(mem) :
+	    json_null());
+	json_object_set_new(o, "memory_limit", int_or_null(lim >= 1LL << 60 ?
+	    -1 : lim));
+	quota = sbx_json_int(meta, "disk", 0);
+	mem = disk_used(dir, pid, quota > 0);
+	json_object_set_new(o, "disk_bytes", mem >= 0 ? json_integer(mem) :
+	    json_null());
+	json_object_set_new(o, "disk_limit", int_or_null(quota));
+	json_object_set_new(o, "pids", cg.pids ? int_or_null(sbx_cg_read_ll(
+	    cg.pids, "pids.current")) : json_null());
+	json_object_set_new(o, "pids_limit", cg.pids ?
+	    int_or_null(sbx_cg_read_ll(cg.pids, "pids.max")) : json_null());
+	net_bytes(pid, &rx, &tx);
+	json_object_set_new(o, "net_rx_bytes", rx >= 0 ? json_integer(rx) :
+	    json_null());
+	json_object_set_new(o, "net_tx_bytes", tx >= 0 ? json_integer(tx) :
+	    json_null());
+	sbx_cg_release(&cg);
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return o;
+}
+
 /* The Entrypoint and Cmd of its image of the store, if it has one. */
 static json_t *
 local_image_cmd(const json_t *ref, struct sbx_err *err)
@@ -1543,4 +1692,5 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.ports = sbx_local_ports,
 	.image_cmd = local_image_cmd,
 	.shell = sbx_local_shell,
+	.stats = local_stats,
 };
