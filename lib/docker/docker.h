@@ -112,6 +112,9 @@ int sbx_docker_net_log(const json_t *ref, int follow, struct sbx_err *err);
 json_t *sbx_docker_ports(const json_t *ref, unsigned port, unsigned host_port,
     struct sbx_err *err);
 
+/* stats.c: sbx-stats (struct sbx_backend_ops's stats) */
+json_t *sbx_docker_stats(const json_t *ref, struct sbx_err *err);
+
 /* ca.c: the sandbox's CA (DIR/ca.crt) into the trust store of container
  * id, through the archive API: /etc/ssl/certs/ca-certificates.crt (the
  * container's own, and the CA), sbx-ca.pem and its subject-hash link,

@@ -683,4 +683,5 @@ const struct sbx_backend_ops sbx_docker_ops = {
 	.answers = sbx_docker_answers,
 	.image_cmd = docker_image_cmd,
 	.shell = sbx_shell_remote,
+	.stats = sbx_docker_stats,
 };
