@@ -669,8 +669,9 @@ struct sbx_backend_ops {
 	    json_t **out, struct sbx_err *err);
 	/* sbx-stats: one reading of what a running or paused sandbox uses:
 	 * {"backend","id","status","cpu_s" (CPU time used),"cpu_pct" (only
-	 * where the backend measures it itself),"cpus","memory_bytes",
-	 * "memory_limit","disk_bytes","disk_limit","pids","pids_limit",
+	 * where the backend measures it itself; 100 a CPU),"cpus",
+	 * "memory_bytes","memory_limit","memory_cache" (the page cache in
+	 * memory_bytes),"disk_bytes","disk_limit","pids","pids_limit",
 	 * "net_rx_bytes","net_tx_bytes"}, each null where the backend cannot
 	 * tell (a limit: where there is none). SBX_EX_NOSANDBOX when gone or
 	 * ended. NULL: the backend cannot tell any. */

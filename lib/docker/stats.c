@@ -81,6 +81,11 @@ sbx_docker_stats(const json_t *ref, struct sbx_err *err)
 	    json_object_get(s, "memory_stats"), "usage")));
 	json_object_set_new(o, "memory_limit", positive(json_object_get(hc,
 	    "Memory")));
+	/* The page cache in that: cgroup v2's file, v1's cache. */
+	v = json_object_get(json_object_get(s, "memory_stats"), "stats");
+	v = json_object_get(v, json_object_get(v, "file") ? "file" : "cache");
+	json_object_set_new(o, "memory_cache", json_is_integer(v) ?
+	    json_integer(json_integer_value(v)) : json_null());
 	v = rz.status == 200 ? json_object_get(rz.json, "SizeRw") : NULL;
 	json_object_set_new(o, "disk_bytes", json_is_integer(v) &&
 	    json_integer_value(v) >= 0 ? json_integer(json_integer_value(v)) :

@@ -122,6 +122,9 @@ json_t *sbx_e2b_net_rules(const json_t *ref, const json_t *set,
 json_t *sbx_e2b_ports(const json_t *ref, unsigned port, unsigned host_port,
     struct sbx_err *err);
 
+/* stats.c: sbx-stats (struct sbx_backend_ops's stats) */
+json_t *sbx_e2b_stats(const json_t *ref, struct sbx_err *err);
+
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_e2b_files;
 

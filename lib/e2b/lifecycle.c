@@ -408,6 +408,7 @@ const struct sbx_backend_ops sbx_e2b_ops = {
 	.files = &sbx_e2b_files,
 	.net_rules = sbx_e2b_net_rules,
 	.ports = sbx_e2b_ports,
+	.stats = sbx_e2b_stats,
 	.answers = sbx_e2b_answers,
 	/* E2B keeps no log of the sandbox's connections: net_log NULL. */
 };

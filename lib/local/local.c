@@ -1574,6 +1574,24 @@ net_bytes(pid_t pid, long long *rx, long long *tx)
 	fclose(f);
 }
 
+/* The page cache in the memory counted (memory.stat's file, v1's
+ * cache), -1 when unknown. */
+static long long
+mem_cache(const char *dir, int v2)
+{
+	char *p = sbx_xasprintf("%s/memory.stat", dir), line[128];
+	FILE *f = dir ? fopen(p, "re") : NULL;
+	long long v = -1;
+
+	free(p);
+	while (f && v < 0 && fgets(line, sizeof line, f))
+		if (sscanf(line, v2 ? "file %lld" : "cache %lld", &v) != 1)
+			v = -1;
+	if (f)
+		fclose(f);
+	return v;
+}
+
 static json_t *
 int_or_null(long long v)
 {
@@ -1629,6 +1647,9 @@ local_stats(const json_t *ref, struct sbx_err *err)
 	    json_null());
 	json_object_set_new(o, "memory_limit", int_or_null(lim >= 1LL << 60 ?
 	    -1 : lim));
+	lim = cg.memory ? mem_cache(cg.memory, v2) : -1;
+	json_object_set_new(o, "memory_cache", lim >= 0 ? json_integer(lim) :
+	    json_null());
 	quota = sbx_json_int(meta, "disk", 0);
 	mem = disk_used(dir, pid, quota > 0);
 	json_object_set_new(o, "disk_bytes", mem >= 0 ? json_integer(mem) :

@@ -788,6 +788,154 @@ h_get(struct sbxd_req *r)
 	return sbxd_reply_json(r, 200, j);
 }
 
+/* --- metrics: E2B's SandboxMetric, one sample taken now ------------------ */
+
+/* A number of a stats reading, or -1 for its null. */
+static double
+stat_num(const json_t *st, const char *k)
+{
+	json_t *v = json_object_get(st, k);
+
+	return json_is_number(v) ? json_number_value(v) : -1;
+}
+
+static json_t *
+bytes_or_null(double v)
+{
+	return v >= 0 ? json_integer((json_int_t)v) : json_null();
+}
+
+/* The box's SandboxMetric now, from the backend's stats; NULL when it
+ * has none (paused, ended). cpuUsedPct: the CPU time since the last
+ * sample (or the start) over the time and the CPUs it had. */
+static json_t *
+box_metric(struct sbxd_box *b)
+{
+	struct sbx_err err = {0};
+	json_t *ref, *st, *m;
+	double cpu, cpus, mem, lim, cache, pct = 0, prev;
+	long long now, since, ncpu;
+	char ts[32];
+
+	pthread_mutex_lock(&sbxd.mu);
+	ref = b->paused || b->gone ? NULL : json_deep_copy(b->ref);
+	pthread_mutex_unlock(&sbxd.mu);
+	if (!ref)
+		return NULL;
+	st = sbxd_be_stats(ref, &err);
+	json_decref(ref);
+	if (!st)
+		return NULL;
+	now = sbxd_now_ms();
+	cpus = stat_num(st, "cpus");
+	ncpu = cpus > 0 ? (long long)cpus + (cpus > (double)(long long)cpus) :
+	    sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 1)
+		ncpu = 1;
+	cpu = stat_num(st, "cpu_s");
+	pthread_mutex_lock(&sbxd.mu);
+	prev = b->metric_ms ? b->metric_cpu_s : 0;
+	since = b->metric_ms ? b->metric_ms : b->started_ms;
+	if (cpu >= prev && now > since)
+		pct = (cpu - prev) * 1e5 / (double)(now - since) /
+		    (double)ncpu;
+	b->metric_cpu_s = cpu >= 0 ? cpu : 0;
+	b->metric_ms = now;
+	pthread_mutex_unlock(&sbxd.mu);
+	if (pct > 100)
+		pct = 100;
+	mem = stat_num(st, "memory_bytes");
+	cache = stat_num(st, "memory_cache");
+	lim = stat_num(st, "memory_limit");
+	if (lim < 0)
+		lim = (double)sysconf(_SC_PHYS_PAGES) *
+		    (double)sysconf(_SC_PAGESIZE);
+	sbx_time_fmt(now / 1000, ts, sizeof ts);
+	m = json_pack("{ss,sI,sI,sf,so,sI,so,so,so}", "timestamp", ts,
+	    "timestampUnix", (json_int_t)(now / 1000), "cpuCount",
+	    (json_int_t)ncpu, "cpuUsedPct", (double)(long long)(pct * 100 +
+	    0.5) / 100, "memUsed", bytes_or_null(mem >= 0 ? mem -
+	    (cache > 0 && cache < mem ? cache : 0) : -1), "memTotal",
+	    (json_int_t)lim, "memCache", bytes_or_null(cache), "diskUsed",
+	    bytes_or_null(stat_num(st, "disk_bytes")), "diskTotal",
+	    bytes_or_null(stat_num(st, "disk_limit")));
+	json_decref(st);
+	return m;
+}
+
+/* A unix time of the query, or def without it; -1 when malformed. */
+static long long
+query_time(struct sbxd_req *r, const char *k, long long def)
+{
+	const char *v = sbxd_query(r, k);
+	uint64_t t;
+
+	if (!v)
+		return def;
+	return sbx_parse_u64(v, 0, 1ULL << 40, &t) < 0 ? -1 : (long long)t;
+}
+
+/* GET /sandboxes/{id}/metrics?start=&end=: no history is kept, so the
+ * sample taken now, when now is between start and end; none for a
+ * paused sandbox. */
+static enum MHD_Result
+h_metrics(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b = path_box(r, 1, &ret);
+	long long now = sbxd_now_ms() / 1000, start, end;
+	json_t *a, *m;
+
+	if (!b)
+		return ret;
+	start = query_time(r, "start", 0);
+	end = query_time(r, "end", now);
+	if (start < 0 || end < 0) {
+		sbxd_box_put(b);
+		return sbxd_reply_err(r, 400, "Error when parsing request: "
+		    "start and end are unix seconds");
+	}
+	a = json_array();
+	if (start <= now + 1 && end + 1 >= now && (m = box_metric(b)))
+		json_array_append_new(a, m);
+	sbxd_box_put(b);
+	return sbxd_reply_json(r, 200, a);
+}
+
+/* GET /sandboxes/metrics?sandbox_ids=a,b (up to 100): the latest
+ * sample of each that has one, by id. */
+static enum MHD_Result
+h_metrics_many(struct sbxd_req *r)
+{
+	const char *q = sbxd_query(r, "sandbox_ids");
+	char *ids, *id, *save = NULL;
+	struct sbxd_box *b;
+	json_t *all, *m;
+	int n = 0;
+
+	if (!q || !*q)
+		return sbxd_reply_err(r, 400, "Error when parsing request: "
+		    "sandbox_ids is required");
+	ids = sbx_xstrdup(q);
+	all = json_object();
+	for (id = strtok_r(ids, ",", &save); id; id = strtok_r(NULL, ",",
+	    &save)) {
+		if (++n > 100) {
+			json_decref(all);
+			free(ids);
+			return sbxd_reply_err(r, 400, "Error when parsing "
+			    "request: at most 100 sandbox_ids");
+		}
+		if (!(b = sbxd_box_get(id)))
+			continue;
+		if ((m = box_metric(b)))
+			json_object_set_new(all, b->id, m);
+		sbxd_box_put(b);
+	}
+	free(ids);
+	return sbxd_reply_json(r, 200, json_pack("{so}", "sandboxes", all));
+}
+
 /* Undo a query escape in place: %XX, and + as a space (Go's
  * url.QueryUnescape); a malformed %-sequence is -1. */
 static int
@@ -1367,8 +1515,6 @@ h_unsupported(struct sbxd_req *r)
 		what = "snapshots";
 	else if (third && !strcmp(third, "fork"))
 		what = "forks";
-	else if (third && !strcmp(third, "metrics"))
-		what = "metrics";
 	else if (third && !strcmp(third, "logs"))
 		what = "logs";
 	else if (first && !strcmp(first, "snapshots"))
@@ -1391,7 +1537,7 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"GET", "/v2/sandboxes", 0, h_list2, NULL},
 	{"POST", "/v2/sandboxes", 0, h_create2, NULL},
 	{"POST", "/v2/sandboxes/*/connect", 0, h_connect2, NULL},
-	{"GET", "/sandboxes/metrics", 0, h_unsupported, NULL},
+	{"GET", "/sandboxes/metrics", 0, h_metrics_many, NULL},
 	{"GET", "/sandboxes/*", 0, h_get, NULL},
 	{"DELETE", "/sandboxes/*", 0, h_kill, NULL},
 	{"POST", "/sandboxes/*/timeout", 0, h_timeout, NULL},
@@ -1403,7 +1549,7 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"POST", "/sandboxes/*/snapshots", 0, h_unsupported, NULL},
 	{"GET", "/snapshots", 0, h_unsupported, NULL},
 	{"PUT", "/sandboxes/*/network", 0, h_network, NULL},
-	{"GET", "/sandboxes/*/metrics", 0, h_unsupported, NULL},
+	{"GET", "/sandboxes/*/metrics", 0, h_metrics, NULL},
 	{"GET", "/sandboxes/*/logs", 0, h_unsupported, NULL},
 	{"GET", "/v2/sandboxes/*/logs", 0, h_unsupported, NULL},
 	{"POST", "/templates", 0, h_unsupported, NULL},

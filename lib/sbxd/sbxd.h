@@ -59,6 +59,10 @@ struct sbxd_box {
 	 * "maskRequestHost" (port.c puts it in the Host of the requests
 	 * for the sandbox's ports). */
 	json_t *network;
+	/* GET .../metrics: the CPU time at the last reading, and when
+	 * (sbxd_now_ms; 0: none yet) */
+	double metric_cpu_s;
+	long long metric_ms;
 	int gone;              /* killed: out of the table */
 	int busy;              /* a pause, resume or kill is under way */
 	int refs;
@@ -223,6 +227,8 @@ int sbxd_be_resume(json_t *ref, struct sbx_err *err);
 /* A pause that ends the processes and keeps the files (E2B's pause with
  * "memory": false); the resume is a cold start. */
 int sbxd_be_stop(json_t *ref, struct sbx_err *err);
+/* The backend's stats (sbx-stats' reading), or NULL. */
+json_t *sbxd_be_stats(json_t *ref, struct sbx_err *err);
 /* The backend's net_rules (set: NULL to read): the rules, or NULL. */
 json_t *sbxd_be_net_rules(json_t *ref, const json_t *set,
     struct sbx_err *err);

@@ -18,7 +18,8 @@
 
 #include "sbxd.h"
 
-enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET, OP_STOP };
+enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET, OP_STOP,
+    OP_STATS };
 
 /* A spec as JSON, for the worker, and back (its strings the JSON's). */
 static json_t *
@@ -143,6 +144,13 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 		else
 			rc = (out = sbxd.be->ops->net_rules(ref,
 			    json_is_object(set) ? set : NULL, &err)) ? 0 : -1;
+		break;
+	case OP_STATS:
+		if (!sbxd.be->ops->stats)
+			rc = sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' "
+			    "cannot tell what a sandbox uses", sbxd.be->name);
+		else
+			rc = (out = sbxd.be->ops->stats(ref, &err)) ? 0 : -1;
 		break;
 	default:
 		_exit(125);
@@ -284,6 +292,18 @@ int
 sbxd_be_resume(json_t *ref, struct sbx_err *err)
 {
 	return call(OP_RESUME, NULL, &ref, NULL, NULL, err);
+}
+
+json_t *
+sbxd_be_stats(json_t *ref, struct sbx_err *err)
+{
+	json_t *out = NULL;
+
+	if (call(OP_STATS, NULL, &ref, NULL, &out, err) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
 }
 
 json_t *

@@ -9,7 +9,7 @@ setup_file() { conf_setup_file; }
 teardown_file() { conf_teardown_file; }
 setup() { conf_setup; }
 
-FIELDS='["backend","cpu_pct","cpu_s","cpus","disk_bytes","disk_limit","id","memory_bytes","memory_limit","net_rx_bytes","net_tx_bytes","pids","pids_limit","status","time"]'
+FIELDS='["backend","cpu_pct","cpu_s","cpus","disk_bytes","disk_limit","id","memory_bytes","memory_cache","memory_limit","net_rx_bytes","net_tx_bytes","pids","pids_limit","status","time"]'
 
 # One reading of the test's sandbox, as one JSON line.
 stat1() {
@@ -37,7 +37,7 @@ wait_stat() {
 	    .status == "running" and (.memory_bytes | type == "number") and
 	    .memory_bytes > 0 and (.cpu_pct | type == "number") and
 	    .cpu_pct >= 0 and
-	    ([.cpu_s, .cpus, .disk_bytes, .disk_limit, .memory_limit,
+	    ([.cpu_s, .cpus, .disk_bytes, .disk_limit, .memory_cache, .memory_limit,
 	      .net_rx_bytes, .net_tx_bytes, .pids, .pids_limit] |
 	     all(. == null or (type == "number" and . >= 0)))' <<<"$output"
 	if [ "$BACKEND" != e2b ]; then
