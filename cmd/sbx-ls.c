@@ -41,24 +41,6 @@ fmt_age(long long s, char *buf, size_t n)
 		snprintf(buf, n, "%lldd", s / 86400);
 }
 
-static void
-fmt_bytes(json_t *v, char *buf, size_t n)
-{
-	double b;
-
-	if (!json_is_integer(v)) {
-		snprintf(buf, n, "-");
-		return;
-	}
-	b = (double)json_integer_value(v);
-	if (b < 1024 * 1024)
-		snprintf(buf, n, "%.0fK", b / 1024);
-	else if (b < 1024.0 * 1024 * 1024)
-		snprintf(buf, n, "%.1fM", b / (1024 * 1024));
-	else
-		snprintf(buf, n, "%.1fG", b / (1024.0 * 1024 * 1024));
-}
-
 /* The STATUS column's colour (SGR), on a terminal that wants colour:
  * https://no-color.org. */
 static const char *
@@ -97,7 +79,7 @@ print_row(const struct ctx *ctx, json_t *o)
 		fmt_age(sbx_json_int(o, "idle", 0), idle, sizeof idle);
 	else
 		snprintf(idle, sizeof idle, "-");
-	fmt_bytes(json_object_get(o, "memory_bytes"), mem, sizeof mem);
+	sbx_fmt_bytes(json_object_get(o, "memory_bytes"), mem, sizeof mem);
 	if (json_is_integer(p))
 		snprintf(procs, sizeof procs, "%lld",
 		    (long long)json_integer_value(p));

@@ -167,24 +167,6 @@ reading(struct box *b, struct sbx_err *err)
 }
 
 static void
-fmt_bytes(json_t *v, char *buf, size_t n)
-{
-	double b;
-
-	if (!json_is_integer(v)) {
-		snprintf(buf, n, "-");
-		return;
-	}
-	b = (double)json_integer_value(v);
-	if (b < 1024 * 1024)
-		snprintf(buf, n, "%.0fK", b / 1024);
-	else if (b < 1024.0 * 1024 * 1024)
-		snprintf(buf, n, "%.1fM", b / (1024 * 1024));
-	else
-		snprintf(buf, n, "%.1fG", b / (1024.0 * 1024 * 1024));
-}
-
-static void
 fmt_num(json_t *v, const char *f, char *buf, size_t n)
 {
 	if (json_is_integer(v))
@@ -203,8 +185,8 @@ fmt_pair(json_t *o, const char *used, const char *limit, int bytes,
 	char a[32], b[32];
 
 	if (bytes) {
-		fmt_bytes(json_object_get(o, used), a, sizeof a);
-		fmt_bytes(json_object_get(o, limit), b, sizeof b);
+		sbx_fmt_bytes(json_object_get(o, used), a, sizeof a);
+		sbx_fmt_bytes(json_object_get(o, limit), b, sizeof b);
 	} else {
 		fmt_num(json_object_get(o, used), "%g", a, sizeof a);
 		fmt_num(json_object_get(o, limit), "%g", b, sizeof b);
@@ -233,8 +215,8 @@ print_row(json_t *o)
 	fmt_pair(o, "memory_bytes", "memory_limit", 1, mem, sizeof mem);
 	fmt_pair(o, "disk_bytes", "disk_limit", 1, disk, sizeof disk);
 	fmt_pair(o, "pids", "pids_limit", 0, pids, sizeof pids);
-	fmt_bytes(json_object_get(o, "net_rx_bytes"), rx, sizeof rx);
-	fmt_bytes(json_object_get(o, "net_tx_bytes"), tx, sizeof tx);
+	sbx_fmt_bytes(json_object_get(o, "net_rx_bytes"), rx, sizeof rx);
+	sbx_fmt_bytes(json_object_get(o, "net_tx_bytes"), tx, sizeof tx);
 	printf("%-12.12s  %-7s  %6s  %9s  %-15s  %-15s  %-11s  %7s  %7s\n",
 	    sbx_json_str(o, "id"), sbx_json_str(o, "backend"), pct, cpu, mem,
 	    disk, pids, rx, tx);

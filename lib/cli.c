@@ -307,6 +307,24 @@ sbx_out_close(int rc)
 }
 
 void
+sbx_fmt_bytes(const json_t *v, char *buf, size_t n)
+{
+	double b;
+
+	if (!json_is_integer(v)) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	b = (double)json_integer_value(v);
+	if (b < 1024 * 1024)
+		snprintf(buf, n, "%.0fK", b / 1024);
+	else if (b < 1024.0 * 1024 * 1024)
+		snprintf(buf, n, "%.1fM", b / (1024 * 1024));
+	else
+		snprintf(buf, n, "%.1fG", b / (1024.0 * 1024 * 1024));
+}
+
+void
 sbx_out_json(json_t *obj)
 {
 	json_dumpf(obj, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER |

@@ -137,6 +137,9 @@ char *sbx_parse_env(const char *s, struct sbx_err *err);
 int sbx_out_close(int rc);
 /* Print a JSON object as one compact line on stdout. */
 void sbx_out_json(json_t *obj);
+/* A byte count of a table's cell: "512K", "1.5M", "2.0G"; "-" for what
+ * is not an integer (null: unknown). */
+void sbx_fmt_bytes(const json_t *v, char *buf, size_t n);
 
 /* --- buf: one growable buffer with a size cap ------------------------- */
 
