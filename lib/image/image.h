@@ -157,6 +157,12 @@ int sbx_image_unpack(const char *root, const char *digest,
 struct sbx_image_tree {
 	char *final, *tmp;
 	int dfd, cwd;
+	/* As root: the unpacker, a child chrooted into the tree, forked at
+	 * begin (before any thread of a pull: a child forked from a
+	 * threaded process may find a lock of the allocator taken for
+	 * ever) and fed each layer's fd on sock. */
+	int sock;
+	pid_t pid;
 };
 int sbx_image_tree_begin(struct sbx_image_tree *t, const char *root,
     const char *digest, struct sbx_err *err);

@@ -19,6 +19,7 @@
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include <archive_entry.h>
 
 #include "image/image.h"
+#include "msg.h"
 
 #define WH ".wh."
 #define WH_OPQ ".wh..wh..opq"
@@ -289,9 +291,28 @@ out:
 	return rc;
 }
 
+/* The unpacker's end: its socket closed, it exits; 0 when it did so
+ * cleanly. */
+static int
+unpacker_end(struct sbx_image_tree *t)
+{
+	int st = 0;
+
+	if (t->sock >= 0)
+		close(t->sock);
+	t->sock = -1;
+	if (t->pid <= 0)
+		return 0;
+	while (waitpid(t->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	t->pid = 0;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
 void
 sbx_image_tree_abort(struct sbx_image_tree *t)
 {
+	unpacker_end(t);
 	if (t->tmp)
 		sbx_rmtree(t->tmp);
 	if (t->dfd >= 0)
@@ -301,7 +322,86 @@ sbx_image_tree_abort(struct sbx_image_tree *t)
 	free(t->tmp);
 	free(t->final);
 	memset(t, 0, sizeof *t);
-	t->dfd = t->cwd = -1;
+	t->dfd = t->cwd = t->sock = -1;
+}
+
+/* The unpacker: chrooted into the tree, it applies each layer that
+ * comes (its digest, its fd) and answers with an sbx_err, code 0 when it
+ * went in; it ends at its socket's end. */
+static void
+unpacker(struct sbx_image_tree *t, int sock)
+{
+	struct sbx_msg m;
+	struct sbx_err e;
+	int rc;
+
+	memset(&e, 0, sizeof e);
+	if (fchdir(t->dfd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+		sbx_err_set(&e, SBX_EX_FAIL, "cannot enter '%s':", t->tmp);
+		sbx_msg_send(sock, 1, &e, sizeof e, NULL, 0);
+		_exit(1);
+	}
+	while (sbx_msg_recv(sock, &m) > 0) {
+		memset(&e, 0, sizeof e);
+		if (m.nfds != 1 || !m.len || m.data[m.len - 1] != '\0')
+			_exit(2);
+		rc = apply_layer(m.fds[0], t->dfd, m.data, 1, &e);
+		sbx_msg_release(&m);
+		if (sbx_msg_send(sock, rc < 0, &e, sizeof e, NULL, 0) < 0)
+			_exit(2);
+	}
+	_exit(0);
+}
+
+static int
+unpacker_start(struct sbx_image_tree *t, struct sbx_err *err)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a socket "
+		    "pair:");
+	if ((t->pid = fork()) < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		t->pid = 0;
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+	}
+	if (t->pid == 0) {
+		close(sv[0]);
+		unpacker(t, sv[1]);
+	}
+	close(sv[1]);
+	t->sock = sv[0];
+	return 0;
+}
+
+/* Layer fd applied by the unpacker. */
+static int
+apply_chrooted(struct sbx_image_tree *t, int fd, const char *digest,
+    struct sbx_err *err)
+{
+	struct sbx_msg m;
+	int rc;
+
+	if (sbx_msg_send(t->sock, 0, digest, strlen(digest) + 1, &fd, 1) < 0 ||
+	    sbx_msg_recv(t->sock, &m) <= 0) {
+		unpacker_end(t);
+		return sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
+		    "ended abnormally", digest);
+	}
+	rc = 0;
+	if (m.len == sizeof *err && m.type) {
+		memcpy(err, m.data, sizeof *err);
+		err->msg[sizeof err->msg - 1] = '\0';
+		err->hint[sizeof err->hint - 1] = '\0';
+		rc = -1;
+	} else if (m.len != sizeof *err) {
+		rc = sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
+		    "answered nonsense", digest);
+	}
+	sbx_msg_release(&m);
+	return rc;
 }
 
 int
@@ -311,7 +411,7 @@ sbx_image_tree_begin(struct sbx_image_tree *t, const char *root,
 	char *parent;
 
 	memset(t, 0, sizeof *t);
-	t->dfd = t->cwd = -1;
+	t->dfd = t->cwd = t->sock = -1;
 	t->final = sbx_xasprintf("%s/rootfs/%s", root, digest + 7);
 	if (access(t->final, F_OK) == 0)
 		return 1;
@@ -335,60 +435,12 @@ sbx_image_tree_begin(struct sbx_image_tree *t, const char *root,
 		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", t->tmp);
 		goto fail;
 	}
+	if (geteuid() == 0 && unpacker_start(t, err) < 0)
+		goto fail;
 	return 0;
 fail:
 	sbx_image_tree_abort(t);
 	return -1;
-}
-
-/* Layer fd applied by a child chrooted into the tree; its error comes
- * back on a pipe. */
-static int
-apply_chrooted(struct sbx_image_tree *t, int fd, const char *digest,
-    struct sbx_err *err)
-{
-	struct sbx_err e;
-	int pfd[2], st, rc;
-	ssize_t n;
-	pid_t pid;
-
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a pipe:");
-	if ((pid = fork()) < 0) {
-		close(pfd[0]);
-		close(pfd[1]);
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
-	}
-	if (pid == 0) {
-		memset(&e, 0, sizeof e);
-		close(pfd[0]);
-		if (fchdir(t->dfd) < 0 || chroot(".") < 0 || chdir("/") < 0)
-			rc = sbx_err_set(&e, SBX_EX_FAIL, "cannot enter '%s':",
-			    t->tmp);
-		else
-			rc = apply_layer(fd, t->dfd, digest, 1, &e);
-		if (rc < 0 && write(pfd[1], &e, sizeof e) < 0)
-			_exit(2);
-		_exit(rc < 0);
-	}
-	close(pfd[1]);
-	memset(&e, 0, sizeof e);
-	while ((n = read(pfd[0], &e, sizeof e)) < 0 && errno == EINTR)
-		;
-	close(pfd[0]);
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot "
-			    "wait for its unpack:", digest);
-	if (n == (ssize_t)sizeof e) {
-		e.msg[sizeof e.msg - 1] = e.hint[sizeof e.hint - 1] = '\0';
-		*err = e;
-		return -1;
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st))
-		return sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
-		    "ended abnormally", digest);
-	return 0;
 }
 
 int
@@ -397,7 +449,7 @@ sbx_image_tree_apply(struct sbx_image_tree *t, int fd, const char *digest,
 {
 	int rc;
 
-	if (geteuid() == 0)
+	if (t->sock >= 0)
 		return apply_chrooted(t, fd, digest, err);
 
 	/* libarchive writes relative to the working directory: the tree's,
@@ -420,6 +472,9 @@ sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
     struct sbx_err *err)
 {
 	*path = NULL;
+	if (unpacker_end(t) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "the unpack of '%s' ended "
+		    "abnormally", t->tmp);
 	if (t->tmp) {
 		if (rename(t->tmp, t->final) < 0 && errno != ENOTEMPTY &&
 		    errno != EEXIST)
