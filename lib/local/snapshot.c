@@ -20,6 +20,10 @@
 #include "local.h"
 
 #define SNAP_PREFIX "snp-"
+/* A ctime this close to the first pass's start may not show a change
+ * made right after (timestamps move by the tick): such a file is copied
+ * again, frozen. */
+#define SNAP_RACY_NS 50000000LL
 
 const char *
 sbx_snap_root(void)
@@ -318,10 +322,73 @@ struct copy {
 		dev_t dev;
 		ino_t ino;
 		char *path;   /* relative to root */
+		int pass;     /* that made it */
 	} *links;
 	size_t nlinks;
+	/* What the first pass saw of each inode (its ctime, which only the
+	 * kernel sets), for the second to recopy what changed since. */
+	struct seen {
+		ino_t ino;
+		long long ctime; /* ns; 0: unknown */
+	} *seen;
+	size_t nseen, capseen;
+	long long racy;      /* ctimes from here on may change unseen */
+	int pass;            /* 1: running, 2: frozen */
+	int noclone;         /* FICLONE failed: not tried again */
+	const char *tree;    /* the tree's path */
 	struct sbx_err *err;
 };
+
+static size_t
+seen_slot(const struct copy *c, ino_t ino)
+{
+	size_t i = (size_t)(ino * 0x9e3779b97f4a7c15ull) & (c->capseen - 1);
+
+	while (c->seen[i].ino && c->seen[i].ino != ino)
+		i = (i + 1) & (c->capseen - 1);
+	return i;
+}
+
+static void
+seen_put(struct copy *c, const struct stat *st)
+{
+	long long ct = (long long)st->st_ctim.tv_sec * 1000000000 +
+	    st->st_ctim.tv_nsec;
+	struct seen *old = c->seen;
+	size_t i, n = c->capseen;
+
+	if ((c->nseen + 1) * 2 > c->capseen) {
+		c->capseen = n ? n * 2 : 1024;
+		c->seen = sbx_xcalloc(c->capseen, sizeof *c->seen);
+		c->nseen = 0;
+		for (i = 0; i < n; i++)
+			if (old[i].ino) {
+				c->seen[seen_slot(c, old[i].ino)] = old[i];
+				c->nseen++;
+			}
+		free(old);
+	}
+	i = seen_slot(c, st->st_ino);
+	c->nseen += !c->seen[i].ino;
+	c->seen[i].ino = st->st_ino;
+	/* Changed within a tick or so of the copy: not to be trusted. */
+	c->seen[i].ctime = ct >= c->racy ? 0 : ct;
+}
+
+/* Whether the first pass copied this inode as it is now. */
+static int
+seen_same(const struct copy *c, const struct stat *st)
+{
+	long long ct = (long long)st->st_ctim.tv_sec * 1000000000 +
+	    st->st_ctim.tv_nsec;
+	size_t i;
+
+	if (!c->capseen || !st->st_ino)
+		return 0;
+	i = seen_slot(c, st->st_ino);
+	return c->seen[i].ino == st->st_ino && c->seen[i].ctime &&
+	    c->seen[i].ctime == ct;
+}
 
 /* The overlay's own attributes are its bookkeeping of the upper layer,
  * meaningless in a lower one: all go but the opaque mark. ACLs and file
@@ -393,12 +460,25 @@ set_attrs(int sdir, int ddir, const char *name, const struct stat *st,
 }
 
 /* Data: shared blocks where the filesystem can (btrfs, xfs), else a
- * copy whose holes stay holes. */
+ * copy whose holes stay holes; a small file at once. */
 static int
-copy_data(int in, int out, off_t size)
+copy_data(int in, int out, off_t size, struct copy *c)
 {
-	if (ioctl(out, FICLONE, in) == 0)
-		return 0;
+	char buf[16384];
+	ssize_t n;
+
+	if (!c->noclone) {
+		if (ioctl(out, FICLONE, in) == 0)
+			return 0;
+		c->noclone = errno == EOPNOTSUPP || errno == EXDEV ||
+		    errno == EINVAL || errno == ENOTTY;
+	}
+	if (size <= (off_t)sizeof buf) {
+		if ((n = read(in, buf, sizeof buf)) < 0 || (n > 0 &&
+		    write(out, buf, (size_t)n) != n))
+			return -1;
+		return n == size ? 0 : sbx_local_copy_sparse(in, out);
+	}
 	if (ftruncate(out, size) < 0)
 		return -1;
 	return sbx_local_copy_sparse(in, out);
@@ -408,8 +488,14 @@ static int copy_dir(int sdir, int ddir, char *path, size_t plen,
     struct copy *c);
 
 static int
-copy_entry(int sdir, int ddir, const char *name, char *path, size_t plen,
-    struct copy *c)
+cmp_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int
+copy_entry(int sdir, int ddir, const char *name, const struct stat *stp,
+    char *path, size_t plen, struct copy *c)
 {
 	char target[4096];
 	struct stat st;
@@ -417,9 +503,13 @@ copy_entry(int sdir, int ddir, const char *name, char *path, size_t plen,
 	ssize_t n;
 	int in, out, rc;
 
-	if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (!stp && fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return sbx_err_set(c->err, SBX_EX_FAIL, "cannot stat '%s':",
 		    name);
+	if (stp)
+		st = *stp;
+	if (!S_ISDIR(st.st_mode))
+		seen_put(c, &st);
 	if (plen + nlen + 2 > PATH_MAX)
 		return sbx_err_set(c->err, SBX_EX_FAIL, "path too long under "
 		    "'%s'", path);
@@ -431,14 +521,22 @@ copy_entry(int sdir, int ddir, const char *name, char *path, size_t plen,
 			if (c->links[i].dev == st.st_dev &&
 			    c->links[i].ino == st.st_ino)
 				break;
-		if (i < c->nlinks)
-			return linkat(c->root, c->links[i].path, ddir, name,
-			    0) < 0 ? sbx_err_set(c->err, SBX_EX_FAIL, "cannot "
-			    "link '%s':", path) : 0;
-		c->links = sbx_xrealloc(c->links, (c->nlinks + 1) *
-		    sizeof *c->links);
-		c->links[c->nlinks++] = (struct link){st.st_dev, st.st_ino,
-		    sbx_xstrdup(path)};
+		/* (A name copied by this pass: the second pass makes every
+		 * name of a changed inode anew.) */
+		if (i < c->nlinks && c->links[i].pass == c->pass) {
+			rc = linkat(c->root, c->links[i].path, ddir, name, 0);
+			path[plen] = '\0';
+			return rc < 0 ? sbx_err_set(c->err, SBX_EX_FAIL,
+			    "cannot link '%s/%s':", path, name) : 0;
+		}
+		if (i == c->nlinks) {
+			c->links = sbx_xrealloc(c->links, (c->nlinks + 1) *
+			    sizeof *c->links);
+			c->nlinks++;
+		} else
+			free(c->links[i].path);
+		c->links[i] = (struct link){st.st_dev, st.st_ino,
+		    sbx_xstrdup(path), c->pass};
 	}
 	switch (st.st_mode & S_IFMT) {
 	case S_IFDIR:
@@ -464,7 +562,7 @@ copy_entry(int sdir, int ddir, const char *name, char *path, size_t plen,
 		in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL |
 		    O_NOFOLLOW | O_CLOEXEC, 0600);
-		rc = in < 0 || out < 0 || copy_data(in, out, st.st_size) < 0;
+		rc = in < 0 || out < 0 || copy_data(in, out, st.st_size, c) < 0;
 		if (in >= 0)
 			close(in);
 		if (out >= 0)
@@ -515,10 +613,140 @@ copy_dir(int sdir, int ddir, char *path, size_t plen, struct copy *c)
 		return sbx_err_set(c->err, SBX_EX_FAIL, "cannot read '%s':",
 		    path);
 	}
+	rewinddir(d);
 	while (!rc && (e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			rc = copy_entry(sdir, ddir, e->d_name, path, plen, c);
+			rc = copy_entry(sdir, ddir, e->d_name, NULL, path, plen,
+			    c);
 	closedir(d);
+	return rc;
+}
+
+/* The names in dir, sorted; -1 when it cannot be read. */
+static int
+names_of(int dir, char ***names, size_t *n)
+{
+	int fd = dup(dir);
+	struct dirent *e;
+	size_t cap = 0;
+	DIR *d;
+
+	*names = NULL;
+	*n = 0;
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* The fd's offset is dir's: where its last reader left it. */
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*names = sbx_xrealloc(*names, cap * sizeof **names);
+		}
+		(*names)[(*n)++] = sbx_xstrdup(e->d_name);
+	}
+	closedir(d);
+	if (*n)
+		qsort(*names, *n, sizeof **names, cmp_name);
+	return 0;
+}
+
+static void
+free_names(char **names, size_t n)
+{
+	while (n)
+		free(names[--n]);
+	free(names);
+}
+
+/* Remove name (any type) from the tree's directory ddir at path. */
+static int
+drop(int ddir, const char *name, const char *path, struct copy *c)
+{
+	char *p;
+	int rc;
+
+	if (unlinkat(ddir, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	p = sbx_xasprintf("%s/%s%s%s", c->tree, path, *path ? "/" : "",
+	    name);
+	rc = sbx_rmtree(p);
+	free(p);
+	return rc < 0 ? sbx_err_set(c->err, SBX_EX_FAIL, "cannot remove "
+	    "'%s/%s':", path, name) : 0;
+}
+
+/* The second pass, frozen: the tree made what sdir is now, recopying
+ * only what changed since the first (directories are walked again). */
+static int
+sync_dir(int sdir, int ddir, char *path, size_t plen, struct copy *c)
+{
+	char **sn, **dn;
+	size_t ns, nd, i = 0, j = 0, nlen;
+	struct stat st, dt;
+	int rc = 0, in, out, k;
+
+	if (names_of(sdir, &sn, &ns) < 0 || names_of(ddir, &dn, &nd) < 0)
+		return sbx_err_set(c->err, SBX_EX_FAIL, "cannot read '%s':",
+		    path);
+	while (!rc && (i < ns || j < nd)) {
+		k = i == ns ? 1 : j == nd ? -1 : strcmp(sn[i], dn[j]);
+		if (k > 0) {
+			/* Gone from the sandbox since. */
+			rc = drop(ddir, dn[j++], path, c);
+			continue;
+		}
+		if (fstatat(sdir, sn[i], &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT)
+				rc = sbx_err_set(c->err, SBX_EX_FAIL, "cannot "
+				    "stat '%s':", sn[i]);
+			i++;
+			j += !k;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode) && !k && fstatat(ddir, dn[j], &dt,
+		    AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(dt.st_mode)) {
+			nlen = strlen(sn[i]);
+			if (plen + nlen + 2 > PATH_MAX) {
+				rc = sbx_err_set(c->err, SBX_EX_FAIL, "path too "
+				    "long under '%s'", path);
+				break;
+			}
+			path[plen] = plen ? '/' : '\0';
+			memcpy(path + plen + !!plen, sn[i], nlen + 1);
+			in = openat(sdir, sn[i], O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			out = openat(ddir, dn[j], O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+			rc = in < 0 || out < 0 ? sbx_err_set(c->err,
+			    SBX_EX_FAIL, "cannot open '%s':", path) :
+			    sync_dir(in, out, path, plen + !!plen + nlen, c);
+			if (in >= 0)
+				close(in);
+			if (out >= 0)
+				close(out);
+			path[plen] = '\0';
+			c->files++;
+			if (!rc)
+				rc = set_attrs(sdir, ddir, sn[i], &st, c);
+		} else if (!k && !S_ISDIR(st.st_mode) && seen_same(c, &st)) {
+			/* As the first pass copied it. */
+			c->files++;
+			c->bytes += S_ISREG(st.st_mode) ? (uint64_t)st.st_size :
+			    0;
+		} else if (!k && (rc = drop(ddir, dn[j], path, c)) < 0) {
+			break;
+		} else
+			rc = copy_entry(sdir, ddir, sn[i], &st, path, plen, c);
+		i++;
+		j += !k;
+	}
+	free_names(sn, ns);
+	free_names(dn, nd);
 	return rc;
 }
 
@@ -679,6 +907,22 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 	c.base = (uid_t)sbx_json_int(sm, "uid_base", (long long)geteuid());
 	c.shift = geteuid() == 0;
 	sbx_cg_find(&cg, id);
+	/* First pass, while it runs: everything. */
+	c.tree = p = sbx_xasprintf("%s/tree", sdir);
+	c.pass = 1;
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		c.racy = (long long)now.tv_sec * 1000000000 + now.tv_nsec -
+		    SNAP_RACY_NS;
+	}
+	path[0] = '\0';
+	i = copy_dir(src, c.root, path, 0, &c);
+	if (i < 0)
+		goto out;
+	c.pass = 2;
+	c.bytes = c.files = 0;
 	t0 = mono_us();
 	/* A paused or stopped one stays as it is; a running one is frozen
 	 * for the copy, so that it is of one moment. */
@@ -694,7 +938,8 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 	}
 	free(p);
 	path[0] = '\0';
-	i = copy_dir(src, c.root, path, 0, &c);
+	/* Second pass, frozen: what changed meanwhile. */
+	i = sync_dir(src, c.root, path, 0, &c);
 	if (!i) {
 		struct stat rst = st;
 
@@ -728,6 +973,8 @@ out:
 	free(c.links);
 	if (c.root >= 0)
 		close(c.root);
+	free((char *)c.tree);
+	free(c.seen);
 	if (src >= 0)
 		close(src);
 	if (mfd >= 0)
