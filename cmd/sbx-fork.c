@@ -9,8 +9,8 @@
 #include "sbx.h"
 
 static const char usage[] =
-    "usage: sbx-fork [-qv] [-c count] [-n name] [-o prefix] [-b backend] "
-    "[-I id | -s file]\n";
+    "usage: sbx-fork [-qv] [-c count] [-n name] [-o prefix] [-b backend]\n"
+    "                [-I id | -s file]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
