@@ -192,8 +192,8 @@ claim_name(const char *root, const char *name, const char *id,
 	return rc;
 }
 
-static void
-release_name(const char *root, const char *name, const char *id)
+void
+sbx_local_release_name(const char *root, const char *name, const char *id)
 {
 	char *p, target[64];
 	ssize_t n;
@@ -462,7 +462,7 @@ undo(const char *root, const char *dir, struct sbx_cgroups *cg,
 	if (dir)
 		sbx_rmtree(dir);
 	release_slot(root, meta, id);
-	release_name(root, name, id);
+	sbx_local_release_name(root, name, id);
 }
 
 const char *const sbx_local_ca_env[SBX_LOCAL_CA_ENV] = {
@@ -1126,7 +1126,8 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':",
 			    dir);
 		release_slot(sbx_local_root(), meta, id);
-		release_name(sbx_local_root(), sbx_json_str(meta, "name"), id);
+		sbx_local_release_name(sbx_local_root(), sbx_json_str(meta,
+		    "name"), id);
 	}
 	json_decref(meta);
 	free(dir);

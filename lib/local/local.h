@@ -85,6 +85,9 @@ void sbx_sess_resumed(long long ms);
 const char *sbx_local_root(void);
 /* A new random sandbox id: SBX_ID_LEN hex digits and a NUL. */
 void sbx_local_new_id(char *id);
+/* Drop root/.names/name if it still names id (name NULL: nothing). */
+void sbx_local_release_name(const char *root, const char *name,
+    const char *id);
 int sbx_local_valid_id(const char *id);
 /* The sandbox directory for an id or a name; NULL when there is none. */
 char *sbx_local_find(const char *id_or_name, char **id_out);

@@ -140,78 +140,54 @@ sbx_snap_list(int (*fn)(json_t *meta, void *arg), void *arg,
 	return rc;
 }
 
-/* The sandboxes (ids, comma-separated) whose layers hold id, or NULL. */
-static char *
-users_of(const char *id)
+/* Add the entries of dir (those valid says are of it) whose meta.json's
+ * layers hold id to b, comma-separated. */
+static void
+users_in(const char *dir, int (*valid)(const char *), const char *id,
+    struct sbx_buf *b)
 {
-	DIR *d = opendir(sbx_local_root());
+	DIR *d = opendir(dir);
 	struct dirent *e;
-	struct sbx_buf b;
 	json_t *m, *v;
 	size_t i;
 	char *p;
 
-	memset(&b, 0, sizeof b);
 	while (d && (e = readdir(d))) {
-		if (!sbx_local_valid_id(e->d_name))
+		if (!valid(e->d_name) || !strcmp(e->d_name, id))
 			continue;
-		p = sbx_xasprintf("%s/%s/meta.json", sbx_local_root(),
-		    e->d_name);
+		p = sbx_xasprintf("%s/%s/meta.json", dir, e->d_name);
 		m = json_load_file(p, 0, NULL);
 		free(p);
 		json_array_foreach(json_object_get(m, "layers"), i, v)
 			if (json_is_string(v) && !strcmp(json_string_value(v),
 			    id)) {
-				if (b.len)
-					sbx_buf_add(&b, ", ", 2);
-				sbx_buf_add(&b, e->d_name, strlen(e->d_name));
+				if (b->len)
+					sbx_buf_add(b, ", ", 2);
+				sbx_buf_add(b, e->d_name, strlen(e->d_name));
 				break;
 			}
 		json_decref(m);
 	}
 	if (d)
 		closedir(d);
-	/* Snapshots of those sandboxes stack on this one's tree too. */
-	d = opendir(sbx_snap_root());
-	while (d && (e = readdir(d))) {
-		struct sbx_err ignored;
+}
 
-		if (!valid_id(e->d_name) || !strcmp(e->d_name, id) ||
-		    !(m = sbx_snap_get(e->d_name, &ignored)))
-			continue;
-		json_array_foreach(json_object_get(m, "layers"), i, v)
-			if (json_is_string(v) && !strcmp(json_string_value(v),
-			    id)) {
-				if (b.len)
-					sbx_buf_add(&b, ", ", 2);
-				sbx_buf_add(&b, e->d_name, strlen(e->d_name));
-				break;
-			}
-		json_decref(m);
-	}
-	if (d)
-		closedir(d);
+/* The sandboxes, then the snapshots of them, whose layers hold id
+ * (comma-separated), or NULL. */
+static char *
+users_of(const char *id)
+{
+	struct sbx_buf b;
+
+	memset(&b, 0, sizeof b);
+	users_in(sbx_local_root(), sbx_local_valid_id, id, &b);
+	users_in(sbx_snap_root(), valid_id, id, &b);
 	if (!b.len) {
 		sbx_buf_release(&b);
 		return NULL;
 	}
 	sbx_buf_add(&b, "", 1);
-	return (char *)b.data;
-}
-
-static void
-release_name(const char *name, const char *id)
-{
-	char *p = sbx_xasprintf("%s/.names/%s", sbx_snap_root(), name);
-	char target[64];
-	ssize_t n = readlink(p, target, sizeof target - 1);
-
-	if (n > 0) {
-		target[n] = '\0';
-		if (!strcmp(target, id))
-			unlink(p);
-	}
-	free(p);
+	return b.data;
 }
 
 static int
@@ -267,7 +243,8 @@ sbx_snap_rm(const char *id_or_name, struct sbx_err *err)
 	}
 	free(p);
 	if (sbx_json_str(m, "name"))
-		release_name(sbx_json_str(m, "name"), id);
+		sbx_local_release_name(sbx_snap_root(), sbx_json_str(m, "name"),
+		    id);
 	json_decref(m);
 	if (sbx_rmtree(dir) < 0)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':", dir);
@@ -965,7 +942,7 @@ out:
 	if (!out && froze && t1 == 0)
 		sbx_cg_freeze(&cg, 0, 5000);
 	if (!out && named)
-		release_name(name, sid);
+		sbx_local_release_name(sbx_snap_root(), name, sid);
 	if (!out && made)
 		sbx_rmtree(sdir);
 	for (i = 0; i < (int)c.nlinks; i++)
