@@ -312,6 +312,7 @@ struct copy {
 	long long racy;      /* ctimes from here on may change unseen */
 	int pass;            /* 1: running, 2: frozen */
 	int noclone;         /* FICLONE failed: not tried again */
+	int root_user;       /* we are root: owners are set */
 	const char *tree;    /* the tree's path */
 	struct sbx_err *err;
 };
@@ -420,7 +421,7 @@ set_attrs(int sdir, int ddir, const char *name, const struct stat *st,
 		uid -= c->base;
 	if (c->shift && gid >= c->base && gid - c->base < SBX_UID_RANGE)
 		gid -= c->base;
-	if (geteuid() == 0 && fchownat(ddir, name, uid, gid,
+	if (c->root_user && fchownat(ddir, name, uid, gid,
 	    AT_SYMLINK_NOFOLLOW) < 0)
 		return sbx_err_set(c->err, SBX_EX_FAIL, "cannot set the owner "
 		    "of '%s':", name);
@@ -434,6 +435,40 @@ set_attrs(int sdir, int ddir, const char *name, const struct stat *st,
 		return sbx_err_set(c->err, SBX_EX_FAIL, "cannot set the times "
 		    "of '%s':", name);
 	return 0;
+}
+
+/* set_attrs for a regular file, on its open fds: fewer calls, no path
+ * walks (the umask is 0 meanwhile: out has its mode from its creation). */
+static int
+reg_attrs(int in, int out, const struct stat *st, struct copy *c)
+{
+	struct timespec ts[2] = {st->st_atim, st->st_mtim};
+	char list[4096], val[4096];
+	uid_t uid = st->st_uid;
+	gid_t gid = st->st_gid;
+	ssize_t n, vn, i;
+
+	if (c->shift && uid >= c->base && uid - c->base < SBX_UID_RANGE)
+		uid -= c->base;
+	if (c->shift && gid >= c->base && gid - c->base < SBX_UID_RANGE)
+		gid -= c->base;
+	/* Made by root: 0:0 already, but under a setgid directory. */
+	if (c->root_user && (uid || gid || c->pass == 2) &&
+	    fchown(out, uid, gid) < 0)
+		return -1;
+	/* A chown drops the set-id bits. */
+	if ((st->st_mode & 07000) && fchmod(out, st->st_mode & 07777) < 0)
+		return -1;
+	if ((n = flistxattr(in, list, sizeof list)) < 0 && errno != ENOTSUP)
+		return -1;
+	for (i = 0; i < n; i += (ssize_t)strlen(list + i) + 1) {
+		if (!keep_xattr(list + i))
+			continue;
+		if ((vn = fgetxattr(in, list + i, val, sizeof val)) < 0 ||
+		    fsetxattr(out, list + i, val, (size_t)vn, 0) < 0)
+			return -1;
+	}
+	return futimens(out, ts);
 }
 
 /* Data: shared blocks where the filesystem can (btrfs, xfs), else a
@@ -538,17 +573,20 @@ copy_entry(int sdir, int ddir, const char *name, const struct stat *stp,
 	case S_IFREG:
 		in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL |
-		    O_NOFOLLOW | O_CLOEXEC, 0600);
-		rc = in < 0 || out < 0 || copy_data(in, out, st.st_size, c) < 0;
+		    O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0777);
+		rc = in < 0 || out < 0 || copy_data(in, out, st.st_size, c) <
+		    0 || reg_attrs(in, out, &st, c) < 0;
 		if (in >= 0)
 			close(in);
 		if (out >= 0)
 			close(out);
+		path[plen] = '\0';
 		if (rc)
 			return sbx_err_set(c->err, SBX_EX_FAIL, "cannot copy "
-			    "'%s':", path);
+			    "'%s%s%s':", path, plen ? "/" : "", name);
 		c->bytes += (uint64_t)st.st_size;
-		break;
+		c->files++;
+		return 0;
 	case S_IFLNK:
 		n = readlinkat(sdir, name, target, sizeof target - 1);
 		if (n < 0)
@@ -800,6 +838,7 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 	struct copy c = {.root = -1, .err = err};
 	struct sbx_cgroups cg = {0};
 	int src = -1, mfd = -1, froze = 0, named = 0, made = 0, i;
+	mode_t mask = (mode_t)-1;
 	long long t0 = 0, t1 = 0;
 	json_t *sm = NULL, *layers = NULL, *out = NULL, *parent;
 	struct stat st;
@@ -882,7 +921,9 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 		goto out;
 	}
 	c.base = (uid_t)sbx_json_int(sm, "uid_base", (long long)geteuid());
-	c.shift = geteuid() == 0;
+	c.shift = c.root_user = geteuid() == 0;
+	/* Files are made with their modes (reg_attrs). */
+	mask = umask(0);
 	sbx_cg_find(&cg, id);
 	/* First pass, while it runs: everything. */
 	c.tree = p = sbx_xasprintf("%s/tree", sdir);
@@ -939,6 +980,8 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 		out = NULL;
 	}
 out:
+	if (mask != (mode_t)-1)
+		umask(mask);
 	if (!out && froze && t1 == 0)
 		sbx_cg_freeze(&cg, 0, 5000);
 	if (!out && named)
