@@ -1,9 +1,11 @@
 /* sbx-fork - copies of a live sandbox: one snapshot of its files, and
  * sandboxes made from it; print their refs */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sbx.h"
@@ -51,11 +53,106 @@ undo(const struct sbx_backend *be, json_t **refs, int n, const char *sid,
 	int i;
 
 	for (i = 0; i < n; i++) {
-		be->ops->kill(refs[i], 0, &e);
+		if (refs[i])
+			be->ops->kill(refs[i], 0, &e);
 		if (paths[i])
 			remove(paths[i]);
 	}
 	sbx_snap_rm(sid, &e);
+}
+
+/* One copy: a sandbox from snap, its state file at path (NULL: none). */
+static int
+make_copy(const struct sbx_backend *be, const json_t *snap, const char *path,
+    json_t **ref, struct sbx_err *err)
+{
+	struct sbx_spec spec = {0};
+	struct sbx_state st = {0};
+	unsigned given = 0;
+	int rc = -1;
+
+	spec.labels = json_object();
+	sbx_snap_spec(snap, &spec, &given, 0, 0);
+	if (sbx_limits_default(be, &spec, given, err) < 0 ||
+	    sbx_backend_check_spec(be, &spec, err) < 0 ||
+	    be->ops->create(&spec, ref, err) < 0)
+		goto out;
+	if (path) {
+		if (sbx_state_dir_prepare(path, err) < 0 ||
+		    sbx_state_open(&st, path, err) < 0)
+			goto out;
+		json_decref(st.root);
+		st.root = sbx_state_new_root(*ref, &spec);
+		rc = sbx_state_save(&st, err);
+		sbx_state_release(&st);
+		if (rc < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	json_decref(spec.labels);
+	return rc;
+}
+
+/* The copies, FORK_PAR at a time, each made by a child process of its
+ * own: a create mostly waits on the kernel. A child writes its ref, or
+ * "!CODE message", on its pipe. */
+#define FORK_PAR 4
+
+static int
+make_copies(const struct sbx_backend *be, const json_t *snap, int n,
+    json_t **refs, char **paths, struct sbx_err *err)
+{
+	int i, j, k, fds[FORK_PAR], rc = 0;
+	pid_t pids[FORK_PAR];
+	char buf[4096];
+	ssize_t got;
+
+	fflush(stdout);
+	for (i = 0; i < n; i += FORK_PAR) {
+		for (j = 0; j < FORK_PAR && i + j < n; j++) {
+			int p[2];
+
+			if (pipe2(p, O_CLOEXEC) < 0 || (pids[j] = fork()) < 0)
+				sbx_die(SBX_EX_FAIL, "cannot fork:");
+			if (pids[j] == 0) {
+				struct sbx_err e = {0};
+				json_t *r = NULL;
+				char *text;
+
+				close(p[0]);
+				if (make_copy(be, snap, paths[i + j], &r, &e) < 0)
+					dprintf(p[1], "!%d %s", e.code ? e.code :
+					    SBX_EX_FAIL, e.msg);
+				else if ((text = json_dumps(r, JSON_COMPACT |
+				    JSON_PRESERVE_ORDER)))
+					dprintf(p[1], "%s", text);
+				_exit(0);
+			}
+			close(p[1]);
+			fds[j] = p[0];
+		}
+		for (k = 0; k < j; k++) {
+			size_t len = 0;
+
+			while (len < sizeof buf - 1 && (got = read(fds[k],
+			    buf + len, sizeof buf - 1 - len)) > 0)
+				len += (size_t)got;
+			buf[len] = '\0';
+			close(fds[k]);
+			waitpid(pids[k], NULL, 0);
+			if (buf[0] == '!' && !rc) {
+				char *msg = strchr(buf, ' ');
+
+				rc = sbx_err_set(err, (int)strtol(buf + 1, NULL,
+				    10), "%s", msg ? msg + 1 : "?");
+			} else if (buf[0] != '!' && !(refs[i + k] =
+			    json_loads(buf, 0, NULL)) && !rc)
+				rc = sbx_err_set(err, SBX_EX_FAIL, "a copy "
+				    "said nothing");
+		}
+	}
+	return rc;
 }
 
 int
@@ -113,34 +210,9 @@ main(int argc, char **argv)
 	if (!(snap = be->ops->snapshot(ref, name, &err)))
 		sbx_die_err(&err);
 	sid = sbx_json_str(snap, "snapshot");
-	for (i = 0; i < (int)count; i++) {
-		struct sbx_spec spec = {0};
-		struct sbx_state st = {0};
-		unsigned given = 0;
-
-		spec.labels = json_object();
-		sbx_snap_spec(snap, &spec, &given, 0, 0);
-		if (sbx_limits_default(be, &spec, given, &err) < 0 ||
-		    sbx_backend_check_spec(be, &spec, &err) < 0 ||
-		    be->ops->create(&spec, &refs[i], &err) < 0 ||
-		    (paths[i] && (sbx_state_dir_prepare(paths[i], &err) < 0 ||
-		    sbx_state_open(&st, paths[i], &err) < 0))) {
-			json_decref(spec.labels);
-			undo(be, refs, refs[i] ? i + 1 : i, sid, paths);
-			sbx_die_err(&err);
-		}
-		if (paths[i]) {
-			json_decref(st.root);
-			st.root = sbx_state_new_root(refs[i], &spec);
-			if (sbx_state_save(&st, &err) < 0) {
-				sbx_state_release(&st);
-				json_decref(spec.labels);
-				undo(be, refs, i + 1, sid, paths);
-				sbx_die_err(&err);
-			}
-			sbx_state_release(&st);
-		}
-		json_decref(spec.labels);
+	if (make_copies(be, snap, (int)count, refs, paths, &err) < 0) {
+		undo(be, refs, (int)count, sid, paths);
+		sbx_die_err(&err);
 	}
 	for (i = 0; i < (int)count; i++) {
 		json_t *o = json_deep_copy(refs[i]);
