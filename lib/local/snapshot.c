@@ -22,7 +22,8 @@
 #define SNAP_PREFIX "snp-"
 /* A ctime this close to the first pass's start may not show a change
  * made right after (timestamps move by the tick): such a file is copied
- * again, frozen. */
+ * again, frozen. (A write through a shared mapping moves the ctime only
+ * at a page's first write after writeback: hence the syncfs first.) */
 #define SNAP_RACY_NS 50000000LL
 
 const char *
@@ -935,6 +936,10 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 		c.racy = (long long)now.tv_sec * 1000000000 + now.tv_nsec -
 		    SNAP_RACY_NS;
 	}
+	/* Written back, a file's pages are write-protected again: a write
+	 * through a shared mapping from now on faults, and moves its ctime
+	 * past the cutoff. */
+	syncfs(src);
 	path[0] = '\0';
 	i = copy_dir(src, c.root, path, 0, &c);
 	if (i < 0)
