@@ -104,8 +104,9 @@ REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
 	lib/net/*.c lib/image/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
-CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-gc sbx-image sbx-kill sbx-logs \
-	sbx-ls sbx-net sbx-pause sbx-port sbx-secret sbx-shell sbx-stats sbx-sync
+CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-fork sbx-gc sbx-image sbx-kill \
+	sbx-logs sbx-ls sbx-net sbx-pause sbx-port sbx-secret sbx-shell \
+	sbx-snapshot sbx-stats sbx-sync
 TOOLS = $(CMDS:%=$(BIN)/%)
 REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.

@@ -26,7 +26,8 @@ static const char usage[] =
     "                  [--egress-proxy url] [--start cmd | --no-start] "
     "[--ready cmd]\n"
     "                  [--ready-timeout duration] [--post-create cmd]\n"
-    "                  [-B [-t name] [-f dockerfile] [-C context]]\n";
+    "                  [-B [-t name] [-f dockerfile] [-C context]] "
+    "[-F snapshot]\n";
 
 enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY, OPT_PORT,
     OPT_INJECT_HEADER, OPT_START, OPT_NO_START, OPT_READY, OPT_READY_TIMEOUT,
@@ -44,6 +45,7 @@ static const struct option longopts[] = {
 	{"endpoint", required_argument, NULL, 'E'},
 	{"env", required_argument, NULL, 'e'},
 	{"file", required_argument, NULL, 'f'},
+	{"from", required_argument, NULL, 'F'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"image", required_argument, NULL, 'i'},
 	{"inject-header", required_argument, NULL, OPT_INJECT_HEADER},
@@ -431,6 +433,7 @@ static const struct sbx_help_opt helpopts[] = {
 	{"endpoint", NULL, "(e2b) the URL of the E2B API, such as sbxd's"},
 	{"env", NULL, "set a variable for every command (repeatable)"},
 	{"file", NULL, "with --build: the Dockerfile"},
+	{"from", NULL, "start with a snapshot's files (sbx-snapshot)"},
 	{"image", NULL, "the root filesystem (host, a dir, an image)"},
 	{"inject-header", NULL, "add a header to HTTP requests to host"},
 	{"label", NULL, "attach a label (repeatable)"},
@@ -478,6 +481,8 @@ main(int argc, char **argv)
 	int c, rc = SBX_EX_OK, reuse = 0;
 	const char *disk_arg = NULL;
 	unsigned given = 0; /* the limits a flag set */
+	const char *from = NULL;
+	json_t *snap = NULL;
 	int workdir_given = 0, build = 0, image_given = 0;
 	char *image_workdir = NULL, *built = NULL;
 	const char *tag = NULL, *dockerfile = NULL, *context = NULL;
@@ -491,7 +496,7 @@ main(int argc, char **argv)
 	if (sbx_opt_duration("timeout in the configuration", sbx_config_get(
 	    "timeout", "3600"), 0, SBX_TIMEOUT_MAX, &spec.timeout, &err) < 0)
 		sbx_die_err(&err);
-	while ((c = getopt_long(argc, argv, "Bb:C:c:d:E:e:f:hi:l:m:N:n:Pp:qR:rs:T:t:vVw:",
+	while ((c = getopt_long(argc, argv, "Bb:C:c:d:E:e:F:f:hi:l:m:N:n:Pp:qR:rs:T:t:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case OPT_ALLOW_OUT:
@@ -534,6 +539,9 @@ main(int argc, char **argv)
 			break;
 		case 'f':
 			dockerfile = optarg;
+			break;
+		case 'F':
+			from = optarg;
 			break;
 		case 't':
 			tag = optarg;
@@ -654,8 +662,22 @@ main(int argc, char **argv)
 		    context ? context : ".");
 	/* Checked as a flag first; the password only once all is well. */
 	spec.egress_proxy = proxy ? json_object() : NULL;
-	if (!(be = sbx_backend_get(backend, &err)) ||
-	    sbx_limits_default(be, &spec, given, &err) < 0 ||
+	if (!(be = sbx_backend_get(backend, &err)))
+		sbx_die_err(&err);
+	if (from && (build || sbx_backend_need(be, SBX_CAP_SNAPSHOT, &err) <
+	    0 || !(snap = sbx_snap_get(from, &err)))) {
+		if (build)
+			sbx_usage_error(usage, "--from and --build exclude each "
+			    "other");
+		sbx_die_err(&err);
+	}
+	if (snap) {
+		/* Its image, workdir, labels and limits, unless flags say
+		 * otherwise. */
+		sbx_snap_spec(snap, &spec, &given, image_given, workdir_given);
+		workdir_given |= spec.workdir != NULL;
+	}
+	if (sbx_limits_default(be, &spec, given, &err) < 0 ||
 	    sbx_backend_check_spec(be, &spec, &err) < 0)
 		sbx_die_err(&err);
 	if (proxy) {
@@ -735,6 +757,7 @@ main(int argc, char **argv)
 done:
 	json_decref(ref);
 	json_decref(old);
+	json_decref(snap);
 	json_decref(spec.labels);
 	json_decref(spec.start);
 	json_decref(spec.net_rules);

@@ -544,6 +544,10 @@ struct sbx_spec {
 	/* {"cmd","no_start","ready","ready_timeout","post_create"} as
 	 * sbx-create was given them (sbx_start_run); NULL: none. */
 	json_t *start;
+	/* --- snapshots (i24-snap) --- */
+	/* The id of a snapshot whose files it starts with (sbx_snap_spec);
+	 * NULL: none. */
+	const char *from;
 };
 
 /* --disk: the smallest and largest quota (0 aside) any backend takes. */
@@ -609,6 +613,7 @@ enum {
 	                              * publishing more on the host */
 	SBX_CAP_DISK = 1 << 20,      /* sbx-create --disk (i20-disk) */
 	SBX_CAP_SHELL = 1 << 21,     /* sbx-shell's sessions */
+	SBX_CAP_SNAPSHOT = 1 << 22,  /* sbx-snapshot, sbx-fork, --from */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that
@@ -679,6 +684,10 @@ struct sbx_backend_ops {
 	 * tell (a limit: where there is none). SBX_EX_NOSANDBOX when gone or
 	 * ended. NULL: the backend cannot tell any. */
 	json_t *(*stats)(const json_t *ref, struct sbx_err *err);
+	/* With SBX_CAP_SNAPSHOT: a snapshot of the sandbox's files, named
+	 * (or NULL), in the store; its meta (sbx-snapshot(1)'s OUTPUT). */
+	json_t *(*snapshot)(const json_t *ref, const char *name,
+	    struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as
@@ -935,5 +944,28 @@ int sbx_local_init_main(int argc, char **argv);
  * statuses. */
 int sbx_local_shell_serve(const char *path);
 int sbx_local_shell_client(const char *path);
+
+/* --- snapshots (lib/local/snapshot.c): the store's, ROOT/.snapshots ---- */
+
+/* How many snapshots deep a sandbox may be made (its layers). */
+#define SBX_SNAP_DEPTH 6
+
+const char *sbx_snap_root(void);
+/* A name: letters, digits, then '.', '_', '-' too; not snp-...; <= 63. */
+int sbx_snap_valid_name(const char *name);
+/* A snapshot's meta.json by id or name; SBX_EX_NOSANDBOX: none. */
+json_t *sbx_snap_get(const char *id_or_name, struct sbx_err *err);
+/* Calls fn with each snapshot's meta. */
+int sbx_snap_list(int (*fn)(json_t *meta, void *arg), void *arg,
+    struct sbx_err *err);
+/* SBX_EX_NOSANDBOX: none; SBX_EX_FAIL naming the sandboxes (and the
+ * snapshots of them) that use it as a layer. */
+int sbx_snap_rm(const char *id_or_name, struct sbx_err *err);
+/* A sandbox from snap (borrowed by spec): its image and workdir unless
+ * given, its labels under spec's (an object), its limits where given
+ * (SBX_CAP_MEMORY, _CPUS, _PIDS, as sbx_limits_default takes them)
+ * lacks them (added to given), its timeout where spec has none. */
+void sbx_snap_spec(const json_t *snap, struct sbx_spec *spec,
+    unsigned *given, int image_given, int workdir_given);
 
 #endif

@@ -117,21 +117,22 @@ sanitized() {
 		jq -se 'map(.backend) == ["local", "docker", "e2b"] and
 		    map(.default) == [true, false, false] and
 		    all(.pause == "suspend") and
-		    all(.caps | length == 22 and all(type == "boolean"))' \
+		    all(.caps | length == 23 and all(type == "boolean"))' \
 		    <<<"$output"
 		jq -se '.[0].caps | .idle and .files and .pty and .stop and
 		    .name and .keep and .network_rules and .ports and .publish and
-		    .disk and .shell and (.runtime | not) and
+		    .disk and .shell and .snapshot and (.runtime | not) and
 		    (.pull | not)' \
 		    <<<"$output"
 		jq -se '.[1].caps | .runtime and .pull and .files and .name and
 		    .keep and .network_rules and (.idle | not) and .ports and
-		    .publish and .disk and .shell' <<<"$output"
+		    .publish and .disk and .shell and (.snapshot | not)' <<<"$output"
 		jq -se '.[2].caps | .stdin and .suspend and .timeout and
 		    .pty and .cpus and .memory and .files and
 		    (.zstd | not) and (.stop | not) and (.name | not) and
 		    (.keep | not) and .network_rules and .ports and
-		    (.publish | not) and .disk and .shell' <<<"$output"
+		    (.publish | not) and .disk and .shell and (.snapshot | not)' \
+		    <<<"$output"
 	done
 	# The default is the configured one.
 	SBX_BACKEND=docker run "$SBX_BIN/sbx-ls" --backends

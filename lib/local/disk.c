@@ -157,9 +157,8 @@ out:
 	return fd;
 }
 
-/* Copy what in is made of (its data; its holes stay holes). */
-static int
-copy_sparse(int in, int out)
+int
+sbx_local_copy_sparse(int in, int out)
 {
 	char buf[65536];
 	off_t d = 0, h, o;
@@ -233,30 +232,13 @@ loop_attach(int fd, char *dev, size_t n, struct sbx_err *err)
 	return lfd;
 }
 
-/* The disk of size bytes of the sandbox in dir, mounted nowhere, with
- * its upper and work directories (the template's): its mount's fd, or
- * -1 with err. */
+/* The ext4 on dev (the disk img), mounted nowhere: its fd, or -1. A
+ * device whose filesystem is mounted already gives its superblock again. */
 static int
-disk_mount(const char *dir, uint64_t size, struct sbx_err *err)
+disk_fsmount(const char *dev, const char *img, struct sbx_err *err)
 {
-	char *img = sbx_xasprintf("%s/%s", dir, SBX_DISK_IMAGE), dev[32];
-	int fd, tpl = -1, lfd = -1, fs = -1, mfd = -1;
+	int fs, mfd = -1;
 
-	/* A stopped sandbox's disk is there; a new one is the template's
-	 * copy. */
-	if ((fd = open(img, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0) {
-		if (errno != ENOENT || (tpl = template(size, err)) < 0)
-			goto out;
-		if ((fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
-		    0600)) < 0 || ftruncate(fd, (off_t)size) < 0 ||
-		    copy_sparse(tpl, fd) < 0) {
-			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':",
-			    img);
-			goto out;
-		}
-	}
-	if ((lfd = loop_attach(fd, dev, sizeof dev, err)) < 0)
-		goto out;
 	if ((fs = fsopen("ext4", FSOPEN_CLOEXEC)) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "source", dev, 0) < 0 ||
 	    /* Its inode tables are never written ahead, nor its bitmaps
@@ -272,15 +254,41 @@ disk_mount(const char *dir, uint64_t size, struct sbx_err *err)
 	    fsconfig(fs, FSCONFIG_SET_FLAG, "nobarrier", NULL, 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
 	    (mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID |
-	    MOUNT_ATTR_NODEV)) < 0) {
+	    MOUNT_ATTR_NODEV)) < 0)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the disk '%s':",
 		    img);
-		goto out;
-	}
-out:
-	/* The mount holds the device now (or nothing does: it goes). */
 	if (fs >= 0)
 		close(fs);
+	return mfd;
+}
+
+/* The disk of size bytes of the sandbox in dir, mounted nowhere, with
+ * its upper and work directories (the template's): its mount's fd, or
+ * -1 with err. */
+static int
+disk_mount(const char *dir, uint64_t size, struct sbx_err *err)
+{
+	char *img = sbx_xasprintf("%s/%s", dir, SBX_DISK_IMAGE), dev[32];
+	int fd, tpl = -1, lfd = -1, mfd = -1;
+
+	/* A stopped sandbox's disk is there; a new one is the template's
+	 * copy. */
+	if ((fd = open(img, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		if (errno != ENOENT || (tpl = template(size, err)) < 0)
+			goto out;
+		if ((fd = open(img, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+		    0600)) < 0 || ftruncate(fd, (off_t)size) < 0 ||
+		    sbx_local_copy_sparse(tpl, fd) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':",
+			    img);
+			goto out;
+		}
+	}
+	if ((lfd = loop_attach(fd, dev, sizeof dev, err)) < 0)
+		goto out;
+	mfd = disk_fsmount(dev, img, err);
+out:
+	/* The mount holds the device now (or nothing does: it goes). */
 	if (lfd >= 0)
 		close(lfd);
 	if (tpl >= 0)
@@ -413,9 +421,10 @@ out:
 	return rc;
 }
 
-/* Whether a loop device is bound to the file whose path is img. */
+/* Whether a loop device is bound to the file whose path is img (its
+ * name in dev, when not NULL). */
 static int
-loop_bound(const char *img)
+loop_find(const char *img, char *dev, size_t devn)
 {
 	char p[PATH_MAX], buf[PATH_MAX + 16];
 	size_t len = strlen(img);
@@ -439,6 +448,8 @@ loop_bound(const char *img)
 		buf[strcspn(buf, "\n")] = '\0';
 		found = !strncmp(buf, img, len) && (!buf[len] ||
 		    !strcmp(buf + len, " (deleted)"));
+		if (found && dev)
+			snprintf(dev, devn, "/dev/%s", e->d_name);
 	}
 	if (d)
 		closedir(d);
@@ -462,7 +473,7 @@ sbx_local_disk_wait(const char *dir, int ms)
 		return 0;
 	/* The sandbox's last process took its mount, and the device, with
 	 * it; the kernel lets go of them a moment later. */
-	for (i = 0; loop_bound(img); i++) {
+	for (i = 0; loop_find(img, NULL, 0); i++) {
 		if (i * 2 >= ms) {
 			rc = -1;
 			break;
@@ -471,4 +482,37 @@ sbx_local_disk_wait(const char *dir, int ms)
 	}
 	free(img);
 	return rc;
+}
+
+int
+sbx_local_disk_open(const char *dir, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/%s", dir, SBX_DISK_IMAGE), *img;
+	char dev[PATH_MAX];
+	int fd, lfd, mfd = -1;
+
+	if (!(img = realpath(p, NULL))) {
+		if (errno == ENOENT)
+			mfd = -2;
+		else
+			sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", p);
+		free(p);
+		return mfd;
+	}
+	free(p);
+	if (loop_find(img, dev, sizeof dev)) {
+		mfd = disk_fsmount(dev, img, err);
+	} else if ((fd = open(img, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", img);
+	} else {
+		/* A stopped sandbox's: a device of our own, gone with the
+		 * mount. */
+		if ((lfd = loop_attach(fd, dev, sizeof dev, err)) >= 0) {
+			mfd = disk_fsmount(dev, img, err);
+			close(lfd);
+		}
+		close(fd);
+	}
+	free(img);
+	return mfd;
 }

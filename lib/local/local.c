@@ -59,8 +59,8 @@ sbx_local_init_open(struct sbx_err *err)
 	return fd;
 }
 
-static void
-new_id(char *id)
+void
+sbx_local_new_id(char *id)
 {
 	unsigned char r[SBX_ID_LEN / 2];
 	size_t i;
@@ -194,8 +194,8 @@ claim_name(const char *root, const char *name, const char *id,
 	return rc;
 }
 
-static void
-release_name(const char *root, const char *name, const char *id)
+void
+sbx_local_release_name(const char *root, const char *name, const char *id)
 {
 	char *p, target[64];
 	ssize_t n;
@@ -288,11 +288,15 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	if (img_sock >= 0) {
 		struct sbx_msg m;
 
-		/* type: 1 the image's mount, 2 the disk's, in that order. */
-		if (sbx_msg_recv(img_sock, &m) > 0 && m.nfds ==
-		    !!(m.type & 1) + !!(m.type & 2)) {
+		/* type: 1 the image's mount, 2 the disk's, above 4 bits
+		 * the snapshot layers'; fds: image, layers, disk. */
+		if (sbx_msg_recv(img_sock, &m) > 0 && (uint32_t)m.nfds ==
+		    !!(m.type & 1) + !!(m.type & 2) + (m.type >> 4) &&
+		    (int)(m.type >> 4) == s->nsnap) {
 			if (m.type & 1)
 				s->image_fd = m.fds[0];
+			for (i = 0; i < s->nsnap; i++)
+				s->snap_fd[i] = m.fds[!!(m.type & 1) + i];
 			if (m.type & 2)
 				s->disk_fd = m.fds[m.nfds - 1];
 			m.nfds = 0;
@@ -460,7 +464,7 @@ undo(const char *root, const char *dir, struct sbx_cgroups *cg,
 	if (dir)
 		sbx_rmtree(dir);
 	release_slot(root, meta, id);
-	release_name(root, name, id);
+	sbx_local_release_name(root, name, id);
 }
 
 const char *const sbx_local_ca_env[SBX_LOCAL_CA_ENV] = {
@@ -567,6 +571,35 @@ make_meta(const struct sbx_spec *spec, const char *id, const char *image,
 	return m;
 }
 
+/* The trees of snapshot from's layers, top first, into snaps and s
+ * (rootless: their paths are the layers). */
+static int
+snap_layers(const char *from, json_t **layers, char **snaps,
+    struct sbx_local_setup *s, struct sbx_err *err)
+{
+	json_t *m = sbx_snap_get(from, err), *v;
+	size_t i;
+
+	if (!m)
+		return -1;
+	*layers = json_incref(json_object_get(m, "layers"));
+	json_decref(m);
+	if (!json_array_size(*layers) || json_array_size(*layers) >
+	    SBX_SNAP_DEPTH)
+		return sbx_err_set(err, SBX_EX_DATA, "snapshot '%s' has bad "
+		    "layers", from);
+	json_array_foreach(*layers, i, v) {
+		if (!json_is_string(v) || !(snaps[i] = sbx_snap_tree(
+		    json_string_value(v))))
+			return sbx_err_set(err, SBX_EX_FAIL, "snapshot '%s': "
+			    "its layer '%s' is gone", from, json_is_string(v) ?
+			    json_string_value(v) : "?");
+		s->snap_path[i] = snaps[i];
+	}
+	s->nsnap = (int)i;
+	return 0;
+}
+
 /* Create a sandbox, or (rid) start a stopped one again over its files:
  * the same id, directory, uid range and name. */
 static int
@@ -598,6 +631,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	struct sbx_image_use iu = {0};
 	struct sbx_local_user user = {0};
 	struct sbx_err ignored;
+	char *snaps[SBX_SNAP_DEPTH] = {0};
+	json_t *layers = NULL;
 
 	*ref = NULL;
 	s.listen_fd = s.status_fd = s.log_fd = s.init_fd = s.image_fd = -1;
@@ -646,6 +681,11 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		sbx_image_use_release(&iu);
 		return -1;
 	}
+	for (i = 0; i < SBX_SNAP_DEPTH; i++)
+		s.snap_fd[i] = -1;
+	if (spec->from && snap_layers(spec->from, &layers, snaps, &s,
+	    err) < 0)
+		goto out;
 	if ((s.init_fd = sbx_local_init_open(err)) < 0)
 		goto out;
 	if (sbx_mkdirs(root, rootless ? 0700 : 0711, err) < 0)
@@ -653,7 +693,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	if (!rootless && searchable(root, err) < 0)
 		goto out;
 	for (i = 0; i < 16 && !rid; i++) {
-		new_id(id);
+		sbx_local_new_id(id);
 		free(dir);
 		dir = sbx_xasprintf("%s/%s", root, id);
 		if (mkdir(dir, 0700) == 0)
@@ -709,8 +749,11 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		static const char *const sub[] = {"upper", "work", "rootfs",
 		    "lower", SBX_DISK_MOUNT};
 
-		for (i = 0; i < (disk ? 5 : 4) && !rid; i++) {
-			p = sbx_xasprintf("%s/%s", dir, sub[i]);
+		for (i = 0; i < 5 + s.nsnap && !rid; i++) {
+			if (!disk && i == 4)
+				continue;
+			p = i < 5 ? sbx_xasprintf("%s/%s", dir, sub[i]) :
+			    sbx_xasprintf("%s/snap%d", dir, i - 5);
 			if (mkdir(p, 0755) < 0 || lchown(p, s.uid_base,
 			    s.gid_base) < 0) {
 				sbx_err_set(err, SBX_EX_FAIL,
@@ -771,7 +814,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	s.shm = sbx_limits_shm(spec->memory);
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0 ||
-	    ((!host || disk) && !rootless && socketpair(AF_UNIX,
+	    ((!host || disk || s.nsnap) && !rootless && socketpair(AF_UNIX,
 	    SOCK_STREAM |
 	    SOCK_CLOEXEC, 0, is) < 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot create pipes:");
@@ -849,17 +892,24 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 			goto fail;
 	}
 	if (is[0] >= 0) {
-		int mfds[2], nm = 0;
+		int mfds[SBX_MSG_FDS], nm = 0;
 
 		if (!host && (img = idmapped_image(image, pid, err)) < 0)
 			goto fail;
 		if (!host)
 			mfds[nm++] = img;
+		for (i = 0; i < s.nsnap; i++) {
+			if ((s.snap_fd[i] = idmapped_image(snaps[i], pid,
+			    err)) < 0)
+				goto fail;
+			mfds[nm++] = s.snap_fd[i];
+		}
 		if (diskfd >= 0)
 			mfds[nm++] = diskfd;
 		/* (A sandbox that failed on its way here said why.) */
 		if (sbx_msg_send(is[0], (!host ? 1u : 0u) | (diskfd >= 0 ?
-		    2u : 0u), NULL, 0, mfds, nm) < 0 && (n = read(ep[0], msg,
+		    2u : 0u) | (unsigned)s.nsnap << 4, NULL, 0, mfds, nm) < 0 &&
+		    (n = read(ep[0], msg,
 		    sizeof msg - 1)) <= 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "cannot pass the image:");
 			goto fail;
@@ -909,6 +959,10 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		json_object_set(meta, "created_at_epoch", json_object_get(
 		    oldmeta, "created_at_epoch"));
 	json_object_set_new(meta, "disk", json_integer((json_int_t)disk));
+	if (layers) {
+		json_object_set_new(meta, "snapshot", json_string(spec->from));
+		json_object_set(meta, "layers", layers);
+	}
 	if (iu.name) {
 		json_object_set_new(meta, "image_ref", json_string(iu.name));
 		json_object_set_new(meta, "image_digest",
@@ -980,6 +1034,12 @@ out:
 			if (fds[i] >= 0)
 				close(fds[i]);
 	}
+	for (i = 0; i < SBX_SNAP_DEPTH; i++) {
+		if (s.snap_fd[i] >= 0)
+			close(s.snap_fd[i]);
+		free(snaps[i]);
+	}
+	json_decref(layers);
 	sbx_cg_release(&cg);
 	json_decref(meta);
 	sbx_image_use_release(&iu);
@@ -1068,7 +1128,8 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':",
 			    dir);
 		release_slot(sbx_local_root(), meta, id);
-		release_name(sbx_local_root(), sbx_json_str(meta, "name"), id);
+		sbx_local_release_name(sbx_local_root(), sbx_json_str(meta,
+		    "name"), id);
 	}
 	json_decref(meta);
 	free(dir);
@@ -1277,6 +1338,7 @@ spec_of(json_t *meta, struct sbx_spec *spec)
 	    SBX_NET_DENY;
 	spec->labels = json_object_get(meta, "labels");
 	spec->start = json_object_get(meta, "start");
+	spec->from = sbx_json_str(meta, "snapshot");
 }
 
 /* The sandbox a ref names (the ref's id made its own), its meta, how it
@@ -1712,6 +1774,7 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.net_log = sbx_local_net_log,
 	.ports = sbx_local_ports,
 	.image_cmd = local_image_cmd,
+	.snapshot = sbx_local_snapshot,
 	.shell = sbx_local_shell,
 	.stats = local_stats,
 };

@@ -83,6 +83,11 @@ void sbx_sess_resumed(long long ms);
 /* --- paths.c: where sandboxes live --------------------------------------- */
 
 const char *sbx_local_root(void);
+/* A new random sandbox id: SBX_ID_LEN hex digits and a NUL. */
+void sbx_local_new_id(char *id);
+/* Drop root/.names/name if it still names id (name NULL: nothing). */
+void sbx_local_release_name(const char *root, const char *name,
+    const char *id);
 int sbx_local_valid_id(const char *id);
 /* The sandbox directory for an id or a name; NULL when there is none. */
 char *sbx_local_find(const char *id_or_name, char **id_out);
@@ -117,6 +122,21 @@ int sbx_local_disk_fit(const char *root, uint64_t *size, int dflt,
 /* Wait up to ms until no loop device holds DIR/disk.img (its sandbox's
  * end releases it): 0, or -1 when one still does. */
 int sbx_local_disk_wait(const char *dir, int ms);
+/* The disk of the sandbox in dir mounted nowhere (a live sandbox's own
+ * filesystem again, through its loop device), for its upper to be read:
+ * the mount's fd; -2 when it has no disk; -1 with err. */
+int sbx_local_disk_open(const char *dir, struct sbx_err *err);
+/* Copy what in is made of (its data; its holes stay holes): 0, or -1
+ * with errno. */
+int sbx_local_copy_sparse(int in, int out);
+
+/* --- snapshot.c ---------------------------------------------------------- */
+
+/* The backend's snapshot operation (struct sbx_backend_ops). */
+json_t *sbx_local_snapshot(const json_t *ref, const char *name,
+    struct sbx_err *err);
+/* A snapshot's tree (by id), or NULL when it is gone. */
+char *sbx_snap_tree(const char *sid);
 
 /* --- cgroup.c ------------------------------------------------------------ */
 
@@ -166,6 +186,11 @@ struct sbx_local_setup {
 	int log_fd;
 	int image_fd;       /* an idmapped mount of the image, or -1 */
 	int disk_fd;        /* the disk's mount (disk.c), or -1: none */
+	/* A sandbox from a snapshot: its layers, top first (idmapped
+	 * mounts; rootless, their trees' paths). */
+	int nsnap;
+	int snap_fd[SBX_SNAP_DEPTH];
+	const char *snap_path[SBX_SNAP_DEPTH];
 	uint64_t shm;       /* /dev/shm's size; 0: tmpfs's own (half the
 	                     * host's memory) */
 };

@@ -257,7 +257,7 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 {
 	char *root = sbx_xasprintf("%s/rootfs", s->dir);
 	char *lower = sbx_xasprintf("%s/lower", s->dir);
-	char *opts = NULL, *p;
+	char *opts = NULL, *p, *snaps = NULL;
 	size_t i;
 	int rc = -1;
 
@@ -283,6 +283,30 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 		    "paths with ',', ':' or '\\' cannot be overlay layers");
 		goto out;
 	}
+	/* A snapshot's layers, over the image. */
+	snaps = sbx_xstrdup("");
+	for (i = 0; i < (size_t)s->nsnap; i++) {
+		if (s->snap_fd[i] >= 0) {
+			p = sbx_xasprintf("%s/snap%zu", s->dir, i);
+			if (move_mount(s->snap_fd[i], "", AT_FDCWD, p,
+			    MOVE_MOUNT_F_EMPTY_PATH) < 0) {
+				sbx_err_set(err, SBX_EX_FAIL, "cannot mount the "
+				    "snapshot:");
+				free(p);
+				goto out;
+			}
+		} else if (!plain_path(s->snap_path[i])) {
+			sbx_err_set(err, SBX_EX_USAGE, "paths with ',', ':' "
+			    "or '\\' cannot be overlay layers");
+			goto out;
+		} else
+			p = sbx_xstrdup(s->snap_path[i]);
+		opts = sbx_xasprintf("%s%s:", snaps, p);
+		free(snaps);
+		free(p);
+		snaps = opts;
+		opts = NULL;
+	}
 	if (s->disk_fd >= 0) {
 		/* The disk holds upper and work; DIR/upper stays, under
 		 * the image, for what sbx-netd puts there (its CA). */
@@ -295,14 +319,15 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 		if (rc < 0)
 			goto out;
 		rc = -1;
-		opts = sbx_xasprintf("lowerdir=%s%s%s,upperdir=%s/" SBX_DISK_MOUNT
-		    "/upper,workdir=%s/" SBX_DISK_MOUNT "/work%s", s->image ?
-		    s->dir : "", s->image ? "/upper:" : "", s->image &&
-		    s->image_fd < 0 ? s->image : lower, s->dir, s->dir,
-		    s->rootless || s->uid_base ? ",userxattr" : "");
+		opts = sbx_xasprintf("lowerdir=%s%s%s%s,upperdir=%s/"
+		    SBX_DISK_MOUNT "/upper,workdir=%s/" SBX_DISK_MOUNT
+		    "/work%s", s->image ? s->dir : "", s->image ? "/upper:" :
+		    "", snaps, s->image && s->image_fd < 0 ? s->image : lower,
+		    s->dir, s->dir, s->rootless || s->uid_base ? ",userxattr" :
+		    "");
 	} else
-		opts = sbx_xasprintf("lowerdir=%s,upperdir=%s/upper,"
-		    "workdir=%s/work%s", s->image && s->image_fd < 0 ?
+		opts = sbx_xasprintf("lowerdir=%s%s,upperdir=%s/upper,"
+		    "workdir=%s/work%s", snaps, s->image && s->image_fd < 0 ?
 		    s->image : lower, s->dir, s->dir, s->rootless ||
 		    s->uid_base ? ",userxattr" : "");
 	if (mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, opts) < 0) {
@@ -368,6 +393,7 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 	}
 	rc = 0;
 out:
+	free(snaps);
 	free(opts);
 	free(root);
 	free(lower);

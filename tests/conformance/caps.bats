@@ -20,7 +20,7 @@ no_sandboxes() {
 	run sbx-ls -B -j
 	assert_success
 	jq -se --arg b "$BACKEND" 'map(select(.backend == $b)) | length == 1
-	    and (.[0].caps | length == 22 and all(type == "boolean"))
+	    and (.[0].caps | length == 23 and all(type == "boolean"))
 	    and (.[0].pause | IN("suspend", "stop", "none"))' <<<"$output"
 	run sbx-pause -S -b "$BACKEND"
 	assert_success
@@ -74,4 +74,45 @@ no_sandboxes() {
 		run sx true
 		assert_success
 	fi
+}
+
+@test "$B: a snapshot, --from and a fork work, or each is refused (2) naming the backend with nothing made" {
+	new_sandbox
+	local msg="backend '$BACKEND' cannot snapshot a sandbox's files (sbx-snapshot, sbx-fork, --from)"
+	local before
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s 'length - 1')
+	if has_cap snapshot; then
+		sx sh -c 'echo c >/workspace/c'
+		run --separate-stderr sbx-snapshot -s s.json
+		assert_success
+		id=$(jq_str .snapshot <<<"$output")
+		create --from "$id" -s t.json >/dev/null
+		run sbx-exec -s t.json -- cat /workspace/c
+		assert_output c
+		run --separate-stderr sbx-fork -s t.json -c 2
+		assert_success
+		[ "$(jq -s 'map(select(.processes == false)) | length' <<<"$output")" -eq 2 ]
+		# shellcheck disable=SC2046
+		sbx-kill $(jq -r .id <<<"$output") >/dev/null
+		sbx-kill -s t.json >/dev/null
+	else
+		run --separate-stderr sbx-snapshot -s s.json
+		assert_failure 2
+		[ "$stderr" = "sbx-snapshot: $msg" ]
+		run --separate-stderr sbx-fork -s s.json -c 2
+		assert_failure 2
+		[ "$stderr" = "sbx-fork: $msg" ]
+		run --separate-stderr create --from snp-000000000000 -s t.json
+		assert_failure 2
+		[ "$stderr" = "sbx-create: $msg" ]
+		assert_output ''
+		[ ! -e t.json ]
+		run sbx-snapshot ls -j
+		assert_output ''
+	fi
+	sbx-kill -s s.json >/dev/null
+	# (Other tests' sandboxes may be left: none of ours is.)
+	run sbx-ls -j -b "$BACKEND"
+	assert_success
+	[ "$(jq -s 'length' <<<"$output")" -eq "$before" ]
 }

@@ -1,0 +1,170 @@
+/* sbx-snapshot - take a snapshot of a sandbox's files; list and remove
+ * the store's snapshots */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sbx.h"
+
+static const char usage[] =
+    "usage: sbx-snapshot [-qv] [-n name] [-b backend] [-I id | -s file]\n"
+    "       sbx-snapshot ls [-j]\n"
+    "       sbx-snapshot rm snapshot ...\n";
+
+static const struct option longopts[] = {
+	{"backend", required_argument, NULL, 'b'},
+	{"help", no_argument, NULL, SBX_OPT_HELP},
+	{"id", required_argument, NULL, 'I'},
+	{"json", no_argument, NULL, 'j'},
+	{"name", required_argument, NULL, 'n'},
+	{"quiet", no_argument, NULL, 'q'},
+	{"state", required_argument, NULL, 's'},
+	{"verbose", no_argument, NULL, 'v'},
+	{"version", no_argument, NULL, 'V'},
+	{NULL, 0, NULL, 0},
+};
+
+static const struct sbx_help_opt helpopts[] = {
+	{"backend", NULL, "the backend the id belongs to"},
+	{"json", NULL, "ls: JSON lines on a terminal too"},
+	{"name", NULL, "name the snapshot (for --from and rm)"},
+	{NULL, NULL, NULL},
+};
+
+static const struct sbx_help help = {
+	usage, longopts, helpopts,
+	"  sbx-snapshot -s .sbx/s.json -n before-refactor\n"
+	"  sbx-create --from before-refactor -s .sbx/t.json",
+	1,
+};
+
+static void
+human(unsigned long long n, char *buf, size_t len)
+{
+	static const char units[] = "BKMGT";
+	double v = (double)n;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u)
+		snprintf(buf, len, "%.1f%c", v, units[u]);
+	else
+		snprintf(buf, len, "%lluB", n);
+}
+
+static int
+print_one(json_t *m, void *arg)
+{
+	char size[32];
+	int *table = arg;
+
+	if (!*table) {
+		sbx_out_json(m);
+		return 0;
+	}
+	if (*table == 1) {
+		printf("%-16s  %-20s  %-12s  %-24s  %7s  %s\n", "SNAPSHOT",
+		    "NAME", "SOURCE", "IMAGE", "SIZE", "CREATED");
+		*table = 2;
+	}
+	human((unsigned long long)sbx_json_int(m, "size", 0), size,
+	    sizeof size);
+	printf("%-16s  %-20s  %-12s  %-24s  %7s  %s\n",
+	    sbx_json_str(m, "snapshot") ? sbx_json_str(m, "snapshot") : "?",
+	    sbx_json_str(m, "name") ? sbx_json_str(m, "name") : "-",
+	    sbx_json_str(m, "source") ? sbx_json_str(m, "source") : "-",
+	    sbx_json_str(m, "image") ? sbx_json_str(m, "image") : "-",
+	    size, sbx_json_str(m, "created") ? sbx_json_str(m, "created") :
+	    "-");
+	return 0;
+}
+
+static int
+take(const struct sbx_target *t, const char *name)
+{
+	const struct sbx_backend *be;
+	struct sbx_err err = {0};
+	const char *state = NULL;
+	json_t *ref, *m;
+
+	if (!(ref = sbx_ref_resolve(t, &state, &err)))
+		sbx_die_err(&err);
+	if (!(be = sbx_backend_of(ref, &err)) ||
+	    sbx_backend_need(be, SBX_CAP_SNAPSHOT, &err) < 0 ||
+	    !(m = be->ops->snapshot(ref, name, &err)))
+		sbx_die_err(&err);
+	sbx_out_json(m);
+	json_decref(m);
+	json_decref(ref);
+	return SBX_EX_OK;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct sbx_target t = {0};
+	struct sbx_err err = {0};
+	const char *name = NULL;
+	int c, json = 0, rc = SBX_EX_OK, table, i;
+
+	sbx_prog_set(argv);
+	sbx_opt_init(&help, argv);
+	while ((c = getopt_long(argc, argv, "b:hI:jn:qs:vV", longopts,
+	    NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = 1;
+			break;
+		case 'n':
+			if (!sbx_snap_valid_name(optarg))
+				sbx_usage_error(usage, "invalid snapshot name "
+				    "'%s' (letters, digits, '.', '_', '-'; not "
+				    "snp-...)", optarg);
+			name = optarg;
+			break;
+		default:
+			if (!sbx_opt_common(c, usage) &&
+			    !sbx_target_opt(c, optarg, &t))
+				sbx_usage(usage, SBX_EX_USAGE);
+		}
+	}
+	argv += optind;
+	argc -= optind;
+	if (argc && !strcmp(argv[0], "ls")) {
+		if (argc > 1)
+			sbx_usage_error(usage, "unexpected argument '%s'",
+			    argv[1]);
+		if (name || t.id || t.state_path || t.backend)
+			sbx_usage_error(usage, "ls takes no sandbox");
+		table = !json && isatty(1);
+		if (sbx_snap_list(print_one, &table, &err) < 0)
+			sbx_die_err(&err);
+		return sbx_out_close(SBX_EX_OK);
+	}
+	if (argc && !strcmp(argv[0], "rm")) {
+		if (argc < 2)
+			sbx_usage_error(usage, "rm needs a snapshot");
+		if (name || t.id || t.state_path || t.backend)
+			sbx_usage_error(usage, "rm takes no sandbox");
+		/* Every one, the worst status. */
+		for (i = 1; i < argc; i++) {
+			struct sbx_err e = {0};
+
+			if (sbx_snap_rm(argv[i], &e) < 0) {
+				sbx_warn("%s", e.msg);
+				if (e.code > rc)
+					rc = e.code;
+			}
+		}
+		return sbx_out_close(rc);
+	}
+	if (argc)
+		sbx_usage_error(usage, "unexpected argument '%s'", argv[0]);
+	sbx_flavour_pick_target(&t, 0);
+	return sbx_out_close(take(&t, name));
+}
