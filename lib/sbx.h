@@ -544,7 +544,18 @@ struct sbx_spec {
 	/* {"cmd","no_start","ready","ready_timeout","post_create"} as
 	 * sbx-create was given them (sbx_start_run); NULL: none. */
 	json_t *start;
+	/* --- volumes (i24-vol) --- */
+	/* [{"name","path"}]: named volumes mounted at absolute paths (a
+	 * missing one is created, as docker does); NULL: none. */
+	json_t *volumes;
 };
+
+/* A volume's name: [a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}. */
+int sbx_volume_valid_name(const char *name);
+/* --volume NAME:/path into *vols (an array, made when NULL):
+ * SBX_EX_USAGE for a bad name, a missing colon, a relative or unplain
+ * path, or a path given twice. */
+int sbx_volume_parse(const char *text, json_t **vols, struct sbx_err *err);
 
 /* --disk: the smallest and largest quota (0 aside) any backend takes. */
 #define SBX_DISK_MIN (16ull << 20)
@@ -609,6 +620,7 @@ enum {
 	                              * publishing more on the host */
 	SBX_CAP_DISK = 1 << 20,      /* sbx-create --disk (i20-disk) */
 	SBX_CAP_SHELL = 1 << 21,     /* sbx-shell's sessions */
+	SBX_CAP_VOLUMES = 1 << 22,   /* sbx-volume; sbx-create --volume */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that
@@ -679,6 +691,12 @@ struct sbx_backend_ops {
 	 * tell (a limit: where there is none). SBX_EX_NOSANDBOX when gone or
 	 * ended. NULL: the backend cannot tell any. */
 	json_t *(*stats)(const json_t *ref, struct sbx_err *err);
+	/* With SBX_CAP_VOLUMES (sbx-volume): op "create" (name; an existing
+	 * one is fine), "ls" (name NULL; each to fn) or "rm" (name; in use
+	 * by a sandbox not gone: SBX_EX_FAIL naming them; missing:
+	 * SBX_EX_NOSANDBOX). An entry is {"backend","name","created"...}. */
+	int (*volume)(const char *op, const char *name,
+	    int (*fn)(json_t *vol, void *arg), void *arg, struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as
