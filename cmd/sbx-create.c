@@ -26,7 +26,7 @@ static const char usage[] =
     "                  [--egress-proxy url] [--start cmd | --no-start] "
     "[--ready cmd]\n"
     "                  [--ready-timeout duration] [--post-create cmd]\n"
-    "                  [--volume name:/path]...\n"
+    "                  [--volume name:path]...\n"
     "                  [-B [-t name] [-f dockerfile] [-C context]]\n";
 
 enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY, OPT_PORT,

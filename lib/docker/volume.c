@@ -9,7 +9,7 @@
 static json_t *
 vol_entry(const json_t *v)
 {
-	return json_pack("{sssOsO}", "backend", "docker", "name",
+	return json_pack("{sssssO}", "backend", "docker", "name",
 	    sbx_json_str(v, "Name"), "created", json_object_get(v,
 	    "CreatedAt") ? json_object_get(v, "CreatedAt") : json_null());
 }

@@ -82,10 +82,10 @@ volumes_or_refused() {
 	b=$(mk --volume "$V:/data")
 	run sbx-exec -I "$b" -- stat -c '%u:%g' /data/d/f
 	assert_output '0:0'
-	# And root there may change them.
-	run sbx-exec -I "$b" -- sh -c 'echo y >> /data/d/f && chown 1:1 /data/d/f && stat -c %u /data/d/f'
+	# And root there may write to them.
+	run sbx-exec -I "$b" -- sh -c 'echo y >> /data/d/f && cat /data/d/f'
 	assert_success
-	assert_output 1
+	assert_output $'x\ny'
 	sbx-kill "$a" "$b" >/dev/null
 	vol rm "$V"
 }
