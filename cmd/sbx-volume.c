@@ -8,9 +8,9 @@
 #include "sbx.h"
 
 static const char usage[] =
-    "usage: sbx-volume [-qv] [-b backend] create name...\n"
+    "usage: sbx-volume [-qv] [-b backend] create name ...\n"
     "       sbx-volume [-jqv] [-b backend] ls\n"
-    "       sbx-volume [-qv] [-b backend] rm name...\n";
+    "       sbx-volume [-qv] [-b backend] rm name ...\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
