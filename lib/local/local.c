@@ -942,8 +942,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		json_object_set(meta, "created_at_epoch", json_object_get(
 		    oldmeta, "created_at_epoch"));
 	json_object_set_new(meta, "disk", json_integer((json_int_t)disk));
-	json_object_set(meta, "volumes", spec->volumes ? spec->volumes :
-	    json_array());
+	json_object_set_new(meta, "volumes", spec->volumes ?
+	    json_incref(spec->volumes) : json_array());
 	if (iu.name) {
 		json_object_set_new(meta, "image_ref", json_string(iu.name));
 		json_object_set_new(meta, "image_digest",

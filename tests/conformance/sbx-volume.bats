@@ -141,3 +141,18 @@ volumes_or_refused() {
 	run vol ls
 	[ -z "$(jq -r --arg v "$V" 'select(.name == $v) | .name' <<<"$output")" ]
 }
+
+@test "$B: a stopped sandbox keeps using its volume: rm refused, and it is mounted again on resume" {
+	volumes_or_refused || return 0
+	new_sandbox --volume "$V:/data"
+	sx sh -c 'echo before > /data/f'
+	sbx-pause -m stop -s s.json >/dev/null
+	run --separate-stderr vol rm "$V"
+	assert_failure 1
+	sbx-pause --resume -s s.json >/dev/null
+	run sx cat /data/f
+	assert_success
+	assert_output before
+	sbx-kill -s s.json >/dev/null
+	vol rm "$V"
+}
