@@ -106,7 +106,7 @@ LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-fork sbx-gc sbx-image sbx-kill \
 	sbx-logs sbx-ls sbx-net sbx-pause sbx-port sbx-secret sbx-shell \
-	sbx-snapshot sbx-stats sbx-sync
+	sbx-snapshot sbx-stats sbx-sync sbx-volume
 TOOLS = $(CMDS:%=$(BIN)/%)
 REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.

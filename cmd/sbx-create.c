@@ -26,12 +26,13 @@ static const char usage[] =
     "                  [--egress-proxy url] [--start cmd | --no-start] "
     "[--ready cmd]\n"
     "                  [--ready-timeout duration] [--post-create cmd]\n"
+    "                  [--volume name:path]...\n"
     "                  [-B [-t name] [-f dockerfile] [-C context]] "
     "[-F snapshot]\n";
 
 enum { OPT_ALLOW_OUT = 256, OPT_DENY_OUT, OPT_EGRESS_PROXY, OPT_PORT,
     OPT_INJECT_HEADER, OPT_START, OPT_NO_START, OPT_READY, OPT_READY_TIMEOUT,
-    OPT_POST_CREATE };
+    OPT_POST_CREATE, OPT_VOLUME };
 
 static const struct option longopts[] = {
 	{"allow-out", required_argument, NULL, OPT_ALLOW_OUT},
@@ -70,6 +71,7 @@ static const struct option longopts[] = {
 	{"timeout", required_argument, NULL, 'T'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"version", no_argument, NULL, 'V'},
+	{"volume", required_argument, NULL, OPT_VOLUME},
 	{"workdir", required_argument, NULL, 'w'},
 	{NULL, 0, NULL, 0},
 };
@@ -454,6 +456,7 @@ static const struct sbx_help_opt helpopts[] = {
 	{"tag", NULL, "with --build: the image's name (NAME-HASH)"},
 	{"template", NULL, "the same as --image (E2B's word)"},
 	{"timeout", NULL, "kill the sandbox once idle this long"},
+	{"volume", NULL, "mount a named volume there (made at first use)"},
 	{"workdir", NULL, "the commands' working directory (/workspace)"},
 	{NULL, NULL, NULL},
 };
@@ -499,6 +502,10 @@ main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "Bb:C:c:d:E:e:F:f:hi:l:m:N:n:Pp:qR:rs:T:t:vVw:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
+		case OPT_VOLUME:
+			if (sbx_volume_parse(optarg, &spec.volumes, &err) < 0)
+				sbx_die_err(&err);
+			break;
 		case OPT_ALLOW_OUT:
 			add_rule(&spec.net_rules, "allow_out", optarg);
 			break;
@@ -764,6 +771,7 @@ done:
 	json_decref(spec.net_inject);
 	egress_proxy_free(spec.egress_proxy);
 	json_decref(spec.ports);
+	json_decref(spec.volumes);
 	free(newdir);
 	free(image_workdir);
 	free(built);

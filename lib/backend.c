@@ -28,7 +28,8 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_STOP | SBX_CAP_FILES | SBX_CAP_IDLE |
 		    SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
-		    SBX_CAP_DISK | SBX_CAP_SHELL | SBX_CAP_SNAPSHOT,
+		    SBX_CAP_DISK | SBX_CAP_SHELL | SBX_CAP_SNAPSHOT |
+		    SBX_CAP_VOLUMES,
 		/* On this machine compression only costs time. */
 		.compress = SBX_COMPRESS_NONE,
 		/* The CPU time it uses, priced as E2B prices a vCPU-second
@@ -48,7 +49,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_PULL | SBX_CAP_SUSPEND | SBX_CAP_STOP |
 		    SBX_CAP_FILES | SBX_CAP_NAME | SBX_CAP_KEEP |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
-		    SBX_CAP_DISK | SBX_CAP_SHELL,
+		    SBX_CAP_DISK | SBX_CAP_SHELL | SBX_CAP_VOLUMES,
 		.compress = SBX_COMPRESS_GZIP,
 		.cpu_second_default = SBX_E2B_VCPU_SECOND,
 		.ops = REMOTE(sbx_docker_ops),
@@ -170,6 +171,7 @@ static const struct {
 	{SBX_CAP_SHELL, "shell", "persistent shell sessions (sbx-shell)"},
 	{SBX_CAP_SNAPSHOT, "snapshot", "snapshot a sandbox's files "
 	    "(sbx-snapshot, sbx-fork, --from)"},
+	{SBX_CAP_VOLUMES, "volumes", "mount volumes (--volume, sbx-volume)"},
 };
 
 int
@@ -203,6 +205,7 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 	    SBX_CAP_NET_RULES : 0;
 	want |= spec->ports ? SBX_CAP_PUBLISH : 0;
 	want |= spec->from ? SBX_CAP_SNAPSHOT : 0;
+	want |= spec->volumes ? SBX_CAP_VOLUMES : 0;
 	/* limits.disk's default is dropped where it cannot apply. */
 	want |= spec->disk && !spec->disk_default ? SBX_CAP_DISK : 0;
 	if (spec->net_rules && spec->network != SBX_NET_ALLOW)

@@ -540,15 +540,26 @@ struct sbx_spec {
 	 * not --disk: dropped, never refused, where it cannot apply. */
 	uint64_t disk;
 	int disk_default;
-	/* --- start (i22-start) --- */
+	/* --- start --- */
 	/* {"cmd","no_start","ready","ready_timeout","post_create"} as
 	 * sbx-create was given them (sbx_start_run); NULL: none. */
 	json_t *start;
-	/* --- snapshots (i24-snap) --- */
+	/* --- snapshots --- */
 	/* The id of a snapshot whose files it starts with (sbx_snap_spec);
 	 * NULL: none. */
 	const char *from;
+	/* --- volumes --- */
+	/* [{"name","path"}]: named volumes mounted at absolute paths (a
+	 * missing one is created, as docker does); NULL: none. */
+	json_t *volumes;
 };
+
+/* A volume's name: [a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}. */
+int sbx_volume_valid_name(const char *name);
+/* --volume NAME:/path into *vols (an array, made when NULL):
+ * SBX_EX_USAGE for a bad name, a missing colon, a relative or unplain
+ * path, or a path given twice. */
+int sbx_volume_parse(const char *text, json_t **vols, struct sbx_err *err);
 
 /* --disk: the smallest and largest quota (0 aside) any backend takes. */
 #define SBX_DISK_MIN (16ull << 20)
@@ -614,6 +625,7 @@ enum {
 	SBX_CAP_DISK = 1 << 20,      /* sbx-create --disk (i20-disk) */
 	SBX_CAP_SHELL = 1 << 21,     /* sbx-shell's sessions */
 	SBX_CAP_SNAPSHOT = 1 << 22,  /* sbx-snapshot, sbx-fork, --from */
+	SBX_CAP_VOLUMES = 1 << 23,   /* sbx-volume; sbx-create --volume */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that
@@ -688,6 +700,12 @@ struct sbx_backend_ops {
 	 * (or NULL), in the store; its meta (sbx-snapshot(1)'s OUTPUT). */
 	json_t *(*snapshot)(const json_t *ref, const char *name,
 	    struct sbx_err *err);
+	/* With SBX_CAP_VOLUMES (sbx-volume): op "create" (name; an existing
+	 * one is fine), "ls" (name NULL; each to fn) or "rm" (name; in use
+	 * by a sandbox not gone: SBX_EX_FAIL naming them; missing:
+	 * SBX_EX_NOSANDBOX). An entry is {"backend","name","created"...}. */
+	int (*volume)(const char *op, const char *name,
+	    int (*fn)(json_t *vol, void *arg), void *arg, struct sbx_err *err);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as

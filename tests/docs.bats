@@ -4,7 +4,7 @@
 load lib/helper
 
 TOOLS=(sbx-cost sbx-cp sbx-create sbx-exec sbx-fork sbx-gc sbx-image sbx-kill sbx-logs sbx-ls sbx-net
-    sbx-pause sbx-port sbx-secret sbx-snapshot sbx-stats sbx-sync sbxd)
+    sbx-pause sbx-port sbx-secret sbx-snapshot sbx-stats sbx-sync sbx-volume sbxd)
 TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 
 # The long options of tool $1, from the getopt_long table in cmd/$1.c.

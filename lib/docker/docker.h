@@ -112,6 +112,14 @@ int sbx_docker_net_log(const json_t *ref, int follow, struct sbx_err *err);
 json_t *sbx_docker_ports(const json_t *ref, unsigned port, unsigned host_port,
     struct sbx_err *err);
 
+/* volume.c: named volumes (sbx-volume; struct sbx_backend_ops's volume) */
+int sbx_docker_volume(const char *op, const char *name,
+    int (*fn)(json_t *vol, void *arg), void *arg, struct sbx_err *err);
+/* The volume name, labelled as sbx's; an existing one is fine. Its entry
+ * in *out when out is not NULL. */
+int sbx_docker_volume_make(struct dk *d, const char *name, json_t **out,
+    struct sbx_err *err);
+
 /* stats.c: sbx-stats (struct sbx_backend_ops's stats) */
 json_t *sbx_docker_stats(const json_t *ref, struct sbx_err *err);
 

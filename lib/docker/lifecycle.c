@@ -224,6 +224,16 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 		json_object_set_new(hc, "StorageOpt", json_pack("{ss}", "size",
 		    size));
 	}
+	/* --volume: the engine's named volumes (made first, as sbx's). */
+	if (spec->volumes) {
+		json_t *m = json_array(), *v;
+
+		json_array_foreach(spec->volumes, i, v)
+			json_array_append_new(m, json_pack("{sssOsO}", "Type",
+			    "volume", "Source", json_object_get(v, "name"),
+			    "Target", json_object_get(v, "path")));
+		json_object_set_new(hc, "Mounts", m);
+	}
 	json_object_set_new(b, "HostConfig", hc);
 	return b;
 }
@@ -252,6 +262,7 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	struct dk d;
 	json_t *body = NULL, *info = NULL, *c = NULL, *cref;
 	char *id = NULL, *q = NULL, *netroot = NULL, *tag = NULL;
+	size_t i;
 	int rc = -1;
 
 	*ref = NULL;
@@ -288,6 +299,10 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		sp.image = tag;
 	} else if (spec->pull && pull(&d, spec->image, err) < 0)
 		goto out;
+	for (i = 0; i < json_array_size(spec->volumes); i++)
+		if (sbx_docker_volume_make(&d, sbx_json_str(json_array_get(
+		    spec->volumes, i), "name"), NULL, err) < 0)
+			goto out;
 	body = create_body(&sp, netroot);
 	q = spec->name ? sbx_http_escape(spec->name) : NULL;
 	if (sbx_docker_req(&d, "POST", body, &rs, err, "/containers/create%s%s",
@@ -684,4 +699,5 @@ const struct sbx_backend_ops sbx_docker_ops = {
 	.image_cmd = docker_image_cmd,
 	.shell = sbx_shell_remote,
 	.stats = sbx_docker_stats,
+	.volume = sbx_docker_volume,
 };

@@ -287,18 +287,22 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	 * part of the parent's work. */
 	if (img_sock >= 0) {
 		struct sbx_msg m;
+		int k;
 
-		/* type: 1 the image's mount, 2 the disk's, above 4 bits
-		 * the snapshot layers'; fds: image, layers, disk. */
-		if (sbx_msg_recv(img_sock, &m) > 0 && (uint32_t)m.nfds ==
-		    !!(m.type & 1) + !!(m.type & 2) + (m.type >> 4) &&
-		    (int)(m.type >> 4) == s->nsnap) {
+		/* type: 1 the image's mount, 2 the disk's, 4 the volumes',
+		 * above 4 bits the number of snapshot layers; fds: image,
+		 * layers, disk, volumes. */
+		if (sbx_msg_recv(img_sock, &m) > 0 && m.nfds == (k = !!(m.type &
+		    1) + (int)(m.type >> 4) + !!(m.type & 2)) + (m.type & 4 ?
+		    s->nvols : 0) && (int)(m.type >> 4) == s->nsnap) {
 			if (m.type & 1)
 				s->image_fd = m.fds[0];
 			for (i = 0; i < s->nsnap; i++)
 				s->snap_fd[i] = m.fds[!!(m.type & 1) + i];
 			if (m.type & 2)
-				s->disk_fd = m.fds[m.nfds - 1];
+				s->disk_fd = m.fds[k - 1];
+			for (i = 0; (m.type & 4) && i < s->nvols; i++)
+				s->vol_fd[i] = m.fds[k + i];
 			m.nfds = 0;
 		}
 		sbx_msg_release(&m);
@@ -334,7 +338,8 @@ fail:
 /* An idmapped view of the image, so that its root owns it in the
  * sandbox: copy-up and new files work without touching the image. */
 static int
-idmapped_image(const char *image, pid_t pid, struct sbx_err *err)
+idmapped_tree(const char *image, pid_t pid, const char *what,
+    struct sbx_err *err)
 {
 	char path[64];
 	struct mount_attr a = {.attr_set = MOUNT_ATTR_IDMAP |
@@ -347,8 +352,8 @@ idmapped_image(const char *image, pid_t pid, struct sbx_err *err)
 	a.userns_fd = (uint64_t)ns;
 	fd = open_tree(AT_FDCWD, image, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (fd < 0 || mount_setattr(fd, "", AT_EMPTY_PATH, &a, sizeof a) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot idmap the image '%s':",
-		    image);
+		sbx_err_set(err, SBX_EX_FAIL, "cannot idmap the %s '%s':",
+		    what, image);
 		if (fd >= 0)
 			close(fd);
 		fd = -1;
@@ -688,6 +693,35 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		goto out;
 	if ((s.init_fd = sbx_local_init_open(err)) < 0)
 		goto out;
+	if (json_array_size(spec->volumes) > SBX_LOCAL_VOLUMES_MAX) {
+		sbx_err_set(err, SBX_EX_USAGE, "at most %d volumes in a local "
+		    "sandbox", SBX_LOCAL_VOLUMES_MAX);
+		goto out;
+	}
+	/* The image, the snapshot layers, the disk and the volumes go to
+	 * the sandbox's first process in one message. */
+	if (2 + s.nsnap + (int)json_array_size(spec->volumes) > SBX_MSG_FDS) {
+		sbx_err_set(err, SBX_EX_USAGE, "a local sandbox takes at most "
+		    "%d snapshot layers and volumes together (this one: %d "
+		    "layers, %zu volumes)", SBX_MSG_FDS - 2, s.nsnap,
+		    json_array_size(spec->volumes));
+		goto out;
+	}
+	/* Each volume's directory, made at its first use (as docker). */
+	for (s.nvols = 0; s.nvols < (int)json_array_size(spec->volumes);
+	    s.nvols++) {
+		json_t *v = json_array_get(spec->volumes, (size_t)s.nvols);
+
+		s.vol_fd[s.nvols] = -1;
+		s.vol_dst[s.nvols] = sbx_json_str(v, "path");
+		if (!s.vol_dst[s.nvols] || !sbx_json_str(v, "name") ||
+		    !(s.vol_src[s.nvols] = sbx_local_volume_path(
+		    sbx_json_str(v, "name"), 1, err))) {
+			if (!err->msg[0])
+				sbx_err_set(err, SBX_EX_DATA, "bad volume");
+			goto out;
+		}
+	}
 	if (sbx_mkdirs(root, rootless ? 0700 : 0711, err) < 0)
 		goto out;
 	if (!rootless && searchable(root, err) < 0)
@@ -814,9 +848,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	s.shm = sbx_limits_shm(spec->memory);
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0 ||
-	    ((!host || disk || s.nsnap) && !rootless && socketpair(AF_UNIX,
-	    SOCK_STREAM |
-	    SOCK_CLOEXEC, 0, is) < 0)) {
+	    ((!host || disk || s.nsnap || s.nvols) && !rootless &&
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, is) < 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot create pipes:");
 		goto fail;
 	}
@@ -894,21 +927,29 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	if (is[0] >= 0) {
 		int mfds[SBX_MSG_FDS], nm = 0;
 
-		if (!host && (img = idmapped_image(image, pid, err)) < 0)
+		if (!host && (img = idmapped_tree(image, pid, "image",
+		    err)) < 0)
 			goto fail;
 		if (!host)
 			mfds[nm++] = img;
 		for (i = 0; i < s.nsnap; i++) {
-			if ((s.snap_fd[i] = idmapped_image(snaps[i], pid,
-			    err)) < 0)
+			if ((s.snap_fd[i] = idmapped_tree(snaps[i], pid,
+			    "snapshot", err)) < 0)
 				goto fail;
 			mfds[nm++] = s.snap_fd[i];
 		}
 		if (diskfd >= 0)
 			mfds[nm++] = diskfd;
+		for (i = 0; i < s.nvols; i++) {
+			if ((s.vol_fd[i] = idmapped_tree(s.vol_src[i], pid,
+			    "volume", err)) < 0)
+				goto fail;
+			mfds[nm++] = s.vol_fd[i];
+		}
 		/* (A sandbox that failed on its way here said why.) */
 		if (sbx_msg_send(is[0], (!host ? 1u : 0u) | (diskfd >= 0 ?
-		    2u : 0u) | (unsigned)s.nsnap << 4, NULL, 0, mfds, nm) < 0 &&
+		    2u : 0u) | (s.nvols ? 4u : 0u) | (unsigned)s.nsnap << 4, NULL,
+		    0, mfds, nm) < 0 &&
 		    (n = read(ep[0], msg,
 		    sizeof msg - 1)) <= 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "cannot pass the image:");
@@ -963,6 +1004,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		json_object_set_new(meta, "snapshot", json_string(spec->from));
 		json_object_set(meta, "layers", layers);
 	}
+	json_object_set_new(meta, "volumes", spec->volumes ?
+	    json_incref(spec->volumes) : json_array());
 	if (iu.name) {
 		json_object_set_new(meta, "image_ref", json_string(iu.name));
 		json_object_set_new(meta, "image_digest",
@@ -1033,6 +1076,11 @@ out:
 		for (i = 0; i < (int)(sizeof fds / sizeof fds[0]); i++)
 			if (fds[i] >= 0)
 				close(fds[i]);
+		for (i = 0; i < s.nvols; i++) {
+			if (s.vol_fd[i] >= 0)
+				close(s.vol_fd[i]);
+			free(s.vol_src[i]);
+		}
 	}
 	for (i = 0; i < SBX_SNAP_DEPTH; i++) {
 		if (s.snap_fd[i] >= 0)
@@ -1339,6 +1387,8 @@ spec_of(json_t *meta, struct sbx_spec *spec)
 	spec->labels = json_object_get(meta, "labels");
 	spec->start = json_object_get(meta, "start");
 	spec->from = sbx_json_str(meta, "snapshot");
+	spec->volumes = json_array_size(json_object_get(meta, "volumes")) ?
+	    json_object_get(meta, "volumes") : NULL;
 }
 
 /* The sandbox a ref names (the ref's id made its own), its meta, how it
@@ -1777,4 +1827,5 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.snapshot = sbx_local_snapshot,
 	.shell = sbx_local_shell,
 	.stats = local_stats,
+	.volume = sbx_local_volume,
 };

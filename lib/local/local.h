@@ -170,6 +170,10 @@ void sbx_cg_exec_free(char *path, int killed);
 
 /* --- ns.c: the namespaces, the uid range, the rootfs -------------------- */
 
+/* At most so many volumes in a sandbox (their mounts' fds go in one
+ * message with the image's and the disk's). */
+#define SBX_LOCAL_VOLUMES_MAX (SBX_MSG_FDS - 2)
+
 struct sbx_local_setup {
 	const char *dir;    /* the sandbox directory */
 	const char *id;
@@ -193,6 +197,12 @@ struct sbx_local_setup {
 	const char *snap_path[SBX_SNAP_DEPTH];
 	uint64_t shm;       /* /dev/shm's size; 0: tmpfs's own (half the
 	                     * host's memory) */
+	/* Volumes: where each goes, its directory on the host, and its
+	 * idmapped mount (-1: bound by path, rootless). */
+	int nvols;
+	const char *vol_dst[SBX_LOCAL_VOLUMES_MAX];
+	char *vol_src[SBX_LOCAL_VOLUMES_MAX];
+	int vol_fd[SBX_LOCAL_VOLUMES_MAX];
 };
 
 /* Build the rootfs and pivot into it; called in the child, as sandbox
@@ -224,6 +234,16 @@ json_t *sbx_local_ports(const json_t *ref, unsigned port, unsigned host_port,
  * connect): the ref's directory, no other state, so threads may call it. */
 int sbx_local_port_connect(const json_t *ref, unsigned port,
     struct sbx_err *err);
+
+/* --- volume.c: named volumes (sbx-volume, --volume) ------------------ */
+
+/* The directory a volume's sandboxes see (ROOT/volumes/NAME/data),
+ * allocated; with create made when missing, else SBX_EX_NOSANDBOX. */
+char *sbx_local_volume_path(const char *name, int create,
+    struct sbx_err *err);
+/* struct sbx_backend_ops's volume. */
+int sbx_local_volume(const char *op, const char *name,
+    int (*fn)(json_t *vol, void *arg), void *arg, struct sbx_err *err);
 
 /* --- user.c: the image's User ---------------------------------------- */
 

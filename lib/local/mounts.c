@@ -252,6 +252,59 @@ plain_path(const char *p)
 	return !strpbrk(p, ",:\\\n");
 }
 
+/* The directory path (absolute, plain) in the rootfs at rootfd, made
+ * where missing, never through a symlink: an O_PATH fd, or -1. */
+static int
+open_target(int rootfd, const char *path)
+{
+	char *copy = sbx_xstrdup(path), *c, *save = NULL;
+	int fd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0), next;
+
+	for (c = strtok_r(copy, "/", &save); c && fd >= 0;
+	    c = strtok_r(NULL, "/", &save)) {
+		if (mkdirat(fd, c, 0755) < 0 && errno != EEXIST)
+			next = -1;
+		else
+			next = openat(fd, c, O_PATH | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC);
+		close(fd);
+		fd = next;
+	}
+	free(copy);
+	return fd;
+}
+
+/* Each volume on its path: its idmapped mount, or (rootless) a bind of
+ * its directory, which our one id owns. */
+static int
+mount_volumes(const struct sbx_local_setup *s, const char *root,
+    struct sbx_err *err)
+{
+	int i, rootfd, to, from, rc = 0;
+
+	if (!s->nvols)
+		return 0;
+	if ((rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot open the rootfs:");
+	for (i = 0; i < s->nvols && !rc; i++) {
+		from = s->vol_fd[i] >= 0 ? s->vol_fd[i] : open_tree(AT_FDCWD,
+		    s->vol_src[i], OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if ((to = open_target(rootfd, s->vol_dst[i])) < 0)
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot create the "
+			    "volume's '%s':", s->vol_dst[i]);
+		else if (from < 0 || move_mount(from, "", to, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot mount the "
+			    "volume on '%s':", s->vol_dst[i]);
+		if (to >= 0)
+			close(to);
+		if (from >= 0)
+			close(from);
+	}
+	close(rootfd);
+	return rc;
+}
+
 int
 sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 {
@@ -369,7 +422,8 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 			goto out;
 	}
 	rc = -1;
-	if (mount_proc(root, err) < 0 || mount_dev(root, s->shm, err) < 0)
+	if (mount_volumes(s, root, err) < 0 || mount_proc(root, err) < 0 ||
+	    mount_dev(root, s->shm, err) < 0)
 		goto out;
 	p = sbx_xasprintf("%s/sys", root);
 	/* sysfs goes with a network namespace of our own (every sandbox
