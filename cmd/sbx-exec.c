@@ -312,18 +312,7 @@ main(int argc, char **argv)
 		fail(json, &err);
 	sbx_cmdlog_new_id(cid);
 	line = sbx_cmdlog_line(start, cid, argv + optind, env, 0);
-	json_object_set_new(line, "ended", json_true());
-	json_object_set_new(line, "exit_code", json_integer(r.exit_code));
-	json_object_set_new(line, "signal", r.signal ?
-	    json_integer(r.signal) : json_null());
-	json_object_set_new(line, "timed_out", json_boolean(r.timed_out));
-	json_object_set_new(line, "duration_ms", json_integer(r.duration_ms));
-	if (!r.bytes_unknown) {
-		json_object_set_new(line, "bytes_out",
-		    json_integer((json_int_t)r.bytes_out));
-		json_object_set_new(line, "bytes_err",
-		    json_integer((json_int_t)r.bytes_err));
-	}
+	sbx_cmdlog_ended(line, &r);
 	log_line(be, ref, &t, line);
 	json_decref(line);
 	if (json)

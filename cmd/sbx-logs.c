@@ -228,7 +228,7 @@ show_output(struct logs *l, const char *cid, int follow)
 		sbx_die(SBX_EX_FAIL, "cannot read the output of '%s': sandbox "
 		    "'%s' is not running", cid, sbx_json_str(l->ref, "id"));
 	for (;;) {
-		if (sbx_cmdlog_output(l->be, l->ref, cid, &off, &ended,
+		if (sbx_cmdlog_output(l->be, l->ref, cid, &off, &ended, NULL,
 		    &err) < 0) {
 			if (err.code == SBX_EX_OK)
 				return SBX_EX_OK;

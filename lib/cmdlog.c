@@ -161,6 +161,23 @@ sbx_cmdlog_line(long long start, const char *cid, char *const argv[],
 	return o;
 }
 
+void
+sbx_cmdlog_ended(json_t *line, const struct sbx_exec_result *r)
+{
+	json_object_set_new(line, "ended", json_true());
+	json_object_set_new(line, "exit_code", json_integer(r->exit_code));
+	json_object_set_new(line, "signal", r->signal ?
+	    json_integer(r->signal) : json_null());
+	json_object_set_new(line, "timed_out", json_boolean(r->timed_out));
+	json_object_set_new(line, "duration_ms", json_integer(r->duration_ms));
+	if (!r->bytes_unknown) {
+		json_object_set_new(line, "bytes_out",
+		    json_integer((json_int_t)r->bytes_out));
+		json_object_set_new(line, "bytes_err",
+		    json_integer((json_int_t)r->bytes_err));
+	}
+}
+
 /* --- inside the sandbox: a detached command's directory ----------------- */
 
 /* $1 the command's id, then its argv. The command runs in a subshell of
@@ -352,7 +369,8 @@ out:
 
 int
 sbx_cmdlog_output(const struct sbx_backend *be, const json_t *ref,
-    const char *cid, uint64_t *off, int *ended, struct sbx_err *err)
+    const char *cid, uint64_t *off, int *ended, struct sbx_buf *to,
+    struct sbx_err *err)
 {
 	struct sbx_exec_result r;
 	char from[32], max[32];
@@ -372,13 +390,16 @@ sbx_cmdlog_output(const struct sbx_backend *be, const json_t *ref,
 			goto out;
 		}
 		*ended = r.err.len >= 5 && !memcmp(r.err.data, "ended", 5);
-		if (r.out.len && sbx_write_all(1, r.out.data, r.out.len) < 0) {
+		if (to && r.out.len)
+			sbx_buf_add(to, r.out.data, r.out.len);
+		else if (r.out.len && sbx_write_all(1, r.out.data,
+		    r.out.len) < 0) {
 			sbx_err_set(err, errno == EPIPE ? SBX_EX_OK :
 			    SBX_EX_FAIL, "stdout:");
 			goto out;
 		}
 		*off += r.out.len;
-		more = r.out.len >= chunk;
+		more = r.out.len >= chunk && (!to || to->len < chunk);
 		sbx_buf_release(&r.out);
 		sbx_buf_release(&r.err);
 	} while (more);

@@ -909,6 +909,8 @@ void sbx_cmdlog_new_id(char cid[SBX_CMDLOG_ID_LEN + 1]);
  * only, never their values. */
 json_t *sbx_cmdlog_line(long long start, const char *cid, char *const argv[],
     char *const env[], int detached);
+/* Fill in line's end from a run's result (exec's, not detached). */
+void sbx_cmdlog_ended(json_t *line, const struct sbx_exec_result *r);
 /* Append line with one O_APPEND write (the directories made 0700). */
 int sbx_cmdlog_append(const char *backend, const char *id,
     const json_t *line, struct sbx_err *err);
@@ -929,10 +931,12 @@ int sbx_cmdlog_detach(const struct sbx_backend *be, const json_t *ref,
 int sbx_cmdlog_resolve(const struct sbx_backend *be, const json_t *ref,
     json_t *lines, struct sbx_err *err);
 /* A detached command's output from byte *off to what there is now, to
- * stdout; *off moved on, *ended set when the command had ended (all of
- * it was there). A reader of stdout gone: -1 with err->code 0. */
+ * stdout (or added to to, 1 MiB or so at most, when not NULL); *off
+ * moved on, *ended set when the command had ended (all of it was
+ * there). A reader of stdout gone: -1 with err->code 0. */
 int sbx_cmdlog_output(const struct sbx_backend *be, const json_t *ref,
-    const char *cid, uint64_t *off, int *ended, struct sbx_err *err);
+    const char *cid, uint64_t *off, int *ended, struct sbx_buf *to,
+    struct sbx_err *err);
 
 /* --- start: start, ready and post-create commands (sbx-create) ------ */
 

@@ -1,8 +1,10 @@
 /* control.c - sbxd's control plane: E2B's /sandboxes API */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbxd.h"
@@ -936,6 +938,276 @@ h_metrics_many(struct sbxd_req *r)
 	return sbxd_reply_json(r, 200, json_pack("{so}", "sandboxes", all));
 }
 
+/* --- GET /sandboxes/{id}/logs, /v2/sandboxes/{id}/logs ---------------- */
+
+/* E2B's levels, least first. */
+static const char *const log_levels[] = {"debug", "info", "warn", "error",
+    NULL};
+
+static int
+log_level(const char *s)
+{
+	int i;
+
+	for (i = 0; s && log_levels[i]; i++)
+		if (!strcasecmp(s, log_levels[i]))
+			return i;
+	return -1;
+}
+
+/* A field of an entry, a string whatever the log's line holds. */
+static void
+log_field(json_t *f, const char *k, const json_t *v)
+{
+	char *s;
+
+	if (!v || json_is_null(v) || json_is_false(v))
+		return;
+	if (json_is_string(v)) {
+		json_object_set(f, k, (json_t *)v);
+	} else if ((s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT))) {
+		json_object_set_new(f, k, json_string(s));
+		free(s);
+	}
+}
+
+/* One entry: {ms, level, message, fields}. */
+static void
+log_entry(json_t *a, long long ms, const char *level, json_t *msg,
+    json_t *fields)
+{
+	json_array_append_new(a, json_pack("{s:I,s:s,s:o,s:o}", "ms",
+	    (json_int_t)ms, "level", level, "message", msg, "fields",
+	    fields));
+}
+
+/* The entries of one line of the log: the command (its line joined by
+ * spaces), "error" when it failed, then a detached command's output a
+ * line an entry, at the command's time (no line has a time of its own). */
+static void
+log_entries(json_t *a, const json_t *l)
+{
+	const json_t *v, *argv = json_object_get(l, "argv");
+	const char *t = sbx_json_str(l, "time"), *logger;
+	struct sbx_buf cmd = SBX_BUF_INIT;
+	struct tm tm = {0};
+	long long ms = 0, code = sbx_json_int(l, "exit_code", 0);
+	const char *out, *nl, *end;
+	json_t *f;
+	size_t i;
+	int failed;
+
+	if (t && strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		ms = (long long)timegm(&tm) * 1000;
+	json_array_foreach(argv, i, v) {
+		if (i)
+			sbx_buf_add(&cmd, " ", 1);
+		if (json_is_string(v))
+			sbx_buf_add(&cmd, json_string_value(v),
+			    json_string_length(v));
+	}
+	logger = json_is_true(json_object_get(l, "start")) ? "startCmd" :
+	    "processSvc";
+	failed = code != 0 || json_is_integer(json_object_get(l, "signal")) ||
+	    json_is_true(json_object_get(l, "timed_out"));
+	f = json_pack("{s:s}", "logger", logger);
+	log_field(f, "cmdID", json_object_get(l, "id"));
+	log_field(f, "detached", json_object_get(l, "detached"));
+	if (json_is_true(json_object_get(l, "ended")))
+		log_field(f, "exitCode", json_object_get(l, "exit_code"));
+	log_field(f, "signal", json_object_get(l, "signal"));
+	log_field(f, "timedOut", json_object_get(l, "timed_out"));
+	log_field(f, "durationMs", json_object_get(l, "duration_ms"));
+	log_entry(a, ms, failed ? "error" : "info", sbx_json_bytes(cmd.len ?
+	    cmd.data : "", cmd.len), f);
+	sbx_buf_release(&cmd);
+	if (!(out = sbx_json_str(l, "output")))
+		return;
+	end = out + strlen(out);
+	for (; out < end; out = nl + 1) {
+		if (!(nl = memchr(out, '\n', (size_t)(end - out))))
+			nl = end;
+		log_entry(a, ms, "info", json_stringn(out, (size_t)(nl - out)),
+		    json_pack("{s:s,s:O,s:s}", "logger", logger, "cmdID",
+		    json_object_get(l, "id"), "stream", "output"));
+	}
+}
+
+/* The sandbox's log (sbx-logs(1)'s) as entries, in its order; the
+ * detached commands' ends and output read in the sandbox while it runs. */
+static json_t *
+box_log(struct sbxd_box *b)
+{
+	struct sbx_err err = {0};
+	json_t *ref, *lines = json_array(), *det = json_array(), *out, *l, *o;
+	json_t *a = json_array();
+	char *path, *buf = NULL;
+	size_t n = 0, i, j;
+	ssize_t len;
+	FILE *f;
+	int paused;
+
+	pthread_mutex_lock(&sbxd.mu);
+	ref = json_deep_copy(b->ref);
+	paused = b->paused;
+	pthread_mutex_unlock(&sbxd.mu);
+	path = sbx_cmdlog_path(sbxd.be->name, sbx_json_str(ref, "id"));
+	if (path && (f = fopen(path, "re"))) {
+		while ((len = getline(&buf, &n, f)) > 0) {
+			l = json_loadb(buf, (size_t)len, 0, NULL);
+			if (json_is_object(l) && sbx_json_str(l, "id")) {
+				json_array_append(lines, l);
+				if (json_is_true(json_object_get(l,
+				    "detached")))
+					json_array_append(det, l);
+			}
+			json_decref(l);
+		}
+		fclose(f);
+	}
+	if (!paused && json_array_size(det) &&
+	    (out = sbxd_be_output(ref, det, &err))) {
+		json_array_foreach(out, i, o)
+			json_array_foreach(lines, j, l)
+				if (sbx_json_str(o, "id") && !strcmp(
+				    sbx_json_str(o, "id"), sbx_json_str(l,
+				    "id")))
+					json_array_set(lines, j, o);
+		json_decref(out);
+	}
+	json_array_foreach(lines, i, l)
+		log_entries(a, l);
+	free(buf);
+	free(path);
+	json_decref(det);
+	json_decref(lines);
+	json_decref(ref);
+	return a;
+}
+
+/* A SandboxLogEntry of an entry. */
+static json_t *
+log_e2b(const json_t *e)
+{
+	char ts[32];
+
+	sbx_time_fmt(sbx_json_int(e, "ms", 0) / 1000, ts, sizeof ts);
+	return json_pack("{s:s,s:O,s:s,s:O}", "timestamp", ts, "message",
+	    json_object_get(e, "message"), "level", sbx_json_str(e, "level"),
+	    "fields", json_object_get(e, "fields"));
+}
+
+/* A query's count, def without it; -1 when not a number up to max. */
+static long long
+query_count(struct sbxd_req *r, const char *k, long long def,
+    long long max)
+{
+	const char *v = sbxd_query(r, k);
+	uint64_t n;
+
+	if (!v)
+		return def;
+	return sbx_parse_u64(v, 0, (uint64_t)max, &n) < 0 ? -1 :
+	    (long long)n;
+}
+
+/* GET /sandboxes/{id}/logs?start=MS&limit=N (deprecated; E2B's CLI):
+ * {"logs":[{timestamp,line}],"logEntries":[SandboxLogEntry]}, the entries
+ * from start on, oldest first; a line is the entry as one JSON object
+ * ({"level","logger","msg",...fields}), envd's log line's shape. */
+static enum MHD_Result
+h_logs1(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b = path_box(r, 1, &ret);
+	long long start, limit;
+	json_t *all, *logs, *ents, *e, *line, *le;
+	size_t i;
+	char *s;
+
+	if (!b)
+		return ret;
+	start = query_count(r, "start", 0, 1LL << 50);
+	limit = query_count(r, "limit", 1000, 1LL << 31);
+	if (start < 0 || limit < 0) {
+		sbxd_box_put(b);
+		return sbxd_reply_err(r, 400, "Error when parsing request: "
+		    "start is unix milliseconds, limit a count");
+	}
+	all = box_log(b);
+	sbxd_box_put(b);
+	logs = json_array();
+	ents = json_array();
+	json_array_foreach(all, i, e) {
+		if (sbx_json_int(e, "ms", 0) < start)
+			continue;
+		if ((long long)json_array_size(ents) >= limit)
+			break;
+		le = log_e2b(e);
+		line = json_deep_copy(json_object_get(e, "fields"));
+		json_object_set(line, "level", json_object_get(e, "level"));
+		json_object_set(line, "msg", json_object_get(e, "message"));
+		s = json_dumps(line, JSON_COMPACT);
+		json_array_append_new(logs, json_pack("{s:O,s:s}", "timestamp",
+		    json_object_get(le, "timestamp"), "line", s ? s : "{}"));
+		free(s);
+		json_decref(line);
+		json_array_append_new(ents, le);
+	}
+	json_decref(all);
+	return sbxd_reply_json(r, 200, json_pack("{s:o,s:o}", "logs", logs,
+	    "logEntries", ents));
+}
+
+/* GET /v2/sandboxes/{id}/logs?cursor=MS&limit=N&direction=forward|
+ * backward&level=L&search=S: {"logs":[SandboxLogEntry]}, from the
+ * cursor on (forward, oldest first; the default) or back (newest
+ * first, the cursor now by default); at level L or above; with S in the
+ * message. */
+static enum MHD_Result
+h_logs2(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b = path_box(r, 2, &ret);
+	const char *dir = sbxd_query(r, "direction");
+	const char *lv = sbxd_query(r, "level");
+	const char *search = sbxd_query(r, "search");
+	long long cursor, limit, ms;
+	json_t *all, *logs, *e;
+	size_t i, n;
+	int back, min = 0;
+
+	if (!b)
+		return ret;
+	back = dir && !strcmp(dir, "backward");
+	cursor = query_count(r, "cursor", back ? sbxd_now_ms() : 0,
+	    1LL << 50);
+	limit = query_count(r, "limit", 1000, 1000);
+	if ((dir && !back && strcmp(dir, "forward")) || (lv && (min =
+	    log_level(lv)) < 0) || cursor < 0 || limit < 0) {
+		sbxd_box_put(b);
+		return sbxd_reply_err(r, 400, "Error when parsing request: "
+		    "cursor is unix milliseconds, limit 0 to 1000, direction "
+		    "forward or backward, level debug, info, warn or error");
+	}
+	all = box_log(b);
+	sbxd_box_put(b);
+	logs = json_array();
+	n = json_array_size(all);
+	for (i = 0; i < n && (long long)json_array_size(logs) < limit; i++) {
+		e = json_array_get(all, back ? n - 1 - i : i);
+		ms = sbx_json_int(e, "ms", 0);
+		if ((back ? ms > cursor : ms < cursor) ||
+		    log_level(sbx_json_str(e, "level")) < min ||
+		    (search && *search && !strstr(json_string_value(
+		    json_object_get(e, "message")), search)))
+			continue;
+		json_array_append_new(logs, log_e2b(e));
+	}
+	json_decref(all);
+	return sbxd_reply_json(r, 200, json_pack("{s:o}", "logs", logs));
+}
+
 /* Undo a query escape in place: %XX, and + as a space (Go's
  * url.QueryUnescape); a malformed %-sequence is -1. */
 static int
@@ -1515,8 +1787,6 @@ h_unsupported(struct sbxd_req *r)
 		what = "snapshots";
 	else if (third && !strcmp(third, "fork"))
 		what = "forks";
-	else if (third && !strcmp(third, "logs"))
-		what = "logs";
 	else if (first && !strcmp(first, "snapshots"))
 		what = "snapshots";
 	else if (first && !strcmp(first, "volumes"))
@@ -1550,8 +1820,8 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"GET", "/snapshots", 0, h_unsupported, NULL},
 	{"PUT", "/sandboxes/*/network", 0, h_network, NULL},
 	{"GET", "/sandboxes/*/metrics", 0, h_metrics, NULL},
-	{"GET", "/sandboxes/*/logs", 0, h_unsupported, NULL},
-	{"GET", "/v2/sandboxes/*/logs", 0, h_unsupported, NULL},
+	{"GET", "/sandboxes/*/logs", 0, h_logs1, NULL},
+	{"GET", "/v2/sandboxes/*/logs", 0, h_logs2, NULL},
 	{"POST", "/templates", 0, h_unsupported, NULL},
 	{"POST", "/v2/templates", 0, h_unsupported, NULL},
 	{"GET", "/volumes", 0, h_unsupported, NULL},

@@ -607,6 +607,24 @@ child_started(void *arg)
 	close(4);
 }
 
+/* A process that ran, in the sandbox's log on the host, as sbx-exec
+ * writes it (sbx-logs(1); GET /sandboxes/{id}/logs); a failure to write
+ * it is the command's business no more than sbx-exec's. */
+static void
+log_line(const json_t *ref, long long start, char **argv, char **env,
+    const struct sbx_exec_result *res)
+{
+	char cid[SBX_CMDLOG_ID_LEN + 1];
+	struct sbx_err err = {0};
+	json_t *line;
+
+	sbx_cmdlog_new_id(cid);
+	line = sbx_cmdlog_line(start, cid, argv, env, 0);
+	sbx_cmdlog_ended(line, res);
+	sbx_cmdlog_append(sbxd.be->name, sbx_json_str(ref, "id"), line, &err);
+	json_decref(line);
+}
+
 /* The spawner's child for a process: the backend's exec on fds 0, 1
  * and 2 (args: ref, argv, cwd, env, timeout_ms, tty, interactive), its
  * result on 3, and 4 closed once the command is handed to the sandbox;
@@ -621,6 +639,7 @@ sbxd_proc_child(json_t *args, int *fds, int nfds)
 	json_t *a = json_object_get(args, "argv");
 	json_t *e = json_object_get(args, "env");
 	char **argv, **env;
+	long long start;
 	size_t i;
 
 	if (nfds != 5 || !json_array_size(a))
@@ -648,11 +667,14 @@ sbxd_proc_child(json_t *args, int *fds, int nfds)
 	for (i = 0; i < json_array_size(e); i++)
 		env[i] = (char *)json_string_value(json_array_get(e, i));
 	o.env = env;
+	start = sbx_now();
 	out.rc = sbxd.be->ops->exec(json_object_get(args, "ref"), argv, &o, &res,
 	    &err);
 	out.exit_code = res.exit_code;
 	out.signal = res.signal;
 	out.timed_out = res.timed_out;
+	if (out.rc == 0)
+		log_line(json_object_get(args, "ref"), start, argv, env, &res);
 	if (out.rc < 0) {
 		out.code = err.code;
 		snprintf(out.msg, sizeof out.msg, "%s", err.msg);

@@ -229,6 +229,10 @@ int sbxd_be_resume(json_t *ref, struct sbx_err *err);
 int sbxd_be_stop(json_t *ref, struct sbx_err *err);
 /* The backend's stats (sbx-stats' reading), or NULL. */
 json_t *sbxd_be_stats(json_t *ref, struct sbx_err *err);
+/* The detached commands of lines (a sandbox's log's), their ends and
+ * their output ("output") read in the sandbox, or NULL. */
+json_t *sbxd_be_output(json_t *ref, const json_t *lines,
+    struct sbx_err *err);
 /* The backend's net_rules (set: NULL to read): the rules, or NULL. */
 json_t *sbxd_be_net_rules(json_t *ref, const json_t *set,
     struct sbx_err *err);

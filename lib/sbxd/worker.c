@@ -19,7 +19,7 @@
 #include "sbxd.h"
 
 enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET, OP_STOP,
-    OP_STATS };
+    OP_STATS, OP_OUTPUT };
 
 /* A spec as JSON, for the worker, and back (its strings the JSON's). */
 static json_t *
@@ -88,6 +88,36 @@ spec_of(const json_t *j, struct sbx_spec *s)
 		s->start = NULL;
 }
 
+/* OP_OUTPUT: the detached commands of lines (the sandbox's log's), each
+ * with its end filled in from the sandbox and its output so far as
+ * "output" (sbx-logs -o's, a MiB or so at most). */
+static json_t *
+detached_output(json_t *ref, json_t *lines, struct sbx_err *err)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sbx_err e;
+	uint64_t off;
+	json_t *l;
+	size_t i;
+	int ended;
+
+	if (!json_is_array(lines) || sbx_cmdlog_resolve(sbxd.be, ref, lines,
+	    err) < 0)
+		return NULL;
+	json_array_foreach(lines, i, l) {
+		off = 0;
+		b.len = 0;
+		memset(&e, 0, sizeof e);
+		if (sbx_cmdlog_valid_cmd(sbx_json_str(l, "id")) &&
+		    sbx_cmdlog_output(sbxd.be, ref, sbx_json_str(l, "id"), &off,
+		    &ended, &b, &e) == 0)
+			json_object_set_new(l, "output", sbx_json_bytes(b.len ?
+			    b.data : "", b.len));
+	}
+	sbx_buf_release(&b);
+	return json_incref(lines);
+}
+
 /* The spawner's child for a call (args: op, spec or ref); its answer on
  * fds[0]. */
 void
@@ -151,6 +181,9 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 			    "cannot tell what a sandbox uses", sbxd.be->name);
 		else
 			rc = (out = sbxd.be->ops->stats(ref, &err)) ? 0 : -1;
+		break;
+	case OP_OUTPUT:
+		rc = (out = detached_output(ref, set, &err)) ? 0 : -1;
 		break;
 	default:
 		_exit(125);
@@ -300,6 +333,18 @@ sbxd_be_stats(json_t *ref, struct sbx_err *err)
 	json_t *out = NULL;
 
 	if (call(OP_STATS, NULL, &ref, NULL, &out, err) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
+json_t *
+sbxd_be_output(json_t *ref, const json_t *lines, struct sbx_err *err)
+{
+	json_t *out = NULL;
+
+	if (call(OP_OUTPUT, NULL, &ref, lines, &out, err) < 0) {
 		json_decref(out);
 		return NULL;
 	}

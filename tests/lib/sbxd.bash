@@ -114,32 +114,49 @@ export -f sbxd_envd sbxd_frame sbxd_unframe sbxd_api
 # The SDK version these tests are pinned to (it wants node >= 20.18.1).
 E2B_SDK_VERSION=2.51.0
 
-# Install the SDK into the cache unless it is there; sets E2B_SDK_DIR.
-sdk_install() {
-	local cache tmp have
+# npm_cache_install DIR PACKAGE VERSION: PACKAGE@VERSION installed with npm
+# into DIR (under the cache) unless it is there; node checked first.
+npm_cache_install() {
+	local dir=$1 pkg=$2 ver=$3 cache tmp have
 	command -v node >/dev/null ||
 		{ echo "sbxd.bash: node not found (run scripts/install-deps)" >&2; return 1; }
 	command -v npm >/dev/null ||
 		{ echo "sbxd.bash: npm not found (run scripts/install-deps)" >&2; return 1; }
 	node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=18)?0:1)' ||
-		{ echo "sbxd.bash: node $(node --version) is too old for e2b $E2B_SDK_VERSION (wants >= 20.18.1)" >&2; return 1; }
-	cache=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test
-	E2B_SDK_DIR=$cache/e2b-$E2B_SDK_VERSION
-	export E2B_SDK_DIR
-	have=$(jq -r .version "$E2B_SDK_DIR/node_modules/e2b/package.json" 2>/dev/null || true)
-	[ "$have" = "$E2B_SDK_VERSION" ] && return 0
+		{ echo "sbxd.bash: node $(node --version) is too old for $pkg $ver (wants >= 20.18.1)" >&2; return 1; }
+	have=$(jq -r .version "$dir/node_modules/$pkg/package.json" 2>/dev/null || true)
+	[ "$have" = "$ver" ] && return 0
+	cache=$(dirname "$dir")
 	mkdir -p "$cache"
 	tmp=$(mktemp -d "$cache/.e2b.XXXXXX")
 	printf '{"private":true}\n' >"$tmp/package.json"
 	if ! (cd "$tmp" && npm install --no-audit --no-fund --save-exact \
-		"e2b@$E2B_SDK_VERSION") >"$tmp.log" 2>&1; then
-		echo "sbxd.bash: npm install e2b@$E2B_SDK_VERSION failed:" >&2
+		"$pkg@$ver") >"$tmp.log" 2>&1; then
+		echo "sbxd.bash: npm install $pkg@$ver failed:" >&2
 		cat "$tmp.log" >&2
 		rm -rf "$tmp" "$tmp.log"
 		return 1
 	fi
-	rm -rf "$E2B_SDK_DIR" "$tmp.log"
-	mv -T "$tmp" "$E2B_SDK_DIR"
+	rm -rf "$dir" "$tmp.log"
+	mv -T "$tmp" "$dir"
+}
+
+# Install the SDK into the cache unless it is there; sets E2B_SDK_DIR.
+sdk_install() {
+	E2B_SDK_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/e2b-$E2B_SDK_VERSION
+	export E2B_SDK_DIR
+	npm_cache_install "$E2B_SDK_DIR" e2b "$E2B_SDK_VERSION"
+}
+
+# E2B's CLI (npm package @e2b/cli, sbxd-cli.bats), the same way, into
+# ${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/e2b-cli-VERSION.
+E2B_CLI_VERSION=2.19.0
+
+# Install the CLI into the cache unless it is there; sets E2B_CLI_DIR.
+cli_install() {
+	E2B_CLI_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/e2b-cli-$E2B_CLI_VERSION
+	export E2B_CLI_DIR
+	npm_cache_install "$E2B_CLI_DIR" @e2b/cli "$E2B_CLI_VERSION"
 }
 
 # sdk SCRIPT [args]: run tests/sbxd/sdk/SCRIPT.mjs (SBX_SDK_TIMEOUT seconds
