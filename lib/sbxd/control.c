@@ -612,6 +612,7 @@ create(struct sbxd_req *r, int v2)
 	char msg[512], **env = NULL, *built = NULL, *start = NULL;
 	char *ready = NULL, *tpl_id = NULL;
 	int secure, internet = 1;
+	json_t *snap = NULL;
 
 	if (!j)
 		return ret;
@@ -627,6 +628,16 @@ create(struct sbxd_req *r, int v2)
 		image = built;
 		/* A sandbox names its template by id, as E2B's do. */
 		tid = tpl_id;
+	}
+	/* A snapshot (POST /sandboxes/ID/snapshots) is a template too:
+	 * its files over its image. */
+	if (!image && (sbx_snap_valid_name(tid) || !strncmp(tid, "snp-", 4))) {
+		memset(&err, 0, sizeof err);
+		if ((snap = sbx_snap_get(tid, &err))) {
+			image = sbx_json_str(snap, "image");
+			spec.from = sbx_json_str(snap, "snapshot");
+			tid = spec.from;
+		}
 	}
 	if (!image) {
 		ret = sbxd_reply_err(r, 404, "template '%s' not found", tid);
@@ -746,6 +757,7 @@ create(struct sbxd_req *r, int v2)
 	sbxd_box_add(b);
 	ret = sbxd_reply_json(r, 201, sandbox_json(b));
 out:
+	json_decref(snap);
 	json_decref(spec.start);
 	free(tpl_id);
 	free(built);
@@ -1765,6 +1777,140 @@ out:
 	return ret;
 }
 
+/* A snapshot as E2B lists it: {"snapshotID","names":[its name, if any]}. */
+static json_t *
+snap_json(const json_t *meta)
+{
+	json_t *names = json_array();
+
+	if (sbx_json_str(meta, "name"))
+		json_array_append_new(names, json_string(sbx_json_str(meta,
+		    "name")));
+	return json_pack("{s:s,s:o}", "snapshotID", sbx_json_str(meta,
+	    "snapshot"), "names", names);
+}
+
+/* POST /sandboxes/ID/snapshots {"name"}: the sandbox's files as a
+ * snapshot (sbx-snapshot(1)), usable as a template. */
+static enum MHD_Result
+h_snapshot(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b;
+	struct sbx_err err = {0};
+	json_t *j = NULL, *meta;
+	const char *name = NULL;
+
+	if (r->body.len) {
+		if (!(j = sbxd_body_json(r, &ret)))
+			return ret;
+		name = sbx_json_str(j, "name");
+		if (json_object_get(j, "name") && !json_is_null(json_object_get(
+		    j, "name")) && (!name || !sbx_snap_valid_name(name))) {
+			json_decref(j);
+			return sbxd_reply_err(r, 400, "snapshot name is not "
+			    "valid: letters and digits, then '.', '_' or '-' "
+			    "too, at most 63, not snp-...");
+		}
+	}
+	if (!(b = path_box_begin(r, 1, &ret))) {
+		json_decref(j);
+		return ret;
+	}
+	if (!(meta = sbxd_be_snapshot(b->ref, name, &err)))
+		ret = sbxd_reply_err(r, err.code == SBX_EX_FAIL &&
+		    name && strstr(err.msg, "in use") ? 409 : err.code ==
+		    SBX_EX_USAGE ? 400 : 500, "Error creating snapshot: %s",
+		    err.msg);
+	else
+		ret = sbxd_reply_json(r, 201, snap_json(meta));
+	json_decref(meta);
+	json_decref(j);
+	box_end(b);
+	sbxd_box_put(b);
+	return ret;
+}
+
+struct snap_list {
+	json_t *all;
+	const char *box, *name;
+};
+
+static int
+snap_each(json_t *meta, void *arg)
+{
+	struct snap_list *l = arg;
+	const char *box = sbx_json_str(json_object_get(meta, "labels"),
+	    "sbxd");
+
+	if (l->box && (!box || strcmp(box, l->box)))
+		return 0;
+	if (l->name && (!sbx_json_str(meta, "name") ||
+	    strcmp(sbx_json_str(meta, "name"), l->name)))
+		return 0;
+	json_array_append(l->all, meta);
+	return 0;
+}
+
+static int
+by_created_desc(const void *a, const void *b)
+{
+	long long x = sbx_json_int(*(json_t *const *)a, "created_epoch", 0);
+	long long y = sbx_json_int(*(json_t *const *)b, "created_epoch", 0);
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* GET /snapshots?sandboxID=&name=&limit=&nextToken=: newest first, a
+ * page at a time (nextToken: where the next page starts). */
+static enum MHD_Result
+h_snapshots(struct sbxd_req *r)
+{
+	struct snap_list l = {NULL, sbxd_query(r, "sandboxID"),
+	    sbxd_query(r, "name")};
+	struct sbx_err err = {0};
+	long long limit = query_count(r, "limit", 100, 1000);
+	long long from = query_count(r, "nextToken", 0, 1LL << 31);
+	json_t **v, *page;
+	struct MHD_Response *rs;
+	enum MHD_Result ret;
+	char next[32], *s;
+	size_t i, n;
+
+	if (limit <= 0 || from < 0)
+		return sbxd_reply_err(r, 400, "invalid limit or nextToken");
+	l.all = json_array();
+	if (sbx_snap_list(snap_each, &l, &err) < 0) {
+		json_decref(l.all);
+		return sbxd_reply_err(r, 500, "cannot list the snapshots: %s",
+		    err.msg);
+	}
+	n = json_array_size(l.all);
+	v = sbx_xcalloc(n + 1, sizeof *v);
+	for (i = 0; i < n; i++)
+		v[i] = json_array_get(l.all, i);
+	qsort(v, n, sizeof *v, by_created_desc);
+	page = json_array();
+	for (i = (size_t)from; i < n && i < (size_t)(from + limit); i++)
+		json_array_append_new(page, snap_json(v[i]));
+	next[0] = '\0';
+	if ((size_t)(from + limit) < n)
+		snprintf(next, sizeof next, "%lld", from + limit);
+	free(v);
+	json_decref(l.all);
+	s = json_dumps(page, JSON_COMPACT);
+	json_decref(page);
+	rs = MHD_create_response_from_buffer(strlen(s), s,
+	    MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(rs, "Content-Type", "application/json");
+	if (*next)
+		MHD_add_response_header(rs, "X-Next-Token", next);
+	r->status = 200;
+	ret = MHD_queue_response(r->c, 200, rs);
+	MHD_destroy_response(rs);
+	return ret;
+}
+
 static enum MHD_Result
 h_health(struct sbxd_req *r)
 {
@@ -1783,12 +1929,8 @@ h_unsupported(struct sbxd_req *r)
 		what = "the v1 template builds (POST /templates: an image "
 		    "pushed to E2B's registry, which sbxd has not; build with "
 		    "POST /v3/templates, the SDK's Template.build)";
-	if (third && !strcmp(third, "snapshots"))
-		what = "snapshots";
-	else if (third && !strcmp(third, "fork"))
+	if (third && !strcmp(third, "fork"))
 		what = "forks";
-	else if (first && !strcmp(first, "snapshots"))
-		what = "snapshots";
 	else if (first && !strcmp(first, "volumes"))
 		what = "volumes";
 	else if (first && !strcmp(first, "teams"))
@@ -1816,8 +1958,8 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"POST", "/sandboxes/*/connect", 0, h_connect, NULL},
 	{"POST", "/sandboxes/*/resume", 0, h_resume, NULL},
 	{"POST", "/sandboxes/*/fork", 0, h_unsupported, NULL},
-	{"POST", "/sandboxes/*/snapshots", 0, h_unsupported, NULL},
-	{"GET", "/snapshots", 0, h_unsupported, NULL},
+	{"POST", "/sandboxes/*/snapshots", 0, h_snapshot, NULL},
+	{"GET", "/snapshots", 0, h_snapshots, NULL},
 	{"PUT", "/sandboxes/*/network", 0, h_network, NULL},
 	{"GET", "/sandboxes/*/metrics", 0, h_metrics, NULL},
 	{"GET", "/sandboxes/*/logs", 0, h_logs1, NULL},

@@ -229,6 +229,8 @@ int sbxd_be_resume(json_t *ref, struct sbx_err *err);
 int sbxd_be_stop(json_t *ref, struct sbx_err *err);
 /* The backend's stats (sbx-stats' reading), or NULL. */
 json_t *sbxd_be_stats(json_t *ref, struct sbx_err *err);
+/* A snapshot of the sandbox's files, named or not: its meta. */
+json_t *sbxd_be_snapshot(json_t *ref, const char *name, struct sbx_err *err);
 /* The detached commands of lines (a sandbox's log's), their ends and
  * their output ("output") read in the sandbox, or NULL. */
 json_t *sbxd_be_output(json_t *ref, const json_t *lines,

@@ -437,7 +437,16 @@ h_delete(struct sbxd_req *r)
 	}
 	json_decref(mine);
 	json_decref(others);
-	if (rec)
+	/* A snapshot is deleted as a template (E2B's SDK: deleteSnapshot);
+	 * one a sandbox stands on stays. */
+	memset(&err, 0, sizeof err);
+	if (!rec && !static_tpl(t) && (!strncmp(t, "snp-", 4) ||
+	    sbx_snap_valid_name(t)) && sbx_snap_rm(t, &err) == 0)
+		ret = sbxd_reply_empty(r, 204);
+	else if (!rec && err.code && err.code != SBX_EX_NOSANDBOX)
+		ret = sbxd_reply_err(r, err.code == SBX_EX_FAIL ? 409 : 400,
+		    "%s", err.msg);
+	else if (rec)
 		ret = sbxd_reply_empty(r, 204);
 	else if (static_tpl(t))
 		ret = sbxd_reply_err(r, 400, "template '%s' is sbxd's own "

@@ -19,7 +19,7 @@
 #include "sbxd.h"
 
 enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET, OP_STOP,
-    OP_STATS, OP_OUTPUT };
+    OP_STATS, OP_OUTPUT, OP_SNAPSHOT };
 
 /* A spec as JSON, for the worker, and back (its strings the JSON's). */
 static json_t *
@@ -31,7 +31,7 @@ spec_json(const struct sbx_spec *s)
 	for (i = 0; s->env && s->env[i]; i++)
 		json_array_append_new(env, json_string(s->env[i]));
 	return json_pack("{s:s?,s:I,s:I,s:I,s:i,s:I,s:b,s:i,s:I,s:O?,s:o,"
-	    "s:s?,s:s?,s:s?,s:b,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?}", "image",
+	    "s:s?,s:s?,s:s?,s:b,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?,s:s?}", "image",
 	    s->image,
 	    "memory", (json_int_t)s->memory, "cpus_milli",
 	    (json_int_t)s->cpus_milli, "pids", (json_int_t)s->pids,
@@ -42,7 +42,7 @@ spec_json(const struct sbx_spec *s)
 	    "runtime", s->runtime, "pull", s->pull, "endpoint", s->endpoint,
 	    "net_rules", s->net_rules, "net_inject", s->net_inject,
 	    "egress_proxy", s->egress_proxy, "ports", s->ports, "start",
-	    s->start);
+	    s->start, "from", s->from);
 }
 
 static void
@@ -83,6 +83,7 @@ spec_of(const json_t *j, struct sbx_spec *s)
 	s->ports = json_object_get(j, "ports");
 	if (!json_is_array(s->ports))
 		s->ports = NULL;
+	s->from = sbx_json_str(j, "from");
 	s->start = json_object_get(j, "start");
 	if (!json_is_object(s->start))
 		s->start = NULL;
@@ -184,6 +185,14 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 		break;
 	case OP_OUTPUT:
 		rc = (out = detached_output(ref, set, &err)) ? 0 : -1;
+		break;
+	case OP_SNAPSHOT:
+		if (!sbxd.be->ops->snapshot)
+			rc = sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' "
+			    "cannot snapshot a sandbox", sbxd.be->name);
+		else
+			rc = (out = sbxd.be->ops->snapshot(ref,
+			    sbx_json_str(set, "name"), &err)) ? 0 : -1;
 		break;
 	default:
 		_exit(125);
@@ -345,6 +354,20 @@ sbxd_be_output(json_t *ref, const json_t *lines, struct sbx_err *err)
 	json_t *out = NULL;
 
 	if (call(OP_OUTPUT, NULL, &ref, lines, &out, err) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
+json_t *
+sbxd_be_snapshot(json_t *ref, const char *name, struct sbx_err *err)
+{
+	json_t *out = NULL, *set = json_pack("{s:s?}", "name", name);
+	int rc = call(OP_SNAPSHOT, NULL, &ref, set, &out, err);
+
+	json_decref(set);
+	if (rc < 0) {
 		json_decref(out);
 		return NULL;
 	}

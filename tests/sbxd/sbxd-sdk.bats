@@ -221,3 +221,19 @@ field() {
 	assert_output $'true\ta.test\ttrue\ttrue\ttrue'
 	refute_output --partial "$SBX_TEST_KEY"
 }
+
+@test "SDK: createSnapshot, listSnapshots, Sandbox.create from a snapshot, deleteSnapshot" {
+	run sdk snapshot
+	assert_success
+	OUT=$output
+	run field '.snapshotId | test("^snp-[0-9a-f]+$")'
+	assert_output true
+	run field '[.names, .otherNames, .listedBoth, .bySandbox, .paged] | @json'
+	assert_output '[["sdk-snap"],[],true,true,1]'
+	run field '[(.byName | length), .byName[0] == .snapshotId] | @json'
+	assert_output '[1,true]'
+	run field '[.file, .mine, .file2] | @json'
+	assert_output '["in-snapshot\n","copy\n","in-snapshot\n"]'
+	run field '[.inUse, .deleted, .again, .deletedOther, .left] | @json'
+	assert_output '["SandboxError 409",true,false,true,[]]'
+}
