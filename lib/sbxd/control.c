@@ -1,5 +1,6 @@
 /* control.c - sbxd's control plane: E2B's /sandboxes API */
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -599,11 +600,26 @@ net_of(const json_t *j, struct sbx_spec *spec, json_t **shown, char *msg,
 
 /* POST /sandboxes, and v2's POST /v2/sandboxes (which the JS SDK uses
  * since 2.4x): always secure, 300 s unless told. */
-static enum MHD_Result
-create(struct sbxd_req *r, int v2)
+/* msg: what a request failed with; the status to answer. */
+static int
+fail(char *msg, size_t n, int status, const char *fmt, ...)
 {
-	enum MHD_Result ret;
-	json_t *j = sbxd_body_json(r, &ret), *v, *ref = NULL, *shown = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, n, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+/* A new sandbox as the create body j asks: 201 and *out its Sandbox,
+ * else the status to answer with emsg. */
+static int
+new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
+    size_t en)
+{
+	int status = 0;
+	json_t *v, *ref = NULL, *shown = NULL;
 	const char *tid, *image;
 	struct sbx_spec spec = {0};
 	struct sbx_err err;
@@ -614,11 +630,9 @@ create(struct sbxd_req *r, int v2)
 	int secure, internet = 1;
 	json_t *snap = NULL;
 
-	if (!j)
-		return ret;
 	tid = sbx_json_str(j, "templateID");
 	if (!tid || !*tid) {
-		ret = sbxd_reply_err(r, 400, "Error when parsing request: "
+		status = fail(emsg, en, 400, "Error when parsing request: "
 		    "property \"templateID\" is missing");
 		goto out;
 	}
@@ -640,44 +654,44 @@ create(struct sbxd_req *r, int v2)
 		}
 	}
 	if (!image) {
-		ret = sbxd_reply_err(r, 404, "template '%s' not found", tid);
+		status = fail(emsg, en, 404, "template '%s' not found", tid);
 		goto out;
 	}
 	if ((v = json_object_get(j, "timeout"))) {
 		if (!json_is_integer(v)) {
-			ret = sbxd_reply_err(r, 400, "Error when parsing "
+			status = fail(emsg, en, 400, "Error when parsing "
 			    "request: \"timeout\" must be an integer");
 			goto out;
 		}
 		timeout = json_integer_value(v);
 	}
 	if (timeout <= 0) {
-		ret = sbxd_reply_err(r, 400, "Timeout must be greater than 0");
+		status = fail(emsg, en, 400, "Timeout must be greater than 0");
 		goto out;
 	}
 	if ((uint64_t)timeout > sbxd.o.max_timeout) {
-		ret = sbxd_reply_err(r, 400, "Timeout cannot be greater than "
+		status = fail(emsg, en, 400, "Timeout cannot be greater than "
 		    "%llu hours", (unsigned long long)sbxd.o.max_timeout /
 		    3600);
 		goto out;
 	}
 	if (!strmap_ok(json_object_get(j, "metadata")) ||
 	    !strmap_ok(json_object_get(j, "envVars"))) {
-		ret = sbxd_reply_err(r, 400, "Error when parsing request: "
+		status = fail(emsg, en, 400, "Error when parsing request: "
 		    "\"metadata\" and \"envVars\" must map strings to strings");
 		goto out;
 	}
 	v = json_object_get(j, "secure");
 	secure = v2 || (v ? json_is_true(v) : 0);
 	if (net_of(j, &spec, &shown, msg, sizeof msg) < 0) {
-		ret = sbxd_reply_err(r, 400, "%s", msg);
+		status = fail(emsg, en, 400, "%s", msg);
 		goto out;
 	}
 	internet = spec.network == SBX_NET_ALLOW;
 	if ((v = json_object_get(j, "network")) && json_is_object(v) &&
 	    json_is_false(json_object_get(v, "allowPublicTraffic")) &&
 	    !secure) {
-		ret = sbxd_reply_err(r, 400, "You cannot create a sandbox "
+		status = fail(emsg, en, 400, "You cannot create a sandbox "
 		    "without public access unless you enable secure envd "
 		    "access via 'secure' flag.");
 		goto out;
@@ -685,7 +699,7 @@ create(struct sbxd_req *r, int v2)
 	pthread_mutex_lock(&sbxd.mu);
 	if (admit(r, msg, sizeof msg)) {
 		pthread_mutex_unlock(&sbxd.mu);
-		ret = sbxd_reply_err(r, 429, "%s", msg);
+		status = fail(emsg, en, 429, "%s", msg);
 		goto out;
 	}
 	/* Counted now, so that creates under way count against the cap. */
@@ -742,7 +756,7 @@ create(struct sbxd_req *r, int v2)
 		sbxd.nboxes--;
 		pthread_mutex_unlock(&sbxd.mu);
 		sbxd_log("cannot create a sandbox: %s", err.msg);
-		ret = sbxd_reply_err(r, 500, "Failed to create sandbox: %s",
+		status = fail(emsg, en, 500, "Failed to create sandbox: %s",
 		    err.msg);
 		b->refs = 1;
 		sbxd_box_put(b);
@@ -755,7 +769,8 @@ create(struct sbxd_req *r, int v2)
 	sbxd.nboxes--;
 	pthread_mutex_unlock(&sbxd.mu);
 	sbxd_box_add(b);
-	ret = sbxd_reply_json(r, 201, sandbox_json(b));
+	*out = sandbox_json(b);
+	status = 201;
 out:
 	json_decref(snap);
 	json_decref(spec.start);
@@ -770,8 +785,23 @@ out:
 	json_decref(shown);
 	json_decref(spec.ports);
 	json_decref(spec.net_inject);
+	return status;
+}
+
+static enum MHD_Result
+create(struct sbxd_req *r, int v2)
+{
+	enum MHD_Result ret;
+	json_t *j = sbxd_body_json(r, &ret), *out = NULL;
+	char emsg[512];
+	int status;
+
+	if (!j)
+		return ret;
+	status = new_box(r, j, v2, &out, emsg, sizeof emsg);
 	json_decref(j);
-	return ret;
+	return status == 201 ? sbxd_reply_json(r, 201, out) :
+	    sbxd_reply_err(r, status, "%s", emsg);
 }
 
 static enum MHD_Result
@@ -1777,6 +1807,67 @@ out:
 	return ret;
 }
 
+/* POST /sandboxes/ID/fork {"timeout","count"}: count (1..100, 1 when
+ * not given) new sandboxes from one snapshot of its files (no process
+ * goes with them), with its metadata, environment and envd security:
+ * [{"sandbox":Sandbox} | {"error":{"code","message"}}], one per copy. The
+ * snapshot stays, listed, as sbx-fork's does. A sandbox with network
+ * rules is not forked yet (501): its copies would have to carry them. */
+static enum MHD_Result
+h_fork(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	json_t *j = NULL, *v, *meta, *body = NULL, *all, *out;
+	struct sbxd_box *b;
+	struct sbx_err err = {0};
+	long long count = 1, timeout = SBXD_DEFAULT_TIMEOUT, i;
+	char emsg[512];
+	int status;
+
+	if (r->body.len && !(j = sbxd_body_json(r, &ret)))
+		return ret;
+	if ((v = json_object_get(j, "count")) && !json_is_null(v))
+		count = json_is_integer(v) ? json_integer_value(v) : 0;
+	if ((v = json_object_get(j, "timeout")) && !json_is_null(v))
+		timeout = json_is_integer(v) ? json_integer_value(v) : 0;
+	json_decref(j);
+	if (count < 1 || count > 100 || timeout <= 0)
+		return sbxd_reply_err(r, 400, "Error when parsing request: "
+		    "\"count\" must be 1 to 100 and \"timeout\" a positive "
+		    "integer");
+	if (!(b = path_box_begin(r, 1, &ret)))
+		return ret;
+	if (b->network || b->ca) {
+		ret = sbxd_reply_err(r, 501, "sbxd does not support forking a "
+		    "sandbox with network rules (see sbxd(8))");
+	} else if (!(meta = sbxd_be_snapshot(b->ref, NULL, &err))) {
+		ret = sbxd_reply_err(r, 500, "Error forking sandbox: %s",
+		    err.msg);
+	} else {
+		body = json_pack("{s:s,s:I,s:O,s:O,s:b,s:b}", "templateID",
+		    sbx_json_str(meta, "snapshot"), "timeout",
+		    (json_int_t)timeout, "metadata", b->metadata, "envVars",
+		    b->envs, "secure", b->token[0] != '\0',
+		    "allow_internet_access", b->internet);
+		json_decref(meta);
+		ret = MHD_NO;
+	}
+	box_end(b);
+	sbxd_box_put(b);
+	if (!body)
+		return ret;
+	all = json_array();
+	for (i = 0; i < count; i++) {
+		out = NULL;
+		status = new_box(r, body, 0, &out, emsg, sizeof emsg);
+		json_array_append_new(all, status == 201 ? json_pack("{s:o}",
+		    "sandbox", out) : json_pack("{s:{s:i,s:s}}", "error",
+		    "code", status, "message", emsg));
+	}
+	json_decref(body);
+	return sbxd_reply_json(r, 201, all);
+}
+
 /* A snapshot as E2B lists it: {"snapshotID","names":[its name, if any]}. */
 static json_t *
 snap_json(const json_t *meta)
@@ -1920,7 +2011,7 @@ h_health(struct sbxd_req *r)
 static enum MHD_Result
 h_unsupported(struct sbxd_req *r)
 {
-	char *first = sbxd_path_seg(r, 0), *third = sbxd_path_seg(r, 2);
+	char *first = sbxd_path_seg(r, 0);
 	const char *what = "this endpoint";
 	enum MHD_Result ret;
 
@@ -1929,16 +2020,13 @@ h_unsupported(struct sbxd_req *r)
 		what = "the v1 template builds (POST /templates: an image "
 		    "pushed to E2B's registry, which sbxd has not; build with "
 		    "POST /v3/templates, the SDK's Template.build)";
-	if (third && !strcmp(third, "fork"))
-		what = "forks";
-	else if (first && !strcmp(first, "volumes"))
+	if (first && !strcmp(first, "volumes"))
 		what = "volumes";
 	else if (first && !strcmp(first, "teams"))
 		what = "team metrics";
 	ret = sbxd_reply_err(r, 501, "sbxd does not support %s (see sbxd(8))",
 	    what);
 	free(first);
-	free(third);
 	return ret;
 }
 
@@ -1957,7 +2045,7 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"POST", "/sandboxes/*/pause", 0, h_pause, NULL},
 	{"POST", "/sandboxes/*/connect", 0, h_connect, NULL},
 	{"POST", "/sandboxes/*/resume", 0, h_resume, NULL},
-	{"POST", "/sandboxes/*/fork", 0, h_unsupported, NULL},
+	{"POST", "/sandboxes/*/fork", 0, h_fork, NULL},
 	{"POST", "/sandboxes/*/snapshots", 0, h_snapshot, NULL},
 	{"GET", "/snapshots", 0, h_snapshots, NULL},
 	{"PUT", "/sandboxes/*/network", 0, h_network, NULL},
