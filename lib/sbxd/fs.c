@@ -704,7 +704,8 @@ struct upload {
 	int fd;               /* the file being written, -1 */
 	char *part;           /* multipart: the current part's filename */
 	uint64_t part_bytes;  /* and what it had so far */
-	json_t *files;        /* [{"tmp","path"}]: written, not yet renamed */
+	json_t *files;        /* [{"path","created"}]: being written;
+				* "created" until the upload is done */
 	uint64_t total;
 	z_stream *z;          /* Content-Encoding: gzip */
 	int z_end;            /* its stream ended */
@@ -1054,12 +1055,13 @@ up_free(struct sbxd_req *r)
 	}
 	if (up->fd >= 0)
 		close(up->fd);
-	/* What was not renamed goes. */
+	/* A new file of an upload that failed goes. */
 	json_array_foreach(up->files, i, v)
-		if (up->ib.sock >= 0 && sbx_json_str(v, "tmp"))
+		if (up->ib.sock >= 0 && json_is_true(json_object_get(v,
+		    "created")))
 			json_decref(sbxd_inbox_call(&up->ib, json_pack(
-			    "{s:s,s:s}", "op", "abort", "tmp",
-			    sbx_json_str(v, "tmp")), NULL));
+			    "{s:s,s:s,s:s?}", "op", "abort", "path",
+			    sbx_json_str(v, "path"), "user", up->user), NULL));
 	sbxd_inbox_end(&up->ib, 0);
 	json_decref(up->files);
 	json_decref(up->meta);
@@ -1139,15 +1141,15 @@ h_files_post(struct sbxd_req *r)
 	out = json_array();
 	json_array_foreach(up->files, i, v) {
 		a = sbxd_inbox_call(&up->ib, json_pack("{s:s,s:s,s:s?}", "op",
-		    "commit", "tmp", sbx_json_str(v, "tmp"), "path",
-		    sbx_json_str(v, "path"), "user", up->user), NULL);
+		    "commit", "path", sbx_json_str(v, "path"), "user",
+		    up->user), NULL);
 		if (sbx_json_str(a, "error")) {
 			up_fail_with(up, a);
 			json_decref(a);
 			json_decref(out);
 			return sbxd_reply_err(r, up->status, "%s", up->msg);
 		}
-		json_object_del(v, "tmp");
+		json_object_del(v, "created");
 		if (json_object_size(up->meta))
 			json_object_set(a, "metadata", up->meta);
 		json_array_append_new(out, a);

@@ -302,6 +302,9 @@ int sbxd_tpl_init(struct sbx_err *err);
 /* A built template's image, its id, and its start and ready commands
  * (each malloc'd or NULL); NULL when t is none that is built. */
 char *sbxd_tpl_image(const char *t, char **id, char **start, char **ready);
+/* The id of the built template whose ID, name or name:tag is t
+ * (malloc'd), or NULL. */
+char *sbxd_tpl_id(const char *t);
 /* A PUT of an upload link with a good signature (no API key needed). */
 int sbxd_tpl_upload_ok(struct sbxd_req *r);
 /* port.c: a request for a port of the sandbox other than envd's. */

@@ -221,3 +221,48 @@ field() {
 	assert_output $'true\ta.test\ttrue\ttrue\ttrue'
 	refute_output --partial "$SBX_TEST_KEY"
 }
+
+@test "SDK: Sandbox.list with startedAfter and template lists only the sandboxes that match; a bad startedAfter is 400" {
+	run sdk list-filters
+	assert_success
+	OUT=$output
+	a=$(field .a)
+	b=$(field .b)
+	both=$(jq -c -n --arg a "$a" --arg b "$b" '[$a, $b] | sort')
+	run field '[.all, .after, .afterAll, .beforeAll, .base, .other] | @json'
+	assert_output "[$both,[\"$b\"],[],$both,$both,[]]"
+	run curl -s -w '\n%{http_code}' -H "X-API-Key: $SBXD_KEY" \
+		"$SBXD_URL/v2/sandboxes?startedAfter=yesterday"
+	assert_line --index 1 400
+	run jq -c '[.code, (.message | test("startedAfter"))]' <<<"${lines[0]}"
+	assert_output '[400,true]'
+}
+
+@test "SDK: files.list with depth walks as envd does: name-sorted, depth-first, no deeper than asked" {
+	box
+	run sdk list-depth "$ID"
+	assert_success
+	OUT=$output
+	run field '.one | @json'
+	assert_output '["a","b","c"]'
+	run field '.two | @json'
+	assert_output '["a","a/m","a/z","b","b/x","b/y","c"]'
+	run field '.three | @json'
+	assert_output '["a","a/m","a/m/deep","a/z","b","b/x","b/x/f","b/y","c"]'
+}
+
+@test "SDK: watchDir sees files.write as envd's events: create then write for a new file, write (no create) over an old one" {
+	box
+	run sdk watch-write "$ID"
+	assert_success
+	OUT=$output
+	run field '.content'
+	assert_output 'second, longer'
+	# A new file: created, then written (each write() is one; the
+	# kernel folds two alike in a row that were not read yet).
+	run field '[.fresh[0], (.fresh | unique)] | @json'
+	assert_output '["create:f.txt",["create:f.txt","write:f.txt"]]'
+	# An old one: written (its truncation, then the data), not created.
+	run field '.over | unique | @json'
+	assert_output '["write:f.txt"]'
+}
