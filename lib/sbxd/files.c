@@ -771,7 +771,6 @@ send_event(int sock, struct watch *w, const char *full, const char *type,
     int entry)
 {
 	const char *name = full + w->rootlen + 1;
-	const char *base = strrchr(full, '/') + 1;
 	json_t *msg;
 	struct stat st;
 	char *shown;

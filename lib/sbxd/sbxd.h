@@ -305,6 +305,10 @@ char *sbxd_tpl_image(const char *t, char **id, char **start, char **ready);
 /* The id of the built template whose ID, name or name:tag is t
  * (malloc'd), or NULL. */
 char *sbxd_tpl_id(const char *t);
+/* fs.c: a signed /files URL that names no sandbox (the SDK's one URL
+ * for every sandbox): the id of the sandbox whose envd token signed
+ * it, into id; -1 if none did. */
+int sbxd_fs_signed_box(struct sbxd_req *r, char *id, size_t n);
 /* A PUT of an upload link with a good signature (no API key needed). */
 int sbxd_tpl_upload_ok(struct sbxd_req *r);
 /* port.c: a request for a port of the sandbox other than envd's. */

@@ -584,11 +584,12 @@ watch() {
 	for ((i = 0; i < 100; i++)); do
 		rpc GetWatcherEvents "{\"watcherId\":\"$wid\"}" >/dev/null
 		got+=$(jq -c '.events[]' "$BATS_TEST_TMPDIR/body" | tr -d '\n')
-		[[ $got == *b.txt* ]] && break
+		[[ $got == *'b.txt","type":"EVENT_TYPE_WRITE'* ]] && break
 		sleep 0.05
 	done
+	# Each upload as envd's: the file made, then written.
 	run echo "$got"
-	assert_output '{"name":"a.txt","type":"EVENT_TYPE_CREATE"}{"name":"b.txt","type":"EVENT_TYPE_CREATE"}'
+	assert_output '{"name":"a.txt","type":"EVENT_TYPE_CREATE"}{"name":"a.txt","type":"EVENT_TYPE_WRITE"}{"name":"b.txt","type":"EVENT_TYPE_CREATE"}{"name":"b.txt","type":"EVENT_TYPE_WRITE"}'
 	run rpc RemoveWatcher "{\"watcherId\":\"$wid\"}"
 	assert_output 200
 	run rpc GetWatcherEvents "{\"watcherId\":\"$wid\"}"

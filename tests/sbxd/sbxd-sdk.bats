@@ -266,3 +266,31 @@ field() {
 	run field '.over | unique | @json'
 	assert_output '["write:f.txt"]'
 }
+
+@test "SDK: downloadUrl and uploadUrl work with curl alone (the one sandbox URL), and an expired one says so" {
+	run sdk signed-url
+	assert_success
+	OUT=$output
+	# No header names the sandbox: the signature does.
+	run curl -s "$(field .downA)"
+	assert_output 'sandbox a'
+	run curl -s "$(field .downB)"
+	assert_output 'sandbox b'
+	run curl -s "$(field .later)"
+	assert_output 'sandbox a'
+	echo uploaded >"$BATS_TEST_TMPDIR/up.txt"
+	run curl -s -o /dev/null -w '%{http_code}' -F "file=@$BATS_TEST_TMPDIR/up.txt" "$(field .upB)"
+	assert_output 200
+	run curl -s "$(field .upBack)"
+	assert_output uploaded
+	sleep 2.1
+	run curl -s -w '\n%{http_code}' "$(field .expired)"
+	assert_line --index 1 401
+	run jq -r .message <<<"${lines[0]}"
+	assert_output 'signature is already expired'
+	# A signature no sandbox made.
+	run curl -s -w '\n%{http_code}' "$SBXD_URL/files?path=x&signature=v1_nothing"
+	assert_line --index 1 401
+	run jq -r .message <<<"${lines[0]}"
+	assert_output 'invalid signature'
+}
