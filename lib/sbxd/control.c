@@ -1493,9 +1493,15 @@ h_kill(struct sbxd_req *r)
 
 	if (!b)
 		return ret;
+	pthread_mutex_lock(&sbxd.mu);
+	b->dying = 1;
+	pthread_mutex_unlock(&sbxd.mu);
 	sbxd_proc_end_all(b);
 	if (sbxd_be_kill(b->ref, &err) < 0 &&
 	    err.code != SBX_EX_NOSANDBOX) {
+		pthread_mutex_lock(&sbxd.mu);
+		b->dying = 0;
+		pthread_mutex_unlock(&sbxd.mu);
 		box_end(b);
 		sbxd_box_put(b);
 		return sbxd_reply_err(r, 500, "Error killing sandbox: %s",

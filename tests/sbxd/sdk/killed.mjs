@@ -1,0 +1,18 @@
+// A sandbox killed while a command runs (in the foreground, and in the
+// background through wait()): what the SDK reports, as against E2B.
+import { Sandbox, out, errInfo } from './e2b.mjs'
+
+const fg = await Sandbox.create({ timeoutMs: 120_000 })
+const running = fg.commands.run('echo started; sleep 60').then(
+  () => ({ threw: false }),
+  (e) => errInfo(e),
+)
+await new Promise((r) => setTimeout(r, 1000))
+await Sandbox.kill(fg.sandboxId)
+const res = { fg: await running }
+const bg = await Sandbox.create({ timeoutMs: 120_000 })
+const h = await bg.commands.run('sleep 60', { background: true })
+await new Promise((r) => setTimeout(r, 500))
+await bg.kill()
+res.bg = await h.wait().then(() => ({ threw: false }), (e) => errInfo(e))
+out(res)
