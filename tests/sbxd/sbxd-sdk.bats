@@ -303,3 +303,13 @@ field() {
 	run field '[.fg.name, .fg.message, .bg.name, .bg.message] | @tsv'
 	assert_output "TimeoutError	$end	TimeoutError	$end"
 }
+
+@test "SDK: Template.exists is true for base (GET /templates/aliases/base answers 200), false for a name never built" {
+	run sdk template-alias
+	assert_success
+	OUT=$output
+	run field '[.base, .nope] | @json'
+	assert_output '[true,false]'
+	run curl -s -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/aliases/base"
+	assert_output '{"templateID":"base","public":false}'
+}
