@@ -125,15 +125,6 @@ path_box(struct sbxd_req *r, int seg, enum MHD_Result *ret)
 		id[SBXD_ID_LEN] = 0;
 	if (id)
 		b = sbxd_box_get(id);
-	/* One being killed is gone already, as its envd is. */
-	if (b) {
-		pthread_mutex_lock(&sbxd.mu);
-		if (b->dying) {
-			sbxd_box_put_locked(b);
-			b = NULL;
-		}
-		pthread_mutex_unlock(&sbxd.mu);
-	}
 	if (!b)
 		*ret = not_found(r, id ? id : "");
 	free(id);
@@ -1391,8 +1382,6 @@ list(struct sbxd_req *r, int v2)
 		asc = 1;
 	pthread_mutex_lock(&sbxd.mu);
 	for (b = sbxd.boxes; b; b = b->next) {
-		if (b->dying)
-			continue;
 		if (!b->paused)
 			total_running++;
 		if ((b->paused ? !paused : !running) ||

@@ -439,7 +439,17 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 				s->queued -= e->frame.len;
 				pthread_cond_broadcast(&sbxd.cv);
 			} else if (s->ended && s->lost) {
-				broken = 1;
+				struct sbxd_box *b = st->p ? st->p->box : NULL;
+
+				/* Broken once the sandbox is gone (unlinked:
+				 * 502 on envd, 404 on the control plane, no
+				 * more in sbx-ls), as the SDK's health check
+				 * that follows wants it. */
+				if (!b || b->gone || !b->dying)
+					broken = 1;
+				else
+					waited = sbxd_wait(&st->io.w,
+					    st->io.c, -1, now + 20) == 0;
 			} else if (s->ended) {
 				sbxd_stream_end(&st->io, s->end_error,
 				    s->end_msg);

@@ -51,8 +51,8 @@ struct sbxd_box {
 	json_t *envs;          /* object of strings: every process's */
 	long long started_ms, end_ms;
 	int paused, auto_pause, internet;
-	/* Being killed: envd is gone, its requests answered as those of
-	 * a sandbox not found. */
+	/* Being killed: the streams of its processes break once it is
+	 * gone (proc.c). */
 	int dying;
 	/* Made with network.rules: its network helper has a CA the
 	 * sandbox trusts, so a PUT may change the rules. */

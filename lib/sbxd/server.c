@@ -404,7 +404,7 @@ dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 		}
 		r->box = b;
 		pthread_mutex_lock(&sbxd.mu);
-		if (b->paused || b->dying) {
+		if (b->paused) {
 			pthread_mutex_unlock(&sbxd.mu);
 			*ret = proxy_err(r, id, "The sandbox was not found");
 			return NULL;

@@ -295,13 +295,15 @@ field() {
 	assert_output 'invalid signature'
 }
 
-@test "SDK: a sandbox killed while a command runs: the stream breaks and the SDK says the sandbox was killed, as against E2B" {
+@test "SDK: a sandbox killed (or at its end) while a command runs: the stream breaks and the SDK says the sandbox was killed, as against E2B" {
 	run sdk killed
 	assert_success
 	OUT=$output
 	local end='[unknown] terminated: The sandbox was killed or reached its end of life while the request was in flight.'
 	run field '[.fg.name, .fg.message, .bg.name, .bg.message] | @tsv'
 	assert_output "TimeoutError	$end	TimeoutError	$end"
+	run field '[.timedOut.name, .timedOut.message] | @tsv'
+	assert_output "TimeoutError	$end"
 }
 
 @test "SDK: Template.exists is true for base (GET /templates/aliases/base answers 200), false for a name never built" {

@@ -1,5 +1,6 @@
-// A sandbox killed while a command runs (in the foreground, and in the
-// background through wait()): what the SDK reports, as against E2B.
+// A sandbox killed while a command runs (in the foreground, in the
+// background through wait(), and at its end of life): what the SDK
+// reports, as against E2B.
 import { Sandbox, out, errInfo } from './e2b.mjs'
 
 const fg = await Sandbox.create({ timeoutMs: 120_000 })
@@ -15,4 +16,10 @@ const h = await bg.commands.run('sleep 60', { background: true })
 await new Promise((r) => setTimeout(r, 500))
 await bg.kill()
 res.bg = await h.wait().then(() => ({ threw: false }), (e) => errInfo(e))
+// one whose time runs out under its command
+const short = await Sandbox.create({ timeoutMs: 3_000 })
+res.timedOut = await short.commands.run('sleep 60', { timeoutMs: 0 }).then(
+  () => ({ threw: false }),
+  (e) => errInfo(e),
+)
 out(res)
