@@ -437,6 +437,9 @@ sbxd_reaper(void *arg)
 			sbxd_box_save(due);
 			sbxd_log("sandbox %s paused at its end", due->id);
 		} else {
+			pthread_mutex_lock(&sbxd.mu);
+			due->dying = 1;
+			pthread_mutex_unlock(&sbxd.mu);
 			sbxd_proc_end_all(due);
 			if (sbxd_be_kill(due->ref, &err) < 0 &&
 			    err.code != SBX_EX_NOSANDBOX)

@@ -1324,6 +1324,46 @@ meta_match(const json_t *have, const json_t *want)
 	return 1;
 }
 
+/* An RFC 3339 date-time ("2026-12-06T01:02:03.5Z", "...+02:00") into
+ * milliseconds since the epoch; -1 if s is none. */
+static int
+parse_datetime(const char *s, long long *ms)
+{
+	struct tm tm = {0};
+	int n = 0, hh, mm, i;
+	long long frac = 0, scale = 1000;
+	char z;
+
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon,
+	    &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 ||
+	    n != 19 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+	    tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+	    tm.tm_sec > 60)
+		return -1;
+	s += n;
+	if (*s == '.') {
+		for (i = 0, s++; isdigit((unsigned char)*s); i++, s++)
+			if (i < 3) {
+				frac = frac * 10 + (*s - '0');
+				scale /= 10;
+			}
+		if (!i)
+			return -1;
+		frac *= scale;
+	}
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	*ms = (long long)timegm(&tm) * 1000 + frac;
+	if (!strcmp(s, "Z"))
+		return 0;
+	n = 0;
+	if (sscanf(s, "%c%2d:%2d%n", &z, &hh, &mm, &n) != 3 || s[n] ||
+	    n != 6 || (z != '+' && z != '-') || hh > 23 || mm > 59)
+		return -1;
+	*ms -= (z == '-' ? -1 : 1) * (hh * 3600LL + mm * 60) * 1000;
+	return 0;
+}
+
 static int
 by_start_desc(const void *a, const void *b)
 {
@@ -1341,6 +1381,11 @@ list(struct sbxd_req *r, int v2)
 	const char *q = sbxd_query(r, "metadata"), *st = sbxd_query(r, "state");
 	const char *lim = sbxd_query(r, "limit"), *tok = sbxd_query(r,
 	    "nextToken"), *order = sbxd_query(r, "order");
+	/* v2's startedAfter (date-time) and template (ID or alias) */
+	const char *after = v2 ? sbxd_query(r, "startedAfter") : NULL;
+	const char *tq = v2 ? sbxd_query(r, "template") : NULL;
+	char *tid = NULL;
+	long long after_ms = 0;
 	json_t *want = NULL, *arr;
 	struct sbxd_box *b, **all = NULL;
 	int running = 1, paused = v2, asc = 0;
@@ -1365,6 +1410,16 @@ list(struct sbxd_req *r, int v2)
 		json_decref(want);
 		return sbxd_reply_err(r, 400, "limit must be 1 to 100");
 	}
+	if (after && parse_datetime(after, &after_ms) < 0) {
+		json_decref(want);
+		return sbxd_reply_err(r, 400, "parameter \"startedAfter\" in "
+		    "query has an error: string doesn't match the format "
+		    "\"date-time\"");
+	}
+	/* A template named by alias is its id's; one unknown matches
+	 * none. */
+	if (tq && *tq)
+		tid = template_image(tq) ? sbx_xstrdup(tq) : sbxd_tpl_id(tq);
 	if (order && !strcmp(order, "asc"))
 		asc = 1;
 	pthread_mutex_lock(&sbxd.mu);
@@ -1372,7 +1427,9 @@ list(struct sbxd_req *r, int v2)
 		if (!b->paused)
 			total_running++;
 		if ((b->paused ? !paused : !running) ||
-		    (want && !meta_match(b->metadata, want)))
+		    (want && !meta_match(b->metadata, want)) ||
+		    (after && b->started_ms < after_ms) ||
+		    (tq && *tq && (!tid || strcmp(b->template, tid))))
 			continue;
 		all = sbx_xrealloc(all, (n + 1) * sizeof *all);
 		all[n++] = b;
@@ -1398,6 +1455,7 @@ list(struct sbxd_req *r, int v2)
 		snprintf(next, sizeof next, "%s", all[i]->id);
 	pthread_mutex_unlock(&sbxd.mu);
 	free(all);
+	free(tid);
 	json_decref(want);
 	s = json_dumps(arr, JSON_COMPACT);
 	json_decref(arr);
@@ -1477,9 +1535,15 @@ h_kill(struct sbxd_req *r)
 
 	if (!b)
 		return ret;
+	pthread_mutex_lock(&sbxd.mu);
+	b->dying = 1;
+	pthread_mutex_unlock(&sbxd.mu);
 	sbxd_proc_end_all(b);
 	if (sbxd_be_kill(b->ref, &err) < 0 &&
 	    err.code != SBX_EX_NOSANDBOX) {
+		pthread_mutex_lock(&sbxd.mu);
+		b->dying = 0;
+		pthread_mutex_unlock(&sbxd.mu);
 		box_end(b);
 		sbxd_box_put(b);
 		return sbxd_reply_err(r, 500, "Error killing sandbox: %s",

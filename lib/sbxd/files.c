@@ -432,38 +432,46 @@ mkdirs(const char *path, const struct user *u)
 
 /* --- inside: the operations -------------------------------------------- */
 
-struct list {
-	json_t *arr;
-	const char *root;     /* as asked (clean) */
-	size_t rootlen;       /* of the resolved directory */
-	int depth;
-};
-
-static struct list *the_list;
-
-static int
-list_one(const char *fpath, const struct stat *st, int flag, struct FTW *f)
+/* The entries of directory real (shown as path) into arr, name-sorted
+ * (strcmp, as Go's filepath.WalkDir that envd walks with), each
+ * directory followed by its own entries while level < depth: envd's
+ * depth-first walk. Symbolic links are listed, never followed. */
+static void
+list_walk(json_t *arr, const char *real, const char *path, int level,
+    int depth)
 {
-	struct list *l = the_list;
-	char *p;
+	struct dirent **names;
+	struct stat st;
+	int n = scandir(real, &names, NULL, alphasort), i;
 
-	(void)flag;
-	if (f->level == 0)
-		return FTW_CONTINUE;
-	p = sbx_xasprintf("%s%s", strcmp(l->root, "/") ? l->root : "",
-	    fpath + l->rootlen);
-	json_array_append_new(l->arr, entry_info(p, st));
-	free(p);
-	/* No deeper than asked: the rest of the tree is not walked. */
-	return f->level >= l->depth && S_ISDIR(st->st_mode) ?
-	    FTW_SKIP_SUBTREE : FTW_CONTINUE;
+	for (i = 0; i < n; i++) {
+		const char *nm = names[i]->d_name;
+
+		if (strcmp(nm, ".") && strcmp(nm, "..")) {
+			char *rp = sbx_xasprintf("%s/%s", real, nm);
+			char *p = sbx_xasprintf("%s/%s",
+			    strcmp(path, "/") ? path : "", nm);
+
+			if (lstat(rp, &st) == 0) {
+				json_array_append_new(arr, entry_info(p, &st));
+				if (S_ISDIR(st.st_mode) && level < depth)
+					list_walk(arr, rp, p, level + 1,
+					    depth);
+			}
+			free(rp);
+			free(p);
+		}
+		free(names[i]);
+	}
+	if (n >= 0)
+		free(names);
 }
 
 static json_t *
 op_list(const char *path, int depth)
 {
-	struct list l = {0};
 	struct stat st;
+	json_t *arr;
 	char *real;
 
 	if (stat(path, &st) < 0)
@@ -475,38 +483,11 @@ op_list(const char *path, int depth)
 	if (!(real = realpath(path, NULL)))
 		return fail(NULL, errno, "cannot resolve '%s': %s", path,
 		    strerror(errno));
-	l.arr = json_array();
-	l.root = path;
-	l.rootlen = strcmp(real, "/") ? strlen(real) : 0;
-	l.depth = depth < 1 ? 1 : depth;
-	the_list = &l;
-	if (depth <= 1) {
-		struct dirent **names;
-		int n = scandir(real, &names, NULL, alphasort), i;
-
-		for (i = 0; i < n; i++) {
-			const char *nm = names[i]->d_name;
-
-			if (strcmp(nm, ".") && strcmp(nm, "..")) {
-				char *rp = sbx_xasprintf("%s/%s", real, nm);
-				char *p = sbx_xasprintf("%s/%s",
-				    strcmp(path, "/") ? path : "", nm);
-
-				if (lstat(rp, &st) == 0)
-					json_array_append_new(l.arr,
-					    entry_info(p, &st));
-				free(rp);
-				free(p);
-			}
-			free(names[i]);
-		}
-		if (n >= 0)
-			free(names);
-	} else {
-		nftw(real, list_one, 64, FTW_PHYS | FTW_ACTIONRETVAL);
-	}
+	arr = json_array();
+	list_walk(arr, real, path, 1,
+	    depth < 1 ? 1 : depth);
 	free(real);
-	return json_pack("{s:o}", "entries", l.arr);
+	return json_pack("{s:o}", "entries", arr);
 }
 
 static json_t *
@@ -625,19 +606,26 @@ op_open(const char *path, int *fd)
 	return json_pack("{s:o}", "entry", entry_info(path, &st));
 }
 
-/* A new file for path: a temporary one beside it, to rename at commit. */
+/* path opened for writing in place, as envd writes an upload: created
+ * (0644 less the umask) or truncated, then given to the user. A
+ * watcher sees envd's events: CREATE for a new file or WRITE for the
+ * truncation of an old one, CHMOD for the chown, WRITE for the data.
+ * "created" says whether it was new, for an abort to remove it. */
 static json_t *
 op_create(const char *path, const struct user *u, int *fd)
 {
 	struct stat st;
-	char *dir, *tmp;
-	json_t *j;
-	int f, e;
+	char *dir;
+	int f, e, existed;
 
 	if (!strcmp(path, "/") || (stat(path, &st) == 0 &&
 	    S_ISDIR(st.st_mode)))
 		return fail("invalid_argument", EISDIR,
 		    "path '%s' is a directory", path);
+	existed = stat(path, &st) == 0;
+	if (existed && !S_ISREG(st.st_mode))
+		return fail("invalid_argument", EINVAL,
+		    "path '%s' is not a regular file", path);
 	dir = sbx_xstrdup(path);
 	*strrchr(dir, '/') = 0;
 	if (*dir && mkdirs(dir, u) < 0) {
@@ -646,55 +634,37 @@ op_create(const char *path, const struct user *u, int *fd)
 		return fail(NULL, e, "error creating directory: %s",
 		    strerror(e));
 	}
-	tmp = sbx_xasprintf("%s/.%s.sbxd-XXXXXX", dir, strrchr(path, '/') + 1);
 	free(dir);
-	if ((f = mkostemp(tmp, O_CLOEXEC)) < 0) {
+	if ((f = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+	    O_NONBLOCK, 0644)) < 0) {
 		e = errno;
-		free(tmp);
+		if (e == EISDIR)
+			return fail("invalid_argument", e,
+			    "path '%s' is a directory", path);
 		return fail(NULL, e, "error opening file: %s", strerror(e));
 	}
-	fchmod(f, 0644);
 	if (u->known && fchown(f, u->uid, u->gid) < 0) {
 		e = errno;
 		close(f);
-		unlink(tmp);
-		free(tmp);
+		if (!existed)
+			unlink(path);
 		return fail(NULL, e, "error changing ownership: %s",
 		    strerror(e));
 	}
+	fcntl(f, F_SETFL, 0);
 	*fd = f;
-	j = json_pack("{s:s,s:s}", "tmp", tmp, "path", path);
-	free(tmp);
-	return j;
+	return json_pack("{s:s,s:b}", "path", path, "created", !existed);
 }
 
-/* The temporary file becomes path; the answer is what envd's upload
- * says of a file. */
+/* The upload of path is done; the answer is what envd's upload says of
+ * a file. */
 static json_t *
-op_commit(const char *tmp, const char *path)
+op_commit(const char *path)
 {
-	const char *slash = strrchr(path, '/'), *t;
-	size_t d = slash ? (size_t)(slash - path) + 1 : 0;
-	struct stat st;
+	const char *slash = strrchr(path, '/');
 
-	/* Only what op_create made for path: DIR/.NAME.sbxd-XXXXXX (NAME
-	 * may start with dots: ".bashrc" makes "..bashrc.sbxd-..."). */
-	t = tmp ? tmp + d : NULL;
-	if (!slash || !tmp || strncmp(tmp, path, d) || *t != '.' ||
-	    strncmp(t + 1, slash + 1, strlen(slash + 1)) ||
-	    strncmp(t + 1 + strlen(slash + 1), ".sbxd-", 6) ||
-	    strchr(t, '/'))
-		return fail("invalid_argument", EINVAL, "bad temporary file");
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-
-		unlink(tmp);
-		if (e == EISDIR || (stat(path, &st) == 0 &&
-		    S_ISDIR(st.st_mode)))
-			return fail("invalid_argument", EISDIR,
-			    "path '%s' is a directory", path);
-		return fail(NULL, e, "error renaming file: %s", strerror(e));
-	}
+	if (!slash)
+		return fail("invalid_argument", EINVAL, "bad path");
 	return json_pack("{s:s,s:s,s:s}", "path", path, "name", slash[1] ?
 	    slash + 1 : "/", "type", "file");
 }
@@ -801,17 +771,11 @@ send_event(int sock, struct watch *w, const char *full, const char *type,
     int entry)
 {
 	const char *name = full + w->rootlen + 1;
-	const char *base = strrchr(full, '/') + 1;
 	json_t *msg;
 	struct stat st;
 	char *shown;
 	int rc;
 
-	/* An upload's temporary file is not the user's: its rename
-	 * into place shows as the file's creation. */
-	if (base[0] == '.' && strstr(base, ".sbxd-") &&
-	    strlen(strstr(base, ".sbxd-")) == 12)
-		return 0;
 	msg = json_pack("{s:s,s:s}", "name", name, "type", type);
 	if (msg && w->entries && entry && lstat(full, &st) == 0) {
 		shown = join(w->root, name);
@@ -937,12 +901,12 @@ serve_one(const json_t *q, int *fd, struct watch *w, int *watching)
 	if (!strcmp(op, "user"))
 		return json_object();
 	if (!strcmp(op, "commit"))
-		return op_commit(sbx_json_str(q, "tmp"), p1 ? p1 : "");
+		return op_commit(p1 ? p1 : "");
+	/* A failed upload: a file it made goes (one it truncated stays
+	 * so, as with envd). */
 	if (!strcmp(op, "abort")) {
-		const char *t = sbx_json_str(q, "tmp");
-
-		if (t && strstr(t, ".sbxd-"))
-			unlink(t);
+		if (p1 && *p1 == '/')
+			unlink(p1);
 		return json_object();
 	}
 	if (!p1 || !(a = path_clean(u.home, p1)) ||

@@ -448,6 +448,62 @@ sbxd_fs_end_all(struct sbxd_box *b)
 
 /* --- /files: who may, and who for ------------------------------------- */
 
+/* envd's signature of a file URL: "v1_" and the unpadded base64 of
+ * sha256("path:op:user:token[:expiration]"). */
+static void
+sig_want(char want[64], const char *path, const char *op, const char *user,
+    const char *token, const char *exp)
+{
+	unsigned char d[32];
+	char *s;
+	size_t n;
+
+	s = exp ? sbx_xasprintf("%s:%s:%s:%s:%s", path ? path : "", op,
+	    user ? user : "", token, exp) :
+	    sbx_xasprintf("%s:%s:%s:%s", path ? path : "", op,
+	    user ? user : "", token);
+	SHA256((unsigned char *)s, strlen(s), d);
+	explicit_bzero(s, strlen(s));
+	free(s);
+	memcpy(want, "v1_", 3);
+	EVP_EncodeBlock((unsigned char *)want + 3, d, 32);
+	n = strlen(want);
+	while (n && want[n - 1] == '=')
+		want[--n] = 0;
+}
+
+int
+sbxd_fs_signed_box(struct sbxd_req *r, char *id, size_t n)
+{
+	const char *sig = sbxd_query(r, "signature");
+	const char *op = !strcmp(r->method, "GET") ? "read" :
+	    !strcmp(r->method, "POST") ? "write" : NULL;
+	unsigned char a[32], b[32];
+	struct sbxd_box *x;
+	char want[64];
+	int found = 0;
+
+	if (!sig || !op || strncmp(sig, "v1_", 3))
+		return -1;
+	SHA256((const unsigned char *)sig, strlen(sig), b);
+	pthread_mutex_lock(&sbxd.mu);
+	for (x = sbxd.boxes; x && !found; x = x->next) {
+		if (!x->token[0])
+			continue;
+		sig_want(want, sbxd_query(r, "path"), op,
+		    sbxd_query(r, "username"), x->token,
+		    sbxd_query(r, "signature_expiration"));
+		SHA256((unsigned char *)want, strlen(want), a);
+		if (!CRYPTO_memcmp(a, b, 32)) {
+			snprintf(id, n, "%s", x->id);
+			found = 1;
+		}
+	}
+	pthread_mutex_unlock(&sbxd.mu);
+	explicit_bzero(want, sizeof want);
+	return found ? 0 : -1;
+}
+
 /* A presigned URL: "v1_" + base64(sha256("path:op:user:token[:exp]")),
  * unpadded. 0 when it holds; else answered. */
 static int
@@ -458,8 +514,8 @@ signature_ok(struct sbxd_req *r, const char *op, enum MHD_Result *ret)
 	const char *path = sbxd_query(r, "path");
 	const char *user = sbxd_query(r, "username");
 	const char *tok = sbxd_header(r, "X-Access-Token");
-	unsigned char d[32], a[32], b[32];
-	char want[64], *s;
+	unsigned char a[32], b[32];
+	char want[64];
 	uint64_t when;
 	size_t n;
 
@@ -483,18 +539,8 @@ signature_ok(struct sbxd_req *r, const char *op, enum MHD_Result *ret)
 		*ret = sbxd_reply_err(r, 401, "signature is already expired");
 		return -1;
 	}
-	s = exp ? sbx_xasprintf("%s:%s:%s:%s:%s", path ? path : "", op,
-	    user ? user : "", r->box->token, exp) :
-	    sbx_xasprintf("%s:%s:%s:%s", path ? path : "", op,
-	    user ? user : "", r->box->token);
-	SHA256((unsigned char *)s, strlen(s), d);
-	explicit_bzero(s, strlen(s));
-	free(s);
-	memcpy(want, "v1_", 3);
-	EVP_EncodeBlock((unsigned char *)want + 3, d, 32);
+	sig_want(want, path, op, user, r->box->token, exp);
 	n = strlen(want);
-	while (n && want[n - 1] == '=')
-		want[--n] = 0;
 	SHA256((unsigned char *)want, n, a);
 	SHA256((const unsigned char *)sig, strlen(sig), b);
 	if (CRYPTO_memcmp(a, b, 32)) {
@@ -704,7 +750,8 @@ struct upload {
 	int fd;               /* the file being written, -1 */
 	char *part;           /* multipart: the current part's filename */
 	uint64_t part_bytes;  /* and what it had so far */
-	json_t *files;        /* [{"tmp","path"}]: written, not yet renamed */
+	json_t *files;        /* [{"path","created"}]: being written;
+				* "created" until the upload is done */
 	uint64_t total;
 	z_stream *z;          /* Content-Encoding: gzip */
 	int z_end;            /* its stream ended */
@@ -1054,12 +1101,13 @@ up_free(struct sbxd_req *r)
 	}
 	if (up->fd >= 0)
 		close(up->fd);
-	/* What was not renamed goes. */
+	/* A new file of an upload that failed goes. */
 	json_array_foreach(up->files, i, v)
-		if (up->ib.sock >= 0 && sbx_json_str(v, "tmp"))
+		if (up->ib.sock >= 0 && json_is_true(json_object_get(v,
+		    "created")))
 			json_decref(sbxd_inbox_call(&up->ib, json_pack(
-			    "{s:s,s:s}", "op", "abort", "tmp",
-			    sbx_json_str(v, "tmp")), NULL));
+			    "{s:s,s:s,s:s?}", "op", "abort", "path",
+			    sbx_json_str(v, "path"), "user", up->user), NULL));
 	sbxd_inbox_end(&up->ib, 0);
 	json_decref(up->files);
 	json_decref(up->meta);
@@ -1139,15 +1187,15 @@ h_files_post(struct sbxd_req *r)
 	out = json_array();
 	json_array_foreach(up->files, i, v) {
 		a = sbxd_inbox_call(&up->ib, json_pack("{s:s,s:s,s:s?}", "op",
-		    "commit", "tmp", sbx_json_str(v, "tmp"), "path",
-		    sbx_json_str(v, "path"), "user", up->user), NULL);
+		    "commit", "path", sbx_json_str(v, "path"), "user",
+		    up->user), NULL);
 		if (sbx_json_str(a, "error")) {
 			up_fail_with(up, a);
 			json_decref(a);
 			json_decref(out);
 			return sbxd_reply_err(r, up->status, "%s", up->msg);
 		}
-		json_object_del(v, "tmp");
+		json_object_del(v, "created");
 		if (json_object_size(up->meta))
 			json_object_set(a, "metadata", up->meta);
 		json_array_append_new(out, a);

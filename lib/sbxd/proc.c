@@ -40,6 +40,7 @@ struct sub {
 	int ended;            /* the end event is queued */
 	char *end_error;      /* the end of stream's error code, or NULL */
 	char *end_msg;
+	int lost;             /* its sandbox was killed: the stream breaks */
 };
 
 struct result {
@@ -223,15 +224,13 @@ finish(struct sbxd_proc *p, const struct result *res)
 	ev = json_pack("{s:o}", "end", end);
 	pthread_mutex_lock(&sbxd.mu);
 	/* A sandbox killed under its processes takes envd with it: their
-	 * streams break, with no end event, as E2B's do. */
-	if (p->lost) {
-		ecode = "unavailable";
-		emsg = "the sandbox is gone";
-	} else {
+	 * streams break, with no end event and no end of stream, as E2B's
+	 * do (the SDK then asks /health, 502 for a sandbox gone). */
+	if (!p->lost)
 		publish(p, ev);
-	}
 	for (s = p->subs; s; s = s->next) {
 		s->ended = 1;
+		s->lost = p->lost;
 		sbxd_wake(s->w);
 		if (ecode) {
 			s->end_error = sbx_xstrdup(ecode);
@@ -418,7 +417,7 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	struct ev *e;
 	long long now, until;
 	size_t n;
-	int waited;
+	int waited, broken;
 
 	(void)pos;
 	for (;;) {
@@ -427,7 +426,7 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 		if (st->io.last)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		e = NULL;
-		waited = 0;
+		waited = broken = 0;
 		pthread_mutex_lock(&sbxd.mu);
 		{
 			struct sub *s = st->sub;
@@ -439,6 +438,18 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 					s->tail = NULL;
 				s->queued -= e->frame.len;
 				pthread_cond_broadcast(&sbxd.cv);
+			} else if (s->ended && s->lost) {
+				struct sbxd_box *b = st->p ? st->p->box : NULL;
+
+				/* Broken once the sandbox is gone (unlinked:
+				 * 502 on envd, 404 on the control plane, no
+				 * more in sbx-ls), as the SDK's health check
+				 * that follows wants it. */
+				if (!b || b->gone || !b->dying)
+					broken = 1;
+				else
+					waited = sbxd_wait(&st->io.w,
+					    st->io.c, -1, now + 20) == 0;
 			} else if (s->ended) {
 				sbxd_stream_end(&st->io, s->end_error,
 				    s->end_msg);
@@ -466,6 +477,8 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 			}
 		}
 		pthread_mutex_unlock(&sbxd.mu);
+		if (broken)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
 		if (waited)
 			return 0;
 		if (e) {

@@ -51,6 +51,9 @@ struct sbxd_box {
 	json_t *envs;          /* object of strings: every process's */
 	long long started_ms, end_ms;
 	int paused, auto_pause, internet;
+	/* Being killed: the streams of its processes break once it is
+	 * gone (proc.c). */
+	int dying;
 	/* Made with network.rules: its network helper has a CA the
 	 * sandbox trusts, so a PUT may change the rules. */
 	int ca;
@@ -304,6 +307,13 @@ int sbxd_tpl_init(struct sbx_err *err);
 /* A built template's image, its id, and its start and ready commands
  * (each malloc'd or NULL); NULL when t is none that is built. */
 char *sbxd_tpl_image(const char *t, char **id, char **start, char **ready);
+/* The id of the built template whose ID, name or name:tag is t
+ * (malloc'd), or NULL. */
+char *sbxd_tpl_id(const char *t);
+/* fs.c: a signed /files URL that names no sandbox (the SDK's one URL
+ * for every sandbox): the id of the sandbox whose envd token signed
+ * it, into id; -1 if none did. */
+int sbxd_fs_signed_box(struct sbxd_req *r, char *id, size_t n);
 /* A PUT of an upload link with a good signature (no API key needed). */
 int sbxd_tpl_upload_ok(struct sbxd_req *r);
 /* port.c: a request for a port of the sandbox other than envd's. */

@@ -378,6 +378,17 @@ dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 	const struct sbxd_route *rt;
 
 	envd = envd_target(r, id, sizeof id, &port);
+	/* A signed /files URL on its own (no sandbox named, no key): the
+	 * sandbox is the one whose token signed it. */
+	if (!envd && !strcmp(r->path, "/files") && sbxd_query(r,
+	    "signature") && !sbxd_header(r, "X-API-Key")) {
+		if (sbxd_fs_signed_box(r, id, sizeof id) < 0) {
+			*ret = sbxd_reply_err(r, 401, "invalid signature");
+			return NULL;
+		}
+		envd = 1;
+		port = SBX_E2B_ENVD_PORT;
+	}
 	if (envd && !sbxd_header(r, "E2b-Sandbox-Port") &&
 	    sbxd_header(r, "E2b-Sandbox-Id")) {
 		*ret = sbxd_reply_err(r, 400, "Missing header: E2b-Sandbox-Port");

@@ -254,6 +254,21 @@ sbxd_tpl_image(const char *t, char **id, char **start, char **ready)
 	return out;
 }
 
+/* The id of the built template whose ID, name or name:tag is t
+ * (malloc'd), or NULL. */
+char *
+sbxd_tpl_id(const char *t)
+{
+	const char *id = NULL;
+	char *out = NULL;
+
+	pthread_mutex_lock(&tpl_mu);
+	if (find(t, &id))
+		out = sbx_xstrdup(id);
+	pthread_mutex_unlock(&tpl_mu);
+	return out;
+}
+
 /* --- the routes ----------------------------------------------------- */
 
 /* Template records as E2B lists them. */

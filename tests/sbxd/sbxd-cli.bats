@@ -180,3 +180,24 @@ local_id() {
 	run grep -Ev 'inet_addr\("127\.0\.0\.1"\)|inet_pton\(AF_INET6, "::1"' "$BATS_TEST_TMPDIR/ip"
 	assert_output ''
 }
+
+@test "CLI: sandbox list -t and --started-after filter as E2B's API does" {
+	box
+	local a=$ID t
+	sleep 0.05
+	t=$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)
+	sleep 0.05
+	box
+	local b=$ID
+	run e2b sandbox list -t base -f json
+	assert_success
+	run jq -c --arg a "$a" --arg b "$b" '[.[].sandboxId | select(. == $a or . == $b)] | sort' <<<"$output"
+	assert_output "$(jq -c -n --arg a "$a" --arg b "$b" '[$a, $b] | sort')"
+	run e2b sandbox list -t no-such-template -f json
+	assert_success
+	assert_output '[]'
+	run e2b sandbox list --started-after "$t" -f json
+	assert_success
+	run jq -c '[.[].sandboxId]' <<<"$output"
+	assert_output "[\"$b\"]"
+}

@@ -562,8 +562,12 @@ watch() {
 	put wde/e.txt abc >/dev/null
 	wait "$WATCH_PID"
 	WATCH_PID=
-	run bash -c "sbxd_unframe <'$BATS_TEST_TMPDIR/watch' | grep filesystem | head -1 | jq -c '.filesystem | [.name, .type, .entry.path, .entry.size]'"
-	assert_output '["e.txt","EVENT_TYPE_CREATE","/home/user/wde/e.txt","3"]'
+	run bash -c "sbxd_unframe <'$BATS_TEST_TMPDIR/watch' | grep filesystem | head -1 | jq -c '.filesystem | [.name, .type, .entry.path, .entry.type]'"
+	assert_output '["e.txt","EVENT_TYPE_CREATE","/home/user/wde/e.txt","FILE_TYPE_FILE"]'
+	# The file as it is when its write is seen (made empty, then
+	# written: the size of its creation's entry is a race, as envd's).
+	run bash -c "sbxd_unframe <'$BATS_TEST_TMPDIR/watch' | grep EVENT_TYPE_WRITE | tail -1 | jq -c '.filesystem | [.name, .entry.size]'"
+	assert_output '["e.txt","3"]'
 }
 
 @test "WatchDir of a missing directory ends with not_found" {
@@ -584,11 +588,12 @@ watch() {
 	for ((i = 0; i < 100; i++)); do
 		rpc GetWatcherEvents "{\"watcherId\":\"$wid\"}" >/dev/null
 		got+=$(jq -c '.events[]' "$BATS_TEST_TMPDIR/body" | tr -d '\n')
-		[[ $got == *b.txt* ]] && break
+		[[ $got == *'b.txt","type":"EVENT_TYPE_WRITE'* ]] && break
 		sleep 0.05
 	done
+	# Each upload as envd's: the file made, then written.
 	run echo "$got"
-	assert_output '{"name":"a.txt","type":"EVENT_TYPE_CREATE"}{"name":"b.txt","type":"EVENT_TYPE_CREATE"}'
+	assert_output '{"name":"a.txt","type":"EVENT_TYPE_CREATE"}{"name":"a.txt","type":"EVENT_TYPE_WRITE"}{"name":"b.txt","type":"EVENT_TYPE_CREATE"}{"name":"b.txt","type":"EVENT_TYPE_WRITE"}'
 	run rpc RemoveWatcher "{\"watcherId\":\"$wid\"}"
 	assert_output 200
 	run rpc GetWatcherEvents "{\"watcherId\":\"$wid\"}"

@@ -236,4 +236,97 @@ field() {
 	assert_output '["in-snapshot\n","copy\n","in-snapshot\n"]'
 	run field '[.inUse, .deleted, .again, .deletedOther, .left] | @json'
 	assert_output '["SandboxError 409",true,false,true,[]]'
+
+@test "SDK: Sandbox.list with startedAfter and template lists only the sandboxes that match; a bad startedAfter is 400" {
+	run sdk list-filters
+	assert_success
+	OUT=$output
+	a=$(field .a)
+	b=$(field .b)
+	both=$(jq -c -n --arg a "$a" --arg b "$b" '[$a, $b] | sort')
+	run field '[.all, .after, .afterAll, .beforeAll, .base, .other] | @json'
+	assert_output "[$both,[\"$b\"],[],$both,$both,[]]"
+	run curl -s -w '\n%{http_code}' -H "X-API-Key: $SBXD_KEY" \
+		"$SBXD_URL/v2/sandboxes?startedAfter=yesterday"
+	assert_line --index 1 400
+	run jq -c '[.code, (.message | test("startedAfter"))]' <<<"${lines[0]}"
+	assert_output '[400,true]'
+}
+
+@test "SDK: files.list with depth walks as envd does: name-sorted, depth-first, no deeper than asked" {
+	box
+	run sdk list-depth "$ID"
+	assert_success
+	OUT=$output
+	run field '.one | @json'
+	assert_output '["a","b","c"]'
+	run field '.two | @json'
+	assert_output '["a","a/m","a/z","b","b/x","b/y","c"]'
+	run field '.three | @json'
+	assert_output '["a","a/m","a/m/deep","a/z","b","b/x","b/x/f","b/y","c"]'
+}
+
+@test "SDK: watchDir sees files.write as envd's events: create then write for a new file, write (no create) over an old one" {
+	box
+	run sdk watch-write "$ID"
+	assert_success
+	OUT=$output
+	run field '.content'
+	assert_output 'second, longer'
+	# A new file: created, then written (each write() is one; the
+	# kernel folds two alike in a row that were not read yet).
+	run field '[.fresh[0], (.fresh | unique)] | @json'
+	assert_output '["create:f.txt",["create:f.txt","write:f.txt"]]'
+	# An old one: written (its truncation, then the data), not created.
+	run field '.over | unique | @json'
+	assert_output '["write:f.txt"]'
+}
+
+@test "SDK: downloadUrl and uploadUrl work with curl alone (the one sandbox URL), and an expired one says so" {
+	run sdk signed-url
+	assert_success
+	OUT=$output
+	# No header names the sandbox: the signature does.
+	run curl -s "$(field .downA)"
+	assert_output 'sandbox a'
+	run curl -s "$(field .downB)"
+	assert_output 'sandbox b'
+	run curl -s "$(field .later)"
+	assert_output 'sandbox a'
+	echo uploaded >"$BATS_TEST_TMPDIR/up.txt"
+	run curl -s -o /dev/null -w '%{http_code}' -F "file=@$BATS_TEST_TMPDIR/up.txt" "$(field .upB)"
+	assert_output 200
+	run curl -s "$(field .upBack)"
+	assert_output uploaded
+	sleep 2.1
+	run curl -s -w '\n%{http_code}' "$(field .expired)"
+	assert_line --index 1 401
+	run jq -r .message <<<"${lines[0]}"
+	assert_output 'signature is already expired'
+	# A signature no sandbox made.
+	run curl -s -w '\n%{http_code}' "$SBXD_URL/files?path=x&signature=v1_nothing"
+	assert_line --index 1 401
+	run jq -r .message <<<"${lines[0]}"
+	assert_output 'invalid signature'
+}
+
+@test "SDK: a sandbox killed (or at its end) while a command runs: the stream breaks and the SDK says the sandbox was killed, as against E2B" {
+	run sdk killed
+	assert_success
+	OUT=$output
+	local end='[unknown] terminated: The sandbox was killed or reached its end of life while the request was in flight.'
+	run field '[.fg.name, .fg.message, .bg.name, .bg.message] | @tsv'
+	assert_output "TimeoutError	$end	TimeoutError	$end"
+	run field '[.timedOut.name, .timedOut.message] | @tsv'
+	assert_output "TimeoutError	$end"
+}
+
+@test "SDK: Template.exists is true for base (GET /templates/aliases/base answers 200), false for a name never built" {
+	run sdk template-alias
+	assert_success
+	OUT=$output
+	run field '[.base, .nope] | @json'
+	assert_output '[true,false]'
+	run curl -s -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/aliases/base"
+	assert_output '{"templateID":"base","public":false}'
 }
