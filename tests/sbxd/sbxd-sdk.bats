@@ -236,6 +236,7 @@ field() {
 	assert_output '["in-snapshot\n","copy\n","in-snapshot\n"]'
 	run field '[.inUse, .deleted, .again, .deletedOther, .left] | @json'
 	assert_output '["SandboxError 409",true,false,true,[]]'
+}
 
 @test "SDK: Sandbox.list with startedAfter and template lists only the sandboxes that match; a bad startedAfter is 400" {
 	run sdk list-filters
