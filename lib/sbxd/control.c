@@ -598,8 +598,6 @@ net_of(const json_t *j, struct sbx_spec *spec, json_t **shown, char *msg,
 }
 
 
-/* POST /sandboxes, and v2's POST /v2/sandboxes (which the JS SDK uses
- * since 2.4x): always secure, 300 s unless told. */
 /* msg: what a request failed with; the status to answer. */
 static int
 fail(char *msg, size_t n, int status, const char *fmt, ...)
@@ -788,6 +786,8 @@ out:
 	return status;
 }
 
+/* POST /sandboxes, and v2's POST /v2/sandboxes (which the JS SDK uses
+ * since 2.4x): always secure, 300 s unless told. */
 static enum MHD_Result
 create(struct sbxd_req *r, int v2)
 {
@@ -1901,7 +1901,10 @@ h_fork(struct sbxd_req *r)
 		    "integer");
 	if (!(b = path_box_begin(r, 1, &ret)))
 		return ret;
-	if (b->network || b->ca) {
+	if (b->ca || json_array_size(json_object_get(b->network,
+	    "allowOut")) || json_array_size(json_object_get(b->network,
+	    "denyOut")) || json_object_get(b->network, "egressProxy") ||
+	    json_object_get(b->network, "maskRequestHost")) {
 		ret = sbxd_reply_err(r, 501, "sbxd does not support forking a "
 		    "sandbox with network rules (see sbxd(8))");
 	} else if (!(meta = sbxd_be_snapshot(b->ref, NULL, &err))) {

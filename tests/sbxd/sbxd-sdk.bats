@@ -331,3 +331,13 @@ field() {
 	run curl -s -H "X-API-Key: $SBXD_KEY" "$SBXD_URL/templates/aliases/base"
 	assert_output '{"templateID":"base","public":false}'
 }
+
+@test "SDK: Sandbox.fork makes count sandboxes with the source's files and metadata, each its own; bad count 400, a killed source not found, one with egress rules 501" {
+	run sdk fork
+	assert_success
+	OUT=$output
+	run field '[.n, .ok, .distinct, .files, .inOther, .inSource, .meta.team] | @json'
+	assert_output '[2,2,3,["from-source\n","from-source\n"],"from-source\n","from-source\n","a"]'
+	run field '[.tooMany, .gone, .ruled] | @json'
+	assert_output '["SandboxError 400","SandboxNotFoundError","SandboxError 501"]'
+}
