@@ -40,23 +40,6 @@ static const struct sbx_help help = {
 	1,
 };
 
-static void
-human(unsigned long long n, char *buf, size_t len)
-{
-	static const char units[] = "BKMGT";
-	double v = (double)n;
-	int u = 0;
-
-	while (v >= 1024 && u < 4) {
-		v /= 1024;
-		u++;
-	}
-	if (u)
-		snprintf(buf, len, "%.1f%c", v, units[u]);
-	else
-		snprintf(buf, len, "%lluB", n);
-}
-
 static int
 print_one(json_t *m, void *arg)
 {
@@ -72,8 +55,7 @@ print_one(json_t *m, void *arg)
 		    "NAME", "SOURCE", "IMAGE", "SIZE", "CREATED");
 		*table = 2;
 	}
-	human((unsigned long long)sbx_json_int(m, "size", 0), size,
-	    sizeof size);
+	sbx_fmt_bytes(json_object_get(m, "size"), size, sizeof size);
 	printf("%-16s  %-20s  %-12s  %-24s  %7s  %s\n",
 	    sbx_json_str(m, "snapshot") ? sbx_json_str(m, "snapshot") : "?",
 	    sbx_json_str(m, "name") ? sbx_json_str(m, "name") : "-",
