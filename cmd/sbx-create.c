@@ -671,13 +671,17 @@ main(int argc, char **argv)
 	spec.egress_proxy = proxy ? json_object() : NULL;
 	if (!(be = sbx_backend_get(backend, &err)))
 		sbx_die_err(&err);
+	/* The local store's snapshots are the local backend's; another
+	 * backend's are its own, by id (e2b: a template). */
 	if (from && (build || sbx_backend_need(be, SBX_CAP_SNAPSHOT, &err) <
-	    0 || !(snap = sbx_snap_get(from, &err)))) {
+	    0 || (be->in_store && !(snap = sbx_snap_get(from, &err))))) {
 		if (build)
 			sbx_usage_error(usage, "--from and --build exclude each "
 			    "other");
 		sbx_die_err(&err);
 	}
+	if (from && !snap)
+		spec.from = from;
 	if (snap) {
 		/* Its image, workdir, labels and limits, unless flags say
 		 * otherwise. */

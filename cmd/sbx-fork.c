@@ -58,7 +58,9 @@ undo(const struct sbx_backend *be, json_t **refs, int n, const char *sid,
 		if (paths[i])
 			remove(paths[i]);
 	}
-	sbx_snap_rm(sid, &e);
+	/* The local store's; another backend's stays (sbx-snapshot(1)). */
+	if (be->in_store)
+		sbx_snap_rm(sid, &e);
 }
 
 /* One copy: a sandbox from snap, its state file at path (NULL: none). */

@@ -10,8 +10,8 @@
 
 static const char usage[] =
     "usage: sbx-snapshot [-qv] [-n name] [-b backend] [-I id | -s file]\n"
-    "       sbx-snapshot ls [-j]\n"
-    "       sbx-snapshot rm snapshot ...\n";
+    "       sbx-snapshot ls [-j] [-b backend]\n"
+    "       sbx-snapshot rm [-b backend] snapshot ...\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
@@ -86,11 +86,29 @@ take(const struct sbx_target *t, const char *name)
 	return SBX_EX_OK;
 }
 
+/* The backend whose snapshots ls and rm see: -b's, else the default;
+ * one without snapshots is a usage error (2). */
+static const struct sbx_backend *
+store_of(const char *backend)
+{
+	const struct sbx_backend *be;
+	struct sbx_err err = {0};
+
+	if (!backend)
+		backend = sbx_backend_default();
+	sbx_flavour_pick(backend);
+	if (!(be = sbx_backend_get(backend, &err)) ||
+	    sbx_backend_need(be, SBX_CAP_SNAPSHOT, &err) < 0)
+		sbx_die_err(&err);
+	return be;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct sbx_target t = {0};
 	struct sbx_err err = {0};
+	const struct sbx_backend *be;
 	const char *name = NULL;
 	int c, json = 0, rc = SBX_EX_OK, table, i;
 
@@ -121,23 +139,29 @@ main(int argc, char **argv)
 		if (argc > 1)
 			sbx_usage_error(usage, "unexpected argument '%s'",
 			    argv[1]);
-		if (name || t.id || t.state_path || t.backend)
+		if (name || t.id || t.state_path)
 			sbx_usage_error(usage, "ls takes no sandbox");
+		be = store_of(t.backend);
 		table = !json && isatty(1);
-		if (sbx_snap_list(print_one, &table, &err) < 0)
+		if ((be->ops->snapshots ? be->ops->snapshots("ls", NULL,
+		    print_one, &table, &err) : sbx_snap_list(print_one, &table,
+		    &err)) < 0)
 			sbx_die_err(&err);
 		return sbx_out_close(SBX_EX_OK);
 	}
 	if (argc && !strcmp(argv[0], "rm")) {
 		if (argc < 2)
 			sbx_usage_error(usage, "rm needs a snapshot");
-		if (name || t.id || t.state_path || t.backend)
+		if (name || t.id || t.state_path)
 			sbx_usage_error(usage, "rm takes no sandbox");
+		be = store_of(t.backend);
 		/* Every one, the worst status. */
 		for (i = 1; i < argc; i++) {
 			struct sbx_err e = {0};
 
-			if (sbx_snap_rm(argv[i], &e) < 0) {
+			if ((be->ops->snapshots ? be->ops->snapshots("rm",
+			    argv[i], NULL, NULL, &e) : sbx_snap_rm(argv[i],
+			    &e)) < 0) {
 				sbx_warn("%s", e.msg);
 				if (e.code > rc)
 					rc = e.code;

@@ -700,6 +700,13 @@ struct sbx_backend_ops {
 	 * (or NULL), in the store; its meta (sbx-snapshot(1)'s OUTPUT). */
 	json_t *(*snapshot)(const json_t *ref, const char *name,
 	    struct sbx_err *err);
+	/* A backend whose snapshots are not the local store's (e2b's are
+	 * the API's): op "ls" (each {"snapshot","name","backend"...} to fn)
+	 * or "rm" (id; missing: SBX_EX_NOSANDBOX). NULL: the store's
+	 * (sbx_snap_list, sbx_snap_rm). */
+	int (*snapshots)(const char *op, const char *id,
+	    int (*fn)(json_t *snap, void *arg), void *arg,
+	    struct sbx_err *err);
 	/* With SBX_CAP_VOLUMES (sbx-volume): op "create" (name; an existing
 	 * one is fine), "ls" (name NULL; each to fn) or "rm" (name; in use
 	 * by a sandbox not gone: SBX_EX_FAIL naming them; missing:

@@ -121,17 +121,20 @@ sanitized() {
 		    <<<"$output"
 		jq -se '.[0].caps | .idle and .files and .pty and .stop and
 		    .name and .keep and .network_rules and .ports and .publish and
-		    .disk and .shell and .snapshot and (.runtime | not) and
+		    .disk and .shell and .snapshot and .volumes and
+		    (.runtime | not) and
 		    (.pull | not)' \
 		    <<<"$output"
 		jq -se '.[1].caps | .runtime and .pull and .files and .name and
 		    .keep and .network_rules and (.idle | not) and .ports and
-		    .publish and .disk and .shell and (.snapshot | not)' <<<"$output"
+		    .publish and .disk and .shell and (.snapshot | not) and
+		    .volumes' <<<"$output"
 		jq -se '.[2].caps | .stdin and .suspend and .timeout and
 		    .pty and .cpus and .memory and .files and
 		    (.zstd | not) and (.stop | not) and (.name | not) and
 		    (.keep | not) and .network_rules and .ports and
-		    (.publish | not) and .disk and .shell and (.snapshot | not)' \
+		    (.publish | not) and .disk and .shell and .snapshot and
+		    (.volumes | not)' \
 		    <<<"$output"
 	done
 	# The default is the configured one.

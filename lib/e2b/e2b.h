@@ -124,6 +124,10 @@ json_t *sbx_e2b_ports(const json_t *ref, unsigned port, unsigned host_port,
 
 /* stats.c: sbx-stats (struct sbx_backend_ops's stats) */
 json_t *sbx_e2b_stats(const json_t *ref, struct sbx_err *err);
+json_t *sbx_e2b_snapshot(const json_t *ref, const char *name,
+    struct sbx_err *err);
+int sbx_e2b_snapshots(const char *op, const char *id,
+    int (*fn)(json_t *snap, void *arg), void *arg, struct sbx_err *err);
 
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_e2b_files;

@@ -176,8 +176,10 @@ create_body(const struct sbx_spec *spec, json_t *net)
 		    strlen(k) + (spec->env[i][strlen(k)] == '=')));
 		free(k);
 	}
-	json_object_set_new(b, "templateID", json_string(!spec->image ||
-	    !strcmp(spec->image, "host") ? DEFAULT_TEMPLATE : spec->image));
+	/* A snapshot is a template (sbx-create --from). */
+	json_object_set_new(b, "templateID", json_string(spec->from ?
+	    spec->from : !spec->image || !strcmp(spec->image, "host") ?
+	    DEFAULT_TEMPLATE : spec->image));
 	json_object_set_new(b, "timeout", json_integer((json_int_t)timeout));
 	json_object_set_new(b, "metadata", meta);
 	json_object_set_new(b, "envVars", env);
@@ -409,6 +411,8 @@ const struct sbx_backend_ops sbx_e2b_ops = {
 	.net_rules = sbx_e2b_net_rules,
 	.ports = sbx_e2b_ports,
 	.stats = sbx_e2b_stats,
+	.snapshot = sbx_e2b_snapshot,
+	.snapshots = sbx_e2b_snapshots,
 	.answers = sbx_e2b_answers,
 	/* E2B keeps no log of the sandbox's connections: net_log NULL. */
 };

@@ -92,9 +92,23 @@ no_sandboxes() {
 		run --separate-stderr sbx-fork -s t.json -c 2
 		assert_success
 		[ "$(jq -s 'map(select(.processes == false)) | length' <<<"$output")" -eq 2 ]
+		fid=$(jq -rs '.[0].snapshot' <<<"$output")
+		[ -n "$fid" ] && [ "$fid" != null ]
 		# shellcheck disable=SC2046
 		sbx-kill $(jq -r .id <<<"$output") >/dev/null
+		# Both listed by the backend's ls, removed by its rm (the
+		# fork's first: it stands on the other), then gone.
+		run --separate-stderr sbx-snapshot ls -j -b "$BACKEND"
+		assert_success
+		[ "$(jq -s --arg a "$id" --arg b "$fid" 'map(select(.snapshot == $a or .snapshot == $b)) | length' <<<"$output")" -eq 2 ]
 		sbx-kill -s t.json >/dev/null
+		run --separate-stderr sbx-snapshot rm -b "$BACKEND" "$fid" "$id"
+		assert_success
+		run --separate-stderr sbx-snapshot ls -j -b "$BACKEND"
+		assert_success
+		[ "$(jq -s --arg a "$id" --arg b "$fid" 'map(select(.snapshot == $a or .snapshot == $b)) | length' <<<"$output")" -eq 0 ]
+		run --separate-stderr sbx-snapshot rm -b "$BACKEND" "$id"
+		assert_failure 3
 	else
 		run --separate-stderr sbx-snapshot -s s.json
 		assert_failure 2
@@ -107,7 +121,9 @@ no_sandboxes() {
 		[ "$stderr" = "sbx-create: $msg" ]
 		assert_output ''
 		[ ! -e t.json ]
-		run sbx-snapshot ls -j
+		run --separate-stderr sbx-snapshot ls -j
+		assert_failure 2
+		[ "$stderr" = "sbx-snapshot: $msg" ]
 		assert_output ''
 	fi
 	sbx-kill -s s.json >/dev/null
