@@ -219,8 +219,9 @@ $(BIN)/remote/sbx-shell: $(BUILD)/cmd/sbx-shell.o $(REMOTE_LINK)
 		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
 		$(REMOTE_LIBS) $(LDLIBS)
 
-$(BIN)/remote/sbx-sync $(BIN)/remote/sbx-cp: $(BIN)/remote/%: \
-		$(BUILD)/cmd/%.o $(REMOTE_LINK)
+# sbx-snapshot exports and imports a snapshot as a tar (libarchive).
+$(BIN)/remote/sbx-sync $(BIN)/remote/sbx-cp $(BIN)/remote/sbx-snapshot: \
+		$(BIN)/remote/%: $(BUILD)/cmd/%.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SYNC_LIBS) $(REMOTE_LIBS) $(LDLIBS)
@@ -230,8 +231,8 @@ $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	$(MSG) LD $@
 	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/sbx-sync $(BIN)/sbx-cp $(BIN)/sbx-image: $(BIN)/%: $(BUILD)/cmd/%.o \
-		$(BUILD)/libsbx.a
+$(BIN)/sbx-sync $(BIN)/sbx-cp $(BIN)/sbx-image $(BIN)/sbx-snapshot: \
+		$(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \

@@ -1,5 +1,7 @@
 /* sbx-snapshot - take a snapshot of a sandbox's files; list and remove
- * the store's snapshots */
+ * the store's snapshots; export one as a tar, import one on any backend */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,12 +13,16 @@
 static const char usage[] =
     "usage: sbx-snapshot [-qv] [-n name] [-b backend] [-I id | -s file]\n"
     "       sbx-snapshot ls [-j] [-b backend]\n"
-    "       sbx-snapshot rm [-b backend] snapshot ...\n";
+    "       sbx-snapshot rm [-b backend] snapshot ...\n"
+    "       sbx-snapshot export snapshot\n"
+    "       sbx-snapshot import [-b backend] [-i image] [-s file] "
+    "[file.tar]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
+	{"image", required_argument, NULL, 'i'},
 	{"json", no_argument, NULL, 'j'},
 	{"name", required_argument, NULL, 'n'},
 	{"quiet", no_argument, NULL, 'q'},
@@ -28,6 +34,7 @@ static const struct option longopts[] = {
 
 static const struct sbx_help_opt helpopts[] = {
 	{"backend", NULL, "the backend the id belongs to"},
+	{"image", NULL, "import: the sandbox's image, not the export's"},
 	{"json", NULL, "ls: JSON lines on a terminal too"},
 	{"name", NULL, "name the snapshot (for --from and rm)"},
 	{NULL, NULL, NULL},
@@ -36,7 +43,8 @@ static const struct sbx_help_opt helpopts[] = {
 static const struct sbx_help help = {
 	usage, longopts, helpopts,
 	"  sbx-snapshot -s .sbx/s.json -n before-refactor\n"
-	"  sbx-create --from before-refactor -s .sbx/t.json",
+	"  sbx-create --from before-refactor -s .sbx/t.json\n"
+	"  sbx-snapshot export before-refactor | sbx-snapshot import -b e2b",
 	1,
 };
 
@@ -103,20 +111,106 @@ store_of(const char *backend)
 	return be;
 }
 
+/* export: the local store's snapshot as a tar on stdout, never on a
+ * terminal. */
+static int
+export(char **argv, int argc)
+{
+	struct sbx_err err = {0};
+
+	if (argc != 2)
+		sbx_usage_error(usage, argc < 2 ? "export needs a snapshot" :
+		    "export takes one snapshot");
+	if (isatty(1))
+		sbx_usage_error(usage, "export writes a tar: not to a terminal "
+		    "(redirect it to a file)");
+	sbx_flavour_pick("local");
+	if (sbx_snap_export(argv[1], 1, &err) < 0)
+		sbx_die_err(&err);
+	return SBX_EX_OK;
+}
+
+/* import: a sandbox on the backend from an export (a file, or stdin);
+ * its ref on stdout, its state file with -s. */
+static int
+import(const struct sbx_target *t, const char *image, char **argv,
+    int argc)
+{
+	const struct sbx_backend *be;
+	struct sbx_spec spec = {0};
+	struct sbx_state st = {0};
+	struct sbx_err err = {0};
+	const char *state = t->state_path;
+	json_t *ref = NULL, *meta = NULL;
+	int fd = 0;
+
+	if (argc > 2)
+		sbx_usage_error(usage, "import takes one file");
+	if (t->id)
+		sbx_usage_error(usage, "import makes a sandbox: no --id");
+	if (state && !strcmp(state, "-"))
+		state = NULL;
+	/* Any backend that takes files: docker's too. */
+	sbx_flavour_pick(t->backend ? t->backend : sbx_backend_default());
+	if (!(be = sbx_backend_get(t->backend ? t->backend :
+	    sbx_backend_default(), &err)) ||
+	    sbx_backend_need(be, SBX_CAP_FILES, &err) < 0)
+		sbx_die_err(&err);
+	if (state && !access(state, F_OK))
+		sbx_die(SBX_EX_FAIL, "state file '%s' exists", state);
+	if (argc == 2 && strcmp(argv[1], "-") &&
+	    (fd = open(argv[1], O_RDONLY | O_CLOEXEC)) < 0)
+		sbx_die(SBX_EX_NOSANDBOX, "cannot open '%s': %s", argv[1],
+		    strerror(errno));
+	if (argc < 2 && isatty(0))
+		sbx_usage_error(usage, "import reads a tar: give a file or "
+		    "redirect stdin");
+	spec.image = image;
+	if (sbx_snap_import(be, fd, &spec, &ref, &meta, &err) < 0)
+		sbx_die_err(&err);
+	if (state) {
+		if (sbx_state_dir_prepare(state, &err) < 0 ||
+		    sbx_state_open(&st, state, &err) < 0) {
+			struct sbx_err e2;
+
+			be->ops->kill(ref, 0, &e2);
+			sbx_die_err(&err);
+		}
+		json_decref(st.root);
+		st.root = sbx_state_new_root(ref, &spec);
+		if (sbx_state_save(&st, &err) < 0) {
+			struct sbx_err e2;
+
+			sbx_state_release(&st);
+			be->ops->kill(ref, 0, &e2);
+			sbx_die_err(&err);
+		}
+		sbx_state_release(&st);
+	}
+	sbx_out_json(ref);
+	json_decref(spec.labels);
+	json_decref(ref);
+	json_decref(meta);
+	return SBX_EX_OK;
+}
+
 int
 main(int argc, char **argv)
 {
 	struct sbx_target t = {0};
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
-	const char *name = NULL;
+	const char *name = NULL, *image = NULL;
 	int c, json = 0, rc = SBX_EX_OK, table, i;
 
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
-	while ((c = getopt_long(argc, argv, "b:hI:jn:qs:vV", longopts,
+	while ((c = getopt_long(argc, argv, "b:hI:i:jn:qs:vV", longopts,
 	    NULL)) != -1) {
 		switch (c) {
+		case 'i':
+			image = optarg;
+			break;
 		case 'j':
 			json = 1;
 			break;
@@ -139,7 +233,7 @@ main(int argc, char **argv)
 		if (argc > 1)
 			sbx_usage_error(usage, "unexpected argument '%s'",
 			    argv[1]);
-		if (name || t.id || t.state_path)
+		if (name || image || t.id || t.state_path)
 			sbx_usage_error(usage, "ls takes no sandbox");
 		be = store_of(t.backend);
 		table = !json && isatty(1);
@@ -152,7 +246,7 @@ main(int argc, char **argv)
 	if (argc && !strcmp(argv[0], "rm")) {
 		if (argc < 2)
 			sbx_usage_error(usage, "rm needs a snapshot");
-		if (name || t.id || t.state_path)
+		if (name || image || t.id || t.state_path)
 			sbx_usage_error(usage, "rm takes no sandbox");
 		be = store_of(t.backend);
 		/* Every one, the worst status. */
@@ -169,6 +263,18 @@ main(int argc, char **argv)
 		}
 		return sbx_out_close(rc);
 	}
+	if (argc && !strcmp(argv[0], "export")) {
+		if (name || image || t.id || t.state_path || t.backend)
+			sbx_usage_error(usage, "export takes a snapshot alone");
+		return sbx_out_close(export(argv, argc));
+	}
+	if (argc && !strcmp(argv[0], "import")) {
+		if (name)
+			sbx_usage_error(usage, "import takes no --name");
+		return sbx_out_close(import(&t, image, argv, argc));
+	}
+	if (image)
+		sbx_usage_error(usage, "--image is for import");
 	if (argc)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[0]);
 	sbx_flavour_pick_target(&t, 0);

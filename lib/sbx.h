@@ -996,5 +996,18 @@ int sbx_snap_rm(const char *id_or_name, struct sbx_err *err);
  * lacks them (added to given), its timeout where spec has none. */
 void sbx_snap_spec(const json_t *snap, struct sbx_spec *spec,
     unsigned *given, int image_given, int workdir_given);
+/* sbx-snapshot export: the snapshot as one tar on fd (lib/local/
+ * snapport.c's header says what is in it). SBX_EX_USAGE for one stacked
+ * on another. */
+int sbx_snap_export(const char *id_or_name, int fd, struct sbx_err *err);
+/* sbx-snapshot import: a sandbox on be made from an export read from fd,
+ * as its meta (*meta) says where spec (an image, a workdir, labels, a
+ * name) does not; then the paths the source deleted are deleted and its
+ * files put over them; the ref in *ref. spec is what the sandbox was
+ * made with after (its strings *meta's; its labels an object the caller
+ * releases). Nothing is left on a failure. */
+int sbx_snap_import(const struct sbx_backend *be, int fd,
+    struct sbx_spec *spec, json_t **ref, json_t **meta,
+    struct sbx_err *err);
 
 #endif

@@ -1,0 +1,259 @@
+/* snapport.c - a snapshot of the store as one portable tar (sbx-snapshot
+ * export): first "sbx-snapshot.json", its meta with "format" and the
+ * paths the sandbox deleted of its image ("deleted") or whose content
+ * of the image it dropped ("opaque": emptied, then filled again), then
+ * its files under "files/", as the sandbox's root owns them. No
+ * whiteout goes in the tar: a backend it is imported on (lib/snapimport.c)
+ * deletes those paths, then extracts the files over them. Hard links
+ * are files of their own there (the backends' transfer takes none). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "local.h"
+
+struct port {
+	const char *tree;       /* the snapshot's tree */
+	int host_owners;        /* its owners are the host's (rootless) */
+	json_t *deleted, *opaque;
+	struct archive *w;
+	struct sbx_err *err;
+};
+
+/* Not the sandbox's own: the mount points every sandbox has, and sbx's
+ * state in it (its detached commands' output). */
+static int
+skipped(const char *rel)
+{
+	static const char *const top[] = {"proc", "sys", "dev", "tmp/.sbx"};
+	size_t i, n;
+
+	for (i = 0; i < sizeof top / sizeof top[0]; i++) {
+		n = strlen(top[i]);
+		if (!strncmp(rel, top[i], n) && (!rel[n] || rel[n] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+static int
+opaque_dir(const char *path)
+{
+	char v[2];
+
+	return (getxattr(path, "trusted.overlay.opaque", v, 1) == 1 ||
+	    getxattr(path, "user.overlay.opaque", v, 1) == 1) && v[0] == 'y';
+}
+
+static int
+put_entry(struct port *x, struct archive_entry *e, const char *path)
+{
+	char buf[65536];
+	ssize_t n;
+	int fd, rc = 0;
+
+	if (archive_write_header(x->w, e) != ARCHIVE_OK)
+		return sbx_err_set(x->err, SBX_EX_FAIL, "cannot write the "
+		    "archive: %s", archive_error_string(x->w));
+	if (archive_entry_size(e) <= 0 || !path)
+		return 0;
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return sbx_err_set(x->err, SBX_EX_FAIL, "cannot read '%s':",
+		    path);
+	while ((n = read(fd, buf, sizeof buf)) > 0)
+		if (archive_write_data(x->w, buf, (size_t)n) != n) {
+			rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot write "
+			    "the archive: %s", archive_error_string(x->w));
+			break;
+		}
+	if (n < 0 && !rc)
+		rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read '%s':",
+		    path);
+	close(fd);
+	return rc;
+}
+
+/* One file of the tree (rel, at path) as "files/rel". */
+static int
+emit(struct port *x, const char *rel, const char *path, const struct stat *st)
+{
+	struct archive_entry *e = archive_entry_new();
+	char *name = sbx_xasprintf("files/%s", rel), target[4096];
+	ssize_t n;
+	int rc = 0;
+
+	archive_entry_copy_stat(e, st);
+	archive_entry_set_pathname(e, name);
+	if (x->host_owners) {
+		/* Rootless: the user is the sandbox's root. */
+		archive_entry_set_uid(e, 0);
+		archive_entry_set_gid(e, 0);
+	}
+	if (S_ISLNK(st->st_mode)) {
+		if ((n = readlink(path, target, sizeof target - 1)) < 0) {
+			rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read "
+			    "'%s':", path);
+			goto out;
+		}
+		target[n] = '\0';
+		archive_entry_set_symlink(e, target);
+	}
+	/* Hard links go as files of their own, each with its data: the
+	 * transfer contract of the backends (sbx-cp's) takes no link but
+	 * a symlink. */
+	if (S_ISREG(st->st_mode) || S_ISDIR(st->st_mode) ||
+	    S_ISLNK(st->st_mode)) {
+		archive_entry_set_nlink(e, S_ISDIR(st->st_mode) ? 2 : 1);
+		rc = put_entry(x, e, S_ISREG(st->st_mode) ? path : NULL);
+	}
+	/* Sockets, fifos and devices are the sandbox's business. */
+out:
+	archive_entry_free(e);
+	free(name);
+	return rc;
+}
+
+/* pass 0: the whiteouts and opaque directories; 1: the files. */
+static int
+walk(struct port *x, const char *rel, int pass)
+{
+	char *dir = *rel ? sbx_xasprintf("%s/%s", x->tree, rel) :
+	    sbx_xstrdup(x->tree);
+	struct dirent **ents = NULL;
+	struct stat st;
+	int n, i, rc = 0;
+
+	if ((n = scandir(dir, &ents, NULL, alphasort)) < 0) {
+		rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read '%s':",
+		    dir);
+		free(dir);
+		return rc;
+	}
+	for (i = 0; i < n; i++) {
+		const char *nm = ents[i]->d_name;
+		char *crel, *path;
+
+		if (rc || !strcmp(nm, ".") || !strcmp(nm, ".."))
+			continue;
+		crel = *rel ? sbx_xasprintf("%s/%s", rel, nm) :
+		    sbx_xstrdup(nm);
+		path = sbx_xasprintf("%s/%s", dir, nm);
+		if (skipped(crel)) {
+			;
+		} else if (lstat(path, &st) < 0) {
+			rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read "
+			    "'%s':", path);
+		} else if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0,
+		    0)) {
+			if (!pass)
+				json_array_append_new(x->deleted,
+				    json_sprintf("/%s", crel));
+		} else {
+			if (!pass && S_ISDIR(st.st_mode) && opaque_dir(path))
+				json_array_append_new(x->opaque,
+				    json_sprintf("/%s", crel));
+			if (pass)
+				rc = emit(x, crel, path, &st);
+			if (!rc && S_ISDIR(st.st_mode))
+				rc = walk(x, crel, pass);
+		}
+		free(crel);
+		free(path);
+	}
+	for (i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+	free(dir);
+	return rc;
+}
+
+int
+sbx_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
+{
+	struct port x = {0};
+	struct archive_entry *e;
+	json_t *m, *man = NULL;
+	char *tree = NULL, *s = NULL;
+	int rc = -1;
+
+	if (!(m = sbx_snap_get(id_or_name, err)))
+		return -1;
+	if (json_array_size(json_object_get(m, "layers")) > 1) {
+		sbx_err_set(err, SBX_EX_USAGE, "snapshot '%s' is stacked on "
+		    "another (its sandbox was made --from one): export cannot "
+		    "flatten it yet", id_or_name);
+		goto out;
+	}
+	tree = sbx_xasprintf("%s/%s/tree", sbx_snap_root(),
+	    sbx_json_str(m, "snapshot"));
+	x.tree = tree;
+	x.host_owners = !strcmp(sbx_json_str(m, "owners") ?
+	    sbx_json_str(m, "owners") : "", "host");
+	x.deleted = json_array();
+	x.opaque = json_array();
+	x.err = err;
+	if (walk(&x, "", 0) < 0)
+		goto out;
+	man = json_deep_copy(m);
+	json_object_set_new(man, "format", json_string("sbx-snapshot/1"));
+	json_object_set(man, "deleted", x.deleted);
+	json_object_set(man, "opaque", x.opaque);
+	json_object_del(man, "layers");
+	json_object_del(man, "pause_ms");
+	json_object_set_new(man, "owners", json_string("sandbox"));
+	s = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
+	x.w = archive_write_new();
+	if (archive_write_set_format_pax_restricted(x.w) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(x.w, 1) != ARCHIVE_OK ||
+	    archive_write_open_fd(x.w, fd) != ARCHIVE_OK) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
+		    archive_error_string(x.w));
+		goto out;
+	}
+	e = archive_entry_new();
+	archive_entry_set_pathname(e, "sbx-snapshot.json");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, (la_int64_t)strlen(s));
+	archive_entry_set_mtime(e, sbx_json_int(m, "created_epoch", 0), 0);
+	if (archive_write_header(x.w, e) != ARCHIVE_OK ||
+	    archive_write_data(x.w, s, strlen(s)) != (la_ssize_t)strlen(s)) {
+		archive_entry_free(e);
+		sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
+		    archive_error_string(x.w));
+		goto out;
+	}
+	archive_entry_free(e);
+	e = archive_entry_new();
+	archive_entry_set_pathname(e, "files/");
+	archive_entry_set_filetype(e, AE_IFDIR);
+	archive_entry_set_perm(e, 0755);
+	rc = archive_write_header(x.w, e) == ARCHIVE_OK ? 0 :
+	    sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
+	    archive_error_string(x.w));
+	archive_entry_free(e);
+	if (rc == 0)
+		rc = walk(&x, "", 1);
+	if (rc == 0 && archive_write_close(x.w) != ARCHIVE_OK)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write the "
+		    "archive: %s", archive_error_string(x.w));
+out:
+	if (x.w)
+		archive_write_free(x.w);
+	json_decref(x.deleted);
+	json_decref(x.opaque);
+	json_decref(man);
+	json_decref(m);
+	free(tree);
+	free(s);
+	return rc;
+}
