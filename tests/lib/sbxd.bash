@@ -34,6 +34,17 @@ sbxd_start() {
 	return 1
 }
 
+# Wait (5 s at most) for a line of sbxd's log matching the grep pattern
+# $1: it answers before it has logged what it says at start.
+sbxd_log_wait() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		grep -q -- "$1" "$SBXD_DIR/log" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 # Stop it (SIGTERM, then SIGKILL after 10 s), by pid.
 sbxd_stop() {
 	local i

@@ -126,12 +126,7 @@ teardown() {
 @test "the limits have defaults, said at start, and the open-file limit is raised for them" {
 	ulimit -Sn 1024
 	sbxd_start
-	# It answers before it has logged its limits: wait for the line.
-	local i
-	for ((i = 0; i < 100; i++)); do
-		grep -q 'limits:' "$SBXD_DIR/log" && break
-		sleep 0.05
-	done
+	sbxd_log_wait 'limits:'
 	run grep 'limits:' "$SBXD_DIR/log"
 	assert_output "sbxd: limits: connections 4096, per address 256, header timeout 10s, sandboxes 100, creates a second per key 20, open files 9216 (raised from 1024)"
 	run grep 'Max open files' "/proc/$SBXD_PID/limits"
@@ -140,6 +135,7 @@ teardown() {
 
 @test "--max-sandboxes 0 and --create-rate 0 lift the defaults" {
 	sbxd_start --max-sandboxes 0 --create-rate 0
+	sbxd_log_wait 'limits:'
 	run grep -o 'sandboxes none, creates a second per key none' "$SBXD_DIR/log"
 	assert_success
 }
