@@ -306,7 +306,7 @@ make_changes() {
 	assert_output --partial "No such file"
 }
 
-@test "export, then import: the same files, the image's deleted ones gone and an opaque dir's emptied; stacked ones refused" {
+@test "export, then import: the same files, the image's deleted ones gone and an opaque dir's emptied; a stacked one flattened" {
 	sbx-create -i "$IMG" -s s.json >/dev/null
 	make_changes s.json
 	want=$(in_sb s.json sh -c "$LIST" | grep -v same-inode)
@@ -330,13 +330,24 @@ make_changes() {
 	# The hard link pair is two files there (the backends' transfer
 	# takes no hard link); all else as in the source.
 	assert_output "$(sed 's/^\(workspace\/[ab] regular file 644 0 0\) 2 /\1 1 /' <<<"$want")"
-	# A snapshot of a --from sandbox stands on its parent's: refused.
+	# A snapshot of a --from sandbox stands on its parent's: exported
+	# flattened, what it deleted of its parent's gone, the rest merged.
 	sbx-create --from exp1 -s u.json >/dev/null
+	in_sb u.json sh -c 'rm /workspace/x && echo n >/workspace/d/n &&
+	    rm -r /opt && mkdir /opt && echo o >/opt/only'
+	want=$(in_sb u.json sh -c "$LIST; ls /opt /workspace/d; true" |
+	    grep -v same-inode)
+	[[ "$want" == *"workspace/x gone"* ]]
 	sbx-snapshot -s u.json -n exp2 >/dev/null
-	run --separate-stderr sbx-snapshot export exp2
-	assert_failure 2
-	assert_output ''
-	[[ "$stderr" == *"stacked"* ]]
+	sbx-snapshot export exp2 >"$BATS_TEST_TMPDIR/e2.tar"
+	tar -xOf "$BATS_TEST_TMPDIR/e2.tar" sbx-snapshot.json |
+	    jq_true '(.deleted | sort) == ["/etc/motd", "/workspace/x"]
+	    and (.opaque | sort) == ["/etc/sub", "/opt"]'
+	run --separate-stderr sbx-snapshot import -s v.json "$BATS_TEST_TMPDIR/e2.tar"
+	assert_success
+	run --separate-stderr in_sb v.json sh -c "$LIST; ls /opt /workspace/d; true"
+	assert_output "$(sed 's/^\(workspace\/[ab] regular file 644 0 0\) 2 /\1 1 /' <<<"$want")"
+	sbx-kill -q -s v.json >/dev/null
 	run --separate-stderr sbx-snapshot export nosuch
 	assert_failure 3
 	assert_output ''

@@ -5,7 +5,8 @@
  * its files under "files/", as the sandbox's root owns them. No
  * whiteout goes in the tar: a backend it is imported on (lib/snapimport.c)
  * deletes those paths, then extracts the files over them. Hard links
- * are files of their own there (the backends' transfer takes none). */
+ * are files of their own there (the backends' transfer takes none). A
+ * snapshot stacked on others (of a --from sandbox) goes flattened. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,10 +22,18 @@
 
 #include "local.h"
 
+/* A snapshot of a --from sandbox is its tree over its parents': the
+ * layers are merged as the overlay merges them, top first. */
 struct port {
-	const char *tree;       /* the snapshot's tree */
+	char *layer[SBX_SNAP_DEPTH]; /* the trees, top first */
+	int nlayers;
 	int host_owners;        /* its owners are the host's (rootless) */
 	json_t *deleted, *opaque;
+	/* Paths: seen (1: not a directory, 2: a directory) in a layer above;
+	 * whited out, or directories made opaque, by a layer above (gone,
+	 * or their content gone, for the layers below), and so by this
+	 * layer for the next ones. */
+	json_t *seen, *wh, *op, *next_wh, *next_op;
 	struct archive *w;
 	struct sbx_err *err;
 };
@@ -122,15 +131,48 @@ out:
 	return rc;
 }
 
-/* pass 0: the whiteouts and opaque directories; 1: the files. */
+/* Hidden from this layer by one above: rel or a directory above it
+ * whited out, or a directory above it made opaque. */
 static int
-walk(struct port *x, const char *rel, int pass)
+hidden(const struct port *x, const char *rel)
 {
-	char *dir = *rel ? sbx_xasprintf("%s/%s", x->tree, rel) :
-	    sbx_xstrdup(x->tree);
+	char *p = sbx_xstrdup(rel), *slash;
+	int h = json_object_get(x->wh, p) != NULL;
+
+	while (!h && (slash = strrchr(p, '/'))) {
+		*slash = '\0';
+		h = json_object_get(x->wh, p) || json_object_get(x->op, p);
+	}
+	free(p);
+	return h;
+}
+
+static void
+add_once(json_t *list, const char *rel)
+{
+	char *p = sbx_xasprintf("/%s", rel);
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(list, i, v)
+		if (!strcmp(json_string_value(v), p)) {
+			free(p);
+			return;
+		}
+	json_array_append_new(list, json_string(p));
+	free(p);
+}
+
+/* Layer l's directory rel: pass 0 the whiteouts and opaque directories,
+ * 1 the files too. */
+static int
+walk(struct port *x, int l, const char *rel, int pass)
+{
+	char *dir = *rel ? sbx_xasprintf("%s/%s", x->layer[l], rel) :
+	    sbx_xstrdup(x->layer[l]);
 	struct dirent **ents = NULL;
 	struct stat st;
-	int n, i, rc = 0;
+	int n, i, rc = 0, was;
 
 	if ((n = scandir(dir, &ents, NULL, alphasort)) < 0) {
 		rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read '%s':",
@@ -147,24 +189,36 @@ walk(struct port *x, const char *rel, int pass)
 		crel = *rel ? sbx_xasprintf("%s/%s", rel, nm) :
 		    sbx_xstrdup(nm);
 		path = sbx_xasprintf("%s/%s", dir, nm);
-		if (skipped(crel)) {
+		was = (int)json_integer_value(json_object_get(x->seen, crel));
+		if (skipped(crel) || hidden(x, crel)) {
 			;
 		} else if (lstat(path, &st) < 0) {
 			rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read "
 			    "'%s':", path);
 		} else if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0,
 		    0)) {
+			/* Gone from the layers below and the image (made
+			 * again above, maybe: removed first all the same). */
+			json_object_set_new(x->next_wh, crel, json_true());
 			if (!pass)
-				json_array_append_new(x->deleted,
-				    json_sprintf("/%s", crel));
+				add_once(x->deleted, crel);
+		} else if (was && (was != 2 || !S_ISDIR(st.st_mode))) {
+			;       /* the layer above's wins */
 		} else {
-			if (!pass && S_ISDIR(st.st_mode) && opaque_dir(path))
-				json_array_append_new(x->opaque,
-				    json_sprintf("/%s", crel));
-			if (pass)
-				rc = emit(x, crel, path, &st);
+			if (S_ISDIR(st.st_mode) && opaque_dir(path)) {
+				json_object_set_new(x->next_op, crel,
+				    json_true());
+				if (!pass)
+					add_once(x->opaque, crel);
+			}
+			if (!was) {
+				json_object_set_new(x->seen, crel,
+				    json_integer(S_ISDIR(st.st_mode) ? 2 : 1));
+				if (pass)
+					rc = emit(x, crel, path, &st);
+			}
 			if (!rc && S_ISDIR(st.st_mode))
-				rc = walk(x, crel, pass);
+				rc = walk(x, l, crel, pass);
 		}
 		free(crel);
 		free(path);
@@ -176,32 +230,64 @@ walk(struct port *x, const char *rel, int pass)
 	return rc;
 }
 
+/* Every layer, top first, for a pass. */
+static int
+walk_all(struct port *x, int pass)
+{
+	int l;
+
+	json_object_clear(x->seen);
+	json_object_clear(x->wh);
+	json_object_clear(x->op);
+	for (l = 0; l < x->nlayers; l++) {
+		json_object_clear(x->next_wh);
+		json_object_clear(x->next_op);
+		if (walk(x, l, "", pass) < 0)
+			return -1;
+		json_object_update(x->wh, x->next_wh);
+		json_object_update(x->op, x->next_op);
+	}
+	return 0;
+}
+
 int
 sbx_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
 {
 	struct port x = {0};
 	struct archive_entry *e;
-	json_t *m, *man = NULL;
-	char *tree = NULL, *s = NULL;
+	json_t *m, *man = NULL, *layers, *v;
+	char *s = NULL;
+	size_t i;
 	int rc = -1;
 
 	if (!(m = sbx_snap_get(id_or_name, err)))
 		return -1;
-	if (json_array_size(json_object_get(m, "layers")) > 1) {
-		sbx_err_set(err, SBX_EX_USAGE, "snapshot '%s' is stacked on "
-		    "another (its sandbox was made --from one): export cannot "
-		    "flatten it yet", id_or_name);
+	layers = json_object_get(m, "layers");
+	if (!json_array_size(layers) || json_array_size(layers) >
+	    SBX_SNAP_DEPTH) {
+		sbx_err_set(err, SBX_EX_DATA, "snapshot '%s' has bad layers",
+		    id_or_name);
 		goto out;
 	}
-	tree = sbx_xasprintf("%s/%s/tree", sbx_snap_root(),
-	    sbx_json_str(m, "snapshot"));
-	x.tree = tree;
+	json_array_foreach(layers, i, v)
+		if (!json_is_string(v) || !(x.layer[x.nlayers++] =
+		    sbx_snap_tree(json_string_value(v)))) {
+			sbx_err_set(err, SBX_EX_FAIL, "snapshot '%s': its layer "
+			    "'%s' is gone", id_or_name, json_is_string(v) ?
+			    json_string_value(v) : "?");
+			goto out;
+		}
+	x.seen = json_object();
+	x.wh = json_object();
+	x.op = json_object();
+	x.next_wh = json_object();
+	x.next_op = json_object();
 	x.host_owners = !strcmp(sbx_json_str(m, "owners") ?
 	    sbx_json_str(m, "owners") : "", "host");
 	x.deleted = json_array();
 	x.opaque = json_array();
 	x.err = err;
-	if (walk(&x, "", 0) < 0)
+	if (walk_all(&x, 0) < 0)
 		goto out;
 	man = json_deep_copy(m);
 	json_object_set_new(man, "format", json_string("sbx-snapshot/1"));
@@ -242,7 +328,7 @@ sbx_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
 	    archive_error_string(x.w));
 	archive_entry_free(e);
 	if (rc == 0)
-		rc = walk(&x, "", 1);
+		rc = walk_all(&x, 1);
 	if (rc == 0 && archive_write_close(x.w) != ARCHIVE_OK)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write the "
 		    "archive: %s", archive_error_string(x.w));
@@ -251,9 +337,15 @@ out:
 		archive_write_free(x.w);
 	json_decref(x.deleted);
 	json_decref(x.opaque);
+	json_decref(x.seen);
+	json_decref(x.wh);
+	json_decref(x.op);
+	json_decref(x.next_wh);
+	json_decref(x.next_op);
+	for (i = 0; i < (size_t)x.nlayers; i++)
+		free(x.layer[i]);
 	json_decref(man);
 	json_decref(m);
-	free(tree);
 	free(s);
 	return rc;
 }
