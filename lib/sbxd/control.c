@@ -1709,19 +1709,18 @@ resume(struct sbxd_req *r, int connect, int v2)
 	struct sbxd_box *b;
 	struct sbx_err err;
 	json_t *j;
+	int cold = 0;
 
 	if (s < 0)
 		return ret;
 	if (s <= 0)
 		return sbxd_reply_err(r, 400, "Timeout must be greater than 0");
+	/* v2's "memory": false (the SDK's onResume: 'reboot'): a paused
+	 * sandbox is resumed from its files alone, its processes gone. */
 	if (v2 && r->body.len) {
 		j = json_loadb(r->body.data, r->body.len, 0, NULL);
-		s = j && json_is_false(json_object_get(j, "memory")) ? -1 : s;
+		cold = j && json_is_false(json_object_get(j, "memory"));
 		json_decref(j);
-		if (s < 0)
-			return sbxd_reply_err(r, 400, "sbxd cannot resume "
-			    "without memory (a cold boot): leave out "
-			    "\"memory\"");
 	}
 	if (!(b = path_box_begin(r, v2 ? 2 : 1, &ret)))
 		return ret;
@@ -1745,7 +1744,11 @@ resume(struct sbxd_req *r, int connect, int v2)
 			    "autoPause"));
 		json_decref(j);
 	}
-	if (sbxd_be_resume(b->ref, &err) < 0) {
+	/* Cold: its processes end (a stop of the thawed sandbox), then it
+	 * starts again over its files. A stopped one is cold already. */
+	if (sbxd_be_resume(b->ref, &err) < 0 || (cold &&
+	    (sbxd_be_stop(b->ref, &err) < 0 || sbxd_be_resume(b->ref,
+	    &err) < 0))) {
 		ret = sbxd_reply_err(r, 500, "Error resuming sandbox: %s",
 		    err.msg);
 	} else {

@@ -341,3 +341,11 @@ field() {
 	run field '[.tooMany, .gone, .ruled] | @json'
 	assert_output '["SandboxError 400","SandboxNotFoundError","SandboxError 501"]'
 }
+
+@test "SDK: connect with onResume 'reboot' resumes a paused sandbox from its files, its processes gone; 'restore' keeps them" {
+	run sdk reboot
+	assert_success
+	OUT=$output
+	run field '[.before, .restored, .state, .rebooted, .file, .running] | @json'
+	assert_output '["1","1","running","0","kept\n","1"]'
+}

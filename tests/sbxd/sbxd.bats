@@ -365,7 +365,7 @@ netns() {
 	assert_output 201
 }
 
-@test "connect v2: no body is 300 s, a paused sandbox resumes (201), memory false is 400" {
+@test "connect v2: no body is 300 s, a paused sandbox resumes (201), memory false is a cold boot (201)" {
 	box '{"templateID":"base","timeout":30,"secure":true}'
 	run code POST "/v2/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY"
 	assert_output 200
@@ -376,7 +376,10 @@ netns() {
 	assert_output true
 	sbxd_api POST "/sandboxes/$ID/pause" >/dev/null
 	run code POST "/v2/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":60,"memory":false}'
-	assert_output 400
+	assert_output 201
+	run jq -r .envdAccessToken "$BATS_TEST_TMPDIR/body"
+	assert_output "$TOK"
+	sbxd_api POST "/sandboxes/$ID/pause" >/dev/null
 	run code POST "/v2/sandboxes/$ID/connect" -H "X-API-Key: $SBXD_KEY" -d '{"timeout":60}'
 	assert_output 201
 	run jq -r .envdAccessToken "$BATS_TEST_TMPDIR/body"
