@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # sbxd against E2B's official CLI (npm package @e2b/cli): `e2b sandbox list`,
-# `metrics`, `logs` and `e2b template list` on a private sbxd, each checked
+# `metrics`, `logs`, `snapshot` and `e2b template list` on a private sbxd, each checked
 # by what it prints (the ids made, the commands run and what they wrote).
 #
 # The CLI is installed as the SDK is (tests/lib/sbxd.bash: the machine's npm,
@@ -200,4 +200,25 @@ local_id() {
 	assert_success
 	run jq -c '[.[].sandboxId]' <<<"$output"
 	assert_output "[\"$b\"]"
+}
+
+@test "CLI: sandbox snapshot create, list (all, by sandbox, by name) and delete" {
+	box
+	run e2b sandbox snapshot create "$ID" -n cli-snap
+	assert_success
+	sid=$(sbxd_api GET "/snapshots?name=cli-snap" | jq -r '.[0].snapshotID')
+	[[ "$sid" == snp-* ]]
+	assert_output --partial "$sid"
+	run e2b sandbox snapshot list -f json
+	assert_success
+	jq_true --arg s "$sid" 'map(select(.snapshotId == $s)) | length == 1' <<<"$output"
+	run e2b sandbox snapshot list "$ID" -f json
+	assert_success
+	jq_true --arg s "$sid" 'length == 1 and .[0].snapshotId == $s' <<<"$output"
+	run e2b sandbox snapshot list -n cli-snap -f json
+	assert_success
+	jq_true --arg s "$sid" 'length == 1 and .[0].snapshotId == $s' <<<"$output"
+	run e2b sandbox snapshot delete "$sid"
+	assert_success
+	[ "$(sbxd_api GET "/snapshots?name=cli-snap" | jq length)" -eq 0 ]
 }
