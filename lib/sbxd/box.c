@@ -47,6 +47,7 @@ box_free(struct sbxd_box *b)
 	json_decref(b->metadata);
 	json_decref(b->envs);
 	json_decref(b->network);
+	json_decref(b->volumes);
 	free(b->template);
 	free(b->workdir);
 	explicit_bzero(b->token, sizeof b->token);
@@ -116,6 +117,8 @@ sbxd_box_save(struct sbxd_box *b)
 	    "token", b->token, "traffic", b->traffic);
 	if (b->network)
 		json_object_set(j, "network", b->network);
+	if (b->volumes)
+		json_object_set(j, "volumeMounts", b->volumes);
 	if (b->workdir)
 		json_object_set_new(j, "workdir", json_string(b->workdir));
 	if (b->ca)
@@ -298,6 +301,8 @@ adopt(const char *name)
 	b->ca = json_is_true(json_object_get(j, "ca"));
 	if (json_is_object(json_object_get(j, "network")))
 		b->network = json_incref(json_object_get(j, "network"));
+	if (json_is_array(json_object_get(j, "volumeMounts")))
+		b->volumes = json_incref(json_object_get(j, "volumeMounts"));
 	b->next_pid = 100;
 	json_decref(j);
 	if (!b->metadata)

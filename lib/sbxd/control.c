@@ -102,6 +102,8 @@ listed_json(struct sbxd_box *b, int detail)
 		json_object_set_new(j, "lifecycle", json_pack("{s:b,s:s}",
 		    "autoResume", 0, "onTimeout", b->auto_pause ? "pause" :
 		    "kill"));
+		json_object_set(j, "volumeMounts", b->volumes ? b->volumes :
+		    json_array());
 	}
 	return j;
 }
@@ -686,6 +688,38 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 		goto out;
 	}
 	internet = spec.network == SBX_NET_ALLOW;
+	/* E2B's volumeMounts [{"name","path"}], as --volume NAME:PATH. */
+	if ((v = json_object_get(j, "volumeMounts")) && !json_is_null(v)) {
+		json_t *one;
+		size_t k;
+
+		if (!json_is_array(v)) {
+			status = fail(emsg, en, 400, "Error when parsing "
+			    "request: \"volumeMounts\" must be an array");
+			goto out;
+		}
+		json_array_foreach(v, k, one) {
+			char *text;
+			int bad;
+
+			memset(&err, 0, sizeof err);
+			if (!sbx_json_str(one, "name") ||
+			    !sbx_json_str(one, "path")) {
+				status = fail(emsg, en, 400, "Error when parsing "
+				    "request: a volume mount needs \"name\" "
+				    "and \"path\"");
+				goto out;
+			}
+			text = sbx_xasprintf("%s:%s", sbx_json_str(one,
+			    "name"), sbx_json_str(one, "path"));
+			bad = sbx_volume_parse(text, &spec.volumes, &err) < 0;
+			free(text);
+			if (bad) {
+				status = fail(emsg, en, 400, "%s", err.msg);
+				goto out;
+			}
+		}
+	}
 	if ((v = json_object_get(j, "network")) && json_is_object(v) &&
 	    json_is_false(json_object_get(v, "allowPublicTraffic")) &&
 	    !secure) {
@@ -727,6 +761,9 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 	b->ca = spec.net_inject != NULL;
 	b->network = shown;
 	shown = NULL;
+	if (spec.volumes)
+		b->volumes = json_deep_copy(json_object_get(j,
+		    "volumeMounts"));
 	b->next_pid = 100;
 	spec.image = image;
 	if (start)
@@ -771,6 +808,7 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 	status = 201;
 out:
 	json_decref(snap);
+	json_decref(spec.volumes);
 	json_decref(spec.start);
 	free(tpl_id);
 	free(built);
@@ -1938,6 +1976,117 @@ h_fork(struct sbxd_req *r)
 	return sbxd_reply_json(r, 201, all);
 }
 
+/* --- volumes: the backend's (sbx-volume(1)), a volume's id its name -- */
+
+static json_t *
+vol_json(const json_t *v)
+{
+	return json_pack("{s:s,s:s}", "volumeID", sbx_json_str(v, "name"),
+	    "name", sbx_json_str(v, "name"));
+}
+
+/* The volume named id, or NULL. */
+static json_t *
+vol_find(const char *id, struct sbx_err *err)
+{
+	json_t *all = sbxd_be_volume("ls", NULL, err), *v, *found = NULL;
+	size_t i;
+
+	json_array_foreach(all, i, v)
+		if (!strcmp(sbx_json_str(v, "name") ? sbx_json_str(v, "name") :
+		    "", id))
+			found = json_incref(v);
+	json_decref(all);
+	return found;
+}
+
+/* POST /volumes {"name"}: 201 {"volumeID","name"}; a name in use 409. */
+static enum MHD_Result
+h_volume_new(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	json_t *j = sbxd_body_json(r, &ret), *v, *out;
+	struct sbx_err err = {0};
+	const char *name;
+
+	if (!j)
+		return ret;
+	name = sbx_json_str(j, "name");
+	if (!name || !sbx_volume_valid_name(name)) {
+		ret = sbxd_reply_err(r, 400, "volume name '%s' is not valid: a "
+		    "letter or digit, then letters, digits, '_', '.' or '-', "
+		    "at most 64", name ? name : "");
+	} else if ((v = vol_find(name, &err))) {
+		json_decref(v);
+		ret = sbxd_reply_err(r, 409, "volume '%s' already exists",
+		    name);
+	} else if (!(out = sbxd_be_volume("create", name, &err))) {
+		ret = sbxd_reply_err(r, 500, "cannot create the volume: %s",
+		    err.msg);
+	} else {
+		json_decref(out);
+		ret = sbxd_reply_json(r, 201, json_pack("{s:s,s:s}",
+		    "volumeID", name, "name", name));
+	}
+	json_decref(j);
+	return ret;
+}
+
+static enum MHD_Result
+h_volumes(struct sbxd_req *r)
+{
+	struct sbx_err err = {0};
+	json_t *all = sbxd_be_volume("ls", NULL, &err), *a, *v;
+	size_t i;
+
+	if (!all)
+		return sbxd_reply_err(r, 500, "cannot list the volumes: %s",
+		    err.msg);
+	a = json_array();
+	json_array_foreach(all, i, v)
+		json_array_append_new(a, vol_json(v));
+	json_decref(all);
+	return sbxd_reply_json(r, 200, a);
+}
+
+static enum MHD_Result
+h_volume_get(struct sbxd_req *r)
+{
+	char *id = sbxd_path_seg(r, 1);
+	struct sbx_err err = {0};
+	enum MHD_Result ret;
+	json_t *v = vol_find(id, &err);
+
+	ret = v ? sbxd_reply_json(r, 200, vol_json(v)) :
+	    sbxd_reply_err(r, 404, "volume '%s' not found", id);
+	json_decref(v);
+	free(id);
+	return ret;
+}
+
+/* DELETE /volumes/ID: 204; 409 while a sandbox not gone mounts it. */
+static enum MHD_Result
+h_volume_rm(struct sbxd_req *r)
+{
+	char *id = sbxd_path_seg(r, 1);
+	struct sbx_err err = {0};
+	enum MHD_Result ret;
+	json_t *out;
+
+	if (!sbx_volume_valid_name(id)) {
+		ret = sbxd_reply_err(r, 404, "volume '%s' not found", id);
+	} else if (!(out = sbxd_be_volume("rm", id, &err))) {
+		ret = err.code == SBX_EX_NOSANDBOX ? sbxd_reply_err(r, 404,
+		    "volume '%s' not found", id) : sbxd_reply_err(r,
+		    err.code == SBX_EX_FAIL ? 409 : 500, "%s", err.msg);
+	} else {
+		json_decref(out);
+		ret = sbxd_reply_empty(r, 204);
+	}
+	free(id);
+	return ret;
+}
+
 /* A snapshot as E2B lists it: {"snapshotID","names":[its name, if any]}. */
 static json_t *
 snap_json(const json_t *meta)
@@ -2090,9 +2239,7 @@ h_unsupported(struct sbxd_req *r)
 		what = "the v1 template builds (POST /templates: an image "
 		    "pushed to E2B's registry, which sbxd has not; build with "
 		    "POST /v3/templates, the SDK's Template.build)";
-	if (first && !strcmp(first, "volumes"))
-		what = "volumes";
-	else if (first && !strcmp(first, "teams"))
+	if (first && !strcmp(first, "teams"))
 		what = "team metrics";
 	ret = sbxd_reply_err(r, 501, "sbxd does not support %s (see sbxd(8))",
 	    what);
@@ -2124,7 +2271,9 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"GET", "/v2/sandboxes/*/logs", 0, h_logs2, NULL},
 	{"POST", "/templates", 0, h_unsupported, NULL},
 	{"POST", "/v2/templates", 0, h_unsupported, NULL},
-	{"GET", "/volumes", 0, h_unsupported, NULL},
-	{"POST", "/volumes", 0, h_unsupported, NULL},
+	{"GET", "/volumes", 0, h_volumes, NULL},
+	{"POST", "/volumes", 0, h_volume_new, NULL},
+	{"GET", "/volumes/*", 0, h_volume_get, NULL},
+	{"DELETE", "/volumes/*", 0, h_volume_rm, NULL},
 	{NULL, NULL, 0, NULL, NULL},
 };

@@ -48,6 +48,7 @@ struct sbxd_box {
 	char *workdir;         /* its template's WORKDIR: a process's cwd
 				* by default, or NULL */
 	json_t *metadata;      /* object of strings */
+	json_t *volumes;       /* its volumeMounts [{"name","path"}], or NULL */
 	json_t *envs;          /* object of strings: every process's */
 	long long started_ms, end_ms;
 	int paused, auto_pause, internet;
@@ -232,6 +233,9 @@ int sbxd_be_resume(json_t *ref, struct sbx_err *err);
 int sbxd_be_stop(json_t *ref, struct sbx_err *err);
 /* The backend's stats (sbx-stats' reading), or NULL. */
 json_t *sbxd_be_stats(json_t *ref, struct sbx_err *err);
+/* The backend's volumes: op "create", "ls" or "rm" (sbx-volume's),
+ * the entries it gave as an array. */
+json_t *sbxd_be_volume(const char *op, const char *name, struct sbx_err *err);
 /* A snapshot of the sandbox's files, named or not: its meta. */
 json_t *sbxd_be_snapshot(json_t *ref, const char *name, struct sbx_err *err);
 /* The detached commands of lines (a sandbox's log's), their ends and

@@ -19,7 +19,7 @@
 #include "sbxd.h"
 
 enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET, OP_STOP,
-    OP_STATS, OP_OUTPUT, OP_SNAPSHOT };
+    OP_STATS, OP_OUTPUT, OP_SNAPSHOT, OP_VOLUME };
 
 /* A spec as JSON, for the worker, and back (its strings the JSON's). */
 static json_t *
@@ -31,7 +31,8 @@ spec_json(const struct sbx_spec *s)
 	for (i = 0; s->env && s->env[i]; i++)
 		json_array_append_new(env, json_string(s->env[i]));
 	return json_pack("{s:s?,s:I,s:I,s:I,s:i,s:I,s:b,s:i,s:I,s:O?,s:o,"
-	    "s:s?,s:s?,s:s?,s:b,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?,s:s?}", "image",
+	    "s:s?,s:s?,s:s?,s:b,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?,s:s?,s:O?}",
+	    "image",
 	    s->image,
 	    "memory", (json_int_t)s->memory, "cpus_milli",
 	    (json_int_t)s->cpus_milli, "pids", (json_int_t)s->pids,
@@ -42,7 +43,15 @@ spec_json(const struct sbx_spec *s)
 	    "runtime", s->runtime, "pull", s->pull, "endpoint", s->endpoint,
 	    "net_rules", s->net_rules, "net_inject", s->net_inject,
 	    "egress_proxy", s->egress_proxy, "ports", s->ports, "start",
-	    s->start, "from", s->from);
+	    s->start, "from", s->from, "volumes", s->volumes);
+}
+
+/* OP_VOLUME's fn: each entry into the array arg. */
+static int
+vol_each(json_t *vol, void *arg)
+{
+	json_array_append(arg, vol);
+	return 0;
 }
 
 static void
@@ -84,6 +93,9 @@ spec_of(const json_t *j, struct sbx_spec *s)
 	if (!json_is_array(s->ports))
 		s->ports = NULL;
 	s->from = sbx_json_str(j, "from");
+	s->volumes = json_object_get(j, "volumes");
+	if (!json_is_array(s->volumes))
+		s->volumes = NULL;
 	s->start = json_object_get(j, "start");
 	if (!json_is_object(s->start))
 		s->start = NULL;
@@ -185,6 +197,15 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 		break;
 	case OP_OUTPUT:
 		rc = (out = detached_output(ref, set, &err)) ? 0 : -1;
+		break;
+	case OP_VOLUME:
+		if (!sbxd.be->ops->volume)
+			rc = sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' "
+			    "has no volumes", sbxd.be->name);
+		else
+			rc = sbxd.be->ops->volume(sbx_json_str(set, "op"),
+			    sbx_json_str(set, "name"), vol_each,
+			    (out = json_array()), &err);
 		break;
 	case OP_SNAPSHOT:
 		if (!sbxd.be->ops->snapshot)
@@ -372,6 +393,22 @@ sbxd_be_snapshot(json_t *ref, const char *name, struct sbx_err *err)
 		return NULL;
 	}
 	return out;
+}
+
+json_t *
+sbxd_be_volume(const char *op, const char *name, struct sbx_err *err)
+{
+	json_t *out = NULL, *set = json_pack("{s:s,s:s?}", "op", op, "name",
+	    name), *ref = json_object();
+	int rc = call(OP_VOLUME, NULL, &ref, set, &out, err);
+
+	json_decref(set);
+	json_decref(ref);
+	if (rc < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out ? out : json_array();
 }
 
 json_t *

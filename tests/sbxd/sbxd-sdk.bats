@@ -349,3 +349,13 @@ field() {
 	run field '[.before, .restored, .state, .rebooted, .file, .running] | @json'
 	assert_output '["1","1","running","0","kept\n","1"]'
 }
+
+@test "SDK: Volume.create, list, getInfo; volumeMounts share files between sandboxes; destroy refused while mounted, then done" {
+	run sdk volume
+	assert_success
+	OUT=$output
+	run field '[.id, .name, .dup, (.listed | index("sdk-vol") != null), .info.name] | @json'
+	assert_output '["sdk-vol","sdk-vol","VolumeError 409",true,"sdk-vol"]'
+	run field '[.mounts, .read, .busy, .destroyed, .gone] | @json'
+	assert_output '[[{"name":"sdk-vol","path":"/data"}],"through-a\n","VolumeError 409",true,"VolumeNotFoundError"]'
+}

@@ -395,10 +395,6 @@ netns() {
 	run jq -c . "$BATS_TEST_TMPDIR/body"
 	assert_output '{"code":501,"message":"sbxd does not support the v1 template builds (POST /templates: an image pushed to E2B'"'"'s registry, which sbxd has not; build with POST /v3/templates, the SDK'"'"'s Template.build) (see sbxd(8))"}'
 	box
-	run code GET /volumes -H "X-API-Key: $SBXD_KEY"
-	assert_output 501
-	run jq -r .message "$BATS_TEST_TMPDIR/body"
-	assert_output "sbxd does not support volumes (see sbxd(8))"
 	run sbxd_envd "$ID" "$TOK" /files/compose -H 'Content-Type: application/json' -d '{}' -w ' %{http_code}'
 	assert_output '{"code":501,"message":"sbxd does not support composing files (see sbxd(8))"} 501'
 }

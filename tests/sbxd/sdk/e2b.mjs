@@ -23,6 +23,7 @@ export const {
   Template,
   SecretError,
   SecretNotFoundError,
+  Volume,
 } = e2b
 
 // Print one JSON line: what the bats test asserts with jq.
