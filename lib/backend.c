@@ -64,7 +64,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
 		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_DISK |
-		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT,
+		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT | SBX_CAP_VOLUMES,
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.template_sized = 1,

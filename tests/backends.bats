@@ -134,7 +134,7 @@ sanitized() {
 		    (.zstd | not) and (.stop | not) and (.name | not) and
 		    (.keep | not) and .network_rules and .ports and
 		    (.publish | not) and .disk and .shell and .snapshot and
-		    (.volumes | not)' \
+		    .volumes' \
 		    <<<"$output"
 	done
 	# The default is the configured one.

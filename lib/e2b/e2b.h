@@ -126,6 +126,8 @@ json_t *sbx_e2b_ports(const json_t *ref, unsigned port, unsigned host_port,
 json_t *sbx_e2b_stats(const json_t *ref, struct sbx_err *err);
 json_t *sbx_e2b_snapshot(const json_t *ref, const char *name,
     struct sbx_err *err);
+int sbx_e2b_volume(const char *op, const char *name,
+    int (*fn)(json_t *vol, void *arg), void *arg, struct sbx_err *err);
 int sbx_e2b_snapshots(const char *op, const char *id,
     int (*fn)(json_t *snap, void *arg), void *arg, struct sbx_err *err);
 

@@ -186,6 +186,10 @@ create_body(const struct sbx_spec *spec, json_t *net)
 	json_object_set_new(b, "secure", json_true());
 	json_object_set_new(b, "allow_internet_access",
 	    json_boolean(spec->network == SBX_NET_ALLOW));
+	/* --volume NAME:PATH as E2B's volumeMounts (made first: E2B mounts
+	 * only what exists). */
+	if (json_array_size(spec->volumes))
+		json_object_set(b, "volumeMounts", spec->volumes);
 	if (net)
 		json_object_set_new(b, "network", net);
 	return b;
@@ -213,6 +217,14 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		sbx_e2b_body_free(net);
 		return -1;
 	}
+	/* Its volumes made first, as docker makes one at first use. */
+	for (size_t i = 0; i < json_array_size(spec->volumes); i++)
+		if (sbx_e2b_volume("create", sbx_json_str(json_array_get(
+		    spec->volumes, i), "name"), NULL, NULL, err) < 0) {
+			sbx_e2b_close(&e);
+			sbx_e2b_body_free(net);
+			return -1;
+		}
 	body = create_body(spec, net);
 	if (sbx_e2b_req(&e, "POST", body, &rs, err, "/sandboxes") < 0)
 		goto out;
@@ -413,6 +425,7 @@ const struct sbx_backend_ops sbx_e2b_ops = {
 	.stats = sbx_e2b_stats,
 	.snapshot = sbx_e2b_snapshot,
 	.snapshots = sbx_e2b_snapshots,
+	.volume = sbx_e2b_volume,
 	.answers = sbx_e2b_answers,
 	/* E2B keeps no log of the sandbox's connections: net_log NULL. */
 };

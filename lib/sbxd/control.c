@@ -2064,6 +2064,39 @@ h_volume_get(struct sbxd_req *r)
 	return ret;
 }
 
+/* 409 for volume id in use, naming sbxd's sandboxes that mount it (the
+ * backend's message names its own ids). */
+static enum MHD_Result
+vol_busy(struct sbxd_req *r, const char *id, const char *msg)
+{
+	struct sbxd_box *b;
+	struct sbx_buf ids = {0};
+	enum MHD_Result ret;
+	json_t *m;
+	size_t i;
+
+	pthread_mutex_lock(&sbxd.mu);
+	for (b = sbxd.boxes; b; b = b->next)
+		json_array_foreach(b->volumes, i, m)
+			if (!strcmp(sbx_json_str(m, "name") ? sbx_json_str(m,
+			    "name") : "", id)) {
+				if (ids.len)
+					sbx_buf_add(&ids, ", ", 2);
+				sbx_buf_add(&ids, b->id, strlen(b->id));
+				break;
+			}
+	pthread_mutex_unlock(&sbxd.mu);
+	if (!ids.len) {
+		sbx_buf_release(&ids);
+		return sbxd_reply_err(r, 409, "%s", msg);
+	}
+	sbx_buf_add(&ids, "", 1);
+	ret = sbxd_reply_err(r, 409, "volume '%s' is in use by %s", id,
+	    ids.data);
+	sbx_buf_release(&ids);
+	return ret;
+}
+
 /* DELETE /volumes/ID: 204; 409 while a sandbox not gone mounts it. */
 static enum MHD_Result
 h_volume_rm(struct sbxd_req *r)
@@ -2077,8 +2110,9 @@ h_volume_rm(struct sbxd_req *r)
 		ret = sbxd_reply_err(r, 404, "volume '%s' not found", id);
 	} else if (!(out = sbxd_be_volume("rm", id, &err))) {
 		ret = err.code == SBX_EX_NOSANDBOX ? sbxd_reply_err(r, 404,
-		    "volume '%s' not found", id) : sbxd_reply_err(r,
-		    err.code == SBX_EX_FAIL ? 409 : 500, "%s", err.msg);
+		    "volume '%s' not found", id) : err.code == SBX_EX_FAIL &&
+		    strstr(err.msg, "in use") ? vol_busy(r, id, err.msg) :
+		    sbxd_reply_err(r, 500, "%s", err.msg);
 	} else {
 		json_decref(out);
 		ret = sbxd_reply_empty(r, 204);

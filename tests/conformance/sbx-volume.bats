@@ -145,6 +145,14 @@ volumes_or_refused() {
 @test "$B: a stopped sandbox keeps using its volume: rm refused, and it is mounted again on resume" {
 	volumes_or_refused || return 0
 	new_sandbox --volume "$V:/data"
+	# A backend that cannot stop refuses the stop (2): nothing to see.
+	if ! has_cap stop; then
+		run --separate-stderr sbx-pause -m stop -s s.json
+		assert_failure 2
+		sbx-kill -s s.json >/dev/null
+		vol rm "$V"
+		return 0
+	fi
 	sx sh -c 'echo before > /data/f'
 	sbx-pause -m stop -s s.json >/dev/null
 	run --separate-stderr vol rm "$V"
