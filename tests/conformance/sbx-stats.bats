@@ -20,7 +20,7 @@ stat1() {
 wait_stat() {
 	local i
 	for ((i = 0; i < 120; i++)); do
-		stat1 | jq -e "$1" >/dev/null && return 0
+		stat1 | jq_true "$1" >/dev/null && return 0
 		sleep 0.5
 	done
 	echo "never true: $1: $(stat1)" >&2

@@ -91,7 +91,7 @@ local_id() {
 	assert_success
 	line=$(grep '^{' <<<"$output")
 	[ -n "$line" ]
-	jq -e '(.cpuCount >= 1) and (.memTotal > 0) and (.memUsed > 0) and
+	jq_true '(.cpuCount >= 1) and (.memTotal > 0) and (.memUsed > 0) and
 		(.timestamp | test("^20[0-9-]+T"))' <<<"$line"
 	run e2b sandbox metrics nosuchsandboxxxxxxxx --format json
 	assert_failure

@@ -36,14 +36,14 @@ api() {
 	run sdk metrics
 	assert_success
 	OUT=$output
-	jq -e '.held and .count == 1 and .byId == 1 and .past == 0' <<<"$OUT"
-	jq -e '.metric | (.cpuCount >= 1) and (.cpuUsedPct > 0) and
+	jq_true '.held and .count == 1 and .byId == 1 and .past == 0' <<<"$OUT"
+	jq_true '.metric | (.cpuCount >= 1) and (.cpuUsedPct > 0) and
 	    (.cpuUsedPct <= 100) and (.memUsed >= 67108864) and
 	    (.memTotal >= .memUsed) and (.memCache >= 0) and
 	    (.diskUsed == null or .diskUsed >= 0) and
 	    (.diskTotal == null or .diskTotal >= .diskUsed)' <<<"$OUT"
-	jq -e '.ageS < 120 and .byIdCpu > 0' <<<"$OUT"
-	jq -e '.gone.notFound == true' <<<"$OUT"
+	jq_true '.ageS < 120 and .byIdCpu > 0' <<<"$OUT"
+	jq_true '.gone.notFound == true' <<<"$OUT"
 }
 
 @test "GET /sandboxes/metrics: by id, E2B's shape; unknown ids left out; none or over 100 is 400" {
@@ -53,7 +53,7 @@ api() {
 	run api "/sandboxes/metrics?sandbox_ids=$id,nosuchsandbox0000000"
 	assert_success
 	[ "${lines[-1]}" = 200 ]
-	jq -e --arg id "$id" '.sandboxes | keys == [$id] and (.[$id] |
+	jq_true --arg id "$id" '.sandboxes | keys == [$id] and (.[$id] |
 	    keys == ["cpuCount","cpuUsedPct","diskTotal","diskUsed","memCache",
 	    "memTotal","memUsed","timestamp","timestampUnix"] and
 	    .memUsed > 0 and .cpuCount >= 1 and (.timestamp | test("Z$")))' \
