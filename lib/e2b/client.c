@@ -334,6 +334,45 @@ sbx_e2b_ref_open(struct eb *e, const json_t *ref, const char **id,
 	return 0;
 }
 
+int
+sbx_e2b_pages(struct eb *e, const char *path, const char *what,
+    int (*fn)(json_t *one, void *arg), void *arg, struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	json_t *one;
+	char next[1024], *tok = NULL, *nq;
+	const char *nt;
+	size_t i;
+	int rc = 0;
+
+	for (;;) {
+		nq = tok ? sbx_http_escape(tok) : NULL;
+		rc = sbx_e2b_req(e, "GET", NULL, &rs, err, "%s%s%s", path,
+		    !nq ? "" : strchr(path, '?') ? "&nextToken=" :
+		    "?nextToken=", nq ? nq : "");
+		free(nq);
+		free(tok);
+		tok = NULL;
+		if (rc < 0)
+			break;
+		if (rs.status != 200 || !json_is_array(rs.json)) {
+			rc = sbx_e2b_fail(&rs, what, NULL, err);
+			sbx_http_resp_release(&rs);
+			break;
+		}
+		json_array_foreach(rs.json, i, one)
+			if (!rc && fn(one, arg) < 0)
+				rc = -1;
+		nt = sbx_http_header(&rs, "X-Next-Token", next, sizeof next);
+		if (nt && *nt && json_array_size(rs.json) && !rc)
+			tok = sbx_xstrdup(nt);
+		sbx_http_resp_release(&rs);
+		if (!tok)
+			break;
+	}
+	return rc;
+}
+
 /* --- envd: the sandbox's own API ------------------------------------- */
 
 char *

@@ -53,6 +53,11 @@ void sbx_e2b_close(struct eb *e);
 __attribute__((format(printf, 6, 7))) int sbx_e2b_req(struct eb *e,
     const char *method, json_t *body, struct sbx_http_resp *rs,
     struct sbx_err *err, const char *fmt, ...);
+/* GET path (a query of its own, or none) page after page, as E2B's
+ * nextToken and X-Next-Token go: fn with each item of each page's array
+ * (its result < 0 ends the walk); what: the error's words. */
+int sbx_e2b_pages(struct eb *e, const char *path, const char *what,
+    int (*fn)(json_t *one, void *arg), void *arg, struct sbx_err *err);
 /* Map a failed answer: 401 and 403 the key, 404 the sandbox. */
 int sbx_e2b_fail(const struct sbx_http_resp *rs, const char *what,
     const char *id, struct sbx_err *err);

@@ -311,54 +311,47 @@ e2b_info(const json_t *ref, struct sbx_err *err)
 	return o;
 }
 
+struct listing {
+	int (*fn)(json_t *info, void *arg);
+	void *arg;
+	const char *endpoint;
+};
+
+static int
+list_one(json_t *one, void *arg)
+{
+	struct listing *l = arg;
+	json_t *o;
+	int rc;
+
+	if (sbx_labels_ours(json_object_get(one, "metadata"), NULL, NULL,
+	    NULL) < 0)
+		return 0;
+	o = sbx_e2b_info_of(one, l->endpoint);
+	rc = l->fn(o, l->arg);
+	json_decref(o);
+	return rc;
+}
+
 /* GET /v2/sandboxes, running and paused, page after page, with the
  * metadata filter for sbx's own (encoded twice, as the SDKs do). */
 static int
 e2b_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
 {
-	struct sbx_http_resp rs;
+	struct listing l = {fn, arg, NULL};
 	struct eb e;
-	json_t *one, *o;
-	char next[1024], *q, *tok = NULL, *nq;
-	const char *nt;
-	size_t i;
-	int rc = 0;
+	char *q, *path;
+	int rc;
 
 	if (sbx_e2b_open(&e, NULL, err) < 0)
 		return -1;
+	l.endpoint = e.endpoint;
 	q = sbx_http_escape(MANAGED "=1");
-	for (;;) {
-		nq = tok ? sbx_http_escape(tok) : NULL;
-		rc = sbx_e2b_req(&e, "GET", NULL, &rs, err, "/v2/sandboxes?"
-		    "metadata=%s&state=running,paused&limit=100%s%s", q,
-		    nq ? "&nextToken=" : "", nq ? nq : "");
-		free(nq);
-		free(tok);
-		tok = NULL;
-		if (rc < 0)
-			break;
-		if (rs.status != 200 || !json_is_array(rs.json)) {
-			rc = sbx_e2b_fail(&rs, "cannot list sandboxes", NULL,
-			    err);
-			sbx_http_resp_release(&rs);
-			break;
-		}
-		json_array_foreach(rs.json, i, one) {
-			if (sbx_labels_ours(json_object_get(one, "metadata"),
-			    NULL, NULL, NULL) < 0)
-				continue;
-			o = sbx_e2b_info_of(one, e.endpoint);
-			if (!rc && fn(o, arg) < 0)
-				rc = -1;
-			json_decref(o);
-		}
-		nt = sbx_http_header(&rs, "X-Next-Token", next, sizeof next);
-		if (nt && *nt && json_array_size(rs.json) && !rc)
-			tok = sbx_xstrdup(nt);
-		sbx_http_resp_release(&rs);
-		if (!tok)
-			break;
-	}
+	path = sbx_xasprintf("/v2/sandboxes?metadata=%s&state=running,paused"
+	    "&limit=100", q);
+	rc = sbx_e2b_pages(&e, path, "cannot list sandboxes", list_one, &l,
+	    err);
+	free(path);
 	free(q);
 	sbx_e2b_close(&e);
 	return rc;

@@ -50,58 +50,45 @@ out:
 	return o;
 }
 
+struct snaps {
+	int (*fn)(json_t *snap, void *arg);
+	void *arg;
+	const char *endpoint;
+};
+
+static int
+snap_one(json_t *one, void *arg)
+{
+	struct snaps *l = arg;
+	json_t *names = json_object_get(one, "names"), *o;
+	int rc;
+
+	if (!sbx_json_str(one, "snapshotID"))
+		return 0;
+	o = json_pack("{s:s,s:O,s:s,s:s}", "snapshot", sbx_json_str(one,
+	    "snapshotID"), "name", json_is_string(json_array_get(names, 0)) ?
+	    json_array_get(names, 0) : json_null(), "backend", "e2b",
+	    "endpoint", l->endpoint);
+	rc = l->fn(o, l->arg);
+	json_decref(o);
+	return rc;
+}
+
 /* GET /snapshots, page after page: each {"snapshot","name","backend"}
  * (E2B says no more of one). */
 static int
 snapshot_ls(int (*fn)(json_t *snap, void *arg), void *arg,
     struct sbx_err *err)
 {
-	struct sbx_http_resp rs;
+	struct snaps l = {fn, arg, NULL};
 	struct eb e;
-	json_t *one, *o;
-	char next[1024], *tok = NULL, *nq;
-	const char *nt;
-	size_t i;
-	int rc = 0;
+	int rc;
 
 	if (sbx_e2b_open(&e, NULL, err) < 0)
 		return -1;
-	for (;;) {
-		nq = tok ? sbx_http_escape(tok) : NULL;
-		rc = sbx_e2b_req(&e, "GET", NULL, &rs, err, "/snapshots?"
-		    "limit=100%s%s", nq ? "&nextToken=" : "", nq ? nq : "");
-		free(nq);
-		free(tok);
-		tok = NULL;
-		if (rc < 0)
-			break;
-		if (rs.status != 200 || !json_is_array(rs.json)) {
-			rc = sbx_e2b_fail(&rs, "cannot list snapshots", NULL,
-			    err);
-			sbx_http_resp_release(&rs);
-			break;
-		}
-		json_array_foreach(rs.json, i, one) {
-			json_t *names = json_object_get(one, "names");
-
-			if (!sbx_json_str(one, "snapshotID"))
-				continue;
-			o = json_pack("{s:s,s:O,s:s,s:s}", "snapshot",
-			    sbx_json_str(one, "snapshotID"), "name",
-			    json_is_string(json_array_get(names, 0)) ?
-			    json_array_get(names, 0) : json_null(), "backend",
-			    "e2b", "endpoint", e.endpoint);
-			if (!rc && fn(o, arg) < 0)
-				rc = -1;
-			json_decref(o);
-		}
-		nt = sbx_http_header(&rs, "X-Next-Token", next, sizeof next);
-		if (nt && *nt && json_array_size(rs.json) && !rc)
-			tok = sbx_xstrdup(nt);
-		sbx_http_resp_release(&rs);
-		if (!tok)
-			break;
-	}
+	l.endpoint = e.endpoint;
+	rc = sbx_e2b_pages(&e, "/snapshots?limit=100", "cannot list "
+	    "snapshots", snap_one, &l, err);
 	sbx_e2b_close(&e);
 	return rc;
 }
