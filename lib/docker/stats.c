@@ -58,10 +58,20 @@ sbx_docker_stats(const json_t *ref, struct sbx_err *err)
 		    SBX_EX_FAIL, "cannot read the container's stats", err);
 		goto fail;
 	}
-	/* The writable layer's size: a walk of it by the engine. */
+	/* The writable layer's size: a walk of it by the engine. Its state
+	 * again: stats of a container that stopped after the first look
+	 * come back empty (no memory, no pids), which is its end, not a
+	 * reading. */
 	if (sbx_docker_req(&d, "GET", NULL, &rz, err,
 	    "/containers/%s/json?size=true", sbx_json_str(c, "Id")) < 0)
 		goto fail;
+	if (rz.status == 404 || (rz.status == 200 && strcmp(
+	    sbx_docker_status_of(rz.json), "running") && strcmp(
+	    sbx_docker_status_of(rz.json), "paused"))) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%.12s' is not "
+		    "running", sbx_json_str(c, "Id"));
+		goto fail;
+	}
 	s = rs.json;
 	hc = json_object_get(c, "HostConfig");
 	o = json_object();
