@@ -10,15 +10,18 @@
 
 #include "sbx.h"
 
+enum { OPT_MEMORY = 256 };
+
 static const char usage[] =
-    "usage: sbx-fork [-qv] [-c count] [-n name] [-o prefix] [-b backend]\n"
-    "                [-I id | -s file]\n";
+    "usage: sbx-fork [-qv] [-c count] [-n name] [-o prefix] [--memory]\n"
+    "                [-b backend] [-I id | -s file]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
 	{"count", required_argument, NULL, 'c'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
+	{"memory", no_argument, NULL, OPT_MEMORY},
 	{"name", required_argument, NULL, 'n'},
 	{"output", required_argument, NULL, 'o'},
 	{"quiet", no_argument, NULL, 'q'},
@@ -31,6 +34,7 @@ static const struct option longopts[] = {
 static const struct sbx_help_opt helpopts[] = {
 	{"backend", NULL, "the backend the id belongs to"},
 	{"count", NULL, "how many copies (1 to 100; 1)"},
+	{"memory", NULL, "carry the processes too (not available: says why)"},
 	{"name", NULL, "name the snapshot they share"},
 	{"output", NULL, "write state files PREFIX1.json, PREFIX2.json..."},
 	{NULL, NULL, NULL},
@@ -168,7 +172,7 @@ main(int argc, char **argv)
 	char *paths[FORK_MAX] = {0};
 	unsigned long count = 1;
 	char *end;
-	int c, i;
+	int c, i, memory = 0;
 
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
@@ -190,6 +194,9 @@ main(int argc, char **argv)
 		case 'o':
 			prefix = optarg;
 			break;
+		case OPT_MEMORY:
+			memory = 1;
+			break;
 		default:
 			if (!sbx_opt_common(c, usage) &&
 			    !sbx_target_opt(c, optarg, &t))
@@ -201,7 +208,8 @@ main(int argc, char **argv)
 	sbx_flavour_pick_target(&t, 0);
 	if (!(ref = sbx_ref_resolve(&t, &state, &err)) ||
 	    !(be = sbx_backend_of(ref, &err)) ||
-	    sbx_backend_need(be, SBX_CAP_SNAPSHOT, &err) < 0)
+	    sbx_backend_need(be, SBX_CAP_SNAPSHOT, &err) < 0 ||
+	    (memory && sbx_memory_snapshot_refusal(be, &err) < 0))
 		sbx_die_err(&err);
 	for (i = 0; prefix && i < (int)count; i++) {
 		paths[i] = sbx_xasprintf("%s%d.json", prefix, i + 1);

@@ -10,8 +10,11 @@
 
 #include "sbx.h"
 
+enum { OPT_MEMORY = 256 };
+
 static const char usage[] =
-    "usage: sbx-snapshot [-qv] [-n name] [-b backend] [-I id | -s file]\n"
+    "usage: sbx-snapshot [-qv] [-n name] [--memory] [-b backend]\n"
+    "                    [-I id | -s file]\n"
     "       sbx-snapshot ls [-j] [-b backend]\n"
     "       sbx-snapshot rm [-b backend] snapshot ...\n"
     "       sbx-snapshot export snapshot\n"
@@ -24,6 +27,7 @@ static const struct option longopts[] = {
 	{"id", required_argument, NULL, 'I'},
 	{"image", required_argument, NULL, 'i'},
 	{"json", no_argument, NULL, 'j'},
+	{"memory", no_argument, NULL, OPT_MEMORY},
 	{"name", required_argument, NULL, 'n'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"state", required_argument, NULL, 's'},
@@ -36,6 +40,7 @@ static const struct sbx_help_opt helpopts[] = {
 	{"backend", NULL, "the backend the id belongs to"},
 	{"image", NULL, "import: the sandbox's image, not the export's"},
 	{"json", NULL, "ls: JSON lines on a terminal too"},
+	{"memory", NULL, "keep the processes too (not available: says why)"},
 	{"name", NULL, "name the snapshot (for --from and rm)"},
 	{NULL, NULL, NULL},
 };
@@ -75,7 +80,7 @@ print_one(json_t *m, void *arg)
 }
 
 static int
-take(const struct sbx_target *t, const char *name)
+take(const struct sbx_target *t, const char *name, int memory)
 {
 	const struct sbx_backend *be;
 	struct sbx_err err = {0};
@@ -86,6 +91,7 @@ take(const struct sbx_target *t, const char *name)
 		sbx_die_err(&err);
 	if (!(be = sbx_backend_of(ref, &err)) ||
 	    sbx_backend_need(be, SBX_CAP_SNAPSHOT, &err) < 0 ||
+	    (memory && sbx_memory_snapshot_refusal(be, &err) < 0) ||
 	    !(m = be->ops->snapshot(ref, name, &err)))
 		sbx_die_err(&err);
 	sbx_out_json(m);
@@ -201,7 +207,7 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
 	const char *name = NULL, *image = NULL;
-	int c, json = 0, rc = SBX_EX_OK, table, i;
+	int c, json = 0, memory = 0, rc = SBX_EX_OK, table, i;
 
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
@@ -213,6 +219,9 @@ main(int argc, char **argv)
 			break;
 		case 'j':
 			json = 1;
+			break;
+		case OPT_MEMORY:
+			memory = 1;
 			break;
 		case 'n':
 			if (!sbx_snap_valid_name(optarg))
@@ -229,6 +238,8 @@ main(int argc, char **argv)
 	}
 	argv += optind;
 	argc -= optind;
+	if (memory && argc)
+		sbx_usage_error(usage, "--memory is for taking a snapshot");
 	if (argc && !strcmp(argv[0], "ls")) {
 		if (argc > 1)
 			sbx_usage_error(usage, "unexpected argument '%s'",
@@ -278,5 +289,5 @@ main(int argc, char **argv)
 	if (argc)
 		sbx_usage_error(usage, "unexpected argument '%s'", argv[0]);
 	sbx_flavour_pick_target(&t, 0);
-	return sbx_out_close(take(&t, name));
+	return sbx_out_close(take(&t, name, memory));
 }

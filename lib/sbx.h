@@ -996,6 +996,12 @@ int sbx_snap_rm(const char *id_or_name, struct sbx_err *err);
  * lacks them (added to given), its timeout where spec has none. */
 void sbx_snap_spec(const json_t *snap, struct sbx_spec *spec,
     unsigned *given, int image_given, int workdir_given);
+/* sbx-snapshot --memory, sbx-fork --memory: always -1, SBX_EX_USAGE with
+ * the reason (a backend's snapshots keep files only; on local, CRIU
+ * missing, or `criu check`'s error, or sbx not checkpointing processes)
+ * (lib/local/criu.c). */
+int sbx_memory_snapshot_refusal(const struct sbx_backend *be,
+    struct sbx_err *err);
 /* sbx-snapshot export: the snapshot as one tar on fd (lib/local/
  * snapport.c's header says what is in it). SBX_EX_USAGE for one stacked
  * on another. */
