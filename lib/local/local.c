@@ -263,18 +263,12 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 
 	if (read(go_fd, &c, 1) != 1)
 		_exit(1);
-	close(go_fd);
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
 		sbx_err_set(&err, SBX_EX_FAIL, "cannot become sandbox root:");
 		goto fail;
 	}
 	if (!s->rootless)
 		setgroups(0, NULL);
-	if (unshare(CLONE_NEWCGROUP) < 0) {
-		sbx_err_set(&err, SBX_EX_FAIL,
-		    "cannot create a cgroup namespace:");
-		goto fail;
-	}
 	if (sethostname(s->hostname, strlen(s->hostname)) < 0) {
 		sbx_err_set(&err, SBX_EX_FAIL, "cannot set the hostname:");
 		goto fail;
@@ -310,6 +304,17 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	}
 	if (sbx_local_mount_rootfs(s, &err) < 0)
 		goto fail;
+	/* In its cgroups by now (the parent's second byte: joining them
+	 * went on beside the mounts), which are the root of its cgroup
+	 * namespace; nothing of the sandbox's own has run yet. */
+	if (read(go_fd, &c, 1) != 1)
+		_exit(1);
+	close(go_fd);
+	if (unshare(CLONE_NEWCGROUP) < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL,
+		    "cannot create a cgroup namespace:");
+		goto fail;
+	}
 	/* Lift the fds the agent needs above any target, then place them. */
 	fds[0] = fcntl(s->config_fd, F_DUPFD_CLOEXEC, 100);
 	fds[1] = fcntl(s->listen_fd, F_DUPFD_CLOEXEC, 100);
@@ -627,8 +632,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	json_t *meta = NULL;
 	uint32_t slot = 0;
 	ssize_t n = 0;
-	pid_t pid = -1, netd = 0;
-	int netfd = -1; /* sbx-netd's readiness, until it is read */
+	pid_t pid = -1, netd = 0, apid = -1;
+	int n32, joined, netfd = -1; /* sbx-netd's readiness, until it is read */
 	uint64_t disk = spec->disk;
 	int diskfd = -1, disksock = -1;
 	pid_t diskpid = -1;
@@ -905,7 +910,13 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		goto fail;
 	}
 	rc = -1;
-	if (sbx_cg_attach(&cg, pid, err) < 0)
+	/* Joining its cgroups waits for an RCU grace period in the kernel
+	 * (the first write of a pid to a v1 cgroup.procs): 5 to 15 ms, most
+	 * of a create. A child of ours waits it out while the sandbox makes
+	 * its root; the sandbox takes its cgroup namespace only after. */
+	if ((apid = fork()) == 0)
+		_exit(sbx_cg_attach(&cg, pid, &ignored) < 0);
+	if (apid < 0 && sbx_cg_attach(&cg, pid, err) < 0)
 		goto fail;
 	/* A sandbox whose root waits for its mounts starts now on what
 	 * needs none of them (its hostname, cgroup namespace, loopback),
@@ -976,9 +987,25 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	p = sbx_xasprintf("%s/ca.crt", dir);
 	i = spec->network == SBX_NET_ALLOW && access(p, F_OK) == 0;
 	free(p);
-	if ((!early && write(go[1], &c, 1) != 1) || send_config(cp[0],
+	if (apid > 0) {
+		joined = waitpid(apid, &n32, 0) == apid && WIFEXITED(n32) &&
+		    !WEXITSTATUS(n32);
+		apid = -1;
+		/* Again here, for the reason it failed. */
+		if (!joined && sbx_cg_attach(&cg, pid, err) < 0)
+			goto fail;
+	}
+	if ((!early && write(go[1], &c, 1) != 1) || write(go[1], &c, 1) !=
+	    1 || send_config(cp[0],
 	    spec, workdir, i, json_object_get(iu.config, "Env"), &user) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot start the sandbox:");
+		/* One that failed on its way (its root) says why. */
+		if ((n = read(ep[0], msg, sizeof msg - 1)) > 0) {
+			msg[n] = '\0';
+			sbx_err_set(err, SBX_EX_FAIL, "%s", msg);
+		} else {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot start the "
+			    "sandbox:");
+		}
 		goto fail;
 	}
 	n = read(ep[0], msg, sizeof msg - 1);
@@ -1041,6 +1068,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	goto out;
 fail:
 	rc = -1;
+	if (apid > 0)
+		waitpid(apid, NULL, 0);
 	if (disksock >= 0) {
 		/* Its mount, if made, goes with it. */
 		kill(diskpid, SIGKILL);
