@@ -149,7 +149,8 @@ demux(struct xrun *x, const char *p, size_t n)
 /* Create an exec; its id in *eid. */
 static int
 exec_create(struct dk *d, const char *cid, char *const argv[], char **env,
-    const char *cwd, int in, int tty, char **eid, struct sbx_err *err)
+    const char *cwd, const char *user, int in, int tty, char **eid,
+    struct sbx_err *err)
 {
 	struct sbx_http_resp rs;
 	json_t *b = json_object(), *cmd = json_array(), *e = json_array();
@@ -168,6 +169,9 @@ exec_create(struct dk *d, const char *cid, char *const argv[], char **env,
 	json_object_set_new(b, "Env", e);
 	if (cwd)
 		json_object_set_new(b, "WorkingDir", json_string(cwd));
+	/* The engine looks it up in the container's own files. */
+	if (user)
+		json_object_set_new(b, "User", json_string(user));
 	*eid = NULL;
 	if (sbx_docker_req(d, "POST", b, &rs, err, "/containers/%s/exec",
 	    cid) < 0) {
@@ -237,7 +241,7 @@ signal_tagged(struct dk *d, const char *cid, int sig, const char *tag,
 	int rc;
 
 	snprintf(s, sizeof s, "%d", sig);
-	if (exec_create(d, cid, argv, NULL, "/", 0, 0, &eid, err) < 0)
+	if (exec_create(d, cid, argv, NULL, "/", NULL, 0, 0, &eid, err) < 0)
 		return -1;
 	b = json_pack("{sbsb}", "Detach", 1, "Tty", 0);
 	rc = sbx_docker_req(d, "POST", b, &rs, err, "/exec/%s/start", eid);
@@ -398,7 +402,7 @@ dx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	int fl;
 
 	if ((x->guard = guard_start(x->d, x->cid, x->tag, &x->gfd, err)) < 0 ||
-	    exec_create(x->d, x->cid, x->cmd, x->env, xs->o->cwd,
+	    exec_create(x->d, x->cid, x->cmd, x->env, xs->o->cwd, xs->o->user,
 	    sbx_xs_forwards_input(xs), xs->o->tty, &x->eid, err) < 0)
 		return -1;
 	x->path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR,

@@ -359,3 +359,19 @@ field() {
 	run field '[.mounts, .read, .busy, .destroyed, .gone] | @json'
 	assert_output '[[{"name":"sdk-vol","path":"/data"}],"through-a\n","VolumeError 409",true,"VolumeNotFoundError"]'
 }
+
+@test "SDK: commands run as user (uid 1000, home /home/user) unless asked for root; files.write's files are the user's; an unknown user is refused" {
+	box
+	run sdk user "$ID"
+	assert_success
+	OUT=$output
+	assert [ -n "$OUT" ]
+	assert_equal "$(field .def)" $'1000\n1000\nuser\n/home/user\n/home/user'
+	assert_equal "$(field .root)" $'0\n0\n/root\n/root'
+	assert_equal "$(field .owners)" $'1000:1000 /home/user\n1000:1000 /home/user/by-user.txt\n0:0 /tmp/by-root.txt'
+	assert_equal "$(field .made)" '1000:1000'
+	assert_equal "$(field '[.owner, .group] | @json')" '["user","user"]'
+	assert_equal "$(field .bg)" '0'
+	run field .unknown
+	assert_output --partial "invalid username: 'nosuch'"
+}
