@@ -585,6 +585,44 @@ static const struct sbx_xs_transport dx_transport = {
 	.finish = dx_finish,
 };
 
+/* -u's names, in the container's own files ($1 the user[:group]): the
+ * engine would run nothing either, but say so on the command's stdout
+ * with its 126. */
+static const char user_sh[] =
+    "u=${1%%:*} g=\n"
+    "case $1 in *:*) g=${1#*:} ;; esac\n"
+    "known() { awk -F: -v n=\"$2\" '$1 == n { f = 1 } END { exit !f }' "
+    "\"$1\"; }\n"
+    "case $u in *[!0-9]*) known /etc/passwd \"$u\" || "
+    "{ echo \"no user '$u' in the sandbox's /etc/passwd\"; exit 1; } ;; "
+    "esac\n"
+    "case $g in *[!0-9]*) known /etc/group \"$g\" || "
+    "{ echo \"no group '$g' in the sandbox's /etc/group\"; exit 1; } ;; "
+    "esac\n";
+
+static int
+user_known(const json_t *ref, const char *user, struct sbx_err *err)
+{
+	char *const argv[] = {"sh", "-c", (char *)user_sh, "sbx-exec",
+	    (char *)user, NULL};
+	struct sbx_exec_opts o = {.capture = 1, .max_output = 4096};
+	struct sbx_exec_result r;
+	int rc;
+
+	/* Ids alone need no look-up. */
+	if (strspn(user, "0123456789:") == strlen(user))
+		return 0;
+	if (sbx_docker_exec(ref, argv, &o, &r, err) < 0)
+		return -1;
+	rc = r.exit_code == 0 ? 0 : r.exit_code == 1 && r.out.len ?
+	    sbx_err_set(err, SBX_EX_USAGE, "%.*s", (int)strcspn(r.out.data,
+	    "\n"), r.out.data) : sbx_err_set(err, SBX_EX_EXECFAIL, "cannot "
+	    "look user '%s' up in the sandbox (status %d)", user, r.exit_code);
+	sbx_buf_release(&r.out);
+	sbx_buf_release(&r.err);
+	return rc;
+}
+
 int
 sbx_docker_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
@@ -600,6 +638,10 @@ sbx_docker_exec(const json_t *ref, char *const argv[],
 	size_t n = 0, i, k = 0;
 	int rc = -1;
 
+	if (o->user && user_known(ref, o->user, err) < 0) {
+		*res = (struct sbx_exec_result){0};
+		return -1;
+	}
 	sbx_xs_init(&xs, o, res, &dx_transport, &x);
 	if (sbx_docker_ref_open(&d, ref, &c, err) < 0) {
 		if (err->code != SBX_EX_NOSANDBOX)
