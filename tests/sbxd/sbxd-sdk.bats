@@ -267,20 +267,21 @@ field() {
 	assert_output '["a","a/m","a/m/deep","a/z","b","b/x","b/x/f","b/y","c"]'
 }
 
-@test "SDK: watchDir sees files.write as envd's events: create then write for a new file, write (no create) over an old one" {
+@test "SDK: watchDir sees files.write as envd's events: create, chmod (its chown) and write for a new file, write (no create) over an old one" {
 	box
 	run sdk watch-write "$ID"
 	assert_success
 	OUT=$output
 	run field '.content'
 	assert_output 'second, longer'
-	# A new file: created, then written (each write() is one; the
-	# kernel folds two alike in a row that were not read yet).
+	# A new file: created, given to the user (envd's chown: chmod), then
+	# written (each write() is one; the kernel folds two alike in a row
+	# that were not read yet).
 	run field '[.fresh[0], (.fresh | unique)] | @json'
-	assert_output '["create:f.txt",["create:f.txt","write:f.txt"]]'
+	assert_output '["create:f.txt",["chmod:f.txt","create:f.txt","write:f.txt"]]'
 	# An old one: written (its truncation, then the data), not created.
 	run field '.over | unique | @json'
-	assert_output '["write:f.txt"]'
+	assert_output '["chmod:f.txt","write:f.txt"]'
 }
 
 @test "SDK: downloadUrl and uploadUrl work with curl alone (the one sandbox URL), and an expired one says so" {
