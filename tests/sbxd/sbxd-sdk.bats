@@ -361,7 +361,7 @@ field() {
 	assert_output '[[{"name":"sdk-vol","path":"/data"}],"through-a\n","VolumeError 409",true,"VolumeNotFoundError"]'
 }
 
-@test "SDK: commands run as user (uid 1000, home /home/user) unless asked for root; files.write's files are the user's; an unknown user is refused" {
+@test "SDK: commands and ptys run as user (uid 1000, home /home/user) unless asked for root; files.write's files are the user's; an unknown user is refused" {
 	box
 	run sdk user "$ID"
 	assert_success
@@ -373,6 +373,7 @@ field() {
 	assert_equal "$(field .made)" '1000:1000'
 	assert_equal "$(field '[.owner, .group] | @json')" '["user","user"]'
 	assert_equal "$(field .bg)" '0'
+	assert_equal "$(field '[.ptyUser, .ptyRoot] | @json')" '["1000","0"]'
 	run field .unknown
 	assert_output --partial "invalid username: 'nosuch'"
 }
