@@ -10,7 +10,8 @@
 static const char usage[] =
     "usage: sbx-exec [-dijRtqv] [-b backend] [-I id | -s file] [-w dir] "
     "[-e name[=value]]...\n"
-    "                [-T duration] [-M bytes] [--] command [arg ...]\n";
+    "                [-u user[:group]] [-T duration] [-M bytes] [--] command "
+    "[arg ...]\n";
 
 static const struct option longopts[] = {
 	{"backend", required_argument, NULL, 'b'},
@@ -26,6 +27,7 @@ static const struct option longopts[] = {
 	{"state", required_argument, NULL, 's'},
 	{"timeout", required_argument, NULL, 'T'},
 	{"tty", no_argument, NULL, 't'},
+	{"user", required_argument, NULL, 'u'},
 	{"verbose", no_argument, NULL, 'v'},
 	{"version", no_argument, NULL, 'V'},
 	{"workdir", required_argument, NULL, 'w'},
@@ -184,6 +186,7 @@ static const struct sbx_help_opt helpopts[] = {
 	{"resume", NULL, "resume the sandbox first if it is paused"},
 	{"timeout", NULL, "kill the command after this long (exit 124)"},
 	{"tty", NULL, "run the command on a terminal"},
+	{"user", NULL, "run the command as this user (a name or a uid)"},
 	{"workdir", NULL, "the command's working directory"},
 	{NULL, NULL, NULL},
 };
@@ -220,7 +223,7 @@ main(int argc, char **argv)
 		    O_RDONLY) != c)
 			exit(SBX_EX_EXECFAIL);
 	o.max_output = 1u << 20;
-	while ((c = getopt_long(argc, argv, "+b:de:hI:ijM:qRs:tT:vVw:", longopts,
+	while ((c = getopt_long(argc, argv, "+b:de:hI:ijM:qRs:tT:u:vVw:", longopts,
 	    NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -253,6 +256,12 @@ main(int argc, char **argv)
 				bad("%s", err.msg);
 			o.timeout_ms = v * 1000;
 			break;
+		case 'u':
+			if (!*optarg)
+				bad("invalid user '' (want name, uid, "
+				    "name:group or uid:gid)");
+			o.user = optarg;
+			break;
 		case 'w':
 			o.cwd = optarg;
 			break;
@@ -279,11 +288,11 @@ main(int argc, char **argv)
 	/* A detached command has no terminal, stdin or caller to time it
 	 * out or to take its output. */
 	if (detached && (o.tty || o.interactive || o.timeout_ms ||
-	    o.max_output != 1u << 20)) {
+	    o.max_output != 1u << 20 || o.user)) {
 		fprintf(stderr, "%s: --detach does not go with %s\n",
 		    sbx_prog_get(), o.tty ? "--tty" : o.interactive ?
-		    "--interactive" : o.timeout_ms ? "--timeout" :
-		    "--max-output");
+		    "--interactive" : o.timeout_ms ? "--timeout" : o.user ?
+		    "--user" : "--max-output");
 		exit(SBX_EX_EXECFAIL);
 	}
 	if (o.cwd && o.cwd[0] != '/') {

@@ -580,6 +580,11 @@ struct sbx_exec_opts {
 	 * pause after that cannot keep it from running); NULL: none. */
 	void (*started)(void *arg);
 	void *started_arg;
+	/* Who runs it: "name", "uid", "name:group" or "uid:gid" as docker
+	 * exec -u, names through the sandbox's own /etc/passwd and
+	 * /etc/group; NULL: the sandbox's default (root, or its image's
+	 * User). An unknown name is SBX_EX_USAGE and nothing runs. */
+	const char *user;
 };
 
 struct sbx_exec_result {

@@ -102,3 +102,43 @@ traced() {
 	assert_output ''
 	assert_equal "$stderr" "sbx-exec: cannot send the command to the sandbox: Broken pipe"
 }
+
+@test "local: the host image has an account user (uid and gid 1000, its own /home/user) for sbx-exec -u" {
+	sbx-create -s "$BATS_TEST_TMPDIR/s.json" >/dev/null
+	run sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -u user -- sh -c \
+	    'id -un; id -u; id -g; id -G; echo "$HOME"; stat -c "%u:%g %a" /home/user; cd && touch f && stat -c %u:%g f'
+	assert_success
+	assert_output $'user\n1000\n1000\n1000\n/home/user\n1000:1000 755\n1000:1000'
+	# Root's as ever without -u, and the host's /etc/passwd is untouched.
+	run sx id -un
+	assert_output root
+	run grep -c '^user:x:1000:1000::/home/user:' /etc/passwd
+	assert_output 0
+}
+
+@test "local: sbx-exec -u looks names up in the sandbox's own /etc/passwd and /etc/group, supplementary groups included" {
+	local r=$BATS_TEST_TMPDIR/root
+	mkdir -p "$r"/usr/bin "$r"/etc "$r"/root "$r"/tmp "$r"/home/app
+	ln -s usr/bin "$r/bin"
+	/bin/busybox --install -s "$r/usr/bin"
+	rm -f "$r/usr/bin/busybox"
+	cp /bin/busybox "$r/usr/bin/busybox"
+	printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' \
+	    'app:x:1500:1500::/home/app:/bin/sh' >"$r/etc/passwd"
+	printf '%s\n' 'root:x:0:' 'app:x:1500:' 'extra:x:2500:root,app' \
+	    'other:x:3500:root' >"$r/etc/group"
+	sbx-create -i "$r" -s "$BATS_TEST_TMPDIR/s.json" >/dev/null
+	run sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -u app -- sh -c \
+	    'id -u; id -g; id -G; echo "$HOME"'
+	assert_success
+	assert_output $'1500\n1500\n1500 2500\n/home/app'
+	run sbx-exec -s "$BATS_TEST_TMPDIR/s.json" -u app:other -- id -g
+	assert_output 3500
+	# The host's accounts are not the sandbox's.
+	run -125 --separate-stderr sbx-exec -s "$BATS_TEST_TMPDIR/s.json" \
+	    -u user -- true
+	assert_equal "$stderr" "sbx-exec: no user 'user' in the sandbox's /etc/passwd"
+	run -125 --separate-stderr sbx-exec -s "$BATS_TEST_TMPDIR/s.json" \
+	    -u app:nosuch -- true
+	assert_equal "$stderr" "sbx-exec: no group 'nosuch' in the sandbox's /etc/group"
+}

@@ -149,7 +149,8 @@ demux(struct xrun *x, const char *p, size_t n)
 /* Create an exec; its id in *eid. */
 static int
 exec_create(struct dk *d, const char *cid, char *const argv[], char **env,
-    const char *cwd, int in, int tty, char **eid, struct sbx_err *err)
+    const char *cwd, const char *user, int in, int tty, char **eid,
+    struct sbx_err *err)
 {
 	struct sbx_http_resp rs;
 	json_t *b = json_object(), *cmd = json_array(), *e = json_array();
@@ -168,6 +169,9 @@ exec_create(struct dk *d, const char *cid, char *const argv[], char **env,
 	json_object_set_new(b, "Env", e);
 	if (cwd)
 		json_object_set_new(b, "WorkingDir", json_string(cwd));
+	/* The engine looks it up in the container's own files. */
+	if (user)
+		json_object_set_new(b, "User", json_string(user));
 	*eid = NULL;
 	if (sbx_docker_req(d, "POST", b, &rs, err, "/containers/%s/exec",
 	    cid) < 0) {
@@ -237,7 +241,7 @@ signal_tagged(struct dk *d, const char *cid, int sig, const char *tag,
 	int rc;
 
 	snprintf(s, sizeof s, "%d", sig);
-	if (exec_create(d, cid, argv, NULL, "/", 0, 0, &eid, err) < 0)
+	if (exec_create(d, cid, argv, NULL, "/", NULL, 0, 0, &eid, err) < 0)
 		return -1;
 	b = json_pack("{sbsb}", "Detach", 1, "Tty", 0);
 	rc = sbx_docker_req(d, "POST", b, &rs, err, "/exec/%s/start", eid);
@@ -398,7 +402,7 @@ dx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	int fl;
 
 	if ((x->guard = guard_start(x->d, x->cid, x->tag, &x->gfd, err)) < 0 ||
-	    exec_create(x->d, x->cid, x->cmd, x->env, xs->o->cwd,
+	    exec_create(x->d, x->cid, x->cmd, x->env, xs->o->cwd, xs->o->user,
 	    sbx_xs_forwards_input(xs), xs->o->tty, &x->eid, err) < 0)
 		return -1;
 	x->path = sbx_xasprintf("/v%d.%d/exec/%s/start", API_MAJOR,
@@ -581,6 +585,44 @@ static const struct sbx_xs_transport dx_transport = {
 	.finish = dx_finish,
 };
 
+/* -u's names, in the container's own files ($1 the user[:group]): the
+ * engine would run nothing either, but say so on the command's stdout
+ * with its 126. */
+static const char user_sh[] =
+    "u=${1%%:*} g=\n"
+    "case $1 in *:*) g=${1#*:} ;; esac\n"
+    "known() { awk -F: -v n=\"$2\" '$1 == n { f = 1 } END { exit !f }' "
+    "\"$1\"; }\n"
+    "case $u in *[!0-9]*) known /etc/passwd \"$u\" || "
+    "{ echo \"no user '$u' in the sandbox's /etc/passwd\"; exit 1; } ;; "
+    "esac\n"
+    "case $g in *[!0-9]*) known /etc/group \"$g\" || "
+    "{ echo \"no group '$g' in the sandbox's /etc/group\"; exit 1; } ;; "
+    "esac\n";
+
+static int
+user_known(const json_t *ref, const char *user, struct sbx_err *err)
+{
+	char *const argv[] = {"sh", "-c", (char *)user_sh, "sbx-exec",
+	    (char *)user, NULL};
+	struct sbx_exec_opts o = {.capture = 1, .max_output = 4096};
+	struct sbx_exec_result r;
+	int rc;
+
+	/* Ids alone need no look-up. */
+	if (strspn(user, "0123456789:") == strlen(user))
+		return 0;
+	if (sbx_docker_exec(ref, argv, &o, &r, err) < 0)
+		return -1;
+	rc = r.exit_code == 0 ? 0 : r.exit_code == 1 && r.out.len ?
+	    sbx_err_set(err, SBX_EX_USAGE, "%.*s", (int)strcspn(r.out.data,
+	    "\n"), r.out.data) : sbx_err_set(err, SBX_EX_EXECFAIL, "cannot "
+	    "look user '%s' up in the sandbox (status %d)", user, r.exit_code);
+	sbx_buf_release(&r.out);
+	sbx_buf_release(&r.err);
+	return rc;
+}
+
 int
 sbx_docker_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
@@ -596,6 +638,10 @@ sbx_docker_exec(const json_t *ref, char *const argv[],
 	size_t n = 0, i, k = 0;
 	int rc = -1;
 
+	if (o->user && user_known(ref, o->user, err) < 0) {
+		*res = (struct sbx_exec_result){0};
+		return -1;
+	}
 	sbx_xs_init(&xs, o, res, &dx_transport, &x);
 	if (sbx_docker_ref_open(&d, ref, &c, err) < 0) {
 		if (err->code != SBX_EX_NOSANDBOX)

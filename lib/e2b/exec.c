@@ -192,6 +192,11 @@ start_error(const struct run *r, char *const argv[], struct sbx_err *err)
 	enum sbx_xs_why why = sbx_xs_start_why(t);
 	char detail[400];
 
+	/* envd's "invalid username: 'x'": nothing ran. */
+	if (r->xs->o->user && !strcmp(r->error_code, "unauthenticated"))
+		return sbx_err_set(err, SBX_EX_USAGE, "no user '%s' in the "
+		    "sandbox (envd: %s)", r->xs->o->user, t);
+
 	/* envd's "cwd '/x' does not exist" (sbxd's: "cannot change
 	 * directory to '/x': ..."): the workdir, not the command; as
 	 * envd says it. */
@@ -613,7 +618,7 @@ exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	struct eb e;
 	json_t *sb = NULL, *msg = NULL;
 	const char *hdrs[10];
-	char tmo[64];
+	char tmo[64], *auth = NULL;
 	const char *id;
 	size_t i, n;
 	int rc = -1;
@@ -624,6 +629,12 @@ exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	sbx_xs_init(&xs, &wo, res, &rx_transport, &r);
 	if (!argv[0])
 		return sbx_err_set(err, SBX_EX_USAGE, "no command to run");
+	/* envd looks a user up by name, and takes no group. */
+	if (o->user && (strchr(o->user, ':') || strspn(o->user,
+	    "0123456789") == strlen(o->user)))
+		return sbx_err_set(err, SBX_EX_USAGE, "the e2b backend takes a "
+		    "user's name alone, not '%s' (envd has no uid or group)",
+		    o->user);
 	if (sbx_e2b_ref_id(ref, &id, err) < 0 ||
 	    sbx_e2b_open(&e, sbx_json_str(ref, "endpoint"), err) < 0)
 		return -1;
@@ -663,8 +674,18 @@ exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	r.e = &e;
 	if (sbx_e2b_envd_open(&r.v, ref, id, sb, err) < 0)
 		goto out;
+	/* -u: envd's user, as the SDKs name it, in place of root. */
+	if (o->user) {
+		char *up = sbx_xasprintf("%s:", o->user), *b = sbx_e2b_b64(up,
+		    strlen(up));
+
+		auth = sbx_xasprintf("Authorization: Basic %s", b);
+		free(up);
+		free(b);
+	}
 	for (n = 0; r.v.hdrs[n]; n++)
-		hdrs[n] = r.v.hdrs[n];
+		hdrs[n] = auth && !strcmp(r.v.hdrs[n], AS_ROOT) ? auth :
+		    r.v.hdrs[n];
 	hdrs[n++] = "Keepalive-Ping-Interval: 50";
 	/* envd ends the process at its deadline too, should our signal
 	 * not reach it. */
@@ -722,6 +743,7 @@ out:
 		json_decref(sb);
 	}
 	free(wdir);
+	free(auth);
 	sbx_e2b_close(&e);
 	return rc;
 }

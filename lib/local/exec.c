@@ -177,6 +177,8 @@ build_request(struct sbx_buf *b, char *const argv[],
 		sbx_msg_put_str(b, argv[argc]);
 	for (envc = 0; o->env && o->env[envc]; envc++)
 		sbx_msg_put_str(b, o->env[envc]);
+	if (flags & SBX_EXEC_USER)
+		sbx_msg_put_str(b, o->user);
 	return b->len > SBX_MSG_MAX ? -1 : 0;
 }
 
@@ -450,6 +452,8 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 		oc.env = caenv;
 		o = &oc;
 	}
+	if (o->user)
+		flags |= SBX_EXEC_USER;
 	if (build_request(&x.req, argv, o, flags) < 0) {
 		sbx_err_set(err, SBX_EX_EXECFAIL, "command line too long");
 		goto out;

@@ -135,6 +135,10 @@ struct req {
 	const char *cwd, *term;
 	char **argv, **env, *term_env;
 	int in, out, err, cg_procs, cg_kill;
+	const char *user;            /* -u, or NULL: the sandbox's user */
+	int has_home;                /* the request's env sets HOME */
+	struct sbx_local_user u;     /* -u's, looked up */
+	char *home_env;
 };
 
 static int
@@ -172,6 +176,8 @@ parse_req(struct sbx_msg *m, struct req *r)
 
 		if (!e || !strchr(e, '='))
 			return -1;
+		if (!strncmp(e, "HOME=", 5))
+			r->has_home = 1;
 		n = (size_t)(strchr(e, '=') - e) + 1;
 		for (j = 0; j < k; j++)
 			if (!strncmp(r->env[j], e, n))
@@ -180,6 +186,8 @@ parse_req(struct sbx_msg *m, struct req *r)
 		if (j == k)
 			k++;
 	}
+	if ((r->flags & SBX_EXEC_USER) && !(r->user = sbx_msg_get_str(m)))
+		return -1;
 	/* The fds the flags promise, in order: stdin, stdout, stderr, then
 	 * the exec cgroup's procs and kill files. */
 	if (((r->flags & SBX_EXEC_TTY) ? 0 : 2 + !!(r->flags & SBX_EXEC_STDIN)) +
@@ -195,6 +203,61 @@ parse_req(struct sbx_msg *m, struct req *r)
 		r->cg_procs = m->fds[fi++];
 		r->cg_kill = m->fds[fi++];
 	}
+	return 0;
+}
+
+/* Whether id is inside the sandbox's map (file: uid_map or gid_map). */
+static int
+mapped(const char *file, uint32_t id)
+{
+	char buf[1024], *p, *e;
+	unsigned long in, len;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (p = buf; *p; p = e) {
+		in = strtoul(p, &e, 10);
+		strtoul(e, &e, 10);
+		len = strtoul(e, &e, 10);
+		if (id >= in && id - in < len)
+			return 1;
+		if (e == p || !(e = strchr(e, '\n')))
+			break;
+		e++;
+	}
+	return 0;
+}
+
+/* sbx-exec -u: the user looked up in the sandbox's own files, its ids
+ * checked against the sandbox's map (a rootless one has root alone),
+ * HOME its home unless the request sets it. */
+static int
+as_user(struct req *r, struct sbx_err *err)
+{
+	uint32_t i;
+	size_t k;
+
+	if (sbx_local_user_lookup(r->user, &r->u, err) < 0)
+		return -1;
+	if (!mapped("/proc/self/uid_map", r->u.uid) ||
+	    !mapped("/proc/self/gid_map", r->u.gid))
+		return sbx_err_set(err, SBX_EX_USAGE, "user '%s' (%u:%u) is "
+		    "outside the sandbox's ids", r->user, r->u.uid, r->u.gid);
+	/* A rootless sandbox may not set groups: only root's own. */
+	for (i = 0; i < r->u.ngroups; i++)
+		if (!mapped("/proc/self/gid_map", r->u.groups[i]))
+			r->u.groups[i--] = r->u.groups[--r->u.ngroups];
+	if (r->has_home)
+		return 0;
+	r->home_env = sbx_xasprintf("HOME=%s", r->u.home);
+	for (k = 0; r->env[k] && strncmp(r->env[k], "HOME=", 5); k++)
+		;
+	r->env[k] = r->home_env;
 	return 0;
 }
 
@@ -300,7 +363,7 @@ spawn_child(void *arg)
 		    r->cwd);
 		spawn_fail(sp, SBX_EX_EXECFAIL, what, errno);
 	}
-	if (sbx_local_harden(&ag.user) < 0)
+	if (sbx_local_harden(r->user ? &r->u : &ag.user) < 0)
 		spawn_fail(sp, SBX_EX_EXECFAIL, "cannot drop privileges", errno);
 	exec_path(sp, r->argv, r->env);
 	return 0;
@@ -342,6 +405,7 @@ static void
 start_exec(int sock, struct sbx_msg *m)
 {
 	struct req r;
+	struct sbx_err uerr = {0};
 	struct spawn sp = {0};
 	struct sbx_buf b = SBX_BUF_INIT;
 	int master = -1, slave = -1, i;
@@ -354,6 +418,10 @@ start_exec(int sock, struct sbx_msg *m)
 	}
 	if (ag.nruns == MAX_EXECS) {
 		send_error(sock, SBX_EX_EXECFAIL, "too many commands at once");
+		goto out;
+	}
+	if (r.user && as_user(&r, &uerr) < 0) {
+		send_error(sock, (uint32_t)uerr.code, uerr.msg);
 		goto out;
 	}
 	if ((r.flags & SBX_EXEC_TTY) && open_pty(&r, &master, &slave) < 0) {
@@ -405,6 +473,7 @@ out:
 	free(r.argv);
 	free(r.env);
 	free(r.term_env);
+	free(r.home_env);
 }
 
 static void

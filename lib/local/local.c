@@ -763,6 +763,12 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	s.rootless = rootless;
 	s.image = host ? NULL : image;
 	s.workdir = workdir;
+	/* Rootless, the sandbox has root's id alone: no account to add. */
+	if (host && !rootless) {
+		if (sbx_local_host_accounts(dir, err) < 0)
+			goto fail;
+		s.accounts = 1;
+	}
 	if (rootless) {
 		s.uid_base = getuid();
 		s.gid_base = getgid();

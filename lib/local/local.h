@@ -44,6 +44,7 @@ enum {
 	SBX_EXEC_TTY = 1,
 	SBX_EXEC_STDIN = 2,  /* an fd for stdin is attached */
 	SBX_EXEC_CGROUP = 4, /* cgroup.procs and cgroup.kill fds attached */
+	SBX_EXEC_USER = 8,   /* the user to run as follows the env */
 };
 
 /* --- watch.c: the agent's record of changed directories (inotify) ----- */
@@ -181,6 +182,7 @@ struct sbx_local_setup {
 	const char *image;  /* NULL: host */
 	const char *workdir;
 	int rootless;
+	int accounts;       /* host image: DIR/passwd and DIR/group */
 	uid_t uid_base;     /* sandbox root on the host */
 	gid_t gid_base;
 	int init_fd;        /* the sbx-init binary */
@@ -263,6 +265,18 @@ struct sbx_local_user {
  * it); an unknown name is SBX_EX_USAGE. */
 int sbx_local_user_resolve(int rootfd, const char *spec,
     struct sbx_local_user *u, struct sbx_err *err);
+/* The same inside the sandbox (sbx-init, for sbx-exec -u): through its
+ * own /etc/passwd and /etc/group. */
+int sbx_local_user_lookup(const char *spec, struct sbx_local_user *u,
+    struct sbx_err *err);
+/* The host image's account for commands that are not root's, as E2B's
+ * sandboxes have it: user, uid and gid 1000, home /home/user. Its
+ * passwd and group, the host's with it added (unless the host has a
+ * user of that name), go to DIR/passwd and DIR/group, which the
+ * sandbox sees read-only as /etc/passwd and /etc/group. */
+#define SBX_LOCAL_USER_NAME "user"
+#define SBX_LOCAL_USER_ID 1000
+int sbx_local_host_accounts(const char *dir, struct sbx_err *err);
 
 /* --- seccomp.c and harden ------------------------------------------------ */
 

@@ -26,7 +26,8 @@ static const char *const private_dirs[] = {
  * (/bin -> usr/bin) and the private directories, on a small tmpfs made
  * by sandbox root itself, so it owns them and nothing touches the disk. */
 static int
-make_skeleton(const char *lower, const char *workdir, struct sbx_err *err)
+make_skeleton(const char *lower, const char *workdir, int accounts,
+    struct sbx_err *err)
 {
 	char link[256], *p;
 	struct stat st;
@@ -61,6 +62,15 @@ make_skeleton(const char *lower, const char *workdir, struct sbx_err *err)
 
 		p = sbx_xasprintf("%s/%s", lower, private_dirs[i]);
 		if (mkdir(p, 0755) < 0 || (tmp && chmod(p, 01777) < 0))
+			rc = sbx_err_set(err, SBX_EX_FAIL,
+			    "cannot create '%s':", p);
+		free(p);
+	}
+	/* The home of the account the host image adds, the user's. */
+	if (!rc && accounts) {
+		p = sbx_xasprintf("%s/home/" SBX_LOCAL_USER_NAME, lower);
+		if (mkdir(p, 0755) < 0 || chown(p, SBX_LOCAL_USER_ID,
+		    SBX_LOCAL_USER_ID) < 0)
 			rc = sbx_err_set(err, SBX_EX_FAIL,
 			    "cannot create '%s':", p);
 		free(p);
@@ -116,6 +126,27 @@ bind_ro(const char *src, const char *dst, struct sbx_err *err)
 		return sbx_err_set(err, SBX_EX_FAIL,
 		    "cannot make '%s' read-only:", dst);
 	return 0;
+}
+
+/* The host image's account (sbx_local_host_accounts): DIR/passwd and
+ * DIR/group over the host's, read-only as the rest of its /etc. */
+static int
+accounts(const struct sbx_local_setup *s, const char *root,
+    struct sbx_err *err)
+{
+	static const char *const f[] = {"passwd", "group"};
+	char *src, *dst;
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < 2 && !rc; i++) {
+		src = sbx_xasprintf("%s/%s", s->dir, f[i]);
+		dst = sbx_xasprintf("%s/etc/%s", root, f[i]);
+		rc = bind_ro(src, dst, err);
+		free(src);
+		free(dst);
+	}
+	return rc;
 }
 
 /* Mask one /proc entry: /dev/null over files, a read-only bind over
@@ -325,7 +356,7 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 	}
 	if (!s->image && (mount("tmpfs", lower, "tmpfs", MS_NOSUID | MS_NODEV,
 	    "mode=0755,size=64k,nr_inodes=256") < 0 ||
-	    make_skeleton(lower, s->workdir, err) < 0)) {
+	    make_skeleton(lower, s->workdir, s->accounts, err) < 0)) {
 		if (!err->msg[0])
 			sbx_err_set(err, SBX_EX_FAIL, "cannot mount the skeleton:");
 		goto out;
@@ -402,7 +433,8 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 			if (rc < 0)
 				goto out;
 		}
-		if (ca_certs(s, root, err) < 0)
+		if (ca_certs(s, root, err) < 0 || (s->accounts &&
+		    accounts(s, root, err) < 0))
 			goto out;
 	} else {
 		/* An image may lack the mount points and the workdir. */

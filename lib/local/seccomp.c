@@ -121,11 +121,13 @@ sbx_local_harden(const struct sbx_local_user *u)
 			return -1;
 	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 	/* The image's user: its capabilities stay (no setuid fixup) until
-	 * capset clears them below. Groups first, while we may. */
-	if (u && u->set && ((u->ngroups && syscall(SYS_setgroups,
-	    (size_t)u->ngroups, u->groups) < 0) || syscall(SYS_setresgid,
-	    u->gid, u->gid, u->gid) < 0 || syscall(SYS_setresuid, u->uid,
-	    u->uid, u->uid) < 0))
+	 * capset clears them below. Groups first, while we may: its own
+	 * alone, none but its primary when it has none (a rootless
+	 * sandbox may not set them: EPERM then, and root's are all). */
+	if (u && u->set && ((syscall(SYS_setgroups, (size_t)u->ngroups,
+	    u->groups) < 0 && (u->ngroups || errno != EPERM)) ||
+	    syscall(SYS_setresgid, u->gid, u->gid, u->gid) < 0 ||
+	    syscall(SYS_setresuid, u->uid, u->uid, u->uid) < 0))
 		return -1;
 	if (syscall(SYS_capset, &h, d) < 0)
 		return -1;

@@ -1,5 +1,6 @@
-/* user.c - an image's User (name, uid, name:group, uid:gid) as docker
- * reads it: names through the image's own /etc/passwd and /etc/group */
+/* user.c - an image's User, or sbx-exec -u's (name, uid, name:group,
+ * uid:gid), as docker reads it: names through the image's own (the
+ * sandbox's own) /etc/passwd and /etc/group */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -102,8 +104,9 @@ find_group(int rootfd, const char *spec, uint32_t *gid, const char *member,
 	return rc;
 }
 
-int
-sbx_local_user_resolve(int rootfd, const char *spec,
+/* whose: whose files the names were looked up in, for the message. */
+static int
+resolve(int rootfd, const char *spec, const char *whose,
     struct sbx_local_user *u, struct sbx_err *err)
 {
 	char *copy = sbx_xstrdup(spec), *user = copy, *group, uname[256] = "";
@@ -122,14 +125,14 @@ sbx_local_user_resolve(int rootfd, const char *spec,
 		/* A uid the image need not know: group 0 unless it does. */
 		find_passwd(rootfd, NULL, u->uid, u, uname, sizeof uname);
 	} else if (find_passwd(rootfd, user, 0, u, uname, sizeof uname) < 0) {
-		sbx_err_set(err, SBX_EX_USAGE, "no user '%s' in the image's "
-		    "/etc/passwd", user);
+		sbx_err_set(err, SBX_EX_USAGE, "no user '%s' in the %s's "
+		    "/etc/passwd", user, whose);
 		goto out;
 	}
 	if (group && find_group(rootfd, group, &u->gid, NULL, u) < 0 &&
 	    parse_id(group, &u->gid) < 0) {
-		sbx_err_set(err, SBX_EX_USAGE, "no group '%s' in the image's "
-		    "/etc/group", group);
+		sbx_err_set(err, SBX_EX_USAGE, "no group '%s' in the %s's "
+		    "/etc/group", group, whose);
 		goto out;
 	}
 	/* As docker: the groups that list the user by name, besides. */
@@ -139,5 +142,78 @@ sbx_local_user_resolve(int rootfd, const char *spec,
 	rc = 0;
 out:
 	free(copy);
+	return rc;
+}
+
+int
+sbx_local_user_resolve(int rootfd, const char *spec,
+    struct sbx_local_user *u, struct sbx_err *err)
+{
+	return resolve(rootfd, spec, "image", u, err);
+}
+
+int
+sbx_local_user_lookup(const char *spec, struct sbx_local_user *u,
+    struct sbx_err *err)
+{
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot open '/':");
+	rc = resolve(fd, spec, "sandbox", u, err);
+	close(fd);
+	return rc;
+}
+
+/* Copy the host's file (etc/passwd or etc/group) to path, line inserted
+ * after its first (root's), unless an entry of the name is there. */
+static int
+copy_with(const char *from, const char *path, const char *name,
+    const char *line, struct sbx_err *err)
+{
+	FILE *in = fopen(from, "re"), *out;
+	char buf[4096];
+	size_t n = strlen(name);
+	int first = 1, have = 0;
+
+	if (!in)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':", from);
+	while (fgets(buf, sizeof buf, in))
+		if (!strncmp(buf, name, n) && buf[n] == ':')
+			have = 1;
+	rewind(in);
+	if (!(out = fopen(path, "we"))) {
+		fclose(in);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':",
+		    path);
+	}
+	while (fgets(buf, sizeof buf, in)) {
+		fputs(buf, out);
+		if (first && !have && strchr(buf, '\n'))
+			fputs(line, out);
+		first = first && !strchr(buf, '\n');
+	}
+	if (first && !have)
+		fputs(line, out);
+	fclose(in);
+	if (fchmod(fileno(out), 0644) < 0 || fclose(out) == EOF)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s':", path);
+	return 0;
+}
+
+int
+sbx_local_host_accounts(const char *dir, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/passwd", dir), *q = sbx_xasprintf(
+	    "%s/group", dir);
+	int rc = copy_with("/etc/passwd", p, SBX_LOCAL_USER_NAME,
+	    SBX_LOCAL_USER_NAME ":x:1000:1000::/home/" SBX_LOCAL_USER_NAME
+	    ":/bin/sh\n", err);
+
+	if (rc == 0)
+		rc = copy_with("/etc/group", q, SBX_LOCAL_USER_NAME,
+		    SBX_LOCAL_USER_NAME ":x:1000:\n", err);
+	free(p);
+	free(q);
 	return rc;
 }

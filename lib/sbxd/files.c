@@ -139,8 +139,8 @@ id_name(const char *file, unsigned id, char *out, size_t n)
 }
 
 /* A user of the sandbox: its passwd's, else "user" (the template's
- * default user; sbxd's processes run as the sandbox's root, in
- * /home/user). */
+ * default user, when its image has no such account: then its processes
+ * run as the sandbox's root, in /home/user) or root. */
 static int
 user_find(const char *name, struct user *u)
 {
@@ -898,8 +898,10 @@ serve_one(const json_t *q, int *fd, struct watch *w, int *watching)
 	if (user_find(uname, &u) < 0)
 		return fail("unauthenticated", EINVAL, "invalid username: "
 		    "'%s'", uname);
+	/* Who a process runs as (proc.c): known, its home. */
 	if (!strcmp(op, "user"))
-		return json_object();
+		return json_pack("{s:b,s:s}", "known", u.known, "home",
+		    u.home);
 	if (!strcmp(op, "commit"))
 		return op_commit(p1 ? p1 : "");
 	/* A failed upload: a file it made goes (one it truncated stays

@@ -595,10 +595,8 @@ sbxd_unary_request(struct sbxd_req *r, enum MHD_Result *ret)
  * template's WORKDIR when it has one, else the home of root (the
  * sandbox's workdir, /home/user, is the default user's). */
 static char *
-cwd_of(const char *cwd, int root, const char *workdir)
+cwd_of(const char *cwd, int root, const char *home, const char *workdir)
 {
-	const char *home = root ? "/root" : "/home/user";
-
 	if ((!cwd || !*cwd) && workdir)
 		return sbx_xstrdup(workdir);
 	if (!cwd || !*cwd)
@@ -671,6 +669,7 @@ sbxd_proc_child(json_t *args, int *fds, int nfds)
 	o.interactive = json_is_true(json_object_get(args, "interactive"));
 	o.timeout_ms = (uint64_t)sbx_json_int(args, "timeout_ms", 0);
 	o.cwd = sbx_json_str(args, "cwd");
+	o.user = sbx_json_str(args, "user");
 	if (o.tty)
 		ioctl(0, TIOCSCTTY, 0);
 	argv = sbx_xcalloc(json_array_size(a) + 1, sizeof *argv);
@@ -709,10 +708,56 @@ proc_args(struct sbxd_box *b, char **argv, char **env,
 		json_array_append_new(a, json_string(argv[i]));
 	for (i = 0; env && env[i]; i++)
 		json_array_append_new(e, json_string(env[i]));
-	return json_pack("{s:O,s:o,s:o,s:s?,s:I,s:b,s:b}", "ref", b->ref,
+	return json_pack("{s:O,s:o,s:o,s:s?,s:I,s:b,s:b,s:s?}", "ref", b->ref,
 	    "argv", a, "env", e, "cwd", o->cwd, "timeout_ms",
 	    (json_int_t)o->timeout_ms, "tty", o->tty, "interactive",
-	    o->interactive);
+	    o->interactive, "user", o->user);
+}
+
+/* As envd: who a process runs as, the name the request gives (the SDK's
+ * default "user", or "root"), looked up in the sandbox's passwd by its
+ * files helper. *as: the exec's user (NULL: the sandbox's root, for
+ * "user" where its image has no such account), *home its home. -1 with
+ * the helper's error (an unknown name: "unauthenticated"). */
+static int
+run_as(struct sbxd_box *b, const char *name, char **as, char **home,
+    json_t **fail)
+{
+	json_t *a;
+	int known;
+
+	*as = *home = NULL;
+	*fail = NULL;
+	if (!strcmp(name, "root")) {
+		*as = sbx_xstrdup("0"); /* whatever its passwd calls it */
+		*home = sbx_xstrdup("/root");
+		return 0;
+	}
+	pthread_mutex_lock(&sbxd.mu);
+	known = !strcmp(name, "user") ? b->has_user : 0;
+	pthread_mutex_unlock(&sbxd.mu);
+	if (known) {
+		*as = known > 0 ? sbx_xstrdup(name) : NULL;
+		*home = sbx_xstrdup("/home/user");
+		return 0;
+	}
+	a = sbxd_inbox_do(b, json_pack("{s:s,s:s}", "op", "user", "user",
+	    name), NULL);
+	if (sbx_json_str(a, "error")) {
+		*fail = a;
+		return -1;
+	}
+	known = json_is_true(json_object_get(a, "known"));
+	*as = known ? sbx_xstrdup(name) : NULL;
+	*home = sbx_xstrdup(sbx_json_str(a, "home") ? sbx_json_str(a, "home") :
+	    "/home/user");
+	if (!strcmp(name, "user")) {
+		pthread_mutex_lock(&sbxd.mu);
+		b->has_user = known ? 1 : -1;
+		pthread_mutex_unlock(&sbxd.mu);
+	}
+	json_decref(a);
+	return 0;
 }
 
 static enum MHD_Result
@@ -726,6 +771,8 @@ h_start(struct sbxd_req *r)
 	struct sbxd_box *b = r->box;
 	const char *cmd, *to;
 	char **argv = NULL, **env = NULL, *cwd = NULL, *name, *user;
+	char *as = NULL, *home = NULL;
+	json_t *ufail;
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
 	int res[2] = {-1, -1}, master = -1, slave = -1, use_stdin, root;
 	int go[2] = {-1, -1};
@@ -766,17 +813,24 @@ h_start(struct sbxd_req *r)
 		goto out;
 	}
 	env = sbxd_box_env(b, json_object_get(proc, "envs"));
-	/* As envd: the user the request names (root, or the default user;
-	 * commands run as the sandbox's root either way), whose HOME comes
-	 * first, before the sandbox's envVars and the process's envs. */
+	/* As envd: the user the request names (the SDK's "user" unless it
+	 * asks for root), whose HOME comes first, before the sandbox's
+	 * envVars and the process's envs. */
 	user = sbxd_rpc_user(r);
-	root = user && !strcmp(user, "root");
-	free(user);
-	if (root) {
-		free(env[0]);
-		env[0] = sbx_xstrdup("HOME=/root");
+	/* Not the default user: no cwd is the user's home, not ours. */
+	root = user && strcmp(user, "user");
+	if (run_as(b, user ? user : "user", &as, &home, &ufail) < 0) {
+		free(user);
+		ret = stream_fail(r, sbx_json_str(ufail, "error"),
+		    sbx_json_str(ufail, "message"));
+		json_decref(ufail);
+		goto out;
 	}
-	cwd = cwd_of(sbx_json_str(proc, "cwd"), root, b->workdir);
+	free(user);
+	free(env[0]);
+	env[0] = sbx_xasprintf("HOME=%s", home);
+	cwd = cwd_of(sbx_json_str(proc, "cwd"), root, home, b->workdir);
+	o.user = as;
 	v = json_object_get(j, "stdin");
 	use_stdin = v ? json_is_true(v) : 1;
 	if ((to = sbxd_header(r, "Connect-Timeout-Ms")) &&
@@ -919,6 +973,8 @@ out:
 	free(argv);
 	sbxd_env_free(env);
 	free(cwd);
+	free(as);
+	free(home);
 	if (master >= 0)
 		close(master);
 	if (slave >= 0)

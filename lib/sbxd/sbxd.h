@@ -58,6 +58,10 @@ struct sbxd_box {
 	/* Made with network.rules: its network helper has a CA the
 	 * sandbox trusts, so a PUT may change the rules. */
 	int ca;
+	/* Whether its passwd has E2B's default user, "user" (proc.c
+	 * asks once): 0 not asked yet, 1 yes, -1 no (its processes run
+	 * as root). */
+	int has_user;
 	/* E2B's network of GET, never a password: {"allowOut","denyOut"},
 	 * "egressProxy" {"address","username"} when there is one, and
 	 * "maskRequestHost" (port.c puts it in the Host of the requests

@@ -884,3 +884,68 @@ ended_under() {
 		assert_failure 2
 	fi
 }
+
+# --- the user (-u) -------------------------------------------------------------
+# nobody (65534, group nogroup 65534, home /nonexistent) is in the host's
+# passwd, the test image's and so the e2b backend's base template's.
+
+@test "$B: sbx-exec -u NAME runs the command as that user: uid, gid, groups, HOME, and what it makes is its" {
+	shared_sandbox
+	local f=/tmp/by-nobody-$BATS_TEST_NUMBER
+	run sbx-exec -s s.json -u nobody -- sh -c \
+	    "id -u; id -g; id -G; echo \"\$HOME\"; touch $f; stat -c '%u:%g' $f; rm -f $f"
+	assert_success
+	assert_output $'65534\n65534\n65534\n/nonexistent\n65534:65534'
+	# -e HOME wins over the user's home; without -u, root as ever.
+	run sbx-exec -s s.json -u nobody -e HOME=/tmp -- sh -c 'echo "$HOME"'
+	assert_output /tmp
+	run sx id -u
+	assert_output 0
+}
+
+@test "$B: sbx-exec -u UID:GID and NAME:GROUP run as those ids (a name alone on e2b, whose envd takes no ids)" {
+	shared_sandbox
+	if [ "$BACKEND" = e2b ]; then
+		for u in 1000:1000 1000 nobody:root; do
+			run -125 --separate-stderr sbx-exec -s s.json -u "$u" -- \
+			    touch "/tmp/ran-$BATS_TEST_NUMBER"
+			assert_output ''
+			assert_equal "$stderr" "sbx-exec: the e2b backend takes a user's name alone, not '$u' (envd has no uid or group)"
+		done
+		run sx test -e "/tmp/ran-$BATS_TEST_NUMBER"
+		assert_failure 1
+		return
+	fi
+	run sbx-exec -s s.json -u 1000:1001 -- sh -c 'id -u; id -g; id -G'
+	assert_success
+	assert_output $'1000\n1001\n1001'
+	run sbx-exec -s s.json -u nobody:root -- sh -c 'id -u; id -g'
+	assert_success
+	assert_output $'65534\n0'
+}
+
+@test "$B: sbx-exec -u with a user the sandbox does not know fails with 125, one line, and runs nothing" {
+	shared_sandbox
+	run -125 --separate-stderr sbx-exec -s s.json -u no-such-user -- \
+	    touch "/tmp/ran-$BATS_TEST_NUMBER"
+	assert_output ''
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ "$stderr" == "sbx-exec: "*"no-such-user"* ]] || fail "$stderr"
+	# A group it does not know, where groups are taken (not on e2b).
+	if [ "$BACKEND" != e2b ]; then
+		run -125 --separate-stderr sbx-exec -s s.json \
+		    -u nobody:no-such-group -- touch "/tmp/ran-$BATS_TEST_NUMBER"
+		assert_output ''
+		assert_equal "$stderr" "sbx-exec: no group 'no-such-group' in the sandbox's /etc/group"
+	fi
+	run sx test -e "/tmp/ran-$BATS_TEST_NUMBER"
+	assert_failure 1
+}
+
+@test "$B: sbx-exec -u does not go with --detach or an empty user (125)" {
+	shared_sandbox
+	run -125 --separate-stderr sbx-exec -s s.json -d -u nobody -- true
+	assert_equal "$stderr" "sbx-exec: --detach does not go with --user"
+	run -125 --separate-stderr sbx-exec -s s.json -u '' -- true
+	assert_equal "$stderr" "sbx-exec: invalid user '' (want name, uid, name:group or uid:gid)"
+}

@@ -79,11 +79,11 @@ sh_in() {
 		base64 -d
 }
 
-@test "Stat of the home directory gives envd's EntryInfo" {
+@test "Stat of the home directory gives envd's EntryInfo: the user's own, as on E2B" {
 	run rpc Stat '{"path":"/home/user"}'
 	assert_output 200
 	run jq -c '.entry | [.name, .type, .path, .mode, .permissions, .owner, .group, (.modifiedTime | test("^[0-9-]+T[0-9:.]+Z$"))]' "$BATS_TEST_TMPDIR/body"
-	assert_output '["user","FILE_TYPE_DIRECTORY","/home/user",493,"drwxr-xr-x","root","root",true]'
+	assert_output '["user","FILE_TYPE_DIRECTORY","/home/user",493,"drwxr-xr-x","user","user",true]'
 }
 
 @test "Stat of a missing path is not_found" {
@@ -591,9 +591,10 @@ watch() {
 		[[ $got == *'b.txt","type":"EVENT_TYPE_WRITE'* ]] && break
 		sleep 0.05
 	done
-	# Each upload as envd's: the file made, then written.
+	# Each upload as envd's: the file made, given to the user (its
+	# chown, a chmod event), then written.
 	run echo "$got"
-	assert_output '{"name":"a.txt","type":"EVENT_TYPE_CREATE"}{"name":"a.txt","type":"EVENT_TYPE_WRITE"}{"name":"b.txt","type":"EVENT_TYPE_CREATE"}{"name":"b.txt","type":"EVENT_TYPE_WRITE"}'
+	assert_output '{"name":"a.txt","type":"EVENT_TYPE_CREATE"}{"name":"a.txt","type":"EVENT_TYPE_CHMOD"}{"name":"a.txt","type":"EVENT_TYPE_WRITE"}{"name":"b.txt","type":"EVENT_TYPE_CREATE"}{"name":"b.txt","type":"EVENT_TYPE_CHMOD"}{"name":"b.txt","type":"EVENT_TYPE_WRITE"}'
 	run rpc RemoveWatcher "{\"watcherId\":\"$wid\"}"
 	assert_output 200
 	run rpc GetWatcherEvents "{\"watcherId\":\"$wid\"}"

@@ -267,20 +267,21 @@ field() {
 	assert_output '["a","a/m","a/m/deep","a/z","b","b/x","b/x/f","b/y","c"]'
 }
 
-@test "SDK: watchDir sees files.write as envd's events: create then write for a new file, write (no create) over an old one" {
+@test "SDK: watchDir sees files.write as envd's events: create, chmod (its chown) and write for a new file, write (no create) over an old one" {
 	box
 	run sdk watch-write "$ID"
 	assert_success
 	OUT=$output
 	run field '.content'
 	assert_output 'second, longer'
-	# A new file: created, then written (each write() is one; the
-	# kernel folds two alike in a row that were not read yet).
+	# A new file: created, given to the user (envd's chown: chmod), then
+	# written (each write() is one; the kernel folds two alike in a row
+	# that were not read yet).
 	run field '[.fresh[0], (.fresh | unique)] | @json'
-	assert_output '["create:f.txt",["create:f.txt","write:f.txt"]]'
+	assert_output '["create:f.txt",["chmod:f.txt","create:f.txt","write:f.txt"]]'
 	# An old one: written (its truncation, then the data), not created.
 	run field '.over | unique | @json'
-	assert_output '["write:f.txt"]'
+	assert_output '["chmod:f.txt","write:f.txt"]'
 }
 
 @test "SDK: downloadUrl and uploadUrl work with curl alone (the one sandbox URL), and an expired one says so" {
@@ -358,4 +359,21 @@ field() {
 	assert_output '["sdk-vol","sdk-vol","VolumeError 409",true,"sdk-vol"]'
 	run field '[.mounts, .read, .busy, .destroyed, .gone] | @json'
 	assert_output '[[{"name":"sdk-vol","path":"/data"}],"through-a\n","VolumeError 409",true,"VolumeNotFoundError"]'
+}
+
+@test "SDK: commands and ptys run as user (uid 1000, home /home/user) unless asked for root; files.write's files are the user's; an unknown user is refused" {
+	box
+	run sdk user "$ID"
+	assert_success
+	OUT=$output
+	assert [ -n "$OUT" ]
+	assert_equal "$(field .def)" $'1000\n1000\nuser\n/home/user\n/home/user'
+	assert_equal "$(field .root)" $'0\n0\n/root\n/root'
+	assert_equal "$(field .owners)" $'1000:1000 /home/user\n1000:1000 /home/user/by-user.txt\n0:0 /tmp/by-root.txt'
+	assert_equal "$(field .made)" '1000:1000'
+	assert_equal "$(field '[.owner, .group] | @json')" '["user","user"]'
+	assert_equal "$(field .bg)" '0'
+	assert_equal "$(field '[.ptyUser, .ptyRoot] | @json')" '["1000","0"]'
+	run field .unknown
+	assert_output --partial "invalid username: 'nosuch'"
 }

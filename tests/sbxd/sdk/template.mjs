@@ -25,7 +25,8 @@ try {
 const exists = await Template.exists(name)
 const sbx = await Sandbox.create(name)
 const r = await sbx.commands.run(
-  'cat /app/hello.txt /app/sub/deep.txt /app/built /tmp/started; echo "$GREETING|$QUOTED"; pwd',
+  // (the start command's file is root's, mode 0600: its presence only)
+  'cat /app/hello.txt /app/sub/deep.txt /app/built; test -e /tmp/started && echo started; echo "$GREETING|$QUOTED"; pwd',
 )
 // A second build of the same template: every upload already there.
 const logs2 = []

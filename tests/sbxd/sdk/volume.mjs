@@ -15,7 +15,8 @@ try {
 const listed = (await Volume.list()).map((v) => v.name)
 const info = await Volume.getInfo(vol.volumeId)
 const a = await Sandbox.create({ timeoutMs: 120_000, volumeMounts: { '/data': 'sdk-vol' } })
-await a.commands.run('echo through-a > /data/f')
+// A volume's root is root's (sbxd(8)), as the SDK's default user is not.
+await a.commands.run('echo through-a > /data/f', { user: 'root' })
 const mounts = (await a.getInfo()).volumeMounts
 await a.kill()
 const b = await Sandbox.create({ timeoutMs: 120_000, volumeMounts: { '/mnt/v': vol } })
