@@ -368,4 +368,20 @@ __attribute__((weak)) int sbx_shell_remote(const json_t *ref,
 /* The static sbx-init binary of this installation, opened; -1 with err. */
 int sbx_local_init_open(struct sbx_err *err);
 
+/* --- snapport: what a snapshot's export (lib/local/snapport.c) is made of,
+ * shared with the backends whose snapshots are not the store's --- */
+struct archive;
+/* Not the sandbox's own (/proc, /sys, /dev, sbx's /tmp/.sbx). */
+int sbx_snap_port_skipped(const char *rel);
+/* Hidden from a layer by those above: rel or a directory above it in wh
+ * (whited out), or a directory above it in op (made opaque). */
+int sbx_snap_port_hidden(const json_t *wh, const json_t *op, const char *rel);
+/* "/rel" appended to list unless it is there. */
+void sbx_snap_port_add_once(json_t *list, const char *rel);
+/* The export's tar writer on fd, its head written: sbx-snapshot.json
+ * (meta m with "format", the lists deleted and opaque, owners
+ * "sandbox"), then "files/"; NULL on a failure. */
+struct archive *sbx_snap_port_open(int fd, const json_t *m, json_t *deleted,
+    json_t *opaque, struct sbx_err *err);
+
 #endif

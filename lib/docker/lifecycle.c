@@ -260,7 +260,7 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	struct sbx_http_resp rs = {0};
 	struct sbx_spec sp = *spec;
 	struct dk d;
-	json_t *body = NULL, *info = NULL, *c = NULL, *cref;
+	json_t *body = NULL, *info = NULL, *c = NULL, *cref, *snap = NULL;
 	char *id = NULL, *q = NULL, *netroot = NULL, *tag = NULL;
 	size_t i;
 	int rc = -1;
@@ -292,7 +292,20 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		goto out;
 	if (netroot && sbx_docker_net_check(&d, info, spec, err) < 0)
 		goto out;
-	if (image_is_dir(spec->image)) {
+	if (spec->from) {
+		/* The snapshot's image: its files, env and workdir. */
+		if (!(snap = sbx_docker_snap_find(&d, spec->from, err)))
+			goto out;
+		if (strcmp(spec->image, sbx_json_str(snap, "image") ?
+		    sbx_json_str(snap, "image") : "")) {
+			sbx_err_set(err, SBX_EX_USAGE, "a docker sandbox from "
+			    "snapshot '%s' has its image '%s' (no --image)",
+			    spec->from, sbx_json_str(snap, "image") ?
+			    sbx_json_str(snap, "image") : "?");
+			goto out;
+		}
+		sp.image = sbx_json_str(snap, "image_id");
+	} else if (image_is_dir(spec->image)) {
 		/* Nothing to pull: the directory is the image. */
 		if (sbx_docker_import(&d, spec->image, &tag, err) < 0)
 			goto out;
@@ -380,6 +393,7 @@ out:
 	}
 	json_decref(info);
 	json_decref(c);
+	json_decref(snap);
 	free(netroot);
 	free(q);
 	free(id);
@@ -700,4 +714,7 @@ const struct sbx_backend_ops sbx_docker_ops = {
 	.shell = sbx_shell_remote,
 	.stats = sbx_docker_stats,
 	.volume = sbx_docker_volume,
+	.snapshot = sbx_docker_snapshot,
+	.snapshots = sbx_docker_snapshots,
+	.snap_export = sbx_docker_snap_export_op,
 };

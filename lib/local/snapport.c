@@ -40,8 +40,8 @@ struct port {
 
 /* Not the sandbox's own: the mount points every sandbox has, and sbx's
  * state in it (its detached commands' output). */
-static int
-skipped(const char *rel)
+int
+sbx_snap_port_skipped(const char *rel)
 {
 	static const char *const top[] = {"proc", "sys", "dev", "tmp/.sbx"};
 	size_t i, n;
@@ -131,24 +131,22 @@ out:
 	return rc;
 }
 
-/* Hidden from this layer by one above: rel or a directory above it
- * whited out, or a directory above it made opaque. */
-static int
-hidden(const struct port *x, const char *rel)
+int
+sbx_snap_port_hidden(const json_t *wh, const json_t *op, const char *rel)
 {
 	char *p = sbx_xstrdup(rel), *slash;
-	int h = json_object_get(x->wh, p) != NULL;
+	int h = json_object_get(wh, p) != NULL;
 
 	while (!h && (slash = strrchr(p, '/'))) {
 		*slash = '\0';
-		h = json_object_get(x->wh, p) || json_object_get(x->op, p);
+		h = json_object_get(wh, p) || json_object_get(op, p);
 	}
 	free(p);
 	return h;
 }
 
-static void
-add_once(json_t *list, const char *rel)
+void
+sbx_snap_port_add_once(json_t *list, const char *rel)
 {
 	char *p = sbx_xasprintf("/%s", rel);
 	json_t *v;
@@ -190,7 +188,8 @@ walk(struct port *x, int l, const char *rel, int pass)
 		    sbx_xstrdup(nm);
 		path = sbx_xasprintf("%s/%s", dir, nm);
 		was = (int)json_integer_value(json_object_get(x->seen, crel));
-		if (skipped(crel) || hidden(x, crel)) {
+		if (sbx_snap_port_skipped(crel) ||
+		    sbx_snap_port_hidden(x->wh, x->op, crel)) {
 			;
 		} else if (lstat(path, &st) < 0) {
 			rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read "
@@ -201,7 +200,7 @@ walk(struct port *x, int l, const char *rel, int pass)
 			 * again above, maybe: removed first all the same). */
 			json_object_set_new(x->next_wh, crel, json_true());
 			if (!pass)
-				add_once(x->deleted, crel);
+				sbx_snap_port_add_once(x->deleted, crel);
 		} else if (was && (was != 2 || !S_ISDIR(st.st_mode))) {
 			;       /* the layer above's wins */
 		} else {
@@ -209,7 +208,7 @@ walk(struct port *x, int l, const char *rel, int pass)
 				json_object_set_new(x->next_op, crel,
 				    json_true());
 				if (!pass)
-					add_once(x->opaque, crel);
+					sbx_snap_port_add_once(x->opaque, crel);
 			}
 			if (!was) {
 				json_object_set_new(x->seen, crel,
@@ -250,13 +249,66 @@ walk_all(struct port *x, int pass)
 	return 0;
 }
 
+struct archive *
+sbx_snap_port_open(int fd, const json_t *m, json_t *deleted, json_t *opaque,
+    struct sbx_err *err)
+{
+	static const char *const drop[] = {"layers", "pause_ms", "image_id",
+	    "base_layers", "base_size", "endpoint"};
+	struct archive_entry *e;
+	json_t *man = json_deep_copy(m);
+	struct archive *w = archive_write_new();
+	char *s;
+	size_t i;
+	int rc = 0;
+
+	if (archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
+	    archive_write_open_fd(w, fd) != ARCHIVE_OK)
+		rc = -1;
+
+	json_object_set_new(man, "format", json_string("sbx-snapshot/1"));
+	json_object_set(man, "deleted", deleted);
+	json_object_set(man, "opaque", opaque);
+	/* What only the store, or the engine, means. */
+	for (i = 0; i < sizeof drop / sizeof drop[0]; i++)
+		json_object_del(man, drop[i]);
+	json_object_set_new(man, "owners", json_string("sandbox"));
+	s = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(man);
+	e = archive_entry_new();
+	archive_entry_set_pathname(e, "sbx-snapshot.json");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, (la_int64_t)strlen(s));
+	archive_entry_set_mtime(e, sbx_json_int(m, "created_epoch", 0), 0);
+	if (rc < 0 || archive_write_header(w, e) != ARCHIVE_OK ||
+	    archive_write_data(w, s, strlen(s)) != (la_ssize_t)strlen(s))
+		rc = -1;
+	archive_entry_free(e);
+	free(s);
+	if (rc == 0) {
+		e = archive_entry_new();
+		archive_entry_set_pathname(e, "files/");
+		archive_entry_set_filetype(e, AE_IFDIR);
+		archive_entry_set_perm(e, 0755);
+		rc = archive_write_header(w, e) == ARCHIVE_OK ? 0 : -1;
+		archive_entry_free(e);
+	}
+	if (rc < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
+		    archive_error_string(w));
+		archive_write_free(w);
+		return NULL;
+	}
+	return w;
+}
+
 int
 sbx_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
 {
 	struct port x = {0};
-	struct archive_entry *e;
-	json_t *m, *man = NULL, *layers, *v;
-	char *s = NULL;
+	json_t *m, *layers, *v;
 	size_t i;
 	int rc = -1;
 
@@ -289,46 +341,9 @@ sbx_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
 	x.err = err;
 	if (walk_all(&x, 0) < 0)
 		goto out;
-	man = json_deep_copy(m);
-	json_object_set_new(man, "format", json_string("sbx-snapshot/1"));
-	json_object_set(man, "deleted", x.deleted);
-	json_object_set(man, "opaque", x.opaque);
-	json_object_del(man, "layers");
-	json_object_del(man, "pause_ms");
-	json_object_set_new(man, "owners", json_string("sandbox"));
-	s = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
-	x.w = archive_write_new();
-	if (archive_write_set_format_pax_restricted(x.w) != ARCHIVE_OK ||
-	    archive_write_set_bytes_in_last_block(x.w, 1) != ARCHIVE_OK ||
-	    archive_write_open_fd(x.w, fd) != ARCHIVE_OK) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
-		    archive_error_string(x.w));
+	if (!(x.w = sbx_snap_port_open(fd, m, x.deleted, x.opaque, err)))
 		goto out;
-	}
-	e = archive_entry_new();
-	archive_entry_set_pathname(e, "sbx-snapshot.json");
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0644);
-	archive_entry_set_size(e, (la_int64_t)strlen(s));
-	archive_entry_set_mtime(e, sbx_json_int(m, "created_epoch", 0), 0);
-	if (archive_write_header(x.w, e) != ARCHIVE_OK ||
-	    archive_write_data(x.w, s, strlen(s)) != (la_ssize_t)strlen(s)) {
-		archive_entry_free(e);
-		sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
-		    archive_error_string(x.w));
-		goto out;
-	}
-	archive_entry_free(e);
-	e = archive_entry_new();
-	archive_entry_set_pathname(e, "files/");
-	archive_entry_set_filetype(e, AE_IFDIR);
-	archive_entry_set_perm(e, 0755);
-	rc = archive_write_header(x.w, e) == ARCHIVE_OK ? 0 :
-	    sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
-	    archive_error_string(x.w));
-	archive_entry_free(e);
-	if (rc == 0)
-		rc = walk_all(&x, 1);
+	rc = walk_all(&x, 1);
 	if (rc == 0 && archive_write_close(x.w) != ARCHIVE_OK)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write the "
 		    "archive: %s", archive_error_string(x.w));
@@ -344,8 +359,6 @@ out:
 	json_decref(x.next_op);
 	for (i = 0; i < (size_t)x.nlayers; i++)
 		free(x.layer[i]);
-	json_decref(man);
 	json_decref(m);
-	free(s);
 	return rc;
 }
