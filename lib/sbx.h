@@ -999,7 +999,8 @@ int sbx_snap_rm(const char *id_or_name, struct sbx_err *err);
 /* A sandbox from snap (borrowed by spec): its image and workdir unless
  * given, its labels under spec's (an object), its limits where given
  * (SBX_CAP_MEMORY, _CPUS, _PIDS, as sbx_limits_default takes them)
- * lacks them (added to given), its timeout where spec has none. */
+ * lacks them (added to given), its timeout where spec has none, its
+ * runtime (docker's) where spec has none. */
 void sbx_snap_spec(const json_t *snap, struct sbx_spec *spec,
     unsigned *given, int image_given, int workdir_given);
 /* sbx-snapshot --memory, sbx-fork --memory: always -1, SBX_EX_USAGE with

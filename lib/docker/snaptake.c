@@ -357,6 +357,8 @@ snap_meta(const char *sid, const char *name, const json_t *c,
 	json_object_set_new(m, "limits", lim);
 	json_object_set_new(m, "files", json_null());
 	json_object_set_new(m, "memory", json_false());
+	json_object_set_new(m, "runtime", sbx_json_str(hc, "Runtime") ?
+	    json_string(sbx_json_str(hc, "Runtime")) : json_null());
 	json_object_set_new(m, "base_layers", json_integer(parent ?
 	    sbx_json_int(parent, "base_layers", 0) : (json_int_t)
 	    json_array_size(json_object_get(json_object_get(base, "RootFS"),

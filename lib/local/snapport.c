@@ -254,7 +254,7 @@ sbx_snap_port_open(int fd, const json_t *m, json_t *deleted, json_t *opaque,
     struct sbx_err *err)
 {
 	static const char *const drop[] = {"layers", "pause_ms", "image_id",
-	    "base_layers", "base_size", "endpoint"};
+	    "base_layers", "base_size", "endpoint", "runtime"};
 	struct archive_entry *e;
 	json_t *man = json_deep_copy(m);
 	struct archive *w = archive_write_new();
@@ -270,7 +270,7 @@ sbx_snap_port_open(int fd, const json_t *m, json_t *deleted, json_t *opaque,
 	json_object_set_new(man, "format", json_string("sbx-snapshot/1"));
 	json_object_set(man, "deleted", deleted);
 	json_object_set(man, "opaque", opaque);
-	/* What only the store, or the engine, means. */
+	/* What only the store, or the engine, means (a runtime too). */
 	for (i = 0; i < sizeof drop / sizeof drop[0]; i++)
 		json_object_del(man, drop[i]);
 	json_object_set_new(man, "owners", json_string("sandbox"));
