@@ -70,6 +70,10 @@ int sbx_docker_find(struct dk *d, const json_t *ref, json_t **out,
 /* sbx_docker_open on the ref's endpoint, then sbx_docker_find. */
 int sbx_docker_ref_open(struct dk *d, const json_t *ref, json_t **c,
     struct sbx_err *err);
+/* POST /containers/ID/VERB (lifecycle.c); 304 (nothing to do) is no
+ * error, another failure is what, with the engine's words. */
+int sbx_docker_post(struct dk *d, const char *id, const char *verb,
+    const char *what, struct sbx_err *err);
 /* "running", "paused", "stopped", "expired", ... of an inspect object. */
 const char *sbx_docker_status_of(const json_t *c);
 /* The listing entry, shaped as the local backend's. */

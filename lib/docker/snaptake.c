@@ -49,23 +49,6 @@ req_fd(struct dk *d, const char *method, const char *path, int in, int out,
 	return rc;
 }
 
-/* POST /containers/ID/VERB; 304 (nothing to do) is no error. */
-static int
-post(struct dk *d, const char *id, const char *verb, struct sbx_err *err)
-{
-	struct sbx_http_resp rs;
-	int rc = 0;
-
-	if (sbx_docker_req(d, "POST", NULL, &rs, err, "/containers/%s/%s", id,
-	    verb) < 0)
-		return -1;
-	if (rs.status >= 300 && rs.status != 304)
-		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot %s the container: %s",
-		    verb, sbx_docker_msg(&rs));
-	sbx_http_resp_release(&rs);
-	return rc;
-}
-
 static json_t *
 inspect_image(struct dk *d, const char *image, struct sbx_err *err)
 {
@@ -429,7 +412,8 @@ freeze_copy(struct dk *d, const json_t *c, const char *workdir,
 
 	t0 = sbx_mono_ms();
 	if (!strcmp(sbx_docker_status_of(c), "running")) {
-		if (post(d, id, "pause", err) < 0)
+		if (sbx_docker_post(d, id, "pause", "cannot pause the "
+		    "container", err) < 0)
 			return -1;
 		paused = 1;
 	}
@@ -455,8 +439,8 @@ freeze_copy(struct dk *d, const json_t *c, const char *workdir,
 		rc = req_fd(d, "GET", p, -1, wfd, &rs, err);
 		free(p);
 		if (rc == 0 && rs.status != 200)
-			rc = sbx_docker_fail(&rs, SBX_EX_FAIL, "cannot read the "
-			    "workdir's files", err);
+			rc = sbx_docker_fail(&rs, SBX_EX_FAIL, "cannot read "
+			    "the workdir's files", err);
 		if (rc < 0)
 			goto out;
 	}
@@ -464,8 +448,8 @@ freeze_copy(struct dk *d, const json_t *c, const char *workdir,
 out:
 	sbx_http_resp_release(&rs);
 	free(q);
-	if (paused && post(d, id, "unpause", rc < 0 ? &(struct sbx_err){0} :
-	    err) < 0)
+	if (paused && sbx_docker_post(d, id, "unpause", "cannot unpause the "
+	    "container", rc < 0 ? &(struct sbx_err){0} : err) < 0)
 		rc = -1;
 	*pause_ms = sbx_mono_ms() - t0;
 	return rc;
@@ -502,8 +486,8 @@ sbx_docker_snap_take(const json_t *ref, const char *name, struct sbx_err *err)
 		i = json_array_size(a);
 		json_decref(a);
 		if (i) {
-			sbx_err_set(err, SBX_EX_FAIL, "the snapshot name '%s' is "
-			    "in use", name);
+			sbx_err_set(err, SBX_EX_FAIL, "the snapshot name '%s' "
+			    "is in use", name);
 			goto out;
 		}
 	}
@@ -544,10 +528,9 @@ sbx_docker_snap_take(const json_t *ref, const char *name, struct sbx_err *err)
 	loaded = 1;
 	if (rs.status != 200 || (rs.body.data && (strstr(rs.body.data,
 	    "\"errorDetail\"") || strstr(rs.body.data, "\"error\"")))) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot load the snapshot's image: "
-		    "%.300s (status %ld)", sbx_json_str(rs.json, "message") ?
-		    sbx_json_str(rs.json, "message") : rs.body.data ?
-		    rs.body.data : "no reason given", rs.status);
+		sbx_err_set(err, SBX_EX_FAIL, "cannot load the snapshot's "
+		    "image: %.300s (status %ld)", rs.body.data ? rs.body.data :
+		    "no reason given", rs.status);
 		goto out;
 	}
 	if (!(fin = inspect_image(&d, tag, err)))
@@ -590,18 +573,14 @@ out:
 /* The snapshot's own layers (those above its base image's), top first,
  * merged as the overlay merges them, into snapport's archive. */
 struct port {
-	json_t *deleted, *opaque;
-	/* As lib/local/snapport.c's: seen (1 not a directory, 2 a
-	 * directory) in a layer above; whited out or made opaque above,
-	 * and by this layer for the next. */
-	json_t *seen, *wh, *op, *next_wh, *next_op;
+	struct sbx_snap_merge m;
+	int *fds, n;    /* the layers' tars, bottom first */
 	json_t *links;  /* this layer's hard links to emit: target -> names */
 	/* Per layer, from pass 0: the directories with an entry below them
 	 * (parent), and those with one that is not a directory nor the
 	 * engine's mount point (need). A directory of the first and not the
 	 * second was only copied up for a mount point: not the sandbox's. */
 	json_t **parent, **need;
-	int layer;
 	struct archive *w;
 	struct sbx_err *err;
 };
@@ -659,14 +638,32 @@ read_fail(struct archive *a, struct sbx_err *err)
 	    "layers: %s", archive_error_string(a));
 }
 
-/* e (of a) as "files/rel" in the archive, with the data of src (a, or
- * another reader). */
+/* A file with what a reads of its current entry, or -1. */
+static int
+spool(struct archive *a, struct sbx_err *err)
+{
+	char buf[65536];
+	la_ssize_t n;
+	int fd = tmpfd(err);
+
+	while (fd >= 0 && (n = archive_read_data(a, buf, sizeof buf)) != 0)
+		if (n < 0 || sbx_write_all(fd, buf, (size_t)n) < 0) {
+			read_fail(a, err);
+			close(fd);
+			fd = -1;
+		}
+	return fd;
+}
+
+/* e as "files/rel" in the archive, its data from a (the layer's
+ * reader), or from fd when it is not -1. */
 static int
 emit(struct port *x, struct archive_entry *e, const char *rel,
-    struct archive *src)
+    struct archive *a, int fd)
 {
 	struct archive_entry *o = archive_entry_clone(e);
-	char *name = sbx_xasprintf("files/%s", rel);
+	char *name = sbx_xasprintf("files/%s", rel), buf[65536];
+	ssize_t n;
 	int rc = 0;
 
 	archive_entry_set_pathname(o, name);
@@ -678,9 +675,22 @@ emit(struct port *x, struct archive_entry *e, const char *rel,
 	if (archive_write_header(x->w, o) != ARCHIVE_OK)
 		rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot write the "
 		    "archive: %s", archive_error_string(x->w));
-	else if (archive_entry_filetype(e) == AE_IFREG &&
-	    archive_entry_size(e) > 0)
-		rc = copy_data(src, x->w, x->err);
+	else if (archive_entry_filetype(e) != AE_IFREG ||
+	    archive_entry_size(e) <= 0)
+		;
+	else if (fd < 0)
+		rc = copy_data(a, x->w, x->err);
+	else if (lseek(fd, 0, SEEK_SET) < 0)
+		rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read a layer:");
+	else
+		while (!rc && (n = read(fd, buf, sizeof buf)) != 0)
+			if (n < 0)
+				rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot "
+				    "read a layer:");
+			else if (archive_write_data(x->w, buf, (size_t)n) != n)
+				rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot "
+				    "write the archive: %s",
+				    archive_error_string(x->w));
 	archive_entry_free(o);
 	free(name);
 	return rc;
@@ -691,7 +701,7 @@ emit(struct port *x, struct archive_entry *e, const char *rel,
 static int
 emit_links(struct port *x, int fd)
 {
-	struct archive *a = archive_read_new(), *t = NULL;
+	struct archive *a = archive_read_new();
 	struct archive_entry *e;
 	json_t *names, *v;
 	size_t i;
@@ -710,40 +720,14 @@ emit_links(struct port *x, int fd)
 		    archive_entry_hardlink(e))
 			continue;
 		/* Its data once, for each name. */
-		if ((tfd = tmpfd(x->err)) < 0) {
+		if ((tfd = spool(a, x->err)) < 0) {
 			rc = -1;
 			break;
 		}
-		t = archive_write_new();
-		archive_write_set_format_raw(t);
-		archive_write_add_filter_none(t);
-		if (archive_write_open_fd(t, tfd) != ARCHIVE_OK)
-			rc = read_fail(t, x->err);
-		else {
-			struct archive_entry *raw = archive_entry_new();
-
-			archive_entry_set_filetype(raw, AE_IFREG);
-			if (archive_write_header(t, raw) != ARCHIVE_OK)
-				rc = read_fail(t, x->err);
-			archive_entry_free(raw);
-		}
-		if (!rc)
-			rc = copy_data(a, t, x->err);
-		archive_write_free(t);
-		json_array_foreach(names, i, v) {
-			struct archive *f = archive_read_new();
-
-			archive_read_support_format_raw(f);
-			archive_read_support_filter_none(f);
-			if (rc || lseek(tfd, 0, SEEK_SET) < 0 ||
-			    archive_read_open_fd(f, tfd, 65536) != ARCHIVE_OK ||
-			    archive_read_next_header(f, &(struct archive_entry *)
-			    {NULL}) != ARCHIVE_OK)
-				rc = rc ? rc : read_fail(f, x->err);
-			else
-				rc = emit(x, e, json_string_value(v), f);
-			archive_read_free(f);
-		}
+		json_array_foreach(names, i, v)
+			if (!rc)
+				rc = emit(x, e, json_string_value(v), NULL,
+				    tfd);
 		close(tfd);
 	}
 	archive_read_free(a);
@@ -751,11 +735,13 @@ emit_links(struct port *x, int fd)
 	return rc;
 }
 
-/* One layer (a tar on fd): pass 0 the whiteouts and opaque directories,
- * 1 the files too. */
+/* Layer l from the top (a tar): pass 0 the whiteouts and opaque
+ * directories, 1 the files too. */
 static int
-walk_layer(struct port *x, int fd, int pass)
+walk_layer(void *arg, int l, int pass)
 {
+	struct port *x = arg;
+	int fd = x->fds[x->n - 1 - l];
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
 	const char *base;
@@ -778,46 +764,38 @@ walk_layer(struct port *x, int fd, int pass)
 		else
 			dir[0] = '\0';
 		if (!pass && *rel) {
-			mark_up(x->parent[x->layer], rel);
+			mark_up(x->parent[l], rel);
 			if (archive_entry_filetype(e) != AE_IFDIR &&
 			    !mount_point(rel))
-				mark_up(x->need[x->layer], rel);
+				mark_up(x->need[l], rel);
 		}
 		if (!*rel || mount_point(rel) || (pass &&
 		    archive_entry_filetype(e) == AE_IFDIR &&
-		    json_object_get(x->parent[x->layer], rel) &&
-		    !json_object_get(x->need[x->layer], rel))) {
+		    json_object_get(x->parent[l], rel) &&
+		    !json_object_get(x->need[l], rel))) {
 			;       /* the image's root; the engine's files */
 		} else if (!strcmp(base, ".wh..wh..opq")) {
 			if (*dir && !sbx_snap_port_skipped(dir) &&
-			    !sbx_snap_port_hidden(x->wh, x->op, dir)) {
-				json_object_set_new(x->next_op, dir,
-				    json_true());
-				if (!pass)
-					sbx_snap_port_add_once(x->opaque, dir);
-			}
+			    !sbx_snap_merge_hidden(&x->m, dir))
+				sbx_snap_merge_mark(&x->m, dir, 1, pass);
 		} else if (!strncmp(base, ".wh.", 4)) {
 			free(rel);
 			rel = *dir ? sbx_xasprintf("%s/%s", dir, base + 4) :
 			    sbx_xstrdup(base + 4);
 			if (!sbx_snap_port_skipped(rel) &&
-			    !sbx_snap_port_hidden(x->wh, x->op, rel)) {
-				json_object_set_new(x->next_wh, rel,
-				    json_true());
-				if (!pass)
-					sbx_snap_port_add_once(x->deleted, rel);
-			}
+			    !sbx_snap_merge_hidden(&x->m, rel))
+				sbx_snap_merge_mark(&x->m, rel, 0, pass);
 		} else if (!sbx_snap_port_skipped(rel) &&
-		    !sbx_snap_port_hidden(x->wh, x->op, rel)) {
+		    !sbx_snap_merge_hidden(&x->m, rel)) {
 			type = archive_entry_filetype(e);
 			isdir = type == AE_IFDIR;
-			was = (int)json_integer_value(json_object_get(x->seen,
-			    rel));
+			was = (int)json_integer_value(json_object_get(
+			    x->m.seen, rel));
 			/* The layer above's wins; sockets, fifos and
 			 * devices are the sandbox's business. */
 			if (!was && (isdir || type == AE_IFREG ||
 			    type == AE_IFLNK || archive_entry_hardlink(e))) {
-				json_object_set_new(x->seen, rel,
+				json_object_set_new(x->m.seen, rel,
 				    json_integer(isdir ? 2 : 1));
 				if (pass && archive_entry_hardlink(e)) {
 					p = rel_of(archive_entry_hardlink(e));
@@ -828,7 +806,7 @@ walk_layer(struct port *x, int fd, int pass)
 					    x->links, p), json_string(rel));
 					free(p);
 				} else if (pass)
-					rc = emit(x, e, rel, a);
+					rc = emit(x, e, rel, a, -1);
 			}
 		}
 		free(rel);
@@ -841,44 +819,6 @@ walk_layer(struct port *x, int fd, int pass)
 out:
 	archive_read_free(a);
 	return rc;
-}
-
-/* Every layer of fds (bottom first), top first, for a pass. */
-static int
-walk_layers(struct port *x, const int *fds, int n, int pass)
-{
-	int l;
-
-	json_object_clear(x->seen);
-	json_object_clear(x->wh);
-	json_object_clear(x->op);
-	for (l = n - 1; l >= 0; l--) {
-		json_object_clear(x->next_wh);
-		json_object_clear(x->next_op);
-		x->layer = l;
-		if (walk_layer(x, fds[l], pass) < 0)
-			return -1;
-		json_object_update(x->wh, x->next_wh);
-		json_object_update(x->op, x->next_op);
-	}
-	return 0;
-}
-
-/* A file with what a reads of its current entry, or -1. */
-static int
-spool(struct archive *a, struct sbx_err *err)
-{
-	char buf[65536];
-	la_ssize_t n;
-	int fd = tmpfd(err);
-
-	while (fd >= 0 && (n = archive_read_data(a, buf, sizeof buf)) != 0)
-		if (n < 0 || sbx_write_all(fd, buf, (size_t)n) < 0) {
-			read_fail(a, err);
-			close(fd);
-			fd = -1;
-		}
-	return fd;
 }
 
 /* The layers ids[from...] of the engine's save of an image (a tar on
@@ -992,11 +932,9 @@ sbx_docker_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
 		goto out;
 	close(sfd);
 	sfd = -1;
-	x.seen = json_object();
-	x.wh = json_object();
-	x.op = json_object();
-	x.next_wh = json_object();
-	x.next_op = json_object();
+	sbx_snap_merge_init(&x.m);
+	x.fds = fds;
+	x.n = (int)(n - base);
 	x.links = json_object();
 	x.parent = sbx_xcalloc(n - base + 1, sizeof *x.parent);
 	x.need = sbx_xcalloc(n - base + 1, sizeof *x.need);
@@ -1004,26 +942,11 @@ sbx_docker_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
 		x.parent[i] = json_object();
 		x.need[i] = json_object();
 	}
-	x.deleted = json_array();
-	x.opaque = json_array();
 	x.err = err;
-	if (walk_layers(&x, fds, (int)(n - base), 0) < 0 ||
-	    !(x.w = sbx_snap_port_open(fd, m, x.deleted, x.opaque, err)))
-		goto out;
-	rc = walk_layers(&x, fds, (int)(n - base), 1);
-	if (rc == 0 && archive_write_close(x.w) != ARCHIVE_OK)
-		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write the "
-		    "archive: %s", archive_error_string(x.w));
+	rc = sbx_snap_merge_export(&x.m, x.n, walk_layer, &x, fd, m, &x.w,
+	    err);
 out:
-	if (x.w)
-		archive_write_free(x.w);
-	json_decref(x.deleted);
-	json_decref(x.opaque);
-	json_decref(x.seen);
-	json_decref(x.wh);
-	json_decref(x.op);
-	json_decref(x.next_wh);
-	json_decref(x.next_op);
+	sbx_snap_merge_release(&x.m);
 	json_decref(x.links);
 	for (i = 0; fds && i < n - base; i++) {
 		if (fds[i] >= 0)

@@ -25,16 +25,6 @@ teardown() {
 	done
 }
 
-# The backend under test's import flags: its backend and image (as
-# CREATE has them), not docker:runsc's runtime.
-import_flags() {
-	local a
-	for a in "${CREATE[@]}"; do
-		[ "$a" = -R ] && break
-		printf '%s\n' "$a"
-	done
-}
-
 # Files of every kind in the workdir, and one outside it.
 fill() {
 	sx sh -c 'cd /workspace && mkdir -p d/e "with space" &&
