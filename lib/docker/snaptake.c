@@ -181,6 +181,21 @@ out:
 	return rc;
 }
 
+/* "sha256:HEX" of what fd holds, into out (72 bytes). */
+static int
+digest_of(int fd, char *out, struct sbx_err *err)
+{
+	unsigned char sum[32];
+	size_t i;
+
+	if (lseek(fd, 0, SEEK_SET) < 0 || sbx_sha256_fd(fd, sum) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot read a layer:");
+	memcpy(out, "sha256:", 8);
+	for (i = 0; i < 32; i++)
+		snprintf(out + 7 + 2 * i, 3, "%02x", sum[i]);
+	return 0;
+}
+
 /* One file of the load's tar: data, or (data NULL) what fd holds. */
 static int
 put_file(struct archive *w, const char *name, const char *data, int fd,
@@ -451,7 +466,8 @@ out:
 	if (paused && sbx_docker_post(d, id, "unpause", "cannot unpause the "
 	    "container", rc < 0 ? &(struct sbx_err){0} : err) < 0)
 		rc = -1;
-	*pause_ms = sbx_mono_ms() - t0;
+	/* One paused or stopped already was not paused by us. */
+	*pause_ms = paused ? sbx_mono_ms() - t0 : 0;
 	return rc;
 }
 
@@ -464,7 +480,6 @@ sbx_docker_snap_take(const json_t *ref, const char *name, struct sbx_err *err)
 	json_t *fin = NULL, *out = NULL, *a;
 	char sid[32], hex[SBX_ID_LEN + 1], *commit = NULL, *tag = NULL;
 	char diff[80], *p;
-	unsigned char sum[32];
 	const char *workdir;
 	long long pause_ms = 0;
 	int wfd = -1, lfd = -1, tfd = -1, loaded = 0;
@@ -506,16 +521,12 @@ sbx_docker_snap_take(const json_t *ref, const char *name, struct sbx_err *err)
 	if (freeze_copy(&d, c, workdir, &commit, wfd, &pause_ms, err) < 0)
 		goto out;
 	if (wfd >= 0) {
-		if (workdir_layer(workdir, wfd, lfd, err) < 0)
+		/* A copy, not the archive's tar as it is: the engine's
+		 * save of a layer made of that one is not the same bytes
+		 * (its digest, the layer's id, would not hold). */
+		if (workdir_layer(workdir, wfd, lfd, err) < 0 ||
+		    digest_of(lfd, diff, err) < 0)
 			goto out;
-		if (lseek(lfd, 0, SEEK_SET) < 0 || sbx_sha256_fd(lfd, sum) <
-		    0) {
-			sbx_err_set(err, SBX_EX_FAIL, "cannot read a layer:");
-			goto out;
-		}
-		memcpy(diff, "sha256:", 7);
-		for (i = 0; i < 32; i++)
-			snprintf(diff + 7 + 2 * i, 3, "%02x", sum[i]);
 	}
 	if (!(cm = inspect_image(&d, commit, err)))
 		goto out;
@@ -832,8 +843,7 @@ spool_layers(int fd, const json_t *ids, size_t from, int *fds,
 	struct archive *a = archive_read_new();
 	struct archive_entry *e;
 	const char *name;
-	size_t n = json_array_size(ids), k, i;
-	unsigned char sum[32];
+	size_t n = json_array_size(ids), k;
 	char hex[80];
 	int rc = 0, r, lfd;
 
@@ -851,16 +861,11 @@ spool_layers(int fd, const json_t *ids, size_t from, int *fds,
 			rc = -1;
 			break;
 		}
-		if (lseek(lfd, 0, SEEK_SET) < 0 || sbx_sha256_fd(lfd, sum) <
-		    0) {
+		if (digest_of(lfd, hex, err) < 0) {
 			close(lfd);
-			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot read a "
-			    "layer:");
+			rc = -1;
 			break;
 		}
-		memcpy(hex, "sha256:", 8);
-		for (i = 0; i < 32; i++)
-			snprintf(hex + 7 + 2 * i, 3, "%02x", sum[i]);
 		for (k = from; k < n; k++)
 			if (fds[k - from] < 0 && !strcmp(hex, json_string_value(
 			    json_array_get(ids, k))))
