@@ -220,11 +220,22 @@ $(BIN)/remote/sbx-shell: $(BUILD)/cmd/sbx-shell.o $(REMOTE_LINK)
 		$(REMOTE_LIBS) $(LDLIBS)
 
 # sbx-snapshot exports and imports a snapshot as a tar (libarchive).
-$(BIN)/remote/sbx-sync $(BIN)/remote/sbx-cp $(BIN)/remote/sbx-snapshot: \
+$(BIN)/remote/sbx-sync $(BIN)/remote/sbx-cp: \
 		$(BIN)/remote/%: $(BUILD)/cmd/%.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SYNC_LIBS) $(REMOTE_LIBS) $(LDLIBS)
+
+# sbx-snapshot and sbx-fork take docker snapshots, and sbx-snapshot
+# exports them (lib/docker/snaptake.c, libarchive): -u pulls it in, which
+# the other tools' weak references leave out.
+$(BIN)/remote/sbx-snapshot $(BIN)/remote/sbx-fork: \
+		$(BIN)/remote/%: $(BUILD)/cmd/%.o $(REMOTE_LINK)
+	@mkdir -p $(@D)
+	$(MSG) LD $@
+	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_snap_take \
+		-Wl,-u,sbx_docker_snap_export -o $@ $^ $(SYNC_LIBS) \
+		$(REMOTE_LIBS) $(LDLIBS)
 
 $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)

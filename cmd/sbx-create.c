@@ -672,9 +672,11 @@ main(int argc, char **argv)
 	if (!(be = sbx_backend_get(backend, &err)))
 		sbx_die_err(&err);
 	/* The local store's snapshots are the local backend's; another
-	 * backend's are its own, by id (e2b: a template). */
+	 * backend's are its own (docker: images with their meta; e2b:
+	 * templates, by id). */
 	if (from && (build || sbx_backend_need(be, SBX_CAP_SNAPSHOT, &err) <
-	    0 || (be->in_store && !(snap = sbx_snap_get(from, &err))))) {
+	    0 || (!(snap = sbx_backend_snap_get(be, from, &err)) &&
+	    err.code))) {
 		if (build)
 			sbx_usage_error(usage, "--from and --build exclude each "
 			    "other");

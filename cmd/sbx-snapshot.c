@@ -17,7 +17,7 @@ static const char usage[] =
     "                    [-I id | -s file]\n"
     "       sbx-snapshot ls [-j] [-b backend]\n"
     "       sbx-snapshot rm [-b backend] snapshot ...\n"
-    "       sbx-snapshot export snapshot\n"
+    "       sbx-snapshot export [-b backend] snapshot\n"
     "       sbx-snapshot import [-b backend] [-i image] [-s file] "
     "[file.tar]\n";
 
@@ -117,11 +117,12 @@ store_of(const char *backend)
 	return be;
 }
 
-/* export: the local store's snapshot as a tar on stdout, never on a
- * terminal. */
+/* export: a snapshot of the local store (or of the backend of -b) as a
+ * tar on stdout, never on a terminal. */
 static int
-export(char **argv, int argc)
+export(const char *backend, char **argv, int argc)
 {
+	const struct sbx_backend *be = NULL;
 	struct sbx_err err = {0};
 
 	if (argc != 2)
@@ -130,8 +131,14 @@ export(char **argv, int argc)
 	if (isatty(1))
 		sbx_usage_error(usage, "export writes a tar: not to a terminal "
 		    "(redirect it to a file)");
-	sbx_flavour_pick("local");
-	if (sbx_snap_export(argv[1], 1, &err) < 0)
+	if (backend)
+		be = store_of(backend);
+	else
+		sbx_flavour_pick("local");
+	if ((be && be->ops->snap_export ? be->ops->snap_export(argv[1], 1,
+	    &err) : be && !be->in_store ? sbx_err_set(&err, SBX_EX_USAGE,
+	    "backend '%s' cannot export its snapshots", be->name) :
+	    sbx_snap_export(argv[1], 1, &err)) < 0)
 		sbx_die_err(&err);
 	return SBX_EX_OK;
 }
@@ -275,9 +282,9 @@ main(int argc, char **argv)
 		return sbx_out_close(rc);
 	}
 	if (argc && !strcmp(argv[0], "export")) {
-		if (name || image || t.id || t.state_path || t.backend)
+		if (name || image || t.id || t.state_path)
 			sbx_usage_error(usage, "export takes a snapshot alone");
-		return sbx_out_close(export(argv, argc));
+		return sbx_out_close(export(t.backend, argv, argc));
 	}
 	if (argc && !strcmp(argv[0], "import")) {
 		if (name)

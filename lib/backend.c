@@ -49,7 +49,8 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_PULL | SBX_CAP_SUSPEND | SBX_CAP_STOP |
 		    SBX_CAP_FILES | SBX_CAP_NAME | SBX_CAP_KEEP |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
-		    SBX_CAP_DISK | SBX_CAP_SHELL | SBX_CAP_VOLUMES,
+		    SBX_CAP_DISK | SBX_CAP_SHELL | SBX_CAP_VOLUMES |
+		    SBX_CAP_SNAPSHOT,
 		.compress = SBX_COMPRESS_GZIP,
 		.cpu_second_default = SBX_E2B_VCPU_SECOND,
 		.ops = REMOTE(sbx_docker_ops),
@@ -223,6 +224,31 @@ sbx_backend_check_spec(const struct sbx_backend *be,
 		    "no ports (--port): every port of its sandboxes answers at "
 		    "a URL of its own, which sbx-port prints", be->name);
 	return sbx_backend_need(be, want, err);
+}
+
+static int
+snap_got(json_t *snap, void *arg)
+{
+	json_t **out = arg;
+
+	*out = json_incref(snap);
+	return 0;
+}
+
+json_t *
+sbx_backend_snap_get(const struct sbx_backend *be, const char *id_or_name,
+    struct sbx_err *err)
+{
+	json_t *m = NULL;
+
+	if (!be->ops->snapshots)
+		return sbx_snap_get(id_or_name, err);
+	err->code = 0;
+	if (be->ops->snapshots("get", id_or_name, snap_got, &m, err) < 0) {
+		json_decref(m);
+		return NULL;
+	}
+	return m;
 }
 
 const char *

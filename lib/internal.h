@@ -368,4 +368,39 @@ __attribute__((weak)) int sbx_shell_remote(const json_t *ref,
 /* The static sbx-init binary of this installation, opened; -1 with err. */
 int sbx_local_init_open(struct sbx_err *err);
 
+/* --- snapport: what a snapshot's export (lib/local/snapport.c) is made of,
+ * shared with the backends whose snapshots are not the store's --- */
+struct archive;
+/* Not the sandbox's own (/proc, /sys, /dev, sbx's /tmp/.sbx). */
+int sbx_snap_port_skipped(const char *rel);
+/* The layers of a snapshot merged as an overlay merges them, top
+ * first: the export's lists (deleted, opaque: "/path"s); paths seen (1:
+ * not a directory, 2: a directory) in a layer above; whited out, or
+ * directories made opaque, by a layer above (gone, or their content
+ * gone, for the layers below), and so by this layer for the next. */
+struct sbx_snap_merge {
+	json_t *deleted, *opaque;
+	json_t *seen, *wh, *op, *next_wh, *next_op;
+};
+void sbx_snap_merge_init(struct sbx_snap_merge *m);
+void sbx_snap_merge_release(struct sbx_snap_merge *m);
+/* Hidden from this layer by those above: rel or a directory above it
+ * whited out, or a directory above it made opaque. */
+int sbx_snap_merge_hidden(const struct sbx_snap_merge *m, const char *rel);
+/* rel whited out (opaque 0) or made opaque by this layer: for the layers
+ * below, and (pass 0) in the export's list. */
+void sbx_snap_merge_mark(struct sbx_snap_merge *m, const char *rel,
+    int opaque, int pass);
+/* layer(arg, l, pass) for each of n layers, top (0) first, seen cleared
+ * first. */
+int sbx_snap_merge_walk(struct sbx_snap_merge *m, int n, int pass,
+    int (*layer)(void *arg, int l, int pass), void *arg);
+/* The export of meta's snapshot on fd: the layers walked (pass 0) for
+ * the lists, then the head (sbx-snapshot.json: meta with "format", the
+ * lists, owners "sandbox"; "files/"), then walked again (pass 1) with *w
+ * the tar writer to emit the files to. */
+int sbx_snap_merge_export(struct sbx_snap_merge *m, int n,
+    int (*layer)(void *arg, int l, int pass), void *arg, int fd,
+    const json_t *meta, struct archive **w, struct sbx_err *err);
+
 #endif

@@ -707,10 +707,16 @@ struct sbx_backend_ops {
 	    struct sbx_err *err);
 	/* A backend whose snapshots are not the local store's (e2b's are
 	 * the API's): op "ls" (each {"snapshot","name","backend"...} to fn)
-	 * or "rm" (id; missing: SBX_EX_NOSANDBOX). NULL: the store's
-	 * (sbx_snap_list, sbx_snap_rm). */
+	 * or "rm" (id; missing: SBX_EX_NOSANDBOX), or "get" (id or name: its
+	 * meta, as sbx_snap_get's, to fn; a backend that has no meta of its
+	 * own answers 0 without calling fn). NULL: the store's
+	 * (sbx_snap_list, sbx_snap_rm, sbx_snap_get). */
 	int (*snapshots)(const char *op, const char *id,
 	    int (*fn)(json_t *snap, void *arg), void *arg,
+	    struct sbx_err *err);
+	/* sbx-snapshot export of a snapshot not in the store, as
+	 * sbx_snap_export writes one. NULL: the store's or none. */
+	int (*snap_export)(const char *id_or_name, int fd,
 	    struct sbx_err *err);
 	/* With SBX_CAP_VOLUMES (sbx-volume): op "create" (name; an existing
 	 * one is fine), "ls" (name NULL; each to fn) or "rm" (name; in use
@@ -998,7 +1004,8 @@ int sbx_snap_rm(const char *id_or_name, struct sbx_err *err);
 /* A sandbox from snap (borrowed by spec): its image and workdir unless
  * given, its labels under spec's (an object), its limits where given
  * (SBX_CAP_MEMORY, _CPUS, _PIDS, as sbx_limits_default takes them)
- * lacks them (added to given), its timeout where spec has none. */
+ * lacks them (added to given), its timeout where spec has none, its
+ * runtime (docker's) where spec has none. */
 void sbx_snap_spec(const json_t *snap, struct sbx_spec *spec,
     unsigned *given, int image_given, int workdir_given);
 /* sbx-snapshot --memory, sbx-fork --memory: always -1, SBX_EX_USAGE with
@@ -1007,6 +1014,11 @@ void sbx_snap_spec(const json_t *snap, struct sbx_spec *spec,
  * (lib/local/criu.c). */
 int sbx_memory_snapshot_refusal(const struct sbx_backend *be,
     struct sbx_err *err);
+/* A snapshot's meta on backend be (its snapshots op "get", else the
+ * store's); NULL with err->code 0 for one that has no meta of its own
+ * (e2b: the API resolves the id at create). */
+json_t *sbx_backend_snap_get(const struct sbx_backend *be,
+    const char *id_or_name, struct sbx_err *err);
 /* sbx-snapshot export: the snapshot as one tar on fd (lib/local/
  * snapport.c's header says what is in it). SBX_EX_USAGE for one stacked
  * on another. */

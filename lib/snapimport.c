@@ -73,8 +73,20 @@ plain_path(const char *p)
 	return p[strlen(p) - 1] != '/';
 }
 
-/* rm -rf of what the source deleted of its image, and of its opaque
- * directories (filled again from the files after). */
+/* rm -rf of what the source deleted of its image; its opaque
+ * directories emptied (filled again from the files after), not removed:
+ * one may be a mount point (docker's workdir is a volume). */
+static const char remove_sh[] =
+    "n=$1; shift; i=0\n"
+    "for p do\n"
+    "\ti=$((i + 1))\n"
+    "\tif [ \"$i\" -gt \"$n\" ] && [ -d \"$p\" ] && [ ! -L \"$p\" ]; then\n"
+    "\t\t(cd -- \"$p\" && rm -rf -- ./* ./.[!.]* ./..?*) || exit\n"
+    "\telse\n"
+    "\t\trm -rf -- \"$p\" || exit\n"
+    "\tfi\n"
+    "done\n";
+
 static int
 remove_deleted(const struct sbx_backend *be, const json_t *ref,
     const json_t *m, struct sbx_err *err)
@@ -82,16 +94,20 @@ remove_deleted(const struct sbx_backend *be, const json_t *ref,
 	struct sbx_exec_opts o = {0};
 	struct sbx_exec_result r = {0};
 	const char *lists[] = {"deleted", "opaque"};
-	char **argv;
+	char **argv, ndel[32];
 	size_t n = 0, i, k;
 	json_t *v;
 	int rc;
 
 	argv = sbx_xcalloc(json_array_size(json_object_get(m, "deleted")) +
-	    json_array_size(json_object_get(m, "opaque")) + 4, sizeof *argv);
-	argv[n++] = "rm";
-	argv[n++] = "-rf";
-	argv[n++] = "--";
+	    json_array_size(json_object_get(m, "opaque")) + 6, sizeof *argv);
+	snprintf(ndel, sizeof ndel, "%zu", json_array_size(json_object_get(m,
+	    "deleted")));
+	argv[n++] = "sh";
+	argv[n++] = "-c";
+	argv[n++] = (char *)remove_sh;
+	argv[n++] = "sh";
+	argv[n++] = ndel;
 	for (k = 0; k < 2; k++)
 		json_array_foreach(json_object_get(m, lists[k]), i, v) {
 			if (!plain_path(json_string_value(v))) {
@@ -101,7 +117,7 @@ remove_deleted(const struct sbx_backend *be, const json_t *ref,
 			}
 			argv[n++] = (char *)json_string_value(v);
 		}
-	if (n == 3) {
+	if (n == 5) {
 		free(argv);
 		return 0;
 	}

@@ -127,7 +127,7 @@ sanitized() {
 		    <<<"$output"
 		jq -se '.[1].caps | .runtime and .pull and .files and .name and
 		    .keep and .network_rules and (.idle | not) and .ports and
-		    .publish and .disk and .shell and (.snapshot | not) and
+		    .publish and .disk and .shell and .snapshot and
 		    .volumes' <<<"$output"
 		jq -se '.[2].caps | .stdin and .suspend and .timeout and
 		    .pty and .cpus and .memory and .files and

@@ -70,6 +70,10 @@ int sbx_docker_find(struct dk *d, const json_t *ref, json_t **out,
 /* sbx_docker_open on the ref's endpoint, then sbx_docker_find. */
 int sbx_docker_ref_open(struct dk *d, const json_t *ref, json_t **c,
     struct sbx_err *err);
+/* POST /containers/ID/VERB (lifecycle.c); 304 (nothing to do) is no
+ * error, another failure is what, with the engine's words. */
+int sbx_docker_post(struct dk *d, const char *id, const char *verb,
+    const char *what, struct sbx_err *err);
 /* "running", "paused", "stopped", "expired", ... of an inspect object. */
 const char *sbx_docker_status_of(const json_t *c);
 /* The listing entry, shaped as the local backend's. */
@@ -150,6 +154,36 @@ image_is_dir(const char *s)
 }
 __attribute__((weak)) int sbx_docker_import(struct dk *d, const char *dir,
     char **tag, struct sbx_err *err);
+
+/* snapshot.c: snapshots, images of the engine labelled SNAP_LABEL=ID,
+ * tagged SNAP_REPO:ID, their meta in SNAP_META_LABEL (sbx-snapshot(1)'s
+ * OUTPUT, with base_size and base_layers: the bytes and layers of the
+ * image below its own) */
+#define SNAP_PREFIX "snp-"
+#define SNAP_LABEL LABEL_PREFIX "snapshot"
+#define SNAP_NAME_LABEL LABEL_PREFIX "snapshot.name"
+#define SNAP_META_LABEL LABEL_PREFIX "snapshot.meta"
+#define SNAP_REPO "sbx-snapshot"
+/* The images with label (KEY or KEY=VALUE) as GET /images/json lists
+ * them. */
+json_t *sbx_docker_snap_images(struct dk *d, const char *label,
+    struct sbx_err *err);
+/* A snapshot's meta by id or name, with its "image_id" and "size";
+ * SBX_EX_NOSANDBOX: none. */
+json_t *sbx_docker_snap_find(struct dk *d, const char *id_or_name,
+    struct sbx_err *err);
+int sbx_docker_snapshots(const char *op, const char *id,
+    int (*fn)(json_t *snap, void *arg), void *arg, struct sbx_err *err);
+json_t *sbx_docker_snapshot(const json_t *ref, const char *name,
+    struct sbx_err *err);
+int sbx_docker_snap_export_op(const char *id_or_name, int fd,
+    struct sbx_err *err);
+/* snaptake.c (libarchive): weak, linked into sbx-snapshot and sbx-fork
+ * alone (-u), NULL in the other tools. */
+__attribute__((weak)) json_t *sbx_docker_snap_take(const json_t *ref,
+    const char *name, struct sbx_err *err);
+__attribute__((weak)) int sbx_docker_snap_export(const char *id_or_name,
+    int fd, struct sbx_err *err);
 
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_docker_files;

@@ -260,7 +260,7 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	struct sbx_http_resp rs = {0};
 	struct sbx_spec sp = *spec;
 	struct dk d;
-	json_t *body = NULL, *info = NULL, *c = NULL, *cref;
+	json_t *body = NULL, *info = NULL, *c = NULL, *cref, *snap = NULL;
 	char *id = NULL, *q = NULL, *netroot = NULL, *tag = NULL;
 	size_t i;
 	int rc = -1;
@@ -292,7 +292,20 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		goto out;
 	if (netroot && sbx_docker_net_check(&d, info, spec, err) < 0)
 		goto out;
-	if (image_is_dir(spec->image)) {
+	if (spec->from) {
+		/* The snapshot's image: its files, env and workdir. */
+		if (!(snap = sbx_docker_snap_find(&d, spec->from, err)))
+			goto out;
+		if (strcmp(spec->image, sbx_json_str(snap, "image") ?
+		    sbx_json_str(snap, "image") : "")) {
+			sbx_err_set(err, SBX_EX_USAGE, "a docker sandbox from "
+			    "snapshot '%s' has its image '%s' (no --image)",
+			    spec->from, sbx_json_str(snap, "image") ?
+			    sbx_json_str(snap, "image") : "?");
+			goto out;
+		}
+		sp.image = sbx_json_str(snap, "image_id");
+	} else if (image_is_dir(spec->image)) {
 		/* Nothing to pull: the directory is the image. */
 		if (sbx_docker_import(&d, spec->image, &tag, err) < 0)
 			goto out;
@@ -380,6 +393,7 @@ out:
 	}
 	json_decref(info);
 	json_decref(c);
+	json_decref(snap);
 	free(netroot);
 	free(q);
 	free(id);
@@ -390,10 +404,9 @@ out:
 
 /* --- kill, info, list, pause ---------------------------------------------- */
 
-/* POST /containers/ID/VERB; 304 (nothing to do) is no error. */
-static int
-dk_post(struct dk *d, const char *id, const char *verb, const char *what,
-    struct sbx_err *err)
+int
+sbx_docker_post(struct dk *d, const char *id, const char *verb,
+    const char *what, struct sbx_err *err)
 {
 	struct sbx_http_resp rs;
 	int rc = 0;
@@ -428,11 +441,11 @@ kill_keep(struct dk *d, const char *id, const char *st, struct sbx_err *err)
 {
 	if (strcmp(st, "running") && strcmp(st, "paused"))
 		return 0;
-	if (dk_post(d, id, "kill?signal=" KILLED_SIGNAL, "cannot kill the "
-	    "container", err) < 0)
+	if (sbx_docker_post(d, id, "kill?signal=" KILLED_SIGNAL, "cannot kill "
+	    "the container", err) < 0)
 		return -1;
-	return dk_post(d, id, "wait?condition=not-running", "cannot wait for "
-	    "the container", err);
+	return sbx_docker_post(d, id, "wait?condition=not-running", "cannot "
+	    "wait for the container", err);
 }
 
 static int
@@ -449,9 +462,8 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 	 * falls back to. */
 	sbx_docker_net_stop(c, 0);
 	/* runsc can neither signal nor remove a paused container. */
-	if (!strcmp(sbx_docker_status_of(c), "paused") && dk_post(&d, id,
-	    "unpause",
-	    "cannot unpause the container", err) < 0)
+	if (!strcmp(sbx_docker_status_of(c), "paused") && sbx_docker_post(&d,
+	    id, "unpause", "cannot unpause the container", err) < 0)
 		rc = -1;
 	else if (keep)
 		rc = kill_keep(&d, id, sbx_docker_status_of(c), err);
@@ -568,15 +580,15 @@ docker_pause(json_t *ref, int stop, struct sbx_err *err)
 		goto out;
 	}
 	if (stop) {
-		if (!strcmp(st, "paused") && dk_post(&d, id, "unpause",
+		if (!strcmp(st, "paused") && sbx_docker_post(&d, id, "unpause",
 		    "cannot unpause the container", err) < 0)
 			rc = -1;
 		else
-			rc = dk_post(&d, id, "stop?t=2", "cannot stop the "
-			    "container", err);
+			rc = sbx_docker_post(&d, id, "stop?t=2", "cannot stop "
+			    "the container", err);
 	} else {
-		rc = dk_post(&d, id, "pause", "cannot pause the container",
-		    err);
+		rc = sbx_docker_post(&d, id, "pause", "cannot pause the "
+		    "container", err);
 	}
 out:
 	json_decref(c);
@@ -592,7 +604,8 @@ start_again(struct dk *d, const char *id, struct sbx_err *err)
 	json_t *c, *ref;
 	int rc;
 
-	if (dk_post(d, id, "start", "cannot start the container", err) < 0)
+	if (sbx_docker_post(d, id, "start", "cannot start the container",
+	    err) < 0)
 		return -1;
 	ref = json_pack("{ss}", "id", id);
 	rc = sbx_docker_find(d, ref, &c, err);
@@ -603,7 +616,8 @@ start_again(struct dk *d, const char *id, struct sbx_err *err)
 		struct sbx_err e2;
 
 		/* Not running without the network it was made with. */
-		dk_post(d, id, "stop?t=2", "cannot stop the container", &e2);
+		sbx_docker_post(d, id, "stop?t=2", "cannot stop the container",
+		    &e2);
 	}
 	json_decref(c);
 	return rc;
@@ -643,8 +657,8 @@ docker_resume(json_t *ref, struct sbx_err *err)
 		return -1;
 	st = sbx_docker_status_of(c);
 	if (!strcmp(st, "paused"))
-		rc = dk_post(&d, id, "unpause", "cannot unpause the container",
-		    err);
+		rc = sbx_docker_post(&d, id, "unpause", "cannot unpause the "
+		    "container", err);
 	else if (!strcmp(st, "stopped") && !(rc = start_again(&d, id, err)))
 		rc = restart(ref, c, err);
 	else if (strcmp(st, "running"))
@@ -700,4 +714,7 @@ const struct sbx_backend_ops sbx_docker_ops = {
 	.shell = sbx_shell_remote,
 	.stats = sbx_docker_stats,
 	.volume = sbx_docker_volume,
+	.snapshot = sbx_docker_snapshot,
+	.snapshots = sbx_docker_snapshots,
+	.snap_export = sbx_docker_snap_export_op,
 };

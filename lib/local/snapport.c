@@ -28,20 +28,15 @@ struct port {
 	char *layer[SBX_SNAP_DEPTH]; /* the trees, top first */
 	int nlayers;
 	int host_owners;        /* its owners are the host's (rootless) */
-	json_t *deleted, *opaque;
-	/* Paths: seen (1: not a directory, 2: a directory) in a layer above;
-	 * whited out, or directories made opaque, by a layer above (gone,
-	 * or their content gone, for the layers below), and so by this
-	 * layer for the next ones. */
-	json_t *seen, *wh, *op, *next_wh, *next_op;
+	struct sbx_snap_merge m;
 	struct archive *w;
 	struct sbx_err *err;
 };
 
 /* Not the sandbox's own: the mount points every sandbox has, and sbx's
  * state in it (its detached commands' output). */
-static int
-skipped(const char *rel)
+int
+sbx_snap_port_skipped(const char *rel)
 {
 	static const char *const top[] = {"proc", "sys", "dev", "tmp/.sbx"};
 	size_t i, n;
@@ -131,22 +126,46 @@ out:
 	return rc;
 }
 
-/* Hidden from this layer by one above: rel or a directory above it
- * whited out, or a directory above it made opaque. */
-static int
-hidden(const struct port *x, const char *rel)
+void
+sbx_snap_merge_init(struct sbx_snap_merge *m)
+{
+	m->deleted = json_array();
+	m->opaque = json_array();
+	m->seen = json_object();
+	m->wh = json_object();
+	m->op = json_object();
+	m->next_wh = json_object();
+	m->next_op = json_object();
+}
+
+void
+sbx_snap_merge_release(struct sbx_snap_merge *m)
+{
+	json_decref(m->deleted);
+	json_decref(m->opaque);
+	json_decref(m->seen);
+	json_decref(m->wh);
+	json_decref(m->op);
+	json_decref(m->next_wh);
+	json_decref(m->next_op);
+	memset(m, 0, sizeof *m);
+}
+
+int
+sbx_snap_merge_hidden(const struct sbx_snap_merge *m, const char *rel)
 {
 	char *p = sbx_xstrdup(rel), *slash;
-	int h = json_object_get(x->wh, p) != NULL;
+	int h = json_object_get(m->wh, p) != NULL;
 
 	while (!h && (slash = strrchr(p, '/'))) {
 		*slash = '\0';
-		h = json_object_get(x->wh, p) || json_object_get(x->op, p);
+		h = json_object_get(m->wh, p) || json_object_get(m->op, p);
 	}
 	free(p);
 	return h;
 }
 
+/* "/rel" appended to list unless it is there. */
 static void
 add_once(json_t *list, const char *rel)
 {
@@ -161,6 +180,36 @@ add_once(json_t *list, const char *rel)
 		}
 	json_array_append_new(list, json_string(p));
 	free(p);
+}
+
+void
+sbx_snap_merge_mark(struct sbx_snap_merge *m, const char *rel, int opaque,
+    int pass)
+{
+	json_object_set_new(opaque ? m->next_op : m->next_wh, rel,
+	    json_true());
+	if (!pass)
+		add_once(opaque ? m->opaque : m->deleted, rel);
+}
+
+int
+sbx_snap_merge_walk(struct sbx_snap_merge *m, int n, int pass,
+    int (*layer)(void *arg, int l, int pass), void *arg)
+{
+	int l;
+
+	json_object_clear(m->seen);
+	json_object_clear(m->wh);
+	json_object_clear(m->op);
+	for (l = 0; l < n; l++) {
+		json_object_clear(m->next_wh);
+		json_object_clear(m->next_op);
+		if (layer(arg, l, pass) < 0)
+			return -1;
+		json_object_update(m->wh, m->next_wh);
+		json_object_update(m->op, m->next_op);
+	}
+	return 0;
 }
 
 /* Layer l's directory rel: pass 0 the whiteouts and opaque directories,
@@ -189,8 +238,10 @@ walk(struct port *x, int l, const char *rel, int pass)
 		crel = *rel ? sbx_xasprintf("%s/%s", rel, nm) :
 		    sbx_xstrdup(nm);
 		path = sbx_xasprintf("%s/%s", dir, nm);
-		was = (int)json_integer_value(json_object_get(x->seen, crel));
-		if (skipped(crel) || hidden(x, crel)) {
+		was = (int)json_integer_value(json_object_get(x->m.seen,
+		    crel));
+		if (sbx_snap_port_skipped(crel) ||
+		    sbx_snap_merge_hidden(&x->m, crel)) {
 			;
 		} else if (lstat(path, &st) < 0) {
 			rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read "
@@ -199,20 +250,14 @@ walk(struct port *x, int l, const char *rel, int pass)
 		    0)) {
 			/* Gone from the layers below and the image (made
 			 * again above, maybe: removed first all the same). */
-			json_object_set_new(x->next_wh, crel, json_true());
-			if (!pass)
-				add_once(x->deleted, crel);
+			sbx_snap_merge_mark(&x->m, crel, 0, pass);
 		} else if (was && (was != 2 || !S_ISDIR(st.st_mode))) {
 			;       /* the layer above's wins */
 		} else {
-			if (S_ISDIR(st.st_mode) && opaque_dir(path)) {
-				json_object_set_new(x->next_op, crel,
-				    json_true());
-				if (!pass)
-					add_once(x->opaque, crel);
-			}
+			if (S_ISDIR(st.st_mode) && opaque_dir(path))
+				sbx_snap_merge_mark(&x->m, crel, 1, pass);
 			if (!was) {
-				json_object_set_new(x->seen, crel,
+				json_object_set_new(x->m.seen, crel,
 				    json_integer(S_ISDIR(st.st_mode) ? 2 : 1));
 				if (pass)
 					rc = emit(x, crel, path, &st);
@@ -230,33 +275,94 @@ walk(struct port *x, int l, const char *rel, int pass)
 	return rc;
 }
 
-/* Every layer, top first, for a pass. */
 static int
-walk_all(struct port *x, int pass)
+walk_layer(void *arg, int l, int pass)
 {
-	int l;
+	return walk(arg, l, "", pass);
+}
 
-	json_object_clear(x->seen);
-	json_object_clear(x->wh);
-	json_object_clear(x->op);
-	for (l = 0; l < x->nlayers; l++) {
-		json_object_clear(x->next_wh);
-		json_object_clear(x->next_op);
-		if (walk(x, l, "", pass) < 0)
-			return -1;
-		json_object_update(x->wh, x->next_wh);
-		json_object_update(x->op, x->next_op);
+/* The export's tar writer on fd, its head written: sbx-snapshot.json
+ * (meta m with "format", the lists deleted and opaque, owners
+ * "sandbox"), then "files/"; NULL on a failure. */
+static struct archive *
+port_open(int fd, const json_t *m, json_t *deleted, json_t *opaque,
+    struct sbx_err *err)
+{
+	static const char *const drop[] = {"layers", "pause_ms", "image_id",
+	    "base_layers", "base_size", "endpoint", "runtime"};
+	struct archive_entry *e;
+	json_t *man = json_deep_copy(m);
+	struct archive *w = archive_write_new();
+	char *s;
+	size_t i;
+	int rc = 0;
+
+	if (archive_write_set_format_pax_restricted(w) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(w, 1) != ARCHIVE_OK ||
+	    archive_write_open_fd(w, fd) != ARCHIVE_OK)
+		rc = -1;
+
+	json_object_set_new(man, "format", json_string("sbx-snapshot/1"));
+	json_object_set(man, "deleted", deleted);
+	json_object_set(man, "opaque", opaque);
+	/* What only the store, or the engine, means (a runtime too). */
+	for (i = 0; i < sizeof drop / sizeof drop[0]; i++)
+		json_object_del(man, drop[i]);
+	json_object_set_new(man, "owners", json_string("sandbox"));
+	s = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(man);
+	e = archive_entry_new();
+	archive_entry_set_pathname(e, "sbx-snapshot.json");
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, (la_int64_t)strlen(s));
+	archive_entry_set_mtime(e, sbx_json_int(m, "created_epoch", 0), 0);
+	if (rc < 0 || archive_write_header(w, e) != ARCHIVE_OK ||
+	    archive_write_data(w, s, strlen(s)) != (la_ssize_t)strlen(s))
+		rc = -1;
+	archive_entry_free(e);
+	free(s);
+	if (rc == 0) {
+		e = archive_entry_new();
+		archive_entry_set_pathname(e, "files/");
+		archive_entry_set_filetype(e, AE_IFDIR);
+		archive_entry_set_perm(e, 0755);
+		rc = archive_write_header(w, e) == ARCHIVE_OK ? 0 : -1;
+		archive_entry_free(e);
 	}
-	return 0;
+	if (rc < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
+		    archive_error_string(w));
+		archive_write_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+int
+sbx_snap_merge_export(struct sbx_snap_merge *m, int n,
+    int (*layer)(void *arg, int l, int pass), void *arg, int fd,
+    const json_t *meta, struct archive **w, struct sbx_err *err)
+{
+	int rc;
+
+	if (sbx_snap_merge_walk(m, n, 0, layer, arg) < 0 ||
+	    !(*w = port_open(fd, meta, m->deleted, m->opaque, err)))
+		return -1;
+	rc = sbx_snap_merge_walk(m, n, 1, layer, arg);
+	if (rc == 0 && archive_write_close(*w) != ARCHIVE_OK)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write the "
+		    "archive: %s", archive_error_string(*w));
+	archive_write_free(*w);
+	*w = NULL;
+	return rc;
 }
 
 int
 sbx_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
 {
 	struct port x = {0};
-	struct archive_entry *e;
-	json_t *m, *man = NULL, *layers, *v;
-	char *s = NULL;
+	json_t *m, *layers, *v;
 	size_t i;
 	int rc = -1;
 
@@ -277,75 +383,16 @@ sbx_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
 			    json_string_value(v) : "?");
 			goto out;
 		}
-	x.seen = json_object();
-	x.wh = json_object();
-	x.op = json_object();
-	x.next_wh = json_object();
-	x.next_op = json_object();
+	sbx_snap_merge_init(&x.m);
 	x.host_owners = !strcmp(sbx_json_str(m, "owners") ?
 	    sbx_json_str(m, "owners") : "", "host");
-	x.deleted = json_array();
-	x.opaque = json_array();
 	x.err = err;
-	if (walk_all(&x, 0) < 0)
-		goto out;
-	man = json_deep_copy(m);
-	json_object_set_new(man, "format", json_string("sbx-snapshot/1"));
-	json_object_set(man, "deleted", x.deleted);
-	json_object_set(man, "opaque", x.opaque);
-	json_object_del(man, "layers");
-	json_object_del(man, "pause_ms");
-	json_object_set_new(man, "owners", json_string("sandbox"));
-	s = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
-	x.w = archive_write_new();
-	if (archive_write_set_format_pax_restricted(x.w) != ARCHIVE_OK ||
-	    archive_write_set_bytes_in_last_block(x.w, 1) != ARCHIVE_OK ||
-	    archive_write_open_fd(x.w, fd) != ARCHIVE_OK) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
-		    archive_error_string(x.w));
-		goto out;
-	}
-	e = archive_entry_new();
-	archive_entry_set_pathname(e, "sbx-snapshot.json");
-	archive_entry_set_filetype(e, AE_IFREG);
-	archive_entry_set_perm(e, 0644);
-	archive_entry_set_size(e, (la_int64_t)strlen(s));
-	archive_entry_set_mtime(e, sbx_json_int(m, "created_epoch", 0), 0);
-	if (archive_write_header(x.w, e) != ARCHIVE_OK ||
-	    archive_write_data(x.w, s, strlen(s)) != (la_ssize_t)strlen(s)) {
-		archive_entry_free(e);
-		sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
-		    archive_error_string(x.w));
-		goto out;
-	}
-	archive_entry_free(e);
-	e = archive_entry_new();
-	archive_entry_set_pathname(e, "files/");
-	archive_entry_set_filetype(e, AE_IFDIR);
-	archive_entry_set_perm(e, 0755);
-	rc = archive_write_header(x.w, e) == ARCHIVE_OK ? 0 :
-	    sbx_err_set(err, SBX_EX_FAIL, "cannot write the archive: %s",
-	    archive_error_string(x.w));
-	archive_entry_free(e);
-	if (rc == 0)
-		rc = walk_all(&x, 1);
-	if (rc == 0 && archive_write_close(x.w) != ARCHIVE_OK)
-		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write the "
-		    "archive: %s", archive_error_string(x.w));
+	rc = sbx_snap_merge_export(&x.m, x.nlayers, walk_layer, &x, fd, m,
+	    &x.w, err);
 out:
-	if (x.w)
-		archive_write_free(x.w);
-	json_decref(x.deleted);
-	json_decref(x.opaque);
-	json_decref(x.seen);
-	json_decref(x.wh);
-	json_decref(x.op);
-	json_decref(x.next_wh);
-	json_decref(x.next_op);
+	sbx_snap_merge_release(&x.m);
 	for (i = 0; i < (size_t)x.nlayers; i++)
 		free(x.layer[i]);
-	json_decref(man);
 	json_decref(m);
-	free(s);
 	return rc;
 }

@@ -287,6 +287,9 @@ sbx_snap_spec(const json_t *snap, struct sbx_spec *spec, unsigned *given,
 	}
 	if (!spec->timeout)
 		spec->timeout = (uint64_t)sbx_json_int(lim, "timeout", 0);
+	/* A docker snapshot's runtime (gVisor's stays gVisor's). */
+	if (!spec->runtime)
+		spec->runtime = sbx_json_str(snap, "runtime");
 }
 
 /* --- taking one ------------------------------------------------------- */

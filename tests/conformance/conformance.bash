@@ -92,6 +92,16 @@ create() {
 	sbx-create "${CREATE[@]}" "$@"
 }
 
+# The flags of sbx-snapshot import on the backend under test: its backend
+# and image (as CREATE has them), not docker:runsc's runtime.
+import_flags() {
+	local a
+	for a in "${CREATE[@]}"; do
+		[ "$a" = -R ] && break
+		printf '%s\n' "$a"
+	done
+}
+
 # True when the backend under test declares capability $1 (sbx-ls -B).
 has_cap() {
 	local v

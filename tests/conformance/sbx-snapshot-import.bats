@@ -20,16 +20,6 @@ teardown() {
 	    xargs -r sbx-snapshot rm -b local >/dev/null 2>&1 || true
 }
 
-# The backend under test's import flags: its backend and image (as
-# CREATE has them), not docker:runsc's runtime.
-import_flags() {
-	local a
-	for a in "${CREATE[@]}"; do
-		[ "$a" = -R ] && break
-		printf '%s\n' "$a"
-	done
-}
-
 @test "$B: sbx-snapshot import of a local export has the same files in the workdir: contents, modes, symlinks" {
 	sbx-create -b local -s src.json >/dev/null
 	sbx-exec -s src.json -- sh -c 'cd /workspace && mkdir -p d/e "with space" &&

@@ -1,0 +1,209 @@
+#!/usr/bin/env bats
+# sbx-snapshot, sbx-create --from and sbx-fork on the backend under test
+# (issue 24): what a snapshot holds and what a sandbox made from it has;
+# export and import of the backend's own snapshots; rm of one in use;
+# nothing left behind; bad input with the documented exit codes. A
+# backend without snapshots is caps.bats's.
+load conformance
+
+setup_file() { conf_setup_file; }
+teardown_file() { conf_teardown_file; }
+
+setup() {
+	conf_setup
+	has_cap snapshot || skip "backend '$BACKEND' has no snapshots (caps.bats)"
+}
+
+teardown() {
+	local f
+	for f in "$BATS_TEST_TMPDIR"/*.json; do
+		[ -e "$f" ] && sbx-kill -q -s "$f" >/dev/null 2>&1
+	done
+	for b in "$BACKEND" local; do
+		sbx-snapshot ls -j -b "$b" 2>/dev/null | jq -r .snapshot |
+		    xargs -r sbx-snapshot rm -b "$b" >/dev/null 2>&1 || true
+	done
+}
+
+# Files of every kind in the workdir, and one outside it.
+fill() {
+	sx sh -c 'cd /workspace && mkdir -p d/e "with space" &&
+	    echo A >a && ln a b && ln -s a l && ln -s d/e dl && printf "x\n" >x &&
+	    chmod 751 x && echo f >d/e/f && chmod 700 d && : >empty &&
+	    echo s >"with space/s" && head -c 300000 /dev/urandom >d/big &&
+	    mkdir -p /sbxsnap && echo o >/sbxsnap/o'
+}
+
+@test "$B: --from a snapshot has the sandbox's files, its workdir, labels and limits, and -e's names without their values" {
+	new_sandbox -e SNAPSECRET=s3cr3t -l team=a
+	fill
+	want=$(sx sh -c "cd /workspace && $SUM_SH")
+	[ -n "$want" ]
+	run --separate-stderr sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n keep
+	assert_success
+	jq_true --arg b "$BACKEND" '.backend == $b and .name == "keep" and
+	    .memory == false' <<<"$output"
+	[[ "$output" != *s3cr3t* ]]
+	# E2B says no more of a snapshot than its id and names.
+	meta=$([ "$BACKEND" = e2b ] || echo yes)
+	[ -z "$meta" ] || jq_true '(.snapshot | test("^snp-[0-9a-f]{12}$")) and
+	    .workdir == "/workspace" and .labels.team == "a" and
+	    (.env_names | index("SNAPSECRET") != null)' <<<"$output"
+	run --separate-stderr sbx-snapshot ls -j -b "$BACKEND"
+	assert_success
+	[ "$(jq -s 'map(select(.name == "keep")) | length' <<<"$output")" -eq 1 ]
+	[[ "$output" != *s3cr3t* ]]
+	create --from keep -s "$BATS_TEST_TMPDIR/t.json" >/dev/null
+	run sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c "cd /workspace && $SUM_SH"
+	assert_success
+	assert_output "$want"
+	run sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'pwd; cat /sbxsnap/o; echo "[${SNAPSECRET-unset}]"'
+	assert_success
+	assert_output $'/workspace\no\n[unset]'
+	[ -n "$meta" ] || return 0
+	id=$(jq -r .ref.id "$BATS_TEST_TMPDIR/t.json")
+	jq_true '.labels.team == "a"' <<<"$(ls_line "$id")"
+	[ "$(ls_line "$id" | jq -c .limits.memory)" = "$(ls_line "$(sid)" | jq -c .limits.memory)" ]
+}
+
+@test "$B: a snapshot of a sandbox made from one has both's changes, a deletion too" {
+	new_sandbox
+	sx sh -c 'echo 1 >/workspace/one && echo gone >/workspace/gone'
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n first >/dev/null
+	create --from first -s "$BATS_TEST_TMPDIR/t.json" >/dev/null
+	sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'echo 2 >/workspace/two && rm /workspace/gone'
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/t.json" -n second >/dev/null
+	create --from second -s "$BATS_TEST_TMPDIR/u.json" >/dev/null
+	run sbx-exec -s "$BATS_TEST_TMPDIR/u.json" -- sh -c 'cd /workspace && ls && cat one two'
+	assert_success
+	assert_output $'one\ntwo\n1\n2'
+}
+
+@test "$B: sbx-fork -c 2: two sandboxes with the files, each its own, on the same runtime" {
+	new_sandbox
+	sx sh -c 'echo f >/workspace/f'
+	run --separate-stderr sbx-fork -s "$BATS_TEST_TMPDIR/s.json" -c 2 -o "$BATS_TEST_TMPDIR/fork"
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	jq_true -s 'length == 2 and all(.processes == false) and
+	    (map(.snapshot) | unique | length == 1) and
+	    (map(.id) | unique | length == 2)' <<<"$output"
+	sbx-exec -s "$BATS_TEST_TMPDIR/fork1.json" -- sh -c 'echo 1 >>/workspace/f'
+	run sbx-exec -s "$BATS_TEST_TMPDIR/fork2.json" -- cat /workspace/f
+	assert_output f
+	run sbx-exec -s "$BATS_TEST_TMPDIR/fork1.json" -- cat /workspace/f
+	assert_output $'f\n1'
+	# gVisor's copies are gVisor's.
+	src=$(ls_line "$(sid)" | jq -c .runtime)
+	for f in fork1 fork2; do
+		[ "$(ls_line "$(jq -r .ref.id "$BATS_TEST_TMPDIR/$f.json")" | jq -c .runtime)" = "$src" ]
+	done
+}
+
+@test "$B: rm of a snapshot a sandbox stands on fails (1) naming it; once it is gone, rm works" {
+	[ "$BACKEND" != e2b ] || skip "not asserted on e2b: whether a template in use may go is E2B's rule"
+	new_sandbox
+	id=$(sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" | jq -r .snapshot)
+	[ -n "$id" ]
+	tid=$(create --from "$id" -s "$BATS_TEST_TMPDIR/t.json" | jq -r .id)
+	run --separate-stderr sbx-snapshot rm -b "$BACKEND" "$id"
+	assert_failure 1
+	assert_output ''
+	[[ "$stderr" == "sbx-snapshot: snapshot '$id' is in use by "*"${tid:0:12}"* ]]
+	[ "$(sbx-snapshot ls -j -b "$BACKEND" | jq -s --arg i "$id" 'map(select(.snapshot == $i)) | length')" -eq 1 ]
+	sbx-kill -s "$BATS_TEST_TMPDIR/t.json" >/dev/null
+	run --separate-stderr sbx-snapshot rm -b "$BACKEND" "$id"
+	assert_success
+	[ "$(sbx-snapshot ls -j -b "$BACKEND" | jq -s --arg i "$id" 'map(select(.snapshot == $i)) | length')" -eq 0 ]
+}
+
+@test "$B: a snapshot leaves nothing behind but itself: no sandbox, no container or image of the engine" {
+	new_sandbox
+	sx sh -c 'echo x >/workspace/x'
+	sandboxes=$(sbx-ls -j -b "$BACKEND" | jq -s length)
+	if [ "$BACKEND" = docker ]; then
+		images=$(docker images -aq | wc -l)
+		containers=$(docker ps -aq | wc -l)
+	fi
+	run --separate-stderr sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json"
+	assert_success
+	id=$(jq_str .snapshot <<<"$output")
+	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$sandboxes" ]
+	if [ "$BACKEND" = docker ]; then
+		[ "$(docker images -aq | wc -l)" -eq $((images + 1)) ]
+		[ "$(docker ps -aq | wc -l)" -eq "$containers" ]
+		# Its image carries no label of the sandbox's but its own.
+		run docker image inspect "sbx-snapshot:$id" --format '{{json .Config.Labels}}'
+		assert_success
+		jq_true 'keys == ["io.sbx.snapshot", "io.sbx.snapshot.meta"]' <<<"$output"
+		sbx-snapshot rm -b docker "$id"
+		[ "$(docker images -aq | wc -l)" -eq "$images" ]
+	fi
+	# The sandbox runs on.
+	run sx cat /workspace/x
+	assert_output x
+}
+
+@test "$B: bad input: an unknown snapshot (3), a bad name (2), a name in use (1), nothing made" {
+	[ "$BACKEND" != e2b ] || skip "E2B's API answers an unknown template as a failure (1)"
+	new_sandbox
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
+	for s in snp-000000000000 nosuchsnap; do
+		run --separate-stderr create --from "$s" -s "$BATS_TEST_TMPDIR/t.json"
+		assert_failure 3
+		assert_output ''
+		[ "$stderr" = "sbx-create: no snapshot '$s'" ]
+		[ ! -e "$BATS_TEST_TMPDIR/t.json" ]
+		run --separate-stderr sbx-snapshot rm -b "$BACKEND" "$s"
+		assert_failure 3
+		[ "$stderr" = "sbx-snapshot: no snapshot '$s'" ]
+	done
+	run --separate-stderr sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n 'bad name'
+	assert_failure 2
+	assert_output ''
+	[[ "$stderr" == "sbx-snapshot: invalid snapshot name 'bad name'"* ]]
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n taken >/dev/null
+	n=$(sbx-snapshot ls -j -b "$BACKEND" | jq -s length)
+	run --separate-stderr sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n taken
+	assert_failure 1
+	assert_output ''
+	[ "$stderr" = "sbx-snapshot: the snapshot name 'taken' is in use" ]
+	[ "$(sbx-snapshot ls -j -b "$BACKEND" | jq -s length)" -eq "$n" ]
+	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
+}
+
+@test "$B: export of its snapshot imports on local and on $B with the same files, and what it deleted gone" {
+	[ "$BACKEND" != e2b ] || skip "E2B's snapshots have no export (no files to read)"
+	new_sandbox
+	fill
+	sx sh -c 'echo gone >/workspace/gone'
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n base >/dev/null
+	create --from base -s "$BATS_TEST_TMPDIR/t.json" >/dev/null
+	sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'rm /workspace/gone && echo more >/workspace/more'
+	want=$(sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c "cd /workspace && $SUM_SH")
+	[ -n "$want" ]
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/t.json" -n port >/dev/null
+	sbx-snapshot export -b "$BACKEND" port >"$BATS_TEST_TMPDIR/snap.tar"
+	tar -xOf "$BATS_TEST_TMPDIR/snap.tar" sbx-snapshot.json >"$BATS_TEST_TMPDIR/man"
+	jq_true '.format == "sbx-snapshot/1" and .name == "port" and
+	    .owners == "sandbox" and (has("layers") | not) and
+	    (has("runtime") | not)' <"$BATS_TEST_TMPDIR/man"
+	# Flattened: the parent's files and the child's, the deletion done.
+	mapfile -t flags < <(import_flags)
+	for where in local here; do
+		if [ "$where" = local ]; then
+			run --separate-stderr sbx-snapshot import -b local -i host -s "$BATS_TEST_TMPDIR/i-$where.json" "$BATS_TEST_TMPDIR/snap.tar"
+		else
+			run --separate-stderr sbx-snapshot import "${flags[@]}" -s "$BATS_TEST_TMPDIR/i-$where.json" "$BATS_TEST_TMPDIR/snap.tar"
+		fi
+		[ "$status" -eq 0 ] || fail "import on $where: $status: $stderr"
+		run sbx-exec -s "$BATS_TEST_TMPDIR/i-$where.json" -- sh -c "cd /workspace && $SUM_SH"
+		assert_success
+		assert_output "$want"
+		run sbx-exec -s "$BATS_TEST_TMPDIR/i-$where.json" -- cat /workspace/b
+		assert_output A
+	done
+	# The file outside the workdir, where the image lets it be written.
+	run sbx-exec -s "$BATS_TEST_TMPDIR/i-here.json" -- cat /sbxsnap/o
+	assert_output o
+}
