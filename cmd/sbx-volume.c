@@ -67,7 +67,7 @@ main(int argc, char **argv)
 
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
-	while ((c = getopt_long(argc, argv, "+b:hjqvV", longopts, NULL)) !=
+	while ((c = getopt_long(argc, argv, "b:hjqvV", longopts, NULL)) !=
 	    -1) {
 		switch (c) {
 		case 'b':
