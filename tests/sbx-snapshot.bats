@@ -174,6 +174,49 @@ make_changes() {
 	assert_output ''
 }
 
+# Whether process $1 waits for a lock (a "->" line of /proc/locks), within
+# 20 s.
+lock_waiter() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		grep -q -- "-> FLOCK  ADVISORY  [A-Z]* *$1 " /proc/locks && return 0
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "process $1 took no lock, or ended:" >&2
+	cat /proc/locks >&2
+	return 1
+}
+
+@test "rm and --from never cross: a create --from waits for an rm, an rm for a create --from (the store's lock)" {
+	local lk=$SBX_LOCAL_DIR/.snapshots/.lock pid fd
+	sbx-create -s s.json >/dev/null
+	id=$(sbx-snapshot -s s.json -n base | jq_str .snapshot)
+	# An rm at work (the lock exclusive): a create --from waits for it.
+	exec {fd}<>"$lk"
+	flock -x "$fd"
+	sbx-create --from base -s t.json >t.out 2>t.err &
+	pid=$!
+	lock_waiter "$pid"
+	[ ! -s t.out ]
+	flock -u "$fd"
+	wait "$pid"
+	[ "$(jq_str .id <t.out)" = "$(sid t.json)" ]
+	# A create --from at work (shared): rm waits, then sees the new
+	# sandbox and refuses.
+	flock -s "$fd"
+	sbx-snapshot rm base >r.out 2>r.err &
+	pid=$!
+	lock_waiter "$pid"
+	flock -u "$fd"
+	exec {fd}>&-
+	st=0
+	wait "$pid" || st=$?
+	[ "$st" = 1 ]
+	[ "$(cat r.err)" = "sbx-snapshot: snapshot '$id' is in use by $(sid t.json)" ]
+	[ -d "$SBX_LOCAL_DIR/.snapshots/$id" ]
+}
+
 @test "an unknown snapshot: --from and rm exit 3 with nothing made" {
 	run --separate-stderr sbx-create --from nosuch -s t.json
 	assert_failure 3

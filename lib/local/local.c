@@ -633,7 +633,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	uint32_t slot = 0;
 	ssize_t n = 0;
 	pid_t pid = -1, netd = 0, apid = -1;
-	int n32, joined, netfd = -1; /* sbx-netd's readiness, until it is read */
+	int n32, joined, netfd = -1, snaplk = -1, vollk = -1; /* sbx-netd's readiness, until it is read */
 	uint64_t disk = spec->disk;
 	int diskfd = -1, disksock = -1;
 	pid_t diskpid = -1;
@@ -693,6 +693,11 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	}
 	for (i = 0; i < SBX_SNAP_DEPTH; i++)
 		s.snap_fd[i] = -1;
+	/* What it stands on stays until its meta.json says so. */
+	if (spec->from)
+		snaplk = sbx_local_lock(sbx_snap_root(), 0);
+	if (json_array_size(spec->volumes))
+		vollk = sbx_local_volumes_lock(0);
 	if (spec->from && snap_layers(spec->from, &layers, snaps, &s,
 	    err) < 0)
 		goto out;
@@ -1106,7 +1111,7 @@ out:
 	{
 		int fds[] = {go[0], go[1], ep[0], ep[1], cp[0], cp[1], is[0],
 		    is[1], img, s.listen_fd, s.status_fd, s.log_fd, s.init_fd,
-		    netfd, diskfd};
+		    netfd, diskfd, snaplk, vollk};
 
 		for (i = 0; i < (int)(sizeof fds / sizeof fds[0]); i++)
 			if (fds[i] >= 0)

@@ -87,6 +87,14 @@ const char *sbx_local_root(void);
 /* A new random sandbox id: SBX_ID_LEN hex digits and a NUL. */
 void sbx_local_new_id(char *id);
 /* Drop root/.names/name if it still names id (name NULL: nothing). */
+/* A store's lock, DIR/.lock, held until the fd is closed: shared while a
+ * sandbox or a snapshot comes to stand on what is in DIR (snapshots,
+ * volumes) until its meta.json says so, exclusive while rm looks for
+ * users and removes. -1 when DIR is not there (nothing in it to
+ * remove) or the lock cannot be had: go on without. */
+int sbx_local_lock(const char *dir, int exclusive);
+/* sbx_local_lock on the volumes' directory, made when missing. */
+int sbx_local_volumes_lock(int exclusive);
 void sbx_local_release_name(const char *root, const char *name,
     const char *id);
 int sbx_local_valid_id(const char *id);

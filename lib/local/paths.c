@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -131,4 +132,19 @@ sbx_local_starttime(pid_t pid)
 	if (p)
 		t = strtoull(p, NULL, 10);
 	return t;
+}
+
+int
+sbx_local_lock(const char *dir, int exclusive)
+{
+	char *p = sbx_xasprintf("%s/.lock", dir);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	free(p);
+	while (fd >= 0 && flock(fd, exclusive ? LOCK_EX : LOCK_SH) < 0)
+		if (errno != EINTR) {
+			close(fd);
+			fd = -1;
+		}
+	return fd;
 }

@@ -221,13 +221,15 @@ claim_name(const char *name, const char *sid, struct sbx_err *err)
 int
 sbx_snap_rm(const char *id_or_name, struct sbx_err *err)
 {
-	char *id = NULL, *dir, *users, *p;
+	char *id = NULL, *dir, *users = NULL, *p;
 	json_t *m;
-	int rc = 0;
+	int rc = 0, lk = sbx_local_lock(sbx_snap_root(), 1);
 
-	if (!(dir = snap_find(id_or_name, &id)))
-		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no snapshot '%s'",
+	if (!(dir = snap_find(id_or_name, &id))) {
+		rc = sbx_err_set(err, SBX_EX_NOSANDBOX, "no snapshot '%s'",
 		    id_or_name);
+		goto out;
+	}
 	if ((users = users_of(id))) {
 		rc = sbx_err_set(err, SBX_EX_FAIL, "snapshot '%s' is in use "
 		    "by %s", id, users);
@@ -250,6 +252,8 @@ sbx_snap_rm(const char *id_or_name, struct sbx_err *err)
 	if (sbx_rmtree(dir) < 0)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':", dir);
 out:
+	if (lk >= 0)
+		close(lk);
 	free(users);
 	free(dir);
 	free(id);
@@ -841,7 +845,7 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 	char *id = NULL, *dir = NULL, *sdir = NULL, *p, *text, path[PATH_MAX];
 	struct copy c = {.root = -1, .err = err};
 	struct sbx_cgroups cg = {0};
-	int src = -1, mfd = -1, froze = 0, named = 0, made = 0, i;
+	int src = -1, mfd = -1, froze = 0, named = 0, made = 0, i, lk = -1;
 	mode_t mask = (mode_t)-1;
 	long long t0 = 0, t1 = 0;
 	json_t *sm = NULL, *layers = NULL, *out = NULL, *parent;
@@ -857,6 +861,9 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 		    name);
 		goto out;
 	}
+	/* Its parents (a sandbox made --from) stay until this one's
+	 * meta.json names them. */
+	lk = sbx_local_lock(sbx_snap_root(), 0);
 	p = sbx_xasprintf("%s/meta.json", dir);
 	sm = json_load_file(p, 0, NULL);
 	free(p);
@@ -1007,6 +1014,8 @@ out:
 		close(src);
 	if (mfd >= 0)
 		close(mfd);
+	if (lk >= 0)
+		close(lk);
 	sbx_cg_release(&cg);
 	json_decref(layers);
 	json_decref(sm);

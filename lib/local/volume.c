@@ -16,6 +16,19 @@ volumes_dir(void)
 	return sbx_xasprintf("%s/volumes", sbx_local_root());
 }
 
+int
+sbx_local_volumes_lock(int exclusive)
+{
+	char *dir = volumes_dir();
+	struct sbx_err ignored = {0};
+	int fd = -1;
+
+	if (sbx_mkdirs(dir, 0700, &ignored) == 0)
+		fd = sbx_local_lock(dir, exclusive);
+	free(dir);
+	return fd;
+}
+
 /* Its entry: {"backend","name","created","path"} (path: its files). */
 static json_t *
 vol_info(const char *name)
@@ -117,7 +130,7 @@ vol_rm(const char *name, struct sbx_err *err)
 {
 	struct users u = {name, json_array()};
 	char *data, *v, text[256];
-	int rc = -1;
+	int rc = -1, lk = sbx_local_volumes_lock(1);
 
 	if (!(data = sbx_local_volume_path(name, 0, err)))
 		goto out;
@@ -134,6 +147,8 @@ vol_rm(const char *name, struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':", v);
 	free(v);
 out:
+	if (lk >= 0)
+		close(lk);
 	free(data);
 	json_decref(u.ids);
 	return rc;
