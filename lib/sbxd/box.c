@@ -115,6 +115,8 @@ sbxd_box_save(struct sbxd_box *b)
 	    "end_ms", (json_int_t)b->end_ms, "paused", b->paused,
 	    "autoPause", b->auto_pause, "internet", b->internet,
 	    "token", b->token, "traffic", b->traffic);
+	json_object_set_new(j, "autoPauseMemory",
+	    json_boolean(!b->pause_files_only));
 	if (b->network)
 		json_object_set(j, "network", b->network);
 	if (b->volumes)
@@ -297,6 +299,8 @@ adopt(const char *name)
 	b->started_ms = sbx_json_int(j, "started_ms", 0);
 	b->end_ms = sbx_json_int(j, "end_ms", 0);
 	b->auto_pause = json_is_true(json_object_get(j, "autoPause"));
+	b->pause_files_only = json_is_false(json_object_get(j,
+	    "autoPauseMemory"));
 	b->internet = json_is_true(json_object_get(j, "internet"));
 	b->ca = json_is_true(json_object_get(j, "ca"));
 	if (json_is_object(json_object_get(j, "network")))
@@ -432,7 +436,8 @@ sbxd_reaper(void *arg)
 		due->busy = 1;
 		pthread_mutex_unlock(&sbxd.mu);
 		if (due->auto_pause) {
-			if (sbxd_be_pause(due->ref, &err) < 0)
+			if ((due->pause_files_only ? sbxd_be_stop(due->ref,
+			    &err) : sbxd_be_pause(due->ref, &err)) < 0)
 				sbxd_log("cannot pause sandbox %s at its end: "
 				    "%s", due->id, err.msg);
 			pthread_mutex_lock(&sbxd.mu);
@@ -440,7 +445,8 @@ sbxd_reaper(void *arg)
 			due->busy = 0;
 			pthread_mutex_unlock(&sbxd.mu);
 			sbxd_box_save(due);
-			sbxd_log("sandbox %s paused at its end", due->id);
+			sbxd_log("sandbox %s paused at its end%s", due->id,
+			    due->pause_files_only ? " (files only)" : "");
 		} else {
 			pthread_mutex_lock(&sbxd.mu);
 			due->dying = 1;

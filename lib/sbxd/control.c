@@ -681,6 +681,21 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 		    "\"metadata\" and \"envVars\" must map strings to strings");
 		goto out;
 	}
+	/* autoPauseMemory false: its end is a filesystem-only pause (as
+	 * POST /pause {"memory":false}), which no traffic can resume. */
+	if ((v = json_object_get(j, "autoPauseMemory")) && !json_is_null(v) &&
+	    !json_is_boolean(v)) {
+		status = fail(emsg, en, 400, "Error when parsing request: "
+		    "\"autoPauseMemory\" must be a boolean");
+		goto out;
+	}
+	if (json_is_false(v) && json_is_true(json_object_get(json_object_get(j,
+	    "autoResume"), "enabled"))) {
+		status = fail(emsg, en, 400, "autoResume cannot be enabled "
+		    "with autoPauseMemory false: a filesystem-only snapshot "
+		    "must be resumed with connect");
+		goto out;
+	}
 	v = json_object_get(j, "secure");
 	secure = v2 || (v ? json_is_true(v) : 0);
 	if (net_of(j, &spec, &shown, msg, sizeof msg) < 0) {
@@ -757,6 +772,8 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 	b->envs = json_object_get(j, "envVars") ?
 	    json_deep_copy(json_object_get(j, "envVars")) : json_object();
 	b->auto_pause = json_is_true(json_object_get(j, "autoPause"));
+	b->pause_files_only = json_is_false(json_object_get(j,
+	    "autoPauseMemory"));
 	b->internet = internet;
 	b->ca = spec.net_inject != NULL;
 	b->network = shown;

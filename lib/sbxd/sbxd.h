@@ -52,6 +52,8 @@ struct sbxd_box {
 	json_t *envs;          /* object of strings: every process's */
 	long long started_ms, end_ms;
 	int paused, auto_pause, internet;
+	/* autoPauseMemory false: auto_pause stops it (files only). */
+	int pause_files_only;
 	/* Being killed: the streams of its processes break once it is
 	 * gone (proc.c). */
 	int dying;

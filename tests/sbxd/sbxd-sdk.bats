@@ -162,6 +162,14 @@ field() {
 	assert_output '[true,"paused",false,"running","0","before-pause\n","ok\n"]'
 }
 
+@test "SDK: at its end onTimeout pause keeps the processes; with keepMemory false (autoPauseMemory) only the files" {
+	run sdk auto-pause
+	assert_success
+	OUT=$output
+	run field '[.before, .states, .after, .files] | @json'
+	assert_output '[["1","1"],["paused","paused"],["1","0"],["kept\n","kept\n"]]'
+}
+
 @test "SDK: Sandbox.list with a metadata filter lists only the sandboxes that match" {
 	run sdk list
 	assert_success

@@ -308,6 +308,20 @@ netns() {
 	assert_output paused
 }
 
+@test "autoPauseMemory: not a boolean, or false with autoResume enabled, is 400 and makes nothing" {
+	before=$(sbxd_api GET /v2/sandboxes | jq length)
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"templateID":"base","autoPause":true,"autoPauseMemory":"no"}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output 'Error when parsing request: "autoPauseMemory" must be a boolean'
+	run code POST /sandboxes -H "X-API-Key: $SBXD_KEY" -d '{"templateID":"base","autoPause":true,"autoPauseMemory":false,"autoResume":{"enabled":true}}'
+	assert_output 400
+	run jq -r .message "$BATS_TEST_TMPDIR/body"
+	assert_output --partial 'autoResume cannot be enabled with autoPauseMemory false'
+	run jq length <(sbxd_api GET /v2/sandboxes)
+	assert_output "$before"
+}
+
 @test "set timeout moves the end, shorter too; refresh only extends" {
 	box '{"templateID":"base","timeout":600}'
 	end0=$(sbxd_api GET "/sandboxes/$ID" | jq -r .endAt)
