@@ -1001,6 +1001,11 @@ int sbx_snap_list(int (*fn)(json_t *meta, void *arg), void *arg,
 /* SBX_EX_NOSANDBOX: none; SBX_EX_FAIL naming the sandboxes (and the
  * snapshots of them) that use it as a layer. */
 int sbx_snap_rm(const char *id_or_name, struct sbx_err *err);
+/* Snapshot id (the store's) named name, taken from the one that had it
+ * (its id in *was, to free; NULL: none had it), which keeps its files
+ * and loses its name: E2B's reuse of a snapshot name (sbxd). */
+int sbx_snap_take_name(const char *id, const char *name, char **was,
+    struct sbx_err *err);
 /* A sandbox from snap (borrowed by spec): its image and workdir unless
  * given, its labels under spec's (an object), its limits where given
  * (SBX_CAP_MEMORY, _CPUS, _PIDS, as sbx_limits_default takes them)

@@ -218,6 +218,82 @@ claim_name(const char *name, const char *sid, struct sbx_err *err)
 	return rc;
 }
 
+/* Meta.json of snapshot dir with its "name" set (name) or dropped. */
+static int
+set_meta_name(const char *dir, const char *name, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/meta.json", dir), *text;
+	json_t *m = sbx_json_load_object(p, err);
+	int rc = -1;
+
+	if (m) {
+		if (name)
+			json_object_set_new(m, "name", json_string(name));
+		else
+			json_object_del(m, "name");
+		text = json_dumps(m, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		rc = sbx_file_write_atomic(p, text, strlen(text), 0644, 0, err);
+		free(text);
+		json_decref(m);
+	}
+	free(p);
+	return rc;
+}
+
+int
+sbx_snap_take_name(const char *id, const char *name, char **was,
+    struct sbx_err *err)
+{
+	char *dir = NULL, *odir = NULL, *oid = NULL, *p = NULL, *tmp = NULL;
+	int rc = -1, lk = sbx_local_lock(sbx_snap_root(), 1);
+
+	*was = NULL;
+	if (!sbx_snap_valid_name(name)) {
+		sbx_err_set(err, SBX_EX_USAGE, "invalid snapshot name '%s'",
+		    name);
+		goto out;
+	}
+	if (!valid_id(id) || !(dir = snap_find(id, NULL))) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no snapshot '%s'", id);
+		goto out;
+	}
+	if ((odir = snap_find(name, &oid)) && !strcmp(oid, id)) {
+		rc = 0;
+		goto out;
+	}
+	/* The name's link replaced at once, then each meta told. */
+	p = sbx_xasprintf("%s/.names", sbx_snap_root());
+	mkdir(p, 0700);
+	free(p);
+	p = sbx_xasprintf("%s/.names/%s", sbx_snap_root(), name);
+	tmp = sbx_xasprintf("%s/.names/.%s.%ld", sbx_snap_root(), name,
+	    (long)getpid());
+	unlink(tmp);
+	if (symlink(id, tmp) < 0 || rename(tmp, p) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot name snapshot '%s' '%s':",
+		    id, name);
+		unlink(tmp);
+		goto out;
+	}
+	if (set_meta_name(dir, name, err) < 0 || (odir && set_meta_name(odir,
+	    NULL, err) < 0))
+		goto out;
+	if (odir) {
+		*was = oid;
+		oid = NULL;
+	}
+	rc = 0;
+out:
+	if (lk >= 0)
+		close(lk);
+	free(tmp);
+	free(p);
+	free(oid);
+	free(odir);
+	free(dir);
+	return rc;
+}
+
 int
 sbx_snap_rm(const char *id_or_name, struct sbx_err *err)
 {

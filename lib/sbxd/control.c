@@ -2159,6 +2159,7 @@ h_snapshot(struct sbxd_req *r)
 	enum MHD_Result ret;
 	struct sbxd_box *b;
 	struct sbx_err err = {0};
+	struct sbx_err ignored = {0};
 	json_t *j = NULL, *meta;
 	const char *name = NULL;
 
@@ -2178,7 +2179,35 @@ h_snapshot(struct sbxd_req *r)
 		json_decref(j);
 		return ret;
 	}
-	if (!(meta = sbxd_be_snapshot(b->ref, name, &err)))
+	/* A name in use is E2B's "a new build of that template": the new
+	 * snapshot takes the name, the old one goes unless a sandbox stands
+	 * on it (then it stays, unnamed, until deleted). */
+	if (name && (meta = sbx_snap_get(name, &err))) {
+		json_decref(meta);
+		if ((meta = sbxd_be_snapshot(b->ref, NULL, &err))) {
+			char *was = NULL;
+
+			if (sbx_snap_take_name(sbx_json_str(meta, "snapshot"),
+			    name, &was, &err) < 0) {
+				sbx_snap_rm(sbx_json_str(meta, "snapshot"),
+				    &ignored);
+				json_decref(meta);
+				meta = NULL;
+			} else {
+				json_object_set_new(meta, "name",
+				    json_string(name));
+				if (was && sbx_snap_rm(was, &ignored) == 0)
+					sbxd_log("snapshot %s replaced by %s "
+					    "as '%s'", was, sbx_json_str(meta,
+					    "snapshot"), name);
+				free(was);
+			}
+		}
+	} else {
+		memset(&err, 0, sizeof err);
+		meta = sbxd_be_snapshot(b->ref, name, &err);
+	}
+	if (!meta)
 		ret = sbxd_reply_err(r, err.code == SBX_EX_FAIL &&
 		    name && strstr(err.msg, "in use") ? 409 : err.code ==
 		    SBX_EX_USAGE ? 400 : 500, "Error creating snapshot: %s",

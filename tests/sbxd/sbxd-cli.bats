@@ -222,3 +222,43 @@ local_id() {
 	assert_success
 	[ "$(sbxd_api GET "/snapshots?name=cli-snap" | jq length)" -eq 0 ]
 }
+
+@test "CLI: snapshot create -n with a name in use: the new one takes it (E2B's new build), the old goes unless a sandbox stands on it" {
+	box
+	run e2b sandbox snapshot create "$ID" -n cli-again
+	assert_success
+	one=$(sbxd_api GET "/snapshots?name=cli-again" | jq -r '.[0].snapshotID')
+	[[ "$one" == snp-* ]]
+	# A sandbox stands on the first.
+	on=$(sbxd_api POST /sandboxes '{"templateID":"cli-again","timeout":120}' | jq -r .sandboxID)
+	[ "$(sbxd_api GET "/sandboxes/$on" | jq -r .templateID)" = "$one" ]
+	run e2b sandbox snapshot create "$ID" -n cli-again
+	assert_success
+	two=$(sbxd_api GET "/snapshots?name=cli-again" | jq -r '.[0].snapshotID')
+	[[ "$two" == snp-* ]]
+	[ "$two" != "$one" ]
+	assert_output --partial "$two"
+	run jq length <(sbxd_api GET "/snapshots?name=cli-again")
+	assert_output 1
+	# The first stays, unnamed, for its sandbox.
+	run jq -r --arg s "$one" '.[] | select(.snapshotID == $s) | .names | length' \
+	    <(sbxd_api GET /snapshots)
+	assert_output 0
+	new=$(sbxd_api POST /sandboxes '{"templateID":"cli-again","timeout":120}' | jq -r .sandboxID)
+	[ "$(sbxd_api GET "/sandboxes/$new" | jq -r .templateID)" = "$two" ]
+	# A third, once nothing stands on the second.
+	sbxd_api DELETE "/sandboxes/$new" >/dev/null
+	run e2b sandbox snapshot create "$ID" -n cli-again
+	assert_success
+	three=$(sbxd_api GET "/snapshots?name=cli-again" | jq -r '.[0].snapshotID')
+	[ "$three" != "$two" ]
+	# Unused, the second is gone; the first is still there.
+	run jq -r '[.[].snapshotID] | sort | join(" ")' <(sbxd_api GET /snapshots)
+	assert_output "$(printf '%s\n' "$one" "$three" | sort | paste -sd' ')"
+	sbxd_api DELETE "/sandboxes/$on" >/dev/null
+	for s in "$one" "$three"; do
+		run e2b sandbox snapshot delete "$s"
+		assert_success
+	done
+}
+
