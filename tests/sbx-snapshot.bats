@@ -174,20 +174,6 @@ make_changes() {
 	assert_output ''
 }
 
-# Whether process $1 waits for a lock (a "->" line of /proc/locks), within
-# 20 s.
-lock_waiter() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		grep -q -- "-> FLOCK  ADVISORY  [A-Z]* *$1 " /proc/locks && return 0
-		kill -0 "$1" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "process $1 took no lock, or ended:" >&2
-	cat /proc/locks >&2
-	return 1
-}
-
 @test "rm and --from never cross: a create --from waits for an rm, an rm for a create --from (the store's lock)" {
 	local lk=$SBX_LOCAL_DIR/.snapshots/.lock pid fd
 	sbx-create -s s.json >/dev/null

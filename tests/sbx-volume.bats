@@ -16,20 +16,6 @@ teardown() {
 	true
 }
 
-# Whether process $1 waits for a lock (a "->" line of /proc/locks), within
-# 20 s.
-lock_waiter() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		grep -q -- "-> FLOCK  ADVISORY  [A-Z]* *$1 " /proc/locks && return 0
-		kill -0 "$1" 2>/dev/null || break
-		sleep 0.1
-	done
-	echo "process $1 took no lock, or ended:" >&2
-	cat /proc/locks >&2
-	return 1
-}
-
 @test "rm and --volume never cross: a create --volume waits for an rm, an rm for a create --volume" {
 	local pid fd
 	sbx-volume create cache >/dev/null
