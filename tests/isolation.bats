@@ -225,7 +225,7 @@ start_server() {
 	assert_failure
 }
 
-@test "the host image shows /usr read-only; /workspace /tmp /root /home /var /run are writable and start empty" {
+@test "the host image shows /usr read-only; /workspace /tmp /root /home /var /run are writable and start empty (/home: user's home)" {
 	new_sandbox
 	run sx touch /usr/x
 	assert_failure
@@ -238,7 +238,14 @@ start_server() {
 	for d in /workspace /tmp /root /home /var /run; do
 		run sx sh -c "ls -A $d"
 		assert_success
-		assert_output ""
+		# The account user's home (sbx-exec -u user), empty.
+		if [ "$d" = /home ]; then
+			assert_output user
+			run sx sh -c 'ls -A /home/user; stat -c "%u %g" /home/user'
+			assert_output "1000 1000"
+		else
+			assert_output ""
+		fi
 		run sx sh -c "touch $d/x && rm $d/x"
 		assert_success
 	done
