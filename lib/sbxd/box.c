@@ -46,6 +46,7 @@ box_free(struct sbxd_box *b)
 	json_decref(b->ref);
 	json_decref(b->metadata);
 	json_decref(b->envs);
+	json_decref(b->daytona);
 	json_decref(b->network);
 	json_decref(b->volumes);
 	free(b->template);
@@ -125,6 +126,8 @@ sbxd_box_save(struct sbxd_box *b)
 		json_object_set_new(j, "workdir", json_string(b->workdir));
 	if (b->ca)
 		json_object_set_new(j, "ca", json_true());
+	if (b->daytona)
+		json_object_set(j, "daytona", b->daytona);
 	pthread_mutex_unlock(&sbxd.mu);
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
@@ -307,6 +310,8 @@ adopt(const char *name)
 		b->network = json_incref(json_object_get(j, "network"));
 	if (json_is_array(json_object_get(j, "volumeMounts")))
 		b->volumes = json_incref(json_object_get(j, "volumeMounts"));
+	if (json_is_object(json_object_get(j, "daytona")))
+		b->daytona = json_incref(json_object_get(j, "daytona"));
 	b->next_pid = 100;
 	json_decref(j);
 	if (!b->metadata)

@@ -2328,3 +2328,18 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"DELETE", "/volumes/*", 0, h_volume_rm, NULL},
 	{NULL, NULL, 0, NULL, NULL},
 };
+
+int
+sbxd_e2b_new_box(struct sbxd_req *r, json_t *j, json_t **out, char *emsg,
+    size_t en)
+{
+	return new_box(r, j, 1, out, emsg, en);
+}
+
+void
+sbxd_box_size(json_int_t *cpus, json_int_t *mem_mb, json_int_t *disk)
+{
+	*cpus = size_of(0);
+	*mem_mb = size_of(1);
+	*disk = disk_mb();
+}
