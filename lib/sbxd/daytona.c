@@ -209,8 +209,19 @@ dt_set_end(struct sbxd_box *b)
 
 	b->end_ms = stop > 0 && now + stop * 60000 < cap ? now + stop * 60000 :
 	    cap;
-	/* Ephemeral (auto-delete 0): killed at its end; else stopped. */
+	/* Ephemeral (auto-delete 0): killed at its end; else stopped,
+	 * its processes ended (Daytona's stop). */
 	b->auto_pause = dt_int(b, "autoDeleteInterval") != 0;
+	b->pause_files_only = 1;
+	pthread_cond_broadcast(&sbxd.cv);
+}
+
+void
+sbxd_dt_stopped(struct sbxd_box *b)
+{
+	long long n = dt_int(b, "autoDeleteInterval");
+
+	b->delete_ms = n >= 0 ? sbxd_now_ms() + n * 60000 : 0;
 	pthread_cond_broadcast(&sbxd.cv);
 }
 
@@ -782,6 +793,7 @@ h_start(struct sbxd_req *r)
 		pthread_mutex_lock(&sbxd.mu);
 		if (b->paused) {
 			b->paused = 0;
+			b->delete_ms = 0;
 			/* A started sandbox's life starts again. */
 			b->started_ms = sbxd_now_ms();
 		}
@@ -835,6 +847,7 @@ h_stop(struct sbxd_req *r)
 	} else {
 		pthread_mutex_lock(&sbxd.mu);
 		b->paused = 1;
+		sbxd_dt_stopped(b);
 		pthread_mutex_unlock(&sbxd.mu);
 		sbxd_box_save(b);
 		ret = MHD_YES;
@@ -904,6 +917,9 @@ interval(struct sbxd_req *r, const char *k, long long min)
 	dt_set(b, k, json_integer(v));
 	if (!b->paused && !b->busy)
 		dt_set_end(b);
+	/* A stopped one's auto-delete counts from now. */
+	if (b->paused && !strcmp(k, "autoDeleteInterval"))
+		sbxd_dt_stopped(b);
 	pthread_mutex_unlock(&sbxd.mu);
 	sbxd_box_save(b);
 	ret = reply_box(r, 201, b, NULL);

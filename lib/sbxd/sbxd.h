@@ -79,6 +79,8 @@ struct sbxd_box {
 	 * "autoStopInterval",...}, or NULL (made through E2B's).
 	 * Replaced whole under mu, never changed in place. */
 	json_t *daytona;
+	/* Stopped: when it is killed (Daytona's auto-delete; 0: never). */
+	long long delete_ms;
 	int refs;
 	unsigned next_pid;
 	struct sbxd_proc *procs;
@@ -330,6 +332,8 @@ __attribute__((format(printf, 4, 5))) enum MHD_Result sbxd_dt_tb_err(
     struct sbxd_req *r, int status, const char *code, const char *fmt, ...);
 /* The user a box's commands and files are Daytona's (malloc'd). */
 char *sbxd_dt_user(struct sbxd_box *b);
+/* It stopped (mu held): its auto-delete clock starts. */
+void sbxd_dt_stopped(struct sbxd_box *b);
 /* A toolbox call is activity: the auto-stop clock starts again. */
 void sbxd_dt_touch(struct sbxd_box *b);
 /* server.c: the request's API key, and a route's path pattern. */

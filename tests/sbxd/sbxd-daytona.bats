@@ -235,7 +235,7 @@ dbox() {
 	jq_true '.state == "destroyed"' <<<"$output"
 }
 
-@test "daytona API: auto-stop is the sandbox's end (E2B's endAt), an ephemeral one's stop deletes it" {
+@test "daytona API: auto-stop is the sandbox's end (E2B's endAt); auto-delete kills a stopped one; an ephemeral one's stop deletes it" {
 	dbox '{"autoStopInterval":20}'
 	run sbxd_api GET "/sandboxes/$ID"
 	left=$(jq '((.endAt | sub("\\.[0-9]+Z$"; "Z") | fromdate) - now) | floor' <<<"$output")
@@ -243,14 +243,27 @@ dbox() {
 	((left > 1100 && left <= 1200))
 	run dapi POST "/api/sandbox/$ID/autostop/0"
 	jq_true '.autoStopInterval == 0' <<<"$output"
-	run dapi POST "/api/sandbox/$ID/autodelete/0"
-	jq_true '.autoDeleteInterval == 0' <<<"$output"
 	run dapi POST "/api/sandbox/$ID/autodelete/-2"
 	jq_true '.statusCode == 400' <<<"$output"
 	run dapi POST "/api/sandbox/$ID/stop"
-	jq_true '.state == "destroyed"' <<<"$output"
+	jq_true '.state == "stopped" and .autoDeleteInterval == -1' <<<"$output"
+	run dapi POST "/api/sandbox/$ID/stop"
+	jq_true '.statusCode == 400 and .message == "Sandbox is not in a stoppable state"' <<<"$output"
+	# auto-delete 0 on a stopped sandbox: sbxd's reaper kills it
+	run dapi POST "/api/sandbox/$ID/autodelete/0"
+	jq_true '.autoDeleteInterval == 0' <<<"$output"
+	for ((i = 0; i < 100; i++)); do
+		dapi GET "/api/sandbox/$ID" | jq -e '.statusCode == 404' >/dev/null && break
+		sleep 0.1
+	done
 	run dapi GET "/api/sandbox/$ID"
 	jq_true '.statusCode == 404' <<<"$output"
 	run sbx-ls -j
 	refute_output --partial "\"sbxd\":\"$ID\""
+	# ephemeral from the start: its stop is its delete
+	dbox '{"autoDeleteInterval":0}'
+	run dapi POST "/api/sandbox/$ID/stop"
+	jq_true '.state == "destroyed"' <<<"$output"
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.statusCode == 404' <<<"$output"
 }
