@@ -433,6 +433,21 @@ stat_of(struct sbxd_req *r, const char *path, int *missing,
 	return e;
 }
 
+/* The entry of path; NULL after answering (404 naming what when there
+ * is none). */
+static json_t *
+stat_or_404(struct sbxd_req *r, const char *path, const char *what,
+    enum MHD_Result *ret)
+{
+	json_t *e;
+	int missing;
+
+	if (!(e = stat_of(r, path, &missing, ret)) && missing)
+		*ret = sbxd_dt_tb_err(r, 404, "NOT_FOUND", "%s not found: %s",
+		    what, path);
+	return e;
+}
+
 static enum MHD_Result
 h_list(struct sbxd_req *r)
 {
@@ -466,14 +481,10 @@ h_info(struct sbxd_req *r)
 	enum MHD_Result ret;
 	char *path = query_path(r, "path", &ret);
 	json_t *e;
-	int missing;
 
 	if (!path)
 		return ret;
-	e = stat_of(r, path, &missing, &ret);
-	if (missing)
-		ret = sbxd_dt_tb_err(r, 404, "NOT_FOUND", "file not found: %s",
-		    path);
+	e = stat_or_404(r, path, "file", &ret);
 	free(path);
 	if (!e)
 		return ret;
@@ -1122,12 +1133,8 @@ h_move(struct sbxd_req *r)
 		json_decref(e);
 		goto out;
 	}
-	if (!(e = stat_of(r, src, &missing, &ret))) {
-		if (missing)
-			ret = sbxd_dt_tb_err(r, 404, "NOT_FOUND", "source not "
-			    "found: %s", src);
+	if (!(e = stat_or_404(r, src, "source", &ret)))
 		goto out;
-	}
 	json_decref(e);
 	dir = sbx_xstrdup(dst);
 	sl = strrchr(dir, '/');
@@ -1159,14 +1166,10 @@ h_delete(struct sbxd_req *r)
 	char *path = query_path(r, "path", &ret);
 	const char *rec = sbxd_query(r, "recursive");
 	json_t *e, *a;
-	int missing;
 
 	if (!path)
 		return ret;
-	if (!(e = stat_of(r, path, &missing, &ret))) {
-		if (missing)
-			ret = sbxd_dt_tb_err(r, 404, "NOT_FOUND", "file not "
-			    "found: %s", path);
+	if (!(e = stat_or_404(r, path, "file", &ret))) {
 		free(path);
 		return ret;
 	}
@@ -1196,7 +1199,6 @@ h_permissions(struct sbxd_req *r)
 	const char *owner = sbxd_query(r, "owner");
 	const char *group = sbxd_query(r, "group");
 	json_t *e;
-	int missing;
 
 	if (!path)
 		return ret;
@@ -1206,10 +1208,7 @@ h_permissions(struct sbxd_req *r)
 		return sbxd_dt_tb_err(r, 400, "BAD_REQUEST", "mode is octal, "
 		    "owner and group are names");
 	}
-	if (!(e = stat_of(r, path, &missing, &ret))) {
-		if (missing)
-			ret = sbxd_dt_tb_err(r, 404, "NOT_FOUND", "file not "
-			    "found: %s", path);
+	if (!(e = stat_or_404(r, path, "file", &ret))) {
 		free(path);
 		return ret;
 	}
@@ -1248,7 +1247,6 @@ find_run(struct sbxd_req *r, int grep)
 	struct sbx_err err;
 	char *dir = NULL, *p, *end, *nul, *colon, *nl;
 	json_t *out, *e;
-	int missing;
 
 	if (!path)
 		return ret;
@@ -1257,10 +1255,7 @@ find_run(struct sbxd_req *r, int grep)
 		return sbxd_dt_tb_err(r, 400, "BAD_REQUEST", "pattern is "
 		    "required");
 	}
-	if (!(e = stat_of(r, path, &missing, &ret))) {
-		if (missing)
-			ret = sbxd_dt_tb_err(r, 404, "NOT_FOUND", "path not "
-			    "found: %s", path);
+	if (!(e = stat_or_404(r, path, "path", &ret))) {
 		free(path);
 		return ret;
 	}

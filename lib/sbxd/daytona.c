@@ -355,43 +355,10 @@ path_box(struct sbxd_req *r, enum MHD_Result *ret)
 static int
 box_take(struct sbxd_req *r, struct sbxd_box *b, enum MHD_Result *ret)
 {
-	pthread_mutex_lock(&sbxd.mu);
-	if (b->busy || b->gone) {
-		pthread_mutex_unlock(&sbxd.mu);
-		*ret = sbxd_dt_api_err(r, 409, "Sandbox state change in "
-		    "progress");
-		return -1;
-	}
-	b->busy = 1;
-	pthread_mutex_unlock(&sbxd.mu);
-	return 0;
-}
-
-static void
-box_give(struct sbxd_box *b)
-{
-	pthread_mutex_lock(&sbxd.mu);
-	b->busy = 0;
-	pthread_cond_broadcast(&sbxd.cv);
-	pthread_mutex_unlock(&sbxd.mu);
-}
-
-/* Kill a taken box: 0, or -1 with err. */
-static int
-box_kill(struct sbxd_box *b, struct sbx_err *err)
-{
-	pthread_mutex_lock(&sbxd.mu);
-	b->dying = 1;
-	pthread_mutex_unlock(&sbxd.mu);
-	sbxd_proc_end_all(b);
-	if (sbxd_be_kill(b->ref, err) < 0 && err->code != SBX_EX_NOSANDBOX) {
-		pthread_mutex_lock(&sbxd.mu);
-		b->dying = 0;
-		pthread_mutex_unlock(&sbxd.mu);
-		return -1;
-	}
-	sbxd_box_unlink(b);
-	return 0;
+	if (sbxd_box_take(b) == 0)
+		return 0;
+	*ret = sbxd_dt_api_err(r, 409, "Sandbox state change in progress");
+	return -1;
 }
 
 /* --- routes -------------------------------------------------------------- */
@@ -415,17 +382,7 @@ h_config(struct sbxd_req *r)
 static int
 strmap_ok(const json_t *o)
 {
-	const char *k;
-	json_t *v;
-
-	if (!o || json_is_null(o))
-		return 1;
-	if (!json_is_object(o))
-		return 0;
-	json_object_foreach((json_t *)o, k, v)
-		if (!json_is_string(v))
-			return 0;
-	return 1;
+	return json_is_null(o) || sbxd_strmap_ok(o);
 }
 
 /* An interval of the create body (minutes, at least min), def when it
@@ -580,7 +537,7 @@ h_create(struct sbxd_req *r)
 	dt_set_end(b);
 	pthread_mutex_unlock(&sbxd.mu);
 	if (user && !user_ok(b, user)) {
-		if (box_take(r, b, &ret) == 0 && box_kill(b, &err) < 0)
+		if (box_take(r, b, &ret) == 0 && sbxd_box_kill(b, &err) < 0)
 			sbxd_log("cannot kill sandbox %s: %s", b->id, err.msg);
 		ret = sbxd_dt_api_err(r, 400, "User %s does not exist in "
 		    "snapshot %s", user, snap ? snap : "base");
@@ -761,14 +718,14 @@ h_delete(struct sbxd_req *r)
 	j = dt_sandbox(b, proxy, 1, "destroyed");
 	pthread_mutex_unlock(&sbxd.mu);
 	free(proxy);
-	if (box_kill(b, &err) < 0) {
+	if (sbxd_box_kill(b, &err) < 0) {
 		json_decref(j);
 		ret = sbxd_dt_api_err(r, 500, "cannot delete the sandbox: %s",
 		    err.msg);
 	} else {
 		ret = sbxd_reply_json(r, 200, j);
 	}
-	box_give(b);
+	sbxd_box_give(b);
 	sbxd_box_put(b);
 	return ret;
 }
@@ -802,7 +759,7 @@ h_start(struct sbxd_req *r)
 		sbxd_box_save(b);
 		ret = MHD_YES;
 	}
-	box_give(b);
+	sbxd_box_give(b);
 	if (ret == MHD_YES && !r->status)
 		ret = reply_box(r, 200, b, NULL);
 	sbxd_box_put(b);
@@ -838,7 +795,7 @@ h_stop(struct sbxd_req *r)
 		j = dt_sandbox(b, proxy, 1, "destroyed");
 		pthread_mutex_unlock(&sbxd.mu);
 		free(proxy);
-		ret = box_kill(b, &err) < 0 ? sbxd_dt_api_err(r, 500, "cannot "
+		ret = sbxd_box_kill(b, &err) < 0 ? sbxd_dt_api_err(r, 500, "cannot "
 		    "stop the sandbox: %s", err.msg) : sbxd_reply_json(r, 200,
 		    json_incref(j));
 	} else if (sbxd_be_stop(b->ref, &err) < 0) {
@@ -853,7 +810,7 @@ h_stop(struct sbxd_req *r)
 		ret = MHD_YES;
 	}
 	json_decref(j);
-	box_give(b);
+	sbxd_box_give(b);
 	if (ret == MHD_YES && !r->status)
 		ret = reply_box(r, 200, b, NULL);
 	sbxd_box_put(b);

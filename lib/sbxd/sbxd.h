@@ -345,6 +345,14 @@ int sbxd_e2b_new_box(struct sbxd_req *r, json_t *j, json_t **out,
     char *emsg, size_t en);
 void sbxd_box_size(json_int_t *cpus, json_int_t *mem_mb,
     json_int_t *disk_mb);
+/* control.c: take a box for a change of state (-1: one is under way,
+ * or it is being killed), and give it back; kill a taken box (its
+ * processes end, its sandbox goes, it leaves the table): -1 with err. */
+int sbxd_box_take(struct sbxd_box *b);
+void sbxd_box_give(struct sbxd_box *b);
+int sbxd_box_kill(struct sbxd_box *b, struct sbx_err *err);
+/* An object of strings, or none. */
+int sbxd_strmap_ok(const json_t *o);
 
 /* template.c: E2B's template builds (sbx-image build on the local
  * backend). Its store under sbxd's, once the store is known. */
