@@ -90,13 +90,32 @@ sbxd_dt_path(const char *path)
 	    !strncmp(path, "/toolbox/", 9);
 }
 
+/* The legacy toolbox route /api/toolbox/ID/toolbox/P: /toolbox/ID/P. */
+static void
+legacy_path(struct sbxd_req *r)
+{
+	const char *id = r->path + strlen("/api/toolbox/");
+	const char *e = strchr(id, '/');
+	char *p;
+
+	if (strncmp(r->path, "/api/toolbox/", 13) || !e || e == id ||
+	    strncmp(e, "/toolbox/", 9))
+		return;
+	p = sbx_xasprintf("/toolbox/%.*s%s", (int)(e - id), id, e + 8);
+	free(r->path);
+	r->path = p;
+}
+
 const struct sbxd_route *
 sbxd_dt_dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 {
-	int tb = !strncmp(r->path, "/toolbox/", 9), paused;
 	const struct sbxd_route *rt, *found = NULL;
 	struct sbxd_box *b;
+	int tb, paused;
 	char *id;
+
+	legacy_path(r);
+	tb = !strncmp(r->path, "/toolbox/", 9);
 
 	for (rt = tb ? sbxd_dt_tb_routes : sbxd_dt_api_routes; rt->path; rt++)
 		if (sbxd_path_match(rt->path, r->path) &&
@@ -537,8 +556,12 @@ h_create(struct sbxd_req *r)
 	dt_set_end(b);
 	pthread_mutex_unlock(&sbxd.mu);
 	if (user && !user_ok(b, user)) {
-		if (box_take(r, b, &ret) == 0 && sbxd_box_kill(b, &err) < 0)
-			sbxd_log("cannot kill sandbox %s: %s", b->id, err.msg);
+		if (sbxd_box_take(b) == 0) {
+			if (sbxd_box_kill(b, &err) < 0)
+				sbxd_log("cannot kill sandbox %s: %s", b->id,
+				    err.msg);
+			sbxd_box_give(b);
+		}
 		ret = sbxd_dt_api_err(r, 400, "User %s does not exist in "
 		    "snapshot %s", user, snap ? snap : "base");
 		goto out;

@@ -267,3 +267,53 @@ dbox() {
 	run dapi GET "/api/sandbox/$ID"
 	jq_true '.statusCode == 404' <<<"$output"
 }
+
+@test "daytona API: user root runs in /root; an unknown user is 400 and leaves nothing; the legacy toolbox path routes too" {
+	before=$(sbx-ls -j | wc -l)
+	run dapi POST /api/sandbox '{"user":"no-such-user"}'
+	jq_true '.statusCode == 400 and .message == "User no-such-user does not exist in snapshot base"' <<<"$output"
+	[ "$(sbx-ls -j | wc -l)" = "$before" ]
+	dbox '{"user":"root"}'
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.user == "root"' <<<"$output"
+	run dapi POST "/toolbox/$ID/process/execute" '{"command":"echo $HOME; pwd"}'
+	jq_true '.exitCode == 0 and .result == "/root\n/root\n"' <<<"$output"
+	run dapi GET "/toolbox/$ID/work-dir"
+	jq_true '.dir == "/root"' <<<"$output"
+	run dapi POST "/api/toolbox/$ID/toolbox/process/execute" '{"command":"echo legacy"}'
+	jq_true '.result == "legacy\n"' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+}
+
+@test "daytona API: a sandbox keeps its name, labels and intervals across a restart of sbxd" {
+	# a server of this test's own, restarted over its store
+	local keep=("$SBXD_URL" "$SBXD_PID" "$SBXD_DIR" "$SBXD_KEY" "$SBXD_PORT")
+	SBXD_DIR=$BATS_TEST_TMPDIR/own
+	mkdir -p "$SBXD_DIR"
+	sbxd_start
+	OWN_PID=$SBXD_PID
+	dbox '{"name":"dt-kept","labels":{"k":"v"},"autoStopInterval":0,"autoDeleteInterval":30}'
+	OWN_ID=$ID
+	sbxd_stop
+	sbxd_start
+	OWN_PID=$SBXD_PID
+	sbxd_log_wait "adopted sandbox $ID"
+	run dapi GET /api/sandbox/dt-kept
+	jq_true --arg id "$ID" '.id == $id and .labels == {"k":"v"} and .autoStopInterval == 0 and .autoDeleteInterval == 30 and .state == "started"' <<<"$output"
+	run dapi DELETE /api/sandbox/dt-kept
+	jq_true '.state == "destroyed"' <<<"$output"
+	OWN_ID=
+	sbxd_stop
+	OWN_PID=
+	SBXD_URL=${keep[0]} SBXD_PID=${keep[1]} SBXD_DIR=${keep[2]} SBXD_KEY=${keep[3]} SBXD_PORT=${keep[4]}
+}
+
+# The restart test's own server, when it failed before stopping it: its
+# sandbox killed, then the server, by its pid.
+teardown() {
+	if [ -n "${OWN_PID:-}" ]; then
+		[ -z "${OWN_ID:-}" ] || dapi DELETE "/api/sandbox/$OWN_ID" >/dev/null || true
+		kill -TERM "$OWN_PID" 2>/dev/null || true
+		wait "$OWN_PID" 2>/dev/null || true
+	fi
+}
