@@ -94,12 +94,14 @@ sbxd_dt_path(const char *path)
 static void
 legacy_path(struct sbxd_req *r)
 {
-	const char *id = r->path + strlen("/api/toolbox/");
-	const char *e = strchr(id, '/');
+	const char *id, *e;
 	char *p;
 
-	if (strncmp(r->path, "/api/toolbox/", 13) || !e || e == id ||
-	    strncmp(e, "/toolbox/", 9))
+	if (strncmp(r->path, "/api/toolbox/", 13))
+		return;
+	id = r->path + 13;
+	e = strchr(id, '/');
+	if (!e || e == id || strncmp(e, "/toolbox/", 9))
 		return;
 	p = sbx_xasprintf("/toolbox/%.*s%s", (int)(e - id), id, e + 8);
 	free(r->path);
@@ -449,13 +451,25 @@ static const char *const refused[] = {"cpu", "memory", "disk", "gpu",
     "gpuType", NULL};
 static const char *const not_served[] = {"buildInfo", "volumes",
     "networkAllowList", "domainAllowList", "linkedSandbox", "secrets",
-    NULL};
+    "autoPauseInterval", "ttlMinutes", "spot", "kvm", "outboundProxyUrl",
+    "otelEndpointOverride", NULL};
+
+/* Whether a field asks for something: not null, false, 0, "" or []. */
+static int
+asks(const json_t *v)
+{
+	return v && !json_is_null(v) && !json_is_false(v) &&
+	    !(json_is_integer(v) && !json_integer_value(v)) &&
+	    !(json_is_array(v) && !json_array_size(v)) &&
+	    !(json_is_object(v) && !json_object_size(v)) &&
+	    !(json_is_string(v) && !*json_string_value(v));
+}
 
 static enum MHD_Result
 h_create(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = dt_body(r, &ret), *e2b = NULL, *out = NULL, *v;
+	json_t *j = dt_body(r, &ret), *e2b = NULL, *out = NULL;
 	const char *name, *snap, *user;
 	long long stop, archive, del, secs;
 	struct sbxd_box *b = NULL;
@@ -470,16 +484,13 @@ h_create(struct sbxd_req *r)
 	snap = sbx_json_str(j, "snapshot");
 	user = sbx_json_str(j, "user");
 	for (i = 0; refused[i]; i++)
-		if ((v = json_object_get(j, refused[i])) && !json_is_null(v)) {
+		if (asks(json_object_get(j, refused[i]))) {
 			ret = sbxd_dt_api_err(r, 400, "Cannot specify Sandbox "
 			    "resources when using a snapshot");
 			goto out;
 		}
 	for (i = 0; not_served[i]; i++)
-		if ((v = json_object_get(j, not_served[i])) &&
-		    !json_is_null(v) && !(json_is_array(v) &&
-		    !json_array_size(v)) && !(json_is_string(v) &&
-		    !*json_string_value(v))) {
+		if (asks(json_object_get(j, not_served[i]))) {
 			ret = sbxd_dt_api_err(r, 400, "sbxd does not serve "
 			    "'%s' (see sbxd(8))", not_served[i]);
 			goto out;

@@ -157,6 +157,8 @@ dbox() {
 	jq_true '.statusCode == 400' <<<"$output"
 	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM x\n"}}'
 	jq_true '.statusCode == 400 and (.message | test("buildInfo"))' <<<"$output"
+	run dapi POST /api/sandbox '{"autoPauseInterval":5,"kvm":false}'
+	jq_true '.statusCode == 400 and .message == "sbxd does not serve '"'autoPauseInterval'"' (see sbxd(8))"' <<<"$output"
 	run curl -s -H "Authorization: Bearer $SBXD_KEY" "$SBXD_URL/api/sandbox?labels=%7Bnot"
 	jq_true '.statusCode == 400 and .message == "Invalid labels JSON format"' <<<"$output"
 	[ "$(sbx-ls -j | wc -l)" = "$before" ]
