@@ -906,7 +906,9 @@ interval(struct sbxd_req *r, const char *k, long long min)
 		return ret;
 	pthread_mutex_lock(&sbxd.mu);
 	dt_set(b, k, json_integer(v));
-	if (!b->paused && !b->busy)
+	/* Its end is Daytona's from the first auto-stop or auto-delete
+	 * set (one made through E2B's API keeps its timeout till then). */
+	if (!b->paused && !b->busy && strcmp(k, "autoArchiveInterval"))
 		dt_set_end(b);
 	/* A stopped one's auto-delete counts from now. */
 	if (b->paused && !strcmp(k, "autoDeleteInterval"))

@@ -233,6 +233,10 @@ dbox() {
 	jq_true '.state == "stopped"' <<<"$output"
 	run sbxd_api GET "/sandboxes/$id"
 	jq_true '.state == "paused"' <<<"$output"
+	run dapi GET '/api/sandbox?states=stopped&labels=%7B%22via%22%3A%22e2b%22%7D'
+	jq_true --arg id "$id" '[.items[] | [.id, .state]] == [[$id, "stopped"]]' <<<"$output"
+	run dapi GET '/api/sandbox?states=started&labels=%7B%22via%22%3A%22e2b%22%7D'
+	jq_true '.items == []' <<<"$output"
 	run dapi DELETE "/api/sandbox/$id"
 	jq_true '.state == "destroyed"' <<<"$output"
 }
