@@ -38,25 +38,34 @@ tb_body(struct sbxd_req *r, enum MHD_Result *ret)
 	return j;
 }
 
+/* Who the box's Daytona user runs as (*as, NULL: the sandbox's root)
+ * and its home (malloc'd). */
 static char *
-home_of(const char *user)
+user_home(struct sbxd_box *b, char **as)
 {
-	return strcmp(user, "root") ? sbx_xasprintf("/home/%s", user) :
-	    sbx_xstrdup("/root");
+	char *user = sbxd_dt_user(b), *a = NULL, *home = NULL;
+	json_t *fail = NULL;
+
+	if (sbxd_proc_user(b, user, &a, &home, &fail) < 0) {
+		json_decref(fail);
+		home = sbx_xstrdup(strcmp(user, "root") ? "/home/user" :
+		    "/root");
+	}
+	free(user);
+	if (as)
+		*as = a;
+	else
+		free(a);
+	return home;
 }
 
 /* Where a box's commands start and its relative paths are (malloc'd). */
 static char *
 work_dir(struct sbxd_box *b)
 {
-	char *user, *d;
-
 	if (b->workdir)
 		return sbx_xstrdup(b->workdir);
-	user = sbxd_dt_user(b);
-	d = home_of(user);
-	free(user);
-	return d;
+	return user_home(b, NULL);
 }
 
 /* p in the sandbox, a relative one against the work dir (malloc'd). */
@@ -102,8 +111,8 @@ close_pair(int p[2])
 	p[0] = p[1] = -1;
 }
 
-/* Run x->argv in the box, as root with the box's user's HOME: 0, or -1
- * with err when it could not be started. */
+/* Run x->argv in the box, as its Daytona user with that one's HOME: 0,
+ * or -1 with err when it could not be started. */
 static int
 run(struct sbxd_box *b, struct run *x, struct sbx_err *err)
 {
@@ -113,7 +122,7 @@ run(struct sbxd_box *b, struct run *x, struct sbx_err *err)
 	struct proc_result pr = {0};
 	json_t *args = NULL, *a, *e;
 	size_t i, in_off = 0;
-	char **env, *user;
+	char **env, *as = NULL, *home;
 	char buf[DT_CHUNK];
 	ssize_t n;
 
@@ -123,15 +132,10 @@ run(struct sbxd_box *b, struct run *x, struct sbx_err *err)
 		goto out;
 	}
 	env = sbxd_box_env(b, x->envs);
-	user = sbxd_dt_user(b);
-	if (!strcmp(user, "root")) {
-		free(env[0]);
-		env[0] = sbx_xstrdup("HOME=/root");
-	} else if (strcmp(user, "user")) {
-		free(env[0]);
-		env[0] = sbx_xasprintf("HOME=/home/%s", user);
-	}
-	free(user);
+	home = user_home(b, &as);
+	free(env[0]);
+	env[0] = sbx_xasprintf("HOME=%s", home);
+	free(home);
 	a = json_array();
 	e = json_array();
 	for (i = 0; x->argv[i]; i++)
@@ -139,9 +143,10 @@ run(struct sbxd_box *b, struct run *x, struct sbx_err *err)
 	for (i = 0; env[i]; i++)
 		json_array_append_new(e, json_string(env[i]));
 	sbxd_env_free(env);
-	args = json_pack("{s:O,s:o,s:o,s:s?,s:I,s:b,s:b}", "ref", b->ref,
+	args = json_pack("{s:O,s:o,s:o,s:s?,s:I,s:b,s:b,s:s?}", "ref", b->ref,
 	    "argv", a, "env", e, "cwd", x->cwd, "timeout_ms",
-	    (json_int_t)x->timeout_ms, "tty", 0, "interactive", 1);
+	    (json_int_t)x->timeout_ms, "tty", 0, "interactive", 1, "user", as);
+	free(as);
 	{
 		int fds[5] = {in[0], out[1], out[1], res[1], go[1]};
 
@@ -1336,11 +1341,10 @@ h_work_dir(struct sbxd_req *r)
 static enum MHD_Result
 h_home_dir(struct sbxd_req *r)
 {
-	char *u = sbxd_dt_user(r->box), *d = home_of(u);
+	char *d = user_home(r->box, NULL);
 	enum MHD_Result ret = sbxd_reply_json(r, 200, json_pack("{s:s}", "dir",
 	    d));
 
-	free(u);
 	free(d);
 	return ret;
 }

@@ -372,6 +372,11 @@ int sbxd_tpl_upload_ok(struct sbxd_req *r);
 /* port.c: a request for a port of the sandbox other than envd's. */
 extern const struct sbxd_route sbxd_port_route;
 enum MHD_Result sbxd_port_proxy(struct sbxd_req *r);
+/* proc.c: who a process of the user name runs as (*as: the exec's
+ * user, NULL for the sandbox's root) and its home, as envd's; -1 with
+ * the files helper's error in *fail. */
+int sbxd_proc_user(struct sbxd_box *b, const char *name, char **as,
+    char **home, json_t **fail);
 /* End a box's processes and watchers (it is being killed). */
 void sbxd_proc_end_all(struct sbxd_box *b);
 void sbxd_fs_end_all(struct sbxd_box *b);
