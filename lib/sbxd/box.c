@@ -46,6 +46,7 @@ box_free(struct sbxd_box *b)
 	json_decref(b->ref);
 	json_decref(b->metadata);
 	json_decref(b->envs);
+	json_decref(b->daytona);
 	json_decref(b->network);
 	json_decref(b->volumes);
 	free(b->template);
@@ -125,6 +126,11 @@ sbxd_box_save(struct sbxd_box *b)
 		json_object_set_new(j, "workdir", json_string(b->workdir));
 	if (b->ca)
 		json_object_set_new(j, "ca", json_true());
+	if (b->daytona)
+		json_object_set(j, "daytona", b->daytona);
+	if (b->delete_ms)
+		json_object_set_new(j, "delete_ms",
+		    json_integer(b->delete_ms));
 	pthread_mutex_unlock(&sbxd.mu);
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
@@ -307,6 +313,9 @@ adopt(const char *name)
 		b->network = json_incref(json_object_get(j, "network"));
 	if (json_is_array(json_object_get(j, "volumeMounts")))
 		b->volumes = json_incref(json_object_get(j, "volumeMounts"));
+	if (json_is_object(json_object_get(j, "daytona")))
+		b->daytona = json_incref(json_object_get(j, "daytona"));
+	b->delete_ms = sbx_json_int(j, "delete_ms", 0);
 	b->next_pid = 100;
 	json_decref(j);
 	if (!b->metadata)
@@ -418,9 +427,13 @@ sbxd_reaper(void *arg)
 	while (!sbxd.stopping) {
 		now = sbxd_now_ms();
 		for (due = NULL, b = sbxd.boxes; b; b = b->next)
-			if (!b->paused && !b->busy && b->end_ms <= now) {
+			if ((!b->paused && !b->busy && b->end_ms <= now) ||
+			    (b->paused && !b->busy && b->delete_ms &&
+			    b->delete_ms <= now)) {
 				due = b;
 				break;
+			} else if (!b->paused) {
+				b->delete_ms = 0;
 			}
 		if (!due) {
 			clock_gettime(CLOCK_REALTIME, &ts);
@@ -435,13 +448,15 @@ sbxd_reaper(void *arg)
 		due->refs++;
 		due->busy = 1;
 		pthread_mutex_unlock(&sbxd.mu);
-		if (due->auto_pause) {
+		if (due->auto_pause && !due->paused) {
 			if ((due->pause_files_only ? sbxd_be_stop(due->ref,
 			    &err) : sbxd_be_pause(due->ref, &err)) < 0)
 				sbxd_log("cannot pause sandbox %s at its end: "
 				    "%s", due->id, err.msg);
 			pthread_mutex_lock(&sbxd.mu);
 			due->paused = 1;
+			if (due->daytona)
+				sbxd_dt_stopped(due);
 			due->busy = 0;
 			pthread_mutex_unlock(&sbxd.mu);
 			sbxd_box_save(due);

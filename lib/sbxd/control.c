@@ -145,8 +145,8 @@ template_image(const char *t)
 	return NULL;
 }
 
-static int
-strmap_ok(const json_t *o)
+int
+sbxd_strmap_ok(const json_t *o)
 {
 	const char *k;
 	json_t *v;
@@ -675,8 +675,8 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 		    3600);
 		goto out;
 	}
-	if (!strmap_ok(json_object_get(j, "metadata")) ||
-	    !strmap_ok(json_object_get(j, "envVars"))) {
+	if (!sbxd_strmap_ok(json_object_get(j, "metadata")) ||
+	    !sbxd_strmap_ok(json_object_get(j, "envVars"))) {
 		status = fail(emsg, en, 400, "Error when parsing request: "
 		    "\"metadata\" and \"envVars\" must map strings to strings");
 		goto out;
@@ -1543,28 +1543,60 @@ h_list2(struct sbxd_req *r)
 
 /* Take a box for a change of state: NULL (after answering 409) when one
  * is under way. */
-static int
-box_begin(struct sbxd_req *r, struct sbxd_box *b, enum MHD_Result *ret)
+int
+sbxd_box_take(struct sbxd_box *b)
 {
+	int rc = -1;
+
 	pthread_mutex_lock(&sbxd.mu);
-	if (b->busy || b->gone) {
-		pthread_mutex_unlock(&sbxd.mu);
-		*ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" is %s", b->id,
-		    b->gone ? "being killed" : "changing state");
-		return -1;
+	if (!b->busy && !b->gone) {
+		b->busy = 1;
+		rc = 0;
 	}
-	b->busy = 1;
 	pthread_mutex_unlock(&sbxd.mu);
-	return 0;
+	return rc;
 }
 
-static void
-box_end(struct sbxd_box *b)
+void
+sbxd_box_give(struct sbxd_box *b)
 {
 	pthread_mutex_lock(&sbxd.mu);
 	b->busy = 0;
 	pthread_cond_broadcast(&sbxd.cv);
 	pthread_mutex_unlock(&sbxd.mu);
+}
+
+int
+sbxd_box_kill(struct sbxd_box *b, struct sbx_err *err)
+{
+	pthread_mutex_lock(&sbxd.mu);
+	b->dying = 1;
+	pthread_mutex_unlock(&sbxd.mu);
+	sbxd_proc_end_all(b);
+	if (sbxd_be_kill(b->ref, err) < 0 && err->code != SBX_EX_NOSANDBOX) {
+		pthread_mutex_lock(&sbxd.mu);
+		b->dying = 0;
+		pthread_mutex_unlock(&sbxd.mu);
+		return -1;
+	}
+	sbxd_box_unlink(b);
+	return 0;
+}
+
+static int
+box_begin(struct sbxd_req *r, struct sbxd_box *b, enum MHD_Result *ret)
+{
+	if (sbxd_box_take(b) == 0)
+		return 0;
+	*ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" is %s", b->id,
+	    b->gone ? "being killed" : "changing state");
+	return -1;
+}
+
+static void
+box_end(struct sbxd_box *b)
+{
+	sbxd_box_give(b);
 }
 
 /* path_box and box_begin: the box, with a ref and taken; NULL after
@@ -1590,24 +1622,11 @@ h_kill(struct sbxd_req *r)
 
 	if (!b)
 		return ret;
-	pthread_mutex_lock(&sbxd.mu);
-	b->dying = 1;
-	pthread_mutex_unlock(&sbxd.mu);
-	sbxd_proc_end_all(b);
-	if (sbxd_be_kill(b->ref, &err) < 0 &&
-	    err.code != SBX_EX_NOSANDBOX) {
-		pthread_mutex_lock(&sbxd.mu);
-		b->dying = 0;
-		pthread_mutex_unlock(&sbxd.mu);
-		box_end(b);
-		sbxd_box_put(b);
-		return sbxd_reply_err(r, 500, "Error killing sandbox: %s",
-		    err.msg);
-	}
-	sbxd_box_unlink(b);
+	ret = sbxd_box_kill(b, &err) < 0 ? sbxd_reply_err(r, 500, "Error "
+	    "killing sandbox: %s", err.msg) : sbxd_reply_empty(r, 204);
 	box_end(b);
 	sbxd_box_put(b);
-	return sbxd_reply_empty(r, 204);
+	return ret;
 }
 
 /* The seconds of a body's key; -1 after answering 400. */
@@ -2357,3 +2376,18 @@ const struct sbxd_route sbxd_control_routes[] = {
 	{"DELETE", "/volumes/*", 0, h_volume_rm, NULL},
 	{NULL, NULL, 0, NULL, NULL},
 };
+
+int
+sbxd_e2b_new_box(struct sbxd_req *r, json_t *j, json_t **out, char *emsg,
+    size_t en)
+{
+	return new_box(r, j, 1, out, emsg, en);
+}
+
+void
+sbxd_box_size(json_int_t *cpus, json_int_t *mem_mb, json_int_t *disk)
+{
+	*cpus = size_of(0);
+	*mem_mb = size_of(1);
+	*disk = disk_mb();
+}

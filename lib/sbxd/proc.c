@@ -1255,3 +1255,10 @@ const struct sbxd_route sbxd_proc_routes[] = {
 	{"POST", "/process.Process/StreamInput", 1, h_stream_input, NULL},
 	{NULL, NULL, 0, NULL, NULL},
 };
+
+int
+sbxd_proc_user(struct sbxd_box *b, const char *name, char **as, char **home,
+    json_t **fail)
+{
+	return run_as(b, name, as, home, fail);
+}

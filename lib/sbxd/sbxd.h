@@ -75,6 +75,12 @@ struct sbxd_box {
 	long long metric_ms;
 	int gone;              /* killed: out of the table */
 	int busy;              /* a pause, resume or kill is under way */
+	/* What Daytona's API gave it (daytona.c): {"name","user",
+	 * "autoStopInterval",...}, or NULL (made through E2B's).
+	 * Replaced whole under mu, never changed in place. */
+	json_t *daytona;
+	/* Stopped: when it is killed (Daytona's auto-delete; 0: never). */
+	long long delete_ms;
 	int refs;
 	unsigned next_pid;
 	struct sbxd_proc *procs;
@@ -311,6 +317,43 @@ extern const struct sbxd_route sbxd_proc_routes[];
 extern const struct sbxd_route sbxd_fs_routes[];
 extern const struct sbxd_route sbxd_tpl_routes[];
 
+/* daytona.c, daytona-toolbox.c: Daytona's API (/api) and toolbox
+ * (/toolbox/ID/...). The route of a request whose path is theirs (auth
+ * and the sandbox checked), else NULL after answering. */
+int sbxd_dt_path(const char *path);
+const struct sbxd_route *sbxd_dt_dispatch(struct sbxd_req *r,
+    enum MHD_Result *ret);
+extern const struct sbxd_route sbxd_dt_api_routes[];
+extern const struct sbxd_route sbxd_dt_tb_routes[];
+/* Daytona's error bodies: the API's (NestJS) and the toolbox's. */
+__attribute__((format(printf, 3, 4))) enum MHD_Result sbxd_dt_api_err(
+    struct sbxd_req *r, int status, const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) enum MHD_Result sbxd_dt_tb_err(
+    struct sbxd_req *r, int status, const char *code, const char *fmt, ...);
+/* The user a box's commands and files are Daytona's (malloc'd). */
+char *sbxd_dt_user(struct sbxd_box *b);
+/* It stopped (mu held): its auto-delete clock starts. */
+void sbxd_dt_stopped(struct sbxd_box *b);
+/* A toolbox call is activity: the auto-stop clock starts again. */
+void sbxd_dt_touch(struct sbxd_box *b);
+/* server.c: the request's API key, and a route's path pattern. */
+int sbxd_key_ok(struct sbxd_req *r);
+int sbxd_path_match(const char *pat, const char *path);
+/* control.c: E2B's create (v2) for Daytona's, and a sandbox's size:
+ * vCPUs, memory and disk (0: no quota) in MiB. */
+int sbxd_e2b_new_box(struct sbxd_req *r, json_t *j, json_t **out,
+    char *emsg, size_t en);
+void sbxd_box_size(json_int_t *cpus, json_int_t *mem_mb,
+    json_int_t *disk_mb);
+/* control.c: take a box for a change of state (-1: one is under way,
+ * or it is being killed), and give it back; kill a taken box (its
+ * processes end, its sandbox goes, it leaves the table): -1 with err. */
+int sbxd_box_take(struct sbxd_box *b);
+void sbxd_box_give(struct sbxd_box *b);
+int sbxd_box_kill(struct sbxd_box *b, struct sbx_err *err);
+/* An object of strings, or none. */
+int sbxd_strmap_ok(const json_t *o);
+
 /* template.c: E2B's template builds (sbx-image build on the local
  * backend). Its store under sbxd's, once the store is known. */
 int sbxd_tpl_init(struct sbx_err *err);
@@ -329,6 +372,11 @@ int sbxd_tpl_upload_ok(struct sbxd_req *r);
 /* port.c: a request for a port of the sandbox other than envd's. */
 extern const struct sbxd_route sbxd_port_route;
 enum MHD_Result sbxd_port_proxy(struct sbxd_req *r);
+/* proc.c: who a process of the user name runs as (*as: the exec's
+ * user, NULL for the sandbox's root) and its home, as envd's; -1 with
+ * the files helper's error in *fail. */
+int sbxd_proc_user(struct sbxd_box *b, const char *name, char **as,
+    char **home, json_t **fail);
 /* End a box's processes and watchers (it is being killed). */
 void sbxd_proc_end_all(struct sbxd_box *b);
 void sbxd_fs_end_all(struct sbxd_box *b);

@@ -266,6 +266,12 @@ key_ok(struct sbxd_req *r)
 	return r->key >= 0;
 }
 
+int
+sbxd_key_ok(struct sbxd_req *r)
+{
+	return key_ok(r);
+}
+
 /* Whether header holds want ("" wants nothing), in constant time. */
 static int
 secret_ok(struct sbxd_req *r, const char *header, const char *want)
@@ -306,6 +312,12 @@ path_match(const char *pat, const char *path)
 	while (*path == '/')
 		path++;
 	return !*pat && !*path;
+}
+
+int
+sbxd_path_match(const char *pat, const char *path)
+{
+	return path_match(pat, path);
 }
 
 static const struct sbxd_route *
@@ -378,6 +390,9 @@ dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 	const struct sbxd_route *rt;
 
 	envd = envd_target(r, id, sizeof id, &port);
+	/* Daytona's API and toolbox: their own auth and error bodies. */
+	if (!envd && sbxd_dt_path(r->path))
+		return sbxd_dt_dispatch(r, ret);
 	/* A signed /files URL on its own (no sandbox named, no key): the
 	 * sandbox is the one whose token signed it. */
 	if (!envd && !strcmp(r->path, "/files") && sbxd_query(r,

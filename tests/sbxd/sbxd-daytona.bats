@@ -1,0 +1,325 @@
+#!/usr/bin/env bats
+# sbxd speaking Daytona's API (/api) and toolbox (/toolbox/ID/...), driven
+# by the official Daytona TypeScript SDK (npm package @daytonaio/sdk): the
+# scripts in tests/sbxd/daytona/ print one JSON line that these tests check;
+# and by curl for what the SDK never sends.
+#
+# The SDK is installed as E2B's is (tests/lib/sbxd.bash's npm_cache_install)
+# into ${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/daytona-$DAYTONA_SDK_VERSION,
+# kept between runs and never committed.
+#
+# How the SDK reaches sbxd: DAYTONA_API_URL=http://127.0.0.1:PORT/api and
+# DAYTONA_API_KEY (sent as Authorization: Bearer). The toolbox is where each
+# Sandbox's toolboxProxyUrl says: sbxd's own /toolbox. The SDK also opens a
+# Socket.IO connection to /api/socket.io/ for state events; sbxd refuses it
+# (404) and the SDK polls GET /api/sandbox/ID instead, as it does when
+# DAYTONA_USE_DEPRECATED_POLLING=true.
+load ../lib/helper
+load ../lib/sbxd
+
+DAYTONA_SDK_VERSION=0.218.0
+
+setup_file() {
+	DAYTONA_SDK_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/daytona-$DAYTONA_SDK_VERSION
+	export DAYTONA_SDK_DIR
+	npm_cache_install "$DAYTONA_SDK_DIR" @daytonaio/sdk "$DAYTONA_SDK_VERSION"
+	sbx_setup_file
+	sbxd_start
+	unset DAYTONA_USE_DEPRECATED_POLLING DAYTONA_JWT_TOKEN DAYTONA_TARGET
+	unset DAYTONA_SERVER_URL DAYTONA_ORGANIZATION_ID
+	# The key goes to the SDK by the environment, never by argv.
+	DAYTONA_API_URL=$SBXD_URL/api
+	DAYTONA_API_KEY=$SBXD_KEY
+	export DAYTONA_API_URL DAYTONA_API_KEY
+}
+
+teardown_file() {
+	sbxd_stop
+	sbx_teardown_file
+	rm -rf "$SBXD_DIR"
+}
+
+setup() {
+	sbx_setup
+}
+
+# dsdk SCRIPT [args]: run tests/sbxd/daytona/SCRIPT.mjs (a minute at most),
+# in the test's own directory (the SDK refuses to start beside a .env that
+# names an endpoint).
+dsdk() {
+	local s=$1 rc=0
+	shift
+	(cd "$BATS_TEST_TMPDIR" && timeout 60 node "$BATS_TEST_DIRNAME/daytona/$s.mjs" "$@") 2>"$BATS_TEST_TMPDIR/dsdk.err" || rc=$?
+	((rc == 0)) || cat "$BATS_TEST_TMPDIR/dsdk.err"
+	return "$rc"
+}
+
+# curl with the key: dapi METHOD PATH [JSON]
+dapi() {
+	local m=$1 p=$2
+	shift 2
+	curl -s -X "$m" -H "Authorization: Bearer $SBXD_KEY" ${1:+-H 'Content-Type: application/json' -d "$1"} "$SBXD_URL$p"
+}
+
+# jq -r FILTER on the JSON a script printed (kept in OUT).
+field() {
+	jq -r "$1" <<<"$OUT"
+}
+
+# A sandbox through Daytona's API; sets ID. [JSON body]
+dbox() {
+	local out
+	out=$(dapi POST /api/sandbox "${1:-{\}}")
+	ID=$(jq -r .id <<<"$out")
+	[ ${#ID} = 20 ] || { echo "create failed: $out" >&2; return 1; }
+}
+
+@test "daytona SDK: create and executeCommand (exit code, output, cwd, env); the sandbox is one of sbxd's local ones" {
+	run dsdk create dt-create
+	assert_success
+	OUT=$output
+	id=$(field .id)
+	[[ $id =~ ^[a-z0-9]{20}$ ]]
+	run field '[.name, .state, .labels.test, .labels["code-toolbox-language"], .user, .snapshot] | @tsv'
+	assert_output $'dt-create\tstarted\tcreate\tpython\tuser\tbase'
+	run field '[.ok, .bad, .piped, .workDir, .home] | @json'
+	assert_output '[{"exitCode":0,"result":"made given\n/tmp\n"},{"exitCode":7,"result":"oops\n"},"2","/home/user","/home/user"]'
+	# a local sandbox (sbx-ls) that E2B's API lists too, labels as metadata
+	run sbx-ls -j
+	assert_success
+	assert_output --partial "\"sbxd\":\"$id\""
+	run sbxd_api GET /sandboxes
+	assert_success
+	jq_true --arg id "$id" 'map(select(.sandboxID == $id))[0].metadata.test == "create"' <<<"$output"
+	dapi DELETE "/api/sandbox/$id" >/dev/null
+}
+
+@test "daytona SDK: get by name, list by labels, setLabels, autostop, stop/start, delete then 404" {
+	tag=t$RANDOM$RANDOM
+	run dsdk lifecycle "dt-life-$tag" "$tag"
+	assert_success
+	OUT=$output
+	id=$(field .id)
+	[[ $id =~ ^[a-z0-9]{20}$ ]]
+	run field '[.byName == .id, .listed == [.id], .none, .labels, .autoStop] | @json'
+	assert_output "[true,true,[],{\"suite\":\"$tag\",\"after\":\"set\"},30]"
+	run field '[.stopped, .execStopped, .refetched, .started, .after] | @json'
+	assert_output '["stopped",409,"stopped","started","back\n"]'
+	run field '[.gone.name, .gone.status, .gone.message] | @tsv'
+	assert_output $'DaytonaNotFoundError\t404\tSandbox with ID or name '"$id"' not found'
+	# gone from sbxd and from the machine too
+	run sbxd_api GET "/sandboxes/$id"
+	assert_output --partial '"code":404'
+	run sbx-ls -j
+	assert_success
+	refute_output --partial "\"sbxd\":\"$id\""
+}
+
+@test "daytona SDK: upload(s), download(s), list, folder, details, move, find, search, permissions, delete" {
+	run dsdk files
+	assert_success
+	OUT=$output
+	run field '[.one, .many, .listed] | @json'
+	assert_output '["hello daytona\n",[{"source":"/tmp/many/two.txt","ok":true,"text":"two\nneedle here\n","error":null},{"source":"/tmp/many/missing.txt","ok":false,"error":"path '"'"'/tmp/many/missing.txt'"'"' does not exist"}],[["deep",true],["one.txt",false]]]'
+	run field '[.folder, .details.name, .details.size, .details.isDir, .details.mode, .details.permissions] | @json'
+	assert_output '[{"isDir":true,"permissions":"0750"},"one.txt",14,false,"-rw-r--r--","0644"]'
+	[[ $(field .details.modifiedAt) =~ ^20[0-9-]+T[0-9:.]+Z$ ]]
+	run field '[.moveGone, .moveConflict, .moveMissing, .found, .searched, .perm, .rmDir, .rmDirMessage, .after] | @json'
+	assert_output '[404,409,404,[{"file":"/tmp/many/two.txt","line":2,"content":"needle here"}],["/home/user/up/deep/three.txt","/home/user/up/moved.txt"],"0600",400,"cannot delete directory without recursive flag",[]]'
+	# what the SDK did is in the sandbox, as a shell sees it
+	run field .ls
+	assert_output $'drwxr-x---\ntwo\nneedle here'
+}
+
+@test "daytona API: a missing or wrong key is 401 with NestJS's body, the toolbox's with its own; /api/config needs none" {
+	run curl -s "$SBXD_URL/api/sandbox"
+	assert_success
+	jq_true '.statusCode == 401 and .error == "Unauthorized" and .path == "/api/sandbox" and (.timestamp | test("Z$")) and (.message | length > 0)' <<<"$output"
+	run curl -s -H 'Authorization: Bearer dtn_wrong' "$SBXD_URL/api/sandbox"
+	jq_true '.statusCode == 401' <<<"$output"
+	run curl -s -H 'Authorization: Bearer dtn_wrong' -H 'Content-Type: application/json' -d '{"command":"true"}' "$SBXD_URL/toolbox/aaaaaaaaaaaaaaaaaaaa/process/execute"
+	jq_true '.statusCode == 401 and .code == "UNAUTHORIZED" and .method == "POST" and .path == "/process/execute"' <<<"$output"
+	run curl -s "$SBXD_URL/api/config"
+	jq_true --arg u "$SBXD_URL/toolbox" '.proxyToolboxUrl == $u and .defaultSnapshot == "base"' <<<"$output"
+}
+
+@test "daytona API: bad bodies are 400 with Daytona's body, and nothing is made" {
+	before=$(sbx-ls -j | wc -l)
+	run dapi POST /api/sandbox 'not json'
+	jq_true '.statusCode == 400 and .error == "Bad Request"' <<<"$output"
+	run dapi POST /api/sandbox '{"cpu":2}'
+	jq_true '.statusCode == 400 and .message == "Cannot specify Sandbox resources when using a snapshot"' <<<"$output"
+	run dapi POST /api/sandbox '{"snapshot":"no-such"}'
+	jq_true '.statusCode == 400 and .message == "Snapshot no-such not found"' <<<"$output"
+	run dapi POST /api/sandbox '{"labels":{"a":1}}'
+	jq_true '.statusCode == 400' <<<"$output"
+	run dapi POST /api/sandbox '{"autoStopInterval":-1}'
+	jq_true '.statusCode == 400' <<<"$output"
+	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM x\n"}}'
+	jq_true '.statusCode == 400 and (.message | test("buildInfo"))' <<<"$output"
+	run dapi POST /api/sandbox '{"autoPauseInterval":5,"kvm":false}'
+	jq_true '.statusCode == 400 and .message == "sbxd does not serve '"'autoPauseInterval'"' (see sbxd(8))"' <<<"$output"
+	run curl -s -H "Authorization: Bearer $SBXD_KEY" "$SBXD_URL/api/sandbox?labels=%7Bnot"
+	jq_true '.statusCode == 400 and .message == "Invalid labels JSON format"' <<<"$output"
+	[ "$(sbx-ls -j | wc -l)" = "$before" ]
+}
+
+@test "daytona API: unknown sandboxes are 404 on both planes; a taken name is 409" {
+	run dapi GET /api/sandbox/no-such-box
+	jq_true '.statusCode == 404 and .message == "Sandbox with ID or name no-such-box not found"' <<<"$output"
+	run dapi POST /api/sandbox/no-such-box/stop
+	jq_true '.statusCode == 404' <<<"$output"
+	run dapi POST /toolbox/aaaaaaaaaaaaaaaaaaaa/process/execute '{"command":"true"}'
+	jq_true '.statusCode == 404 and .code == "NOT_FOUND"' <<<"$output"
+	dbox '{"name":"dt-taken"}'
+	run dapi POST /api/sandbox '{"name":"dt-taken"}'
+	jq_true '.statusCode == 409 and .message == "Sandbox with name dt-taken already exists"' <<<"$output"
+	run dapi DELETE /api/sandbox/dt-taken
+	jq_true --arg id "$ID" '.id == $id and .state == "destroyed"' <<<"$output"
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.statusCode == 404' <<<"$output"
+}
+
+@test "daytona toolbox: execute refuses a blank command (400), and a timeout is 408 with Daytona's body" {
+	dbox
+	run dapi POST "/toolbox/$ID/process/execute" '{"command":"  "}'
+	jq_true '.statusCode == 400 and .code == "BAD_REQUEST" and .path == "/process/execute"' <<<"$output"
+	run dapi POST "/toolbox/$ID/process/execute" '{"command":"true","envs":{"1X":"y"}}'
+	jq_true '.statusCode == 400' <<<"$output"
+	run dapi POST "/toolbox/$ID/process/execute" '{"command":"sleep 30","timeout":1}'
+	jq_true '.statusCode == 408 and .code == "REQUEST_TIMEOUT" and .message == "request timeout: command execution timeout"' <<<"$output"
+	run dapi POST "/toolbox/$ID/files/bulk-download" '{"paths":"x"}'
+	jq_true '.statusCode == 400 and .code == "INVALID_REQUEST_BODY"' <<<"$output"
+	run curl -s -H "Authorization: Bearer $SBXD_KEY" -X DELETE "$SBXD_URL/toolbox/$ID/files?path=/nonexistent"
+	jq_true '.statusCode == 404 and .code == "NOT_FOUND" and .method == "DELETE"' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+}
+
+@test "daytona toolbox: upload, bulk-upload and bulk-download speak multipart (curl)" {
+	dbox
+	printf 'single\n' >"$BATS_TEST_TMPDIR/s.txt"
+	run curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $SBXD_KEY" -F "file=@$BATS_TEST_TMPDIR/s.txt" "$SBXD_URL/toolbox/$ID/files/upload?path=/tmp/s.txt"
+	assert_output 200
+	run curl -s -H "Authorization: Bearer $SBXD_KEY" -F 'files[0].path=/tmp/b/one' -F "files[0].file=@$BATS_TEST_TMPDIR/s.txt" -F 'files[1].path=/tmp/b/two' -F "files[1].file=@$BATS_TEST_TMPDIR/s.txt" "$SBXD_URL/toolbox/$ID/files/bulk-upload"
+	jq_true '.files == [{"path":"/tmp/b/one","bytes":7},{"path":"/tmp/b/two","bytes":7}]' <<<"$output"
+	# a file part before its path is refused, and leaves nothing
+	run curl -s -H "Authorization: Bearer $SBXD_KEY" -F "files[0].file=@$BATS_TEST_TMPDIR/s.txt" -F 'files[0].path=/tmp/b/three' "$SBXD_URL/toolbox/$ID/files/bulk-upload"
+	jq_true '.statusCode == 400 and (.message | test("must come before"))' <<<"$output"
+	run curl -s -D "$BATS_TEST_TMPDIR/h" -H "Authorization: Bearer $SBXD_KEY" -H 'Content-Type: application/json' -d '{"paths":["/tmp/s.txt","/tmp/none"]}' "$SBXD_URL/toolbox/$ID/files/bulk-download"
+	assert_success
+	grep -qi '^content-type: multipart/form-data; boundary=DAYTONA-FILE-BOUNDARY' "$BATS_TEST_TMPDIR/h"
+	assert_output --partial $'name="file"; filename="/tmp/s.txt"'
+	assert_output --partial $'\r\n\r\nsingle\n\r\n'
+	assert_output --partial $'name="error"; filename="/tmp/none"'
+	assert_output --partial '"code":"FILE_NOT_FOUND"'
+	assert_output --partial '--DAYTONA-FILE-BOUNDARY--'
+	run dapi POST "/toolbox/$ID/process/execute" '{"command":"cat /tmp/s.txt /tmp/b/one /tmp/b/two; ls /tmp/b"}'
+	jq_true '.result == "single\nsingle\nsingle\none\ntwo\n"' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+}
+
+@test "one model: a sandbox made through E2B's API is Daytona's too (named by its id), and its toolbox runs" {
+	out=$(sbxd_create '{"templateID":"base","timeout":300,"metadata":{"via":"e2b"}}')
+	id=$(jq -r .sandboxID <<<"$out")
+	[ ${#id} = 20 ]
+	run dapi GET "/api/sandbox/$id"
+	jq_true --arg id "$id" '.id == $id and .name == $id and .state == "started" and .labels.via == "e2b" and .autoDeleteInterval == -1' <<<"$output"
+	run dapi GET '/api/sandbox?labels=%7B%22via%22%3A%22e2b%22%7D'
+	jq_true --arg id "$id" '[.items[].id] == [$id] and .nextCursor == null' <<<"$output"
+	run dapi POST "/toolbox/$id/process/execute" '{"command":"echo from-daytona"}'
+	jq_true '.exitCode == 0 and .result == "from-daytona\n"' <<<"$output"
+	# stopped through Daytona: paused for E2B
+	run dapi POST "/api/sandbox/$id/stop"
+	jq_true '.state == "stopped"' <<<"$output"
+	run sbxd_api GET "/sandboxes/$id"
+	jq_true '.state == "paused"' <<<"$output"
+	run dapi GET '/api/sandbox?states=stopped&labels=%7B%22via%22%3A%22e2b%22%7D'
+	jq_true --arg id "$id" '[.items[] | [.id, .state]] == [[$id, "stopped"]]' <<<"$output"
+	run dapi GET '/api/sandbox?states=started&labels=%7B%22via%22%3A%22e2b%22%7D'
+	jq_true '.items == []' <<<"$output"
+	run dapi DELETE "/api/sandbox/$id"
+	jq_true '.state == "destroyed"' <<<"$output"
+}
+
+@test "daytona API: auto-stop is the sandbox's end (E2B's endAt); auto-delete kills a stopped one; an ephemeral one's stop deletes it" {
+	dbox '{"autoStopInterval":20}'
+	run sbxd_api GET "/sandboxes/$ID"
+	left=$(jq '((.endAt | sub("\\.[0-9]+Z$"; "Z") | fromdate) - now) | floor' <<<"$output")
+	# 20 minutes from about now (a few seconds pass)
+	((left > 1100 && left <= 1200))
+	run dapi POST "/api/sandbox/$ID/autostop/0"
+	jq_true '.autoStopInterval == 0' <<<"$output"
+	run dapi POST "/api/sandbox/$ID/autodelete/-2"
+	jq_true '.statusCode == 400' <<<"$output"
+	run dapi POST "/api/sandbox/$ID/stop"
+	jq_true '.state == "stopped" and .autoDeleteInterval == -1' <<<"$output"
+	run dapi POST "/api/sandbox/$ID/stop"
+	jq_true '.statusCode == 400 and .message == "Sandbox is not in a stoppable state"' <<<"$output"
+	# auto-delete 0 on a stopped sandbox: sbxd's reaper kills it
+	run dapi POST "/api/sandbox/$ID/autodelete/0"
+	jq_true '.autoDeleteInterval == 0' <<<"$output"
+	for ((i = 0; i < 100; i++)); do
+		dapi GET "/api/sandbox/$ID" | jq -e '.statusCode == 404' >/dev/null && break
+		sleep 0.1
+	done
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.statusCode == 404' <<<"$output"
+	run sbx-ls -j
+	refute_output --partial "\"sbxd\":\"$ID\""
+	# ephemeral from the start: its stop is its delete
+	dbox '{"autoDeleteInterval":0}'
+	run dapi POST "/api/sandbox/$ID/stop"
+	jq_true '.state == "destroyed"' <<<"$output"
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.statusCode == 404' <<<"$output"
+}
+
+@test "daytona API: user root runs in /root; an unknown user is 400 and leaves nothing; the legacy toolbox path routes too" {
+	before=$(sbx-ls -j | wc -l)
+	run dapi POST /api/sandbox '{"user":"no-such-user"}'
+	jq_true '.statusCode == 400 and .message == "User no-such-user does not exist in snapshot base"' <<<"$output"
+	[ "$(sbx-ls -j | wc -l)" = "$before" ]
+	dbox '{"user":"root"}'
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.user == "root"' <<<"$output"
+	run dapi POST "/toolbox/$ID/process/execute" '{"command":"echo $HOME; pwd"}'
+	jq_true '.exitCode == 0 and .result == "/root\n/root\n"' <<<"$output"
+	run dapi GET "/toolbox/$ID/work-dir"
+	jq_true '.dir == "/root"' <<<"$output"
+	run dapi POST "/api/toolbox/$ID/toolbox/process/execute" '{"command":"echo legacy"}'
+	jq_true '.result == "legacy\n"' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+}
+
+@test "daytona API: a sandbox keeps its name, labels and intervals across a restart of sbxd" {
+	# a server of this test's own, restarted over its store
+	local keep=("$SBXD_URL" "$SBXD_PID" "$SBXD_DIR" "$SBXD_KEY" "$SBXD_PORT")
+	SBXD_DIR=$BATS_TEST_TMPDIR/own
+	mkdir -p "$SBXD_DIR"
+	sbxd_start
+	OWN_PID=$SBXD_PID
+	dbox '{"name":"dt-kept","labels":{"k":"v"},"autoStopInterval":0,"autoDeleteInterval":30}'
+	OWN_ID=$ID
+	sbxd_stop
+	sbxd_start
+	OWN_PID=$SBXD_PID
+	sbxd_log_wait "adopted sandbox $ID"
+	run dapi GET /api/sandbox/dt-kept
+	jq_true --arg id "$ID" '.id == $id and .labels == {"k":"v"} and .autoStopInterval == 0 and .autoDeleteInterval == 30 and .state == "started"' <<<"$output"
+	run dapi DELETE /api/sandbox/dt-kept
+	jq_true '.state == "destroyed"' <<<"$output"
+	OWN_ID=
+	sbxd_stop
+	OWN_PID=
+	SBXD_URL=${keep[0]} SBXD_PID=${keep[1]} SBXD_DIR=${keep[2]} SBXD_KEY=${keep[3]} SBXD_PORT=${keep[4]}
+}
+
+# The restart test's own server, when it failed before stopping it: its
+# sandbox killed, then the server, by its pid.
+teardown() {
+	if [ -n "${OWN_PID:-}" ]; then
+		[ -z "${OWN_ID:-}" ] || dapi DELETE "/api/sandbox/$OWN_ID" >/dev/null || true
+		kill -TERM "$OWN_PID" 2>/dev/null || true
+		wait "$OWN_PID" 2>/dev/null || true
+	fi
+}
