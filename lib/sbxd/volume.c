@@ -64,21 +64,27 @@ out:
 }
 
 /* The token of volume name, whose data directory is dfd: hex
- * HMAC-SHA256("volume", name, its device:inode), so that a volume made
- * again under the same name has a new one. */
+ * HMAC-SHA256("volume", name, its device, inode and birth time), so that
+ * a volume made again under the same name (maybe on the same inode) has
+ * a new one. */
 static int
 vol_token_fd(const char *name, int dfd, char out[65])
 {
 	unsigned char mac[32];
 	unsigned int n = sizeof mac;
-	struct stat st;
+	struct statx st;
 	char *msg;
 	int i;
 
-	if (vkey_load() < 0 || fstat(dfd, &st) < 0)
+	if (vkey_load() < 0 || statx(dfd, "", AT_EMPTY_PATH, STATX_INO |
+	    STATX_BTIME, &st) < 0)
 		return -1;
-	msg = sbx_xasprintf("volume:%s:%llu:%llu", name,
-	    (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	if (!(st.stx_mask & STATX_BTIME))
+		st.stx_btime.tv_sec = st.stx_btime.tv_nsec = 0;
+	msg = sbx_xasprintf("volume:%s:%u:%u:%llu:%lld.%u", name,
+	    st.stx_dev_major, st.stx_dev_minor,
+	    (unsigned long long)st.stx_ino,
+	    (long long)st.stx_btime.tv_sec, st.stx_btime.tv_nsec);
 	HMAC(EVP_sha256(), vkey, sizeof vkey, (unsigned char *)msg,
 	    strlen(msg), mac, &n);
 	free(msg);
@@ -128,6 +134,12 @@ code_word(int status)
 	}
 }
 
+/* A PUT's upload (below): its checks run as its body comes, when MHD
+ * takes no answer, so their failure waits for the body's end. */
+struct vput;
+static int h_file_data(struct sbxd_req *r, const char *p, size_t n);
+static int put_deferring(struct sbxd_req *r, int status, const char *msg);
+
 __attribute__((format(printf, 3, 4))) static enum MHD_Result
 vc_err(struct sbxd_req *r, int status, const char *fmt, ...)
 {
@@ -137,6 +149,9 @@ vc_err(struct sbxd_req *r, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	if (r->route && r->route->data == h_file_data && r->up &&
+	    put_deferring(r, status, msg))
+		return MHD_YES;
 	return sbxd_reply_json(r, status, json_pack("{s:s,s:s}", "code",
 	    code_word(status), "message", msg));
 }
@@ -476,9 +491,8 @@ owner_set(int dfd, const char *name, const struct owner *o)
 static int
 mkdir_one(int vfd, const struct vpath *p, int k, const struct owner *o)
 {
-	int pfd = vpath_dir(vfd, p, k - 1, 0), rc = -1, e;
+	int pfd = vpath_dir(vfd, p, k - 1, 0), rc = -1, e, fd;
 	const char *name = p->comps[k - 1];
-	struct stat st;
 
 	if (pfd < 0)
 		return -1;
@@ -490,11 +504,13 @@ mkdir_one(int vfd, const struct vpath *p, int k, const struct owner *o)
 			errno = e;
 		}
 	} else if (errno == EEXIST) {
-		if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISDIR(st.st_mode))
+		/* A directory, or a symlink to one inside the volume. */
+		if ((fd = vpath_dir(vfd, p, k, 0)) >= 0) {
+			close(fd);
 			rc = 0;
-		else
+		} else {
 			errno = EEXIST;
+		}
 	}
 	close(pfd);
 	return rc;
@@ -732,9 +748,11 @@ struct vput {
 	int fd;               /* the temporary file, -1 */
 	char tmp[40];
 	int force;
+	uint64_t total;
 	struct owner o;
-	int status;           /* failed: its answer (-1: answered) */
-	char msg[256];
+	int deferring;        /* in put_begin: a failure is put_fail'ed */
+	int status;           /* failed: its answer */
+	char msg[512];
 };
 
 __attribute__((format(printf, 3, 4))) static void
@@ -748,6 +766,17 @@ put_fail(struct vput *u, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(u->msg, sizeof u->msg, fmt, ap);
 	va_end(ap);
+}
+
+static int
+put_deferring(struct sbxd_req *r, int status, const char *msg)
+{
+	struct vput *u = r->up;
+
+	if (!u->deferring)
+		return 0;
+	put_fail(u, status, "%s", msg);
+	return 1;
 }
 
 static void
@@ -775,16 +804,18 @@ put_begin(struct sbxd_req *r, struct vput *u)
 	struct stat st;
 	int i;
 
+	u->deferring = 1;
 	if (ventry_open(r, &u->e, &ret) < 0) {
-		u->status = -1;
+		u->deferring = 0;
 		return -1;
 	}
 	u->opened = 1;
 	u->force = force && !strcmp(force, "true");
 	if (owner_query(r, &u->o, 0644, &ret) < 0) {
-		u->status = -1;
+		u->deferring = 0;
 		return -1;
 	}
+	u->deferring = 0;
 	if (!*u->e.name) {
 		put_fail(u, 400, "path '/' is the volume's root");
 		return -1;
@@ -838,6 +869,12 @@ h_file_data(struct sbxd_req *r, const char *p, size_t n)
 		return -1;
 	if (!u->opened && u->fd < 0 && put_begin(r, u) < 0)
 		return -1;
+	u->total += n;
+	if (sbxd.o.max_upload && u->total > sbxd.o.max_upload) {
+		put_fail(u, 413, "the upload is over %llu bytes (--max-upload)",
+		    (unsigned long long)sbxd.o.max_upload);
+		return -1;
+	}
 	if (sbx_write_all(u->fd, p, n) < 0) {
 		put_fail(u, errno_status(errno), "cannot write '%s': %s",
 		    u->e.p.rel, strerror(errno));
@@ -853,12 +890,8 @@ h_file_put(struct sbxd_req *r)
 	struct owner o;
 	int rc;
 
-	if (u->status < 0)
-		return MHD_YES;
 	if (!u->status && !u->opened)
 		put_begin(r, u);
-	if (u->status < 0)
-		return MHD_YES;
 	if (u->status)
 		return vc_err(r, u->status, "%s", u->msg);
 	/* The mode with fchmod: an open fd, not a name a sandbox may
