@@ -699,14 +699,15 @@ h_path_delete(struct sbxd_req *r)
 static enum MHD_Result
 h_file_get(struct sbxd_req *r)
 {
-	struct open_how how = {.flags = O_RDONLY | O_NOCTTY | O_NONBLOCK |
-	    O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS |
+	struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS |
 	    RESOLVE_NO_XDEV};
 	struct MHD_Response *rs;
 	enum MHD_Result ret;
 	struct stat st;
 	struct vpath p;
-	int vfd, fd = -1;
+	char proc[40];
+	int vfd, fd = -1, pfd;
 
 	if ((vfd = vol_auth(r, &ret)) < 0)
 		return ret;
@@ -714,13 +715,18 @@ h_file_get(struct sbxd_req *r)
 		close(vfd);
 		return ret;
 	}
-	/* Symlinks, the last one too, are followed inside the volume. */
-	fd = (int)syscall(SYS_openat2, vfd, p.n ? p.rel + 1 : ".", &how,
+	/* Symlinks, the last one too, are followed inside the volume;
+	 * only a regular file is opened (no FIFO or device of a
+	 * sandbox's), through the inode the O_PATH fd holds. */
+	pfd = (int)syscall(SYS_openat2, vfd, p.n ? p.rel + 1 : ".", &how,
 	    sizeof how);
-	if (fd < 0 || fstat(fd, &st) < 0) {
+	if (pfd < 0 || fstat(pfd, &st) < 0) {
 		ret = vc_errno(r, "cannot read", p.rel);
 	} else if (!S_ISREG(st.st_mode)) {
 		ret = vc_err(r, 400, "path '%s' is not a file", p.rel);
+	} else if (snprintf(proc, sizeof proc, "/proc/self/fd/%d", pfd),
+	    (fd = open(proc, O_RDONLY | O_NOCTTY | O_CLOEXEC)) < 0) {
+		ret = vc_errno(r, "cannot read", p.rel);
 	} else if (!(rs = MHD_create_response_from_fd_at_offset64(
 	    (uint64_t)st.st_size, fd, 0))) {
 		ret = MHD_NO;
@@ -735,6 +741,8 @@ h_file_get(struct sbxd_req *r)
 	}
 	if (fd >= 0)
 		close(fd);
+	if (pfd >= 0)
+		close(pfd);
 	vpath_free(&p);
 	close(vfd);
 	return ret;

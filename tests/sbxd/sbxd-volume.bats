@@ -181,6 +181,11 @@ outside_unchanged() {
 	run grep -c root: "$BATS_TEST_TMPDIR/body"
 	assert_output 0
 	outside_unchanged
+	# A FIFO a sandbox made is not opened (it would block): 400.
+	mkfifo "$VOL/fifo"
+	run timeout 10 curl -s -H "Authorization: Bearer $TOK" -w ' %{http_code}' \
+		"$SBXD_URL/volumecontent/vc/file?path=/fifo"
+	assert_output "{\"code\":\"bad_request\",\"message\":\"path '/fifo' is not a file\"} 400"
 }
 
 @test "volume content: writing through a symlink never writes outside the volume" {
