@@ -60,6 +60,9 @@ int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);
  * directory it may not read is opened up (chmod u+rwx) and emptied. In
  * jsonx.c, beside sbx_mkdirs: the static tools link it without OpenSSL. */
 int sbx_rmtree(const char *path);
+/* Remove name in directory dfd, and all under it, never following a
+ * symlink (image/unpack.c); 0 when it is not there. */
+int sbx_rm_at(int dfd, const char *name);
 /* A volume's users (an array of ids), ", "-separated, into buf. */
 void sbx_volume_users_text(const json_t *ids, char *buf, size_t n);
 

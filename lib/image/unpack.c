@@ -73,8 +73,8 @@ layer_release(struct layer *l)
 
 /* Remove name in directory dfd, and all under it; no symlink is
  * followed. */
-static int
-rm_at(int dfd, const char *name)
+int
+sbx_rm_at(int dfd, const char *name)
 {
 	struct stat st;
 	struct dirent *e;
@@ -93,7 +93,7 @@ rm_at(int dfd, const char *name)
 	}
 	while ((e = readdir(d)))
 		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-		    rm_at(dirfd(d), e->d_name) < 0)
+		    sbx_rm_at(dirfd(d), e->d_name) < 0)
 			rc = -1;
 	closedir(d);
 	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
@@ -124,7 +124,7 @@ whiteout(int dfd, const char *rel, const char *name)
 
 	if (fd < 0)
 		return errno == ENOENT || errno == ENOTDIR ? 0 : -1;
-	rc = rm_at(fd, name);
+	rc = sbx_rm_at(fd, name);
 	close(fd);
 	return rc;
 }
@@ -151,7 +151,7 @@ opaque(int dfd, const char *rel, struct layer *l)
 		path = *rel ? sbx_xasprintf("%s/%s", rel, e->d_name) :
 		    sbx_xstrdup(e->d_name);
 		if (!tfind(path, &l->seen, cmp_str) &&
-		    rm_at(dirfd(d), e->d_name) < 0)
+		    sbx_rm_at(dirfd(d), e->d_name) < 0)
 			rc = -1;
 		free(path);
 	}

@@ -2021,9 +2021,8 @@ vol_json(const json_t *v)
 	    "name", sbx_json_str(v, "name"));
 }
 
-/* The volume named id, or NULL. */
-static json_t *
-vol_find(const char *id, struct sbx_err *err)
+json_t *
+sbxd_vol_find(const char *id, struct sbx_err *err)
 {
 	json_t *all = sbxd_be_volume("ls", NULL, err), *v, *found = NULL;
 	size_t i;
@@ -2036,7 +2035,25 @@ vol_find(const char *id, struct sbx_err *err)
 	return found;
 }
 
-/* POST /volumes {"name"}: 201 {"volumeID","name"}; a name in use 409. */
+/* {"volumeID","name","token"}: E2B's VolumeAndToken, the token the one
+ * of its content API (volume.c). */
+static enum MHD_Result
+vol_reply(struct sbxd_req *r, int status, const json_t *v, const char *id)
+{
+	char tok[65];
+	enum MHD_Result ret;
+
+	if (!v || sbxd_vol_token(v, tok) < 0)
+		return sbxd_reply_err(r, 500, "cannot make volume '%s''s token",
+		    id);
+	ret = sbxd_reply_json(r, status, json_pack("{s:s,s:s,s:s}",
+	    "volumeID", id, "name", id, "token", tok));
+	explicit_bzero(tok, sizeof tok);
+	return ret;
+}
+
+/* POST /volumes {"name"}: 201 {"volumeID","name","token"}; a name in use
+ * 409. */
 static enum MHD_Result
 h_volume_new(struct sbxd_req *r)
 {
@@ -2052,7 +2069,7 @@ h_volume_new(struct sbxd_req *r)
 		ret = sbxd_reply_err(r, 400, "volume name '%s' is not valid: a "
 		    "letter or digit, then letters, digits, '_', '.' or '-', "
 		    "at most 64", name ? name : "");
-	} else if ((v = vol_find(name, &err))) {
+	} else if ((v = sbxd_vol_find(name, &err))) {
 		json_decref(v);
 		ret = sbxd_reply_err(r, 409, "volume '%s' already exists",
 		    name);
@@ -2060,9 +2077,8 @@ h_volume_new(struct sbxd_req *r)
 		ret = sbxd_reply_err(r, 500, "cannot create the volume: %s",
 		    err.msg);
 	} else {
+		ret = vol_reply(r, 201, json_array_get(out, 0), name);
 		json_decref(out);
-		ret = sbxd_reply_json(r, 201, json_pack("{s:s,s:s}",
-		    "volumeID", name, "name", name));
 	}
 	json_decref(j);
 	return ret;
@@ -2091,9 +2107,9 @@ h_volume_get(struct sbxd_req *r)
 	char *id = sbxd_path_seg(r, 1);
 	struct sbx_err err = {0};
 	enum MHD_Result ret;
-	json_t *v = vol_find(id, &err);
+	json_t *v = sbxd_vol_find(id, &err);
 
-	ret = v ? sbxd_reply_json(r, 200, vol_json(v)) :
+	ret = v ? vol_reply(r, 200, v, id) :
 	    sbxd_reply_err(r, 404, "volume '%s' not found", id);
 	json_decref(v);
 	free(id);

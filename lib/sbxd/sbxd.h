@@ -316,6 +316,13 @@ extern const struct sbxd_route sbxd_secret_routes[];
 extern const struct sbxd_route sbxd_proc_routes[];
 extern const struct sbxd_route sbxd_fs_routes[];
 extern const struct sbxd_route sbxd_tpl_routes[];
+/* volume.c: E2B's volume content API, /volumecontent/ID/... */
+extern const struct sbxd_route sbxd_volc_routes[];
+/* The backend's volume named id ({"name","path",...}), or NULL (err
+ * set when the volumes could not be listed). */
+json_t *sbxd_vol_find(const char *id, struct sbx_err *err);
+/* Volume v's token (64 hex digits and a NUL into out). */
+int sbxd_vol_token(const json_t *v, char out[65]);
 
 /* daytona.c, daytona-toolbox.c: Daytona's API (/api) and toolbox
  * (/toolbox/ID/...). The route of a request whose path is theirs (auth

@@ -369,6 +369,27 @@ field() {
 	assert_output '[[{"name":"sdk-vol","path":"/data"}],"through-a\n","VolumeError 409",true,"VolumeNotFoundError"]'
 }
 
+@test "SDK: a Volume's content (writeFile, readFile, makeDir, list, getInfo, exists, updateMetadata, remove) at E2B_VOLUME_API_URL; a sandbox mounting it sees the same files" {
+	E2B_VOLUME_API_URL=$SBXD_URL run sdk volume-content
+	assert_success
+	OUT=$output
+	assert [ -n "$OUT" ]
+	assert_equal "$(field '[.tokenSame, .text, .back, .again, .replaced] | @json')" \
+		'[true,"hello volume\n",[0,1,2,255,254],"VolumeError","replaced\n"]'
+	assert_equal "$(field '.wrote | [.name, .path, .type, .size, .mode, .uid, .mtimeOk] | @json')" \
+		'["hello.txt","/hello.txt","file",13,420,0,true]'
+	assert_equal "$(field '[.noParent, .made.path, .made.type, .dir.mode, .dir.uid, .dir.gid, .dirAgain] | @json')" \
+		'["VolumePathNotFoundError","/a/b/c","directory",488,1000,1000,"VolumeError"]'
+	assert_equal "$(field '[.depth1, .depth2, .missingList] | @json')" \
+		'[["/a","/bin.dat","/hello.txt","/top"],["/a","/a/b","/bin.dat","/hello.txt","/top"],"VolumePathNotFoundError"]'
+	assert_equal "$(field '[.seen, .fromSbx] | @json')" \
+		'["replaced\n1000:1000 600\n1000:1000 750\n","from-sandbox\n"]'
+	assert_equal "$(field '[.fileInfo.type, .fileInfo.size, .dirInfo.type, .linkInfo.type, .linkInfo.target, .evilRead] | @json')" \
+		'["file",9,"directory","symlink","/etc/passwd","VolumePathNotFoundError"]'
+	assert_equal "$(field '[.exists, .meta.mode, .meta.uid, .metaSeen, .removed, .removeMissing, .passwd] | @json')" \
+		'[[true,false],416,1000,"1000:1000 640\n",[false,false,"bin.dat\nhello.txt\nsbx.txt\ntop\n"],"VolumePathNotFoundError","root:"]'
+}
+
 @test "SDK: commands and ptys run as user (uid 1000, home /home/user) unless asked for root; files.write's files are the user's; an unknown user is refused" {
 	box
 	run sdk user "$ID"
