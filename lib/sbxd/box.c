@@ -48,6 +48,7 @@ box_free(struct sbxd_box *b)
 	json_decref(b->envs);
 	json_decref(b->daytona);
 	json_decref(b->network);
+	json_decref(b->log_seen);
 	json_decref(b->volumes);
 	free(b->template);
 	free(b->workdir);

@@ -1130,6 +1130,75 @@ log_entries(json_t *a, const json_t *l)
 	}
 }
 
+static int
+by_ms_seq(const void *x, const void *y)
+{
+	const json_t *p = *(json_t *const *)x, *q = *(json_t *const *)y;
+	long long a = sbx_json_int(p, "ms", 0), b = sbx_json_int(q, "ms", 0);
+
+	if (a != b)
+		return a < b ? -1 : 1;
+	a = sbx_json_int(p, "seq", 0);
+	b = sbx_json_int(q, "seq", 0);
+	return a < b ? -1 : a > b;
+}
+
+/* The log's lines have the time their command started, to the second, and
+ * a detached command's output none: an entry no listing saw before is of
+ * now (E2B's CLI follows with start = the last time + 1 ms, and would
+ * never show a line that comes later with an earlier time); then the
+ * entries by time, in their order within one. The first listing keeps
+ * the times the log has. */
+static void
+log_times(struct sbxd_box *b, json_t *a)
+{
+	struct timespec now;
+	json_t *e, *count = json_object(), *seen, **v;
+	const char *cmd;
+	char key[128];
+	long long ms, at, nowms;
+	size_t i, n = json_array_size(a);
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	nowms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	pthread_mutex_lock(&sbxd.mu);
+	if (!b->log_seen)
+		b->log_seen = json_object();
+	json_array_foreach(a, i, e) {
+		cmd = sbx_json_str(json_object_get(e, "fields"), "cmdID");
+		at = sbx_json_int(count, cmd ? cmd : "", 0);
+		json_object_set_new(count, cmd ? cmd : "", json_integer(at + 1));
+		snprintf(key, sizeof key, "%.100s:%lld", cmd ? cmd : "", at);
+		ms = sbx_json_int(e, "ms", 0);
+		if ((seen = json_object_get(b->log_seen, key))) {
+			at = json_integer_value(seen);
+		} else {
+			at = b->log_listed && nowms > ms ? nowms : ms;
+			json_object_set_new(b->log_seen, key, json_integer(at));
+		}
+		if (at > ms)
+			json_object_set_new(e, "ms", json_integer(at));
+	}
+	b->log_listed = 1;
+	pthread_mutex_unlock(&sbxd.mu);
+	json_decref(count);
+	/* A stable sort: the array's order where the times are equal. */
+	if (n > 1) {
+		v = sbx_xcalloc(n, sizeof *v);
+		for (i = 0; i < n; i++) {
+			v[i] = json_incref(json_array_get(a, i));
+			json_object_set_new(v[i], "seq", json_integer((json_int_t)i));
+		}
+		qsort(v, n, sizeof *v, by_ms_seq);
+		json_array_clear(a);
+		for (i = 0; i < n; i++) {
+			json_object_del(v[i], "seq");
+			json_array_append_new(a, v[i]);
+		}
+		free(v);
+	}
+}
+
 /* The sandbox's log (sbx-logs(1)'s) as entries, in its order; the
  * detached commands' ends and output read in the sandbox while it runs. */
 static json_t *
@@ -1174,6 +1243,7 @@ box_log(struct sbxd_box *b)
 	}
 	json_array_foreach(lines, i, l)
 		log_entries(a, l);
+	log_times(b, a);
 	free(buf);
 	free(path);
 	json_decref(det);
@@ -1186,9 +1256,14 @@ box_log(struct sbxd_box *b)
 static json_t *
 log_e2b(const json_t *e)
 {
-	char ts[32];
+	char ts[32], *z;
+	long long ms = sbx_json_int(e, "ms", 0);
 
-	sbx_time_fmt(sbx_json_int(e, "ms", 0) / 1000, ts, sizeof ts);
+	/* To the millisecond: a client's next start is its last time. */
+	sbx_time_fmt(ms / 1000, ts, sizeof ts);
+	if ((z = strchr(ts, 'Z')) && (size_t)(z - ts) + 6 <= sizeof ts)
+		snprintf(z, sizeof ts - (size_t)(z - ts), ".%03dZ",
+		    (int)(ms % 1000));
 	return json_pack("{s:s,s:O,s:s,s:O}", "timestamp", ts, "message",
 	    json_object_get(e, "message"), "level", sbx_json_str(e, "level"),
 	    "fields", json_object_get(e, "fields"));

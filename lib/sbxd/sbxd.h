@@ -69,6 +69,10 @@ struct sbxd_box {
 	 * "maskRequestHost" (port.c puts it in the Host of the requests
 	 * for the sandbox's ports). */
 	json_t *network;
+	/* The log's entries as its listings first saw them ({"CMD:N": ms});
+	 * log_listed once one was: a line that comes later is of then. */
+	json_t *log_seen;
+	int log_listed;
 	/* GET .../metrics: the CPU time at the last reading, and when
 	 * (sbxd_now_ms; 0: none yet) */
 	double metric_cpu_s;

@@ -31,6 +31,12 @@ teardown_suite() {
 	e2b)
 		source "$BATS_TEST_DIRNAME/../lib/sbxd.bash"
 		sbxd_stop
+		# What its sandboxes left (they outlive sbxd, as its restart
+		# wants), in the store sbxd_start gave it.
+		if [ -n "${SBXD_LOCAL_DIR:-}" ] && [ -d "$SBXD_LOCAL_DIR" ]; then
+			SBX_LOCAL_DIR=$SBXD_LOCAL_DIR sbx-ls -j 2>/dev/null |
+			    SBX_LOCAL_DIR=$SBXD_LOCAL_DIR sbx-kill -q >/dev/null 2>&1 || true
+		fi
 		rm -rf "${SBXD_DIR:-/nonexistent}"
 		;;
 	esac

@@ -19,11 +19,21 @@ sbxd_start() {
 	SBXD_PORT=$(sbxd_free_port)
 	SBXD_URL=http://127.0.0.1:$SBXD_PORT
 	SBXD_CONFIG_HOME=${SBXD_CONFIG_HOME:-$SBXD_DIR/config}
+	# Its sandboxes, snapshots, volumes and images in stores of the
+	# test's, never the machine's (a caller may have set its own).
+	SBXD_LOCAL_DIR=
+	if [ -z "${SBX_LOCAL_DIR:-}" ]; then
+		mkdir -p -m 711 "$SBXD_DIR/local"
+		SBXD_LOCAL_DIR=$SBXD_DIR/local
+	fi
+	SBX_LOCAL_DIR=${SBX_LOCAL_DIR:-$SBXD_LOCAL_DIR} \
+	SBX_IMAGE_DIR=${SBX_IMAGE_DIR:-$SBXD_DIR/images} \
 	XDG_CONFIG_HOME=$SBXD_CONFIG_HOME sbxd -l "127.0.0.1:$SBXD_PORT" \
 		-k "$SBXD_DIR/key" -S "$SBXD_DIR/store" \
 		"$@" >>"$SBXD_DIR/log" 2>&1 &
 	SBXD_PID=$!
-	export SBXD_PID SBXD_URL SBXD_KEY SBXD_DIR SBXD_PORT SBXD_CONFIG_HOME
+	export SBXD_PID SBXD_URL SBXD_KEY SBXD_DIR SBXD_PORT SBXD_CONFIG_HOME \
+		SBXD_LOCAL_DIR
 	for ((i = 0; i < 100; i++)); do
 		curl -s -o /dev/null "$SBXD_URL/health" && return 0
 		kill -0 "$SBXD_PID" 2>/dev/null || break

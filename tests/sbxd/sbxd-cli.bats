@@ -133,6 +133,35 @@ local_id() {
 	assert_output --regexp 'INFO.*wrote-line-2'
 }
 
+@test "CLI: sandbox logs -f shows a detached command's lines as they come, each once, and ends with the sandbox; times to the millisecond" {
+	box
+	lid=$(local_id "$ID")
+	[ -n "$lid" ]
+	run sbx-exec -d -I "$lid" -- sh -c 'echo first-line; sleep 2; echo second-line; sleep 2; echo third-line'
+	assert_success
+	e2b sandbox logs -f "$ID" --format json >f.out 2>f.err &
+	pid=$!
+	# The third line, seen by the follow, then the sandbox's end.
+	for ((i = 0; i < 300; i++)); do
+		grep -q '"msg":"third-line"' f.out && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ "$(status DELETE "/sandboxes/$ID")" = 204 ]
+	# It ends with the sandbox (the logs of a killed one are 404 here,
+	# which the CLI prints and exits 1 on), not by its timeout (124).
+	st=0
+	wait "$pid" || st=$?
+	[ "$st" = 0 ] || [ "$st" = 1 ]
+	run jq -r .msg <<<"$(grep '^{' f.out)"
+	[ "$(grep -c '^first-line$' <<<"$output")" = 1 ]
+	[ "$(grep -c '^second-line$' <<<"$output")" = 1 ]
+	[ "$(grep -c '^third-line$' <<<"$output")" = 1 ]
+	# Their times go up to the millisecond.
+	run jq -r .timestamp <<<"$(grep '^{' f.out)"
+	[ "$(sort -c <<<"$output" && echo sorted)" = sorted ]
+}
+
 @test "GET /v2/sandboxes/{id}/logs: forward, backward, level, search, limit; 400 and 404" {
 	box
 	sbxd_run "$ID" "$TOK" '{"process":{"cmd":"/bin/sh","args":["-c","echo a"]}}' >/dev/null
