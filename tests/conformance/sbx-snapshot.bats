@@ -173,21 +173,31 @@ fill() {
 }
 
 @test "$B: export of its snapshot imports on local and on $B with the same files, and what it deleted gone" {
-	[ "$BACKEND" != e2b ] || skip "E2B's snapshots have no export (no files to read)"
 	new_sandbox
 	fill
 	sx sh -c 'echo gone >/workspace/gone'
-	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n base >/dev/null
-	create --from base -s "$BATS_TEST_TMPDIR/t.json" >/dev/null
-	sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'rm /workspace/gone && echo more >/workspace/more'
+	# Not "base": E2B's default template's name.
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n parent >/dev/null
+	create --from parent -s "$BATS_TEST_TMPDIR/t.json" >/dev/null
+	# A path of the image deleted, where the image lets one go.
+	img=$(sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'for p in /lib32 /libx32 /etc/issue.net /etc/debian_version; do
+	    [ -e "$p" ] || [ -L "$p" ] || continue
+	    rm -f "$p" 2>/dev/null && [ ! -e "$p" ] && [ ! -L "$p" ] && { echo "$p"; break; }; done')
+	[ -n "$img" ] || fail "no path of the image could be deleted"
+	sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'rm /workspace/gone && echo more >/workspace/more &&
+	    echo changed >>/workspace/x && chmod 640 /workspace/a && ln -s more /workspace/ml'
 	want=$(sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c "cd /workspace && $SUM_SH")
 	[ -n "$want" ]
 	sbx-snapshot -s "$BATS_TEST_TMPDIR/t.json" -n port >/dev/null
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
 	sbx-snapshot export -b "$BACKEND" port >"$BATS_TEST_TMPDIR/snap.tar"
+	# Nothing left of the export (e2b's two sandboxes).
+	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
 	tar -xOf "$BATS_TEST_TMPDIR/snap.tar" sbx-snapshot.json >"$BATS_TEST_TMPDIR/man"
 	jq_true '.format == "sbx-snapshot/1" and .name == "port" and
 	    .owners == "sandbox" and (has("layers") | not) and
 	    (has("runtime") | not)' <"$BATS_TEST_TMPDIR/man"
+	jq_true --arg p "$img" '.deleted | index($p) != null' <"$BATS_TEST_TMPDIR/man"
 	# Flattened: the parent's files and the child's, the deletion done.
 	mapfile -t flags < <(import_flags)
 	for where in local here; do
@@ -202,8 +212,35 @@ fill() {
 		assert_output "$want"
 		run sbx-exec -s "$BATS_TEST_TMPDIR/i-$where.json" -- cat /workspace/b
 		assert_output A
+		run sbx-exec -s "$BATS_TEST_TMPDIR/i-$where.json" -- sh -c '[ ! -e "$1" ] && [ ! -L "$1" ] && echo gone' sh "$img"
+		assert_output gone
 	done
 	# The file outside the workdir, where the image lets it be written.
 	run sbx-exec -s "$BATS_TEST_TMPDIR/i-here.json" -- cat /sbxsnap/o
 	assert_output o
+}
+
+@test "$B: export of no such snapshot is exit 3; of one taken outside sbx exit 1, one line; nothing left running" {
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
+	run --separate-stderr sbx-snapshot export -b "$BACKEND" nosuchsnap
+	assert_failure 3
+	assert_output ''
+	[ "$stderr" = "sbx-snapshot: no snapshot 'nosuchsnap'" ]
+	[ "$BACKEND" = e2b ] || return 0
+	# E2B's API straight, as its SDK takes one: no record of its base.
+	new_sandbox
+	id=$(jq -r .ref.id "$BATS_TEST_TMPDIR/s.json")
+	[ -n "$id" ] && [ "$id" != null ]
+	printf 'X-API-Key: %s\n' "$E2B_API_KEY" >"$BATS_TEST_TMPDIR/hdr"
+	run curl -s -X POST -H @"$BATS_TEST_TMPDIR/hdr" -H 'Content-Type: application/json' \
+	    -d '{"name":"outside"}' "$E2B_API_URL/sandboxes/$id/snapshots"
+	assert_success
+	jq_true '.snapshotID | length > 0' <<<"$output"
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
+	run --separate-stderr sbx-snapshot export -b "$BACKEND" outside
+	assert_failure 1
+	assert_output ''
+	[ "$(wc -l <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == "sbx-snapshot: snapshot 'outside' cannot be exported: it was not taken by sbx-snapshot"* ]]
+	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
 }
