@@ -74,16 +74,38 @@ find_ent(const struct list *l, const char *path)
 	return bsearch(&k, l->e, l->n, sizeof *l->e, ent_cmp);
 }
 
-/* Stop at a signal that waits (blocked): the caller kills and returns. */
+static const int stop_sigs[] = {SIGINT, SIGTERM, SIGHUP};
+
+/* Those of stop_sigs not ignored (a background job's SIGINT) into set:
+ * blocked while the sandboxes live, to end them first. */
+static void
+stop_set(sigset_t *set)
+{
+	struct sigaction sa;
+	size_t i;
+
+	sigemptyset(set);
+	for (i = 0; i < sizeof stop_sigs / sizeof stop_sigs[0]; i++)
+		if (sigaction(stop_sigs[i], NULL, &sa) == 0 &&
+		    sa.sa_handler != SIG_IGN)
+			sigaddset(set, stop_sigs[i]);
+}
+
+/* Stop at a signal that waits (blocked): the caller kills and returns,
+ * and the signal comes when it is unblocked. */
 static int
-interrupted(struct sbx_err *err)
+interrupted(const sigset_t *set, struct sbx_err *err)
 {
 	sigset_t p;
+	size_t i;
 
-	if (sigpending(&p) == 0 && (sigismember(&p, SIGINT) ||
-	    sigismember(&p, SIGTERM) || sigismember(&p, SIGHUP)))
-		return sbx_err_set(err, SBX_EX_FAIL, "interrupted: the export's "
-		    "sandboxes are killed");
+	if (sigpending(&p) < 0)
+		return 0;
+	for (i = 0; i < sizeof stop_sigs / sizeof stop_sigs[0]; i++)
+		if (sigismember(set, stop_sigs[i]) &&
+		    sigismember(&p, stop_sigs[i]))
+			return sbx_err_set(err, SBX_EX_FAIL, "interrupted: "
+			    "the export's sandboxes are killed");
 	return 0;
 }
 
@@ -290,22 +312,85 @@ write_fail(struct xp *x)
 	    archive_error_string(x->w));
 }
 
-/* The changed directories (from the list), then the files and links as
- * get_archive brings them, each as files/PATH. */
+/* get_archive's tar of paths, each member as files/PATH; a hard link's
+ * name (to a member before it) goes to again, to be fetched alone. */
 static int
-emit_all(struct xp *x)
+copy_tar(struct xp *x, const struct sbx_manifest *paths,
+    struct sbx_manifest *again)
 {
 	const struct sbx_files *f = sbx_files_of(x->ref[0], x->err);
 	struct archive_entry *e;
-	struct archive *a = NULL;
+	struct archive *a;
 	struct sbx_job job;
-	const struct ent *d;
+	struct sbx_err e2 = {0};
 	const void *blk;
-	size_t len, i;
+	const char *p;
+	size_t len;
 	la_int64_t off;
-	json_t *v;
 	char *name;
 	int fd = -1, r, rc = 0;
+
+	if (!f || f->get_archive(x->ref[0], "/", paths, &fd, &job, x->err) <
+	    0)
+		return -1;
+	a = archive_read_new();
+	archive_read_support_format_tar(a);
+	if (archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK)
+		r = ARCHIVE_FATAL;
+	else
+		while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+			p = archive_entry_pathname(e);
+			if (!strncmp(p, "./", 2))
+				p += 2;
+			/* The transfer of the backends takes no hard link:
+			 * each name a file of its own. */
+			if (archive_entry_hardlink(e)) {
+				if (!again)
+					break;
+				sbx_manifest_add(again, p);
+				continue;
+			}
+			name = sbx_xasprintf("files/%s", p);
+			archive_entry_set_pathname(e, name);
+			free(name);
+			if (archive_write_header(x->w, e) != ARCHIVE_OK) {
+				rc = write_fail(x);
+				break;
+			}
+			while ((r = archive_read_data_block(a, &blk, &len,
+			    &off)) == ARCHIVE_OK)
+				if (archive_write_data(x->w, blk, len) !=
+				    (la_ssize_t)len) {
+					rc = write_fail(x);
+					break;
+				}
+			if (rc || r != ARCHIVE_EOF)
+				break;
+		}
+	if (rc == 0 && r != ARCHIVE_EOF)
+		rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read the "
+		    "snapshot's files: %s", archive_error_string(a) ?
+		    archive_error_string(a) : "a hard link alone");
+	archive_read_free(a);
+	close(fd);
+	if (rc == 0)
+		return sbx_job_wait(&job, x->err);
+	sbx_job_wait(&job, &e2);
+	return rc;
+}
+
+/* The changed directories (from the list), then the files and links as
+ * get_archive brings them. */
+static int
+emit_all(struct xp *x)
+{
+	struct sbx_manifest again = {0}, one = {0};
+	const struct ent *d;
+	struct archive_entry *e;
+	size_t i;
+	json_t *v;
+	char *name;
+	int rc = 0;
 
 	json_array_foreach(x->dirs, i, v) {
 		d = find_ent(&x->l[0], json_string_value(v));
@@ -324,64 +409,14 @@ emit_all(struct xp *x)
 		if (rc)
 			return rc;
 	}
-	if (!x->get.n)
-		return 0;
-	if (!f || f->get_archive(x->ref[0], "/", &x->get, &fd, &job, x->err) <
-	    0)
-		return -1;
-	a = archive_read_new();
-	archive_read_support_format_tar(a);
-	if (archive_read_open_fd(a, fd, 65536) != ARCHIVE_OK)
-		goto bad;
-	while (rc == 0 && (r = archive_read_next_header(a, &e)) ==
-	    ARCHIVE_OK) {
-		const char *p = archive_entry_pathname(e);
-
-		if (!strncmp(p, "./", 2))
-			p += 2;
-		name = sbx_xasprintf("files/%s", p);
-		archive_entry_set_pathname(e, name);
-		free(name);
-		/* The transfer takes no hard link: each its own file. */
-		if (archive_entry_hardlink(e))
-			goto bad;
-		if (archive_write_header(x->w, e) != ARCHIVE_OK) {
-			rc = write_fail(x);
-			break;
-		}
-		while ((r = archive_read_data_block(a, &blk, &len, &off)) ==
-		    ARCHIVE_OK)
-			if (archive_write_data(x->w, blk, len) !=
-			    (la_ssize_t)len) {
-				rc = write_fail(x);
-				break;
-			}
-		if (rc == 0 && r != ARCHIVE_EOF)
-			goto bad;
+	if (x->get.n)
+		rc = copy_tar(x, &x->get, &again);
+	for (i = 0; rc == 0 && i < again.n; i++) {
+		sbx_manifest_add(&one, again.e[i].path);
+		rc = copy_tar(x, &one, NULL);
+		sbx_manifest_release(&one);
 	}
-	if (rc == 0 && r != ARCHIVE_EOF)
-		goto bad;
-	archive_read_free(a);
-	close(fd);
-	if (rc == 0)
-		return sbx_job_wait(&job, x->err);
-	{
-		struct sbx_err e2 = {0};
-
-		sbx_job_wait(&job, &e2);
-	}
-	return rc;
-bad:
-	rc = sbx_err_set(x->err, SBX_EX_FAIL, "cannot read the snapshot's "
-	    "files: %s", archive_error_string(a) ? archive_error_string(a) :
-	    "a hard link in the transfer");
-	archive_read_free(a);
-	close(fd);
-	{
-		struct sbx_err e2 = {0};
-
-		sbx_job_wait(&job, &e2);
-	}
+	sbx_manifest_release(&again);
 	return rc;
 }
 
@@ -483,16 +518,13 @@ sbx_e2b_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
 	x.dirs = json_array();
 	x.deleted = json_array();
 	sbx_snap_merge_init(&x.m);
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
+	stop_set(&block);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	if (!(x.be = sbx_backend_get("e2b", err)) || make(&x, 0, sid, rec) <
-	    0 || interrupted(err) < 0 || make(&x, 1, sid, rec) < 0 ||
-	    interrupted(err) < 0 || list_files(&x, 0) < 0 ||
-	    list_files(&x, 1) < 0 || interrupted(err) < 0 || compare(&x) < 0 ||
-	    interrupted(err) < 0)
+	    0 || interrupted(&block, err) < 0 || make(&x, 1, sid, rec) < 0 ||
+	    interrupted(&block, err) < 0 || list_files(&x, 0) < 0 ||
+	    list_files(&x, 1) < 0 || interrupted(&block, err) < 0 || compare(&x) < 0 ||
+	    interrupted(&block, err) < 0)
 		goto out;
 	rc = sbx_snap_merge_export(&x.m, 1, layer, &x, fd, rec, &x.w, err);
 out:
