@@ -179,11 +179,17 @@ fill() {
 	# Not "base": E2B's default template's name.
 	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n parent >/dev/null
 	create --from parent -s "$BATS_TEST_TMPDIR/t.json" >/dev/null
-	# A path of the image deleted, where the image lets one go.
-	img=$(sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'for p in /lib32 /libx32 /etc/issue.net /etc/debian_version; do
-	    [ -e "$p" ] || [ -L "$p" ] || continue
-	    rm -f "$p" 2>/dev/null && [ ! -e "$p" ] && [ ! -L "$p" ] && { echo "$p"; break; }; done')
-	[ -n "$img" ] || fail "no path of the image could be deleted"
+	# A path of the image deleted, where the image lets one go and a
+	# local sandbox of the host's image (the import below) can delete it
+	# too: not in docker's busybox image, all of it under /usr (the
+	# host's, read-only, on local) or made by the engine.
+	img=
+	if [ "$BACKEND" != docker ]; then
+		img=$(sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'for p in /lib32 /libx32 /etc/issue.net /etc/debian_version; do
+		    [ -e "$p" ] || [ -L "$p" ] || continue
+		    rm -f "$p" 2>/dev/null && [ ! -e "$p" ] && [ ! -L "$p" ] && { echo "$p"; break; }; done')
+		[ -n "$img" ] || fail "no path of the image could be deleted"
+	fi
 	sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'rm /workspace/gone && echo more >/workspace/more &&
 	    echo changed >>/workspace/x && chmod 640 /workspace/a && ln -s more /workspace/ml'
 	want=$(sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c "cd /workspace && $SUM_SH")
@@ -197,7 +203,7 @@ fill() {
 	jq_true '.format == "sbx-snapshot/1" and .name == "port" and
 	    .owners == "sandbox" and (has("layers") | not) and
 	    (has("runtime") | not)' <"$BATS_TEST_TMPDIR/man"
-	jq_true --arg p "$img" '.deleted | index($p) != null' <"$BATS_TEST_TMPDIR/man"
+	[ -z "$img" ] || jq_true --arg p "$img" '.deleted | index($p) != null' <"$BATS_TEST_TMPDIR/man"
 	# Flattened: the parent's files and the child's, the deletion done.
 	mapfile -t flags < <(import_flags)
 	for where in local here; do
@@ -212,8 +218,10 @@ fill() {
 		assert_output "$want"
 		run sbx-exec -s "$BATS_TEST_TMPDIR/i-$where.json" -- cat /workspace/b
 		assert_output A
-		run sbx-exec -s "$BATS_TEST_TMPDIR/i-$where.json" -- sh -c '[ ! -e "$1" ] && [ ! -L "$1" ] && echo gone' sh "$img"
-		assert_output gone
+		[ -z "$img" ] || {
+			run sbx-exec -s "$BATS_TEST_TMPDIR/i-$where.json" -- sh -c '[ ! -e "$1" ] && [ ! -L "$1" ] && echo gone' sh "$img"
+			assert_output gone
+		}
 	done
 	# The file outside the workdir, where the image lets it be written.
 	run sbx-exec -s "$BATS_TEST_TMPDIR/i-here.json" -- cat /sbxsnap/o
