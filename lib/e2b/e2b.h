@@ -139,6 +139,10 @@ int sbx_e2b_snapshots(const char *op, const char *id,
  * ({"image": its base template, "workdir", "labels", "limits"...}), or
  * NULL: none (taken outside sbx). */
 json_t *sbx_e2b_snap_record(const char *sid, const char *endpoint);
+/* The id of e's snapshot id_or_name into *sid (the caller frees it): 0,
+ * or 1 when there is none; -1 with err. */
+int sbx_e2b_snap_find(struct eb *e, const char *id_or_name, char **sid,
+    struct sbx_err *err);
 /* sbx-snapshot export (struct sbx_backend_ops's snap_export) through
  * snapexport.c, which only the tools that export link (libarchive). */
 int sbx_e2b_snap_export_op(const char *id_or_name, int fd,

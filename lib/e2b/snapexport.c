@@ -435,54 +435,35 @@ layer(void *arg, int l, int pass)
 	return 0;
 }
 
-struct find {
-	const char *want;
-	char *sid;
-};
-
-static int
-find_one(json_t *one, void *arg)
-{
-	struct find *f = arg;
-	json_t *names = json_object_get(one, "names"), *v;
-	const char *sid = sbx_json_str(one, "snapshotID");
-	size_t i;
-	int hit = sid && !strcmp(sid, f->want);
-
-	json_array_foreach(names, i, v)
-		hit |= json_is_string(v) && !strcmp(json_string_value(v),
-		    f->want);
-	if (hit && !f->sid) {
-		f->sid = sbx_xstrdup(sid);
-		return -1;
-	}
-	return 0;
-}
-
 /* The snapshot's id (id or name) and its record; NULL with err. */
 static json_t *
 resolve(const char *id_or_name, char **sid, struct sbx_err *err)
 {
-	struct find f = {id_or_name, NULL};
 	struct eb e;
 	json_t *r = NULL;
+	char *id = NULL;
+	int found;
 
 	if (sbx_e2b_open(&e, NULL, err) < 0)
 		return NULL;
-	if (sbx_e2b_pages(&e, "/snapshots?limit=100", "cannot list snapshots",
-	    find_one, &f, err) < 0 && !f.sid)
+	if ((found = sbx_e2b_snap_find(&e, id_or_name, &id, err)) < 0)
 		goto out;
-	if (!f.sid)
+	if (found == 1)
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "no snapshot '%s'",
 		    id_or_name);
-	else if (!(r = sbx_e2b_snap_record(f.sid, e.endpoint)))
+	else if (!(r = sbx_e2b_snap_record(id, e.endpoint)))
 		sbx_err_set(err, SBX_EX_FAIL, "snapshot '%s' cannot be exported: "
 		    "it was not taken by sbx-snapshot here, and E2B cannot say "
 		    "which template it came from", id_or_name);
-	else
-		*sid = f.sid, f.sid = NULL;
+	else if (sbx_json_str(r, "unexportable")) {
+		sbx_err_set(err, SBX_EX_FAIL, "snapshot '%s' cannot be exported: "
+		    "%s", id_or_name, sbx_json_str(r, "unexportable"));
+		json_decref(r);
+		r = NULL;
+	} else
+		*sid = id, id = NULL;
 out:
-	free(f.sid);
+	free(id);
 	sbx_e2b_close(&e);
 	return r;
 }

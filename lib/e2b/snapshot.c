@@ -18,6 +18,44 @@ record_path(const char *sid)
 	    sid);
 }
 
+struct snapfind {
+	const char *want;
+	char *sid;
+};
+
+static int
+find_one(json_t *one, void *arg)
+{
+	struct snapfind *f = arg;
+	json_t *names = json_object_get(one, "names"), *v;
+	const char *sid = sbx_json_str(one, "snapshotID");
+	size_t i;
+	int hit = sid && !strcmp(sid, f->want);
+
+	json_array_foreach(names, i, v)
+		hit |= json_is_string(v) && !strcmp(json_string_value(v),
+		    f->want);
+	if (hit && !f->sid) {
+		f->sid = sbx_xstrdup(sid);
+		return -1;
+	}
+	return 0;
+}
+
+int
+sbx_e2b_snap_find(struct eb *e, const char *id_or_name, char **sid,
+    struct sbx_err *err)
+{
+	struct snapfind f = {id_or_name, NULL};
+
+	*sid = NULL;
+	if (sbx_e2b_pages(e, "/snapshots?limit=100", "cannot list snapshots",
+	    find_one, &f, err) < 0 && !f.sid)
+		return -1;
+	*sid = f.sid;
+	return f.sid ? 0 : 1;
+}
+
 json_t *
 sbx_e2b_snap_record(const char *sid, const char *endpoint)
 {
@@ -43,8 +81,10 @@ sbx_e2b_snap_record(const char *sid, const char *endpoint)
  * template's own base when it is a snapshot recorded here (an export is
  * flat). Env values are never kept: their names only. */
 static int
-record_write(json_t *o, const json_t *s, struct sbx_err *err)
+record_write(struct eb *e, json_t *o, const json_t *s, struct sbx_err *err)
 {
+	struct sbx_err ferr = {0};
+	char *sid = NULL;
 	const json_t *md = json_object_get(s, "metadata");
 	const char *t = sbx_json_str(s, "templateID"), *k;
 	json_t *r = json_deep_copy(o), *labels = json_object(), *lim, *v;
@@ -60,6 +100,15 @@ record_write(json_t *o, const json_t *s, struct sbx_err *err)
 			json_object_set(labels, k, v);
 	json_object_set_new(r, "image", up ? json_incref(json_object_get(up,
 	    "image")) : json_string(t ? t : DEFAULT_TEMPLATE));
+	if (up && sbx_json_str(up, "unexportable"))
+		json_object_set(r, "unexportable", json_object_get(up,
+		    "unexportable"));
+	else if (!up && t && sbx_e2b_snap_find(e, t, &sid, &ferr) == 0)
+		/* A snapshot of E2B's SDK or CLI: what it holds over its
+		 * own base, no one can tell. */
+		json_object_set_new(r, "unexportable", json_pack("s++",
+		    "its sandbox was made from snapshot '", t, "', which was "
+		    "not taken by sbx-snapshot here"));
 	json_object_set_new(r, "labels", labels);
 	if (sbx_json_str(md, WORKDIR))
 		json_object_set_new(r, "workdir", json_string(sbx_json_str(md,
@@ -84,6 +133,7 @@ record_write(json_t *o, const json_t *s, struct sbx_err *err)
 	free(js);
 	free(dir);
 	free(p);
+	free(sid);
 	json_decref(up);
 	json_decref(r);
 	return rc;
@@ -126,7 +176,7 @@ sbx_e2b_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 	    json_object_get(s, "templateID") ? json_object_get(s,
 	    "templateID") : json_null(), "endpoint", e.endpoint, "memory", 0);
 	/* Without its record it could never be exported: not taken. */
-	if (record_write(o, s, err) < 0) {
+	if (record_write(&e, o, s, err) < 0) {
 		struct sbx_http_resp r2 = {0};
 		struct sbx_err e2;
 

@@ -244,12 +244,23 @@ fill() {
 	    -d '{"name":"outside"}' "$E2B_API_URL/sandboxes/$id/snapshots"
 	assert_success
 	jq_true '.snapshotID | length > 0' <<<"$output"
+	osid=$(jq -r .snapshotID <<<"$output")
 	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
 	run --separate-stderr sbx-snapshot export -b "$BACKEND" outside
 	assert_failure 1
 	assert_output ''
 	[ "$(wc -l <<<"$stderr")" -eq 1 ]
 	[[ "$stderr" == "sbx-snapshot: snapshot 'outside' cannot be exported: it was not taken by sbx-snapshot"* ]]
+	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
+	# Nor one of a sandbox made from it: what that holds over its base
+	# is as unknown.
+	create --from outside -s "$BATS_TEST_TMPDIR/o.json" >/dev/null
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/o.json" -n over >/dev/null
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
+	run --separate-stderr sbx-snapshot export -b "$BACKEND" over
+	assert_failure 1
+	assert_output ''
+	[ "$stderr" = "sbx-snapshot: snapshot 'over' cannot be exported: its sandbox was made from snapshot '$osid', which was not taken by sbx-snapshot here" ] || fail "stderr: $stderr"
 	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
 }
 
