@@ -242,12 +242,17 @@ static int
 snapshot_rm(const char *id, struct sbx_err *err)
 {
 	struct sbx_http_resp rs = {0};
+	struct sbx_err ferr = {0};
 	struct eb e;
-	char *q;
+	json_t *rec;
+	char *q, *sid = NULL;
 	int rc = -1;
 
 	if (sbx_e2b_open(&e, NULL, err) < 0)
 		return -1;
+	/* Its id, for its record: a name goes with the snapshot. */
+	if (sbx_e2b_snap_find(&e, id, &sid, &ferr) != 0)
+		sid = sbx_xstrdup(id);
 	q = sbx_http_escape(id);
 	if (sbx_e2b_req(&e, "DELETE", NULL, &rs, err, "/templates/%s", q) < 0)
 		goto out;
@@ -258,14 +263,17 @@ snapshot_rm(const char *id, struct sbx_err *err)
 		    "%s", id, sbx_json_str(rs.json, "message") ?
 		    sbx_json_str(rs.json, "message") : "the API said no");
 	else {
-		char *p = record_path(id);
+		if ((rec = sbx_e2b_snap_record(sid, e.endpoint))) {
+			char *p = record_path(sid);
 
-		if (!strchr(id, '/'))
 			unlink(p);
-		free(p);
+			free(p);
+			json_decref(rec);
+		}
 		rc = 0;
 	}
 out:
+	free(sid);
 	free(q);
 	sbx_http_resp_release(&rs);
 	sbx_e2b_close(&e);
