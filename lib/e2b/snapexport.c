@@ -477,7 +477,7 @@ make(struct xp *x, int k, const char *sid, const json_t *rec)
 	spec.from = k ? NULL : sid;
 	spec.image = k ? sbx_json_str(rec, "image") : NULL;
 	/* E2B ends it itself should we be killed outright. */
-	spec.timeout = 900;
+	spec.timeout = 3600;
 	spec.labels = json_pack("{s:s}", "io.sbx.export", sid);
 	rc = x->be->ops->create(&spec, &x->ref[k], x->err);
 	json_decref(spec.labels);
