@@ -372,6 +372,8 @@ copy_tar(struct xp *x, const struct sbx_manifest *paths,
 		    "snapshot's files: %s", archive_error_string(a) ?
 		    archive_error_string(a) : "a hard link alone");
 	archive_read_free(a);
+	if (rc == 0)
+		sbx_tar_drain(fd);
 	close(fd);
 	if (rc == 0)
 		return sbx_job_wait(&job, x->err);
