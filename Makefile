@@ -234,7 +234,8 @@ $(BIN)/remote/sbx-snapshot $(BIN)/remote/sbx-fork: \
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_snap_take \
-		-Wl,-u,sbx_docker_snap_export -o $@ $^ $(SYNC_LIBS) \
+		-Wl,-u,sbx_docker_snap_export -Wl,-u,sbx_e2b_snap_export \
+		-o $@ $^ $(SYNC_LIBS) \
 		$(REMOTE_LIBS) $(LDLIBS)
 
 $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a

@@ -139,6 +139,10 @@ struct sbx_scan_opts {
 	struct sbx_scan_delta *delta; /* or NULL */
 };
 
+/* tar.c: the rest of a stream whose archive ended (tar's padding after
+ * its end marker), read so that its writer ends without EPIPE. */
+void sbx_tar_drain(int fd);
+
 struct sbx_files {
 	/* A writable fd: the tar stream to extract into dir. */
 	int (*put_archive)(const json_t *ref, const char *dir, int *fd,

@@ -159,8 +159,8 @@ out:
  * and a writer still sending that found the pipe closed (EPIPE), which
  * failed a whole pull (e2b's, under load). Padding only: a stream that
  * goes on is the writer's failure. */
-static void
-drain(int fd)
+void
+sbx_tar_drain(int fd)
 {
 	char buf[16384];
 	size_t got = 0;
@@ -233,7 +233,7 @@ sbx_tar_extract(int fd, struct sbx_err *err)
 		    archive_error_string(a));
 		goto out;
 	}
-	drain(fd);
+	sbx_tar_drain(fd);
 	if (archive_write_close(w) != ARCHIVE_OK) {
 		ar_err(err, w, "cannot finish writing");
 		goto out;
@@ -403,7 +403,7 @@ sbx_tar_stage(int fd, int stage_fd, long (*want)(const char *name, void *arg),
 		    archive_error_string(a));
 		goto done;
 	}
-	drain(fd);
+	sbx_tar_drain(fd);
 	rc = 0;
 done:
 	archive_read_free(a);

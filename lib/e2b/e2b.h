@@ -135,6 +135,20 @@ int sbx_e2b_volume(const char *op, const char *name,
     int (*fn)(json_t *vol, void *arg), void *arg, struct sbx_err *err);
 int sbx_e2b_snapshots(const char *op, const char *id,
     int (*fn)(json_t *snap, void *arg), void *arg, struct sbx_err *err);
+/* What sbx-snapshot recorded of snapshot sid of endpoint when it took it
+ * ({"image": its base template, "workdir", "labels", "limits"...}), or
+ * NULL: none (taken outside sbx). */
+json_t *sbx_e2b_snap_record(const char *sid, const char *endpoint);
+/* The id of e's snapshot id_or_name into *sid (the caller frees it): 0,
+ * or 1 when there is none; -1 with err. */
+int sbx_e2b_snap_find(struct eb *e, const char *id_or_name, char **sid,
+    struct sbx_err *err);
+/* sbx-snapshot export (struct sbx_backend_ops's snap_export) through
+ * snapexport.c, which only the tools that export link (libarchive). */
+int sbx_e2b_snap_export_op(const char *id_or_name, int fd,
+    struct sbx_err *err);
+__attribute__((weak)) int sbx_e2b_snap_export(const char *id_or_name,
+    int fd, struct sbx_err *err);
 
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_e2b_files;

@@ -418,6 +418,7 @@ const struct sbx_backend_ops sbx_e2b_ops = {
 	.stats = sbx_e2b_stats,
 	.snapshot = sbx_e2b_snapshot,
 	.snapshots = sbx_e2b_snapshots,
+	.snap_export = sbx_e2b_snap_export_op,
 	.volume = sbx_e2b_volume,
 	.answers = sbx_e2b_answers,
 	/* E2B keeps no log of the sandbox's connections: net_log NULL. */

@@ -173,21 +173,37 @@ fill() {
 }
 
 @test "$B: export of its snapshot imports on local and on $B with the same files, and what it deleted gone" {
-	[ "$BACKEND" != e2b ] || skip "E2B's snapshots have no export (no files to read)"
 	new_sandbox
 	fill
 	sx sh -c 'echo gone >/workspace/gone'
-	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n base >/dev/null
-	create --from base -s "$BATS_TEST_TMPDIR/t.json" >/dev/null
-	sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'rm /workspace/gone && echo more >/workspace/more'
+	# Not "base": E2B's default template's name.
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n parent >/dev/null
+	create --from parent -s "$BATS_TEST_TMPDIR/t.json" >/dev/null
+	# A path of the image deleted, where the image lets one go and a
+	# local sandbox of the host's image (the import below) can delete it
+	# too: not in docker's busybox image, all of it under /usr (the
+	# host's, read-only, on local) or made by the engine.
+	img=
+	if [ "$BACKEND" != docker ]; then
+		img=$(sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'for p in /lib32 /libx32 /etc/issue.net /etc/debian_version; do
+		    [ -e "$p" ] || [ -L "$p" ] || continue
+		    rm -f "$p" 2>/dev/null && [ ! -e "$p" ] && [ ! -L "$p" ] && { echo "$p"; break; }; done')
+		[ -n "$img" ] || fail "no path of the image could be deleted"
+	fi
+	sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c 'rm /workspace/gone && echo more >/workspace/more &&
+	    echo changed >>/workspace/x && chmod 640 /workspace/a && ln -s more /workspace/ml'
 	want=$(sbx-exec -s "$BATS_TEST_TMPDIR/t.json" -- sh -c "cd /workspace && $SUM_SH")
 	[ -n "$want" ]
 	sbx-snapshot -s "$BATS_TEST_TMPDIR/t.json" -n port >/dev/null
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
 	sbx-snapshot export -b "$BACKEND" port >"$BATS_TEST_TMPDIR/snap.tar"
+	# Nothing left of the export (e2b's two sandboxes).
+	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
 	tar -xOf "$BATS_TEST_TMPDIR/snap.tar" sbx-snapshot.json >"$BATS_TEST_TMPDIR/man"
 	jq_true '.format == "sbx-snapshot/1" and .name == "port" and
 	    .owners == "sandbox" and (has("layers") | not) and
 	    (has("runtime") | not)' <"$BATS_TEST_TMPDIR/man"
+	[ -z "$img" ] || jq_true --arg p "$img" '.deleted | index($p) != null' <"$BATS_TEST_TMPDIR/man"
 	# Flattened: the parent's files and the child's, the deletion done.
 	mapfile -t flags < <(import_flags)
 	for where in local here; do
@@ -202,8 +218,78 @@ fill() {
 		assert_output "$want"
 		run sbx-exec -s "$BATS_TEST_TMPDIR/i-$where.json" -- cat /workspace/b
 		assert_output A
+		[ -z "$img" ] || {
+			run sbx-exec -s "$BATS_TEST_TMPDIR/i-$where.json" -- sh -c '[ ! -e "$1" ] && [ ! -L "$1" ] && echo gone' sh "$img"
+			assert_output gone
+		}
 	done
 	# The file outside the workdir, where the image lets it be written.
 	run sbx-exec -s "$BATS_TEST_TMPDIR/i-here.json" -- cat /sbxsnap/o
 	assert_output o
+}
+
+@test "$B: export of no such snapshot is exit 3; of one taken outside sbx exit 1, one line; nothing left running" {
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
+	run --separate-stderr sbx-snapshot export -b "$BACKEND" nosuchsnap
+	assert_failure 3
+	assert_output ''
+	[ "$stderr" = "sbx-snapshot: no snapshot 'nosuchsnap'" ]
+	[ "$BACKEND" = e2b ] || return 0
+	# E2B's API straight, as its SDK takes one: no record of its base.
+	new_sandbox
+	id=$(jq -r .ref.id "$BATS_TEST_TMPDIR/s.json")
+	[ -n "$id" ] && [ "$id" != null ]
+	printf 'X-API-Key: %s\n' "$E2B_API_KEY" >"$BATS_TEST_TMPDIR/hdr"
+	run curl -s -X POST -H @"$BATS_TEST_TMPDIR/hdr" -H 'Content-Type: application/json' \
+	    -d '{"name":"outside"}' "$E2B_API_URL/sandboxes/$id/snapshots"
+	assert_success
+	jq_true '.snapshotID | length > 0' <<<"$output"
+	osid=$(jq -r .snapshotID <<<"$output")
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
+	run --separate-stderr sbx-snapshot export -b "$BACKEND" outside
+	assert_failure 1
+	assert_output ''
+	[ "$(wc -l <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == "sbx-snapshot: snapshot 'outside' cannot be exported: it was not taken by sbx-snapshot"* ]]
+	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
+	# Nor one of a sandbox made from it: what that holds over its base
+	# is as unknown.
+	create --from outside -s "$BATS_TEST_TMPDIR/o.json" >/dev/null
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/o.json" -n over >/dev/null
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
+	run --separate-stderr sbx-snapshot export -b "$BACKEND" over
+	assert_failure 1
+	assert_output ''
+	[ "$stderr" = "sbx-snapshot: snapshot 'over' cannot be exported: its sandbox was made from snapshot '$osid', which was not taken by sbx-snapshot here" ] || fail "stderr: $stderr"
+	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
+}
+
+@test "$B: an export cut by SIGINT or SIGTERM leaves no sandbox running" {
+	[ "$BACKEND" = e2b ] || skip "only e2b's export makes sandboxes"
+	new_sandbox
+	fill
+	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n cut >/dev/null
+	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
+	for sig in INT TERM; do
+		# As a terminal's ^C comes: SIGINT not ignored, as bash's & does.
+		python3 -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])' sbx-snapshot export -b "$BACKEND" cut >"$BATS_TEST_TMPDIR/cut.tar" &
+		pid=$!
+		# Its two sandboxes made (or it ended: then this test fails).
+		for ((i = 0; i < 400; i++)); do
+			[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -ge $((before + 2)) ] && break
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.05
+		done
+		[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -ge $((before + 2)) ] ||
+			fail "the export ended before both its sandboxes were seen"
+		kill -"$sig" "$pid"
+		rc=0
+		wait "$pid" || rc=$?
+		[ "$rc" -ne 0 ]
+		run sbx-ls -j -b "$BACKEND"
+		assert_success
+		[ "$(jq -s length <<<"$output")" -eq "$before" ] || fail "after SIG$sig: $output"
+	done
 }
