@@ -125,6 +125,10 @@ sbxd_dt_dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 			found = rt;
 			break;
 		}
+	for (rt = sbxd_dt_sess_routes; tb && !found && rt->path; rt++)
+		if (sbxd_path_match(rt->path, r->path) &&
+		    !strcmp(rt->method, r->method))
+			found = rt;
 	/* What needs no key: the config, and the event socket's refusal
 	 * (its handshake carries the key later, inside the socket). */
 	if (!(found && (!strcmp(found->path, "/api/config") ||

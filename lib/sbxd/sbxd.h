@@ -336,6 +336,25 @@ char *sbxd_dt_user(struct sbxd_box *b);
 void sbxd_dt_stopped(struct sbxd_box *b);
 /* A toolbox call is activity: the auto-stop clock starts again. */
 void sbxd_dt_touch(struct sbxd_box *b);
+/* Where a box's commands start (malloc'd). */
+char *sbxd_dt_work_dir(struct sbxd_box *b);
+/* Start argv in the box as its Daytona user, with that one's HOME; fds:
+ * stdin, stdout, stderr, the result's pipe and the go pipe (proc.c). */
+int sbxd_dt_spawn(struct sbxd_box *b, const char *const *argv,
+    const char *cwd, const json_t *envs, uint64_t timeout_ms,
+    const int fds[5], struct sbxd_child *ch, struct sbx_err *err);
+/* The body as a JSON object; NULL after answering 400 (the toolbox's). */
+json_t *sbxd_dt_tb_body(struct sbxd_req *r, enum MHD_Result *ret);
+/* n bytes as a JSON string, those that are not UTF-8 as '?'. */
+json_t *sbxd_dt_text(const char *p, size_t n);
+/* What sbxd_proc_child writes on its fd 3: proc.c's struct result. */
+struct sbxd_proc_result {
+	int rc, exit_code, signal, timed_out, code;
+	char msg[512];
+};
+/* daytona-session.c: the toolbox's sessions (/process/session) */
+extern const struct sbxd_route sbxd_dt_sess_routes[];
+void sbxd_dt_sess_end_all(struct sbxd_box *b);
 /* server.c: the request's API key, and a route's path pattern. */
 int sbxd_key_ok(struct sbxd_req *r);
 int sbxd_path_match(const char *pat, const char *path);

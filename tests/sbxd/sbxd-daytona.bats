@@ -323,3 +323,30 @@ teardown() {
 		wait "$OWN_PID" 2>/dev/null || true
 	fi
 }
+
+@test "daytona SDK: sessions keep cd and export, split stdout and stderr, run async commands in turn, take input, and go" {
+	run dsdk sessions
+	assert_success
+	OUT=$output
+	[ -n "$OUT" ]
+	assert_equal "$(field .dup)" 409
+	assert_equal "$(field .persist.stdout)" "/tmp/sdir hi there"
+	assert_equal "$(field .persist.stderr)" "to-err"
+	assert_equal "$(field .persist.exitCode)" 0
+	assert_equal "$(field .failed.stdout)" 'a
+b\c%'
+	assert_equal "$(field .failed.exitCode)" 7
+	assert_equal "$(field '[.async.idLength, .async.exitCode, .async.output] | map(tostring) | join(",")')" 36,null,null
+	assert_equal "$(field .runningExit)" null
+	assert_equal "$(field .runningCommand)" 'read line; echo "got $line"; echo e1 >&2; sleep 0.2'
+	assert_equal "$(field .done)" 0
+	assert_equal "$(field .logs.stdout)" "got hello input"
+	assert_equal "$(field .logs.stderr)" "e1"
+	assert_equal "$(field .session.sessionId)" s1
+	assert_equal "$(field '.session.codes | map(tostring) | join(",")')" "0,0,0,7,0"
+	assert_equal "$(field '.list | join(",")')" s1
+	assert_equal "$(field .next)" second
+	assert_equal "$(field .slow)" first
+	assert_equal "$(field .gone)" 404
+	assert_equal "$(field .goneExec)" 404
+}
