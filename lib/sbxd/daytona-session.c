@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sbxd.h"
@@ -316,6 +317,13 @@ pump(void *arg)
 	while ((n = read(s->res_fd, (char *)&res + got, sizeof res - got)) > 0)
 		got += (size_t)n;
 	sbxd_child_wait(&s->ch, -1);
+	if (got != sizeof res && WIFSIGNALED(s->ch.status)) {
+		/* Killed (its session deleted, its sandbox gone): so was
+		 * the command. */
+		memset(&res, 0, sizeof res);
+		res.signal = WTERMSIG(s->ch.status);
+		got = sizeof res;
+	}
 	close(s->out.fd);
 	close(s->err.fd);
 	close(s->res_fd);

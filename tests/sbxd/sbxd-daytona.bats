@@ -350,3 +350,58 @@ b\c%'
 	assert_equal "$(field .gone)" 404
 	assert_equal "$(field .goneExec)" 404
 }
+
+@test "daytona toolbox: sessions without an SDK version are combined text; split on request; unknown sessions and commands are 404 (curl)" {
+	local s=/toolbox/ID/process/session
+	dbox
+	s=${s/ID/$ID}
+	run dapi POST "$s" '{"sessionId":"c1"}'
+	assert_success
+	assert_output ""
+	run dapi POST "$s" '{}'
+	jq_true '.statusCode == 400 and .code == "BAD_REQUEST" and .path == "/process/session" and .method == "POST"' <<<"$output"
+	run dapi POST "$s/c1/exec" '{"command":"echo out; echo err >&2; false"}'
+	jq_true '.output == "out\nerr\n" and .exitCode == 1 and (.stdout == null) and (.cmdId | length == 36)' <<<"$output"
+	local cmd
+	cmd=$(jq -r .cmdId <<<"$output")
+	run curl -s -D "$BATS_TEST_TMPDIR/h" -H "Authorization: Bearer $SBXD_KEY" "$SBXD_URL$s/c1/command/$cmd/logs"
+	assert_output "out
+err"
+	grep -qi '^content-type: text/plain' "$BATS_TEST_TMPDIR/h"
+	run curl -s -H "Authorization: Bearer $SBXD_KEY" -H 'X-Daytona-Split-Output: true' "$SBXD_URL$s/c1/command/$cmd/logs"
+	jq_true '.stdout == "out\n" and .stderr == "err\n" and .output == "\u0001\u0001\u0001out\n\u0002\u0002\u0002err\n"' <<<"$output"
+	run curl -s -H "Authorization: Bearer $SBXD_KEY" -H 'X-Daytona-SDK-Version: 0.166.9' "$SBXD_URL$s/c1/command/$cmd/logs"
+	assert_output "out
+err"
+	run dapi POST "$s/c1/exec" '{"command":"  "}'
+	jq_true '.statusCode == 400 and .code == "BAD_REQUEST"' <<<"$output"
+	run dapi POST "$s/c1/command/$cmd/input" '{"data":"x\n"}'
+	jq_true '.statusCode == 400 and .message == "command is not running"' <<<"$output"
+	run dapi POST "$s/nope/exec" '{"command":"true"}'
+	jq_true '.statusCode == 404 and .code == "NOT_FOUND" and .message == "session not found" and .path == "/process/session/nope/exec"' <<<"$output"
+	run dapi GET "$s/c1/command/nope"
+	jq_true '.statusCode == 404 and .message == "command not found"' <<<"$output"
+	run dapi GET "$s/c1/command/nope/logs"
+	jq_true '.statusCode == 404 and .message == "command not found"' <<<"$output"
+	run dapi DELETE "$s/nope"
+	jq_true '.statusCode == 404 and .message == "session not found"' <<<"$output"
+	# A command that ends the shell ends the session.
+	run dapi POST "$s/c1/exec" '{"command":"exit 4"}'
+	jq_true '.exitCode == 4' <<<"$output"
+	run dapi POST "$s/c1/exec" '{"command":"true"}'
+	jq_true '.statusCode == 400 and .message == "session c1 has ended"' <<<"$output"
+	# The sandbox's end ends its sessions: a sync command returns.
+	run dapi POST "$s" '{"sessionId":"c2"}'
+	assert_success
+	dapi POST "$s/c2/exec" '{"command":"sleep 600"}' >"$BATS_TEST_TMPDIR/sync" &
+	local pid=$! i
+	for ((i = 0; i < 100; i++)); do
+		run dapi GET "$s/c2"
+		jq -e '.commands | length == 1' <<<"$output" >/dev/null && break
+		sleep 0.1
+	done
+	jq_true '.sessionId == "c2" and .commands[0].command == "sleep 600" and (.commands[0].exitCode == null)' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+	wait "$pid"
+	jq_true '.exitCode == 137' <"$BATS_TEST_TMPDIR/sync"
+}
