@@ -51,6 +51,7 @@ struct cmd {
 	struct sbx_buf log;   /* chunks behind \1\1\1 (stdout), \2\2\2 */
 	int sent, done, exit_code;
 	int ends;             /* streams whose mark came: 1 out, 2 err */
+	int followers;        /* log streams on it: it is not forgotten */
 };
 
 /* What came on one stream and may be the start of a mark. */
@@ -729,7 +730,8 @@ h_exec(struct sbxd_req *r)
 		s->cmds = c;
 	s->last = c;
 	/* Forget the oldest that are done. */
-	while (++s->ncmds > CMDS_MAX && s->cmds->done) {
+	while (++s->ncmds > CMDS_MAX && s->cmds->done &&
+	    !s->cmds->followers) {
 		struct cmd *o = s->cmds;
 
 		s->cmds = o->next;
@@ -780,8 +782,67 @@ h_command(struct sbxd_req *r)
 	return sbxd_reply_json(r, 200, j);
 }
 
+struct follow {
+	struct sess *s;
+	struct cmd *c;
+	int split;
+};
+
+static void
+follow_free(void *cls)
+{
+	struct follow *f = cls;
+
+	pthread_mutex_lock(&smu);
+	f->c->followers--;
+	pthread_mutex_unlock(&smu);
+	sess_put(f->s);
+	free(f);
+}
+
+/* logs?follow=true: the log as it comes, in binary frames (with the
+ * marks when split, else without), then 1000 once the command ended
+ * and all of it is sent. What the client sends is not read, but pings
+ * are answered. */
+static void
+follow_run(struct sbxd_ws *w, void *cls)
+{
+	struct follow *f = cls;
+	struct sbx_buf out = {0}, err = {0}, all = {0}, part;
+	struct sbx_ws_msg m;
+	size_t off = 0;
+	int done;
+
+	for (;;) {
+		out.len = err.len = all.len = 0;
+		pthread_mutex_lock(&smu);
+		done = f->c->done;
+		part.data = f->c->log.data + off;
+		part.len = f->c->log.len - off;
+		if (f->split)
+			sbx_buf_add(&all, part.data, part.len);
+		else
+			demux(&part, &out, &err, &all);
+		off = f->c->log.len;
+		pthread_mutex_unlock(&smu);
+		if (all.len && sbxd_ws_send(w, SBX_WS_BINARY, all.data,
+		    all.len) < 0)
+			break;
+		if (done) {
+			sbxd_ws_close(w, SBX_WS_NORMAL, "");
+			break;
+		}
+		if (sbxd_ws_read(w, 100, &m) < 0)
+			break;
+	}
+	sbx_buf_release(&out);
+	sbx_buf_release(&err);
+	sbx_buf_release(&all);
+	follow_free(f);
+}
+
 /* The log so far: JSON, or the text for a client that did not ask for
- * them apart. (follow=true without a WebSocket: the same.) */
+ * them apart. follow=true on a WebSocket: the log as it comes. */
 static enum MHD_Result
 h_logs(struct sbxd_req *r)
 {
@@ -790,12 +851,24 @@ h_logs(struct sbxd_req *r)
 	struct sbx_buf out = {0}, err = {0}, all = {0};
 	struct cmd *c;
 	json_t *j = NULL;
+	const char *fw = sbxd_query(r, "follow");
 	int found, split = split_output(r);
 
 	if (!s)
 		return ret;
 	pthread_mutex_lock(&smu);
-	if ((c = cmd_of(r, s))) {
+	if ((c = cmd_of(r, s)) && fw && !strcmp(fw, "true") &&
+	    sbxd_ws_asked(r)) {
+		struct follow *f = sbx_xcalloc(1, sizeof *f);
+
+		c->followers++;
+		pthread_mutex_unlock(&smu);
+		f->s = s;
+		f->c = c;
+		f->split = split;
+		return sbxd_ws_upgrade(r, follow_run, follow_free, f);
+	}
+	if (c) {
 		if (split)
 			j = log_json(r, c, json_object());
 		else

@@ -347,6 +347,25 @@ int sbxd_dt_spawn(struct sbxd_box *b, const char *const *argv,
 json_t *sbxd_dt_tb_body(struct sbxd_req *r, enum MHD_Result *ret);
 /* n bytes as a JSON string, those that are not UTF-8 as '?'. */
 json_t *sbxd_dt_text(const char *p, size_t n);
+/* wsock.c: a request upgraded to a WebSocket. */
+struct sbxd_ws {
+	int fd;                /* the socket, libmicrohttpd's */
+	struct MHD_UpgradeResponseHandle *urh;
+	struct sbx_ws_reader rd;
+	int closed;            /* our close frame is sent */
+	int peer_closed, broken;
+};
+int sbxd_ws_asked(struct sbxd_req *r);
+/* Answer 101 and run fn(w, cls) on a thread of its own once upgraded
+ * (the socket is closed when it returns); fr(cls) when it never runs. */
+enum MHD_Result sbxd_ws_upgrade(struct sbxd_req *r,
+    void (*fn)(struct sbxd_ws *, void *), void (*fr)(void *), void *cls);
+int sbxd_ws_send(struct sbxd_ws *w, int op, const void *p, size_t n);
+int sbxd_ws_close(struct sbxd_ws *w, int code, const char *reason);
+/* A data message within timeout_ms: 1; 0 none; -1 the socket is done
+ * with (closed by either side, broken, or sbxd stopping: 1001 sent).
+ * Pings are answered, a close echoed. */
+int sbxd_ws_read(struct sbxd_ws *w, int timeout_ms, struct sbx_ws_msg *m);
 /* What sbxd_proc_child writes on its fd 3: proc.c's struct result. */
 struct sbxd_proc_result {
 	int rc, exit_code, signal, timed_out, code;

@@ -324,7 +324,7 @@ teardown() {
 	fi
 }
 
-@test "daytona SDK: sessions keep cd and export, split stdout and stderr, run async commands in turn, take input, and go" {
+@test "daytona SDK: sessions keep cd and export, split stdout and stderr, run async commands in turn, take input, follow logs, and go" {
 	run dsdk sessions
 	assert_success
 	OUT=$output
@@ -347,6 +347,16 @@ b\c%'
 	assert_equal "$(field '.list | join(",")')" s1
 	assert_equal "$(field .next)" second
 	assert_equal "$(field .slow)" first
+	assert_equal "$(field .streamed.stdout)" "out1
+out2
+out3"
+	assert_equal "$(field .streamed.stderr)" "err1
+err2
+err3"
+	assert_equal "$(field .streamedExit)" 0
+	assert_equal "$(field .again.stdout)" "out1
+out2
+out3"
 	assert_equal "$(field .gone)" 404
 	assert_equal "$(field .goneExec)" 404
 }

@@ -31,6 +31,14 @@ const list = await p.listSessions()
 const slow = await p.executeSessionCommand('s1', { command: 'sleep 0.5; echo first', runAsync: true })
 const next = await p.executeSessionCommand('s1', { command: 'echo second' })
 const slowLogs = await p.getSessionCommandLogs('s1', slow.cmdId)
+// Its log as it comes (a WebSocket), stdout and stderr to their callbacks.
+const streamed = await p.executeSessionCommand('s1', { command: 'for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 0.2; done', runAsync: true })
+const got = { stdout: '', stderr: '' }
+await p.getSessionCommandLogs('s1', streamed.cmdId, (t) => { got.stdout += t }, (t) => { got.stderr += t })
+const streamedEnd = await p.getSessionCommand('s1', streamed.cmdId)
+// That of a command that has ended: all of it, then the end.
+const again = { stdout: '', stderr: '' }
+await p.getSessionCommandLogs('s1', streamed.cmdId, (t) => { again.stdout += t }, (t) => { again.stderr += t })
 await p.deleteSession('s1')
 const gone = await err(p.getSession('s1'))
 const goneExec = await err(p.executeSessionCommand('s1', { command: 'true' }))
@@ -48,6 +56,9 @@ out({
   list: list.map((s) => s.sessionId),
   next: next.stdout,
   slow: slowLogs.stdout,
+  streamed: got,
+  streamedExit: streamedEnd.exitCode ?? null,
+  again,
   gone: gone.status,
   goneExec: goneExec.status,
 })
