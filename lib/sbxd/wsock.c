@@ -47,12 +47,48 @@ sbxd_ws_asked(struct sbxd_req *r)
 	    sbxd_header(r, "Sec-WebSocket-Key");
 }
 
+/* After our close: what the client still sends, until its close (or
+ * its end, or 2 s), read and dropped, so that closing the socket does
+ * not reset the connection before the client has read our frames. */
+static void
+linger(struct sbxd_ws *w)
+{
+	long long until = sbxd_now_ms() + 2000, left;
+	struct sbx_ws_msg m;
+	char buf[4096];
+	ssize_t n;
+
+	if (w->broken || w->peer_closed)
+		return;
+	while (!w->rd.failed && sbx_ws_next(&w->rd, &m) > 0)
+		if (m.op == SBX_WS_CLOSE)
+			return;
+	while ((left = until - sbxd_now_ms()) > 0) {
+		struct pollfd f = {w->fd, POLLIN, 0};
+
+		if (poll(&f, 1, (int)left) <= 0)
+			return;
+		n = recv(w->fd, buf, sizeof buf, 0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return;
+		if (w->rd.failed)
+			continue;
+		sbx_buf_add(&w->rd.in, buf, (size_t)n);
+		while (sbx_ws_next(&w->rd, &m) > 0)
+			if (m.op == SBX_WS_CLOSE)
+				return;
+	}
+}
+
 static void *
 run(void *arg)
 {
 	struct up *u = arg;
 
 	u->fn(&u->w, u->cls);
+	linger(&u->w);
 	MHD_upgrade_action(u->w.urh, MHD_UPGRADE_ACTION_CLOSE);
 	sbx_ws_reader_release(&u->w.rd);
 	free(u);

@@ -36,6 +36,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (got < 0)
 			break;
 	}
+	(void)sum;
 	sbx_ws_reader_release(&r);
 	return 0;
 }

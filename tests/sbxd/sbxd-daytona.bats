@@ -415,3 +415,30 @@ err"
 	wait "$pid"
 	jq_true '.exitCode == 137' <"$BATS_TEST_TMPDIR/sync"
 }
+
+@test "daytona toolbox: a log's WebSocket answers pings, ends with 1000 after the log, and refuses an unmasked frame with 1002" {
+	local s=/toolbox/ID/process/session ws
+	dbox
+	s=${s/ID/$ID}
+	run dapi POST "$s" '{"sessionId":"w1"}'
+	assert_success
+	run dapi POST "$s/w1/exec" '{"command":"echo one; echo two >&2"}'
+	local done=$(jq -r .cmdId <<<"$output")
+	run dapi POST "$s/w1/exec" '{"command":"sleep 600","runAsync":true}'
+	local slow=$(jq -r .cmdId <<<"$output")
+	ws=${SBXD_URL/http/ws}$s/w1/command
+	run dsdk wsraw "$ws/$done/logs?follow=true"
+	assert_success
+	# The marks, as the SDK (this one sends its version) splits them.
+	jq_true '.status == 101 and .accept and ([.frames[] | select(.op == 2) | .data] | add) == "\u0001\u0001\u0001one\n\u0002\u0002\u0002two\n" and .frames[-1] == {"op":8,"code":1000}' <<<"$output"
+	run dsdk wsraw "$ws/$slow/logs?follow=true" bad
+	assert_success
+	jq_true '.status == 101 and .frames[0] == {"op":10,"data":"hi"} and .frames[-1] == {"op":8,"code":1002}' <<<"$output"
+	run dsdk wsraw "$ws/nope/logs?follow=true"
+	jq_true '.status == 404' <<<"$output"
+	# Without the upgrade, follow is the log so far.
+	run dapi GET "$s/w1/command/$done/logs?follow=true"
+	assert_output "one
+two"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+}
