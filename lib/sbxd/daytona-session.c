@@ -478,7 +478,7 @@ h_create(struct sbxd_req *r)
 	{
 		int fds[5] = {in[0], out[1], err[1], res[1], go[1]};
 
-		if (sbxd_dt_spawn(r->box, argv, dir, NULL, 0, fds, &s->ch,
+		if (sbxd_dt_spawn(r->box, argv, dir, NULL, 0, 0, fds, &s->ch,
 		    &e) < 0) {
 			ret = sbxd_dt_tb_err(r, 500, "INTERNAL_SERVER_ERROR",
 			    "%s", e.msg);
@@ -866,7 +866,8 @@ h_logs(struct sbxd_req *r)
 		f->s = s;
 		f->c = c;
 		f->split = split;
-		return sbxd_ws_upgrade(r, follow_run, follow_free, f);
+		return sbxd_ws_upgrade(r, NULL, follow_run, follow_free,
+		    f);
 	}
 	if (c) {
 		if (split)

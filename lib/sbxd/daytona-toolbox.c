@@ -107,7 +107,7 @@ close_pair(int p[2])
 
 int
 sbxd_dt_spawn(struct sbxd_box *b, const char *const *argv, const char *cwd,
-    const json_t *envs, uint64_t timeout_ms, const int fds[5],
+    const json_t *envs, uint64_t timeout_ms, int tty, const int fds[5],
     struct sbxd_child *ch, struct sbx_err *err)
 {
 	json_t *args, *a, *e;
@@ -129,7 +129,7 @@ sbxd_dt_spawn(struct sbxd_box *b, const char *const *argv, const char *cwd,
 	sbxd_env_free(env);
 	args = json_pack("{s:O,s:o,s:o,s:s?,s:I,s:b,s:b,s:s?}", "ref", b->ref,
 	    "argv", a, "env", e, "cwd", cwd, "timeout_ms",
-	    (json_int_t)timeout_ms, "tty", 0, "interactive", 1, "user", as);
+	    (json_int_t)timeout_ms, "tty", tty, "interactive", 1, "user", as);
 	free(as);
 	rc = sbxd_spawn("proc", args, fds, 5, ch, err);
 	json_decref(args);
@@ -158,7 +158,7 @@ run(struct sbxd_box *b, struct run *x, struct sbx_err *err)
 		int fds[5] = {in[0], out[1], out[1], res[1], go[1]};
 
 		if (sbxd_dt_spawn(b, x->argv, x->cwd, x->envs, x->timeout_ms,
-		    fds, &ch, err) < 0)
+		    0, fds, &ch, err) < 0)
 			goto out;
 	}
 	close(in[0]);

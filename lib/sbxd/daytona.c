@@ -129,6 +129,10 @@ sbxd_dt_dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 		if (sbxd_path_match(rt->path, r->path) &&
 		    !strcmp(rt->method, r->method))
 			found = rt;
+	for (rt = sbxd_dt_pty_routes; tb && !found && rt->path; rt++)
+		if (sbxd_path_match(rt->path, r->path) &&
+		    !strcmp(rt->method, r->method))
+			found = rt;
 	/* What needs no key: the config, and the event socket's refusal
 	 * (its handshake carries the key later, inside the socket). */
 	if (!(found && (!strcmp(found->path, "/api/config") ||

@@ -1235,6 +1235,7 @@ sbxd_proc_end_all(struct sbxd_box *b)
 
 	sbxd_fs_end_all(b);
 	sbxd_dt_sess_end_all(b);
+	sbxd_dt_pty_end_all(b);
 
 	pthread_mutex_lock(&sbxd.mu);
 	for (p = b->procs; p; p = p->next)

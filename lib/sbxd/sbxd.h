@@ -341,7 +341,7 @@ char *sbxd_dt_work_dir(struct sbxd_box *b);
 /* Start argv in the box as its Daytona user, with that one's HOME; fds:
  * stdin, stdout, stderr, the result's pipe and the go pipe (proc.c). */
 int sbxd_dt_spawn(struct sbxd_box *b, const char *const *argv,
-    const char *cwd, const json_t *envs, uint64_t timeout_ms,
+    const char *cwd, const json_t *envs, uint64_t timeout_ms, int tty,
     const int fds[5], struct sbxd_child *ch, struct sbx_err *err);
 /* The body as a JSON object; NULL after answering 400 (the toolbox's). */
 json_t *sbxd_dt_tb_body(struct sbxd_req *r, enum MHD_Result *ret);
@@ -356,10 +356,14 @@ struct sbxd_ws {
 	int peer_closed, broken;
 };
 int sbxd_ws_asked(struct sbxd_req *r);
-/* Answer 101 and run fn(w, cls) on a thread of its own once upgraded
- * (the socket is closed when it returns); fr(cls) when it never runs. */
-enum MHD_Result sbxd_ws_upgrade(struct sbxd_req *r,
+/* Answer 101 (with the protocol want when the client offers it, else
+ * the first it offers) and run fn(w, cls) on a thread of its own once
+ * upgraded (the socket is closed when it returns); fr(cls) when it never
+ * runs. */
+enum MHD_Result sbxd_ws_upgrade(struct sbxd_req *r, const char *want,
     void (*fn)(struct sbxd_ws *, void *), void (*fr)(void *), void *cls);
+/* A request header's comma-separated list has token. */
+int sbxd_ws_has_token(const char *list, const char *token);
 int sbxd_ws_send(struct sbxd_ws *w, int op, const void *p, size_t n);
 int sbxd_ws_close(struct sbxd_ws *w, int code, const char *reason);
 /* A data message within timeout_ms: 1; 0 none; -1 the socket is done
@@ -374,6 +378,9 @@ struct sbxd_proc_result {
 /* daytona-session.c: the toolbox's sessions (/process/session) */
 extern const struct sbxd_route sbxd_dt_sess_routes[];
 void sbxd_dt_sess_end_all(struct sbxd_box *b);
+/* daytona-pty.c: the toolbox's PTYs (/process/pty) */
+extern const struct sbxd_route sbxd_dt_pty_routes[];
+void sbxd_dt_pty_end_all(struct sbxd_box *b);
 /* server.c: the request's API key, and a route's path pattern. */
 int sbxd_key_ok(struct sbxd_req *r);
 int sbxd_path_match(const char *pat, const char *path);

@@ -24,8 +24,8 @@ struct up {
 };
 
 /* Whether the header's comma-separated list has token. */
-static int
-has_token(const char *h, const char *token)
+int
+sbxd_ws_has_token(const char *h, const char *token)
 {
 	size_t n = strlen(token), k;
 
@@ -42,8 +42,8 @@ has_token(const char *h, const char *token)
 int
 sbxd_ws_asked(struct sbxd_req *r)
 {
-	return has_token(sbxd_header(r, "Upgrade"), "websocket") &&
-	    has_token(sbxd_header(r, "Connection"), "upgrade") &&
+	return sbxd_ws_has_token(sbxd_header(r, "Upgrade"), "websocket") &&
+	    sbxd_ws_has_token(sbxd_header(r, "Connection"), "upgrade") &&
 	    sbxd_header(r, "Sec-WebSocket-Key");
 }
 
@@ -121,8 +121,8 @@ upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 }
 
 enum MHD_Result
-sbxd_ws_upgrade(struct sbxd_req *r, void (*fn)(struct sbxd_ws *, void *),
-    void (*fr)(void *), void *cls)
+sbxd_ws_upgrade(struct sbxd_req *r, const char *want,
+    void (*fn)(struct sbxd_ws *, void *), void (*fr)(void *), void *cls)
 {
 	const char *key = sbxd_header(r, "Sec-WebSocket-Key");
 	const char *ver = sbxd_header(r, "Sec-WebSocket-Version");
@@ -156,8 +156,11 @@ sbxd_ws_upgrade(struct sbxd_req *r, void (*fn)(struct sbxd_ws *, void *),
 	}
 	MHD_add_response_header(resp, "Upgrade", "websocket");
 	MHD_add_response_header(resp, "Sec-WebSocket-Accept", (char *)acc);
-	/* The first protocol offered, as Daytona's daemon answers. */
-	if (proto && *proto) {
+	/* want when it is offered, else the first protocol offered (a
+	 * client that offers some refuses an answer without one). */
+	if (want && sbxd_ws_has_token(proto, want)) {
+		MHD_add_response_header(resp, "Sec-WebSocket-Protocol", want);
+	} else if (proto && *proto) {
 		first = sbx_xstrdup(proto + strspn(proto, " \t"));
 		first[strcspn(first, " \t,")] = 0;
 		if (*first)

@@ -442,3 +442,18 @@ err"
 two"
 	dapi DELETE "/api/sandbox/$ID" >/dev/null
 }
+
+@test "daytona SDK: createPty runs a shell on a terminal with its envs, cwd and size, resizes, and ends with its exit code" {
+	run dsdk pty
+	assert_success
+	OUT=$output
+	[ -n "$OUT" ]
+	assert_equal "$(field .first)" true
+	assert_equal "$(field .greeting)" true
+	assert_equal "$(field '[.info.id, .info.cols, .info.rows, .info.active, .info.cwd] | map(tostring) | join(",")')" "p1,90,20,true,/tmp"
+	assert_equal "$(field .resized)" true
+	assert_equal "$(field '.list | join(",")')" p1
+	assert_equal "$(field .exitCode)" 3
+	assert_equal "$(field .afterActive)" false
+	assert_equal "$(field .gone)" 404
+}
