@@ -443,7 +443,7 @@ two"
 	dapi DELETE "/api/sandbox/$ID" >/dev/null
 }
 
-@test "daytona SDK: createPty runs a shell on a terminal with its envs, cwd and size, resizes, and ends with its exit code" {
+@test "daytona SDK: createPty runs a shell on a terminal with its envs, cwd and size, resizes, and ends with its exit code; connectPty" {
 	run dsdk pty
 	assert_success
 	OUT=$output
@@ -456,4 +456,35 @@ two"
 	assert_equal "$(field .exitCode)" 3
 	assert_equal "$(field .afterActive)" false
 	assert_equal "$(field .gone)" 404
+	assert_equal "$(field .connected)" true
+	assert_equal "$(field .exitCode2)" 0
+}
+
+@test "daytona toolbox: PTYs over HTTP: create 201, info, resize checks its size, connect needs the upgrade, unknown ones are 404 (curl)" {
+	local t=/toolbox/ID/process/pty
+	dbox
+	t=${t/ID/$ID}
+	run dapi POST "$t" '{"id":"h1","cols":100,"rows":30}'
+	jq_true '.sessionId == "h1"' <<<"$output"
+	run dapi POST "$t" '{"id":"h1"}'
+	jq_true '.statusCode == 409 and .code == "CONFLICT"' <<<"$output"
+	run dapi POST "$t" '{"id":"h2","cols":0}'
+	jq_true '.statusCode == 400 and .message == "cols and rows are 1 to 1000"' <<<"$output"
+	run dapi GET "$t/h1"
+	jq_true '.id == "h1" and .cols == 100 and .rows == 30 and .active == true and (.createdAt | test("^[0-9-]+T[0-9:]+Z$"))' <<<"$output"
+	run dapi POST "$t/h1/resize" '{"cols":50,"rows":10}'
+	jq_true '.cols == 50 and .rows == 10' <<<"$output"
+	run dapi POST "$t/h1/resize" '{"cols":1001,"rows":10}'
+	jq_true '.statusCode == 400' <<<"$output"
+	run dapi GET "$t"
+	jq_true '[.sessions[].id] == ["h1"]' <<<"$output"
+	run dapi GET "$t/h1/connect"
+	jq_true '.statusCode == 400 and .message == "a WebSocket upgrade is required"' <<<"$output"
+	run dapi GET "$t/nope"
+	jq_true '.statusCode == 404 and .code == "NOT_FOUND" and .path == "/process/pty/nope"' <<<"$output"
+	run dapi DELETE "$t/h1"
+	assert_success
+	run dapi GET "$t/h1"
+	jq_true '.statusCode == 404' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
 }

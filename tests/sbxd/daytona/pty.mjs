@@ -1,5 +1,6 @@
 // PTYs: createPty (envs, cwd, size), input, resize, getPtySessionInfo,
-// listPtySessions, the exit code, killPtySession.
+// listPtySessions, the exit code, killPtySession; connectPty to one
+// made by POST /process/pty.
 import { Daytona, out, errInfo } from './daytona.mjs'
 
 const daytona = new Daytona()
@@ -30,6 +31,13 @@ const res = await h.wait()
 const after = await p.getPtySessionInfo('p1')
 
 await p.killPtySession('p1')
+// One made by POST /process/pty (the API client's), then connectPty.
+await p.apiClient.createPtySession({ id: 'p2', cols: 80, rows: 24 })
+text = ''
+const h2 = await p.connectPty('p2', { onData: (d) => { text += new TextDecoder().decode(d) } })
+await h2.sendInput('echo "con""nected"; exit\n')
+const res2 = await h2.wait()
+const connected = /connected/.test(text)
 const gone = await err(p.getPtySessionInfo('p1'))
 await sbx.delete()
 out({
@@ -41,4 +49,6 @@ out({
   exitCode: res.exitCode,
   afterActive: after.active,
   gone: gone.status,
+  connected,
+  exitCode2: res2.exitCode,
 })
