@@ -611,19 +611,24 @@ sbxd_dt_sess_end_all(struct sbxd_box *b)
 		sess_put(gone[i]);
 }
 
-/* SDK 0.167.0 and later, or X-Daytona-Split-Output: stdout and stderr
+/* SDK 0.167.0 and later (its header, or a WebSocket's protocol
+ * X-Daytona-SDK-Version~V), or X-Daytona-Split-Output: stdout and stderr
  * apart, and output with the marks. */
 static int
 split_output(struct sbxd_req *r)
 {
 	const char *v = sbxd_header(r, "X-Daytona-SDK-Version");
 	const char *so = sbxd_header(r, "X-Daytona-Split-Output");
+	const char *pr = sbxd_header(r, "Sec-WebSocket-Protocol");
 	long want[3] = {0, 167, 0}, got[3] = {0, 0, 0};
 	char *e;
 	int i;
 
 	if (so && !strcasecmp(so, "true"))
 		return 1;
+	/* A browser's WebSocket says it as a protocol. */
+	if ((!v || !*v) && pr && (v = strstr(pr, "X-Daytona-SDK-Version~")))
+		v += strlen("X-Daytona-SDK-Version~");
 	if (!v || !*v)
 		return 0;
 	if (*v == 'v')

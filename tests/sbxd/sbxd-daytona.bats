@@ -431,6 +431,13 @@ err"
 	assert_success
 	# The marks, as the SDK (this one sends its version) splits them.
 	jq_true '.status == 101 and .accept and ([.frames[] | select(.op == 2) | .data] | add) == "\u0001\u0001\u0001one\n\u0002\u0002\u0002two\n" and .frames[-1] == {"op":8,"code":1000}' <<<"$output"
+	# The version as a browser's protocol; none: no marks.
+	run dsdk wsraw "$ws/$done/logs?follow=true" proto
+	assert_success
+	jq_true '.protocol == "X-Daytona-SDK-Version~0.218.0" and ([.frames[] | select(.op == 2) | .data] | add) == "\u0001\u0001\u0001one\n\u0002\u0002\u0002two\n"' <<<"$output"
+	run dsdk wsraw "$ws/$done/logs?follow=true" plain
+	assert_success
+	jq_true '([.frames[] | select(.op == 2) | .data] | add) == "one\ntwo\n" and .frames[-1] == {"op":8,"code":1000}' <<<"$output"
 	run dsdk wsraw "$ws/$slow/logs?follow=true" bad
 	assert_success
 	jq_true '.status == 101 and .frames[0] == {"op":10,"data":"hi"} and .frames[-1] == {"op":8,"code":1002}' <<<"$output"

@@ -1,9 +1,10 @@
 // wsraw.mjs - a WebSocket client of raw frames, for what the SDK never
-// does: node wsraw.mjs URL [bad]. Connects (Authorization from
-// DAYTONA_API_KEY, X-Daytona-SDK-Version 0.218.0), sends a ping, and with
-// "bad" then an unmasked frame (which a server must refuse with 1002);
-// prints {status, accept, frames: [{op, data, code}]} once the server
-// closes.
+// does: node wsraw.mjs URL [bad|proto|plain]. Connects (Authorization from
+// DAYTONA_API_KEY, X-Daytona-SDK-Version 0.218.0 as a header, or with
+// "proto" as the protocol X-Daytona-SDK-Version~0.218.0, or with "plain"
+// not at all), sends a ping, and with "bad" then an unmasked frame (which
+// a server must refuse with 1002); prints {status, accept, protocol,
+// frames: [{op, data, code}]} once the server closes.
 import net from 'node:net'
 import crypto from 'node:crypto'
 
@@ -27,7 +28,9 @@ const masked = (op, payload) => {
 sock.on('connect', () => {
   sock.write(`GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\n` +
     `Authorization: Bearer ${process.env.DAYTONA_API_KEY}\r\n` +
-    'X-Daytona-SDK-Version: 0.218.0\r\nUpgrade: websocket\r\n' +
+    (bad === 'proto' ? 'Sec-WebSocket-Protocol: X-Daytona-SDK-Version~0.218.0\r\n'
+      : bad === 'plain' ? '' : 'X-Daytona-SDK-Version: 0.218.0\r\n') +
+    'Upgrade: websocket\r\n' +
     `Connection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\n` +
     'Sec-WebSocket-Version: 13\r\n\r\n')
 })
@@ -39,7 +42,7 @@ sock.on('data', (d) => {
     head = buf.subarray(0, end).toString()
     buf = buf.subarray(end + 4)
     sock.write(masked(9, 'hi'))
-    if (bad) sock.write(Buffer.from([0x81, 0x01, 0x78]))
+    if (bad === 'bad') sock.write(Buffer.from([0x81, 0x01, 0x78]))
   }
   for (;;) {
     if (buf.length < 2) return
@@ -58,6 +61,7 @@ sock.on('data', (d) => {
 sock.on('close', () => {
   const status = head ? Number(head.split(' ')[1]) : null
   const accept = /\r\nsec-websocket-accept: (\S+)/i.exec(head ?? '')?.[1] === want
-  process.stdout.write(JSON.stringify({ status, accept, frames }) + '\n')
+  const protocol = /\r\nsec-websocket-protocol: (\S+)/i.exec(head ?? '')?.[1] ?? null
+  process.stdout.write(JSON.stringify({ status, accept, protocol, frames }) + '\n')
 })
 setTimeout(() => { sock.destroy() }, 20000)
