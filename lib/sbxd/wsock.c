@@ -15,6 +15,10 @@
 
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_MSG_MAX (1u << 20) /* bytes of a message taken */
+#define WS_MAX 256            /* WebSockets open at once: a thread each */
+
+static pthread_mutex_t wmu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned nws;
 
 struct up {
 	void (*fn)(struct sbxd_ws *, void *);
@@ -92,6 +96,9 @@ run(void *arg)
 	MHD_upgrade_action(u->w.urh, MHD_UPGRADE_ACTION_CLOSE);
 	sbx_ws_reader_release(&u->w.rd);
 	free(u);
+	pthread_mutex_lock(&wmu);
+	nws--;
+	pthread_mutex_unlock(&wmu);
 	return NULL;
 }
 
@@ -110,7 +117,13 @@ upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 	u->w.rd.max = WS_MSG_MAX;
 	if (extra_n)
 		sbx_buf_add(&u->w.rd.in, extra, extra_n);
+	pthread_mutex_lock(&wmu);
+	nws++;
+	pthread_mutex_unlock(&wmu);
 	if (pthread_create(&t, NULL, run, u)) {
+		pthread_mutex_lock(&wmu);
+		nws--;
+		pthread_mutex_unlock(&wmu);
 		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
 		sbx_ws_reader_release(&u->w.rd);
 		u->fr(u->cls);
@@ -133,11 +146,20 @@ sbxd_ws_upgrade(struct sbxd_req *r, const char *want,
 	struct up *u;
 	enum MHD_Result ret;
 	char *s, *first = NULL;
+	int busy;
 
 	if (!key || strlen(key) > 64 || !ver || strcmp(ver, "13")) {
 		fr(cls);
 		return sbxd_reply(r, 400, "text/plain", "a WebSocket 13 "
 		    "handshake was expected\n", 38);
+	}
+	pthread_mutex_lock(&wmu);
+	busy = nws >= WS_MAX;
+	pthread_mutex_unlock(&wmu);
+	if (busy) {
+		fr(cls);
+		return sbxd_reply(r, 503, "text/plain", "too many WebSockets "
+		    "open\n", 25);
 	}
 	s = sbx_xasprintf("%s%s", key, WS_GUID);
 	EVP_Digest(s, strlen(s), md, &mdlen, EVP_sha1(), NULL);
