@@ -156,6 +156,39 @@ void sbx_hex_put(struct sbx_buf *b, const void *p, size_t n);
 /* Hex digits (a line end after them allowed) as bytes, added to b; -1
  * on anything else. */
 int sbx_hex_get(const char *p, size_t n, struct sbx_buf *b);
+/* --- ws: WebSocket frames (RFC 6455), a server's side --------------- */
+
+enum {
+	SBX_WS_CONT = 0, SBX_WS_TEXT = 1, SBX_WS_BINARY = 2,
+	SBX_WS_CLOSE = 8, SBX_WS_PING = 9, SBX_WS_PONG = 10,
+};
+/* Close codes. */
+enum {
+	SBX_WS_NORMAL = 1000, SBX_WS_PROTOCOL = 1002, SBX_WS_TOO_BIG = 1009,
+	SBX_WS_ERROR = 1011,
+};
+/* What comes from a client: add its bytes to in (set max first: the
+ * largest message taken). */
+struct sbx_ws_reader {
+	struct sbx_buf in;
+	size_t max;
+	struct sbx_buf msg;     /* a data message's fragments so far */
+	int msg_op, msg_done;
+	size_t used;            /* of in, by the frame last given */
+	int failed;             /* the close code it broke the protocol with */
+};
+struct sbx_ws_msg {
+	int op;                 /* TEXT or BINARY (whole), or a control's */
+	const unsigned char *data; /* unmasked; valid until the next call */
+	size_t len;
+};
+/* The next message or control frame: 1; 0 when more bytes are needed;
+ * -1 when the client broke the protocol (r->failed: the close code). */
+int sbx_ws_next(struct sbx_ws_reader *r, struct sbx_ws_msg *m);
+void sbx_ws_reader_release(struct sbx_ws_reader *r);
+/* The header of a final, unmasked frame of len bytes: its size (2-10). */
+size_t sbx_ws_header(unsigned char h[10], int op, uint64_t len);
+
 /* write(2) all of it, through EINTR and short writes; -1 with errno. */
 /* Read exactly n bytes: -1 on an error or an end before them. */
 int sbx_read_all(int fd, void *buf, size_t n);

@@ -20,9 +20,8 @@
 #define DT_MAX_PATHS 1024
 #define DT_CHUNK 65536
 
-/* The body as a JSON object; NULL after answering 400. */
-static json_t *
-tb_body(struct sbxd_req *r, enum MHD_Result *ret)
+json_t *
+sbxd_dt_tb_body(struct sbxd_req *r, enum MHD_Result *ret)
 {
 	json_error_t e;
 	json_t *j = r->body.len ? json_loadb(r->body.data, r->body.len, 0,
@@ -60,8 +59,8 @@ user_home(struct sbxd_box *b, char **as)
 }
 
 /* Where a box's commands start and its relative paths are (malloc'd). */
-static char *
-work_dir(struct sbxd_box *b)
+char *
+sbxd_dt_work_dir(struct sbxd_box *b)
 {
 	if (b->workdir)
 		return sbx_xstrdup(b->workdir);
@@ -76,7 +75,7 @@ abs_path(struct sbxd_box *b, const char *p)
 
 	if (*p == '/')
 		return sbx_xstrdup(p);
-	w = work_dir(b);
+	w = sbxd_dt_work_dir(b);
 	s = sbx_xasprintf("%s/%s", w, p);
 	free(w);
 	return s;
@@ -84,11 +83,6 @@ abs_path(struct sbxd_box *b, const char *p)
 
 /* --- running a command -------------------------------------------------- */
 
-/* What sbxd_proc_child writes on its fd 3: proc.c's struct result. */
-struct proc_result {
-	int rc, exit_code, signal, timed_out, code;
-	char msg[512];
-};
 
 struct run {
 	const char *const *argv;
@@ -111,6 +105,37 @@ close_pair(int p[2])
 	p[0] = p[1] = -1;
 }
 
+int
+sbxd_dt_spawn(struct sbxd_box *b, const char *const *argv, const char *cwd,
+    const json_t *envs, uint64_t timeout_ms, int tty, const int fds[5],
+    struct sbxd_child *ch, struct sbx_err *err)
+{
+	json_t *args, *a, *e;
+	char **env, *as = NULL, *home;
+	size_t i;
+	int rc;
+
+	env = sbxd_box_env(b, envs);
+	home = user_home(b, &as);
+	free(env[0]);
+	env[0] = sbx_xasprintf("HOME=%s", home);
+	free(home);
+	a = json_array();
+	e = json_array();
+	for (i = 0; argv[i]; i++)
+		json_array_append_new(a, json_string(argv[i]));
+	for (i = 0; env[i]; i++)
+		json_array_append_new(e, json_string(env[i]));
+	sbxd_env_free(env);
+	args = json_pack("{s:O,s:o,s:o,s:s?,s:I,s:b,s:b,s:s?}", "ref", b->ref,
+	    "argv", a, "env", e, "cwd", cwd, "timeout_ms",
+	    (json_int_t)timeout_ms, "tty", tty, "interactive", 1, "user", as);
+	free(as);
+	rc = sbxd_spawn("proc", args, fds, 5, ch, err);
+	json_decref(args);
+	return rc;
+}
+
 /* Run x->argv in the box, as its Daytona user with that one's HOME: 0,
  * or -1 with err when it could not be started. */
 static int
@@ -119,10 +144,8 @@ run(struct sbxd_box *b, struct run *x, struct sbx_err *err)
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, res[2] = {-1, -1};
 	int go[2] = {-1, -1}, rc = -1, got = 0;
 	struct sbxd_child ch = SBXD_CHILD_NONE;
-	struct proc_result pr = {0};
-	json_t *args = NULL, *a, *e;
-	size_t i, in_off = 0;
-	char **env, *as = NULL, *home;
+	struct sbxd_proc_result pr = {0};
+	size_t in_off = 0;
 	char buf[DT_CHUNK];
 	ssize_t n;
 
@@ -131,26 +154,11 @@ run(struct sbxd_box *b, struct run *x, struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot make pipes:");
 		goto out;
 	}
-	env = sbxd_box_env(b, x->envs);
-	home = user_home(b, &as);
-	free(env[0]);
-	env[0] = sbx_xasprintf("HOME=%s", home);
-	free(home);
-	a = json_array();
-	e = json_array();
-	for (i = 0; x->argv[i]; i++)
-		json_array_append_new(a, json_string(x->argv[i]));
-	for (i = 0; env[i]; i++)
-		json_array_append_new(e, json_string(env[i]));
-	sbxd_env_free(env);
-	args = json_pack("{s:O,s:o,s:o,s:s?,s:I,s:b,s:b,s:s?}", "ref", b->ref,
-	    "argv", a, "env", e, "cwd", x->cwd, "timeout_ms",
-	    (json_int_t)x->timeout_ms, "tty", 0, "interactive", 1, "user", as);
-	free(as);
 	{
 		int fds[5] = {in[0], out[1], out[1], res[1], go[1]};
 
-		if (sbxd_spawn("proc", args, fds, 5, &ch, err) < 0)
+		if (sbxd_dt_spawn(b, x->argv, x->cwd, x->envs, x->timeout_ms,
+		    0, fds, &ch, err) < 0)
 			goto out;
 	}
 	close(in[0]);
@@ -223,8 +231,26 @@ out:
 	close_pair(out);
 	close_pair(res);
 	close_pair(go);
-	json_decref(args);
 	return rc;
+}
+
+json_t *
+sbxd_dt_text(const char *p, size_t n)
+{
+	json_t *v = json_stringn(p ? p : "", n);
+	char *s;
+	size_t i;
+
+	if (v)
+		return v;
+	/* Not UTF-8: what is printable of it. */
+	s = strndup(p, n);
+	for (i = 0; s[i]; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			s[i] = '?';
+	v = json_string(s);
+	free(s);
+	return v ? v : json_string("");
 }
 
 static int
@@ -249,11 +275,11 @@ h_execute(struct sbxd_req *r)
 {
 	static const char *const sh[] = {"/bin/sh", NULL};
 	enum MHD_Result ret;
-	json_t *j = tb_body(r, &ret), *envs, *v;
+	json_t *j = sbxd_dt_tb_body(r, &ret), *envs, *v;
 	const char *cmd, *cwd, *k;
 	struct run x = {0};
 	struct sbx_err err;
-	char *dir = NULL, *s;
+	char *dir = NULL;
 	json_int_t t = 0;
 
 	if (!j)
@@ -288,7 +314,7 @@ h_execute(struct sbxd_req *r)
 	} else {
 		envs = NULL;
 	}
-	dir = cwd && *cwd ? abs_path(r->box, cwd) : work_dir(r->box);
+	dir = cwd && *cwd ? abs_path(r->box, cwd) : sbxd_dt_work_dir(r->box);
 	x.argv = sh;
 	x.in = cmd;
 	x.in_len = strlen(cmd);
@@ -305,20 +331,9 @@ h_execute(struct sbxd_req *r)
 		    "timeout: command execution timeout");
 		goto out;
 	}
-	s = strndup(x.out.data ? x.out.data : "", x.out.len);
-	v = json_stringn(x.out.data ? x.out.data : "", x.out.len);
-	/* Not UTF-8: what is printable of it. */
-	if (!v) {
-		size_t i;
-
-		for (i = 0; s[i]; i++)
-			if ((unsigned char)s[i] >= 0x80)
-				s[i] = '?';
-		v = json_string(s);
-	}
-	free(s);
+	v = sbxd_dt_text(x.out.data, x.out.len);
 	ret = sbxd_reply_json(r, 200, json_pack("{s:i,s:o}", "exitCode",
-	    x.exit_code, "result", v ? v : json_string("")));
+	    x.exit_code, "result", v));
 out:
 	sbx_buf_release(&x.out);
 	free(dir);
@@ -645,7 +660,7 @@ static enum MHD_Result
 h_bulk_download(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = tb_body(r, &ret), *paths, *v, *a, *eb;
+	json_t *j = sbxd_dt_tb_body(r, &ret), *paths, *v, *a, *eb;
 	struct MHD_Response *rs;
 	const char *p, *code;
 	struct stat st;
@@ -1022,7 +1037,7 @@ file_cmd(struct sbxd_req *r, const char *const *argv, enum MHD_Result *ret)
 {
 	struct run x = {0};
 	struct sbx_err err;
-	char *dir = work_dir(r->box);
+	char *dir = sbxd_dt_work_dir(r->box);
 	int rc = 0;
 
 	x.argv = argv;
@@ -1271,7 +1286,7 @@ find_run(struct sbxd_req *r, int grep)
 		const char *f[] = {"find", path, "-name", pat, "-print0",
 		    NULL};
 
-		dir = work_dir(r->box);
+		dir = sbxd_dt_work_dir(r->box);
 		x.argv = grep ? g : f;
 		x.cwd = dir;
 		x.timeout_ms = 120000;
@@ -1330,7 +1345,7 @@ h_search(struct sbxd_req *r)
 static enum MHD_Result
 h_work_dir(struct sbxd_req *r)
 {
-	char *d = work_dir(r->box);
+	char *d = sbxd_dt_work_dir(r->box);
 	enum MHD_Result ret = sbxd_reply_json(r, 200, json_pack("{s:s}", "dir",
 	    d));
 

@@ -108,10 +108,23 @@ legacy_path(struct sbxd_req *r)
 	r->path = p;
 }
 
+/* The route of table that r takes, or NULL. */
+static const struct sbxd_route *
+route_in(const struct sbxd_route *table, const struct sbxd_req *r)
+{
+	const struct sbxd_route *rt;
+
+	for (rt = table; rt->path; rt++)
+		if (sbxd_path_match(rt->path, r->path) &&
+		    !strcmp(rt->method, r->method))
+			return rt;
+	return NULL;
+}
+
 const struct sbxd_route *
 sbxd_dt_dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 {
-	const struct sbxd_route *rt, *found = NULL;
+	const struct sbxd_route *found;
 	struct sbxd_box *b;
 	int tb, paused;
 	char *id;
@@ -119,12 +132,11 @@ sbxd_dt_dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 	legacy_path(r);
 	tb = !strncmp(r->path, "/toolbox/", 9);
 
-	for (rt = tb ? sbxd_dt_tb_routes : sbxd_dt_api_routes; rt->path; rt++)
-		if (sbxd_path_match(rt->path, r->path) &&
-		    !strcmp(rt->method, r->method)) {
-			found = rt;
-			break;
-		}
+	if (!tb)
+		found = route_in(sbxd_dt_api_routes, r);
+	else if (!(found = route_in(sbxd_dt_tb_routes, r)) &&
+	    !(found = route_in(sbxd_dt_sess_routes, r)))
+		found = route_in(sbxd_dt_pty_routes, r);
 	/* What needs no key: the config, and the event socket's refusal
 	 * (its handshake carries the key later, inside the socket). */
 	if (!(found && (!strcmp(found->path, "/api/config") ||

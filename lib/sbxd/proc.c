@@ -1234,6 +1234,8 @@ sbxd_proc_end_all(struct sbxd_box *b)
 	struct sbxd_proc *p;
 
 	sbxd_fs_end_all(b);
+	sbxd_dt_sess_end_all(b);
+	sbxd_dt_pty_end_all(b);
 
 	pthread_mutex_lock(&sbxd.mu);
 	for (p = b->procs; p; p = p->next)

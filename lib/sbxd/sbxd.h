@@ -347,6 +347,51 @@ char *sbxd_dt_user(struct sbxd_box *b);
 void sbxd_dt_stopped(struct sbxd_box *b);
 /* A toolbox call is activity: the auto-stop clock starts again. */
 void sbxd_dt_touch(struct sbxd_box *b);
+/* Where a box's commands start (malloc'd). */
+char *sbxd_dt_work_dir(struct sbxd_box *b);
+/* Start argv in the box as its Daytona user, with that one's HOME; fds:
+ * stdin, stdout, stderr, the result's pipe and the go pipe (proc.c). */
+int sbxd_dt_spawn(struct sbxd_box *b, const char *const *argv,
+    const char *cwd, const json_t *envs, uint64_t timeout_ms, int tty,
+    const int fds[5], struct sbxd_child *ch, struct sbx_err *err);
+/* The body as a JSON object; NULL after answering 400 (the toolbox's). */
+json_t *sbxd_dt_tb_body(struct sbxd_req *r, enum MHD_Result *ret);
+/* n bytes as a JSON string, those that are not UTF-8 as '?'. */
+json_t *sbxd_dt_text(const char *p, size_t n);
+/* wsock.c: a request upgraded to a WebSocket. */
+struct sbxd_ws {
+	int fd;                /* the socket, libmicrohttpd's */
+	struct MHD_UpgradeResponseHandle *urh;
+	struct sbx_ws_reader rd;
+	int closed;            /* our close frame is sent */
+	int peer_closed, broken;
+};
+int sbxd_ws_asked(struct sbxd_req *r);
+/* Answer 101 (with the protocol want when the client offers it, else
+ * the first it offers) and run fn(w, cls) on a thread of its own once
+ * upgraded (the socket is closed when it returns); fr(cls) when it never
+ * runs. */
+enum MHD_Result sbxd_ws_upgrade(struct sbxd_req *r, const char *want,
+    void (*fn)(struct sbxd_ws *, void *), void (*fr)(void *), void *cls);
+/* A request header's comma-separated list has token. */
+int sbxd_ws_has_token(const char *list, const char *token);
+int sbxd_ws_send(struct sbxd_ws *w, int op, const void *p, size_t n);
+int sbxd_ws_close(struct sbxd_ws *w, int code, const char *reason);
+/* A data message within timeout_ms: 1; 0 none; -1 the socket is done
+ * with (closed by either side, broken, or sbxd stopping: 1001 sent).
+ * Pings are answered, a close echoed. */
+int sbxd_ws_read(struct sbxd_ws *w, int timeout_ms, struct sbx_ws_msg *m);
+/* What sbxd_proc_child writes on its fd 3: proc.c's struct result. */
+struct sbxd_proc_result {
+	int rc, exit_code, signal, timed_out, code;
+	char msg[512];
+};
+/* daytona-session.c: the toolbox's sessions (/process/session) */
+extern const struct sbxd_route sbxd_dt_sess_routes[];
+void sbxd_dt_sess_end_all(struct sbxd_box *b);
+/* daytona-pty.c: the toolbox's PTYs (/process/pty) */
+extern const struct sbxd_route sbxd_dt_pty_routes[];
+void sbxd_dt_pty_end_all(struct sbxd_box *b);
 /* server.c: the request's API key, and a route's path pattern. */
 int sbxd_key_ok(struct sbxd_req *r);
 int sbxd_path_match(const char *pat, const char *path);

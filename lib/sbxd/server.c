@@ -851,7 +851,7 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	conns = files_for(o->max_conns ? o->max_conns : 1u << 20, files,
 	    sizeof files);
 	flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG |
-	    MHD_ALLOW_SUSPEND_RESUME;
+	    MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	if (sbxd_wake_start(err) < 0)

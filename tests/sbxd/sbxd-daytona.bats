@@ -323,3 +323,175 @@ teardown() {
 		wait "$OWN_PID" 2>/dev/null || true
 	fi
 }
+
+@test "daytona SDK: sessions keep cd and export, split stdout and stderr, run async commands in turn, take input, follow logs, and go" {
+	run dsdk sessions
+	assert_success
+	OUT=$output
+	[ -n "$OUT" ]
+	assert_equal "$(field .dup)" 409
+	assert_equal "$(field .persist.stdout)" "/tmp/sdir hi there"
+	assert_equal "$(field .persist.stderr)" "to-err"
+	assert_equal "$(field .persist.exitCode)" 0
+	assert_equal "$(field .failed.stdout)" 'a
+b\c%'
+	assert_equal "$(field .failed.exitCode)" 7
+	assert_equal "$(field '[.async.idLength, .async.exitCode, .async.output] | map(tostring) | join(",")')" 36,null,null
+	assert_equal "$(field .runningExit)" null
+	assert_equal "$(field .runningCommand)" 'read line; echo "got $line"; echo e1 >&2; sleep 0.2'
+	assert_equal "$(field .done)" 0
+	assert_equal "$(field .logs.stdout)" "got hello input"
+	assert_equal "$(field .logs.stderr)" "e1"
+	assert_equal "$(field .session.sessionId)" s1
+	assert_equal "$(field '.session.codes | map(tostring) | join(",")')" "0,0,0,7,0"
+	assert_equal "$(field '.list | join(",")')" s1
+	assert_equal "$(field .next)" second
+	assert_equal "$(field .slow)" first
+	assert_equal "$(field .streamed.stdout)" "out1
+out2
+out3"
+	assert_equal "$(field .streamed.stderr)" "err1
+err2
+err3"
+	assert_equal "$(field .streamedExit)" 0
+	assert_equal "$(field .again.stdout)" "out1
+out2
+out3"
+	assert_equal "$(field .gone)" 404
+	assert_equal "$(field .goneExec)" 404
+}
+
+@test "daytona toolbox: sessions without an SDK version are combined text; split on request; unknown sessions and commands are 404 (curl)" {
+	local s=/toolbox/ID/process/session
+	dbox
+	s=${s/ID/$ID}
+	run dapi POST "$s" '{"sessionId":"c1"}'
+	assert_success
+	assert_output ""
+	run dapi POST "$s" '{}'
+	jq_true '.statusCode == 400 and .code == "BAD_REQUEST" and .path == "/process/session" and .method == "POST"' <<<"$output"
+	run dapi POST "$s/c1/exec" '{"command":"echo out; echo err >&2; false"}'
+	jq_true '.output == "out\nerr\n" and .exitCode == 1 and (.stdout == null) and (.cmdId | length == 36)' <<<"$output"
+	local cmd
+	cmd=$(jq -r .cmdId <<<"$output")
+	run curl -s -D "$BATS_TEST_TMPDIR/h" -H "Authorization: Bearer $SBXD_KEY" "$SBXD_URL$s/c1/command/$cmd/logs"
+	assert_output "out
+err"
+	grep -qi '^content-type: text/plain' "$BATS_TEST_TMPDIR/h"
+	run curl -s -H "Authorization: Bearer $SBXD_KEY" -H 'X-Daytona-Split-Output: true' "$SBXD_URL$s/c1/command/$cmd/logs"
+	jq_true '.stdout == "out\n" and .stderr == "err\n" and .output == "\u0001\u0001\u0001out\n\u0002\u0002\u0002err\n"' <<<"$output"
+	run curl -s -H "Authorization: Bearer $SBXD_KEY" -H 'X-Daytona-SDK-Version: 0.166.9' "$SBXD_URL$s/c1/command/$cmd/logs"
+	assert_output "out
+err"
+	run dapi POST "$s/c1/exec" '{"command":"  "}'
+	jq_true '.statusCode == 400 and .code == "BAD_REQUEST"' <<<"$output"
+	run dapi POST "$s/c1/command/$cmd/input" '{"data":"x\n"}'
+	jq_true '.statusCode == 400 and .message == "command is not running"' <<<"$output"
+	run dapi POST "$s/nope/exec" '{"command":"true"}'
+	jq_true '.statusCode == 404 and .code == "NOT_FOUND" and .message == "session not found" and .path == "/process/session/nope/exec"' <<<"$output"
+	run dapi GET "$s/c1/command/nope"
+	jq_true '.statusCode == 404 and .message == "command not found"' <<<"$output"
+	run dapi GET "$s/c1/command/nope/logs"
+	jq_true '.statusCode == 404 and .message == "command not found"' <<<"$output"
+	run dapi DELETE "$s/nope"
+	jq_true '.statusCode == 404 and .message == "session not found"' <<<"$output"
+	# A command that ends the shell ends the session.
+	run dapi POST "$s/c1/exec" '{"command":"exit 4"}'
+	jq_true '.exitCode == 4' <<<"$output"
+	run dapi POST "$s/c1/exec" '{"command":"true"}'
+	jq_true '.statusCode == 400 and .message == "session c1 has ended"' <<<"$output"
+	# The sandbox's end ends its sessions: a sync command returns.
+	run dapi POST "$s" '{"sessionId":"c2"}'
+	assert_success
+	dapi POST "$s/c2/exec" '{"command":"sleep 600"}' >"$BATS_TEST_TMPDIR/sync" &
+	local pid=$! i
+	for ((i = 0; i < 100; i++)); do
+		run dapi GET "$s/c2"
+		jq -e '.commands | length == 1' <<<"$output" >/dev/null && break
+		sleep 0.1
+	done
+	jq_true '.sessionId == "c2" and .commands[0].command == "sleep 600" and (.commands[0].exitCode == null)' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+	wait "$pid"
+	jq_true '.exitCode == 137' <"$BATS_TEST_TMPDIR/sync"
+}
+
+@test "daytona toolbox: a log's WebSocket answers pings, ends with 1000 after the log, and refuses an unmasked frame with 1002" {
+	local s=/toolbox/ID/process/session ws
+	dbox
+	s=${s/ID/$ID}
+	run dapi POST "$s" '{"sessionId":"w1"}'
+	assert_success
+	run dapi POST "$s/w1/exec" '{"command":"echo one; echo two >&2"}'
+	local done=$(jq -r .cmdId <<<"$output")
+	run dapi POST "$s/w1/exec" '{"command":"sleep 600","runAsync":true}'
+	local slow=$(jq -r .cmdId <<<"$output")
+	ws=${SBXD_URL/http/ws}$s/w1/command
+	run dsdk wsraw "$ws/$done/logs?follow=true"
+	assert_success
+	# The marks, as the SDK (this one sends its version) splits them.
+	jq_true '.status == 101 and .accept and ([.frames[] | select(.op == 2) | .data] | add) == "\u0001\u0001\u0001one\n\u0002\u0002\u0002two\n" and .frames[-1] == {"op":8,"code":1000}' <<<"$output"
+	# The version as a browser's protocol; none: no marks.
+	run dsdk wsraw "$ws/$done/logs?follow=true" proto
+	assert_success
+	jq_true '.protocol == "X-Daytona-SDK-Version~0.218.0" and ([.frames[] | select(.op == 2) | .data] | add) == "\u0001\u0001\u0001one\n\u0002\u0002\u0002two\n"' <<<"$output"
+	run dsdk wsraw "$ws/$done/logs?follow=true" plain
+	assert_success
+	jq_true '([.frames[] | select(.op == 2) | .data] | add) == "one\ntwo\n" and .frames[-1] == {"op":8,"code":1000}' <<<"$output"
+	run dsdk wsraw "$ws/$slow/logs?follow=true" bad
+	assert_success
+	jq_true '.status == 101 and .frames[0] == {"op":10,"data":"hi"} and .frames[-1] == {"op":8,"code":1002}' <<<"$output"
+	run dsdk wsraw "$ws/nope/logs?follow=true"
+	jq_true '.status == 404' <<<"$output"
+	# Without the upgrade, follow is the log so far.
+	run dapi GET "$s/w1/command/$done/logs?follow=true"
+	assert_output "one
+two"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+}
+
+@test "daytona SDK: createPty runs a shell on a terminal with its envs, cwd and size, resizes, and ends with its exit code; connectPty" {
+	run dsdk pty
+	assert_success
+	OUT=$output
+	[ -n "$OUT" ]
+	assert_equal "$(field .first)" true
+	assert_equal "$(field .greeting)" true
+	assert_equal "$(field '[.info.id, .info.cols, .info.rows, .info.active, .info.cwd] | map(tostring) | join(",")')" "p1,90,20,true,/tmp"
+	assert_equal "$(field .resized)" true
+	assert_equal "$(field '.list | join(",")')" p1
+	assert_equal "$(field .exitCode)" 3
+	assert_equal "$(field .afterActive)" false
+	assert_equal "$(field .gone)" 404
+	assert_equal "$(field .connected)" true
+	assert_equal "$(field .exitCode2)" 0
+}
+
+@test "daytona toolbox: PTYs over HTTP: create 201, info, resize checks its size, connect needs the upgrade, unknown ones are 404 (curl)" {
+	local t=/toolbox/ID/process/pty
+	dbox
+	t=${t/ID/$ID}
+	run dapi POST "$t" '{"id":"h1","cols":100,"rows":30}'
+	jq_true '.sessionId == "h1"' <<<"$output"
+	run dapi POST "$t" '{"id":"h1"}'
+	jq_true '.statusCode == 409 and .code == "CONFLICT"' <<<"$output"
+	run dapi POST "$t" '{"id":"h2","cols":0}'
+	jq_true '.statusCode == 400 and .message == "cols and rows are 1 to 1000"' <<<"$output"
+	run dapi GET "$t/h1"
+	jq_true '.id == "h1" and .cols == 100 and .rows == 30 and .active == true and (.createdAt | test("^[0-9-]+T[0-9:]+Z$"))' <<<"$output"
+	run dapi POST "$t/h1/resize" '{"cols":50,"rows":10}'
+	jq_true '.cols == 50 and .rows == 10' <<<"$output"
+	run dapi POST "$t/h1/resize" '{"cols":1001,"rows":10}'
+	jq_true '.statusCode == 400' <<<"$output"
+	run dapi GET "$t"
+	jq_true '[.sessions[].id] == ["h1"]' <<<"$output"
+	run dapi GET "$t/h1/connect"
+	jq_true '.statusCode == 400 and .message == "a WebSocket upgrade is required"' <<<"$output"
+	run dapi GET "$t/nope"
+	jq_true '.statusCode == 404 and .code == "NOT_FOUND" and .path == "/process/pty/nope"' <<<"$output"
+	run dapi DELETE "$t/h1"
+	assert_success
+	run dapi GET "$t/h1"
+	jq_true '.statusCode == 404' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+}
