@@ -23,6 +23,9 @@ sbxd_start() {
 	# test's, never the machine's (a caller may have set its own).
 	SBXD_LOCAL_DIR=
 	if [ -z "${SBX_LOCAL_DIR:-}" ]; then
+		# Searchable by the sandboxes' users on the way to their
+		# roots (the key inside stays 0600).
+		chmod 711 "$SBXD_DIR"
 		mkdir -p -m 711 "$SBXD_DIR/local"
 		SBXD_LOCAL_DIR=$SBXD_DIR/local
 	fi
