@@ -264,32 +264,3 @@ fill() {
 	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
 }
 
-@test "$B: an export cut by SIGINT or SIGTERM leaves no sandbox running" {
-	[ "$BACKEND" = e2b ] || skip "only e2b's export makes sandboxes"
-	new_sandbox
-	fill
-	sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n cut >/dev/null
-	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
-	for sig in INT TERM; do
-		# As a terminal's ^C comes: SIGINT not ignored, as bash's & does.
-		python3 -c 'import os, signal, sys
-signal.signal(signal.SIGINT, signal.SIG_DFL)
-os.execvp(sys.argv[1], sys.argv[1:])' sbx-snapshot export -b "$BACKEND" cut >"$BATS_TEST_TMPDIR/cut.tar" &
-		pid=$!
-		# Its two sandboxes made (or it ended: then this test fails).
-		for ((i = 0; i < 400; i++)); do
-			[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -ge $((before + 2)) ] && break
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.05
-		done
-		[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -ge $((before + 2)) ] ||
-			fail "the export ended before both its sandboxes were seen"
-		kill -"$sig" "$pid"
-		rc=0
-		wait "$pid" || rc=$?
-		[ "$rc" -ne 0 ]
-		run sbx-ls -j -b "$BACKEND"
-		assert_success
-		[ "$(jq -s length <<<"$output")" -eq "$before" ] || fail "after SIG$sig: $output"
-	done
-}
