@@ -259,7 +259,7 @@ dbox() {
 	run dapi POST "/api/sandbox/$ID/autodelete/0"
 	jq_true '.autoDeleteInterval == 0' <<<"$output"
 	for ((i = 0; i < 100; i++)); do
-		dapi GET "/api/sandbox/$ID" | jq -e '.statusCode == 404' >/dev/null && break
+		dapi GET "/api/sandbox/$ID" | jq_true '.statusCode == 404' >/dev/null && break
 		sleep 0.1
 	done
 	run dapi GET "/api/sandbox/$ID"
@@ -407,7 +407,7 @@ err"
 	local pid=$! i
 	for ((i = 0; i < 100; i++)); do
 		run dapi GET "$s/c2"
-		jq -e '.commands | length == 1' <<<"$output" >/dev/null && break
+		jq_true '.commands | length == 1' <<<"$output" >/dev/null && break
 		sleep 0.1
 	done
 	jq_true '.sessionId == "c2" and .commands[0].command == "sleep 600" and (.commands[0].exitCode == null)' <<<"$output"
