@@ -94,9 +94,10 @@ REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
 
 # The sources by folder, so that a new file needs no edit here: the core
 # is lib/*.c; a backend is a folder, lib/local/ in the static flavour,
-# lib/docker/ and lib/e2b/ (with lib/http.c) in the remote one; lib/sbxd/
-# is the server.
-REMOTE_SRC = lib/http.c $(wildcard lib/docker/*.c lib/e2b/*.c) \
+# lib/docker/, lib/e2b/ and lib/daytona/ (with lib/http.c) in the remote
+# one; lib/sbxd/ is the server.
+REMOTE_SRC = lib/http.c \
+	$(wildcard lib/docker/*.c lib/e2b/*.c lib/daytona/*.c) \
 	lib/image/registry.c lib/image/pull.c lib/image/builder.c \
 	lib/image/build.c
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)

@@ -1,5 +1,6 @@
 /* http.c - the libcurl wrapper: JSON requests, streamed bodies, unix
  * sockets, timeouts, retries of idempotent requests; never logs headers */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,6 +19,8 @@
 #define CONNECT_MS 10000L
 #define DEFAULT_MS 120000L
 #define RETRIES 3
+/* The longest a 429 may make a request wait before it goes again. */
+#define RETRY_AFTER_MAX 30
 
 struct sbx_http {
 	char *endpoint;   /* as given: what messages name */
@@ -403,25 +406,55 @@ retryable(long status)
 	    status == 504;
 }
 
+/* The seconds a 429 asks to wait: the largest of its Retry-After and
+ * Retry-After-NAME headers (Daytona names one per throttler), as whole
+ * seconds; 0 when none says. */
+static unsigned
+retry_after(const struct sbx_http_resp *rs)
+{
+	const char *p = rs->head.data, *end, *v;
+	unsigned long best = 0, n;
+	char *e;
+
+	for (; p && *p; p = end + (*end != '\0')) {
+		end = p + strcspn(p, "\n");
+		if (strncasecmp(p, "Retry-After", 11) || (p[11] != ':' &&
+		    p[11] != '-'))
+			continue;
+		if (!(v = memchr(p, ':', (size_t)(end - p))))
+			continue;
+		v += 1 + strspn(v + 1, " \t");
+		n = strtoul(v, &e, 10);
+		if (e != v && n > best)
+			best = n;
+	}
+	return best > RETRY_AFTER_MAX ? RETRY_AFTER_MAX : (unsigned)best;
+}
+
 int
 sbx_http_do(struct sbx_http *h, const struct sbx_http_req *rq,
     struct sbx_http_resp *rs, struct sbx_err *err)
 {
-	unsigned jitter;
-	int attempt, rc;
+	unsigned jitter, wait_s;
+	int attempt, rc, limited;
 
 	for (attempt = 0;; attempt++) {
 		rc = once(h, rq, rs, err);
 		/* A streamed body cannot be sent twice, nor a stream's
-		 * output taken twice. */
-		if (!rq->idempotent || rq->in_fd >= 0 || rq->on_body ||
-		    attempt >= RETRIES || (rc < 0 && !reset) ||
+		 * output taken twice. A 429 refused the request: any may go
+		 * again, after what it asks. */
+		limited = rc == 0 && rs->status == 429;
+		if ((!rq->idempotent && !limited) || rq->in_fd >= 0 ||
+		    rq->on_body || attempt >= RETRIES || (rc < 0 && !reset) ||
 		    (rc == 0 && !retryable(rs->status)))
 			return rc;
+		wait_s = limited ? retry_after(rs) : 0;
 		sbx_http_resp_release(rs);
 		/* Jitter, so that many clients do not come back at once. */
 		if (getrandom(&jitter, sizeof jitter, 0) != sizeof jitter)
 			jitter = 0;
+		if (wait_s)
+			sleep(wait_s);
 		usleep((250000u << attempt) + jitter % (125000u << attempt));
 	}
 }
@@ -540,4 +573,69 @@ out:
 	sbx_buf_release(&req);
 	sbx_buf_release(&head);
 	return rc;
+}
+
+/* A server that echoes the key back must not put it in our message. */
+static void
+redact(char *msg, const char *secret)
+{
+	size_t n = secret ? strlen(secret) : 0;
+	char *p;
+
+	while (n >= 4 && (p = strstr(msg, secret)))
+		memset(p, '*', n);
+}
+
+void
+sbx_http_reason(const struct sbx_http_resp *rs, const char *secret, char *buf,
+    size_t n)
+{
+	const char *m = sbx_json_str(rs->json, "message"), *p;
+	char *copy;
+	size_t i = 0, len;
+	int tag = 0, space = 1;
+
+	if (!m) {
+		m = rs->body.data;
+		len = m ? rs->body.len : 0;
+	} else {
+		len = strlen(m);
+	}
+	/* Redacted whole, before it is cut short. */
+	copy = sbx_xmalloc(len + 1);
+	if (len)
+		memcpy(copy, m, len);
+	copy[len] = '\0';
+	redact(copy, secret);
+	m = copy;
+	len = strlen(copy);
+	for (p = m; p && p < m + len && i + 4 < n; p++) {
+		if (*p == '<' || *p == '>') {
+			/* A tag is markup, and it parts words. */
+			tag = *p == '<';
+			if (!space)
+				buf[i++] = ' ';
+			space = 1;
+		} else if (tag) {
+			continue;
+		} else if (isspace((unsigned char)*p) ||
+		    iscntrl((unsigned char)*p)) {
+			if (!space)
+				buf[i++] = ' ';
+			space = 1;
+		} else {
+			buf[i++] = *p;
+			space = 0;
+		}
+	}
+	while (i && buf[i - 1] == ' ')
+		i--;
+	if (p && p < m + len && i + 4 >= n) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
+	buf[i] = '\0';
+	if (!i)
+		snprintf(buf, n, "no reason given");
+	free(copy);
 }

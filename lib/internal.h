@@ -233,8 +233,10 @@ struct sbx_http_req {
 	const char *in_type;  /* its Content-Type */
 	int out_fd;           /* >= 0: a 2xx body goes here, not to body */
 	long timeout_ms;      /* the whole request; 0: the client's */
-	int idempotent;       /* may be retried on 429/502/503/504 and
-			       * a connection reset */
+	int idempotent;       /* may be retried on 502/503/504 and a
+			       * connection reset; any request without a
+			       * streamed body goes again after a 429, once
+			       * its Retry-After(-NAME) has passed */
 	int follow;           /* follow redirects (never https -> http;
 			       * headers stay with the first host) */
 	const void *data;     /* the body as it is, of in_type, or NULL */
@@ -268,6 +270,12 @@ void sbx_http_resp_release(struct sbx_http_resp *rs);
 /* The value of a response header (case-insensitive name) into buf, or
  * NULL. */
 const char *sbx_http_header(const struct sbx_http_resp *rs, const char *name,
+    char *buf, size_t n);
+/* A server's words for a failed request, on one line, into buf: the
+ * message of a JSON error, else the body with
+ * its markup and runs of space taken out (a gateway's HTML page), cut
+ * short; secret (if not NULL) starred out wherever it shows. */
+void sbx_http_reason(const struct sbx_http_resp *rs, const char *secret,
     char *buf, size_t n);
 /* s percent-encoded for a URL's path or query (malloc'd). */
 char *sbx_http_escape(const char *s);
@@ -354,6 +362,10 @@ extern const struct sbx_backend_ops sbx_docker_ops;
 /* --- e2b: E2B's API and envd, or an E2B-compatible server (remote) ---- */
 
 extern const struct sbx_backend_ops sbx_e2b_ops;
+
+/* --- daytona: Daytona's API and toolbox, or sbxd's (remote) ------------ */
+
+extern const struct sbx_backend_ops sbx_daytona_ops;
 
 /* --- local: the native Linux backend --------------------------------- */
 

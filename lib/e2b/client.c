@@ -10,7 +10,8 @@
 
 #include "e2b.h"
 
-/* The key of this process, for redact(); set by sbx_e2b_open. */
+/* The key of this process, kept out of a server's message; set by
+ * sbx_e2b_open. */
 static char *the_key;
 
 const char *
@@ -147,73 +148,6 @@ sbx_e2b_req(struct eb *e, const char *method, json_t *body,
 	return rc;
 }
 
-/* A server that echoes the key back must not put it in our message. */
-static void
-redact(char *msg)
-{
-	size_t n = the_key ? strlen(the_key) : 0;
-	char *p;
-
-	while (n >= 4 && (p = strstr(msg, the_key)))
-		memset(p, '*', n);
-}
-
-/* A server's words for a failed request, on one line: the message of a
- * JSON error, else the body with its markup and runs of space taken
- * out (a gateway's HTML page), cut short. */
-static void
-reason(const struct sbx_http_resp *rs, char *buf, size_t n)
-{
-	const char *m = sbx_json_str(rs->json, "message"), *p;
-	char *copy;
-	size_t i = 0, len;
-	int tag = 0, space = 1;
-
-	if (!m) {
-		m = rs->body.data;
-		len = m ? rs->body.len : 0;
-	} else {
-		len = strlen(m);
-	}
-	/* Redacted whole, before it is cut short. */
-	copy = sbx_xmalloc(len + 1);
-	if (len)
-		memcpy(copy, m, len);
-	copy[len] = '\0';
-	redact(copy);
-	m = copy;
-	len = strlen(copy);
-	for (p = m; p && p < m + len && i + 4 < n; p++) {
-		if (*p == '<' || *p == '>') {
-			/* A tag is markup, and it parts words. */
-			tag = *p == '<';
-			if (!space)
-				buf[i++] = ' ';
-			space = 1;
-		} else if (tag) {
-			continue;
-		} else if (isspace((unsigned char)*p) ||
-		    iscntrl((unsigned char)*p)) {
-			if (!space)
-				buf[i++] = ' ';
-			space = 1;
-		} else {
-			buf[i++] = *p;
-			space = 0;
-		}
-	}
-	while (i && buf[i - 1] == ' ')
-		i--;
-	if (p && p < m + len && i + 4 >= n) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-	if (!i)
-		snprintf(buf, n, "no reason given");
-	free(copy);
-}
-
 /* Map a failed answer: 401 and 403 the key, 404 the sandbox. */
 int
 sbx_e2b_fail(const struct sbx_http_resp *rs, const char *what, const char *id,
@@ -227,7 +161,7 @@ sbx_e2b_fail(const struct sbx_http_resp *rs, const char *what, const char *id,
 	if (rs->status == 404 && id)
 		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
 		    id);
-	reason(rs, why, sizeof why);
+	sbx_http_reason(rs, the_key, why, sizeof why);
 	return sbx_err_set(err, SBX_EX_FAIL, "%s: %s (status %ld)", what, why,
 	    rs->status);
 }
