@@ -10,6 +10,8 @@
 #   e2b            a private sbxd on loopback (../lib/sbxd.bash), started once
 #                  for the whole run by setup_suite.bash, reached through
 #                  E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
+#   daytona        the same sbxd, through Daytona's API (DAYTONA_API_URL and
+#                  DAYTONA_API_KEY)
 # `make check` runs it for each of them (BACKENDS= narrows that).
 #
 # A file:
@@ -46,8 +48,12 @@ e2b)
 	BACKEND=e2b
 	CREATE=(-b e2b -i base)
 	;;
+daytona)
+	BACKEND=daytona
+	CREATE=(-b daytona)
+	;;
 *)
-	echo "conformance: unknown SBX_TEST_BACKEND '$B' (local, docker, docker:runsc or e2b)" >&2
+	echo "conformance: unknown SBX_TEST_BACKEND '$B' (local, docker, docker:runsc, e2b or daytona)" >&2
 	exit 1
 	;;
 esac
@@ -61,7 +67,8 @@ conf_setup_file() {
 		echo "conformance: no private engine (setup_suite.bash)" >&2
 		return 1
 	fi
-	if [ "$BACKEND" = e2b ] && [ -z "${E2B_API_URL:-}" ]; then
+	if { [ "$BACKEND" = e2b ] && [ -z "${E2B_API_URL:-}" ]; } ||
+	    { [ "$BACKEND" = daytona ] && [ -z "${DAYTONA_API_URL:-}" ]; }; then
 		echo "conformance: no private sbxd (setup_suite.bash)" >&2
 		return 1
 	fi

@@ -1,6 +1,6 @@
 # setup_suite.bash - what a whole conformance run (conformance.bash) shares:
 # one private Docker engine on docker, one private sbxd on loopback on e2b
-# (its URL and key exported for every file); nothing for local.
+# and daytona (its URL and key exported for every file); nothing for local.
 
 setup_suite() {
 	bats_require_minimum_version 1.5.0
@@ -19,6 +19,13 @@ setup_suite() {
 		export E2B_API_KEY=$SBXD_KEY
 		unset E2B_DOMAIN
 		;;
+	daytona)
+		source "$BATS_TEST_DIRNAME/../lib/sbxd.bash"
+		PATH=${SBX_BIN:-$BATS_TEST_DIRNAME/../../bin}:$PATH
+		sbxd_start || return 1
+		export DAYTONA_API_URL=$SBXD_URL/api DAYTONA_API_KEY=$SBXD_KEY
+		unset SBX_DAYTONA_ENDPOINT
+		;;
 	esac
 }
 
@@ -28,7 +35,7 @@ teardown_suite() {
 		source "$BATS_TEST_DIRNAME/../lib/dockerd.bash"
 		sbx_dockerd_stop
 		;;
-	e2b)
+	e2b | daytona)
 		source "$BATS_TEST_DIRNAME/../lib/sbxd.bash"
 		sbxd_stop
 		# What its sandboxes left (they outlive sbxd, as its restart
