@@ -293,17 +293,19 @@ sbx_dt_wait(struct dt *d, const char *id, const char *want, long long ms,
 const char *
 sbx_dt_status(const char *st)
 {
-	static const char *const paused[] = {"stopped", "stopping",
-	    "archived", "archiving", "paused", "pausing", NULL};
+	static const char *const stopped[] = {"stopped", "stopping",
+	    "archived", "archiving", "restoring", NULL};
 	size_t i;
 
 	if (!st)
 		return "unknown";
 	if (!strcmp(st, "started"))
 		return "running";
-	for (i = 0; paused[i]; i++)
-		if (!strcmp(st, paused[i]))
-			return "paused";
+	if (!strcmp(st, "paused") || !strcmp(st, "pausing"))
+		return "paused";
+	for (i = 0; stopped[i]; i++)
+		if (!strcmp(st, stopped[i]))
+			return "stopped";
 	return st;
 }
 
