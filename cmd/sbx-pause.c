@@ -159,7 +159,7 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
 	const char *mode = NULL;
-	int c, rc, semantics = 0, memory = 0;
+	int c, rc, semantics = 0, memory = 0, archive = 0;
 
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
@@ -167,23 +167,30 @@ main(int argc, char **argv)
 	    NULL)) != -1) {
 		switch (c) {
 		case OPT_ARCHIVE:
-			if (mode && strcmp(mode, "archive"))
-				sbx_usage_error(usage, "give --mode or "
-				    "--archive, not both");
 			if (memory)
 				sbx_usage_error(usage, "give --memory or "
 				    "--archive, not both");
+			if (mode && strcmp(mode, "archive"))
+				sbx_usage_error(usage, "give --mode or "
+				    "--archive, not both");
 			mode = "archive";
+			archive = 1;
 			break;
 		case 'm':
 			if (memory)
 				sbx_usage_error(usage, "give --mode or "
 				    "--memory, not both");
+			if (archive)
+				sbx_usage_error(usage, "give --mode or "
+				    "--archive, not both");
 			mode = optarg;
 			break;
 		case OPT_MEMORY:
 			/* E2B's pause {"memory": false}: a suspend keeps
 			 * the memory, a stop only the files. */
+			if (archive)
+				sbx_usage_error(usage, "give --memory or "
+				    "--archive, not both");
 			if (mode && !memory)
 				sbx_usage_error(usage, "give --mode or "
 				    "--memory, not both");
