@@ -24,9 +24,8 @@ static json_t *pend;
 
 /* --- snapshots ------------------------------------------------------- */
 
-/* A template record's Daytona state, and the reason of a failed one. */
-static const char *
-snap_state(const json_t *rec, const char **reason)
+const char *
+sbxd_dt_snap_state(const json_t *rec, const char **reason)
 {
 	const json_t *builds = json_object_get(rec, "builds");
 	const json_t *last = json_array_get(builds,
@@ -50,7 +49,7 @@ static json_t *
 snap_dto(const char *id, const json_t *rec, const char *image)
 {
 	const json_t *dt = json_object_get(rec, "daytona");
-	const char *reason = NULL, *state = rec ? snap_state(rec, &reason) :
+	const char *reason = NULL, *state = rec ? sbxd_dt_snap_state(rec, &reason) :
 	    "active", *name = rec ? json_string_value(json_array_get(
 	    json_object_get(rec, "names"), 0)) : id;
 	const char *img = sbx_json_str(dt, "imageName");
@@ -516,7 +515,7 @@ builder(void *arg)
 		if (!body || pend_deleted(id, 0) || sbxd.stopping)
 			goto out;
 		f = sbxd_tpl_dt_find(sbx_json_str(body, "snapshot"));
-		st = f ? snap_state(json_array_get(f, 1), &reason) :
+		st = f ? sbxd_dt_snap_state(json_array_get(f, 1), &reason) :
 		    "build_failed";
 		if (!f)
 			reason = "its snapshot was deleted";
@@ -575,7 +574,7 @@ sbxd_dt_create_built(struct sbxd_req *r, json_t *j)
 		snprintf(name + 3 + 2 * i, 3, "%02x", h[i]);
 	/* A failed build of it is built again. */
 	if ((f = sbxd_tpl_dt_find(name))) {
-		if (!strcmp(snap_state(json_array_get(f, 1), &reason),
+		if (!strcmp(sbxd_dt_snap_state(json_array_get(f, 1), &reason),
 		    "build_failed"))
 			sbxd_tpl_remove(name);
 		json_decref(f);

@@ -583,8 +583,18 @@ sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
 	if (status != 201) {
 		json_decref(out);
 		if (status == 404) {
-			snprintf(emsg, en, "Snapshot %s not found", snap ?
-			    snap : "base");
+			json_t *f = snap ? sbxd_tpl_dt_find(snap) : NULL;
+			const char *why;
+
+			/* One there but not built (yet, or ever). */
+			if (f)
+				snprintf(emsg, en, "Snapshot %s is %s", snap,
+				    sbxd_dt_snap_state(json_array_get(f, 1),
+				    &why));
+			else
+				snprintf(emsg, en, "Snapshot %s not found",
+				    snap ? snap : "base");
+			json_decref(f);
 			return 400;
 		}
 		return status;

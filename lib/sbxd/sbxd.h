@@ -401,6 +401,9 @@ extern const struct sbxd_route sbxd_dt_snap_routes[];
 json_t *sbxd_dt_pending(const char *id, const char *proxy);
 json_t *sbxd_dt_pending_all(const char *name, const char *proxy);
 int sbxd_dt_pending_name(const char *name);
+/* A template record's Daytona state ("active", "building",
+ * "build_failed"...) and, failed, its reason. */
+const char *sbxd_dt_snap_state(const json_t *rec, const char **reason);
 /* POST /api/sandbox with buildInfo, j its body (checked but for
  * buildInfo and the size). */
 enum MHD_Result sbxd_dt_create_built(struct sbxd_req *r, json_t *j);

@@ -603,7 +603,7 @@ two"
 	dapi DELETE "/api/sandbox/$A" >/dev/null
 }
 
-@test "daytona API: a buildInfo whose build fails is build_failed with its errorReason" {
+@test "daytona API: a buildInfo or a snapshot whose build fails is build_failed with its errorReason; a sandbox of that snapshot is 400" {
 	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM 127.0.0.1:1/none/such:1\n"}}'
 	jq_true '.state == "pending_build" or .state == "building_snapshot"' <<<"$output"
 	ID=$(jq -r .id <<<"$output")
@@ -615,6 +615,21 @@ two"
 	done
 	assert_equal "$st" build_failed
 	jq_true '(.errorReason | length) > 0' <<<"$OUT"
+	# a snapshot likewise, and no sandbox is made of it
+	run dapi POST /api/snapshots '{"name":"dt-snap-fails","imageName":"127.0.0.1:1/none/such:1"}'
+	jq_true '.name == "dt-snap-fails"' <<<"$output"
+	for ((i = 0; i < 600; i++)); do
+		SOUT=$(dapi GET /api/snapshots/dt-snap-fails)
+		st=$(jq -r .state <<<"$SOUT")
+		[ "$st" = building ] || [ "$st" = pending ] || break
+		sleep 0.2
+	done
+	assert_equal "$st" build_failed
+	jq_true '(.errorReason | length) > 0' <<<"$SOUT"
+	run dapi POST /api/sandbox '{"snapshot":"dt-snap-fails"}'
+	jq_true '.statusCode == 400 and .message == "Snapshot dt-snap-fails is build_failed"' <<<"$output"
+	run dapi DELETE /api/snapshots/dt-snap-fails
+	[ -z "$output" ]
 	run dapi DELETE "/api/sandbox/$ID"
 	jq_true '.state == "destroyed"' <<<"$output"
 	run dapi GET "/api/sandbox/$ID"
