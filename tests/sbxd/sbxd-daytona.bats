@@ -73,6 +73,19 @@ dapi() {
 	curl -s -X "$m" -H "Authorization: Bearer $SBXD_KEY" ${1:+-H 'Content-Type: application/json' -d "$1"} "$SBXD_URL$p"
 }
 
+# wait_state PATH STATE...: GET PATH while its state is one of the STATEs
+# (two minutes at most); OUT is the last answer, st its state.
+wait_state() {
+	local p=$1 i
+	shift
+	for ((i = 0; i < 600; i++)); do
+		OUT=$(dapi GET "$p")
+		st=$(jq -r .state <<<"$OUT")
+		[[ " $* " == *" $st "* ]] || return 0
+		sleep 0.2
+	done
+}
+
 # jq -r FILTER on the JSON a script printed (kept in OUT).
 field() {
 	jq -r "$1" <<<"$OUT"
@@ -535,11 +548,7 @@ two"
 	run dapi POST /api/snapshots "{\"name\":\"dt-snap-two\",\"imageName\":\"$BASE\",\"cpu\":2,\"memory\":3}"
 	jq_true '.name == "dt-snap-two" and .general == false and (.state == "building" or .state == "active") and .cpu == 2 and .mem == 3' <<<"$output"
 	SID=$(jq -r .id <<<"$output")
-	for ((i = 0; i < 600; i++)); do
-		st=$(dapi GET /api/snapshots/dt-snap-two | jq -r .state)
-		[ "$st" = building ] || [ "$st" = pending ] || break
-		sleep 0.2
-	done
+	wait_state /api/snapshots/dt-snap-two building pending
 	assert_equal "$st" active
 	run dapi GET "/api/snapshots/$SID"
 	jq_true '.name == "dt-snap-two" and .state == "active"' <<<"$output"
@@ -607,25 +616,15 @@ two"
 	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM 127.0.0.1:1/none/such:1\n"}}'
 	jq_true '.state == "pending_build" or .state == "building_snapshot"' <<<"$output"
 	ID=$(jq -r .id <<<"$output")
-	for ((i = 0; i < 600; i++)); do
-		OUT=$(dapi GET "/api/sandbox/$ID")
-		st=$(jq -r .state <<<"$OUT")
-		[ "$st" = pending_build ] || [ "$st" = building_snapshot ] || break
-		sleep 0.2
-	done
+	wait_state "/api/sandbox/$ID" pending_build building_snapshot starting
 	assert_equal "$st" build_failed
 	jq_true '(.errorReason | length) > 0' <<<"$OUT"
 	# a snapshot likewise, and no sandbox is made of it
 	run dapi POST /api/snapshots '{"name":"dt-snap-fails","imageName":"127.0.0.1:1/none/such:1"}'
 	jq_true '.name == "dt-snap-fails"' <<<"$output"
-	for ((i = 0; i < 600; i++)); do
-		SOUT=$(dapi GET /api/snapshots/dt-snap-fails)
-		st=$(jq -r .state <<<"$SOUT")
-		[ "$st" = building ] || [ "$st" = pending ] || break
-		sleep 0.2
-	done
+	wait_state /api/snapshots/dt-snap-fails building pending
 	assert_equal "$st" build_failed
-	jq_true '(.errorReason | length) > 0' <<<"$SOUT"
+	jq_true '(.errorReason | length) > 0' <<<"$OUT"
 	run dapi POST /api/sandbox '{"snapshot":"dt-snap-fails"}'
 	jq_true '.statusCode == 400 and .message == "Snapshot dt-snap-fails is build_failed"' <<<"$output"
 	run dapi DELETE /api/snapshots/dt-snap-fails
