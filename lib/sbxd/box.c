@@ -132,6 +132,10 @@ sbxd_box_save(struct sbxd_box *b)
 	if (b->delete_ms)
 		json_object_set_new(j, "delete_ms",
 		    json_integer(b->delete_ms));
+	if (b->cpus || b->mem_mb || b->disk_mb)
+		json_object_set_new(j, "size", json_pack("{s:I,s:I,s:I}",
+		    "cpus", b->cpus, "memoryMB", b->mem_mb, "diskMB",
+		    b->disk_mb));
 	pthread_mutex_unlock(&sbxd.mu);
 	s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
@@ -317,6 +321,9 @@ adopt(const char *name)
 	if (json_is_object(json_object_get(j, "daytona")))
 		b->daytona = json_incref(json_object_get(j, "daytona"));
 	b->delete_ms = sbx_json_int(j, "delete_ms", 0);
+	b->cpus = sbx_json_int(json_object_get(j, "size"), "cpus", 0);
+	b->mem_mb = sbx_json_int(json_object_get(j, "size"), "memoryMB", 0);
+	b->disk_mb = sbx_json_int(json_object_get(j, "size"), "diskMB", 0);
 	b->next_pid = 100;
 	json_decref(j);
 	if (!b->metadata)

@@ -48,13 +48,17 @@ sandbox_json(struct sbxd_box *b)
 	return j;
 }
 
-/* The size a sandbox has (sbxd.limits): its vCPUs, rounded up, or its
- * memory in MiB; the host's without a limit. */
+/* The size a sandbox has (its own, else sbxd.limits): its vCPUs,
+ * rounded up, or its memory in MiB; the host's without a limit. */
 static json_int_t
-size_of(int memory)
+size_of(const struct sbxd_box *b, int memory)
 {
 	long long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
 
+	if (memory && b && b->mem_mb)
+		return b->mem_mb;
+	if (!memory && b && b->cpus)
+		return b->cpus;
 	if (memory)
 		return (json_int_t)(sbxd.limits.memory ? sbxd.limits.memory >>
 		    20 : (uint64_t)(pages * psz) >> 20);
@@ -66,11 +70,13 @@ size_of(int memory)
  * to local sandboxes made by root where there are loop devices only, as
  * sbx-create's does. */
 static json_int_t
-disk_mb(void)
+disk_mb(const struct sbxd_box *b)
 {
 	if (strcmp(sbxd.be->name, "local") || geteuid() ||
 	    access("/dev/loop-control", R_OK | W_OK) < 0)
 		return 0;
+	if (b && b->disk_mb)
+		return b->disk_mb;
 	return (json_int_t)(sbxd.limits.disk >> 20);
 }
 
@@ -87,7 +93,7 @@ listed_json(struct sbxd_box *b, int detail)
 	    "templateID", b->template, "sandboxID", b->id,
 	    "clientID", SBXD_CLIENT_ID, "startedAt", st, "endAt", en,
 	    "state", b->paused ? "paused" : "running", "cpuCount",
-	    size_of(0), "memoryMB", size_of(1), "diskSizeMB", disk_mb(),
+	    size_of(b, 0), "memoryMB", size_of(b, 1), "diskSizeMB", disk_mb(b),
 	    "envdVersion", SBXD_ENVD_VERSION, "metadata", b->metadata);
 	if (detail) {
 		if (b->token[0])
@@ -615,8 +621,8 @@ fail(char *msg, size_t n, int status, const char *fmt, ...)
 /* A new sandbox as the create body j asks: 201 and *out its Sandbox,
  * else the status to answer with emsg. */
 static int
-new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
-    size_t en)
+new_box(struct sbxd_req *r, json_t *j, int v2, const struct sbxd_new *o,
+    json_t **out, char *emsg, size_t en)
 {
 	int status = 0;
 	json_t *v, *ref = NULL, *shown = NULL;
@@ -629,6 +635,7 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 	char *ready = NULL, *tpl_id = NULL;
 	int secure, internet = 1;
 	json_t *snap = NULL;
+	struct sbxd_new size = {0};
 
 	tid = sbx_json_str(j, "templateID");
 	if (!tid || !*tid) {
@@ -642,7 +649,18 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 		image = built;
 		/* A sandbox names its template by id, as E2B's do. */
 		tid = tpl_id;
+		/* A Daytona snapshot's size is its sandboxes'. */
+		if ((snap = sbxd_tpl_dt_find(tpl_id))) {
+			v = json_object_get(json_array_get(snap, 1), "daytona");
+			size.cpus = sbx_json_int(v, "cpu", 0);
+			size.mem_mb = sbx_json_int(v, "mem", 0) * 1024;
+			size.disk_mb = sbx_json_int(v, "disk", 0) * 1024;
+			json_decref(snap);
+			snap = NULL;
+		}
 	}
+	if (o && (o->cpus || o->mem_mb || o->disk_mb))
+		size = *o;
 	/* A snapshot (POST /sandboxes/ID/snapshots) is a template too:
 	 * its files over its image. */
 	if (!image && (sbx_snap_valid_name(tid) || !strncmp(tid, "snp-", 4))) {
@@ -754,7 +772,13 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 	pthread_mutex_unlock(&sbxd.mu);
 
 	b = sbx_xcalloc(1, sizeof *b);
-	sbxd_random_id(b->id, SBXD_ID_LEN);
+	if (o && o->id)
+		snprintf(b->id, sizeof b->id, "%s", o->id);
+	else
+		sbxd_random_id(b->id, SBXD_ID_LEN);
+	b->cpus = size.cpus;
+	b->mem_mb = size.mem_mb;
+	b->disk_mb = size.disk_mb;
 	if (secure)
 		sbxd_random_id(b->token, 40);
 	if ((v = json_object_get(j, "network")) && json_is_object(v) &&
@@ -793,6 +817,18 @@ new_box(struct sbxd_req *r, json_t *j, int v2, json_t **out, char *emsg,
 	spec.limits_default = sbxd.limits.limits_default;
 	spec.disk = sbxd.limits.disk;
 	spec.disk_default = sbxd.limits.disk_default;
+	if (size.cpus) {
+		spec.cpus_milli = (uint64_t)size.cpus * 1000;
+		spec.limits_default &= ~(unsigned)SBX_CAP_CPUS;
+	}
+	if (size.mem_mb) {
+		spec.memory = (uint64_t)size.mem_mb << 20;
+		spec.limits_default &= ~(unsigned)SBX_CAP_MEMORY;
+	}
+	/* A disk quota applies where sbxd's would (root, loop devices:
+	 * disk_mb), else it goes as sbxd's does. */
+	if (size.disk_mb)
+		spec.disk = (uint64_t)size.disk_mb << 20;
 	/* Its ports answer at <port>-<id>.<domain> whatever its network:
 	 * with none published, the backend's helper still runs (for the
 	 * local one, sbx-netd, which then lets nothing out). */
@@ -853,7 +889,7 @@ create(struct sbxd_req *r, int v2)
 
 	if (!j)
 		return ret;
-	status = new_box(r, j, v2, &out, emsg, sizeof emsg);
+	status = new_box(r, j, v2, NULL, &out, emsg, sizeof emsg);
 	json_decref(j);
 	return status == 201 ? sbxd_reply_json(r, 201, out) :
 	    sbxd_reply_err(r, status, "%s", emsg);
@@ -2078,7 +2114,7 @@ h_fork(struct sbxd_req *r)
 	all = json_array();
 	for (i = 0; i < count; i++) {
 		out = NULL;
-		status = new_box(r, body, 0, &out, emsg, sizeof emsg);
+		status = new_box(r, body, 0, NULL, &out, emsg, sizeof emsg);
 		json_array_append_new(all, status == 201 ? json_pack("{s:o}",
 		    "sandbox", out) : json_pack("{s:{s:i,s:s}}", "error",
 		    "code", status, "message", emsg));
@@ -2469,16 +2505,17 @@ const struct sbxd_route sbxd_control_routes[] = {
 };
 
 int
-sbxd_e2b_new_box(struct sbxd_req *r, json_t *j, json_t **out, char *emsg,
-    size_t en)
+sbxd_e2b_new_box(struct sbxd_req *r, json_t *j, const struct sbxd_new *o,
+    json_t **out, char *emsg, size_t en)
 {
-	return new_box(r, j, 1, out, emsg, en);
+	return new_box(r, j, 1, o, out, emsg, en);
 }
 
 void
-sbxd_box_size(json_int_t *cpus, json_int_t *mem_mb, json_int_t *disk)
+sbxd_box_size(const struct sbxd_box *b, json_int_t *cpus, json_int_t *mem_mb,
+    json_int_t *disk)
 {
-	*cpus = size_of(0);
-	*mem_mb = size_of(1);
-	*disk = disk_mb();
+	*cpus = size_of(b, 0);
+	*mem_mb = size_of(b, 1);
+	*disk = disk_mb(b);
 }

@@ -17,8 +17,8 @@
 /* Named creates one at a time: a name is checked and taken at once. */
 static pthread_mutex_t create_mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void
-dt_time(long long ms, char *buf, size_t n)
+void
+sbxd_dt_time(long long ms, char *buf, size_t n)
 {
 	time_t sec = (time_t)(ms / 1000);
 	struct tm tm;
@@ -57,7 +57,7 @@ sbxd_dt_api_err(struct sbxd_req *r, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	dt_time(sbxd_now_ms(), ts, sizeof ts);
+	sbxd_dt_time(sbxd_now_ms(), ts, sizeof ts);
 	return sbxd_reply_json(r, status, json_pack("{s:s,s:s,s:i,s:s,s:s}",
 	    "path", r->path, "timestamp", ts, "statusCode", status, "error",
 	    status_text(status), "message", msg));
@@ -74,7 +74,7 @@ sbxd_dt_tb_err(struct sbxd_req *r, int status, const char *code,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	dt_time(sbxd_now_ms(), ts, sizeof ts);
+	sbxd_dt_time(sbxd_now_ms(), ts, sizeof ts);
 	/* The daemon's path: what follows /toolbox/ID. */
 	p = strncmp(r->path, "/toolbox/", 9) ? r->path : strchr(p, '/') ?
 	    strchr(p, '/') : "/";
@@ -132,9 +132,10 @@ sbxd_dt_dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 	legacy_path(r);
 	tb = !strncmp(r->path, "/toolbox/", 9);
 
-	if (!tb)
-		found = route_in(sbxd_dt_api_routes, r);
-	else if (!(found = route_in(sbxd_dt_tb_routes, r)) &&
+	if (!tb) {
+		if (!(found = route_in(sbxd_dt_api_routes, r)))
+			found = route_in(sbxd_dt_snap_routes, r);
+	} else if (!(found = route_in(sbxd_dt_tb_routes, r)) &&
 	    !(found = route_in(sbxd_dt_sess_routes, r)))
 		found = route_in(sbxd_dt_pty_routes, r);
 	/* What needs no key: the config, and the event socket's refusal
@@ -282,8 +283,8 @@ dt_set(struct sbxd_box *b, const char *k, json_t *v)
 }
 
 /* Where the toolbox is: this server, as the client reached it. */
-static char *
-proxy_url(struct sbxd_req *r)
+char *
+sbxd_dt_proxy_url(struct sbxd_req *r)
 {
 	const char *host = sbxd_header(r, "Host");
 
@@ -309,20 +310,24 @@ dt_sandbox(struct sbxd_box *b, const char *proxy, int full,
 	char c[40], u[40], a[40];
 	json_t *j;
 
-	sbxd_box_size(&cpus, &mem, &disk);
-	dt_time(created, c, sizeof c);
-	dt_time(sbx_json_int(b->daytona, "updatedAt", created), u, sizeof u);
-	dt_time(stop > 0 && !b->paused ? b->end_ms - stop * 60000 :
+	sbxd_box_size(b, &cpus, &mem, &disk);
+	sbxd_dt_time(created, c, sizeof c);
+	sbxd_dt_time(sbx_json_int(b->daytona, "updatedAt", created), u,
+	    sizeof u);
+	sbxd_dt_time(stop > 0 && !b->paused ? b->end_ms - stop * 60000 :
 	    sbx_json_int(b->daytona, "updatedAt", created), a, sizeof a);
 	if (!state)
-		state = b->paused ? "stopped" : "started";
+		state = !b->paused ? "started" : json_is_true(json_object_get(
+		    b->daytona, "archived")) ? "archived" : "stopped";
 	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:O,s:b,s:s,s:I,s:i,s:I,s:I,"
 	    "s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:b}",
 	    "id", b->id, "organizationId", DT_ORG, "name", dt_name(b),
-	    "snapshot", b->template, "user", sbx_json_str(b->daytona, "user") ?
-	    sbx_json_str(b->daytona, "user") : "user", "labels", b->metadata,
-	    "public", 0, "target", "local", "cpu", cpus, "gpu", 0, "memory",
-	    gib(mem), "disk", disk ? gib(disk) : (json_int_t)0, "state", state,
+	    "snapshot", sbx_json_str(b->daytona, "snapshot") ?
+	    sbx_json_str(b->daytona, "snapshot") : b->template, "user",
+	    sbx_json_str(b->daytona, "user") ? sbx_json_str(b->daytona,
+	    "user") : "user", "labels", b->metadata, "public", !b->traffic[0],
+	    "target", "local", "cpu", cpus, "gpu", 0, "memory", gib(mem),
+	    "disk", disk ? gib(disk) : (json_int_t)0, "state", state,
 	    "desiredState", state, "backupState", "None", "autoStopInterval",
 	    (json_int_t)stop, "autoArchiveInterval",
 	    (json_int_t)dt_int(b, "autoArchiveInterval"),
@@ -343,7 +348,7 @@ static enum MHD_Result
 reply_box(struct sbxd_req *r, int status, struct sbxd_box *b,
     const char *state)
 {
-	char *proxy = proxy_url(r);
+	char *proxy = sbxd_dt_proxy_url(r);
 	json_t *j;
 
 	pthread_mutex_lock(&sbxd.mu);
@@ -384,14 +389,30 @@ path_box(struct sbxd_req *r, enum MHD_Result *ret)
 	return b;
 }
 
-/* The box taken for a change of state; -1 after answering 409. */
-static int
-box_take(struct sbxd_req *r, struct sbxd_box *b, enum MHD_Result *ret)
+/* The path's box taken for a change of state; NULL after answering
+ * (404, or 409 when one is under way). */
+static struct sbxd_box *
+path_box_take(struct sbxd_req *r, enum MHD_Result *ret)
 {
-	if (sbxd_box_take(b) == 0)
-		return 0;
+	struct sbxd_box *b = path_box(r, ret);
+
+	if (!b || sbxd_box_take(b) == 0)
+		return b;
 	*ret = sbxd_dt_api_err(r, 409, "Sandbox state change in progress");
-	return -1;
+	sbxd_box_put(b);
+	return NULL;
+}
+
+/* A taken box given back and let go; ret MHD_YES with nothing answered
+ * yet: it is answered with its state now. */
+static enum MHD_Result
+box_done(struct sbxd_req *r, struct sbxd_box *b, enum MHD_Result ret)
+{
+	sbxd_box_give(b);
+	if (ret == MHD_YES && !r->status)
+		ret = reply_box(r, 200, b, NULL);
+	sbxd_box_put(b);
+	return ret;
 }
 
 /* --- routes -------------------------------------------------------------- */
@@ -399,7 +420,7 @@ box_take(struct sbxd_req *r, struct sbxd_box *b, enum MHD_Result *ret)
 static enum MHD_Result
 h_config(struct sbxd_req *r)
 {
-	char *proxy = proxy_url(r);
+	char *proxy = sbxd_dt_proxy_url(r);
 	json_t *j;
 
 	j = json_pack("{s:s,s:{s:s,s:s,s:s},s:b,s:{},s:s,s:s,s:s,s:s,s:i,"
@@ -461,7 +482,7 @@ user_ok(struct sbxd_box *b, const char *user)
 
 static const char *const refused[] = {"cpu", "memory", "disk", "gpu",
     "gpuType", NULL};
-static const char *const not_served[] = {"buildInfo", "volumes",
+static const char *const not_served[] = {"volumes",
     "networkAllowList", "domainAllowList", "linkedSandbox", "secrets",
     "autoPauseInterval", "ttlMinutes", "spot", "kvm", "outboundProxyUrl",
     "otelEndpointOverride", NULL};
@@ -477,17 +498,152 @@ asks(const json_t *v)
 	    !(json_is_string(v) && !*json_string_value(v));
 }
 
+int
+sbxd_dt_size(struct sbxd_req *r, const json_t *j, struct sbxd_new *o,
+    enum MHD_Result *ret)
+{
+	static const char *const k[] = {"cpu", "memory", "disk"};
+	static const char *const what[] = {"CPU", "Memory", "Disk"};
+	static const json_int_t max[] = {4, 8, 10};
+	json_int_t v[3] = {0, 0, 0};
+	json_t *x;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		x = json_object_get(j, k[i]);
+		if (!x || json_is_null(x))
+			continue;
+		if (!json_is_integer(x) || json_integer_value(x) < 1) {
+			*ret = sbxd_dt_api_err(r, 400, "%s must be an integer "
+			    "of 1 or more", k[i]);
+			return -1;
+		}
+		if ((v[i] = json_integer_value(x)) > max[i]) {
+			*ret = sbxd_dt_api_err(r, 400, "%s request %lld "
+			    "exceeds maximum allowed per sandbox (%lld)",
+			    what[i], (long long)v[i], (long long)max[i]);
+			return -1;
+		}
+	}
+	if (asks(json_object_get(j, "gpu")) ||
+	    asks(json_object_get(j, "gpuType"))) {
+		*ret = sbxd_dt_api_err(r, 400, "sbxd does not serve 'gpu' (see "
+		    "sbxd(8))");
+		return -1;
+	}
+	o->cpus = v[0];
+	o->mem_mb = v[1] * 1024;
+	o->disk_mb = v[2] * 1024;
+	return 0;
+}
+
+int
+sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
+    struct sbxd_box **bp, char *emsg, size_t en)
+{
+	const char *name = sbx_json_str(j, "name");
+	const char *snap = sbx_json_str(j, "snapshot");
+	const char *user = sbx_json_str(j, "user");
+	long long stop, archive, del, secs;
+	struct sbxd_req bg = {0};
+	struct sbxd_box *b = NULL;
+	json_t *e2b, *out = NULL;
+	struct sbx_err err;
+	int status;
+
+	*bp = NULL;
+	if (!r) {
+		/* Off a request (a build's end): its key's rate. */
+		bg.key = key;
+		r = &bg;
+	}
+	stop = body_interval(j, "autoStopInterval", 0, DT_AUTO_STOP);
+	archive = body_interval(j, "autoArchiveInterval", 0, DT_AUTO_ARCHIVE);
+	del = body_interval(j, "autoDeleteInterval", -1, -1);
+	if (!archive)
+		archive = DT_MAX_ARCHIVE;
+	secs = stop > 0 && (uint64_t)stop * 60 < sbxd.o.max_timeout ?
+	    stop * 60 : (long long)sbxd.o.max_timeout;
+	e2b = json_pack("{s:s,s:O?,s:O?,s:I,s:b,s:b}", "templateID", snap ?
+	    snap : "base", "metadata", json_object_get(j, "labels"),
+	    "envVars", json_object_get(j, "env"), "timeout", (json_int_t)secs,
+	    "autoPause", del != 0, "allowInternetAccess",
+	    !json_is_true(json_object_get(j, "networkBlockAll")));
+	if (json_is_null(json_object_get(e2b, "metadata")))
+		json_object_del(e2b, "metadata");
+	if (json_is_null(json_object_get(e2b, "envVars")))
+		json_object_del(e2b, "envVars");
+	/* Not public: its ports want the preview token (its traffic
+	 * access token). */
+	if (!json_is_true(json_object_get(j, "public")))
+		json_object_set_new(e2b, "network", json_pack("{s:b}",
+		    "allowPublicTraffic", 0));
+	status = sbxd_e2b_new_box(r, e2b, o, &out, emsg, en);
+	json_decref(e2b);
+	if (status != 201) {
+		json_decref(out);
+		if (status == 404) {
+			json_t *f = snap ? sbxd_tpl_dt_find(snap) : NULL;
+			const char *why;
+
+			/* One there but not built (yet, or ever). */
+			if (f)
+				snprintf(emsg, en, "Snapshot %s is %s", snap,
+				    sbxd_dt_snap_state(json_array_get(f, 1),
+				    &why));
+			else
+				snprintf(emsg, en, "Snapshot %s not found",
+				    snap ? snap : "base");
+			json_decref(f);
+			return 400;
+		}
+		return status;
+	}
+	b = sbxd_box_get(sbx_json_str(out, "sandboxID"));
+	json_decref(out);
+	if (!b) {
+		snprintf(emsg, en, "the sandbox went away");
+		return 500;
+	}
+	pthread_mutex_lock(&sbxd.mu);
+	json_decref(b->daytona);
+	b->daytona = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "name",
+	    name && *name ? name : b->id, "user", user ? user : "user",
+	    "snapshot", snap ? snap : "base",
+	    "autoStopInterval", (json_int_t)stop, "autoArchiveInterval",
+	    (json_int_t)archive, "autoDeleteInterval", (json_int_t)del,
+	    "createdAt", (json_int_t)b->started_ms, "updatedAt",
+	    (json_int_t)b->started_ms);
+	dt_set_end(b);
+	pthread_mutex_unlock(&sbxd.mu);
+	if (user && !user_ok(b, user)) {
+		if (sbxd_box_take(b) == 0) {
+			if (sbxd_box_kill(b, &err) < 0)
+				sbxd_log("cannot kill sandbox %s: %s", b->id,
+				    err.msg);
+			sbxd_box_give(b);
+		}
+		sbxd_box_put(b);
+		snprintf(emsg, en, "User %s does not exist in snapshot %s",
+		    user, snap ? snap : "base");
+		return 400;
+	}
+	sbxd_box_save(b);
+	*bp = b;
+	return 0;
+}
+
 static enum MHD_Result
 h_create(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = dt_body(r, &ret), *e2b = NULL, *out = NULL;
+	json_t *j = dt_body(r, &ret);
 	const char *name, *snap, *user;
-	long long stop, archive, del, secs;
+	long long stop, archive, del;
+	struct sbxd_new size = {0};
 	struct sbxd_box *b = NULL;
-	struct sbx_err err;
 	char emsg[512];
-	int status, locked = 0;
+	int status, locked = 0, built;
 	size_t i;
 
 	if (!j)
@@ -495,7 +651,17 @@ h_create(struct sbxd_req *r)
 	name = sbx_json_str(j, "name");
 	snap = sbx_json_str(j, "snapshot");
 	user = sbx_json_str(j, "user");
-	for (i = 0; refused[i]; i++)
+	built = json_object_get(j, "buildInfo") &&
+	    !json_is_null(json_object_get(j, "buildInfo"));
+	if (built && json_object_get(j, "snapshot") &&
+	    !json_is_null(json_object_get(j, "snapshot"))) {
+		ret = sbxd_dt_api_err(r, 400, "Cannot specify a snapshot when "
+		    "using a build info entry");
+		goto out;
+	}
+	if (built && sbxd_dt_size(r, j, &size, &ret) < 0)
+		goto out;
+	for (i = 0; !built && refused[i]; i++)
 		if (asks(json_object_get(j, refused[i]))) {
 			ret = sbxd_dt_api_err(r, 400, "Cannot specify Sandbox "
 			    "resources when using a snapshot");
@@ -532,83 +698,58 @@ h_create(struct sbxd_req *r)
 		    "autoDeleteInterval an integer of -1 or more");
 		goto out;
 	}
-	if (!archive)
-		archive = DT_MAX_ARCHIVE;
 	if (name && *name) {
 		pthread_mutex_lock(&create_mu);
 		locked = 1;
-		if (name_taken(name)) {
+		if (name_taken(name) || sbxd_dt_pending_name(name)) {
 			ret = sbxd_dt_api_err(r, 409, "Sandbox with name %s "
 			    "already exists", name);
 			goto out;
 		}
 	}
-	secs = stop > 0 && (uint64_t)stop * 60 < sbxd.o.max_timeout ?
-	    stop * 60 : (long long)sbxd.o.max_timeout;
-	e2b = json_pack("{s:s,s:O?,s:O?,s:I,s:b,s:b}", "templateID", snap ?
-	    snap : "base", "metadata", json_object_get(j, "labels"),
-	    "envVars", json_object_get(j, "env"), "timeout", (json_int_t)secs,
-	    "autoPause", del != 0, "allowInternetAccess",
-	    !json_is_true(json_object_get(j, "networkBlockAll")));
-	if (json_is_null(json_object_get(e2b, "metadata")))
-		json_object_del(e2b, "metadata");
-	if (json_is_null(json_object_get(e2b, "envVars")))
-		json_object_del(e2b, "envVars");
-	status = sbxd_e2b_new_box(r, e2b, &out, emsg, sizeof emsg);
-	if (status != 201) {
-		if (status == 404)
-			ret = sbxd_dt_api_err(r, 400, "Snapshot %s not found",
-			    snap ? snap : "base");
-		else
-			ret = sbxd_dt_api_err(r, status, "%s", emsg);
+	if (built) {
+		ret = sbxd_dt_create_built(r, j);
 		goto out;
 	}
-	b = sbxd_box_get(sbx_json_str(out, "sandboxID"));
-	if (!b) {
-		ret = sbxd_dt_api_err(r, 500, "the sandbox went away");
+	if ((status = sbxd_dt_new(r, r->key, j, NULL, &b, emsg,
+	    sizeof emsg))) {
+		ret = sbxd_dt_api_err(r, status, "%s", emsg);
 		goto out;
 	}
-	pthread_mutex_lock(&sbxd.mu);
-	json_decref(b->daytona);
-	b->daytona = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "name",
-	    name && *name ? name : b->id, "user", user ? user : "user",
-	    "autoStopInterval", (json_int_t)stop, "autoArchiveInterval",
-	    (json_int_t)archive, "autoDeleteInterval", (json_int_t)del,
-	    "createdAt", (json_int_t)b->started_ms, "updatedAt",
-	    (json_int_t)b->started_ms);
-	dt_set_end(b);
-	pthread_mutex_unlock(&sbxd.mu);
-	if (user && !user_ok(b, user)) {
-		if (sbxd_box_take(b) == 0) {
-			if (sbxd_box_kill(b, &err) < 0)
-				sbxd_log("cannot kill sandbox %s: %s", b->id,
-				    err.msg);
-			sbxd_box_give(b);
-		}
-		ret = sbxd_dt_api_err(r, 400, "User %s does not exist in "
-		    "snapshot %s", user, snap ? snap : "base");
-		goto out;
-	}
-	sbxd_box_save(b);
 	ret = reply_box(r, 200, b, NULL);
 out:
 	if (locked)
 		pthread_mutex_unlock(&create_mu);
 	if (b)
 		sbxd_box_put(b);
-	json_decref(out);
-	json_decref(e2b);
 	json_decref(j);
 	return ret;
+}
+
+/* A sandbox still being built answers from its pending record. */
+static int
+pending_reply(struct sbxd_req *r, enum MHD_Result *ret)
+{
+	char *id = sbxd_path_seg(r, 2), *proxy = sbxd_dt_proxy_url(r);
+	json_t *j = id ? sbxd_dt_pending(id, proxy) : NULL;
+
+	free(id);
+	free(proxy);
+	if (!j)
+		return 0;
+	*ret = sbxd_reply_json(r, 200, j);
+	return 1;
 }
 
 static enum MHD_Result
 h_get(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	struct sbxd_box *b = path_box(r, &ret);
+	struct sbxd_box *b;
 
-	if (!b)
+	if (pending_reply(r, &ret))
+		return ret;
+	if (!(b = path_box(r, &ret)))
 		return ret;
 	ret = reply_box(r, 200, b, NULL);
 	sbxd_box_put(b);
@@ -616,7 +757,7 @@ h_get(struct sbxd_req *r)
 }
 
 struct states {
-	int n, started, stopped, bad;
+	int n, started, stopped, archived, building, bad;
 	char badv[64];
 };
 
@@ -634,6 +775,12 @@ state_arg(void *cls, enum MHD_ValueKind kind, const char *key,
 		s->started = 1;
 	else if (value && !strcmp(value, "stopped"))
 		s->stopped = 1;
+	else if (value && !strcmp(value, "archived"))
+		s->archived = 1;
+	else if (value && (!strcmp(value, "pending_build") ||
+	    !strcmp(value, "building_snapshot") ||
+	    !strcmp(value, "build_failed") || !strcmp(value, "starting")))
+		s->building = 1;
 	else if (!value || !strcmp(value, "destroyed")) {
 		s->bad = 1;
 		snprintf(s->badv, sizeof s->badv, "%s", value ? value : "");
@@ -654,6 +801,18 @@ labels_match(const json_t *have, const json_t *want)
 			return 0;
 	}
 	return 1;
+}
+
+json_t **
+sbxd_dt_sorted(json_t *a, int (*cmp)(const void *, const void *))
+{
+	size_t i, n = json_array_size(a);
+	json_t **v = sbx_xcalloc(n + 1, sizeof *v);
+
+	for (i = 0; i < n; i++)
+		v[i] = json_array_get(a, i);
+	qsort(v, n, sizeof *v, cmp);
+	return v;
 }
 
 static int
@@ -699,13 +858,15 @@ h_list(struct sbxd_req *r)
 		return sbxd_dt_api_err(r, 400, "states: '%s' is not a state "
 		    "one may list", st.badv);
 	}
-	proxy = proxy_url(r);
+	proxy = sbxd_dt_proxy_url(r);
 	all = json_array();
 	pthread_mutex_lock(&sbxd.mu);
 	for (b = sbxd.boxes; b; b = b->next) {
 		if (b->gone || (want && !labels_match(b->metadata, want)))
 			continue;
-		if (st.n && !(b->paused ? st.stopped : st.started))
+		if (st.n && !(!b->paused ? st.started : json_is_true(
+		    json_object_get(b->daytona, "archived")) ? st.archived :
+		    st.stopped))
 			continue;
 		if (idp && strncasecmp(b->id, idp, strlen(idp)))
 			continue;
@@ -717,13 +878,21 @@ h_list(struct sbxd_req *r)
 		json_array_append_new(all, row);
 	}
 	pthread_mutex_unlock(&sbxd.mu);
+	/* Those being built (their labels and state as a box's). */
+	if (!st.n || st.building) {
+		json_t *pend = sbxd_dt_pending_all(np, proxy);
+
+		json_array_foreach(pend, i, row)
+			if ((!want || labels_match(json_object_get(row,
+			    "labels"), want)) && (!idp || !strncasecmp(
+			    sbx_json_str(row, "id"), idp, strlen(idp))))
+				json_array_append(all, row);
+		json_decref(pend);
+	}
 	free(proxy);
 	json_decref(want);
 	n = json_array_size(all);
-	v = sbx_xcalloc(n + 1, sizeof *v);
-	for (i = 0; i < n; i++)
-		v[i] = json_array_get(all, i);
-	qsort(v, n, sizeof *v, by_created_desc);
+	v = sbxd_dt_sorted(all, by_created_desc);
 	items = json_array();
 	for (i = off; i < n && i < off + limit; i++) {
 		json_object_del(v[i], "_t");
@@ -748,18 +917,18 @@ static enum MHD_Result
 h_delete(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	struct sbxd_box *b = path_box(r, &ret);
+	struct sbxd_box *b;
 	struct sbx_err err;
 	json_t *j;
-	char *proxy;
+	char *proxy, *id = sbxd_path_seg(r, 2);
+	int done = id && sbxd_dt_pending_delete(r, id, &ret);
 
-	if (!b)
+	free(id);
+	if (done)
 		return ret;
-	if (box_take(r, b, &ret) < 0) {
-		sbxd_box_put(b);
+	if (!(b = path_box_take(r, &ret)))
 		return ret;
-	}
-	proxy = proxy_url(r);
+	proxy = sbxd_dt_proxy_url(r);
 	pthread_mutex_lock(&sbxd.mu);
 	j = dt_sandbox(b, proxy, 1, "destroyed");
 	pthread_mutex_unlock(&sbxd.mu);
@@ -780,15 +949,11 @@ static enum MHD_Result
 h_start(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	struct sbxd_box *b = path_box(r, &ret);
+	struct sbxd_box *b = path_box_take(r, &ret);
 	struct sbx_err err;
 
 	if (!b)
 		return ret;
-	if (box_take(r, b, &ret) < 0) {
-		sbxd_box_put(b);
-		return ret;
-	}
 	if (b->paused && sbxd_be_resume(b->ref, &err) < 0) {
 		ret = sbxd_dt_api_err(r, 500, "cannot start the sandbox: %s",
 		    err.msg);
@@ -797,6 +962,8 @@ h_start(struct sbxd_req *r)
 		if (b->paused) {
 			b->paused = 0;
 			b->delete_ms = 0;
+			if (json_object_get(b->daytona, "archived"))
+				dt_set(b, "archived", json_false());
 			/* A started sandbox's life starts again. */
 			b->started_ms = sbxd_now_ms();
 		}
@@ -805,18 +972,14 @@ h_start(struct sbxd_req *r)
 		sbxd_box_save(b);
 		ret = MHD_YES;
 	}
-	sbxd_box_give(b);
-	if (ret == MHD_YES && !r->status)
-		ret = reply_box(r, 200, b, NULL);
-	sbxd_box_put(b);
-	return ret;
+	return box_done(r, b, ret);
 }
 
 static enum MHD_Result
 h_stop(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	struct sbxd_box *b = path_box(r, &ret);
+	struct sbxd_box *b = path_box_take(r, &ret);
 	struct sbx_err err;
 	json_t *j = NULL;
 	char *proxy;
@@ -824,10 +987,6 @@ h_stop(struct sbxd_req *r)
 
 	if (!b)
 		return ret;
-	if (box_take(r, b, &ret) < 0) {
-		sbxd_box_put(b);
-		return ret;
-	}
 	pthread_mutex_lock(&sbxd.mu);
 	eph = dt_int(b, "autoDeleteInterval") == 0;
 	pthread_mutex_unlock(&sbxd.mu);
@@ -836,7 +995,7 @@ h_stop(struct sbxd_req *r)
 		    "state");
 	} else if (eph) {
 		/* Ephemeral: deleted as it stops. */
-		proxy = proxy_url(r);
+		proxy = sbxd_dt_proxy_url(r);
 		pthread_mutex_lock(&sbxd.mu);
 		j = dt_sandbox(b, proxy, 1, "destroyed");
 		pthread_mutex_unlock(&sbxd.mu);
@@ -856,9 +1015,70 @@ h_stop(struct sbxd_req *r)
 		ret = MHD_YES;
 	}
 	json_decref(j);
-	sbxd_box_give(b);
-	if (ret == MHD_YES && !r->status)
-		ret = reply_box(r, 200, b, NULL);
+	return box_done(r, b, ret);
+}
+
+/* POST /api/sandbox/X/archive: a stopped one's files stay where they
+ * are (sbxd has no object storage); its state says archived. */
+static enum MHD_Result
+h_archive(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b = path_box_take(r, &ret);
+	int paused, eph;
+
+	if (!b)
+		return ret;
+	pthread_mutex_lock(&sbxd.mu);
+	paused = b->paused;
+	eph = dt_int(b, "autoDeleteInterval") == 0;
+	if (paused && !eph)
+		dt_set(b, "archived", json_true());
+	pthread_mutex_unlock(&sbxd.mu);
+	if (eph) {
+		ret = sbxd_dt_api_err(r, 400, "Ephemeral sandboxes cannot be "
+		    "archived");
+	} else if (!paused) {
+		ret = sbxd_dt_api_err(r, 400, "Sandbox is not stopped");
+	} else {
+		sbxd_box_save(b);
+		ret = MHD_YES;
+	}
+	return box_done(r, b, ret);
+}
+
+/* GET /api/sandbox/X/ports/P/preview-url: E2B's host form of a port,
+ * P-ID.DOMAIN (sbxd's --domain, else the Host the client reached),
+ * which port.c serves; the token is the box's traffic access token. */
+static enum MHD_Result
+h_preview(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b = path_box(r, &ret);
+	const char *host = sbxd_header(r, "Host");
+	char *ps = sbxd_path_seg(r, 4), *url;
+	uint64_t port = 0;
+	json_t *j;
+
+	if (!b) {
+		free(ps);
+		return ret;
+	}
+	if (!ps || sbx_parse_u64(ps, 1, 65535, &port) < 0) {
+		ret = sbxd_dt_api_err(r, 400, "Invalid port %s", ps ? ps : "");
+	} else if (!sbxd.o.domain && (!host || !*host ||
+	    strpbrk(host, "/\\ \"@"))) {
+		ret = sbxd_dt_api_err(r, 400, "no Host to make a preview URL "
+		    "of");
+	} else {
+		url = sbx_xasprintf("http://%llu-%s.%s", (unsigned long long)
+		    port, b->id, sbxd.o.domain ? sbxd.o.domain : host);
+		j = json_pack("{s:s,s:s,s:s}", "sandboxId", b->id, "url", url,
+		    "token", b->traffic);
+		free(url);
+		ret = sbxd_reply_json(r, 200, j);
+	}
+	free(ps);
 	sbxd_box_put(b);
 	return ret;
 }
@@ -967,7 +1187,7 @@ h_proxy_url(struct sbxd_req *r)
 	}
 	free(id);
 	sbxd_box_put(b);
-	proxy = proxy_url(r);
+	proxy = sbxd_dt_proxy_url(r);
 	ret = sbxd_reply_json(r, 200, json_pack("{s:s}", "url", proxy));
 	free(proxy);
 	return ret;
@@ -1003,6 +1223,8 @@ const struct sbxd_route sbxd_dt_api_routes[] = {
 	{"DELETE", "/api/sandbox/*", 0, h_delete, NULL},
 	{"POST", "/api/sandbox/*/start", 0, h_start, NULL},
 	{"POST", "/api/sandbox/*/stop", 0, h_stop, NULL},
+	{"POST", "/api/sandbox/*/archive", 0, h_archive, NULL},
+	{"GET", "/api/sandbox/*/ports/*/preview-url", 0, h_preview, NULL},
 	{"PUT", "/api/sandbox/*/labels", 0, h_labels, NULL},
 	{"POST", "/api/sandbox/*/autostop/*", 0, h_autostop, NULL},
 	{"POST", "/api/sandbox/*/autoarchive/*", 0, h_autoarchive, NULL},

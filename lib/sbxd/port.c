@@ -33,7 +33,8 @@ hop(const char *k)
 	static const char *const h[] = {"Connection", "Keep-Alive",
 	    "Transfer-Encoding", "Content-Length", "Upgrade", "TE",
 	    "Trailer", "Proxy-Connection", "Proxy-Authorization",
-	    "E2b-Sandbox-Id", "E2b-Sandbox-Port", NULL};
+	    "E2b-Sandbox-Id", "E2b-Sandbox-Port",
+	    "X-Daytona-Preview-Token", NULL};
 	int i;
 
 	for (i = 0; h[i]; i++)

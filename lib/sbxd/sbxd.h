@@ -15,6 +15,7 @@
 #define SBXD_ENVD_VERSION "0.6.4"
 
 struct sbxd_proc;
+struct sbxd_new;
 
 /* An API key: its SHA-256, and its token bucket of creates. */
 struct sbxd_key {
@@ -85,6 +86,9 @@ struct sbxd_box {
 	json_t *daytona;
 	/* Stopped: when it is killed (Daytona's auto-delete; 0: never). */
 	long long delete_ms;
+	/* Its own size (a Daytona create's or snapshot's): vCPUs, memory
+	 * and disk in MiB; 0: sbxd's (sbxd.limits). */
+	json_int_t cpus, mem_mb, disk_mb;
 	int refs;
 	unsigned next_pid;
 	struct sbxd_proc *procs;
@@ -389,6 +393,37 @@ struct sbxd_proc_result {
 /* daytona-session.c: the toolbox's sessions (/process/session) */
 extern const struct sbxd_route sbxd_dt_sess_routes[];
 void sbxd_dt_sess_end_all(struct sbxd_box *b);
+/* daytona-snap.c: /api/snapshots, and sandboxes built from buildInfo
+ * (pending until their build is done). */
+extern const struct sbxd_route sbxd_dt_snap_routes[];
+/* The DTO of the pending sandbox id (proxy: its toolboxProxyUrl), or
+ * NULL; every pending one that matches name (a prefix; NULL: all). */
+json_t *sbxd_dt_pending(const char *id, const char *proxy);
+json_t *sbxd_dt_pending_all(const char *name, const char *proxy);
+int sbxd_dt_pending_name(const char *name);
+/* A template record's Daytona state ("active", "building",
+ * "build_failed"...) and, failed, its reason. */
+const char *sbxd_dt_snap_state(const json_t *rec, const char **reason);
+/* POST /api/sandbox with buildInfo, j its body (checked but for
+ * buildInfo and the size). */
+enum MHD_Result sbxd_dt_create_built(struct sbxd_req *r, json_t *j);
+/* DELETE of a pending one: 1 answered, 0 none is id. */
+int sbxd_dt_pending_delete(struct sbxd_req *r, const char *id,
+    enum MHD_Result *ret);
+/* daytona.c: the size a body asks (GiB, at most Daytona's per-sandbox
+ * maximum) into o; -1 after answering 400. Where the toolbox is (this
+ * server as the client reached it; malloc'd). */
+int sbxd_dt_size(struct sbxd_req *r, const json_t *j, struct sbxd_new *o,
+    enum MHD_Result *ret);
+char *sbxd_dt_proxy_url(struct sbxd_req *r);
+/* A time as Daytona's ("2026-12-06T08:50:51.932Z"); a's items in an
+ * array (malloc'd) sorted by cmp. */
+void sbxd_dt_time(long long ms, char *buf, size_t n);
+json_t **sbxd_dt_sorted(json_t *a, int (*cmp)(const void *, const void *));
+/* daytona.c: a new box as Daytona's create body j asks (r NULL: off a
+ * request, key its API key), with o; 0, else the status and emsg. */
+int sbxd_dt_new(struct sbxd_req *r, int key, json_t *j,
+    const struct sbxd_new *o, struct sbxd_box **bp, char *emsg, size_t en);
 /* daytona-pty.c: the toolbox's PTYs (/process/pty) */
 extern const struct sbxd_route sbxd_dt_pty_routes[];
 void sbxd_dt_pty_end_all(struct sbxd_box *b);
@@ -396,11 +431,17 @@ void sbxd_dt_pty_end_all(struct sbxd_box *b);
 int sbxd_key_ok(struct sbxd_req *r);
 int sbxd_path_match(const char *pat, const char *path);
 /* control.c: E2B's create (v2) for Daytona's, and a sandbox's size:
- * vCPUs, memory and disk (0: no quota) in MiB. */
-int sbxd_e2b_new_box(struct sbxd_req *r, json_t *j, json_t **out,
-    char *emsg, size_t en);
-void sbxd_box_size(json_int_t *cpus, json_int_t *mem_mb,
-    json_int_t *disk_mb);
+ * vCPUs, memory and disk (0: no quota) in MiB (b NULL: sbxd's, mu
+ * held). What Daytona's create adds: the id (NULL: a new one) and the
+ * size (0: the template's, else sbxd's). */
+struct sbxd_new {
+	const char *id;
+	json_int_t cpus, mem_mb, disk_mb;
+};
+int sbxd_e2b_new_box(struct sbxd_req *r, json_t *j, const struct sbxd_new *o,
+    json_t **out, char *emsg, size_t en);
+void sbxd_box_size(const struct sbxd_box *b, json_int_t *cpus,
+    json_int_t *mem_mb, json_int_t *disk_mb);
 /* control.c: take a box for a change of state (-1: one is under way,
  * or it is being killed), and give it back; kill a taken box (its
  * processes end, its sandbox goes, it leaves the table): -1 with err. */
@@ -419,6 +460,19 @@ char *sbxd_tpl_image(const char *t, char **id, char **start, char **ready);
 /* The id of the built template whose ID, name or name:tag is t
  * (malloc'd), or NULL. */
 char *sbxd_tpl_id(const char *t);
+/* Daytona's snapshots are templates (daytona-snap.c). A build of
+ * Dockerfile df (no context) as the new template name, its record's
+ * "daytona" dt ({"cpu","mem","disk",...}); reuse: a template of that
+ * name already there is the one (its id), else 409. The HTTP status
+ * to answer (200, else msg), and *id the template's (malloc'd). */
+int sbxd_tpl_dt_build(const char *name, const char *df, const json_t *dt,
+    int reuse, char **id, char *msg, size_t n);
+/* Every template ({ID: record}, a copy), or the one t names ([ID,
+ * record], or NULL). */
+json_t *sbxd_tpl_dt_all(void);
+json_t *sbxd_tpl_dt_find(const char *t);
+/* Remove template t and its images no other one names: 0, -1 none. */
+int sbxd_tpl_remove(const char *t);
 /* fs.c: a signed /files URL that names no sandbox (the SDK's one URL
  * for every sandbox): the id of the sandbox whose envd token signed
  * it, into id; -1 if none did. */

@@ -435,8 +435,10 @@ dispatch(struct sbxd_req *r, enum MHD_Result *ret)
 				    "but port is not open");
 				return NULL;
 			}
+			/* Daytona's preview token is the same one. */
 			if (!secret_ok(r, "E2b-Traffic-Access-Token",
-			    b->traffic)) {
+			    b->traffic) && !secret_ok(r,
+			    "X-Daytona-Preview-Token", b->traffic)) {
 				*ret = sbxd_reply_err(r, 403, "Missing or "
 				    "invalid traffic access token");
 				return NULL;

@@ -418,15 +418,13 @@ images_of(const json_t *rec, json_t *set)
 			json_object_set_new(set, img, json_true());
 }
 
-/* DELETE /templates/ID: the record, then its images that no other
- * template names (the store keeps the tree and config of one a sandbox
- * stands on until that sandbox is gone: sbx-image(1) rm). */
-static enum MHD_Result
-h_delete(struct sbxd_req *r)
+/* Remove the record of t, then its images that no other template names
+ * (the store keeps the tree and config of one a sandbox stands on until
+ * that sandbox is gone: sbx-image(1) rm). 0, or -1 when none is t. */
+int
+sbxd_tpl_remove(const char *t)
 {
-	char *t = sbxd_path_seg(r, 1);
 	const char *id = NULL, *img, *k;
-	enum MHD_Result ret;
 	json_t *rec, *mine = json_object(), *others = json_object(), *o, *v;
 	struct sbx_err err;
 
@@ -452,16 +450,28 @@ h_delete(struct sbxd_req *r)
 	}
 	json_decref(mine);
 	json_decref(others);
+	return rec ? 0 : -1;
+}
+
+/* DELETE /templates/ID */
+static enum MHD_Result
+h_delete(struct sbxd_req *r)
+{
+	char *t = sbxd_path_seg(r, 1);
+	enum MHD_Result ret;
+	struct sbx_err err;
+	int had = sbxd_tpl_remove(t) == 0;
+
 	/* A snapshot is deleted as a template (E2B's SDK: deleteSnapshot);
 	 * one a sandbox stands on stays. */
 	memset(&err, 0, sizeof err);
-	if (!rec && !static_tpl(t) && (!strncmp(t, "snp-", 4) ||
+	if (!had && !static_tpl(t) && (!strncmp(t, "snp-", 4) ||
 	    sbx_snap_valid_name(t)) && sbx_snap_rm(t, &err) == 0)
 		ret = sbxd_reply_empty(r, 204);
-	else if (!rec && err.code && err.code != SBX_EX_NOSANDBOX)
+	else if (!had && err.code && err.code != SBX_EX_NOSANDBOX)
 		ret = sbxd_reply_err(r, err.code == SBX_EX_FAIL ? 409 : 400,
 		    "%s", err.msg);
-	else if (rec)
+	else if (had)
 		ret = sbxd_reply_empty(r, 204);
 	else if (static_tpl(t))
 		ret = sbxd_reply_err(r, 400, "template '%s' is sbxd's own "
@@ -1007,6 +1017,95 @@ build_wait(void *arg)
 	return NULL;
 }
 
+/* Start build bid of template id (its record's build "building"):
+ * the Dockerfile df, the uploads hashes its context, reg the registry's
+ * credentials or NULL. -1 with msg (the build marked failed). */
+static int
+launch(const char *id, const char *bid, const char *df, json_t *hashes,
+    json_t *reg, char *msg, size_t msgn)
+{
+	json_t *rec, *b, *args;
+	char *dir = NULL, *p, *tool = NULL;
+	const char *s;
+	struct build_job *jb;
+	struct sbx_err err;
+	pthread_t th;
+	size_t i;
+	int fd, rc = -1;
+
+	/* Every COPY's files are here. */
+	json_array_foreach(hashes, i, b) {
+		struct stat sb;
+
+		p = file_path(json_string_value(b));
+		fd = stat(p, &sb);
+		free(p);
+		if (fd < 0) {
+			snprintf(msg, msgn, "the files of hash %s were "
+			    "not uploaded", json_string_value(b));
+			goto fail;
+		}
+	}
+	dir = sbx_xasprintf("%s/builds/%s", tdir, bid);
+	p = sbx_xasprintf("%s/Dockerfile", dir);
+	if (sbx_mkdirs(dir, 0700, &err) < 0 ||
+	    sbx_file_write_atomic(p, df, strlen(df), 0600, 0, &err) < 0) {
+		free(p);
+		snprintf(msg, msgn, "%s", err.msg);
+		goto fail;
+	}
+	free(p);
+	tool = sbx_sibling("sbx-image");
+	/* The image's name: the template's own, less any tag. */
+	pthread_mutex_lock(&tpl_mu);
+	rec = json_object_get(tpls, id);
+	s = rec ? json_string_value(json_array_get(json_object_get(rec,
+	    "names"), 0)) : NULL;
+	args = json_pack("{s:s,s:s,s:s,s:s,s:O}", "dir", dir, "tool",
+	    tool ? tool : "sbx-image", "name", s ? s : "template", "files",
+	    tdir, "hashes", hashes);
+	pthread_mutex_unlock(&tpl_mu);
+	/* To the builder through the spawner's socket: never on disk. */
+	if (reg)
+		json_object_set(args, "registry", reg);
+	jb = sbx_xcalloc(1, sizeof *jb);
+	jb->ch = (struct sbxd_child)SBXD_CHILD_NONE;
+	jb->id = sbx_xstrdup(id);
+	jb->bid = sbx_xstrdup(bid);
+	jb->dir = sbx_xstrdup(dir);
+	if (sbxd_spawn("build", args, NULL, 0, &jb->ch, &err) < 0 ||
+	    pthread_create(&th, NULL, build_wait, jb) != 0) {
+		json_decref(args);
+		if (jb->ch.pid > 0)
+			sbxd_child_kill(&jb->ch, SIGKILL);
+		sbxd_child_release(&jb->ch);
+		free(jb->id);
+		free(jb->bid);
+		free(jb->dir);
+		free(jb);
+		snprintf(msg, msgn, "cannot start the build");
+		goto fail;
+	}
+	pthread_detach(th);
+	json_decref(args);
+	rc = 0;
+	goto out;
+fail:
+	pthread_mutex_lock(&tpl_mu);
+	if ((rec = json_object_get(tpls, id)) && (b = build_of(rec, bid))) {
+		json_object_set_new(b, "status", json_string("error"));
+		json_object_set_new(b, "reason", json_pack("{s:s}", "message",
+		    msg));
+		set_now(b, "finishedAt");
+		save();
+	}
+	pthread_mutex_unlock(&tpl_mu);
+out:
+	free(tool);
+	free(dir);
+	return rc;
+}
+
 /* Zero the password strings of o (a request body, or its registry
  * part) before it is freed. */
 static void
@@ -1081,17 +1180,13 @@ static enum MHD_Result
 h_start(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = sbxd_body_json(r, &ret), *rec, *b, *hashes = NULL, *args;
+	json_t *j = sbxd_body_json(r, &ret), *rec, *b, *hashes = NULL;
 	json_t *reg = NULL;
 	char *t = sbxd_path_seg(r, 2), *bid = sbxd_path_seg(r, 4);
-	char *dir = NULL, *df = NULL, *p, *tool = NULL, msg[640];
+	char *df = NULL, msg[640];
 	const char *from, *ftpl, *rid = NULL, *st, *s;
 	char *id = NULL;
-	struct build_job *jb;
-	struct sbx_err err;
-	pthread_t th;
 	size_t i;
-	int fd;
 
 	if (!j)
 		goto out_free;
@@ -1155,79 +1250,12 @@ h_start(struct sbxd_req *r)
 	save();
 	pthread_mutex_unlock(&tpl_mu);
 
-	/* Every COPY's files are here. */
-	json_array_foreach(hashes, i, b) {
-		struct stat sb;
-
-		p = file_path(json_string_value(b));
-		fd = stat(p, &sb);
-		free(p);
-		if (fd < 0) {
-			snprintf(msg, sizeof msg, "the files of hash %s were "
-			    "not uploaded", json_string_value(b));
-			goto fail;
-		}
-	}
-	dir = sbx_xasprintf("%s/builds/%s", tdir, bid);
-	p = sbx_xasprintf("%s/Dockerfile", dir);
-	if (sbx_mkdirs(dir, 0700, &err) < 0 ||
-	    sbx_file_write_atomic(p, df, strlen(df), 0600, 0, &err) < 0) {
-		free(p);
-		snprintf(msg, sizeof msg, "%s", err.msg);
-		goto fail;
-	}
-	free(p);
-	tool = sbx_sibling("sbx-image");
-	/* The image's name: the template's own, less any tag. */
-	pthread_mutex_lock(&tpl_mu);
-	rec = json_object_get(tpls, id);
-	s = rec ? json_string_value(json_array_get(json_object_get(rec,
-	    "names"), 0)) : NULL;
-	args = json_pack("{s:s,s:s,s:s,s:s,s:O}", "dir", dir, "tool",
-	    tool ? tool : "sbx-image", "name", s ? s : "template", "files",
-	    tdir, "hashes", hashes);
-	pthread_mutex_unlock(&tpl_mu);
-	/* To the builder through the spawner's socket: never on disk. */
-	if (reg)
-		json_object_set(args, "registry", reg);
-	jb = sbx_xcalloc(1, sizeof *jb);
-	jb->ch = (struct sbxd_child)SBXD_CHILD_NONE;
-	jb->id = id;
-	id = NULL;
-	jb->bid = sbx_xstrdup(bid);
-	jb->dir = sbx_xstrdup(dir);
-	if (sbxd_spawn("build", args, NULL, 0, &jb->ch, &err) < 0 ||
-	    pthread_create(&th, NULL, build_wait, jb) != 0) {
-		json_decref(args);
-		if (jb->ch.pid > 0)
-			sbxd_child_kill(&jb->ch, SIGKILL);
-		sbxd_child_release(&jb->ch);
-		id = jb->id;
-		free(jb->bid);
-		free(jb->dir);
-		free(jb);
-		snprintf(msg, sizeof msg, "cannot start the build");
-		goto fail;
-	}
-	pthread_detach(th);
-	json_decref(args);
-	ret = sbxd_reply_empty(r, 202);
-	goto out_free;
-fail:
-	pthread_mutex_lock(&tpl_mu);
-	if ((rec = json_object_get(tpls, id)) && (b = build_of(rec, bid))) {
-		json_object_set_new(b, "status", json_string("error"));
-		json_object_set_new(b, "reason", json_pack("{s:s}", "message",
-		    msg));
-		set_now(b, "finishedAt");
-		save();
-	}
-	pthread_mutex_unlock(&tpl_mu);
-	ret = sbxd_reply_err(r, 400, "%s", msg);
+	if (launch(id, bid, df, hashes, reg, msg, sizeof msg) == 0)
+		ret = sbxd_reply_empty(r, 202);
+	else
+		ret = sbxd_reply_err(r, 400, "%s", msg);
 out_free:
 	free(id);
-	free(tool);
-	free(dir);
 	free(df);
 	free(t);
 	free(bid);
@@ -1303,6 +1331,87 @@ out:
 	free(t);
 	free(bid);
 	return ret;
+}
+
+/* --- Daytona's snapshots (daytona-snap.c) ----------------------------- */
+
+int
+sbxd_tpl_dt_build(const char *name, const char *df, const json_t *dt,
+    int reuse, char **id, char *msg, size_t n)
+{
+	char newid[SBXD_ID_LEN + 1], bid[40];
+	const char *have = NULL;
+	json_t *rec, *b;
+	int rc;
+
+	*id = NULL;
+	if (!valid_name(name) || strchr(name, ':')) {
+		snprintf(msg, n, "Snapshot name %s is not one sbxd takes: "
+		    "lowercase letters and digits joined by '-', '_' or '.'",
+		    name);
+		return 400;
+	}
+	uuid4(bid);
+	pthread_mutex_lock(&tpl_mu);
+	if (find(name, &have) || static_tpl(name)) {
+		if (reuse && have)
+			*id = sbx_xstrdup(have);
+		pthread_mutex_unlock(&tpl_mu);
+		if (*id)
+			return 200;
+		snprintf(msg, n, "Snapshot with name \"%s\" already exists for "
+		    "this organization", name);
+		return 409;
+	}
+	sbxd_random_id(newid, SBXD_ID_LEN);
+	rec = json_pack("{s:[s],s:[],s:i,s:[],s:O}", "names", name, "tags",
+	    "spawnCount", 0, "builds", "daytona", dt);
+	if (sbx_json_int(dt, "cpu", 0))
+		json_object_set_new(rec, "cpuCount", json_integer(
+		    sbx_json_int(dt, "cpu", 0)));
+	if (sbx_json_int(dt, "mem", 0))
+		json_object_set_new(rec, "memoryMB", json_integer(
+		    sbx_json_int(dt, "mem", 0) * 1024));
+	set_now(rec, "createdAt");
+	set_now(rec, "updatedAt");
+	b = json_pack("{s:s,s:s}", "buildID", bid, "status", "building");
+	if (sbx_json_str(dt, "startCmd"))
+		json_object_set(b, "startCmd", json_object_get(dt, "startCmd"));
+	set_now(b, "createdAt");
+	set_now(b, "updatedAt");
+	json_array_append_new(json_object_get(rec, "builds"), b);
+	json_object_set_new(tpls, newid, rec);
+	save();
+	pthread_mutex_unlock(&tpl_mu);
+	*id = sbx_xstrdup(newid);
+	b = json_array();
+	rc = launch(newid, bid, df, b, NULL, msg, n) == 0 ? 200 : 400;
+	json_decref(b);
+	return rc;
+}
+
+json_t *
+sbxd_tpl_dt_all(void)
+{
+	json_t *o;
+
+	pthread_mutex_lock(&tpl_mu);
+	o = json_deep_copy(tpls);
+	pthread_mutex_unlock(&tpl_mu);
+	return o;
+}
+
+json_t *
+sbxd_tpl_dt_find(const char *t)
+{
+	const char *id = NULL;
+	json_t *rec, *o = NULL;
+
+	pthread_mutex_lock(&tpl_mu);
+	if ((rec = find(t, &id)))
+		o = json_pack("[s,o]", id, json_deep_copy(rec));
+	pthread_mutex_unlock(&tpl_mu);
+	return o;
 }
 
 const struct sbxd_route sbxd_tpl_routes[] = {

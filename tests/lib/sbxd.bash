@@ -193,3 +193,20 @@ sdk() {
 	((rc == 0)) || cat "$BATS_TEST_TMPDIR/sdk.err"
 	return "$rc"
 }
+
+# sbxd_bash_root DIR: a busybox root (tests/lib/registry.bash) with the
+# users root and user (1000) and the host's bash and its libraries: the
+# SDKs run their commands with /bin/bash.
+sbxd_bash_root() {
+	local r=$1 lib
+	sbx_busybox_root "$r" || return 1
+	mkdir -p "$r"/home/user
+	printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n' >"$r/etc/passwd"
+	printf 'root:x:0:\nuser:x:1000:\n' >"$r/etc/group"
+	chown 1000:1000 "$r/home/user"
+	cp /bin/bash "$r/usr/bin/bash"
+	for lib in $(ldd /bin/bash | grep -o '/[^ ]*'); do
+		mkdir -p "$r$(dirname "$lib")"
+		cp -L "$lib" "$r$lib"
+	done
+}

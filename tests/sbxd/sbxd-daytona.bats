@@ -16,6 +16,7 @@
 # DAYTONA_USE_DEPRECATED_POLLING=true.
 load ../lib/helper
 load ../lib/sbxd
+load ../lib/registry
 
 DAYTONA_SDK_VERSION=0.218.0
 
@@ -24,6 +25,16 @@ setup_file() {
 	export DAYTONA_SDK_DIR
 	npm_cache_install "$DAYTONA_SDK_DIR" @daytonaio/sdk "$DAYTONA_SDK_VERSION"
 	sbx_setup_file
+	# The images of the builds (snapshots, create with image): a busybox
+	# root with the host's bash (the toolbox runs commands with it), in
+	# a registry on loopback.
+	sbx_registry_start || return 1
+	local r=$BATS_FILE_TMPDIR/bbroot
+	sbxd_bash_root "$r" || return 1
+	sbx_registry_push_image t/busybox 1 '{"Env":["PATH=/usr/bin:/bin"]}' \
+		"$r" >/dev/null || return 1
+	BASE=$SBX_TEST_REGISTRY/t/busybox:1
+	export BASE
 	sbxd_start
 	unset DAYTONA_USE_DEPRECATED_POLLING DAYTONA_JWT_TOKEN DAYTONA_TARGET
 	unset DAYTONA_SERVER_URL DAYTONA_ORGANIZATION_ID
@@ -35,6 +46,7 @@ setup_file() {
 
 teardown_file() {
 	sbxd_stop
+	sbx_registry_stop
 	sbx_teardown_file
 	rm -rf "$SBXD_DIR"
 }
@@ -59,6 +71,19 @@ dapi() {
 	local m=$1 p=$2
 	shift 2
 	curl -s -X "$m" -H "Authorization: Bearer $SBXD_KEY" ${1:+-H 'Content-Type: application/json' -d "$1"} "$SBXD_URL$p"
+}
+
+# wait_state PATH STATE...: GET PATH while its state is one of the STATEs
+# (two minutes at most); OUT is the last answer, st its state.
+wait_state() {
+	local p=$1 i
+	shift
+	for ((i = 0; i < 600; i++)); do
+		OUT=$(dapi GET "$p")
+		st=$(jq -r .state <<<"$OUT")
+		[[ " $* " == *" $st "* ]] || return 0
+		sleep 0.2
+	done
 }
 
 # jq -r FILTER on the JSON a script printed (kept in OUT).
@@ -155,8 +180,18 @@ dbox() {
 	jq_true '.statusCode == 400' <<<"$output"
 	run dapi POST /api/sandbox '{"autoStopInterval":-1}'
 	jq_true '.statusCode == 400' <<<"$output"
-	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM x\n"}}'
-	jq_true '.statusCode == 400 and (.message | test("buildInfo"))' <<<"$output"
+	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM x\n"},"snapshot":"base"}'
+	jq_true '.statusCode == 400 and .message == "Cannot specify a snapshot when using a build info entry"' <<<"$output"
+	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM x\n"},"cpu":5}'
+	jq_true '.statusCode == 400 and .message == "CPU request 5 exceeds maximum allowed per sandbox (4)"' <<<"$output"
+	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM x\n"},"memory":9}'
+	jq_true '.statusCode == 400 and .message == "Memory request 9 exceeds maximum allowed per sandbox (8)"' <<<"$output"
+	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM x\n"},"disk":0}'
+	jq_true '.statusCode == 400 and .message == "disk must be an integer of 1 or more"' <<<"$output"
+	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM x\n","contextHashes":["ab"]}}'
+	jq_true '.statusCode == 400 and (.message | test("contextHashes"))' <<<"$output"
+	run dapi POST /api/sandbox '{"buildInfo":{}}'
+	jq_true '.statusCode == 400 and .message == "buildInfo wants a dockerfileContent"' <<<"$output"
 	run dapi POST /api/sandbox '{"autoPauseInterval":5,"kvm":false}'
 	jq_true '.statusCode == 400 and .message == "sbxd does not serve '"'autoPauseInterval'"' (see sbxd(8))"' <<<"$output"
 	run curl -s -H "Authorization: Bearer $SBXD_KEY" "$SBXD_URL/api/sandbox?labels=%7Bnot"
@@ -493,5 +528,145 @@ two"
 	assert_success
 	run dapi GET "$t/h1"
 	jq_true '.statusCode == 404' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+}
+
+@test "daytona SDK: snapshot.create from an image (its size), get, list (base is general), a sandbox from it, delete then 404; it is E2B's template too" {
+	run dsdk snapshots dt-snap-one "$BASE"
+	assert_success
+	OUT=$output
+	field '[.made.state, .made.name, .made.cpu, .made.mem, .made.disk, .made.imageName] | @tsv' >"$BATS_TEST_TMPDIR/m"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/m")" "$(printf 'active\tdt-snap-one\t1\t1\t1\t%s' "$BASE")"
+	field '.got.state' | grep -qx active
+	jq_true '.listed | any(.[0] == "dt-snap-one" and .[1] == false and .[2] == "active")' <<<"$OUT"
+	jq_true '.listed | any(.[0] == "base" and .[1] == true and .[2] == "active")' <<<"$OUT"
+	jq_true '.run == "from-snapshot" and .size.cpu == 1 and .size.memory == 1 and .size.snapshot == "dt-snap-one"' <<<"$OUT"
+	jq_true '.gone.status == 404' <<<"$OUT"
+}
+
+@test "daytona API: a snapshot is a template of E2B's API, and a sandbox of it has its size on both APIs" {
+	run dapi POST /api/snapshots "{\"name\":\"dt-snap-two\",\"imageName\":\"$BASE\",\"cpu\":2,\"memory\":3}"
+	jq_true '.name == "dt-snap-two" and .general == false and (.state == "building" or .state == "active") and .cpu == 2 and .mem == 3' <<<"$output"
+	SID=$(jq -r .id <<<"$output")
+	wait_state /api/snapshots/dt-snap-two building pending
+	assert_equal "$st" active
+	run dapi GET "/api/snapshots/$SID"
+	jq_true '.name == "dt-snap-two" and .state == "active"' <<<"$output"
+	run sbxd_api GET /templates/aliases/dt-snap-two
+	jq_true --arg id "$SID" '.templateID == $id' <<<"$output"
+	run sbxd_api POST /sandboxes '{"templateID":"dt-snap-two","timeout":60}'
+	E2B=$(jq -r .sandboxID <<<"$output")
+	[ ${#E2B} = 20 ]
+	run sbxd_api GET "/sandboxes/$E2B"
+	jq_true '.cpuCount == 2 and .memoryMB == 3072' <<<"$output"
+	run dapi GET "/api/sandbox/$E2B"
+	jq_true '.cpu == 2 and .memory == 3' <<<"$output"
+	sbxd_api DELETE "/sandboxes/$E2B" >/dev/null
+	run dapi DELETE "/api/snapshots/$SID"
+	[ -z "$output" ]
+	run dapi GET /api/snapshots/dt-snap-two
+	jq_true '.statusCode == 404 and .message == "Snapshot dt-snap-two not found"' <<<"$output"
+}
+
+@test "daytona API: snapshot errors: no tag or :latest is 400, a taken name 409, base cannot be deleted (403), unknown ones 404" {
+	run dapi POST /api/snapshots '{"name":"dt-bad","imageName":"busybox"}'
+	jq_true '.statusCode == 400 and (.message | test("tag"))' <<<"$output"
+	run dapi POST /api/snapshots '{"name":"dt-bad","imageName":"busybox:latest"}'
+	jq_true '.statusCode == 400 and (.message | test("latest"))' <<<"$output"
+	run dapi POST /api/snapshots '{"name":"dt-bad"}'
+	jq_true '.statusCode == 400 and .message == "Must specify either imageName or buildInfo"' <<<"$output"
+	run dapi POST /api/snapshots '{"name":"dt-bad","imageName":"busybox:1","cpu":9}'
+	jq_true '.statusCode == 400 and .message == "CPU request 9 exceeds maximum allowed per sandbox (4)"' <<<"$output"
+	run dapi POST /api/snapshots '{"name":"base","imageName":"busybox:1"}'
+	jq_true '.statusCode == 409 and .message == "Snapshot with name \"base\" already exists for this organization"' <<<"$output"
+	run dapi DELETE /api/snapshots/base
+	jq_true '.statusCode == 403' <<<"$output"
+	run dapi GET /api/snapshots/base
+	jq_true '.general == true and .state == "active"' <<<"$output"
+	run dapi DELETE /api/snapshots/no-such
+	jq_true '.statusCode == 404' <<<"$output"
+	run dapi GET '/api/snapshots?name=bas&limit=1'
+	jq_true '.page == 1 and .total >= 1 and (.items | length) == 1 and (.items[0].name | test("bas"))' <<<"$output"
+	run dapi GET /api/snapshots/dt-bad
+	jq_true '.statusCode == 404' <<<"$output"
+}
+
+@test "daytona SDK: create({image}) builds it (pending_build, then started) with its size; the same image again is the same build" {
+	before=$(sbxd_api GET /templates | jq '[.[] | select(.names[0] | startswith("dt-"))] | length')
+	run dsdk image "$BASE"
+	assert_success
+	OUT=$output
+	jq_true '.a.state == "started" and .a.cpu == 2 and .a.memory == 2 and .a.run == "built-by-image"' <<<"$OUT"
+	jq_true '.b.state == "started" and .b.run == "built-by-image" and .b.snapshot == .a.snapshot and .a.id != .b.id' <<<"$OUT"
+	after=$(sbxd_api GET /templates | jq '[.[] | select(.names[0] | startswith("dt-"))] | length')
+	assert_equal "$after" "$((before + 1))"
+	# its size is the local sandbox's limits
+	A=$(field .a.id)
+	run sbx-ls -j
+	assert_success
+	jq -s --arg id "$A" 'map(select(.labels.sbxd == $id))[0].limits' <<<"$output" >"$BATS_TEST_TMPDIR/limits"
+	cat "$BATS_TEST_TMPDIR/limits"
+	jq_true '.cpus == 2 and .memory == 2147483648' <"$BATS_TEST_TMPDIR/limits"
+	run sbxd_api GET "/sandboxes/$A"
+	jq_true '.cpuCount == 2 and .memoryMB == 2048' <<<"$output"
+	dapi DELETE "/api/sandbox/$A" >/dev/null
+}
+
+@test "daytona API: a buildInfo or a snapshot whose build fails is build_failed with its errorReason; a sandbox of that snapshot is 400" {
+	run dapi POST /api/sandbox '{"buildInfo":{"dockerfileContent":"FROM 127.0.0.1:1/none/such:1\n"}}'
+	jq_true '.state == "pending_build" or .state == "building_snapshot"' <<<"$output"
+	ID=$(jq -r .id <<<"$output")
+	wait_state "/api/sandbox/$ID" pending_build building_snapshot starting
+	assert_equal "$st" build_failed
+	jq_true '(.errorReason | length) > 0' <<<"$OUT"
+	# a snapshot likewise, and no sandbox is made of it
+	run dapi POST /api/snapshots '{"name":"dt-snap-fails","imageName":"127.0.0.1:1/none/such:1"}'
+	jq_true '.name == "dt-snap-fails"' <<<"$output"
+	wait_state /api/snapshots/dt-snap-fails building pending
+	assert_equal "$st" build_failed
+	jq_true '(.errorReason | length) > 0' <<<"$OUT"
+	run dapi POST /api/sandbox '{"snapshot":"dt-snap-fails"}'
+	jq_true '.statusCode == 400 and .message == "Snapshot dt-snap-fails is build_failed"' <<<"$output"
+	run dapi DELETE /api/snapshots/dt-snap-fails
+	[ -z "$output" ]
+	run dapi DELETE "/api/sandbox/$ID"
+	jq_true '.state == "destroyed"' <<<"$output"
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.statusCode == 404' <<<"$output"
+}
+
+@test "daytona SDK: archive is refused while started, archives a stopped sandbox, and start brings it back with its files" {
+	run dsdk archive
+	assert_success
+	OUT=$output
+	jq_true '.running.status == 400 and (.running.message | test("Sandbox is not stopped"))' <<<"$OUT"
+	jq_true '.archived == "archived" and .listed == "archived" and .started == "started" and .kept == "kept"' <<<"$OUT"
+}
+
+@test "daytona API: an ephemeral sandbox cannot be archived" {
+	dbox '{"autoDeleteInterval":0}'
+	run dapi POST "/api/sandbox/$ID/archive"
+	jq_true '.statusCode == 400 and .message == "Ephemeral sandboxes cannot be archived"' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
+}
+
+@test "daytona SDK: getPreviewLink's URL reaches a server in the sandbox with its token, and not without" {
+	port=8123
+	run dsdk preview "$port"
+	assert_success
+	OUT=$output
+	ID=$(field .id)
+	url=$(field .url)
+	token=$(field .token)
+	[ -n "$token" ] && [ "$token" != null ]
+	assert_equal "$(field .sandboxId)" "$ID"
+	host=${url#http://}
+	assert_equal "$host" "$port-$ID.127.0.0.1:$SBXD_PORT"
+	run curl -s -H "Host: $host" -H "x-daytona-preview-token: $token" "$SBXD_URL/index.html"
+	assert_output preview-ok
+	run curl -s -o /dev/null -w '%{http_code}' -H "Host: $host" "$SBXD_URL/index.html"
+	assert_output 403
+	run dapi GET "/api/sandbox/$ID/ports/0/preview-url"
+	jq_true '.statusCode == 400' <<<"$output"
 	dapi DELETE "/api/sandbox/$ID" >/dev/null
 }

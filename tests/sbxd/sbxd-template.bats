@@ -14,20 +14,9 @@ setup_file() {
 	sbx_setup_file
 	sbx_registry_start || return 1
 	local r=$BATS_FILE_TMPDIR/base
-	# A busybox root: the sandbox needs /bin/sh.
-	sbx_busybox_root "$r" || return 1
-	mkdir -p "$r"/home/user
-	printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/home/user:/bin/sh\n' >"$r/etc/passwd"
-	printf 'root:x:0:\nuser:x:1000:\n' >"$r/etc/group"
-	chown 1000:1000 "$r/home/user"
-	# The SDK's commands run /bin/bash -l -c: the host's bash and its
-	# libraries.
-	local lib
-	cp /bin/bash "$r/usr/bin/bash"
-	for lib in $(ldd /bin/bash | grep -o '/[^ ]*'); do
-		mkdir -p "$r$(dirname "$lib")"
-		cp -L "$lib" "$r$lib"
-	done
+	# A busybox root (the sandbox needs /bin/sh) with bash (the SDK's
+	# commands run /bin/bash -l -c).
+	sbxd_bash_root "$r" || return 1
 	sbx_registry_push_image t/busybox 1 '{"Env":["PATH=/usr/bin:/bin"]}' \
 		"$r" >/dev/null || return 1
 	BASE=$SBX_TEST_REGISTRY/t/busybox:1

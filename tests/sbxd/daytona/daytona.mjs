@@ -13,7 +13,7 @@ if (!dir) {
 }
 const sdk = createRequire(path.join(dir, 'package.json'))('@daytonaio/sdk')
 
-export const { Daytona, DaytonaError, DaytonaNotFoundError } = sdk
+export const { Daytona, DaytonaError, DaytonaNotFoundError, Image } = sdk
 
 // Print one JSON line: what the bats test asserts with jq. Then exit: the
 // SDK's event socket (Socket.IO, which sbxd does not serve) may still be
