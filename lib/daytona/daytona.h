@@ -103,6 +103,10 @@ int sbx_dt_tb_fail(const struct sbx_http_resp *rs, const char *what,
 /* files.c: sbx-sync's and sbx-cp's transfers */
 extern const struct sbx_files sbx_daytona_files;
 
+/* ports.c: sbx-port (struct sbx_backend_ops's ports) */
+json_t *sbx_dt_ports(const json_t *ref, unsigned port, unsigned host_port,
+    struct sbx_err *err);
+
 /* lifecycle.c */
 extern const struct sbx_backend_ops sbx_daytona_ops;
 
