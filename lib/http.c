@@ -639,3 +639,164 @@ sbx_http_reason(const struct sbx_http_resp *rs, const char *secret, char *buf,
 		snprintf(buf, n, "no reason given");
 	free(copy);
 }
+
+/* --- a connection taken over, plain or TLS ------------------------------ */
+
+struct sbx_http_conn {
+	CURL *c;
+	curl_socket_t s;
+};
+
+int
+sbx_http_conn_fd(const struct sbx_http_conn *c)
+{
+	return (int)c->s;
+}
+
+ssize_t
+sbx_http_conn_read(struct sbx_http_conn *c, void *p, size_t n)
+{
+	size_t got = 0;
+	CURLcode res = curl_easy_recv(c->c, p, n, &got);
+
+	if (res == CURLE_OK)
+		return (ssize_t)got;
+	errno = res == CURLE_AGAIN ? EAGAIN : EIO;
+	return -1;
+}
+
+int
+sbx_http_conn_write(struct sbx_http_conn *c, const void *p, size_t n)
+{
+	const char *q = p;
+	struct pollfd f = {c->s, POLLOUT, 0};
+	size_t sent;
+	CURLcode res;
+
+	while (n) {
+		sent = 0;
+		res = curl_easy_send(c->c, q, n, &sent);
+		if (res == CURLE_AGAIN) {
+			if (poll(&f, 1, (int)DEFAULT_MS) <= 0) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			continue;
+		}
+		if (res != CURLE_OK) {
+			errno = EPIPE;
+			return -1;
+		}
+		q += sent;
+		n -= sent;
+	}
+	return 0;
+}
+
+void
+sbx_http_conn_free(struct sbx_http_conn *c)
+{
+	if (!c)
+		return;
+	curl_easy_cleanup(c->c);
+	free(c);
+}
+
+/* Read up to the end of a reply's head through c; the rest to rest. */
+static int
+conn_head(struct sbx_http_conn *c, struct sbx_buf *head, struct sbx_buf *rest)
+{
+	struct pollfd p = {c->s, POLLIN, 0};
+	char buf[4096], *end;
+	ssize_t n;
+
+	for (;;) {
+		if ((n = sbx_http_conn_read(c, buf, sizeof buf)) < 0 &&
+		    errno == EAGAIN) {
+			if (poll(&p, 1, (int)DEFAULT_MS) <= 0)
+				return -1;
+			continue;
+		}
+		if (n <= 0)
+			return -1;
+		sbx_buf_add(head, buf, (size_t)n);
+		if (head->truncated)
+			return -1;
+		if ((end = strstr(head->data, "\r\n\r\n"))) {
+			end += 4;
+			sbx_buf_add(rest, end, head->len - (size_t)(end -
+			    head->data));
+			head->len = (size_t)(end - head->data);
+			head->data[head->len] = '\0';
+			return 0;
+		}
+	}
+}
+
+int
+sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *rq,
+    const char *proto, struct sbx_http_conn **out, long *status,
+    struct sbx_buf *head, struct sbx_buf *rest, struct sbx_err *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "", *line;
+	struct sbx_buf req = SBX_BUF_INIT;
+	const char *const *hp, *path;
+	struct sbx_http_conn *c;
+	CURLcode res;
+	int rc = -1;
+
+	*out = NULL;
+	*status = 0;
+	c = sbx_xcalloc(1, sizeof *c);
+	c->s = CURL_SOCKET_BAD;
+	if (!(c->c = curl_easy_init())) {
+		free(c);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot initialise "
+		    "libcurl");
+	}
+	setup(h, c->c, rq->path, errbuf);
+	curl_easy_setopt(c->c, CURLOPT_CONNECT_ONLY, 1L);
+	if ((res = curl_easy_perform(c->c)) != CURLE_OK) {
+		transport_err(h, c->c, res, errbuf, 1, err);
+		goto out;
+	}
+	if (curl_easy_getinfo(c->c, CURLINFO_ACTIVESOCKET, &c->s) !=
+	    CURLE_OK || c->s == CURL_SOCKET_BAD) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot reach '%s'",
+		    h->endpoint);
+		goto out;
+	}
+	/* The base's own path goes before the request's. */
+	path = strstr(h->base, "//");
+	path = path ? path + 2 + strcspn(path + 2, "/") : "";
+	line = sbx_xasprintf("GET %s%s HTTP/1.1\r\nHost: %s\r\nConnection: "
+	    "Upgrade\r\nUpgrade: %s\r\n", path, rq->path, h->host, proto);
+	sbx_buf_add(&req, line, strlen(line));
+	free(line);
+	for (hp = rq->headers; hp && *hp; hp++) {
+		sbx_buf_add(&req, *hp, strlen(*hp));
+		sbx_buf_add(&req, "\r\n", 2);
+	}
+	sbx_buf_add(&req, "\r\n", 2);
+	if (sbx_http_conn_write(c, req.data, req.len) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot send to '%s':",
+		    h->endpoint);
+		goto out;
+	}
+	head->limit = HEAD_MAX;
+	if (conn_head(c, head, rest) < 0 || sscanf(head->data,
+	    "HTTP/1.%*d %ld", status) != 1) {
+		sbx_err_set(err, SBX_EX_FAIL, "no answer from '%s'",
+		    h->endpoint);
+		goto out;
+	}
+	*out = c;
+	c = NULL;
+	rc = 0;
+out:
+	if (req.data)
+		explicit_bzero(req.data, req.len);
+	sbx_buf_release(&req);
+	sbx_http_conn_free(c);
+	return rc;
+}
