@@ -74,6 +74,18 @@ static const struct sbx_backend backends[] = {
 		.gib_second_default = SBX_E2B_GIB_SECOND,
 		.ops = REMOTE(sbx_e2b_ops),
 	},
+	{
+		.name = "daytona",
+		/* E2B's rates until Daytona's own are known. */
+		.caps = SBX_CAP_STDIN | SBX_CAP_CPUS | SBX_CAP_MEMORY |
+		    SBX_CAP_DISK | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
+		    SBX_CAP_TIMEOUT | SBX_CAP_STOP | SBX_CAP_NAME,
+		.endpoint = 1,
+		.template_sized = 1,
+		.vcpu_second_default = SBX_E2B_VCPU_SECOND,
+		.gib_second_default = SBX_E2B_GIB_SECOND,
+		.ops = REMOTE(sbx_daytona_ops),
+	},
 };
 
 #define NBACKENDS (sizeof backends / sizeof backends[0])
