@@ -158,6 +158,20 @@ enum sbx_xs_why sbx_xs_start_why(const char *text);
 int sbx_xs_start_fail(struct sbx_err *err, enum sbx_xs_why why,
     const char *cmd, const char *detail);
 
+/* A guard: a child of ours in a session of its own, holding none of the
+ * caller's fds, that calls kill(arg) should we die (SIGKILL included)
+ * before sbx_xs_guard_stop: for a server that never ends a command whose
+ * client is gone. Started before the command (old: xs->old, the mask
+ * to give it); a fork that fails leaves none. */
+struct sbx_xs_guard {
+	pid_t pid;
+	int fd;
+};
+void sbx_xs_guard_start(struct sbx_xs_guard *g, const sigset_t *old,
+    void (*kill)(void *arg), void *arg);
+/* The command ended (or never started): the guard stands down. */
+void sbx_xs_guard_stop(struct sbx_xs_guard *g);
+
 /* The messages every backend says alike; each returns -1. */
 int sbx_xs_paused(struct sbx_err *err, const char *id, const char *how);
 int sbx_xs_not_running(struct sbx_err *err, const char *id,
