@@ -293,17 +293,21 @@ sbx_dt_wait(struct dt *d, const char *id, const char *want, long long ms,
 const char *
 sbx_dt_status(const char *st)
 {
-	static const char *const paused[] = {"stopped", "stopping",
-	    "archived", "archiving", "paused", "pausing", NULL};
+	/* Daytona's stop is sbx-pause -m stop: files kept, processes
+	 * gone, as the other backends' "stopped". */
+	static const char *const stopped[] = {"stopped", "stopping",
+	    "archived", "archiving", NULL};
 	size_t i;
 
 	if (!st)
 		return "unknown";
 	if (!strcmp(st, "started"))
 		return "running";
-	for (i = 0; paused[i]; i++)
-		if (!strcmp(st, paused[i]))
-			return "paused";
+	if (!strcmp(st, "paused") || !strcmp(st, "pausing"))
+		return "paused";
+	for (i = 0; stopped[i]; i++)
+		if (!strcmp(st, stopped[i]))
+			return "stopped";
 	return st;
 }
 

@@ -80,8 +80,8 @@ int sbx_dt_wait(struct dt *d, const char *id, const char *want, long long ms,
 /* The listing entry of a Sandbox (or a list's item), shaped as the
  * other backends'. */
 json_t *sbx_dt_info_of(const json_t *s, const char *endpoint);
-/* sbx's status of a Daytona state: running, paused (stopped, archived
- * and the ways there), or the state itself. */
+/* sbx's status of a Daytona state: running, stopped (stopped, archived
+ * and the ways there), paused, or the state itself. */
 const char *sbx_dt_status(const char *state);
 /* The toolbox of sandbox s (a Sandbox, for its toolboxProxyUrl and id),
  * with d's key. A sandbox that is not started: SBX_EX_NOSANDBOX-free

@@ -304,7 +304,7 @@ dt_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		goto out;
 	if (rs.status / 100 != 2 || !json_is_object(rs.json)) {
 		if (rs.status == 409 && spec->name)
-			sbx_err_set(err, SBX_EX_USAGE, "a Daytona sandbox named "
+			sbx_err_set(err, SBX_EX_FAIL, "a Daytona sandbox named "
 			    "'%s' exists already", spec->name);
 		else
 			sbx_dt_fail(&rs, "cannot create a sandbox", NULL, err);
