@@ -61,7 +61,7 @@ static const struct sbx_backend backends[] = {
 		 * size (size_check); no zstd (the template's tar may lack
 		 * it). Every port of a sandbox answers at its own host of
 		 * E2B's domain: ports, and nothing to publish. */
-		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
+		.caps = SBX_CAP_PTY | SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
 		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_DISK |
@@ -77,7 +77,7 @@ static const struct sbx_backend backends[] = {
 	{
 		.name = "daytona",
 		/* E2B's rates until Daytona's own are known. */
-		.caps = SBX_CAP_STDIN | SBX_CAP_CPUS | SBX_CAP_MEMORY |
+		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS | SBX_CAP_MEMORY |
 		    SBX_CAP_DISK | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
 		    SBX_CAP_TIMEOUT | SBX_CAP_STOP | SBX_CAP_NAME,
 		.endpoint = 1,

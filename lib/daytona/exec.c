@@ -1,14 +1,11 @@
 /* exec.c - sbx-exec on the daytona backend: a command of a toolbox session
  * of our own as the transport of the exec session (execio.h) */
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -41,6 +38,15 @@
  * drops them all; setpriv and su fail). */
 static const char script[] =
     "exec 2>&3 3>&-\n"
+    "if [ -n \"${SBX_EXEC_N:-}\" ]; then\n"
+    "\tset --; k=0\n"
+    "\twhile [ $k -lt \"$SBX_EXEC_N\" ]; do\n"
+    "\t\teval \"set -- \\\"\\$@\\\" \\\"\\$SBX_EXEC_A$k\\\"; \"\n"
+    "\t\tunset SBX_EXEC_A$k\n"
+    "\t\tk=$((k + 1))\n"
+    "\tdone\n"
+    "\tunset SBX_EXEC_N SBX_EXEC_SCRIPT k\n"
+    "fi\n"
     "t=$1 d=$2 i=$3 n=$4; shift 4\n"
     "while [ \"$n\" -gt 0 ]; do export \"$1\"; shift; n=$((n - 1)); done\n"
     "export SBX_EXEC_ID=\"$t\"\n"
@@ -109,8 +115,11 @@ struct run {
 	long long exit_code;
 	int lost;              /* the command's session went away */
 	int sig_pending;
-	pid_t guard_pid;
-	int guard;
+	/* -t: a PTY of the toolbox; what comes before the script's line
+	 * (the shell's prompt, its echo) is dropped. */
+	int pty;
+	struct sbx_buf pre;
+	struct sbx_xs_guard guard;
 };
 
 /* --- requests ------------------------------------------------------------- */
@@ -140,13 +149,60 @@ quote(struct sbx_buf *b, const char *s)
 	sbx_buf_add(b, "'", 1);
 }
 
-/* The command line the session runs. */
-static char *
-command_line(struct run *r, const struct sbx_exec_opts *o, const char *cwd)
+/* The script's arguments after $0, as a JSON array. */
+static json_t *
+script_args(struct run *r, const struct sbx_exec_opts *o)
 {
-	struct sbx_buf b = SBX_BUF_INIT;
+	json_t *a = json_array();
 	char num[24];
 	size_t n = 0;
+
+	json_array_append_new(a, json_string(r->tok));
+	json_array_append_new(a, json_string(o->cwd ? o->cwd : ""));
+	json_array_append_new(a, json_string(o->interactive && !o->tty ?
+	    "1" : "0"));
+	while (o->env && o->env[n])
+		n++;
+	snprintf(num, sizeof num, "%zu", n);
+	json_array_append_new(a, json_string(num));
+	for (n = 0; o->env && o->env[n]; n++)
+		json_array_append_new(a, json_string(o->env[n]));
+	for (n = 0; r->argv[n]; n++)
+		json_array_append_new(a, json_string(r->argv[n]));
+	return a;
+}
+
+/* The strings of j zeroed (they hold the values of -e). */
+static void
+wipe_strings(json_t *j)
+{
+	json_t *v;
+	const char *k;
+	size_t i;
+
+	if (json_is_string(j) && json_string_length(j))
+		explicit_bzero((char *)json_string_value(j),
+		    json_string_length(j));
+	json_array_foreach(j, i, v)
+		wipe_strings(v);
+	json_object_foreach(j, k, v)
+		wipe_strings(v);
+}
+
+static void
+wipe_json(json_t *j)
+{
+	wipe_strings(j);
+	json_decref(j);
+}
+
+/* The command line the session runs. */
+static char *
+command_line(struct run *r, const struct sbx_exec_opts *o)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	json_t *a = script_args(r, o), *v;
+	size_t i;
 
 	/* The session's shell waits with its stderr on /dev/null, and
 	 * the script takes the real one from fd 3: what a shell says of
@@ -155,17 +211,9 @@ command_line(struct run *r, const struct sbx_exec_opts *o, const char *cwd)
 	sbx_buf_add(&b, "{ sh -c", 7);
 	quote(&b, script);
 	quote(&b, "sbx-exec");
-	quote(&b, r->tok);
-	quote(&b, cwd ? cwd : "");
-	quote(&b, o->interactive ? "1" : "0");
-	while (o->env && o->env[n])
-		n++;
-	snprintf(num, sizeof num, "%zu", n);
-	quote(&b, num);
-	for (n = 0; o->env && o->env[n]; n++)
-		quote(&b, o->env[n]);
-	for (n = 0; r->argv[n]; n++)
-		quote(&b, r->argv[n]);
+	json_array_foreach(a, i, v)
+		quote(&b, json_string_value(v));
+	wipe_json(a);
 	if (!o->interactive)
 		sbx_buf_add(&b, " </dev/null", 11);
 	sbx_buf_add(&b, "; } 3>&2 2>/dev/null", 20);
@@ -212,19 +260,64 @@ kill_all(struct dtb *tb, const char *tok, int sig)
 	return rc;
 }
 
+/* The command's session, or its PTY (pty), deleted: what is left of
+ * it ends. */
 static void
-session_delete(struct dtb *tb, const char *tok)
+session_delete(struct dtb *tb, const char *tok, int pty)
 {
 	struct sbx_http_req rq = {.method = "DELETE", .in_fd = -1,
 	    .out_fd = -1, .idempotent = 1, .timeout_ms = 30000};
 	struct sbx_http_resp rs = {0};
 	struct sbx_err err;
 
-	sbx_dt_tb_do(tb, &rq, &rs, &err, "/process/session/%s", tok);
+	sbx_dt_tb_do(tb, &rq, &rs, &err, "/process/%s/%s", pty ? "pty" :
+	    "session", tok);
 	sbx_http_resp_release(&rs);
 }
 
 /* --- the output ----------------------------------------------------------- */
+
+/* The script's line after the token: "ok PID", "127"... */
+static void
+outcome(struct run *r, const char *w)
+{
+	snprintf(r->outcome, sizeof r->outcome, "%.*s", (int)strcspn(w,
+	    " \r"), w);
+	if (!strcmp(r->outcome, "ok"))
+		r->pid = strtoll(w + 2, NULL, 10);
+}
+
+/* A PTY's output: all before the script's line is the shell's. */
+static void
+pty_out(struct run *r, const char *p, size_t n)
+{
+	char *at, *nl;
+	size_t tl = strlen(r->tok);
+
+	if (r->head_done) {
+		sbx_xs_output(r->xs, 1, p, n);
+		return;
+	}
+	sbx_buf_add(&r->pre, p, n);
+	sbx_buf_add(&r->pre, "", 1);
+	r->pre.len--;
+	for (at = r->pre.data; (at = strstr(at, r->tok)); at += tl)
+		if (at[tl] == ' ' && (nl = strchr(at, '\n'))) {
+			outcome(r, at + tl + 1);
+			r->head_done = 1;
+			nl++;
+			if (nl < r->pre.data + r->pre.len)
+				sbx_xs_output(r->xs, 1, nl, (size_t)(
+				    r->pre.data + r->pre.len - nl));
+			r->pre.len = 0;
+			return;
+		}
+	/* A shell that says much before it: its last bytes are enough. */
+	if (r->pre.len > 65536) {
+		memmove(r->pre.data, r->pre.data + r->pre.len - 4096, 4096);
+		r->pre.len = 4096;
+	}
+}
 
 /* Bytes of stream s (1 stdout, 2 stderr): the script's line first. */
 static void
@@ -246,14 +339,8 @@ emit(struct run *r, int s, const char *p, size_t n)
 		r->head[r->nhead] = '\0';
 		r->head_done = 1;
 		if (!strncmp(r->head, r->tok, strlen(r->tok)) &&
-		    r->head[strlen(r->tok)] == ' ') {
-			char *w = r->head + strlen(r->tok) + 1;
-
-			snprintf(r->outcome, sizeof r->outcome, "%.*s",
-			    (int)strcspn(w, " "), w);
-			if (!strcmp(r->outcome, "ok"))
-				r->pid = strtoll(w + 2, NULL, 10);
-		}
+		    r->head[strlen(r->tok)] == ' ')
+			outcome(r, r->head + strlen(r->tok) + 1);
 		n -= (size_t)(nl + 1 - p);
 		p = nl + 1;
 	}
@@ -320,6 +407,16 @@ command_state(struct run *r)
 	char *path;
 	int rc = -1;
 
+	if (r->pty) {
+		/* Its end comes with the socket's close. */
+		path = sbx_xasprintf("/process/pty/%s", r->tok);
+		if (tb_json(r, "GET", NULL, &rs, &err, path) == 0 &&
+		    rs.status == 200)
+			rc = r->ended;
+		sbx_http_resp_release(&rs);
+		free(path);
+		return rc;
+	}
 	path = sbx_xasprintf("/process/session/%s/command/%s", r->tok,
 	    r->cmd_id);
 	if (tb_json(r, "GET", NULL, &rs, &err, path) == 0 &&
@@ -365,14 +462,14 @@ logs_fetch(struct run *r)
 /* --- the stream ----------------------------------------------------------- */
 
 static int
-ws_open(struct run *r)
+ws_open(struct run *r, const char *path)
 {
 	unsigned char key[16], k64[32];
 	struct sbx_buf head = SBX_BUF_INIT, rest = SBX_BUF_INIT;
 	struct sbx_http_req rq = {.in_fd = -1, .out_fd = -1};
 	struct sbx_err err;
 	const char *hdrs[8];
-	char *path, *kh;
+	char *kh;
 	long status = 0;
 	size_t i;
 
@@ -386,8 +483,6 @@ ws_open(struct run *r)
 	hdrs[i++] = "Sec-WebSocket-Version: 13";
 	hdrs[i] = NULL;
 	rq.headers = hdrs;
-	path = sbx_xasprintf("/process/session/%s/command/%s/logs?follow=true",
-	    r->tok, r->cmd_id);
 	rq.path = path;
 	if (sbx_http_upgrade(r->tb.h, &rq, "websocket", &r->ws, &status,
 	    &head, &rest, &err) == 0 && status != 101) {
@@ -401,7 +496,6 @@ ws_open(struct run *r)
 		if (rest.len)
 			sbx_buf_add(&r->rd.in, rest.data, rest.len);
 	}
-	free(path);
 	free(kh);
 	sbx_buf_release(&head);
 	sbx_buf_release(&rest);
@@ -431,6 +525,24 @@ ws_end(struct run *r)
 	r->next_ms = sbx_mono_ms();
 }
 
+/* A PTY's close: 1000 or 1011, the reason {"exitCode":N}. */
+static void
+pty_closed(struct run *r, const unsigned char *p, size_t n)
+{
+	json_t *j = n > 2 ? json_loadb((const char *)p + 2, n - 2, 0, NULL) :
+	    NULL;
+	json_t *ec = json_object_get(j, "exitCode");
+
+	if (json_is_integer(ec)) {
+		r->exit_code = json_integer_value(ec);
+		r->ended = 1;
+	} else if (n >= 2 && (p[0] << 8 | p[1]) == SBX_WS_NORMAL) {
+		r->exit_code = 0;
+		r->ended = 1;
+	}
+	json_decref(j);
+}
+
 /* What came on the stream: 1 at its end. */
 static int
 ws_read(struct run *r)
@@ -451,82 +563,92 @@ ws_read(struct run *r)
 		sbx_buf_add(&r->rd.in, buf, (size_t)n);
 	}
 	while ((k = sbx_ws_next(&r->rd, &m)) > 0) {
-		if (m.op == SBX_WS_BINARY || m.op == SBX_WS_TEXT)
+		if (r->pty && m.op == SBX_WS_BINARY)
+			pty_out(r, (const char *)m.data, m.len);
+		else if (!r->pty && (m.op == SBX_WS_BINARY ||
+		    m.op == SBX_WS_TEXT))
 			demux(r, m.data, m.len, 0);
 		else if (m.op == SBX_WS_PING)
 			ws_send(r, SBX_WS_PONG, m.data, m.len);
-		else if (m.op == SBX_WS_CLOSE)
+		else if (m.op == SBX_WS_CLOSE) {
+			if (r->pty)
+				pty_closed(r, m.data, m.len);
 			return 1;
+		}
 	}
 	return k < 0 || end;
 }
 
 /* --- the transport -------------------------------------------------------- */
 
-static void __attribute__((noreturn))
-guard_main(struct run *r, const sigset_t *old, int sock)
+/* The guard's job, should we die: every process of the command
+ * killed, its session (or PTY) deleted. */
+static void
+guard_kill(void *arg)
 {
-	static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+	struct run *r = arg;
 	struct sbx_err err;
 	struct dtb tb;
-	char c;
-	size_t i;
-	ssize_t n;
-	int null;
 
-	setsid();
-	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
-		signal(quiet[i], SIG_IGN);
-	sigprocmask(SIG_SETMASK, old, NULL);
-	if ((null = open("/dev/null", O_RDWR)) >= 0)
-		for (i = 0; i < 3; i++)
-			dup2(null, (int)i);
-	if (dup2(sock, 3) < 0)
-		_exit(0);
-	close_range(4, ~0U, 0);
-	/* "k" once the command ended; EOF: we died. */
-	while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
-		;
-	if (n != 1 && sbx_dt_tb_open(&tb, &r->d, r->sb, &err) == 0) {
+	if (sbx_dt_tb_open(&tb, &r->d, r->sb, &err) == 0) {
 		kill_all(&tb, r->tok, SIGKILL);
-		session_delete(&tb, r->tok);
+		session_delete(&tb, r->tok, r->pty);
 		sbx_dt_tb_close(&tb);
 	}
-	_exit(0);
 }
 
-static void
-guard_start(struct run *r, const sigset_t *old)
+/* -t: a PTY of the toolbox, its shell given the script through its
+ * environment (a terminal's line discipline would take what it likes of
+ * a line typed): it types one fixed line. */
+static int
+pty_start(struct run *r, struct sbx_xs *xs, struct sbx_err *err)
 {
-	int sv[2];
+	static const char line[] = " exec sh -c \"$SBX_EXEC_SCRIPT\" sbx-exec "
+	    "3>&2\n";
+	struct sbx_http_resp rs;
+	struct winsize ws;
+	json_t *b, *envs, *a, *v;
+	char *path, name[32];
+	size_t i;
+	int rc;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return;
-	fflush(NULL);
-	if ((r->guard_pid = fork()) == 0) {
-		close(sv[0]);
-		guard_main(r, old, sv[1]);
+	if (sbx_xs_winsize(&ws) < 0 || !ws.ws_col || !ws.ws_row) {
+		ws.ws_row = 24;
+		ws.ws_col = 80;
 	}
-	close(sv[1]);
-	if (r->guard_pid > 0)
-		r->guard = sv[0];
-	else
-		close(sv[0]);
-}
-
-static void
-guard_stop(struct run *r)
-{
-	if (r->guard >= 0) {
-		if (write(r->guard, "k", 1) < 0) {
-		}
-		close(r->guard);
-		r->guard = -1;
+	envs = json_pack("{ssss}", "TERM", sbx_xs_term(), "SBX_EXEC_SCRIPT",
+	    script);
+	a = script_args(r, xs->o);
+	json_array_foreach(a, i, v) {
+		snprintf(name, sizeof name, "SBX_EXEC_A%zu", i);
+		json_object_set(envs, name, v);
 	}
-	if (r->guard_pid > 0)
-		while (waitpid(r->guard_pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	r->guard_pid = -1;
+	snprintf(name, sizeof name, "%zu", json_array_size(a));
+	json_object_set_new(envs, "SBX_EXEC_N", json_string(name));
+	b = json_pack("{sssosisi}", "id", r->tok, "envs", envs, "cols",
+	    (int)ws.ws_col, "rows", (int)ws.ws_row);
+	sbx_xs_guard_start(&r->guard, &xs->old, guard_kill, r);
+	rc = tb_json(r, "POST", b, &rs, err, "/process/pty");
+	wipe_json(b);
+	wipe_json(a);
+	if (rc == 0 && rs.status / 100 != 2)
+		rc = sbx_dt_tb_fail(&rs, "cannot make a terminal for the "
+		    "command", err);
+	sbx_http_resp_release(&rs);
+	if (rc < 0)
+		return -1;
+	r->cmd_id = sbx_xstrdup(r->tok);
+	path = sbx_xasprintf("/process/pty/%s/connect", r->tok);
+	rc = ws_open(r, path);
+	free(path);
+	if (rc < 0)
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot connect to "
+		    "the terminal of sandbox '%s'", r->id);
+	ws_send(r, SBX_WS_BINARY, line, sizeof line - 1);
+	r->next_ms = sbx_mono_ms() + CHECK_MS;
+	/* The user's keys wait for the command. */
+	sbx_xs_hold_input(xs, 1);
+	return 0;
 }
 
 static int
@@ -538,6 +660,8 @@ dx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	char *line, *path;
 	int rc;
 
+	if (r->pty)
+		return pty_start(r, xs, err);
 	b = json_pack("{ss}", "sessionId", r->tok);
 	rc = tb_json(r, "POST", b, &rs, err, "/process/session");
 	json_decref(b);
@@ -547,12 +671,12 @@ dx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	sbx_http_resp_release(&rs);
 	if (rc < 0)
 		return -1;
-	line = command_line(r, xs->o, xs->o->cwd);
+	line = command_line(r, xs->o);
 	b = json_pack("{sssb}", "command", line, "runAsync", 1);
 	explicit_bzero(line, strlen(line));
 	free(line);
 	path = sbx_xasprintf("/process/session/%s/exec", r->tok);
-	guard_start(r, &xs->old);
+	sbx_xs_guard_start(&r->guard, &xs->old, guard_kill, r);
 	rc = tb_json(r, "POST", b, &rs, err, path);
 	free(path);
 	/* It holds the values of -e. */
@@ -566,7 +690,11 @@ dx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	sbx_http_resp_release(&rs);
 	if (rc < 0)
 		return -1;
-	if (ws_open(r) < 0)
+	path = sbx_xasprintf("/process/session/%s/command/%s/logs?follow=true",
+	    r->tok, r->cmd_id);
+	rc = ws_open(r, path);
+	free(path);
+	if (rc < 0)
 		r->next_ms = sbx_mono_ms();
 	else
 		r->next_ms = sbx_mono_ms() + CHECK_MS;
@@ -604,10 +732,19 @@ dx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
     struct sbx_err *err)
 {
 	struct run *r = t;
-	int st;
+	int st, end;
 
 	(void)err;
-	if (r->ws && n > 0 && p[0].revents && ws_read(r)) {
+	end = r->ws && n > 0 && p[0].revents && ws_read(r);
+
+	if (r->pty && r->head_done)
+		sbx_xs_hold_input(xs, 0);
+	if (end && r->pty) {
+		ws_end(r);
+		sbx_xs_done(xs);
+		return 0;
+	}
+	if (end) {
 		ws_end(r);
 		/* Ended as it should: its exit code is there, or soon. */
 		if (command_state(r) != 0 || r->ended) {
@@ -674,6 +811,12 @@ dx_input(void *t, struct sbx_xs *xs, const char *p, size_t n)
 	int rc = 0, len;
 
 	(void)xs;
+	if (r->pty) {
+		if (!r->ws || !n)
+			return r->ws ? 0 : -1;
+		ws_send(r, SBX_WS_BINARY, p, n);
+		return 0;
+	}
 	if (!n)
 		return input_line(r, ".\n", 2);
 	enc = sbx_xmalloc(4 * ((INPUT_CHUNK + 2) / 3) + 2);
@@ -688,6 +831,28 @@ dx_input(void *t, struct sbx_xs *xs, const char *p, size_t n)
 	}
 	free(enc);
 	return rc;
+}
+
+static void
+dx_resize(void *t)
+{
+	struct run *r = t;
+	struct sbx_http_resp rs;
+	struct sbx_err err;
+	struct winsize ws;
+	json_t *b;
+	char *path;
+
+	if (sbx_xs_winsize(&ws) < 0 || !ws.ws_col || !ws.ws_row)
+		return;
+	b = json_pack("{sisi}", "cols", (int)ws.ws_col, "rows",
+	    (int)ws.ws_row);
+	path = sbx_xasprintf("/process/pty/%s/resize", r->tok);
+	/* Ended meanwhile: not our failure. */
+	tb_json(r, "POST", b, &rs, &err, path);
+	sbx_http_resp_release(&rs);
+	json_decref(b);
+	free(path);
 }
 
 static void
@@ -740,13 +905,13 @@ dx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 
 	if (r->ws)
 		ws_end(r);
-	while (!r->lost && !st && sbx_mono_ms() < until) {
+	while (!r->pty && !r->lost && !st && sbx_mono_ms() < until) {
 		if ((st = command_state(r)) < 0)
 			break;
 		if (!st)
 			usleep(50000);
 	}
-	guard_stop(r);
+	sbx_xs_guard_stop(&r->guard);
 	if (xs->res->timed_out) {
 		sbx_xs_end(xs->res, SBX_XS_TIMEDOUT, 0);
 		return 0;
@@ -789,6 +954,7 @@ static const struct sbx_xs_transport dx_transport = {
 	.ready = dx_ready,
 	.input = dx_input,
 	.signal = dx_signal,
+	.resize = dx_resize,
 	.expire = dx_expire,
 	.finish = dx_finish,
 };
@@ -809,13 +975,10 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 	int rc = -1;
 
 	memset(&r, 0, sizeof r);
-	r.guard = r.guard_pid = -1;
+	r.guard.fd = r.guard.pid = -1;
 	sbx_xs_init(&xs, &wo, res, &dx_transport, &r);
 	if (!argv[0])
 		return sbx_err_set(err, SBX_EX_USAGE, "no command to run");
-	if (o->tty)
-		return sbx_err_set(err, SBX_EX_USAGE, "the daytona backend "
-		    "cannot give a command a terminal (-t)");
 	if (o->user)
 		return sbx_err_set(err, SBX_EX_USAGE, "the daytona backend "
 		    "cannot run a command as another user (-u '%s')",
@@ -824,7 +987,8 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 		return -1;
 	st = sbx_json_str(r.sb, "state");
 	if (strcmp(st ? st : "", "started")) {
-		if (!strcmp(sbx_dt_status(st ? st : ""), "paused"))
+		if (!strcmp(sbx_dt_status(st ? st : ""), "paused") ||
+		    !strcmp(sbx_dt_status(st ? st : ""), "stopped"))
 			sbx_xs_paused(err, r.id, st);
 		else
 			sbx_xs_not_running(err, r.id, st ? st : "in no state");
@@ -843,15 +1007,17 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 		snprintf(r.tok + 4 + 2 * i, 3, "%02x", rnd[i]);
 	r.xs = &xs;
 	r.argv = argv;
+	r.pty = o->tty;
 	rc = sbx_xs_run(&xs, err);
 	if (r.cmd_id || r.tb.h)
 		/* Ends what is left of it. */
-		session_delete(&r.tb, r.tok);
+		session_delete(&r.tb, r.tok, r.pty);
 out:
-	guard_stop(&r);
+	sbx_xs_guard_stop(&r.guard);
 	if (r.ws)
 		sbx_http_conn_free(r.ws);
 	sbx_ws_reader_release(&r.rd);
+	sbx_buf_release(&r.pre);
 	free(r.cmd_id);
 	free(wdir);
 	json_decref(info);
