@@ -76,10 +76,12 @@ static const struct sbx_backend backends[] = {
 	},
 	{
 		.name = "daytona",
-		/* E2B's rates until Daytona's own are known. */
-		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS | SBX_CAP_MEMORY |
-		    SBX_CAP_DISK | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
-		    SBX_CAP_TIMEOUT | SBX_CAP_STOP | SBX_CAP_NAME,
+		/* Idle: the sandbox's lastActivityAt. E2B's rates until
+		 * Daytona's own are known. */
+		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
+		    SBX_CAP_MEMORY | SBX_CAP_DISK | SBX_CAP_NET_DENY |
+		    SBX_CAP_NET_ALLOW | SBX_CAP_TIMEOUT | SBX_CAP_STOP |
+		    SBX_CAP_NAME | SBX_CAP_IDLE,
 		.endpoint = 1,
 		.template_sized = 1,
 		.vcpu_second_default = SBX_E2B_VCPU_SECOND,

@@ -139,7 +139,8 @@ sanitized() {
 		# Daytona stops (its sandboxes have no suspend).
 		jq -se '.[3].caps | .pty and .stdin and .cpus and .memory and
 		    .disk and .network_deny and .network_allow and .timeout and
-		    .stop and .name and (.suspend | not) and (.pids | not) and
+		    .stop and .name and .idle and (.suspend | not) and
+		    (.pids | not) and
 		    (.keep | not) and (.network_rules | not)' \
 		    <<<"$output"
 	done

@@ -45,8 +45,9 @@ teardown() {
 # names the proxy (the sandbox's toolbox too, as the proxy answers).
 proxy_start() {
 	local i
-	python3 "$BATS_TEST_DIRNAME/../../lib/noupgrade-proxy.py" \
-	    "$BATS_TEST_TMPDIR/port" "$SBXD_URL" "$BATS_TEST_TMPDIR/proxy.log" &
+	python3 "$BATS_TEST_DIRNAME/../../lib/dt-proxy.py" \
+	    "$BATS_TEST_TMPDIR/port" "$SBXD_URL" "$BATS_TEST_TMPDIR/proxy.log" refuse \
+	    3>&- &
 	PROXY_PID=$!
 	for ((i = 0; i < 100; i++)); do
 		[ -s "$BATS_TEST_TMPDIR/port" ] && break
@@ -55,6 +56,63 @@ proxy_start() {
 	[ -s "$BATS_TEST_TMPDIR/port" ] || fail "the proxy did not start"
 	export DAYTONA_API_URL=http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")/api
 	jq '.ref.endpoint = env.DAYTONA_API_URL' "$SHARED" >s.json
+}
+
+# sbxd behind an HTTPS proxy that passes upgrades on, its certificate of
+# a CA of the test's (then over_tls "$@" runs "$@" trusting that CA alone).
+tls_proxy_start() {
+	local t=$BATS_TEST_TMPDIR/tls i
+	unshare -rm true 2>/dev/null ||
+	    skip "no mount namespace here (unshare -rm) to trust a test CA"
+	mkdir -p "$t"
+	openssl req -x509 -newkey rsa:2048 -nodes -keyout "$t/ca.key" \
+	    -out "$t/ca.crt" -days 1 -subj /CN=sbx-test-ca 2>/dev/null
+	openssl req -newkey rsa:2048 -nodes -keyout "$t/srv.key" \
+	    -out "$t/srv.csr" -subj /CN=127.0.0.1 2>/dev/null
+	printf 'subjectAltName=IP:127.0.0.1\n' >"$t/ext"
+	openssl x509 -req -in "$t/srv.csr" -CA "$t/ca.crt" -CAkey "$t/ca.key" \
+	    -CAcreateserial -out "$t/srv.crt" -days 1 -extfile "$t/ext" 2>/dev/null
+	python3 "$BATS_TEST_DIRNAME/../../lib/dt-proxy.py" "$t/port" \
+	    "$SBXD_URL" "$BATS_TEST_TMPDIR/proxy.log" tls "$t/srv.crt" \
+	    "$t/srv.key" 3>&- &
+	PROXY_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$t/port" ] && break
+		sleep 0.05
+	done
+	[ -s "$t/port" ] || fail "the proxy did not start"
+	export DAYTONA_API_URL=https://127.0.0.1:$(cat "$t/port")/api
+	jq '.ref.endpoint = env.DAYTONA_API_URL' "$SHARED" >s.json
+}
+
+# The system's bundle replaced by the test's CA in a mount namespace of its
+# own (libcurl's bundle is fixed at its build).
+over_tls() {
+	CA=$BATS_TEST_TMPDIR/tls/ca.crt unshare -rm sh -c \
+	    'mount --bind "$CA" /etc/ssl/certs/ca-certificates.crt && exec "$@"' \
+	    sh "$@"
+}
+
+@test "daytona: sbx-exec over https: the log on a TLS WebSocket, stdin, a PTY" {
+	tls_proxy_start
+	run --separate-stderr over_tls sh -c '
+	    sbx-exec -s s.json -- sh -c "seq 1 200000; echo e >&2; exit 6"
+	    echo "rc=$?"
+	    echo abc | sbx-exec -i -s s.json -- cat
+	    rm -f ti; mkfifo ti; sleep 60 >ti 3>&- & s=$!
+	    script -qec "sbx-exec -t -s s.json -- sh -c \"tty; exit 2\"; echo rc=\$?" \
+	        /dev/null <ti | tr -d "\r"
+	    kill $s'
+	assert_success
+	[ "$stderr" = e ]
+	[ "$(head -n 200000 <<<"$output" | sha256sum)" = "$(seq 1 200000 | sha256sum)" ]
+	[ "${lines[200000]}" = rc=6 ]
+	[ "${lines[200001]}" = abc ]
+	[[ "${lines[200002]}" == /dev/pts/* ]] ||
+	    fail "$(printf '%s\n' "${lines[@]:200000}")"
+	[ "${lines[200003]}" = rc=2 ]
+	[ "$(grep -c '^upgraded .*/logs?follow=true$' "$BATS_TEST_TMPDIR/proxy.log")" -eq 2 ]
+	grep -q '^upgraded .*/process/pty/.*/connect$' "$BATS_TEST_TMPDIR/proxy.log"
 }
 
 @test "daytona: sbx-exec follows the command's log on a WebSocket" {
