@@ -124,6 +124,15 @@ sbx_xs_end(struct sbx_exec_result *res, enum sbx_xs_how how, int n)
 	}
 }
 
+void
+sbx_xs_end_status(struct sbx_exec_result *res, long long code)
+{
+	if (code > 128 && code < 128 + 65)
+		sbx_xs_end(res, SBX_XS_KILLED, (int)code - 128);
+	else
+		sbx_xs_end(res, SBX_XS_EXITED, (int)(code & 255));
+}
+
 enum sbx_xs_why
 sbx_xs_start_why(const char *t)
 {

@@ -143,6 +143,9 @@ const char *sbx_xs_term(void);
 /* How a command ended, into res: exit_code, signal, timed_out. */
 enum sbx_xs_how { SBX_XS_EXITED, SBX_XS_KILLED, SBX_XS_TIMEDOUT };
 void sbx_xs_end(struct sbx_exec_result *res, enum sbx_xs_how how, int n);
+/* As a shell's status says it: 128+N (N a signal) killed by N, else
+ * exited with code & 255. */
+void sbx_xs_end_status(struct sbx_exec_result *res, long long code);
 
 /* What an engine's text says when it could not start the command. */
 enum sbx_xs_why {

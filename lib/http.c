@@ -459,18 +459,31 @@ sbx_http_do(struct sbx_http *h, const struct sbx_http_req *rq,
 	}
 }
 
-/* Read up to the end of a reply's head; what follows goes to rest. */
+/* A blocking fd's read, bounded by DEFAULT_MS. */
+static ssize_t
+fd_read(void *arg, void *p, size_t n)
+{
+	int fd = *(int *)arg;
+	struct pollfd f = {fd, POLLIN, 0};
+
+	if (poll(&f, 1, (int)DEFAULT_MS) <= 0) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	return read(fd, p, n);
+}
+
+/* Read up to the end of a reply's head with rd; what follows goes to
+ * rest. */
 static int
-read_head(int fd, struct sbx_buf *head, struct sbx_buf *rest)
+read_head(ssize_t (*rd)(void *, void *, size_t), void *arg,
+    struct sbx_buf *head, struct sbx_buf *rest)
 {
 	char buf[4096], *end;
 	ssize_t n;
-	struct pollfd p = {fd, POLLIN, 0};
 
 	for (;;) {
-		if (poll(&p, 1, (int)DEFAULT_MS) <= 0)
-			return -1;
-		if ((n = read(fd, buf, sizeof buf)) < 0 && errno == EINTR)
+		if ((n = rd(arg, buf, sizeof buf)) < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -1;
@@ -482,6 +495,7 @@ read_head(int fd, struct sbx_buf *head, struct sbx_buf *rest)
 			sbx_buf_add(rest, end, head->len - (size_t)(end -
 			    head->data));
 			head->len = (size_t)(end - head->data);
+			head->data[head->len] = '\0';
 			return 0;
 		}
 	}
@@ -541,7 +555,7 @@ sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq, int *fd,
 		goto out;
 	}
 	head.limit = HEAD_MAX;
-	if (read_head(s, &head, rest) < 0 || sscanf(head.data,
+	if (read_head(fd_read, &s, &head, rest) < 0 || sscanf(head.data,
 	    "HTTP/1.%*d %ld", status) != 1) {
 		sbx_err_set(err, SBX_EX_FAIL, "no answer from '%s'",
 		    h->endpoint);
@@ -702,35 +716,20 @@ sbx_http_conn_free(struct sbx_http_conn *c)
 	free(c);
 }
 
-/* Read up to the end of a reply's head through c; the rest to rest. */
-static int
-conn_head(struct sbx_http_conn *c, struct sbx_buf *head, struct sbx_buf *rest)
+/* c's read, waiting (DEFAULT_MS at most) while there is nothing. */
+static ssize_t
+conn_read_wait(void *arg, void *p, size_t n)
 {
-	struct pollfd p = {c->s, POLLIN, 0};
-	char buf[4096], *end;
-	ssize_t n;
+	struct sbx_http_conn *c = arg;
+	struct pollfd f = {c->s, POLLIN, 0};
+	ssize_t k;
 
-	for (;;) {
-		if ((n = sbx_http_conn_read(c, buf, sizeof buf)) < 0 &&
-		    errno == EAGAIN) {
-			if (poll(&p, 1, (int)DEFAULT_MS) <= 0)
-				return -1;
-			continue;
-		}
-		if (n <= 0)
+	while ((k = sbx_http_conn_read(c, p, n)) < 0 && errno == EAGAIN)
+		if (poll(&f, 1, (int)DEFAULT_MS) <= 0) {
+			errno = ETIMEDOUT;
 			return -1;
-		sbx_buf_add(head, buf, (size_t)n);
-		if (head->truncated)
-			return -1;
-		if ((end = strstr(head->data, "\r\n\r\n"))) {
-			end += 4;
-			sbx_buf_add(rest, end, head->len - (size_t)(end -
-			    head->data));
-			head->len = (size_t)(end - head->data);
-			head->data[head->len] = '\0';
-			return 0;
 		}
-	}
+	return k;
 }
 
 int
@@ -784,8 +783,8 @@ sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *rq,
 		goto out;
 	}
 	head->limit = HEAD_MAX;
-	if (conn_head(c, head, rest) < 0 || sscanf(head->data,
-	    "HTTP/1.%*d %ld", status) != 1) {
+	if (read_head(conn_read_wait, c, head, rest) < 0 ||
+	    sscanf(head->data, "HTTP/1.%*d %ld", status) != 1) {
 		sbx_err_set(err, SBX_EX_FAIL, "no answer from '%s'",
 		    h->endpoint);
 		goto out;

@@ -645,7 +645,8 @@ pty_start(struct run *r, struct sbx_xs *xs, struct sbx_err *err)
 		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot connect to "
 		    "the terminal of sandbox '%s'", r->id);
 	ws_send(r, SBX_WS_BINARY, line, sizeof line - 1);
-	r->next_ms = sbx_mono_ms() + CHECK_MS;
+	/* At once: TLS may hold frames already (dx_ready). */
+	r->next_ms = sbx_mono_ms();
 	/* The user's keys wait for the command. */
 	sbx_xs_hold_input(xs, 1);
 	return 0;
@@ -692,12 +693,11 @@ dx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 		return -1;
 	path = sbx_xasprintf("/process/session/%s/command/%s/logs?follow=true",
 	    r->tok, r->cmd_id);
-	rc = ws_open(r, path);
+	/* Best effort: without it, polling. */
+	ws_open(r, path);
 	free(path);
-	if (rc < 0)
-		r->next_ms = sbx_mono_ms();
-	else
-		r->next_ms = sbx_mono_ms() + CHECK_MS;
+	/* At once: polling, or what TLS may hold already (dx_ready). */
+	r->next_ms = sbx_mono_ms();
 	return 0;
 }
 
@@ -735,7 +735,11 @@ dx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
 	int st, end;
 
 	(void)err;
-	end = r->ws && n > 0 && p[0].revents && ws_read(r);
+	/* Read whatever the poll said: TLS may hold what came with the
+	 * upgrade's answer, which no poll tells. */
+	(void)p;
+	(void)n;
+	end = r->ws && ws_read(r);
 
 	if (r->pty && r->head_done)
 		sbx_xs_hold_input(xs, 0);
@@ -874,26 +878,29 @@ dx_expire(void *t, struct sbx_err *err)
 	return 0;
 }
 
+/* Whether the sandbox is gone or no longer started. */
+static int
+sandbox_ended(struct run *r)
+{
+	struct sbx_err gerr = {0};
+	json_t *s2 = NULL;
+	int gone;
+
+	gone = (sbx_dt_get(&r->d, r->id, &s2, &gerr) < 0 && gerr.code ==
+	    SBX_EX_NOSANDBOX) || (s2 && strcmp(sbx_json_str(s2, "state") ?
+	    sbx_json_str(s2, "state") : "", "started"));
+	json_decref(s2);
+	return gone;
+}
+
 /* The command is gone without its status: the sandbox's end? */
 static int
 vanished(struct run *r, struct sbx_err *err)
 {
-	struct sbx_err gerr = {0};
-	json_t *s2 = NULL;
-	int rc;
-
-	if (sbx_dt_get(&r->d, r->id, &s2, &gerr) < 0 && gerr.code ==
-	    SBX_EX_NOSANDBOX)
-		rc = sbx_xs_vanished(err, r->id, r->argv[0]);
-	else if (s2 && strcmp(sbx_json_str(s2, "state") ?
-	    sbx_json_str(s2, "state") : "", "started"))
-		rc = sbx_xs_vanished(err, r->id, r->argv[0]);
-	else
-		rc = sbx_err_set(err, SBX_EX_FAIL, "the command '%s' went "
-		    "away from its session in sandbox '%s'", r->argv[0],
-		    r->id);
-	json_decref(s2);
-	return rc;
+	if (sandbox_ended(r))
+		return sbx_xs_vanished(err, r->id, r->argv[0]);
+	return sbx_err_set(err, SBX_EX_FAIL, "the command '%s' went away "
+	    "from its session in sandbox '%s'", r->argv[0], r->id);
 }
 
 static int
@@ -939,10 +946,11 @@ dx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 		return sbx_xs_start_fail(err, SBX_XS_START_OTHER, r->argv[0],
 		    r->outcome[0] ? "no FIFO for its stdin" : "the session's "
 		    "shell did not run it");
-	if (r->exit_code > 128 && r->exit_code < 128 + 65)
-		sbx_xs_end(xs->res, SBX_XS_KILLED, (int)r->exit_code - 128);
-	else
-		sbx_xs_end(xs->res, SBX_XS_EXITED, (int)(r->exit_code & 255));
+	/* Killed (or its shell with it) as the sandbox stopped or went:
+	 * that is the sandbox's end, not the command's. */
+	if ((r->exit_code > 128 || r->exit_code < 0) && sandbox_ended(r))
+		return sbx_xs_vanished(err, r->id, r->argv[0]);
+	sbx_xs_end_status(xs->res, r->exit_code);
 	return 0;
 }
 

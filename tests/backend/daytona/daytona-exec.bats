@@ -41,27 +41,29 @@ teardown() {
 	return 0
 }
 
-# sbxd behind a proxy that refuses every WebSocket upgrade: DAYTONA_API_URL
-# names the proxy (the sandbox's toolbox too, as the proxy answers).
+# sbxd behind dt-proxy.py in mode "$@" (refuse, or tls CERT KEY):
+# DAYTONA_API_URL and the state file's ref name the proxy (the sandbox's
+# toolbox too, as the proxy answers).
 proxy_start() {
-	local i
+	local i scheme=http
+	[ "$1" = tls ] && scheme=https
 	python3 "$BATS_TEST_DIRNAME/../../lib/dt-proxy.py" \
-	    "$BATS_TEST_TMPDIR/port" "$SBXD_URL" "$BATS_TEST_TMPDIR/proxy.log" refuse \
-	    3>&- &
+	    "$BATS_TEST_TMPDIR/port" "$SBXD_URL" "$BATS_TEST_TMPDIR/proxy.log" \
+	    "$@" 3>&- &
 	PROXY_PID=$!
 	for ((i = 0; i < 100; i++)); do
 		[ -s "$BATS_TEST_TMPDIR/port" ] && break
 		sleep 0.05
 	done
 	[ -s "$BATS_TEST_TMPDIR/port" ] || fail "the proxy did not start"
-	export DAYTONA_API_URL=http://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")/api
+	export DAYTONA_API_URL=$scheme://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")/api
 	jq '.ref.endpoint = env.DAYTONA_API_URL' "$SHARED" >s.json
 }
 
 # sbxd behind an HTTPS proxy that passes upgrades on, its certificate of
 # a CA of the test's (then over_tls "$@" runs "$@" trusting that CA alone).
 tls_proxy_start() {
-	local t=$BATS_TEST_TMPDIR/tls i
+	local t=$BATS_TEST_TMPDIR/tls
 	unshare -rm true 2>/dev/null ||
 	    skip "no mount namespace here (unshare -rm) to trust a test CA"
 	mkdir -p "$t"
@@ -72,17 +74,7 @@ tls_proxy_start() {
 	printf 'subjectAltName=IP:127.0.0.1\n' >"$t/ext"
 	openssl x509 -req -in "$t/srv.csr" -CA "$t/ca.crt" -CAkey "$t/ca.key" \
 	    -CAcreateserial -out "$t/srv.crt" -days 1 -extfile "$t/ext" 2>/dev/null
-	python3 "$BATS_TEST_DIRNAME/../../lib/dt-proxy.py" "$t/port" \
-	    "$SBXD_URL" "$BATS_TEST_TMPDIR/proxy.log" tls "$t/srv.crt" \
-	    "$t/srv.key" 3>&- &
-	PROXY_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$t/port" ] && break
-		sleep 0.05
-	done
-	[ -s "$t/port" ] || fail "the proxy did not start"
-	export DAYTONA_API_URL=https://127.0.0.1:$(cat "$t/port")/api
-	jq '.ref.endpoint = env.DAYTONA_API_URL' "$SHARED" >s.json
+	proxy_start tls "$t/srv.crt" "$t/srv.key"
 }
 
 # The system's bundle replaced by the test's CA in a mount namespace of its
@@ -142,7 +134,7 @@ over_tls() {
 }
 
 @test "daytona: without a WebSocket, sbx-exec polls: the output, the status, stdin" {
-	proxy_start
+	proxy_start refuse
 	run --separate-stderr sbx-exec -s s.json -- sh -c 'echo out; sleep 1; echo err >&2; exit 5'
 	assert_failure 5
 	assert_output out
@@ -161,7 +153,7 @@ over_tls() {
 }
 
 @test "daytona: without a WebSocket, --timeout still kills the command with 124" {
-	proxy_start
+	proxy_start refuse
 	run --separate-stderr sbx-exec -s s.json -T 1 -- sh -c 'echo before; sleep 300'
 	[ "$status" -eq 124 ]
 	assert_output before
