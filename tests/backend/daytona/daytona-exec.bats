@@ -91,7 +91,7 @@ over_tls() {
 	    sbx-exec -s s.json -- sh -c "seq 1 200000; echo e >&2; exit 6"
 	    echo "rc=$?"
 	    echo abc | sbx-exec -i -s s.json -- cat
-	    rm -f ti; mkfifo ti; sleep 60 >ti 3>&- & s=$!
+	    rm -f ti; mkfifo ti; sleep 60 >ti 2>/dev/null 3>&- & s=$!
 	    script -qec "sbx-exec -t -s s.json -- sh -c \"tty; exit 2\"; echo rc=\$?" \
 	        /dev/null <ti | tr -d "\r"
 	    kill $s'
@@ -205,11 +205,15 @@ over_tls() {
 # A shell command line on a terminal (script(1)), its stdin a pipe that
 # stays open; the output without the terminal's CRs.
 in_term() {
+	local p rc=0
 	rm -f term-in
 	mkfifo term-in
-	sleep 60 >term-in 3>&- &
-	BG_PID=$!
-	script -qec "$1" /dev/null <term-in | tr -d '\r'
+	sleep 60 >term-in 2>/dev/null 3>&- &
+	p=$!
+	script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
+	kill "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	return "$rc"
 }
 
 @test "daytona: sbx-exec -t shows the command's output alone, not the PTY shell's prompt or echo" {
