@@ -459,6 +459,21 @@ sbx_http_do(struct sbx_http *h, const struct sbx_http_req *rq,
 	}
 }
 
+/* A request's head: its first lines, then headers, then the blank line. */
+static void
+request_head(struct sbx_buf *req, const char *first,
+    const char *const *headers)
+{
+	const char *const *hp;
+
+	sbx_buf_add(req, first, strlen(first));
+	for (hp = headers; hp && *hp; hp++) {
+		sbx_buf_add(req, *hp, strlen(*hp));
+		sbx_buf_add(req, "\r\n", 2);
+	}
+	sbx_buf_add(req, "\r\n", 2);
+}
+
 /* A blocking fd's read, bounded by DEFAULT_MS. */
 static ssize_t
 fd_read(void *arg, void *p, size_t n)
@@ -507,7 +522,6 @@ sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq, int *fd,
 {
 	char errbuf[CURL_ERROR_SIZE] = "", *body = NULL, *cl;
 	struct sbx_buf req = SBX_BUF_INIT, head = SBX_BUF_INIT;
-	const char *const *hp;
 	curl_socket_t s = CURL_SOCKET_BAD;
 	CURLcode res;
 	int rc = -1, fl;
@@ -540,13 +554,8 @@ sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq, int *fd,
 	    "Upgrade\r\nUpgrade: tcp\r\nContent-Type: application/json\r\n"
 	    "Content-Length: %zu\r\n", rq->method, rq->path, h->host,
 	    body ? strlen(body) : 0);
-	sbx_buf_add(&req, line, strlen(line));
+	request_head(&req, line, rq->headers);
 	free(line);
-	for (hp = rq->headers; hp && *hp; hp++) {
-		sbx_buf_add(&req, *hp, strlen(*hp));
-		sbx_buf_add(&req, "\r\n", 2);
-	}
-	sbx_buf_add(&req, "\r\n", 2);
 	if (body)
 		sbx_buf_add(&req, body, strlen(body));
 	if (sbx_write_all(s, req.data, req.len) < 0) {
@@ -739,7 +748,7 @@ sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *rq,
 {
 	char errbuf[CURL_ERROR_SIZE] = "", *line;
 	struct sbx_buf req = SBX_BUF_INIT;
-	const char *const *hp, *path;
+	const char *path;
 	struct sbx_http_conn *c;
 	CURLcode res;
 	int rc = -1;
@@ -770,13 +779,8 @@ sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *rq,
 	path = path ? path + 2 + strcspn(path + 2, "/") : "";
 	line = sbx_xasprintf("GET %s%s HTTP/1.1\r\nHost: %s\r\nConnection: "
 	    "Upgrade\r\nUpgrade: %s\r\n", path, rq->path, h->host, proto);
-	sbx_buf_add(&req, line, strlen(line));
+	request_head(&req, line, rq->headers);
 	free(line);
-	for (hp = rq->headers; hp && *hp; hp++) {
-		sbx_buf_add(&req, *hp, strlen(*hp));
-		sbx_buf_add(&req, "\r\n", 2);
-	}
-	sbx_buf_add(&req, "\r\n", 2);
 	if (sbx_http_conn_write(c, req.data, req.len) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot send to '%s':",
 		    h->endpoint);
