@@ -6,14 +6,16 @@
 
 #include "sbx.h"
 
-enum { OPT_MEMORY = 256 };
+enum { OPT_MEMORY = 256, OPT_ARCHIVE };
 
 static const char usage[] =
-    "usage: sbx-pause [-qrv] [-m suspend|stop | --memory[=true|false]]\n"
+    "usage: sbx-pause [-qrv] [-m suspend|stop|archive | --archive |\n"
+    "                 --memory[=true|false]]\n"
     "                 [-b backend] [-I id | -s file] [id ...]\n"
     "       sbx-pause -S [-b backend]\n";
 
 static const struct option longopts[] = {
+	{"archive", no_argument, NULL, OPT_ARCHIVE},
 	{"backend", required_argument, NULL, 'b'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"id", required_argument, NULL, 'I'},
@@ -32,7 +34,7 @@ struct ctx {
 	const char *backend;
 	const char *explicit_backend; /* -b, when given */
 	int resume;
-	int mode, stop; /* --mode given; it is stop */
+	int mode, stop; /* --mode given; it is stop (1) or archive (2) */
 	int memory;     /* it was given as --memory */
 };
 
@@ -67,8 +69,9 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 		sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' cannot pause",
 		    be->name);
 	else if (!ctx->resume &&
-	    sbx_backend_need(be, stop ? SBX_CAP_STOP : SBX_CAP_SUSPEND,
-	    &err) < 0 && ctx->memory && (p = strstr(err.msg, " (--mode ")))
+	    sbx_backend_need(be, stop == 2 ? SBX_CAP_ARCHIVE : stop ?
+	    SBX_CAP_STOP : SBX_CAP_SUSPEND, &err) < 0 && ctx->memory &&
+	    (p = strstr(err.msg, " (--mode ")))
 		/* The refusal names the flag as it was given. */
 		snprintf(p, sizeof err.msg - (size_t)(p - err.msg),
 		    " (--memory=%s)", stop ? "false" : "true");
@@ -133,9 +136,10 @@ act_state(const char *path, void *arg)
 
 /* --help: a line for each option (the common ones: lib/help.c). */
 static const struct sbx_help_opt helpopts[] = {
+	{"archive", NULL, "stop, then archive (--mode archive)"},
 	{"backend", NULL, "the backend the ids belong to"},
 	{"memory", "true|false", "keep the memory (suspend) or only the files (stop)"},
-	{"mode", NULL, "how to pause: suspend or stop"},
+	{"mode", NULL, "how to pause: suspend, stop or archive"},
 	{"resume", NULL, "resume the sandboxes instead"},
 	{"semantics", NULL, "print what pausing does on the backend"},
 	{NULL, NULL, NULL},
@@ -155,22 +159,38 @@ main(int argc, char **argv)
 	struct sbx_err err = {0};
 	const struct sbx_backend *be;
 	const char *mode = NULL;
-	int c, rc, semantics = 0, memory = 0;
+	int c, rc, semantics = 0, memory = 0, archive = 0;
 
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
 	while ((c = getopt_long(argc, argv, "b:hI:m:qrSs:vV", longopts,
 	    NULL)) != -1) {
 		switch (c) {
+		case OPT_ARCHIVE:
+			if (memory)
+				sbx_usage_error(usage, "give --memory or "
+				    "--archive, not both");
+			if (mode && strcmp(mode, "archive"))
+				sbx_usage_error(usage, "give --mode or "
+				    "--archive, not both");
+			mode = "archive";
+			archive = 1;
+			break;
 		case 'm':
 			if (memory)
 				sbx_usage_error(usage, "give --mode or "
 				    "--memory, not both");
+			if (archive)
+				sbx_usage_error(usage, "give --mode or "
+				    "--archive, not both");
 			mode = optarg;
 			break;
 		case OPT_MEMORY:
 			/* E2B's pause {"memory": false}: a suspend keeps
 			 * the memory, a stop only the files. */
+			if (archive)
+				sbx_usage_error(usage, "give --memory or "
+				    "--archive, not both");
 			if (mode && !memory)
 				sbx_usage_error(usage, "give --mode or "
 				    "--memory, not both");
@@ -195,16 +215,18 @@ main(int argc, char **argv)
 				sbx_usage(usage, SBX_EX_USAGE);
 		}
 	}
-	if (mode && strcmp(mode, "suspend") && strcmp(mode, "stop"))
-		sbx_usage_error(usage, "--mode must be suspend or stop, not "
-		    "'%s'", mode);
+	if (mode && strcmp(mode, "suspend") && strcmp(mode, "stop") &&
+	    strcmp(mode, "archive"))
+		sbx_usage_error(usage, "--mode must be suspend, stop or "
+		    "archive, not '%s'", mode);
 	if (mode && ctx.resume)
 		sbx_usage_error(usage, "--%s is for pausing; --resume "
 		    "resumes however it was paused", memory ? "memory" :
 		    "mode");
 	ctx.mode = mode != NULL;
 	ctx.memory = memory;
-	ctx.stop = mode && !strcmp(mode, "stop");
+	ctx.stop = !mode ? 0 : !strcmp(mode, "stop") ? 1 :
+	    !strcmp(mode, "archive") ? 2 : 0;
 	ctx.backend = t.backend ? t.backend : sbx_backend_default();
 	ctx.explicit_backend = t.backend;
 	sbx_flavour_pick_target(&t, argc - optind);
@@ -220,6 +242,9 @@ main(int argc, char **argv)
 		if (be->caps & SBX_CAP_STOP)
 			json_array_append_new(json_object_get(o, "modes"),
 			    json_string("stop"));
+		if (be->caps & SBX_CAP_ARCHIVE)
+			json_array_append_new(json_object_get(o, "modes"),
+			    json_string("archive"));
 		sbx_out_json(o);
 		json_decref(o);
 		return sbx_out_close(SBX_EX_OK);

@@ -187,6 +187,7 @@ static const struct {
 	{SBX_CAP_SNAPSHOT, "snapshot", "snapshot a sandbox's files "
 	    "(sbx-snapshot, sbx-fork, --from)"},
 	{SBX_CAP_VOLUMES, "volumes", "mount volumes (--volume, sbx-volume)"},
+	{SBX_CAP_ARCHIVE, "archive", "archive a sandbox (--mode archive)"},
 };
 
 int

@@ -8,6 +8,8 @@
 /* What a per-vCPU or per-GiB rate assumes when the state does not say. */
 #define DEFAULT_VCPU_MILLI 2000
 #define DEFAULT_MEMORY_MIB 512
+#define DEFAULT_DISK_GIB 10          /* limits.disk's default */
+#define MAX_DISK_GIB (1ULL << 20)    /* 1 PiB */
 #define MAX_VCPU_MILLI 10000000ULL   /* 10,000 vCPUs */
 #define MAX_MEMORY_MIB (1ULL << 30)  /* 1 PiB */
 
@@ -150,21 +152,35 @@ rate_value(const char *v, const char *src, uint64_t *out,
 	return 0;
 }
 
-/* vCPUs (in millis) and MiB from the state's "resources", or assumed. */
+/* vCPUs (in millis), MiB and GiB of disk from the state's "resources",
+ * or assumed. */
 static int
 resources(const json_t *root, struct sbx_rate *r, int *assumed_cpu,
-    int *assumed_mem, struct sbx_err *err)
+    int *assumed_mem, int *assumed_disk, struct sbx_err *err)
 {
-	json_t *res = json_object_get(root, "resources"), *c, *m;
+	json_t *res = json_object_get(root, "resources"), *c, *m, *d;
 	double v;
 
 	c = json_object_get(res, "vcpus");
 	m = json_object_get(res, "memory_mib");
+	d = json_object_get(res, "disk_gib");
 	if ((res && !json_is_object(res) && !json_is_null(res)) ||
 	    (c && !json_is_number(c) && !json_is_null(c)) ||
-	    (m && !json_is_integer(m) && !json_is_null(m)))
+	    (m && !json_is_integer(m) && !json_is_null(m)) ||
+	    (d && !json_is_integer(d) && !json_is_null(d)))
 		return sbx_err_set(err, SBX_EX_DATA,
-		    "\"resources\" is not {\"vcpus\": N, \"memory_mib\": M}");
+		    "\"resources\" is not {\"vcpus\": N, \"memory_mib\": M, "
+		    "\"disk_gib\": D}");
+	*assumed_disk = !json_is_integer(d);
+	r->disk_gib = DEFAULT_DISK_GIB;
+	if (!*assumed_disk) {
+		if (json_integer_value(d) <= 0 ||
+		    (uint64_t)json_integer_value(d) > MAX_DISK_GIB)
+			return sbx_err_set(err, SBX_EX_DATA,
+			    "\"resources\": bad disk_gib %lld",
+			    (long long)json_integer_value(d));
+		r->disk_gib = (uint64_t)json_integer_value(d);
+	}
 	*assumed_cpu = !json_is_number(c);
 	*assumed_mem = !json_is_integer(m);
 	r->vcpu_milli = DEFAULT_VCPU_MILLI;
@@ -187,22 +203,25 @@ resources(const json_t *root, struct sbx_rate *r, int *assumed_cpu,
 	return 0;
 }
 
-/* cost.B.vcpu_second and cost.B.gib_second, with the resources: 1 when
- * either is set, 0 when neither is; the backend's defaults (dc, dm) when
- * given and neither is set. */
+/* cost.B.vcpu_second and cost.B.gib_second (and cost.B.disk_gib_second,
+ * with either), with the resources: 1 when either is set, 0 when neither
+ * is; the backend's defaults (dc, dm, dd) when given and neither is
+ * set. */
 static int
 per_second(const char *backend, const json_t *root, struct sbx_rate *r,
-    const char *dc, const char *dm, struct sbx_err *err)
+    const char *dc, const char *dm, const char *dd, struct sbx_err *err)
 {
-	char kc[64], km[64], sc[72], sm[72], src[152], n[32], cpu[40];
-	char mem[40];
-	const char *vc, *vm;
-	int ac = 1, am = 1;
+	char kc[64], km[64], kd[64], sc[72], sm[72], sd[72], src[152], n[32];
+	char cpu[40], mem[40];
+	const char *vc, *vm, *vd;
+	int ac = 1, am = 1, ad = 1;
 
 	snprintf(kc, sizeof kc, "cost.%s.vcpu_second", backend);
 	snprintf(km, sizeof km, "cost.%s.gib_second", backend);
+	snprintf(kd, sizeof kd, "cost.%s.disk_gib_second", backend);
 	vc = setting(kc, sc, sizeof sc);
 	vm = setting(km, sm, sizeof sm);
+	vd = setting(kd, sd, sizeof sd);
 	if (!vc && !vm && !dc && !dm)
 		return 0;
 	if (!vc && !vm) {
@@ -210,10 +229,13 @@ per_second(const char *backend, const json_t *root, struct sbx_rate *r,
 		vm = dm;
 		snprintf(sc, sizeof sc, "default");
 		snprintf(sm, sizeof sm, "default");
+		if (!vd && (vd = dd))
+			snprintf(sd, sizeof sd, "default");
 	}
 	if ((vc && rate_value(vc, sc, &r->vcpu_second, err) < 0) ||
 	    (vm && rate_value(vm, sm, &r->gib_second, err) < 0) ||
-	    resources(root, r, &ac, &am, err) < 0)
+	    (vd && rate_value(vd, sd, &r->disk_gib_second, err) < 0) ||
+	    resources(root, r, &ac, &am, &ad, err) < 0)
 		return -1;
 	r->per_second = 1;
 	if (!strcmp(sc, "default"))
@@ -247,6 +269,16 @@ per_second(const char *backend, const json_t *root, struct sbx_rate *r,
 	else
 		snprintf(r->source, sizeof r->source, "%s (%s%s; %s%s)", src,
 		    cpu, ac ? " assumed" : "", mem, am ? " assumed" : "");
+	if (vd) {
+		/* The disk's rate and size, said after the others. */
+		size_t len = strlen(r->source);
+
+		if (!strcmp(sd, "default"))
+			snprintf(sd, sizeof sd, "default %.48s", kd);
+		snprintf(r->source + len, sizeof r->source - len, " + %s "
+		    "(%llu GiB of disk%s)", sd, (unsigned long long)
+		    r->disk_gib, ad ? " assumed" : "");
+	}
 	return 1;
 }
 
@@ -288,7 +320,7 @@ sbx_cost_rate(const char *backend, const char *flag, const json_t *root,
 		snprintf(r->source, sizeof r->source, "%s", src);
 		return rate_value(v, src, &r->per_hour, err);
 	}
-	if ((rc = per_second(backend, root, r, NULL, NULL, err)) != 0)
+	if ((rc = per_second(backend, root, r, NULL, NULL, NULL, err)) != 0)
 		return rc < 0 ? -1 : 0;
 	be = sbx_backend_find(backend);
 	/* The CPU time used, measured: a sandbox of the user's own machine
@@ -305,7 +337,7 @@ sbx_cost_rate(const char *backend, const char *flag, const json_t *root,
 	}
 	if (be && (be->vcpu_second_default || be->gib_second_default) &&
 	    (rc = per_second(backend, root, r, be->vcpu_second_default,
-	    be->gib_second_default, err)) != 0)
+	    be->gib_second_default, be->disk_gib_second_default, err)) != 0)
 		return rc < 0 ? -1 : 0;
 	return sbx_err_set(err, SBX_EX_USAGE,
 	    "no rate for backend '%s': set cost.%s.per_hour (or give "
@@ -326,7 +358,8 @@ sbx_cost_estimate(const struct sbx_rate *r, uint64_t seconds,
 	} else if (r->per_second) {
 		a = (unsigned __int128)r->vcpu_second * r->vcpu_milli * 1024;
 		b = (unsigned __int128)r->gib_second * r->memory_mib * 1000;
-		num = a + b;
+		num = a + b + (unsigned __int128)r->disk_gib_second *
+		    r->disk_gib * 1024000;
 		den = 1024000;
 	} else {
 		num = r->per_hour;

@@ -297,6 +297,8 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 	char errbuf[CURL_ERROR_SIZE] = "", *body = NULL;
 	struct curl_slist *hdrs = NULL;
 	struct xfer x = {h->c, rs, rq, rq->in_fd, rq->out_fd, 0, 0, 0};
+	curl_mime *mime = NULL;
+	curl_mimepart *part;
 	const char *const *hp;
 	char *ct = NULL;
 	CURLcode res;
@@ -307,7 +309,23 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 	rs->head.limit = HEAD_MAX;
 	setup(h, h->c, rq->path, errbuf);
 	hdrs = curl_slist_append(hdrs, "Expect:");
-	if (rq->body) {
+	if (rq->form_field && (rq->in_fd >= 0 || rq->data)) {
+		/* libcurl frames the part (chunked when its size is not
+		 * known). */
+		mime = curl_mime_init(h->c);
+		part = curl_mime_addpart(mime);
+		curl_mime_name(part, rq->form_field);
+		curl_mime_filename(part, "file");
+		curl_mime_type(part, rq->in_type ? rq->in_type :
+		    "application/octet-stream");
+		if (rq->in_fd >= 0)
+			curl_mime_data_cb(part, rq->in_size > 0 ?
+			    (curl_off_t)rq->in_size : -1, on_read, NULL, NULL,
+			    &x);
+		else
+			curl_mime_data(part, rq->data, rq->data_len);
+		curl_easy_setopt(h->c, CURLOPT_MIMEPOST, mime);
+	} else if (rq->body) {
 		if (!(body = json_dumps(rq->body, JSON_COMPACT))) {
 			curl_slist_free_all(hdrs);
 			return sbx_err_set(err, SBX_EX_FAIL, "cannot encode a "
@@ -394,6 +412,8 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 		free(body);
 	}
 	curl_easy_setopt(h->c, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h->c, CURLOPT_MIMEPOST, NULL);
+	curl_mime_free(mime);
 	curl_slist_free_all(hdrs);
 	free(ct);
 	return rc;

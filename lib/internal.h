@@ -172,6 +172,43 @@ struct sbx_files {
 	int (*connect)(const json_t *ref, unsigned port, struct sbx_err *err);
 };
 
+/* --- xfer: sbx-sync's tar streams through one file in the sandbox and
+ * its own tar (lib/xfer.c), for backends that can move a whole file in
+ * and out and exec --- */
+struct sbx_xfer_ops {
+	/* The sandbox reached, running (a paused one: SBX_EX_NOSANDBOX
+	 * saying so); *x the transfer's own, closed also when this
+	 * fails. */
+	int (*open)(const json_t *ref, void **x, struct sbx_err *err);
+	/* The body from in (streamed, of unknown length; -1: data) into the
+	 * sandbox's file path. */
+	int (*upload)(void *x, const char *path, int in, const void *data,
+	    size_t len, struct sbx_err *err);
+	/* The sandbox's file path streamed to out. */
+	int (*download)(void *x, const char *path, int out,
+	    struct sbx_err *err);
+	/* The file goes (a missing one is no error). */
+	void (*remove)(void *x, const char *path);
+	void (*close)(void *x);
+};
+/* put_archive's and get_archive's children (sbx_job_transfer). */
+int sbx_xfer_put(const struct sbx_xfer_ops *xo, const json_t *ref,
+    const char *dir, int in, struct sbx_err *err);
+int sbx_xfer_get(const struct sbx_xfer_ops *xo, const json_t *ref,
+    const char *dir, const struct sbx_manifest *paths, int out,
+    struct sbx_err *err);
+/* A command that could not start in dir (SBX_EX_NOTFOUND or _EXECFAIL
+ * in err) when one can start at /: dir is gone, and err says so.
+ * Returns -1. */
+int sbx_xfer_dir_gone(const json_t *ref, const char *dir,
+    struct sbx_err *err);
+/* sbx_portable_scan and _remove, a missing dir said so (the sbx_files
+ * scan and remove of such a backend). */
+int sbx_xfer_scan(const json_t *ref, const struct sbx_scan_opts *o,
+    struct sbx_manifest *out, struct sbx_err *err);
+int sbx_xfer_remove(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, struct sbx_err *err);
+
 /* The file operations of the ref's backend. */
 const struct sbx_files *sbx_files_of(const json_t *ref, struct sbx_err *err);
 /* Wait for a job; its error, if any, in err. */
@@ -245,6 +282,9 @@ struct sbx_http_req {
 	 * timeout_ms); a result other than 0 ends the transfer. */
 	int (*on_body)(const char *p, size_t n, void *arg);
 	void *on_body_arg;
+	/* The body (in_fd or data) as the one file part of this name of
+	 * a multipart/form-data body; NULL: the body as it is. */
+	const char *form_field;
 	long long in_size;    /* in_fd's length, sent as Content-Length
 			       * (> 0); else the body goes chunked */	const int *stop;      /* when it turns nonzero (another thread),
 			       * the transfer ends: looked at as data

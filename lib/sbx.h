@@ -504,8 +504,10 @@ struct sbx_rate {
 	int per_second;       /* vcpu_second and gib_second apply */
 	uint64_t vcpu_second; /* 10^-12 a vCPU-second */
 	uint64_t gib_second;  /* 10^-12 a GiB-second */
+	uint64_t disk_gib_second; /* 10^-12 a GiB-second of disk */
 	uint64_t vcpu_milli;  /* what they apply to */
 	uint64_t memory_mib;
+	uint64_t disk_gib;
 	int per_cpu;          /* cpu_second applies to the CPU time used */
 	uint64_t cpu_second;  /* 10^-12 a CPU-second */
 	char source[256];     /* "flag", "config cost.local.per_hour", ... */
@@ -667,6 +669,8 @@ enum {
 	SBX_CAP_SHELL = 1 << 21,     /* sbx-shell's sessions */
 	SBX_CAP_SNAPSHOT = 1 << 22,  /* sbx-snapshot, sbx-fork, --from */
 	SBX_CAP_VOLUMES = 1 << 23,   /* sbx-volume; sbx-create --volume */
+	SBX_CAP_ARCHIVE = 1 << 24,   /* sbx-pause -m archive: stopped, its
+	                              * files moved to cheaper storage */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that
@@ -683,7 +687,8 @@ struct sbx_backend_ops {
 	/* The listing entry of one sandbox; SBX_EX_NOSANDBOX when gone. */
 	json_t *(*info)(const json_t *ref, struct sbx_err *err);
 	/* Pause: suspend, or with stop end the processes and keep the
-	 * files (as its caps allow); a no-op on a paused sandbox. resume: a
+	 * files (as its caps allow), with stop 2 then archive them (cheaper
+	 * storage, a slower start); a no-op on a paused sandbox. resume: a
 	 * no-op on a running one. Both set the ref's "id" to the sandbox's
 	 * own. */
 	int (*pause)(json_t *ref, int stop, struct sbx_err *err);
@@ -774,6 +779,8 @@ struct sbx_backend {
 	 * size; without any, sbx-cost needs a rate */
 	const char *cpu_second_default;
 	const char *vcpu_second_default, *gib_second_default;
+	/* and a GiB-second of its disk, beside them (or NULL) */
+	const char *disk_gib_second_default;
 	/* Its sandboxes live in the local store (sbx_local_root), where
 	 * sbx-gc's lock is: without a store there is nothing to collect. */
 	int in_store;

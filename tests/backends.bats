@@ -117,7 +117,7 @@ sanitized() {
 		jq -se 'map(.backend) == ["local", "docker", "e2b", "daytona"] and
 		    map(.default) == [true, false, false, false] and
 		    (map(.pause) == ["suspend", "suspend", "suspend", "stop"]) and
-		    all(.caps | length == 24 and all(type == "boolean"))' \
+		    all(.caps | length == 25 and all(type == "boolean"))' \
 		    <<<"$output"
 		jq -se '.[0].caps | .idle and .files and .pty and .stop and
 		    .name and .keep and .network_rules and .ports and .publish and

@@ -209,6 +209,29 @@ config() {
 	    "config cost.e2b.vcpu_second+gib_second (4 vCPU, 1 GiB)" ]
 }
 
+@test "sbx-cost adds a disk rate (cost.B.disk_gib_second) to the per-second rates, applied to the state's disk_gib or an assumed 10 GiB" {
+	config 'cost.e2b.vcpu_second = 0.000014'
+	config 'cost.e2b.gib_second = 0.0000045'
+	config 'cost.e2b.disk_gib_second = 0.00000003'
+	mkstate a.json '[[1000, 8200]]' e2b '{"resources":{"vcpus":4,"memory_mib":1024,"disk_gib":100}}'
+	run sbx-cost a.json
+	assert_success
+	# 0.2178 an hour, + 100 x 0.00000003 x 3600 = 0.0108: 0.2286
+	[ "$(jq -r .rate <<<"$output")" = 0.2286 ]
+	[ "$(jq -r .estimated <<<"$output")" = 0.4572 ]
+	[ "$(jq -r .rate_source <<<"$output")" = \
+	    "config cost.e2b.vcpu_second+gib_second (4 vCPU, 1 GiB) + config cost.e2b.disk_gib_second (100 GiB of disk)" ]
+	mkstate b.json '[[1000, 8200]]' e2b '{"resources":{"vcpus":4,"memory_mib":1024}}'
+	run sbx-cost b.json
+	# 10 GiB assumed: 0.2178 + 0.00108 = 0.21888, 0.2189 rounded
+	[ "$(jq -r .rate <<<"$output")" = 0.2189 ]
+	[[ "$(jq -r .rate_source <<<"$output")" == *"(10 GiB of disk assumed)" ]]
+	mkstate c.json '[[1000, 8200]]' e2b '{"resources":{"disk_gib":"big"}}'
+	run --separate-stderr sbx-cost c.json
+	assert_failure 6
+	[[ $stderr == *'"disk_gib": D}'* ]]
+}
+
 @test "sbx-cost assumes 2 vCPU and 0.5 GiB where the state has no resources, and says so" {
 	config 'cost.e2b.vcpu_second = 0.000014'
 	config 'cost.e2b.gib_second = 0.0000045'

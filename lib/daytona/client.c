@@ -293,10 +293,8 @@ sbx_dt_wait(struct dt *d, const char *id, const char *want, long long ms,
 const char *
 sbx_dt_status(const char *st)
 {
-	/* Daytona's stop is sbx-pause -m stop: files kept, processes
-	 * gone, as the other backends' "stopped". */
 	static const char *const stopped[] = {"stopped", "stopping",
-	    "archived", "archiving", NULL};
+	    "archived", "archiving", "restoring", NULL};
 	size_t i;
 
 	if (!st)

@@ -80,8 +80,9 @@ int sbx_dt_wait(struct dt *d, const char *id, const char *want, long long ms,
 /* The listing entry of a Sandbox (or a list's item), shaped as the
  * other backends'. */
 json_t *sbx_dt_info_of(const json_t *s, const char *endpoint);
-/* sbx's status of a Daytona state: running, stopped (stopped, archived
- * and the ways there), paused, or the state itself. */
+/* sbx's status of a Daytona state: running, paused (a VM's pause),
+ * stopped (stopped, archived and the ways there), or the state
+ * itself. */
 const char *sbx_dt_status(const char *state);
 /* The toolbox of sandbox s (a Sandbox, for its toolboxProxyUrl and id),
  * with d's key. A sandbox that is not started: SBX_EX_NOSANDBOX-free
@@ -103,6 +104,9 @@ int sbx_dt_tb_fail(const struct sbx_http_resp *rs, const char *what,
 int sbx_dt_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err);
+
+/* files.c: sbx-sync's and sbx-cp's transfers */
+extern const struct sbx_files sbx_daytona_files;
 
 /* lifecycle.c */
 extern const struct sbx_backend_ops sbx_daytona_ops;

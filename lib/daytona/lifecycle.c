@@ -547,5 +547,6 @@ const struct sbx_backend_ops sbx_daytona_ops = {
 	.pause = dt_pause,
 	.resume = dt_resume,
 	.list = dt_list,
+	.files = &sbx_daytona_files,
 	.answers = sbx_dt_answers,
 };

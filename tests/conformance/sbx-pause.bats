@@ -72,7 +72,8 @@ refused_mode() {
 	assert_success
 	want=$(sbx-ls -B | jq -c --arg b "$BACKEND" 'select(.backend == $b) |
 	    {backend, pause, modes: [if .caps.suspend then "suspend" else
-	    empty end, if .caps.stop then "stop" else empty end]}')
+	    empty end, if .caps.stop then "stop" else empty end,
+	    if .caps.archive then "archive" else empty end]}')
 	assert_output "$want"
 }
 
@@ -183,6 +184,31 @@ refused_mode() {
 	assert_output 0
 }
 
+@test "$B: sbx-pause --archive stops and archives, keeps the files, and resume starts it again; or it is refused" {
+	new_sandbox
+	sx sh -c 'echo kept >/workspace/f'
+	if ! has_cap archive; then
+		refused_mode archive "archive a sandbox"
+		run --separate-stderr sbx-pause --archive -s "$S"
+		assert_failure 2
+		assert_equal "$stderr" "sbx-pause: backend '$BACKEND' cannot archive a sandbox (--mode archive)"
+		return
+	fi
+	run sbx-pause --archive -s "$S"
+	assert_success
+	assert_equal "$(jq -r .status <<<"$output")" stopped
+	assert_equal "$(ls_line "$(sid)" | jq -r .status)" stopped
+	assert_equal "$(jq -r .status "$S")" stopped
+	# Archived again: nothing to do.
+	run sbx-pause -m archive -s "$S"
+	assert_success
+	run sbx-pause -r -s "$S"
+	assert_success
+	assert_equal "$(jq -r .status "$S")" running
+	run sx cat /workspace/f
+	assert_output kept
+}
+
 # --memory=BOOL, E2B's name for a mode: refused as the mode is, the
 # flag named as given.
 refused_memory() {
@@ -252,7 +278,7 @@ refused_memory() {
 @test "$B: sbx-pause: bad input is refused with nothing changed" {
 	run sbx-pause --mode freeze -I x
 	assert_failure 2
-	assert_output "sbx-pause: --mode must be suspend or stop, not 'freeze'"
+	assert_output "sbx-pause: --mode must be suspend, stop or archive, not 'freeze'"
 	run sbx-pause --mode stop --resume -I x
 	assert_failure 2
 	assert_output --partial "--mode is for pausing"
@@ -265,6 +291,15 @@ refused_memory() {
 	run sbx-pause --memory=false --mode stop -I x
 	assert_failure 2
 	assert_output "sbx-pause: give --mode or --memory, not both"
+	run sbx-pause --memory=false --archive -I x
+	assert_failure 2
+	assert_output "sbx-pause: give --memory or --archive, not both"
+	run sbx-pause --mode stop --archive -I x
+	assert_failure 2
+	assert_output "sbx-pause: give --mode or --archive, not both"
+	run sbx-pause --archive --resume -I x
+	assert_failure 2
+	assert_output --partial "is for pausing"
 	run --separate-stderr sbx-pause -I 000000000000
 	assert_failure 3
 	assert_output ''
