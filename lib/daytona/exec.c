@@ -910,6 +910,16 @@ dx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	long long until = sbx_mono_ms() + END_WAIT_MS;
 	int st = r->ended;
 
+	/* A PTY's close, should it come just after the loop's end. */
+	while (r->pty && r->ws && !r->ended && !xs->res->timed_out &&
+	    sbx_mono_ms() < until - END_WAIT_MS + 2000) {
+		struct pollfd f = {sbx_http_conn_fd(r->ws), POLLIN, 0};
+
+		if (ws_read(r))
+			break;
+		poll(&f, 1, 100);
+	}
+	st = r->ended;
 	if (r->ws)
 		ws_end(r);
 	while (!r->pty && !r->lost && !st && sbx_mono_ms() < until) {
