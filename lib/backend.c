@@ -61,7 +61,7 @@ static const struct sbx_backend backends[] = {
 		 * size (size_check); no zstd (the template's tar may lack
 		 * it). Every port of a sandbox answers at its own host of
 		 * E2B's domain: ports, and nothing to publish. */
-		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
+		.caps = SBX_CAP_PTY | SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
 		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_DISK |
@@ -73,6 +73,20 @@ static const struct sbx_backend backends[] = {
 		.vcpu_second_default = SBX_E2B_VCPU_SECOND,
 		.gib_second_default = SBX_E2B_GIB_SECOND,
 		.ops = REMOTE(sbx_e2b_ops),
+	},
+	{
+		.name = "daytona",
+		/* Idle: the sandbox's lastActivityAt. E2B's rates until
+		 * Daytona's own are known. */
+		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
+		    SBX_CAP_MEMORY | SBX_CAP_DISK | SBX_CAP_NET_DENY |
+		    SBX_CAP_NET_ALLOW | SBX_CAP_TIMEOUT | SBX_CAP_STOP |
+		    SBX_CAP_NAME | SBX_CAP_IDLE,
+		.endpoint = 1,
+		.template_sized = 1,
+		.vcpu_second_default = SBX_E2B_VCPU_SECOND,
+		.gib_second_default = SBX_E2B_GIB_SECOND,
+		.ops = REMOTE(sbx_daytona_ops),
 	},
 };
 

@@ -10,6 +10,8 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -122,6 +124,15 @@ sbx_xs_end(struct sbx_exec_result *res, enum sbx_xs_how how, int n)
 	}
 }
 
+void
+sbx_xs_end_status(struct sbx_exec_result *res, long long code)
+{
+	if (code > 128 && code < 128 + 65)
+		sbx_xs_end(res, SBX_XS_KILLED, (int)code - 128);
+	else
+		sbx_xs_end(res, SBX_XS_EXITED, (int)(code & 255));
+}
+
 enum sbx_xs_why
 sbx_xs_start_why(const char *t)
 {
@@ -172,6 +183,74 @@ sbx_xs_vanished(struct sbx_err *err, const char *id, const char *cmd)
 {
 	return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s': it went "
 	    "away while '%s' ran", id, cmd);
+}
+
+/* --- a guard ------------------------------------------------------------- */
+
+static void __attribute__((noreturn))
+guard_main(int sock, const sigset_t *old, void (*kill)(void *), void *arg)
+{
+	static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+	char c;
+	size_t i;
+	ssize_t n;
+	int null;
+
+	setsid();
+	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
+		signal(quiet[i], SIG_IGN);
+	sigprocmask(SIG_SETMASK, old, NULL);
+	/* Holding none of the caller's pipes: a reader sees our EOF. */
+	if ((null = open("/dev/null", O_RDWR)) >= 0)
+		for (i = 0; i < 3; i++)
+			dup2(null, (int)i);
+	if (dup2(sock, 3) < 0)
+		_exit(0);
+	close_range(4, ~0U, 0);
+	/* "k" once the command ended; EOF: we died. (Gone already is as
+	 * good.) */
+	while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
+		;
+	if (n != 1)
+		kill(arg);
+	_exit(0);
+}
+
+void
+sbx_xs_guard_start(struct sbx_xs_guard *g, const sigset_t *old,
+    void (*kill)(void *), void *arg)
+{
+	int sv[2];
+
+	g->fd = -1;
+	g->pid = -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return;
+	fflush(NULL);
+	if ((g->pid = fork()) == 0) {
+		close(sv[0]);
+		guard_main(sv[1], old, kill, arg);
+	}
+	close(sv[1]);
+	if (g->pid > 0)
+		g->fd = sv[0];
+	else
+		close(sv[0]);
+}
+
+void
+sbx_xs_guard_stop(struct sbx_xs_guard *g)
+{
+	if (g->fd >= 0) {
+		if (write(g->fd, "k", 1) < 0) {
+		}
+		close(g->fd);
+		g->fd = -1;
+	}
+	if (g->pid > 0)
+		while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	g->pid = -1;
 }
 
 /* --- the loop ------------------------------------------------------------- */

@@ -143,6 +143,9 @@ const char *sbx_xs_term(void);
 /* How a command ended, into res: exit_code, signal, timed_out. */
 enum sbx_xs_how { SBX_XS_EXITED, SBX_XS_KILLED, SBX_XS_TIMEDOUT };
 void sbx_xs_end(struct sbx_exec_result *res, enum sbx_xs_how how, int n);
+/* As a shell's status says it: 128+N (N a signal) killed by N, else
+ * exited with code & 255. */
+void sbx_xs_end_status(struct sbx_exec_result *res, long long code);
 
 /* What an engine's text says when it could not start the command. */
 enum sbx_xs_why {
@@ -157,6 +160,20 @@ enum sbx_xs_why sbx_xs_start_why(const char *text);
  * Returns -1. */
 int sbx_xs_start_fail(struct sbx_err *err, enum sbx_xs_why why,
     const char *cmd, const char *detail);
+
+/* A guard: a child of ours in a session of its own, holding none of the
+ * caller's fds, that calls kill(arg) should we die (SIGKILL included)
+ * before sbx_xs_guard_stop: for a server that never ends a command whose
+ * client is gone. Started before the command (old: xs->old, the mask
+ * to give it); a fork that fails leaves none. */
+struct sbx_xs_guard {
+	pid_t pid;
+	int fd;
+};
+void sbx_xs_guard_start(struct sbx_xs_guard *g, const sigset_t *old,
+    void (*kill)(void *arg), void *arg);
+/* The command ended (or never started): the guard stands down. */
+void sbx_xs_guard_stop(struct sbx_xs_guard *g);
 
 /* The messages every backend says alike; each returns -1. */
 int sbx_xs_paused(struct sbx_err *err, const char *id, const char *how);

@@ -479,18 +479,46 @@ sbx_http_do(struct sbx_http *h, const struct sbx_http_req *rq,
 	}
 }
 
-/* Read up to the end of a reply's head; what follows goes to rest. */
+/* A request's head: its first lines, then headers, then the blank line. */
+static void
+request_head(struct sbx_buf *req, const char *first,
+    const char *const *headers)
+{
+	const char *const *hp;
+
+	sbx_buf_add(req, first, strlen(first));
+	for (hp = headers; hp && *hp; hp++) {
+		sbx_buf_add(req, *hp, strlen(*hp));
+		sbx_buf_add(req, "\r\n", 2);
+	}
+	sbx_buf_add(req, "\r\n", 2);
+}
+
+/* A blocking fd's read, bounded by DEFAULT_MS. */
+static ssize_t
+fd_read(void *arg, void *p, size_t n)
+{
+	int fd = *(int *)arg;
+	struct pollfd f = {fd, POLLIN, 0};
+
+	if (poll(&f, 1, (int)DEFAULT_MS) <= 0) {
+		errno = ETIMEDOUT;
+		return -1;
+	}
+	return read(fd, p, n);
+}
+
+/* Read up to the end of a reply's head with rd; what follows goes to
+ * rest. */
 static int
-read_head(int fd, struct sbx_buf *head, struct sbx_buf *rest)
+read_head(ssize_t (*rd)(void *, void *, size_t), void *arg,
+    struct sbx_buf *head, struct sbx_buf *rest)
 {
 	char buf[4096], *end;
 	ssize_t n;
-	struct pollfd p = {fd, POLLIN, 0};
 
 	for (;;) {
-		if (poll(&p, 1, (int)DEFAULT_MS) <= 0)
-			return -1;
-		if ((n = read(fd, buf, sizeof buf)) < 0 && errno == EINTR)
+		if ((n = rd(arg, buf, sizeof buf)) < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -1;
@@ -502,6 +530,7 @@ read_head(int fd, struct sbx_buf *head, struct sbx_buf *rest)
 			sbx_buf_add(rest, end, head->len - (size_t)(end -
 			    head->data));
 			head->len = (size_t)(end - head->data);
+			head->data[head->len] = '\0';
 			return 0;
 		}
 	}
@@ -513,7 +542,6 @@ sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq, int *fd,
 {
 	char errbuf[CURL_ERROR_SIZE] = "", *body = NULL, *cl;
 	struct sbx_buf req = SBX_BUF_INIT, head = SBX_BUF_INIT;
-	const char *const *hp;
 	curl_socket_t s = CURL_SOCKET_BAD;
 	CURLcode res;
 	int rc = -1, fl;
@@ -546,13 +574,8 @@ sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq, int *fd,
 	    "Upgrade\r\nUpgrade: tcp\r\nContent-Type: application/json\r\n"
 	    "Content-Length: %zu\r\n", rq->method, rq->path, h->host,
 	    body ? strlen(body) : 0);
-	sbx_buf_add(&req, line, strlen(line));
+	request_head(&req, line, rq->headers);
 	free(line);
-	for (hp = rq->headers; hp && *hp; hp++) {
-		sbx_buf_add(&req, *hp, strlen(*hp));
-		sbx_buf_add(&req, "\r\n", 2);
-	}
-	sbx_buf_add(&req, "\r\n", 2);
 	if (body)
 		sbx_buf_add(&req, body, strlen(body));
 	if (sbx_write_all(s, req.data, req.len) < 0) {
@@ -561,7 +584,7 @@ sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq, int *fd,
 		goto out;
 	}
 	head.limit = HEAD_MAX;
-	if (read_head(s, &head, rest) < 0 || sscanf(head.data,
+	if (read_head(fd_read, &s, &head, rest) < 0 || sscanf(head.data,
 	    "HTTP/1.%*d %ld", status) != 1) {
 		sbx_err_set(err, SBX_EX_FAIL, "no answer from '%s'",
 		    h->endpoint);
@@ -658,4 +681,145 @@ sbx_http_reason(const struct sbx_http_resp *rs, const char *secret, char *buf,
 	if (!i)
 		snprintf(buf, n, "no reason given");
 	free(copy);
+}
+
+/* --- a connection taken over, plain or TLS ------------------------------ */
+
+struct sbx_http_conn {
+	CURL *c;
+	curl_socket_t s;
+};
+
+int
+sbx_http_conn_fd(const struct sbx_http_conn *c)
+{
+	return (int)c->s;
+}
+
+ssize_t
+sbx_http_conn_read(struct sbx_http_conn *c, void *p, size_t n)
+{
+	size_t got = 0;
+	CURLcode res = curl_easy_recv(c->c, p, n, &got);
+
+	if (res == CURLE_OK)
+		return (ssize_t)got;
+	errno = res == CURLE_AGAIN ? EAGAIN : EIO;
+	return -1;
+}
+
+int
+sbx_http_conn_write(struct sbx_http_conn *c, const void *p, size_t n)
+{
+	const char *q = p;
+	struct pollfd f = {c->s, POLLOUT, 0};
+	size_t sent;
+	CURLcode res;
+
+	while (n) {
+		sent = 0;
+		res = curl_easy_send(c->c, q, n, &sent);
+		if (res == CURLE_AGAIN) {
+			if (poll(&f, 1, (int)DEFAULT_MS) <= 0) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
+			continue;
+		}
+		if (res != CURLE_OK) {
+			errno = EPIPE;
+			return -1;
+		}
+		q += sent;
+		n -= sent;
+	}
+	return 0;
+}
+
+void
+sbx_http_conn_free(struct sbx_http_conn *c)
+{
+	if (!c)
+		return;
+	curl_easy_cleanup(c->c);
+	free(c);
+}
+
+/* c's read, waiting (DEFAULT_MS at most) while there is nothing. */
+static ssize_t
+conn_read_wait(void *arg, void *p, size_t n)
+{
+	struct sbx_http_conn *c = arg;
+	struct pollfd f = {c->s, POLLIN, 0};
+	ssize_t k;
+
+	while ((k = sbx_http_conn_read(c, p, n)) < 0 && errno == EAGAIN)
+		if (poll(&f, 1, (int)DEFAULT_MS) <= 0) {
+			errno = ETIMEDOUT;
+			return -1;
+		}
+	return k;
+}
+
+int
+sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *rq,
+    const char *proto, struct sbx_http_conn **out, long *status,
+    struct sbx_buf *head, struct sbx_buf *rest, struct sbx_err *err)
+{
+	char errbuf[CURL_ERROR_SIZE] = "", *line;
+	struct sbx_buf req = SBX_BUF_INIT;
+	const char *path;
+	struct sbx_http_conn *c;
+	CURLcode res;
+	int rc = -1;
+
+	*out = NULL;
+	*status = 0;
+	c = sbx_xcalloc(1, sizeof *c);
+	c->s = CURL_SOCKET_BAD;
+	if (!(c->c = curl_easy_init())) {
+		free(c);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot initialise "
+		    "libcurl");
+	}
+	setup(h, c->c, rq->path, errbuf);
+	curl_easy_setopt(c->c, CURLOPT_CONNECT_ONLY, 1L);
+	if ((res = curl_easy_perform(c->c)) != CURLE_OK) {
+		transport_err(h, c->c, res, errbuf, 1, err);
+		goto out;
+	}
+	if (curl_easy_getinfo(c->c, CURLINFO_ACTIVESOCKET, &c->s) !=
+	    CURLE_OK || c->s == CURL_SOCKET_BAD) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot reach '%s'",
+		    h->endpoint);
+		goto out;
+	}
+	/* The base's own path goes before the request's. */
+	path = strstr(h->base, "//");
+	path = path ? path + 2 + strcspn(path + 2, "/") : "";
+	line = sbx_xasprintf("GET %s%s HTTP/1.1\r\nHost: %s\r\nConnection: "
+	    "Upgrade\r\nUpgrade: %s\r\n", path, rq->path, h->host, proto);
+	request_head(&req, line, rq->headers);
+	free(line);
+	if (sbx_http_conn_write(c, req.data, req.len) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot send to '%s':",
+		    h->endpoint);
+		goto out;
+	}
+	head->limit = HEAD_MAX;
+	if (read_head(conn_read_wait, c, head, rest) < 0 ||
+	    sscanf(head->data, "HTTP/1.%*d %ld", status) != 1) {
+		sbx_err_set(err, SBX_EX_FAIL, "no answer from '%s'",
+		    h->endpoint);
+		goto out;
+	}
+	*out = c;
+	c = NULL;
+	rc = 0;
+out:
+	if (req.data)
+		explicit_bzero(req.data, req.len);
+	sbx_buf_release(&req);
+	sbx_http_conn_free(c);
+	return rc;
 }

@@ -325,6 +325,22 @@ char *sbx_http_escape(const char *s);
  * plain transports only (unix:, tcp:, http:). */
 int sbx_http_hijack(struct sbx_http *h, const struct sbx_http_req *rq,
     int *fd, long *status, struct sbx_buf *rest, struct sbx_err *err);
+/* A GET asking to switch to proto (Upgrade: proto; rq->headers added),
+ * on a connection of its own that stays ours: http:// or https:// (TLS
+ * by libcurl). *status the reply's, head its head, rest what came after
+ * it. Then read and write through *c until sbx_http_conn_free. */
+struct sbx_http_conn;
+int sbx_http_upgrade(struct sbx_http *h, const struct sbx_http_req *rq,
+    const char *proto, struct sbx_http_conn **c, long *status,
+    struct sbx_buf *head, struct sbx_buf *rest, struct sbx_err *err);
+/* The socket, to poll: read until EAGAIN once it is readable (TLS keeps
+ * what it decoded). */
+int sbx_http_conn_fd(const struct sbx_http_conn *c);
+/* Up to n bytes: > 0; 0 at the end; -1 with errno (EAGAIN: none yet). */
+ssize_t sbx_http_conn_read(struct sbx_http_conn *c, void *p, size_t n);
+/* All of it, waiting when the socket is full; -1 with errno. */
+int sbx_http_conn_write(struct sbx_http_conn *c, const void *p, size_t n);
+void sbx_http_conn_free(struct sbx_http_conn *c);
 
 /* --- e2bproto: the E2B wire protocol (DESIGN.md 3), client and server -- */
 

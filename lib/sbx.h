@@ -176,6 +176,7 @@ struct sbx_ws_reader {
 	int msg_op, msg_done;
 	size_t used;            /* of in, by the frame last given */
 	int failed;             /* the close code it broke the protocol with */
+	int client;             /* ours is the client: frames come unmasked */
 };
 struct sbx_ws_msg {
 	int op;                 /* TEXT or BINARY (whole), or a control's */
@@ -188,6 +189,8 @@ int sbx_ws_next(struct sbx_ws_reader *r, struct sbx_ws_msg *m);
 void sbx_ws_reader_release(struct sbx_ws_reader *r);
 /* The header of a final, unmasked frame of len bytes: its size (2-10). */
 size_t sbx_ws_header(unsigned char h[10], int op, uint64_t len);
+/* A client's final frame of n bytes, masked, added to b. */
+void sbx_ws_frame_masked(struct sbx_buf *b, int op, const void *p, size_t n);
 
 /* write(2) all of it, through EINTR and short writes; -1 with errno. */
 /* Read exactly n bytes: -1 on an error or an end before them. */

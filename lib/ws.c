@@ -2,8 +2,10 @@
  * a reader that takes bytes as they come and gives whole messages
  * (fragments joined, payloads unmasked) and control frames, refusing
  * what breaks the protocol with the close code to send; and the header
- * of a frame to write (a server's: never masked). */
+ * of a frame to write (a server's: never masked). A client's side too:
+ * a reader of a server's unmasked frames, and masked frames to send. */
 #include <string.h>
+#include <sys/random.h>
 
 #include "sbx.h"
 
@@ -58,8 +60,9 @@ sbx_ws_next(struct sbx_ws_reader *r, struct sbx_ws_msg *m)
 		    op != SBX_WS_BINARY && op != SBX_WS_CLOSE &&
 		    op != SBX_WS_PING && op != SBX_WS_PONG)
 			return fail(r, SBX_WS_PROTOCOL);
-		if (!masked)
-			return fail(r, SBX_WS_PROTOCOL); /* a client masks */
+		/* A client masks; a server does not. */
+		if (masked == r->client)
+			return fail(r, SBX_WS_PROTOCOL);
 		if (op >= SBX_WS_CLOSE && (!fin || len > 125))
 			return fail(r, SBX_WS_PROTOCOL);
 		hl = 2;
@@ -79,10 +82,11 @@ sbx_ws_next(struct sbx_ws_reader *r, struct sbx_ws_msg *m)
 		}
 		if (len > r->max)
 			return fail(r, SBX_WS_TOO_BIG);
-		hl += 4;
+		if (masked)
+			hl += 4;
 		if (n < hl || n - hl < len)
 			return 0;
-		for (i = 0; i < len; i++)
+		for (i = 0; masked && i < len; i++)
 			p[hl + i] ^= p[hl - 4 + (i & 3)];
 		if (op >= SBX_WS_CLOSE) {
 			if (op == SBX_WS_CLOSE && len == 1)
@@ -134,4 +138,21 @@ sbx_ws_header(unsigned char h[10], int op, uint64_t len)
 	for (i = 0; i < 8; i++)
 		h[9 - i] = (unsigned char)(len >> (8 * i));
 	return 10;
+}
+
+void
+sbx_ws_frame_masked(struct sbx_buf *b, int op, const void *p, size_t n)
+{
+	unsigned char h[14], *m;
+	size_t hl = sbx_ws_header(h, op, n), i, at;
+
+	h[1] |= 0x80;
+	m = h + hl;
+	if (getrandom(m, 4, 0) != 4)
+		memset(m, 0x5a, 4);
+	sbx_buf_add(b, h, hl + 4);
+	at = b->len;
+	sbx_buf_add(b, p, n);
+	for (i = 0; i < n && at + i < b->len; i++)
+		b->data[at + i] ^= (char)m[i & 3];
 }

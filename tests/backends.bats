@@ -113,10 +113,10 @@ sanitized() {
 	for t in "$SBX_BIN/sbx-ls" "$SBX_BIN/remote/sbx-ls"; do
 		run --separate-stderr "$t" --backends
 		assert_success
-		[ "${#lines[@]}" -eq 3 ]
-		jq -se 'map(.backend) == ["local", "docker", "e2b"] and
-		    map(.default) == [true, false, false] and
-		    all(.pause == "suspend") and
+		[ "${#lines[@]}" -eq 4 ]
+		jq -se 'map(.backend) == ["local", "docker", "e2b", "daytona"] and
+		    map(.default) == [true, false, false, false] and
+		    (map(.pause) == ["suspend", "suspend", "suspend", "stop"]) and
 		    all(.caps | length == 25 and all(type == "boolean"))' \
 		    <<<"$output"
 		jq -se '.[0].caps | .idle and .files and .pty and .stop and
@@ -136,10 +136,17 @@ sanitized() {
 		    (.publish | not) and .disk and .shell and .snapshot and
 		    .volumes' \
 		    <<<"$output"
+		# Daytona stops (its sandboxes have no suspend).
+		jq -se '.[3].caps | .pty and .stdin and .cpus and .memory and
+		    .disk and .network_deny and .network_allow and .timeout and
+		    .stop and .name and .idle and (.suspend | not) and
+		    (.pids | not) and
+		    (.keep | not) and (.network_rules | not)' \
+		    <<<"$output"
 	done
 	# The default is the configured one.
 	SBX_BACKEND=docker run "$SBX_BIN/sbx-ls" --backends
-	jq -se 'map(.default) == [false, true, false]' <<<"$output"
+	jq -se 'map(.default) == [false, true, false, false]' <<<"$output"
 	run --separate-stderr sbx-ls --backends -b local
 	assert_failure 2
 	[ "$stderr" = "sbx-ls: --backends takes no --backend or --label" ]

@@ -100,6 +100,11 @@ __attribute__((format(printf, 5, 6))) int sbx_dt_tb_do(struct dtb *t,
 int sbx_dt_tb_fail(const struct sbx_http_resp *rs, const char *what,
     struct sbx_err *err);
 
+/* exec.c: the backend's exec */
+int sbx_dt_exec(const json_t *ref, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err);
+
 /* files.c: sbx-sync's and sbx-cp's transfers */
 extern const struct sbx_files sbx_daytona_files;
 

@@ -188,6 +188,8 @@ create_body(const struct sbx_spec *spec)
 		json_object_set_new(b, "name", json_string(spec->name));
 	json_object_set_new(b, "labels", labels);
 	json_object_set_new(b, "env", env);
+	/* Commands run as root, as on every backend (sbx-exec(1)). */
+	json_object_set_new(b, "user", json_string("root"));
 	json_object_set_new(b, "networkBlockAll",
 	    json_boolean(spec->network != SBX_NET_ALLOW));
 	/* --timeout: stopped once idle so long (whole minutes); an
@@ -302,7 +304,7 @@ dt_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		goto out;
 	if (rs.status / 100 != 2 || !json_is_object(rs.json)) {
 		if (rs.status == 409 && spec->name)
-			sbx_err_set(err, SBX_EX_USAGE, "a Daytona sandbox named "
+			sbx_err_set(err, SBX_EX_FAIL, "a Daytona sandbox named "
 			    "'%s' exists already", spec->name);
 		else
 			sbx_dt_fail(&rs, "cannot create a sandbox", NULL, err);
@@ -539,6 +541,7 @@ dt_resume(json_t *ref, struct sbx_err *err)
 
 const struct sbx_backend_ops sbx_daytona_ops = {
 	.create = dt_create,
+	.exec = sbx_dt_exec,
 	.kill = dt_kill,
 	.info = dt_info,
 	.pause = dt_pause,

@@ -564,10 +564,8 @@ dx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	}
 	if (res->timed_out)
 		sbx_xs_end(res, SBX_XS_TIMEDOUT, 0);
-	else if (code > 128 && code < 128 + 65)
-		sbx_xs_end(res, SBX_XS_KILLED, (int)code - 128);
 	else
-		sbx_xs_end(res, SBX_XS_EXITED, (int)code);
+		sbx_xs_end_status(res, code);
 	return 0;
 }
 

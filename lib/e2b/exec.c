@@ -65,8 +65,7 @@ struct run {
 	long long sig_at;       /* when to try it again */
 	int told;               /* the loop has the pid */
 	int resize_pending;     /* asked before it had */
-	int guard;              /* our end of the guard's socket; -1 */
-	pid_t guard_pid;
+	struct sbx_xs_guard guard;
 };
 
 static const struct {
@@ -247,73 +246,16 @@ send_signal(struct envd *v, const char *tag, const char *sig)
 	return rc;
 }
 
-static void __attribute__((noreturn))
-guard_main(struct run *r, const sigset_t *old, int sock)
+/* The guard's job, should we die: the command killed. */
+static void
+guard_kill(void *arg)
 {
-	static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+	struct run *r = arg;
 	struct sbx_err err;
 	struct envd v;
-	char c;
-	size_t i;
-	ssize_t n;
-	int null;
 
-	setsid();
-	for (i = 0; i < sizeof quiet / sizeof quiet[0]; i++)
-		signal(quiet[i], SIG_IGN);
-	sigprocmask(SIG_SETMASK, old, NULL);
-	/* Holding none of the caller's pipes: a reader sees our EOF. */
-	if ((null = open("/dev/null", O_RDWR)) >= 0)
-		for (i = 0; i < 3; i++)
-			dup2(null, (int)i);
-	if (dup2(sock, 3) < 0)
-		_exit(0);
-	close_range(4, ~0U, 0);
-	/* "k" once the command ended; EOF: we died. (Gone already is as
-	 * good.) */
-	while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
-		;
-	if (n != 1 && sbx_e2b_envd_open(&v, r->ref, r->id, r->sb, &err) == 0)
+	if (sbx_e2b_envd_open(&v, r->ref, r->id, r->sb, &err) == 0)
 		send_signal(&v, r->tag, "SIGNAL_SIGKILL");
-	_exit(0);
-}
-
-/* Before the command starts: its guard. */
-static void
-guard_start(struct run *r, const sigset_t *old)
-{
-	int sv[2];
-
-	r->guard = -1;
-	r->guard_pid = -1;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return;
-	fflush(NULL);
-	if ((r->guard_pid = fork()) == 0) {
-		close(sv[0]);
-		guard_main(r, old, sv[1]);
-	}
-	close(sv[1]);
-	if (r->guard_pid > 0)
-		r->guard = sv[0];
-	else
-		close(sv[0]);
-}
-
-/* The command ended (or never started): the guard stands down. */
-static void
-guard_stop(struct run *r)
-{
-	if (r->guard >= 0) {
-		if (write(r->guard, "k", 1) < 0) {
-		}
-		close(r->guard);
-		r->guard = -1;
-	}
-	if (r->guard_pid > 0)
-		while (waitpid(r->guard_pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	r->guard_pid = -1;
 }
 
 /* The API's refresh (extend only; a paused sandbox stays paused), on a
@@ -361,7 +303,7 @@ rx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 
 	/* No stdin before the process has its pid. */
 	sbx_xs_hold_input(xs, 1);
-	guard_start(r, &xs->old);
+	sbx_xs_guard_start(&r->guard, &xs->old, guard_kill, r);
 	if (sbx_e2b_envd_open(&r->calls, r->ref, r->id, r->sb, err) < 0)
 		return -1;
 	if (pipe2(r->note, O_CLOEXEC) < 0)
@@ -521,7 +463,7 @@ rx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	const struct sbx_exec_opts *o = xs->o;
 	int sig;
 
-	guard_stop(r);
+	sbx_xs_guard_stop(&r->guard);
 	/* Idle from now on: its timeout counts from the command's end. */
 	if (r->rc == 0 && r->rs.status == 200 && r->ended &&
 	    sbx_mono_ms() - r->last_ms >= 1000) {
@@ -624,8 +566,8 @@ exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 	int rc = -1;
 
 	memset(&r, 0, sizeof r);
-	r.note[0] = r.note[1] = r.guard = -1;
-	r.guard_pid = -1;
+	r.note[0] = r.note[1] = r.guard.fd = -1;
+	r.guard.pid = -1;
 	sbx_xs_init(&xs, &wo, res, &rx_transport, &r);
 	if (!argv[0])
 		return sbx_err_set(err, SBX_EX_USAGE, "no command to run");
@@ -720,7 +662,7 @@ exec_once(const json_t *ref, char *const argv[], const struct sbx_exec_opts *o,
 out:
 	if (r.th_running)
 		pthread_join(r.th, NULL);
-	guard_stop(&r);
+	sbx_xs_guard_stop(&r.guard);
 	for (i = 0; i < 2; i++)
 		if (r.note[i] >= 0)
 			close(r.note[i]);

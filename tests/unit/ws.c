@@ -222,6 +222,59 @@ t_header(void)
 	    h[1] == 127 && h[7] == 1 && h[8] == 0 && h[9] == 0 && h[2] == 0);
 }
 
+/* A client's reader: a server's frames come unmasked; a masked one
+ * breaks the protocol. */
+static void
+t_client_reads_unmasked(void)
+{
+	struct sbx_ws_reader r;
+	struct sbx_ws_msg m;
+	unsigned char f[300];
+	char big[200];
+	size_t n;
+
+	memset(big, 'x', sizeof big);
+	reader(&r, 1024);
+	r.client = 1;
+	n = sbx_ws_header(f, SBX_WS_BINARY, sizeof big);
+	memcpy(f + n, big, sizeof big);
+	sbx_buf_add(&r.in, f, n + sizeof big - 1);
+	CHECK(sbx_ws_next(&r, &m) == 0);
+	sbx_buf_add(&r.in, big, 1);
+	CHECK(sbx_ws_next(&r, &m) == 1);
+	CHECK(m.op == SBX_WS_BINARY && m.len == sizeof big &&
+	    !memcmp(m.data, big, sizeof big));
+	n = frame(f, 0x82, "ab", 2, 1);
+	sbx_buf_add(&r.in, f, n);
+	CHECK(sbx_ws_next(&r, &m) == -1 && r.failed == SBX_WS_PROTOCOL);
+	sbx_ws_reader_release(&r);
+}
+
+/* What a client sends, a server's reader takes back whole. */
+static void
+t_client_frames_masked(void)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	struct sbx_ws_reader r;
+	struct sbx_ws_msg m;
+	char big[70000];
+	size_t i;
+
+	for (i = 0; i < sizeof big; i++)
+		big[i] = (char)(i * 7);
+	sbx_ws_frame_masked(&b, SBX_WS_TEXT, "hi", 2);
+	CHECK(b.len == 8 && (b.data[1] & 0x80));
+	sbx_ws_frame_masked(&b, SBX_WS_BINARY, big, sizeof big);
+	reader(&r, sizeof big);
+	sbx_buf_add(&r.in, b.data, b.len);
+	CHECK(sbx_ws_next(&r, &m) == 1 && m.op == SBX_WS_TEXT &&
+	    m.len == 2 && !memcmp(m.data, "hi", 2));
+	CHECK(sbx_ws_next(&r, &m) == 1 && m.op == SBX_WS_BINARY &&
+	    m.len == sizeof big && !memcmp(m.data, big, sizeof big));
+	sbx_ws_reader_release(&r);
+	sbx_buf_release(&b);
+}
+
 static const struct tap_test tests[] = {
 	{"a masked text frame is unmasked", t_one_text},
 	{"a frame a byte at a time needs more bytes until its last",
@@ -232,6 +285,9 @@ static const struct tap_test tests[] = {
 	{"broken frames give -1 and their close code", t_broken},
 	{"fragments past max are 1009", t_fragments_past_max},
 	{"headers of a server's frames in the three sizes", t_header},
+	{"a client's reader takes a server's unmasked frames, not masked "
+	    "ones", t_client_reads_unmasked},
+	{"a client's masked frames read back whole", t_client_frames_masked},
 };
 
 int
