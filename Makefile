@@ -310,7 +310,7 @@ ifeq ($(SAN),1)
 # is short.
 BACKENDS ?= local e2b
 else
-BACKENDS ?= local docker docker:runsc e2b
+BACKENDS ?= local docker docker:runsc e2b daytona
 endif
 
 check: all $(UNITS) $(TEST_TOOLS)

@@ -16,6 +16,11 @@
  * of sbx-cost. */
 #define SBX_E2B_VCPU_SECOND "0.000014"
 #define SBX_E2B_GIB_SECOND "0.0000045"
+/* Daytona's (daytona.io/pricing): a vCPU-, a GiB- and a disk GiB-second
+ * of a running sandbox. */
+#define SBX_DAYTONA_VCPU_SECOND "0.000014"
+#define SBX_DAYTONA_GIB_SECOND "0.0000045"
+#define SBX_DAYTONA_DISK_GIB_SECOND "0.00000003"
 
 /* Every backend, as data; what sets one apart from another is said
  * here and nowhere else. */
@@ -76,16 +81,22 @@ static const struct sbx_backend backends[] = {
 	},
 	{
 		.name = "daytona",
-		/* Idle: the sandbox's lastActivityAt. E2B's rates until
-		 * Daytona's own are known. */
+		/* Idle: the sandbox's lastActivityAt. Pause is Daytona's
+		 * stop (a container's processes end): no SUSPEND. Every
+		 * port answers at a preview URL of its own: ports, and
+		 * nothing to publish. */
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_DISK | SBX_CAP_NET_DENY |
 		    SBX_CAP_NET_ALLOW | SBX_CAP_TIMEOUT | SBX_CAP_STOP |
-		    SBX_CAP_NAME | SBX_CAP_IDLE,
+		    SBX_CAP_NAME | SBX_CAP_IDLE | SBX_CAP_FILES |
+		    SBX_CAP_ARCHIVE | SBX_CAP_PORTS | SBX_CAP_SHELL,
+		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.template_sized = 1,
-		.vcpu_second_default = SBX_E2B_VCPU_SECOND,
-		.gib_second_default = SBX_E2B_GIB_SECOND,
+		/* Daytona's published rates (daytona.io/pricing). */
+		.vcpu_second_default = SBX_DAYTONA_VCPU_SECOND,
+		.gib_second_default = SBX_DAYTONA_GIB_SECOND,
+		.disk_gib_second_default = SBX_DAYTONA_DISK_GIB_SECOND,
 		.ops = REMOTE(sbx_daytona_ops),
 	},
 };

@@ -180,10 +180,12 @@ sbx_cmdlog_ended(json_t *line, const struct sbx_exec_result *r)
 
 /* --- inside the sandbox: a detached command's directory ----------------- */
 
-/* $1 the command's id, then its argv. The command runs in a subshell of
- * the exec, its stdio on files of its own (the exec's pipes are not held
- * open, so the exec ends), in a session of its own where setsid exists;
- * its status is "CODE EPOCH" in status, written whole by a rename. */
+/* $1 the command's id, then its argv. The command runs in a shell of its
+ * own, its stdio on files of its own (the exec's pipes are not held
+ * open, so the exec ends), in a session of its own where setsid exists
+ * (what ends the exec's session, as Daytona's toolbox ends a session's
+ * processes with it, leaves it be); its status is "CODE EPOCH" in
+ * status, written whole by a rename. */
 static const char start_sh[] =
     "umask 077\n"
     "d=" SBX_CMDLOG_DIR "/$1\n"
@@ -191,12 +193,11 @@ static const char start_sh[] =
     "mkdir -p " SBX_CMDLOG_DIR " && mkdir \"$d\" || exit 125\n"
     "s=\n"
     "command -v setsid >/dev/null 2>&1 && s=setsid\n"
-    "(\n"
-    "\t$s \"$@\" </dev/null >\"$d/out\" 2>&1\n"
-    "\tc=$?\n"
-    "\techo \"$c $(date +%s)\" >\"$d/status.tmp\"\n"
-    "\tmv -f \"$d/status.tmp\" \"$d/status\"\n"
-    ") </dev/null >/dev/null 2>&1 &\n"
+    "$s sh -c '\"$@\" </dev/null >\"$0/out\" 2>&1\n"
+    "c=$?\n"
+    "echo \"$c $(date +%s)\" >\"$0/status.tmp\"\n"
+    "mv -f \"$0/status.tmp\" \"$0/status\"' \"$d\" \"$@\" "
+    "</dev/null >/dev/null 2>&1 &\n"
     "echo $!\n";
 
 /* The ids given whose status is there: "ID CODE EPOCH BYTES" a line; the

@@ -19,6 +19,8 @@
 #define DT_CREATED "io.sbx.created"  /* seconds since the epoch */
 #define DT_OWNER "io.sbx.owner"      /* user@host */
 #define DT_TIMEOUT "io.sbx.timeout"  /* --timeout, seconds */
+#define DT_START "io.sbx.start"      /* --start..., as JSON: started again
+				      * after a stop */
 /* An orphan cannot live for ever: a stopped sandbox of sbx is deleted
  * this many minutes after it stopped, unless sbx-pause stopped it (then
  * it lives as long as Daytona keeps stopped ones). */
@@ -107,6 +109,10 @@ int sbx_dt_exec(const json_t *ref, char *const argv[],
 
 /* files.c: sbx-sync's and sbx-cp's transfers */
 extern const struct sbx_files sbx_daytona_files;
+
+/* stats.c: sbx-stats (struct sbx_backend_ops's stats), from the
+ * sandbox's cgroup */
+json_t *sbx_dt_stats(const json_t *ref, struct sbx_err *err);
 
 /* ports.c: sbx-port (struct sbx_backend_ops's ports) */
 json_t *sbx_dt_ports(const json_t *ref, unsigned port, unsigned host_port,

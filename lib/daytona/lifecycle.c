@@ -157,6 +157,44 @@ image_size(const struct sbx_spec *spec, json_t *body, json_t **res,
 	return 0;
 }
 
+/* Minutes a stopped sandbox of sbx lives: daytona.auto_delete, else a
+ * week; -1 never. */
+static long long
+auto_delete(void)
+{
+	const char *v = sbx_config_get("daytona.auto_delete", NULL);
+	char *e;
+	long long n;
+
+	if (!v || !*v)
+		return DT_AUTO_DELETE_MIN;
+	n = strtoll(v, &e, 10);
+	if (*e || n < -1) {
+		sbx_warn("daytona.auto_delete must be minutes (-1: never), not "
+		    "'%s': a week it is", v);
+		return DT_AUTO_DELETE_MIN;
+	}
+	return n;
+}
+
+/* POST /sandbox/ID/autodelete/N. */
+static int
+set_auto_delete(struct dt *d, const char *id, long long n,
+    struct sbx_err *err)
+{
+	struct sbx_http_resp rs;
+	int rc = 0;
+
+	if (sbx_dt_req(d, "POST", NULL, &rs, err, "/sandbox/%s/autodelete/%lld",
+	    id, n) < 0)
+		return -1;
+	if (rs.status / 100 != 2)
+		rc = sbx_dt_fail(&rs, "cannot set the sandbox's auto-delete", id,
+		    err);
+	sbx_http_resp_release(&rs);
+	return rc;
+}
+
 static json_t *
 create_body(const struct sbx_spec *spec)
 {
@@ -177,6 +215,10 @@ create_body(const struct sbx_spec *spec)
 	if (spec->workdir)
 		json_object_set_new(labels, DT_WORKDIR,
 		    json_string(spec->workdir));
+	if (spec->start && (k = json_dumps(spec->start, JSON_COMPACT))) {
+		json_object_set_new(labels, DT_START, json_string(k));
+		free(k);
+	}
 	for (i = 0; spec->env && spec->env[i]; i++) {
 		k = sbx_xstrdup(spec->env[i]);
 		k[strcspn(k, "=")] = '\0';
@@ -192,14 +234,19 @@ create_body(const struct sbx_spec *spec)
 	json_object_set_new(b, "user", json_string("root"));
 	json_object_set_new(b, "networkBlockAll",
 	    json_boolean(spec->network != SBX_NET_ALLOW));
-	/* --timeout: stopped once idle so long (whole minutes); an
-	 * orphan then goes after daytona.auto_delete minutes stopped. */
-	if (spec->timeout)
-		json_object_set_new(b, "autoStopInterval", json_integer(
-		    (json_int_t)((spec->timeout + 59) / 60)));
-	json_object_set_new(b, "autoDeleteInterval", json_integer(
-	    strtoll(sbx_config_get("daytona.auto_delete", "10080"), NULL,
-	    10)));
+	/* --timeout kills a sandbox once idle so long: Daytona's
+	 * auto-stop (whole minutes) of an ephemeral sandbox, deleted as it
+	 * stops. sbx-pause makes it lasting first (auto_delete). Without
+	 * one, it never stops on its own (0). */
+	if (spec->timeout && spec->timeout % 60)
+		sbx_note("Daytona stops an idle sandbox in whole minutes: "
+		    "--timeout %llus is %llu min", (unsigned long long)
+		    spec->timeout, (unsigned long long)(spec->timeout + 59) /
+		    60);
+	json_object_set_new(b, "autoStopInterval", json_integer(
+	    (json_int_t)((spec->timeout + 59) / 60)));
+	json_object_set_new(b, "autoDeleteInterval", spec->timeout ?
+	    json_integer(0) : json_integer(auto_delete()));
 	return b;
 }
 
@@ -270,6 +317,8 @@ dt_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		    "(want an absolute, plain path)", spec->workdir);
 	if (image && !strcmp(image, "host"))
 		image = NULL;
+	if (image && !*image)
+		return sbx_err_set(err, SBX_EX_USAGE, "an empty --image");
 	if (sbx_dt_open(&d, spec->endpoint, err) < 0)
 		return -1;
 	body = create_body(spec);
@@ -507,7 +556,12 @@ dt_pause(json_t *ref, int stop, struct sbx_err *err)
 	if (sbx_dt_ref_open(&d, ref, &id, &s, err) < 0)
 		return -1;
 	st = sbx_json_str(s, "state");
-	if (!st || (strcmp(st, "stopped") && strcmp(st, "archived") &&
+	/* An ephemeral one (--timeout) would be deleted as it stops: kept
+	 * as a stopped one is first. */
+	if (sbx_json_int(s, "autoDeleteInterval", -1) == 0 &&
+	    set_auto_delete(&d, id, auto_delete(), err) < 0)
+		rc = -1;
+	else if (!st || (strcmp(st, "stopped") && strcmp(st, "archived") &&
 	    strcmp(st, "archiving")))
 		rc = (st && !strcmp(st, "stopping") ? 0 : action(&d, id,
 		    "stop", err)) < 0 || sbx_dt_wait(&d, id, "stopped",
@@ -531,9 +585,22 @@ dt_resume(json_t *ref, struct sbx_err *err)
 	if (sbx_dt_ref_open(&d, ref, &id, &s, err) < 0)
 		return -1;
 	st = sbx_json_str(s, "state");
-	if (!st || strcmp(st, "started"))
+	if (!st || strcmp(st, "started")) {
 		rc = action(&d, id, "start", err) < 0 || sbx_dt_wait(&d, id,
 		    "started", 10 * DT_WAIT_MS, NULL, err) < 0 ? -1 : 0;
+		/* Its processes ended with the stop: its start command
+		 * starts again (its post-create does not). */
+		if (rc == 0)
+			rc = sbx_start_again(ref, sbx_json_str(json_object_get(s,
+			    "labels"), DT_START), err);
+	}
+	/* Running again with --timeout: killed once idle so long, as it
+	 * was made. */
+	if (rc == 0 && strtoll(sbx_json_str(json_object_get(s, "labels"),
+	    DT_TIMEOUT) ? sbx_json_str(json_object_get(s, "labels"),
+	    DT_TIMEOUT) : "0", NULL, 10) > 0 && sbx_json_int(s,
+	    "autoDeleteInterval", -1) != 0)
+		rc = set_auto_delete(&d, id, 0, err);
 	json_decref(s);
 	sbx_dt_close(&d);
 	return rc;
@@ -542,11 +609,14 @@ dt_resume(json_t *ref, struct sbx_err *err)
 const struct sbx_backend_ops sbx_daytona_ops = {
 	.create = dt_create,
 	.exec = sbx_dt_exec,
+	.shell = sbx_shell_remote,
 	.kill = dt_kill,
 	.info = dt_info,
 	.pause = dt_pause,
 	.resume = dt_resume,
 	.list = dt_list,
 	.files = &sbx_daytona_files,
+	.ports = sbx_dt_ports,
+	.stats = sbx_dt_stats,
 	.answers = sbx_dt_answers,
 };

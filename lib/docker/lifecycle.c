@@ -628,21 +628,8 @@ start_again(struct dk *d, const char *id, struct sbx_err *err)
 static int
 restart(const json_t *ref, const json_t *c, struct sbx_err *err)
 {
-	const char *js = sbx_json_str(json_object_get(json_object_get(c,
-	    "Config"), "Labels"), START_LABEL);
-	const struct sbx_backend *be;
-	struct sbx_err e = {0};
-	json_t *start;
-	int rc = 0;
-
-	if (!js || !(start = json_loads(js, 0, NULL)))
-		return 0;
-	if (!(be = sbx_backend_of(ref, &e)) || sbx_start_run(be, ref, start,
-	    0, &e) < 0)
-		rc = sbx_err_set(err, SBX_EX_FAIL, "'%s' was resumed, but not "
-		    "its start command: %s", sbx_json_str(ref, "id"), e.msg);
-	json_decref(start);
-	return rc;
+	return sbx_start_again(ref, sbx_json_str(json_object_get(
+	    json_object_get(c, "Config"), "Labels"), START_LABEL), err);
 }
 
 static int

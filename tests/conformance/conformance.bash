@@ -50,7 +50,7 @@ e2b)
 	;;
 daytona)
 	BACKEND=daytona
-	CREATE=(-b daytona)
+	CREATE=(-b daytona -i base)
 	;;
 *)
 	echo "conformance: unknown SBX_TEST_BACKEND '$B' (local, docker, docker:runsc, e2b or daytona)" >&2
@@ -122,12 +122,14 @@ has_cap() {
 	exit 1
 }
 
-# Wait (bounded, 60 s) until sbx-ls no longer lists sandbox $1: on a
-# backend without keep, the server removes a sandbox that ended on its
-# own (its timeout, its death) instead of listing it expired or dead.
+# Wait (bounded, 60 s; 150 s on daytona, whose idle timeout is in whole
+# minutes) until sbx-ls no longer lists sandbox $1: on a backend without
+# keep, the server removes a sandbox that ended on its own (its timeout,
+# its death) instead of listing it expired or dead.
 wait_unlisted() {
-	local i
-	for ((i = 0; i < 240; i++)); do
+	local i n=240
+	[ "$BACKEND" != daytona ] || n=600
+	for ((i = 0; i < n; i++)); do
 		[ -z "$(sbx-ls -j | jq -r --arg id "$1" 'select(.id == $id) | .id')" ] &&
 			return 0
 		sleep 0.25

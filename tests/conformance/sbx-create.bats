@@ -18,6 +18,8 @@ count() {
 	local idre='^[0-9a-f]{12,}$'
 	# E2B's own ids: 20 of lower-case letters and digits.
 	[ "$BACKEND" = e2b ] && idre='^[0-9a-z]{20}$'
+	# Daytona's: UUIDs (sbxd's: its own ids).
+	[ "$BACKEND" = daytona ] && idre='^[0-9a-z-]{12,64}$'
 	run --separate-stderr create -s .sbx/s.json --label owner=me --timeout 600
 	assert_success
 	[ -z "$stderr" ]
@@ -99,6 +101,15 @@ count() {
 	run create -s s.json --name web-1 --workdir /srv/app
 	assert_success
 	[ "$(jq -r .workdir s.json)" = /srv/app ]
+	if [ "$BACKEND" = daytona ]; then
+		# Daytona's name is the API's, not the hostname (Daytona's
+		# cloud sets its own).
+		run sx pwd
+		assert_success
+		assert_output /srv/app
+		[ "$(sbx-ls -j | jq -r 'select(.name == "web-1") | .id')" = "$(jq -r .ref.id s.json)" ]
+		return
+	fi
 	run sx sh -c 'hostname; pwd'
 	assert_success
 	assert_output $'web-1\n/srv/app'

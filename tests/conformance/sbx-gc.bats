@@ -65,6 +65,11 @@ break_sandbox() {
 		curl -sf -o /dev/null -X DELETE -H @- "$E2B_API_URL/sandboxes/$1" \
 		    <<<"X-API-Key: $E2B_API_KEY"
 		;;
+	daytona)
+		# Deleted through the API, as Daytona ends one that died.
+		curl -sf -o /dev/null -X DELETE -H @- "$DAYTONA_API_URL/sandbox/$1" \
+		    <<<"Authorization: Bearer $DAYTONA_API_KEY"
+		;;
 	esac
 }
 

@@ -175,12 +175,16 @@ field() {
 	local id
 	if refused_name web-2; then return; fi
 	id=$(mk -N web-2)
-	run --separate-stderr sbx-exec --id web-2 -- hostname
-	assert_success
-	[ "$output" = web-2 ]
+	# Daytona's name is the API's, not the hostname.
+	if [ "$BACKEND" != daytona ]; then
+		run --separate-stderr sbx-exec --id web-2 -- hostname
+		assert_success
+		[ "$output" = web-2 ]
+	fi
 	run sbx-exec -I web-2 -- sh -c 'echo ok'
 	assert_success
 	[ "$output" = ok ]
+	[ "$(sbx-ls -j | jq -r 'select(.name == "web-2") | .id')" = "$id" ]
 }
 
 @test "$B: sbx-kill by name kills that sandbox and reports its id" {

@@ -171,6 +171,17 @@ field() {
 	sbx-pause -s "$BATS_TEST_TMPDIR/s.json" >/dev/null
 	run --separate-stderr sh_ -r
 	assert_failure 3
+	if ! has_cap suspend; then
+		# Paused is stopped there: refused as such; its processes,
+		# the session's among them, ended; a new one after resume.
+		[[ $stderr == *"is stopped (sbx-exec --resume, or sbx-pause --resume)" ]] ||
+		    fail "$stderr"
+		sbx-pause --resume -s "$BATS_TEST_TMPDIR/s.json" >/dev/null
+		run --separate-stderr sh_ 'echo again'
+		assert_success
+		[[ $(field .output) == again* ]] || fail "$output"
+		return
+	fi
 	[[ $stderr == *"is paused (sbx-exec --resume, or sbx-pause --resume)" ]] ||
 	    fail "$stderr"
 	sbx-pause --resume -s "$BATS_TEST_TMPDIR/s.json" >/dev/null
