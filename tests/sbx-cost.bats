@@ -280,12 +280,12 @@ config() {
 
 @test "sbx-cost of a backend without a default rate exits 2 naming the key and changes nothing" {
 	mkstate a.json '[[1000, 8200]]' e2b
-	jq '.ref.backend = "daytona"' a.json >b.json
+	jq '.ref.backend = "other"' a.json >b.json
 	cp b.json before.json
 	run --separate-stderr sbx-cost b.json
 	assert_failure 2
 	[ -z "$output" ]
-	[[ $stderr == "sbx-cost: no rate for backend 'daytona': set cost.daytona.per_hour"* ]]
+	[[ $stderr == "sbx-cost: no rate for backend 'other': set cost.other.per_hour"* ]]
 	cmp b.json before.json
 }
 

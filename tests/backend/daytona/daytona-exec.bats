@@ -133,6 +133,16 @@ over_tls() {
 	[ "$(sha256sum <err)" = "$(seq 1 1000 | sha256sum)" ]
 }
 
+@test "daytona: output holding a run of \\002\\002\\002 (a marker of Daytona's log stream) is misread, as sbx(7) says" {
+	# Daytona's protocol has no escape for its markers: the run is read
+	# as a switch to stderr, and the bytes after it go there. This pins
+	# the limit down; should it ever change, sbx(7) must too.
+	run --separate-stderr sbx-exec -s s.json -- printf 'a\002\002\002b'
+	assert_success
+	assert_output a
+	assert_equal "$stderr" b
+}
+
 @test "daytona: without a WebSocket, sbx-exec polls: the output, the status, stdin" {
 	proxy_start refuse
 	run --separate-stderr sbx-exec -s s.json -- sh -c 'echo out; sleep 1; echo err >&2; exit 5'
