@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/wait.h>
@@ -160,6 +161,8 @@ log_add(struct cmd *c, int tag, const char *p, size_t n)
 		return;
 	sbx_buf_add(&c->log, tags[tag - 1], 3);
 	sbx_buf_add(&c->log, p, n);
+	/* Its followers wake (follow_run). */
+	pthread_cond_broadcast(&scv);
 }
 
 /* The next command, when none runs: sent (s->wmu held, smu not). */
@@ -821,6 +824,20 @@ follow_run(struct sbxd_ws *w, void *cls)
 	for (;;) {
 		out.len = err.len = all.len = 0;
 		pthread_mutex_lock(&smu);
+		/* Until the log grows or the command ends (log_add and the
+		 * end broadcast scv), 100 ms at most: then the socket's
+		 * pings and close are read. */
+		if (!f->c->done && f->c->log.len == off) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 100000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			pthread_cond_timedwait(&scv, &smu, &ts);
+		}
 		done = f->c->done;
 		part.data = f->c->log.data + off;
 		part.len = f->c->log.len - off;
@@ -837,7 +854,7 @@ follow_run(struct sbxd_ws *w, void *cls)
 			sbxd_ws_close(w, SBX_WS_NORMAL, "");
 			break;
 		}
-		if (sbxd_ws_read(w, 100, &m) < 0)
+		if (sbxd_ws_read(w, 0, &m) < 0)
 			break;
 	}
 	sbx_buf_release(&out);
