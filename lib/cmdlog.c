@@ -184,21 +184,27 @@ sbx_cmdlog_ended(json_t *line, const struct sbx_exec_result *r)
  * own, its stdio on files of its own (the exec's pipes are not held
  * open, so the exec ends), in a session of its own where setsid exists
  * (what ends the exec's session, as Daytona's toolbox ends a session's
- * processes with it, leaves it be); its status is "CODE EPOCH" in
- * status, written whole by a rename. */
+ * processes with it, leaves it be): the exec waits on a FIFO until that
+ * shell has its session. Its status is "CODE EPOCH" in status, written
+ * whole by a rename. */
 static const char start_sh[] =
     "umask 077\n"
     "d=" SBX_CMDLOG_DIR "/$1\n"
     "shift\n"
-    "mkdir -p " SBX_CMDLOG_DIR " && mkdir \"$d\" || exit 125\n"
+    "mkdir -p " SBX_CMDLOG_DIR " && mkdir \"$d\" && mkfifo \"$d/go\" || "
+    "exit 125\n"
     "s=\n"
     "command -v setsid >/dev/null 2>&1 && s=setsid\n"
-    "$s sh -c '\"$@\" </dev/null >\"$0/out\" 2>&1\n"
+    "$s sh -c ': >\"$0/go\"\n"
+    "\"$@\" </dev/null >\"$0/out\" 2>&1\n"
     "c=$?\n"
     "echo \"$c $(date +%s)\" >\"$0/status.tmp\"\n"
     "mv -f \"$0/status.tmp\" \"$0/status\"' \"$d\" \"$@\" "
     "</dev/null >/dev/null 2>&1 &\n"
-    "echo $!\n";
+    "p=$!\n"
+    "read -r x <\"$d/go\"\n"
+    "rm -f \"$d/go\"\n"
+    "echo $p\n";
 
 /* The ids given whose status is there: "ID CODE EPOCH BYTES" a line; the
  * first line of a status file only, so one never speaks for another. */
