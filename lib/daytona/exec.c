@@ -960,6 +960,13 @@ dx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	 * that is the sandbox's end, not the command's. */
 	if ((r->exit_code > 128 || r->exit_code < 0) && sandbox_ended(r))
 		return sbx_xs_vanished(err, r->id, r->argv[0]);
+	/* No status at all (-1): its session's shell was killed. The
+	 * sandbox may say it is stopping only a moment later. */
+	if (r->exit_code < 0) {
+		for (int i = 0; i < 20 && !sandbox_ended(r); i++)
+			usleep(100000);
+		return vanished(r, err);
+	}
 	sbx_xs_end_status(xs->res, r->exit_code);
 	return 0;
 }
