@@ -154,3 +154,26 @@ sbx_config_dir(const char *key, const char *sub, int state)
 		    "state" : "share", sub);
 	return sbx_xasprintf("/tmp/sbx-%u/%s", (unsigned)geteuid(), sub);
 }
+
+char *
+sbx_cred_key(const char *env, const char *name, const char *what,
+    struct sbx_err *err)
+{
+	char *where = NULL, *key = sbx_cred_get(env, name, &where);
+	size_t n;
+
+	if (key) {
+		n = strlen(key);
+		while (n && isspace((unsigned char)key[n - 1]))
+			key[--n] = '\0';
+		if (!n) {
+			free(key);
+			key = NULL;
+		}
+	}
+	if (!key)
+		sbx_err_set(err, SBX_EX_CRED, "no %s API key (set %s or write "
+		    "it to '%s')", what, env, where);
+	free(where);
+	return key;
+}

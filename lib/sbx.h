@@ -241,6 +241,10 @@ char *sbx_config_cred_dir(void);
  * it is 0600); NULL when neither has one. *where (if asked; free it) is
  * the file's path, for the caller's message. */
 char *sbx_cred_get(const char *env, const char *name, char **where);
+/* An API key, sbx_cred_get's, trailing blanks no part of it; NULL with
+ * SBX_EX_CRED "no WHAT API key (set ENV or write it to 'FILE')". */
+char *sbx_cred_key(const char *env, const char *name, const char *what,
+    struct sbx_err *err);
 
 /* --- state: the state file (sbx-state(5)) ----------------------------- */
 

@@ -1,6 +1,5 @@
 /* client.c - the daytona backend's clients: the control plane's REST API
  * (the key, requests, errors, a sandbox, its state) and the toolbox's */
-#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -14,31 +13,6 @@
 static char *the_key;
 
 #define BEARER "Authorization: Bearer "
-
-/* The key from DAYTONA_API_KEY, else the first line of the credentials
- * file (DESIGN.md 8); trailing blanks are no part of a key. */
-static char *
-api_key(struct sbx_err *err)
-{
-	char *where = NULL, *key = sbx_cred_get("DAYTONA_API_KEY", "daytona",
-	    &where);
-	size_t n;
-
-	if (key) {
-		n = strlen(key);
-		while (n && isspace((unsigned char)key[n - 1]))
-			key[--n] = '\0';
-		if (!n) {
-			free(key);
-			key = NULL;
-		}
-	}
-	if (!key)
-		sbx_err_set(err, SBX_EX_CRED, "no Daytona API key (set "
-		    "DAYTONA_API_KEY or write it to '%s')", where);
-	free(where);
-	return key;
-}
 
 const char *
 sbx_dt_endpoint_config(void)
@@ -100,7 +74,8 @@ sbx_dt_open(struct dt *d, const char *endpoint, struct sbx_err *err)
 	char *key;
 
 	memset(d, 0, sizeof *d);
-	if (!(key = api_key(err)))
+	if (!(key = sbx_cred_key("DAYTONA_API_KEY", "daytona", "Daytona",
+	    err)))
 		return -1;
 	d->auth = sbx_xasprintf(BEARER "%s", key);
 	explicit_bzero(key, strlen(key));

@@ -993,7 +993,6 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 	unsigned char rnd[12];
 	struct sbx_xs xs;
 	struct run r;
-	json_t *info = NULL;
 	const char *st, *wd;
 	char *wdir = NULL;
 	size_t i;
@@ -1020,8 +1019,8 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 		goto out;
 	}
 	/* The sandbox's workdir, in its labels, by default. */
-	info = sbx_dt_info_of(r.sb, r.d.endpoint);
-	if (!wo.cwd && (wd = sbx_json_str(info, "workdir")) && *wd)
+	if (!wo.cwd && (wd = sbx_json_str(json_object_get(r.sb, "labels"),
+	    DT_WORKDIR)) && *wd)
 		wo.cwd = wdir = sbx_xstrdup(wd);
 	if (sbx_dt_tb_open(&r.tb, &r.d, r.sb, err) < 0)
 		goto out;
@@ -1045,7 +1044,6 @@ out:
 	sbx_buf_release(&r.pre);
 	free(r.cmd_id);
 	free(wdir);
-	json_decref(info);
 	json_decref(r.sb);
 	if (r.tb.h)
 		sbx_dt_tb_close(&r.tb);

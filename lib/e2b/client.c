@@ -1,6 +1,5 @@
 /* client.c - the e2b backend's clients: the control plane's REST API
  * (the key, requests, errors, a sandbox's detail) and envd's Connect RPC */
-#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -20,31 +19,6 @@ sbx_e2b_domain(void)
 	const char *d = getenv("E2B_DOMAIN");
 
 	return d && *d ? d : DEFAULT_DOMAIN;
-}
-
-/* The key from E2B_API_KEY, else the first line of the credentials
- * file (DESIGN.md 8), which should be mode 0600; trailing blanks are no
- * part of a key. */
-static char *
-api_key(struct sbx_err *err)
-{
-	char *where = NULL, *key = sbx_cred_get("E2B_API_KEY", "e2b", &where);
-	size_t n;
-
-	if (key) {
-		n = strlen(key);
-		while (n && isspace((unsigned char)key[n - 1]))
-			key[--n] = '\0';
-		if (!n) {
-			free(key);
-			key = NULL;
-		}
-	}
-	if (!key)
-		sbx_err_set(err, SBX_EX_CRED, "no E2B API key (set E2B_API_KEY "
-		    "or write it to '%s')", where);
-	free(where);
-	return key;
 }
 
 void
@@ -96,7 +70,7 @@ sbx_e2b_open(struct eb *e, const char *endpoint, struct sbx_err *err)
 	char *key;
 
 	memset(e, 0, sizeof *e);
-	if (!(key = api_key(err)))
+	if (!(key = sbx_cred_key("E2B_API_KEY", "e2b", "E2B", err)))
 		return -1;
 	e->key_hdr = sbx_xasprintf("X-API-Key: %s", key);
 	explicit_bzero(key, strlen(key));
