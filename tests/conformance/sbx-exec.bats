@@ -60,7 +60,7 @@ in_term() {
 	sleep 60 >term-in 3>&- &
 	p=$!
 	echo "$p" >>"$BATS_TEST_TMPDIR/bg.pids"
-	script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
+	SHELL=/bin/bash script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
 	kill "$p" 2>/dev/null
 	wait "$p" 2>/dev/null
 	rm -f "$BATS_TEST_TMPDIR/bg.pids"

@@ -212,15 +212,16 @@ over_tls() {
 	assert_failure 1
 }
 
-# A shell command line on a terminal (script(1)), its stdin a pipe that
-# stays open; the output without the terminal's CRs.
+# A bash command line on a terminal (script(1) runs $SHELL, which CI may
+# leave unset: sh), its stdin a pipe that stays open; the output without
+# the terminal's CRs.
 in_term() {
 	local p rc=0
 	rm -f term-in
 	mkfifo term-in
 	sleep 60 >term-in 2>/dev/null 3>&- &
 	p=$!
-	script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
+	SHELL=/bin/bash script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
 	kill "$p" 2>/dev/null
 	wait "$p" 2>/dev/null
 	return "$rc"

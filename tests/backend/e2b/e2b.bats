@@ -532,7 +532,7 @@ in_term() {
 	mkfifo term-in
 	sleep 60 >term-in 3>&- &
 	p=$!
-	script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
+	SHELL=/bin/bash script -qec "$1" /dev/null <term-in | tr -d '\r' || rc=$?
 	kill "$p" 2>/dev/null
 	wait "$p" 2>/dev/null
 	return "$rc"
