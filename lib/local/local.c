@@ -1449,6 +1449,25 @@ find_paused(json_t *ref, char **id, char **dir, json_t **meta, int *how,
 	return 0;
 }
 
+/* Stop a sandbox marked stopped: its processes killed, init (pid) gone,
+ * its cgroups and its network with them. */
+static int
+stop_now(struct sbx_cgroups *cg, json_t *meta, pid_t pid, const char *id,
+    struct sbx_err *err)
+{
+	if (sbx_cg_kill(cg, 5000) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "processes of '%s' did "
+		    "not die", id);
+	kill(pid, SIGKILL);
+	for (int i = 0; i < 2500 && live_init(meta); i++)
+		usleep(2000);
+	sbx_cg_remove(cg);
+	/* It would go by itself, with init; gone now, its ports closed,
+	 * when the pause returns. */
+	sbx_local_net_stop_of(meta);
+	return 0;
+}
+
 static int
 local_pause(json_t *ref, int stop, struct sbx_err *err)
 {
@@ -1479,18 +1498,8 @@ local_pause(json_t *ref, int stop, struct sbx_err *err)
 	if (mark_paused(dir, stop ? "stop" : "suspend", err) < 0)
 		goto out;
 	if (stop) {
-		if (sbx_cg_kill(&cg, 5000) < 0) {
-			sbx_err_set(err, SBX_EX_FAIL, "processes of '%s' did "
-			    "not die", id);
+		if (stop_now(&cg, meta, pid, id, err) < 0)
 			goto out;
-		}
-		kill(pid, SIGKILL);
-		for (int i = 0; i < 2500 && live_init(meta); i++)
-			usleep(2000);
-		sbx_cg_remove(&cg);
-		/* It would go by itself, with init; gone now, its ports
-		 * closed, when the pause returns. */
-		sbx_local_net_stop_of(meta);
 	} else if (sbx_cg_freeze(&cg, 1, 5000) < 0) {
 		sbx_cg_freeze(&cg, 0, 1000);
 		unmark_paused(dir);
@@ -1534,11 +1543,13 @@ local_resume(json_t *ref, struct sbx_err *err)
 	if (find_paused(ref, &id, &dir, &meta, &how, &when, &pid, err) < 0)
 		goto out;
 	if (how == 't' && pid) {
-		/* Marked stopped, still running: a stop killed before it
-		 * stopped anything. Running it is. */
-		unmark_paused(dir);
-		rc = 0;
-		goto out;
+		/* Marked stopped, still running: a stop killed half-way.
+		 * Whether it had killed anything yet (cgroup.kill works
+		 * while init still shows) cannot be told, so the stop is
+		 * finished and the sandbox started as any stopped one. */
+		sbx_cg_find(&cg, id);
+		if (stop_now(&cg, meta, pid, id, err) < 0)
+			goto out;
 	}
 	if (how == 't') {
 		/* Stopped: a new agent over the same files. */
