@@ -188,7 +188,8 @@ sbx_xs_vanished(struct sbx_err *err, const char *id, const char *cmd)
 /* --- a guard ------------------------------------------------------------- */
 
 static void __attribute__((noreturn))
-guard_main(int sock, const sigset_t *old, void (*kill)(void *), void *arg)
+guard_main(int sock, const sigset_t *old, void (*kill)(void *),
+    void (*job)(void *), void *arg)
 {
 	static const int quiet[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
 	char c;
@@ -207,12 +208,17 @@ guard_main(int sock, const sigset_t *old, void (*kill)(void *), void *arg)
 	if (dup2(sock, 3) < 0)
 		_exit(0);
 	close_range(4, ~0U, 0);
-	/* "k" once the command ended; EOF: we died. (Gone already is as
-	 * good.) */
+	/* "k" once the command ended, "j" with the job to do; EOF: we
+	 * died. (Gone already is as good.) */
 	while ((n = read(3, &c, 1)) < 0 && errno == EINTR)
 		;
 	if (n != 1)
 		kill(arg);
+	if (n == 1 && c == 'j' && job && fork() == 0) {
+		/* We end at once: our parent waits no longer. */
+		close(3);
+		job(arg);
+	}
 	_exit(0);
 }
 
@@ -229,7 +235,7 @@ sbx_xs_guard_start(struct sbx_xs_guard *g, const sigset_t *old,
 	fflush(NULL);
 	if ((g->pid = fork()) == 0) {
 		close(sv[0]);
-		guard_main(sv[1], old, kill, arg);
+		guard_main(sv[1], old, kill, g->job, arg);
 	}
 	close(sv[1]);
 	if (g->pid > 0)
@@ -251,6 +257,23 @@ sbx_xs_guard_stop(struct sbx_xs_guard *g)
 		while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	g->pid = -1;
+}
+
+int
+sbx_xs_guard_leave(struct sbx_xs_guard *g)
+{
+	if (g->fd < 0 || g->pid <= 0 || !g->job)
+		return -1;
+	if (write(g->fd, "j", 1) != 1) {
+		sbx_xs_guard_stop(g);
+		return -1;
+	}
+	close(g->fd);
+	g->fd = -1;
+	while (waitpid(g->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	g->pid = -1;
+	return 0;
 }
 
 /* --- the loop ------------------------------------------------------------- */

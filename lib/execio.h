@@ -169,11 +169,17 @@ int sbx_xs_start_fail(struct sbx_err *err, enum sbx_xs_why why,
 struct sbx_xs_guard {
 	pid_t pid;
 	int fd;
+	void (*job)(void *arg); /* set before the start: for _leave */
 };
 void sbx_xs_guard_start(struct sbx_xs_guard *g, const sigset_t *old,
     void (*kill)(void *arg), void *arg);
 /* The command ended (or never started): the guard stands down. */
 void sbx_xs_guard_stop(struct sbx_xs_guard *g);
+/* The command ended: the guard stands down, and a process of its own
+ * (init's child, in no session of ours, holding none of our fds) does
+ * its job(arg): a clean-up no one needs to wait for. 0, or -1 when
+ * there is no guard or job (do it yourself). */
+int sbx_xs_guard_leave(struct sbx_xs_guard *g);
 
 /* The messages every backend says alike; each returns -1. */
 int sbx_xs_paused(struct sbx_err *err, const char *id, const char *how);

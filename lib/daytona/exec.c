@@ -93,6 +93,7 @@ struct run {
 	struct dt d;
 	struct dtb tb;
 	json_t *sb;
+	int fast;              /* sb made of the ref, not asked for yet */
 	const char *id;
 	char *const *argv;
 	char tok[40];          /* the session's id and the processes' tag */
@@ -105,6 +106,7 @@ struct run {
 	size_t nheld;
 	unsigned long long seen[3]; /* bytes of stdout (line and all), stderr */
 	long long next_ms;
+	int first;             /* the stream just opened: read, not polled */
 	/* The script's line. */
 	char head[HEAD_MAX];
 	size_t nhead;
@@ -581,6 +583,34 @@ ws_read(struct run *r)
 
 /* --- the transport -------------------------------------------------------- */
 
+/* The first toolbox request of a run that took the toolbox from the ref
+ * failed: the sandbox says why (stopped, gone, a key refused), or where
+ * its toolbox is now. 0: try again; -1 with err. */
+static int
+refetch(struct run *r, struct sbx_err *err)
+{
+	json_t *s;
+	const char *st;
+
+	r->fast = 0;
+	if (sbx_dt_get(&r->d, r->id, &s, err) < 0)
+		return -1;
+	st = sbx_json_str(s, "state");
+	if (strcmp(st ? st : "", "started")) {
+		if (!strcmp(sbx_dt_status(st ? st : ""), "paused") ||
+		    !strcmp(sbx_dt_status(st ? st : ""), "stopped"))
+			sbx_xs_paused(err, r->id, st);
+		else
+			sbx_xs_not_running(err, r->id, st ? st : "in no state");
+		json_decref(s);
+		return -1;
+	}
+	json_decref(r->sb);
+	r->sb = s;
+	sbx_dt_tb_close(&r->tb);
+	return sbx_dt_tb_open(&r->tb, &r->d, r->sb, err);
+}
+
 /* The guard's job, should we die: every process of the command
  * killed, its session (or PTY) deleted. */
 static void
@@ -592,6 +622,21 @@ guard_kill(void *arg)
 
 	if (sbx_dt_tb_open(&tb, &r->d, r->sb, &err) == 0) {
 		kill_all(&tb, r->tok, SIGKILL);
+		session_delete(&tb, r->tok, r->pty);
+		sbx_dt_tb_close(&tb);
+	}
+}
+
+/* The guard's job once the command ended: its session (or PTY) deleted
+ * while sbx-exec has gone, one round trip less to wait for. */
+static void
+guard_leave(void *arg)
+{
+	struct run *r = arg;
+	struct sbx_err err;
+	struct dtb tb;
+
+	if (sbx_dt_tb_open(&tb, &r->d, r->sb, &err) == 0) {
 		session_delete(&tb, r->tok, r->pty);
 		sbx_dt_tb_close(&tb);
 	}
@@ -627,14 +672,22 @@ pty_start(struct run *r, struct sbx_xs *xs, struct sbx_err *err)
 	json_object_set_new(envs, "SBX_EXEC_N", json_string(name));
 	b = json_pack("{sssosisi}", "id", r->tok, "envs", envs, "cols",
 	    (int)ws.ws_col, "rows", (int)ws.ws_row);
-	sbx_xs_guard_start(&r->guard, &xs->old, guard_kill, r);
-	rc = tb_json(r, "POST", b, &rs, err, "/process/pty");
+	for (;;) {
+		sbx_xs_guard_start(&r->guard, &xs->old, guard_kill, r);
+		rc = tb_json(r, "POST", b, &rs, err, "/process/pty");
+		if (rc == 0 && rs.status / 100 != 2)
+			rc = sbx_dt_tb_fail(&rs, "cannot make a terminal for "
+			    "the command", err);
+		sbx_http_resp_release(&rs);
+		if (rc == 0 || !r->fast)
+			break;
+		/* The guard holds the old sandbox: a new one for the new. */
+		sbx_xs_guard_stop(&r->guard);
+		if ((rc = refetch(r, err)) < 0)
+			break;
+	}
 	wipe_json(b);
 	wipe_json(a);
-	if (rc == 0 && rs.status / 100 != 2)
-		rc = sbx_dt_tb_fail(&rs, "cannot make a terminal for the "
-		    "command", err);
-	sbx_http_resp_release(&rs);
 	if (rc < 0)
 		return -1;
 	r->cmd_id = sbx_xstrdup(r->tok);
@@ -647,6 +700,7 @@ pty_start(struct run *r, struct sbx_xs *xs, struct sbx_err *err)
 	ws_send(r, SBX_WS_BINARY, line, sizeof line - 1);
 	/* At once: TLS may hold frames already (dx_ready). */
 	r->next_ms = sbx_mono_ms();
+	r->first = 1;
 	/* The user's keys wait for the command. */
 	sbx_xs_hold_input(xs, 1);
 	return 0;
@@ -664,12 +718,16 @@ dx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	if (r->pty)
 		return pty_start(r, xs, err);
 	b = json_pack("{ss}", "sessionId", r->tok);
-	rc = tb_json(r, "POST", b, &rs, err, "/process/session");
+	for (;;) {
+		rc = tb_json(r, "POST", b, &rs, err, "/process/session");
+		if (rc == 0 && rs.status / 100 != 2)
+			rc = sbx_dt_tb_fail(&rs, "cannot make a session for "
+			    "the command", err);
+		sbx_http_resp_release(&rs);
+		if (rc == 0 || !r->fast || (rc = refetch(r, err)) < 0)
+			break;
+	}
 	json_decref(b);
-	if (rc == 0 && rs.status / 100 != 2)
-		rc = sbx_dt_tb_fail(&rs, "cannot make a session for the "
-		    "command", err);
-	sbx_http_resp_release(&rs);
 	if (rc < 0)
 		return -1;
 	line = command_line(r, xs->o);
@@ -698,6 +756,7 @@ dx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	free(path);
 	/* At once: polling, or what TLS may hold already (dx_ready). */
 	r->next_ms = sbx_mono_ms();
+	r->first = 1;
 	return 0;
 }
 
@@ -758,6 +817,13 @@ dx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
 	}
 	if (r->sig_pending)
 		forward(r);
+	/* The stream's first read done: no round trip to ask about the
+	 * command while it brings its news. */
+	if (r->ws && r->first) {
+		r->first = 0;
+		r->next_ms = sbx_mono_ms() + CHECK_MS;
+		return 0;
+	}
 	if (sbx_mono_ms() < r->next_ms)
 		return 0;
 	st = command_state(r);
@@ -928,7 +994,6 @@ dx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 		if (!st)
 			usleep(50000);
 	}
-	sbx_xs_guard_stop(&r->guard);
 	if (xs->res->timed_out) {
 		sbx_xs_end(xs->res, SBX_XS_TIMEDOUT, 0);
 		return 0;
@@ -993,13 +1058,14 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 	unsigned char rnd[12];
 	struct sbx_xs xs;
 	struct run r;
-	const char *st, *wd;
+	const char *st, *wd, *tbu;
 	char *wdir = NULL;
 	size_t i;
 	int rc = -1;
 
 	memset(&r, 0, sizeof r);
 	r.guard.fd = r.guard.pid = -1;
+	r.guard.job = guard_leave;
 	sbx_xs_init(&xs, &wo, res, &dx_transport, &r);
 	if (!argv[0])
 		return sbx_err_set(err, SBX_EX_USAGE, "no command to run");
@@ -1007,7 +1073,20 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 		return sbx_err_set(err, SBX_EX_USAGE, "the daytona backend "
 		    "cannot run a command as another user (-u '%s')",
 		    o->user);
-	if (sbx_dt_ref_open(&r.d, ref, &r.id, &r.sb, err) < 0)
+	/* Made by sbx-create, the ref says where its toolbox is: no
+	 * round trip to ask (refetch, should that fail). */
+	if ((tbu = sbx_json_str(ref, "toolbox")) &&
+	    sbx_dt_valid_id(sbx_json_str(ref, "id"))) {
+		if (sbx_dt_open(&r.d, sbx_json_str(ref, "endpoint"), err) < 0)
+			return -1;
+		r.id = sbx_json_str(ref, "id");
+		r.fast = 1;
+		r.sb = json_pack("{sssssss{}}", "id", r.id, "state", "started",
+		    "toolboxProxyUrl", tbu, "labels");
+		if ((wd = sbx_json_str(ref, "workdir")))
+			json_object_set_new(json_object_get(r.sb, "labels"),
+			    DT_WORKDIR, json_string(wd));
+	} else if (sbx_dt_ref_open(&r.d, ref, &r.id, &r.sb, err) < 0)
 		return -1;
 	st = sbx_json_str(r.sb, "state");
 	if (strcmp(st ? st : "", "started")) {
@@ -1022,7 +1101,8 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 	if (!wo.cwd && (wd = sbx_json_str(json_object_get(r.sb, "labels"),
 	    DT_WORKDIR)) && *wd)
 		wo.cwd = wdir = sbx_xstrdup(wd);
-	if (sbx_dt_tb_open(&r.tb, &r.d, r.sb, err) < 0)
+	if (sbx_dt_tb_open(&r.tb, &r.d, r.sb, err) < 0 &&
+	    (!r.fast || refetch(&r, err) < 0))
 		goto out;
 	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
 		memset(rnd, 0, sizeof rnd);
@@ -1033,8 +1113,8 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 	r.argv = argv;
 	r.pty = o->tty;
 	rc = sbx_xs_run(&xs, err);
-	if (r.cmd_id || r.tb.h)
-		/* Ends what is left of it. */
+	/* Ends what is left of it: the guard's job, or ours. */
+	if (sbx_xs_guard_leave(&r.guard) < 0)
 		session_delete(&r.tb, r.tok, r.pty);
 out:
 	sbx_xs_guard_stop(&r.guard);

@@ -386,6 +386,13 @@ dt_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		goto out;
 	if (spec->workdir && make_workdir(&d, s, spec->workdir, err) < 0)
 		goto out;
+	/* Where sbx-exec goes without asking for the sandbox first. */
+	if (sbx_json_str(s, "toolboxProxyUrl"))
+		json_object_set_new(*ref, "toolbox", json_string(sbx_json_str(s,
+		    "toolboxProxyUrl")));
+	if (spec->workdir)
+		json_object_set_new(*ref, "workdir",
+		    json_string(spec->workdir));
 	rc = 0;
 out:
 	if (rc < 0 && made) {

@@ -42,8 +42,8 @@ teardown() {
 }
 
 # sbxd behind dt-proxy.py in mode "$@" (refuse, or tls CERT KEY):
-# DAYTONA_API_URL and the state file's ref name the proxy (the sandbox's
-# toolbox too, as the proxy answers).
+# DAYTONA_API_URL and the state file's ref name the proxy, its toolbox
+# too (the proxy answers so as well).
 proxy_start() {
 	local i scheme=http
 	[ "$1" = tls ] && scheme=https
@@ -57,7 +57,9 @@ proxy_start() {
 	done
 	[ -s "$BATS_TEST_TMPDIR/port" ] || fail "the proxy did not start"
 	export DAYTONA_API_URL=$scheme://127.0.0.1:$(cat "$BATS_TEST_TMPDIR/port")/api
-	jq '.ref.endpoint = env.DAYTONA_API_URL' "$SHARED" >s.json
+	jq '.ref.endpoint = env.DAYTONA_API_URL |
+	    .ref.toolbox = (env.DAYTONA_API_URL | sub("/api$"; "/toolbox"))' \
+	    "$SHARED" >s.json
 }
 
 # sbxd behind an HTTPS proxy that passes upgrades on, its certificate of
@@ -114,6 +116,56 @@ over_tls() {
 	[ "$stderr" = err ]
 	grep -q '/logs 101 ' "$SBXD_DIR/log" ||
 	    fail "no log followed: $(grep logs "$SBXD_DIR/log")"
+}
+
+# The toolbox's sessions now, by curl: the ids, one per line.
+sessions() {
+	curl -s -H "Authorization: Bearer $SBXD_KEY" \
+	    "$SBXD_URL/toolbox/$(jq -r .ref.id s.json)/process/session" |
+	    jq -r '.[].sessionId'
+}
+
+@test "daytona: sbx-exec goes to the toolbox the ref names, asking the API nothing, waiting for four requests" {
+	local n
+	jq_true '.ref.toolbox == env.SBXD_URL + "/toolbox"' <s.json
+	n=$(wc -l <"$SBXD_DIR/log")
+	run --separate-stderr sbx-exec -s s.json -- echo hi
+	assert_success
+	assert_output hi
+	sleep 0.5
+	run tail -n "+$((n + 1))" "$SBXD_DIR/log"
+	refute_output --partial ' /api/'
+	# The session, its command, the log followed, the command's status:
+	# its exit code; the session's delete is the guard's, after us.
+	[ "$(grep -c ' /toolbox/' <<<"$output")" -eq 5 ] || fail "$output"
+	grep -q 'DELETE /toolbox/[^ ]*/process/session/sbx-' <<<"$output"
+}
+
+@test "daytona: a ref naming a toolbox that is not there: sbx-exec asks the API where it is" {
+	jq '.ref.toolbox = "http://127.0.0.1:1/toolbox"' "$SHARED" >s.json
+	run --separate-stderr sbx-exec -s s.json -- sh -c 'echo out; exit 4'
+	assert_failure 4
+	assert_output out
+	jq '.ref.toolbox = "ftp://127.0.0.1:1/toolbox"' "$SHARED" >s.json
+	run --separate-stderr sbx-exec -s s.json -- echo hi
+	assert_success
+	assert_output hi
+}
+
+@test "daytona: sbx-exec leaves no session behind, however the command ended" {
+	local i
+	[ -z "$(sessions)" ] || fail "sessions before: $(sessions)"
+	sbx-exec -s s.json -- true
+	run sbx-exec -s s.json -- sh -c 'exit 7'
+	assert_failure 7
+	run -127 sbx-exec -s s.json -- no-such-command
+	run sbx-exec -s s.json -T 1 -- sleep 30
+	assert_failure 124
+	for ((i = 0; i < 50; i++)); do
+		[ -z "$(sessions)" ] && break
+		sleep 0.1
+	done
+	[ -z "$(sessions)" ] || fail "left: $(sessions)"
 }
 
 @test "daytona: sbx-exec keeps stdout and stderr apart through many frames" {
