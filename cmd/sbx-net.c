@@ -145,6 +145,12 @@ main(int argc, char **argv)
 	if (!(be = sbx_backend_of(ref, &err)) || sbx_backend_need(be,
 	    SBX_CAP_NET_RULES, &err) < 0)
 		goto fail;
+	if (!be->ops->net_rules) {
+		sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' takes its "
+		    "network rules at create only (sbx-create --allow-out)",
+		    be->name);
+		goto fail;
+	}
 	if (log) {
 		/* Rules without a log: E2B's. */
 		if (!be->ops->net_log) {

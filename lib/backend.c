@@ -84,12 +84,14 @@ static const struct sbx_backend backends[] = {
 		/* Idle: the sandbox's lastActivityAt. Pause is Daytona's
 		 * stop (a container's processes end): no SUSPEND. Every
 		 * port answers at a preview URL of its own: ports, and
-		 * nothing to publish. */
+		 * nothing to publish. Network rules: an allow-list at
+		 * create (lifecycle.c says which), no sbx-net. */
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_DISK | SBX_CAP_NET_DENY |
 		    SBX_CAP_NET_ALLOW | SBX_CAP_TIMEOUT | SBX_CAP_STOP |
 		    SBX_CAP_NAME | SBX_CAP_IDLE | SBX_CAP_FILES |
-		    SBX_CAP_ARCHIVE | SBX_CAP_PORTS | SBX_CAP_SHELL,
+		    SBX_CAP_ARCHIVE | SBX_CAP_PORTS | SBX_CAP_SHELL |
+		    SBX_CAP_NET_RULES,
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.template_sized = 1,

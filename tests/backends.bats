@@ -141,7 +141,7 @@ sanitized() {
 		    .disk and .network_deny and .network_allow and .timeout and
 		    .stop and .name and .idle and (.suspend | not) and
 		    (.pids | not) and
-		    (.keep | not) and (.network_rules | not)' \
+		    (.keep | not) and .network_rules' \
 		    <<<"$output"
 	done
 	# The default is the configured one.

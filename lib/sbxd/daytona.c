@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "sbxd.h"
+#include "../net/net.h"
 
 #define DT_AUTO_STOP 15         /* minutes, Daytona's defaults */
 #define DT_AUTO_ARCHIVE 10080
@@ -298,6 +299,38 @@ gib(json_int_t mb)
 	return (mb + 1023) / 1024;
 }
 
+/* E2B's allowOut (allow) as Daytona's networkAllowList and
+ * domainAllowList of j: comma-separated, each there when not empty. */
+static void
+allow_shown(json_t *j, const json_t *allow)
+{
+	struct sbx_buf l[2] = {SBX_BUF_INIT, SBX_BUF_INIT};
+	static const char *const keys[] = {"networkAllowList",
+	    "domainAllowList"};
+	struct sbx_net_rule nr;
+	struct sbx_err err;
+	const json_t *v;
+	size_t i;
+	int k;
+
+	json_array_foreach(allow, i, v) {
+		if (!json_is_string(v) || sbx_net_rule_parse(
+		    json_string_value(v), &nr, &err) < 0)
+			continue;
+		k = nr.kind == SBX_NR_CIDR || nr.kind == SBX_NR_ALL ? 0 : 1;
+		if (l[k].len)
+			sbx_buf_add(&l[k], ",", 1);
+		sbx_buf_add(&l[k], json_string_value(v),
+		    strlen(json_string_value(v)));
+	}
+	for (k = 0; k < 2; k++) {
+		if (l[k].len)
+			json_object_set_new(j, keys[k], json_stringn(l[k].data,
+			    l[k].len));
+		sbx_buf_release(&l[k]);
+	}
+}
+
 /* Daytona's Sandbox of a box (mu held); full: the fields a list leaves
  * out too. state NULL: the box's own. */
 static json_t *
@@ -339,6 +372,7 @@ dt_sandbox(struct sbxd_box *b, const char *proxy, int full,
 		json_object_set(j, "env", b->envs);
 		json_object_set_new(j, "networkBlockAll",
 		    json_boolean(!b->internet));
+		allow_shown(j, json_object_get(b->network, "allowOut"));
 		json_object_set_new(j, "volumes", json_array());
 	}
 	return j;
@@ -483,7 +517,7 @@ user_ok(struct sbxd_box *b, const char *user)
 static const char *const refused[] = {"cpu", "memory", "disk", "gpu",
     "gpuType", NULL};
 static const char *const not_served[] = {"volumes",
-    "networkAllowList", "domainAllowList", "linkedSandbox", "secrets",
+    "linkedSandbox", "secrets",
     "autoPauseInterval", "ttlMinutes", "spot", "kvm", "outboundProxyUrl",
     "otelEndpointOverride", NULL};
 
@@ -537,6 +571,60 @@ sbxd_dt_size(struct sbxd_req *r, const json_t *j, struct sbxd_new *o,
 	return 0;
 }
 
+/* A create's networkAllowList (CIDRs) and domainAllowList (names,
+ * "*.name"), comma-separated strings, as E2B's allowOut (*allow, NULL
+ * when both are empty). -1 with msg on a bad entry. */
+static int
+allow_lists(const json_t *j, json_t **allow, char *msg, size_t n)
+{
+	static const char *const keys[] = {"networkAllowList",
+	    "domainAllowList"};
+	struct sbx_net_rule nr;
+	struct sbx_err err;
+	const json_t *v;
+	const char *p, *e;
+	char item[300];
+	size_t k, len;
+
+	*allow = NULL;
+	for (k = 0; k < 2; k++) {
+		if (!(v = json_object_get(j, keys[k])) || json_is_null(v))
+			continue;
+		if (!json_is_string(v)) {
+			snprintf(msg, n, "%s must be a string", keys[k]);
+			goto bad;
+		}
+		for (p = json_string_value(v); *p; p = *e ? e + 1 : e) {
+			if (!(e = strchr(p, ',')))
+				e = p + strlen(p);
+			while (p < e && (*p == ' ' || *p == '\t'))
+				p++;
+			len = (size_t)(e - p);
+			while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+				len--;
+			if (!len)
+				continue;
+			if (len >= sizeof item || (snprintf(item, sizeof item,
+			    "%.*s", (int)len, p), sbx_net_rule_parse(item, &nr,
+			    &err) < 0) || (k == 0) != (nr.kind == SBX_NR_CIDR) ||
+			    (k == 0 && nr.family != AF_INET)) {
+				snprintf(msg, n, "Invalid %s entry '%.*s': %s",
+				    keys[k], (int)(len > 200 ? 200 : len), p,
+				    k == 0 ? "not an IPv4 CIDR" : "not a domain");
+				goto bad;
+			}
+			if (!*allow)
+				*allow = json_array();
+			json_array_append_new(*allow, json_string(item));
+		}
+	}
+	return 0;
+bad:
+	json_decref(*allow);
+	*allow = NULL;
+	return -1;
+}
+
 int
 sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
     struct sbxd_box **bp, char *emsg, size_t en)
@@ -547,7 +635,7 @@ sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
 	long long stop, archive, del, secs;
 	struct sbxd_req bg = {0};
 	struct sbxd_box *b = NULL;
-	json_t *e2b, *out = NULL;
+	json_t *e2b, *out = NULL, *allow, *net;
 	struct sbx_err err;
 	int status;
 
@@ -567,17 +655,31 @@ sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
 	e2b = json_pack("{s:s,s:O?,s:O?,s:I,s:b,s:b}", "templateID", snap ?
 	    snap : "base", "metadata", json_object_get(j, "labels"),
 	    "envVars", json_object_get(j, "env"), "timeout", (json_int_t)secs,
-	    "autoPause", del != 0, "allowInternetAccess",
+	    "autoPause", del != 0, "allow_internet_access",
 	    !json_is_true(json_object_get(j, "networkBlockAll")));
 	if (json_is_null(json_object_get(e2b, "metadata")))
 		json_object_del(e2b, "metadata");
 	if (json_is_null(json_object_get(e2b, "envVars")))
 		json_object_del(e2b, "envVars");
+	/* An allow-list: all else denied (networkBlockAll wins). */
+	if (allow_lists(j, &allow, emsg, en) < 0) {
+		json_decref(e2b);
+		return 400;
+	}
+	net = json_object();
+	if (allow && !json_is_true(json_object_get(j, "networkBlockAll"))) {
+		json_object_set_new(net, "allowOut", allow);
+		json_object_set_new(net, "denyOut", json_pack("[s]",
+		    "0.0.0.0/0"));
+	} else
+		json_decref(allow);
 	/* Not public: its ports want the preview token (its traffic
 	 * access token). */
 	if (!json_is_true(json_object_get(j, "public")))
-		json_object_set_new(e2b, "network", json_pack("{s:b}",
-		    "allowPublicTraffic", 0));
+		json_object_set_new(net, "allowPublicTraffic", json_false());
+	if (json_object_size(net))
+		json_object_set(e2b, "network", net);
+	json_decref(net);
 	status = sbxd_e2b_new_box(r, e2b, o, &out, emsg, en);
 	json_decref(e2b);
 	if (status != 201) {
@@ -641,6 +743,7 @@ h_create(struct sbxd_req *r)
 	const char *name, *snap, *user;
 	long long stop, archive, del;
 	struct sbxd_new size = {0};
+	json_t *allow;
 	struct sbxd_box *b = NULL;
 	char emsg[512];
 	int status, locked = 0, built;
@@ -689,6 +792,11 @@ h_create(struct sbxd_req *r)
 		    "to strings");
 		goto out;
 	}
+	if (allow_lists(j, &allow, emsg, sizeof emsg) < 0) {
+		ret = sbxd_dt_api_err(r, 400, "%s", emsg);
+		goto out;
+	}
+	json_decref(allow);
 	stop = body_interval(j, "autoStopInterval", 0, DT_AUTO_STOP);
 	archive = body_interval(j, "autoArchiveInterval", 0, DT_AUTO_ARCHIVE);
 	del = body_interval(j, "autoDeleteInterval", -1, -1);
