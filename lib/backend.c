@@ -84,8 +84,8 @@ static const struct sbx_backend backends[] = {
 		/* Idle: the sandbox's lastActivityAt. Pause is Daytona's
 		 * stop (a container's processes end): no SUSPEND. Every
 		 * port answers at a preview URL of its own: ports, and
-		 * nothing to publish. Network rules: an allow-list at
-		 * create (lifecycle.c says which), no sbx-net. */
+		 * nothing to publish. Network rules: an allow-list
+		 * (net.c says which). */
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_CPUS |
 		    SBX_CAP_MEMORY | SBX_CAP_DISK | SBX_CAP_NET_DENY |
 		    SBX_CAP_NET_ALLOW | SBX_CAP_TIMEOUT | SBX_CAP_STOP |

@@ -113,6 +113,12 @@ extern const struct sbx_files sbx_daytona_files;
 /* stats.c: sbx-stats (struct sbx_backend_ops's stats), from the
  * sandbox's cgroup */
 json_t *sbx_dt_stats(const json_t *ref, struct sbx_err *err);
+/* net.c: --allow-out and --deny-out as Daytona's allow-lists in a create
+ * body (exit 2 for what they cannot say); sbx-net's rules. */
+int sbx_dt_net_create(const struct sbx_spec *spec, json_t *body,
+    struct sbx_err *err);
+json_t *sbx_dt_net_rules(const json_t *ref, const json_t *set,
+    struct sbx_err *err);
 
 /* ports.c: sbx-port (struct sbx_backend_ops's ports) */
 json_t *sbx_dt_ports(const json_t *ref, unsigned port, unsigned host_port,

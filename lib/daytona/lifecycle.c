@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include "daytona.h"
-#include "../net/net.h"
 
 /* What Daytona gives a sandbox at most (a default organisation's), and
  * at least: whole vCPUs and GiB. */
@@ -302,82 +301,6 @@ valid_workdir(const char *w)
 	    n < 1024;
 }
 
-/* --allow-out and --deny-out as Daytona's allow-lists in the create body
- * b. An allow-list is all Daytona has: the rules must be one, what
- * --allow-out names (IPv4 CIDRs, names, "*.name") and --deny-out all;
- * else exit 2, nothing made. */
-static int
-net_lists(const struct sbx_spec *spec, json_t *b, struct sbx_err *err)
-{
-	static const char *const keys[] = {"networkAllowList",
-	    "domainAllowList"};
-	const json_t *v;
-	struct sbx_buf l[2] = {SBX_BUF_INIT, SBX_BUF_INIT};
-	struct sbx_net_rule nr;
-	const char *t;
-	size_t i;
-	int k, all = 0, open = 0, rc = -1;
-
-	if (spec->net_inject)
-		return sbx_err_set(err, SBX_EX_USAGE, "the daytona backend "
-		    "cannot inject headers (--inject-header)");
-	if (spec->egress_proxy)
-		return sbx_err_set(err, SBX_EX_USAGE, "the daytona backend "
-		    "cannot send through an egress proxy (--egress-proxy)");
-	if (!spec->net_rules)
-		return 0;
-	json_array_foreach(json_object_get(spec->net_rules, "deny_out"), i,
-	    v) {
-		t = json_string_value(v);
-		if (sbx_net_rule_parse(t ? t : "", &nr, err) < 0)
-			return -1;
-		if (nr.kind != SBX_NR_ALL)
-			return sbx_err_set(err, SBX_EX_USAGE, "Daytona's "
-			    "network rules are an allow-list: --deny-out takes "
-			    "only 'all' on daytona, not '%s'", t);
-		all = 1;
-	}
-	if (!all)
-		return sbx_err_set(err, SBX_EX_USAGE, "Daytona's network rules "
-		    "are an allow-list: --allow-out goes with --deny-out all "
-		    "on daytona");
-	json_array_foreach(json_object_get(spec->net_rules, "allow_out"), i,
-	    v) {
-		t = json_string_value(v);
-		if (sbx_net_rule_parse(t ? t : "", &nr, err) < 0)
-			goto out;
-		if (nr.kind == SBX_NR_ALL) {
-			open = 1;
-			continue;
-		}
-		if (nr.kind == SBX_NR_CIDR && nr.family != AF_INET) {
-			sbx_err_set(err, SBX_EX_USAGE, "Daytona's allow-list "
-			    "takes IPv4 addresses and CIDRs, not '%s'", t);
-			goto out;
-		}
-		k = nr.kind == SBX_NR_CIDR ? 0 : 1;
-		if (l[k].len)
-			sbx_buf_add(&l[k], ",", 1);
-		sbx_buf_add(&l[k], t, strlen(t));
-		if (!k && !strchr(t, '/'))
-			sbx_buf_add(&l[k], "/32", 3);
-	}
-	/* Allowed all, or nothing: no list. */
-	if (open)
-		json_object_set_new(b, "networkBlockAll", json_false());
-	else if (!l[0].len && !l[1].len)
-		json_object_set_new(b, "networkBlockAll", json_true());
-	for (k = 0; !open && k < 2; k++)
-		if (l[k].len)
-			json_object_set_new(b, keys[k], json_stringn(l[k].data,
-			    l[k].len));
-	rc = 0;
-out:
-	sbx_buf_release(&l[0]);
-	sbx_buf_release(&l[1]);
-	return rc;
-}
-
 static int
 dt_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
@@ -399,7 +322,7 @@ dt_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (sbx_dt_open(&d, spec->endpoint, err) < 0)
 		return -1;
 	body = create_body(spec);
-	if (net_lists(spec, body, err) < 0)
+	if (sbx_dt_net_create(spec, body, err) < 0)
 		goto out;
 	if (is_image(image)) {
 		if (strchr(image, '\n') || strchr(image, '\r')) {
@@ -703,6 +626,7 @@ const struct sbx_backend_ops sbx_daytona_ops = {
 	.list = dt_list,
 	.files = &sbx_daytona_files,
 	.ports = sbx_dt_ports,
+	.net_rules = sbx_dt_net_rules,
 	.stats = sbx_dt_stats,
 	.answers = sbx_dt_answers,
 };

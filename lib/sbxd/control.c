@@ -1969,49 +1969,45 @@ h_resume(struct sbxd_req *r)
 	return resume(r, 0, 0);
 }
 
-/* PUT /sandboxes/ID/network: E2B's update, which replaces the whole of
- * it (what the body omits is cleared, a proxy too), through the
- * backend's net_rules. */
-static enum MHD_Result
-h_network(struct sbxd_req *r)
+/* E2B's network update j (a PUT's body: what it omits is cleared, a
+ * proxy too) applied to b, taken, through the backend's net_rules: 0,
+ * or the status to answer with msg. */
+int
+sbxd_net_put(struct sbxd_box *b, const json_t *j, char *msg, size_t n)
 {
-	enum MHD_Result ret;
-	json_t *j = sbxd_body_json(r, &ret), *shown = NULL, *set = NULL, *out;
+	json_t *shown = NULL, *set = NULL, *out;
 	struct sbx_spec spec = {0};
-	struct sbxd_box *b = NULL;
 	struct sbx_err err;
 	const json_t *v;
-	char msg[256];
+	int st = 0;
 
-	if (!j)
-		return ret;
 	v = json_object_get(j, "allow_internet_access");
 	if (v && !json_is_boolean(v)) {
-		ret = sbxd_reply_err(r, 400, "Error when parsing request: "
+		snprintf(msg, n, "Error when parsing request: "
 		    "\"allow_internet_access\" must be a boolean");
-		goto out;
+		return 400;
 	}
 	if (net_parse(j, !(v && json_is_false(v)), &spec, &shown, msg,
-	    sizeof msg) < 0) {
-		ret = sbxd_reply_err(r, 400, "%s", msg);
+	    n) < 0) {
+		st = 400;
 		goto out;
 	}
 	/* Not one of E2B's update's fields: what the sandbox was made with
 	 * stays. */
 	if ((v = json_object_get(j, "maskRequestHost")) && !json_is_null(v)) {
-		ret = sbxd_reply_err(r, 400, "network.maskRequestHost is set at "
-		    "create only");
+		snprintf(msg, n, "network.maskRequestHost is set at create "
+		    "only");
+		st = 400;
 		goto out;
 	}
-	if (!(b = path_box_begin(r, 1, &ret)))
-		goto out;
 	/* Given a network (made without internet), or a CA (made without
 	 * rules) while paused: at resume would surprise; refused. */
 	if (b->paused && ((!b->internet && spec.network == SBX_NET_ALLOW) ||
 	    (spec.net_inject && !b->ca))) {
-		ret = sbxd_reply_err(r, 409, "Sandbox \"%s\" is paused: resume "
-		    "it to give it a network or network.rules", b->id);
-		goto end;
+		snprintf(msg, n, "Sandbox \"%s\" is paused: resume it to give "
+		    "it a network or network.rules", b->id);
+		st = 409;
+		goto out;
 	}
 	/* Made without internet: the backend gives it a network now (for
 	 * the local one, a sbx-netd that lets out); made without rules: a CA
@@ -2029,9 +2025,10 @@ h_network(struct sbxd_req *r)
 	    json_incref(spec.net_inject) : json_array(), "network", "allow");
 	if (!(out = sbxd_be_net_rules(b->ref, set, &err))) {
 		sbxd_log("cannot change the network of %s: %s", b->id, err.msg);
-		ret = sbxd_reply_err(r, err.code == SBX_EX_USAGE ? 400 : 500,
-		    "Error updating the sandbox's network: %s", err.msg);
-		goto end;
+		snprintf(msg, n, "Error updating the sandbox's network: %s",
+		    err.msg);
+		st = err.code == SBX_EX_USAGE ? 400 : 500;
+		goto out;
 	}
 	json_decref(out);
 	pthread_mutex_lock(&sbxd.mu);
@@ -2045,16 +2042,34 @@ h_network(struct sbxd_req *r)
 	shown = NULL;
 	pthread_mutex_unlock(&sbxd.mu);
 	sbxd_box_save(b);
-	ret = sbxd_reply_empty(r, 204);
-end:
-	box_end(b);
-	sbxd_box_put(b);
 out:
 	json_decref(set);
 	json_decref(shown);
 	json_decref(spec.net_rules);
 	json_decref(spec.net_inject);
 	proxy_free(spec.egress_proxy);
+	return st;
+}
+
+/* PUT /sandboxes/ID/network: E2B's update (sbxd_net_put). */
+static enum MHD_Result
+h_network(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	json_t *j = sbxd_body_json(r, &ret);
+	struct sbxd_box *b;
+	char msg[256];
+	int st;
+
+	if (!j)
+		return ret;
+	if ((b = path_box_begin(r, 1, &ret))) {
+		st = sbxd_net_put(b, j, msg, sizeof msg);
+		ret = st ? sbxd_reply_err(r, st, "%s", msg) :
+		    sbxd_reply_empty(r, 204);
+		box_end(b);
+		sbxd_box_put(b);
+	}
 	json_decref(j);
 	return ret;
 }

@@ -1322,6 +1322,73 @@ h_socket(struct sbxd_req *r)
 	    "socket (see sbxd(8))");
 }
 
+/* POST /api/sandbox/X/network-settings: networkBlockAll and the two
+ * allow-lists; what the body leaves out stays ("" clears a list). As
+ * E2B's update of its network (sbxd_net_put). */
+static enum MHD_Result
+h_network(struct sbxd_req *r)
+{
+	static const char *const keys[] = {"networkAllowList",
+	    "domainAllowList"};
+	enum MHD_Result ret;
+	json_t *j = dt_body(r, &ret), *now, *allow = NULL, *e2b = NULL;
+	const json_t *v;
+	struct sbxd_box *b;
+	char msg[512];
+	int block, st, k;
+
+	if (!j)
+		return ret;
+	v = json_object_get(j, "networkBlockAll");
+	if (v && !json_is_boolean(v) && !json_is_null(v)) {
+		json_decref(j);
+		return sbxd_dt_api_err(r, 400, "networkBlockAll must be a "
+		    "boolean");
+	}
+	if (!(b = path_box_take(r, &ret))) {
+		json_decref(j);
+		return ret;
+	}
+	/* The lists now, what the body says in their place. */
+	now = json_object();
+	pthread_mutex_lock(&sbxd.mu);
+	block = !b->internet;
+	allow_shown(now, json_object_get(b->network, "allowOut"));
+	pthread_mutex_unlock(&sbxd.mu);
+	if (json_is_boolean(v))
+		block = json_is_true(v);
+	for (k = 0; k < 2; k++)
+		if ((v = json_object_get(j, keys[k])) && !json_is_null(v))
+			json_object_set(now, keys[k], (json_t *)v);
+	if (allow_lists(now, &allow, msg, sizeof msg) < 0) {
+		st = 400;
+		goto end;
+	}
+	e2b = json_pack("{s:b}", "allow_internet_access", !block);
+	if (allow && !block) {
+		json_object_set_new(e2b, "allowOut", allow);
+		json_object_set_new(e2b, "denyOut", json_pack("[s]",
+		    "0.0.0.0/0"));
+		allow = NULL;
+	}
+	if (!(st = sbxd_net_put(b, e2b, msg, sizeof msg))) {
+		pthread_mutex_lock(&sbxd.mu);
+		dt_set(b, "updatedAt", json_integer(sbxd_now_ms()));
+		pthread_mutex_unlock(&sbxd.mu);
+		sbxd_box_save(b);
+	}
+end:
+	ret = st ? sbxd_dt_api_err(r, st, "%s", msg) : reply_box(r, 200, b,
+	    NULL);
+	sbxd_box_give(b);
+	sbxd_box_put(b);
+	json_decref(allow);
+	json_decref(e2b);
+	json_decref(now);
+	json_decref(j);
+	return ret;
+}
+
 const struct sbxd_route sbxd_dt_api_routes[] = {
 	{"GET", "/api/config", 0, h_config, NULL},
 	{"GET", "/api/socket.io", 0, h_socket, NULL},
@@ -1338,6 +1405,7 @@ const struct sbxd_route sbxd_dt_api_routes[] = {
 	{"POST", "/api/sandbox/*/autoarchive/*", 0, h_autoarchive, NULL},
 	{"POST", "/api/sandbox/*/autodelete/*", 0, h_autodelete, NULL},
 	{"POST", "/api/sandbox/*/last-activity", 0, h_activity, NULL},
+	{"POST", "/api/sandbox/*/network-settings", 0, h_network, NULL},
 	{"GET", "/api/sandbox/*/toolbox-proxy-url", 0, h_proxy_url, NULL},
 	{NULL, NULL, 0, NULL, NULL},
 };

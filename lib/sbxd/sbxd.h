@@ -446,6 +446,9 @@ void sbxd_box_size(const struct sbxd_box *b, json_int_t *cpus,
  * or it is being killed), and give it back; kill a taken box (its
  * processes end, its sandbox goes, it leaves the table): -1 with err. */
 int sbxd_box_take(struct sbxd_box *b);
+/* E2B's network update j (PUT /sandboxes/ID/network's body) applied to
+ * b, taken: 0, or the HTTP status to answer, with msg (control.c). */
+int sbxd_net_put(struct sbxd_box *b, const json_t *j, char *msg, size_t n);
 void sbxd_box_give(struct sbxd_box *b);
 int sbxd_box_kill(struct sbxd_box *b, struct sbx_err *err);
 /* An object of strings, or none. */

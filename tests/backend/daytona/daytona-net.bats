@@ -1,11 +1,11 @@
 #!/usr/bin/env bats
 # Network rules on the daytona backend: Daytona has an allow-list
-# (networkAllowList, domainAllowList), set at create. sbx-create turns
-# --allow-out with --deny-out all into it, and refuses what it cannot say
-# (exit 2, nothing made); sbxd serves the lists as the rules of its local
-# sandbox's network helper (the net.json sbx-netd enforces:
-# tests/network*.bats show the traffic). Against a private sbxd on
-# loopback.
+# (networkAllowList, domainAllowList), at create and by network-settings.
+# sbx-create and sbx-net turn --allow-out with --deny-out all into it, and
+# refuse what it cannot say (exit 2, nothing made or changed); sbxd serves
+# the lists as the rules of its local sandbox's network helper (the
+# net.json sbx-netd enforces: tests/network*.bats show the traffic).
+# Against a private sbxd on loopback.
 load ../../lib/helper
 load ../../lib/sbxd
 
@@ -87,11 +87,54 @@ default_route() {
 	assert_success
 	jq_true '.allow_out == ["10.1.2.0/24", "192.0.2.7/32", "example.test", "*.example.org"] and
 	    .deny_out == ["0.0.0.0/0"]' <<<"$output"
-	# sbx-net cannot change them: exit 2, one line.
-	run --separate-stderr sbx-net -s "$S" --allow-out 10.9.0.0/16
+	run sbx-net -s "$S"
+	assert_success
+	jq_true '.allow_out == ["10.1.2.0/24", "192.0.2.7/32", "example.test", "*.example.org"] and
+	    .deny_out == ["all"]' <<<"$output"
+}
+
+@test "daytona: sbx-net replaces the allow-list through network-settings, and the network helper follows" {
+	local id
+	sbx-create -b daytona -n allow --allow-out 10.1.0.0/16 --deny-out all -s "$S" >/dev/null
+	id=$(jq -r .ref.id "$S")
+	run sbx-net -s "$S" --allow-out example.test --allow-out 192.0.2.1 --deny-out all
+	assert_success
+	jq_true '.allow_out == ["192.0.2.1/32", "example.test"] and .deny_out == ["all"]' <<<"$output"
+	run net_json "$id"
+	jq_true '.allow_out == ["192.0.2.1/32", "example.test"] and .deny_out == ["0.0.0.0/0"]' <<<"$output"
+	grep -q "POST /api/sandbox/$id/network-settings 200" "$SBXD_DIR/log"
+	# --clear: an open network.
+	run sbx-net -s "$S" --clear
+	assert_success
+	jq_true '.allow_out == [] and .deny_out == []' <<<"$output"
+	run net_json "$id"
+	jq_true '.allow_out == [] and .deny_out == []' <<<"$output"
+	# What Daytona cannot say: exit 2, one line, the rules as they were.
+	run --separate-stderr sbx-net -s "$S" --deny-out 10.0.0.0/8
 	assert_failure 2
-	[ "$stderr" = "sbx-net: backend 'daytona' takes its network rules at create only (sbx-create --allow-out)" ] ||
+	[[ "$stderr" == "sbx-net: Daytona's network rules are an allow-list: --deny-out takes only 'all' on daytona, not '10.0.0.0/8'" ]] ||
 	    fail "$stderr"
+	run --separate-stderr sbx-net -s "$S" --inject-header example.test:X-A=env:HOME
+	assert_failure 2
+	run sbx-net -s "$S"
+	jq_true '.allow_out == [] and .deny_out == []' <<<"$output"
+	# -n deny: blocked; rules then need -n allow.
+	run sbx-net -s "$S" -n deny
+	assert_success
+	jq_true '.allow_out == [] and .deny_out == ["all"]' <<<"$output"
+	run dapi GET "/api/sandbox/$id"
+	jq_true '.networkBlockAll == true' <<<"$output"
+	# Its helper stays, denying every connection.
+	run net_json "$id"
+	jq_true '.allow_out == [] and .deny_out == ["all"]' <<<"$output"
+	run --separate-stderr sbx-net -s "$S" --allow-out 10.0.0.0/8 --deny-out all
+	assert_failure 2
+	[[ "$stderr" == *"has network deny: rules need --network allow" ]] || fail "$stderr"
+	run sbx-net -s "$S" -n allow --allow-out 10.0.0.0/8 --deny-out all
+	assert_success
+	jq_true '.allow_out == ["10.0.0.0/8"] and .deny_out == ["all"]' <<<"$output"
+	run net_json "$id"
+	jq_true '.allow_out == ["10.0.0.0/8"] and .deny_out == ["0.0.0.0/0"]' <<<"$output"
 }
 
 @test "daytona: --deny-out all alone blocks all; --allow-out all with it leaves the network open" {
@@ -146,7 +189,21 @@ EOF
 	run dapi GET "/api/sandbox/$id"
 	jq_true '.networkBlockAll == true and (has("networkAllowList") | not)' <<<"$output"
 	run net_json "$id"
-	dapi DELETE "/api/sandbox/$id" >/dev/null
 	# No way out at all: no rules to hold.
 	refute_output --partial 10.0.0.0/8
+	# network-settings: what it leaves out stays; a bad entry is 400
+	# with nothing changed.
+	run dapi POST "/api/sandbox/$id/network-settings" '{"networkBlockAll":false,"domainAllowList":"example.test"}'
+	jq_true '.networkBlockAll == false and .domainAllowList == "example.test" and (has("networkAllowList") | not)' <<<"$output"
+	run dapi POST "/api/sandbox/$id/network-settings" '{"networkAllowList":"10.2.0.0/16"}'
+	jq_true '.networkAllowList == "10.2.0.0/16" and .domainAllowList == "example.test"' <<<"$output"
+	run dapi POST "/api/sandbox/$id/network-settings" '{"networkAllowList":"nope.test"}'
+	jq_true '.statusCode == 400' <<<"$output"
+	run dapi POST "/api/sandbox/$id/network-settings" '{"networkBlockAll":"yes"}'
+	jq_true '.statusCode == 400 and .message == "networkBlockAll must be a boolean"' <<<"$output"
+	run net_json "$id"
+	jq_true '.allow_out == ["10.2.0.0/16", "example.test"] and .deny_out == ["0.0.0.0/0"]' <<<"$output"
+	run dapi POST "/api/sandbox/nosuch/network-settings" '{"networkBlockAll":true}'
+	jq_true '.statusCode == 404' <<<"$output"
+	dapi DELETE "/api/sandbox/$id" >/dev/null
 }
