@@ -624,6 +624,11 @@ main(int argc, char **argv)
 				sbx_die_err(&err);
 			break;
 		case 'w':
+			/* "/workspace/" as a shell completes it: the same
+			 * directory. */
+			for (size_t n = strlen(optarg); n > 1 &&
+			    optarg[n - 1] == '/'; n--)
+				optarg[n - 1] = '\0';
 			spec.workdir = optarg;
 			workdir_given = 1;
 			break;

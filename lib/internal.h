@@ -53,6 +53,9 @@ int64_t sbx_ns(int64_t sec, long nsec);
 struct timespec sbx_ts(int64_t ns);
 /* Relative, without empty, "." or ".." parts, not too long. */
 int sbx_path_valid(const char *path);
+/* Absolute and plain: "/" then such a relative path (not "/" alone, no
+ * trailing "/"). A workdir, a path of a snapshot's image. */
+int sbx_path_plain(const char *path);
 struct sbx_scan_opts;
 /* Whether path, or a directory on its way, is to be left out. */
 int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);

@@ -57,6 +57,34 @@ sbx_json_int(const json_t *obj, const char *key, long long def)
 	return json_is_integer(v) ? (long long)json_integer_value(v) : def;
 }
 
+/* A name a sync may write: relative, no empty, "." or ".." part, within
+ * the limits of the filesystem. */
+int
+sbx_path_valid(const char *p)
+{
+	const char *s = p, *slash;
+	size_t n;
+
+	if (!*p || *p == '/' || strlen(p) >= 4096)
+		return 0;
+	for (;;) {
+		slash = strchr(s, '/');
+		n = slash ? (size_t)(slash - s) : strlen(s);
+		if (!n || n > 255 || (n == 1 && s[0] == '.') ||
+		    (n == 2 && s[0] == '.' && s[1] == '.'))
+			return 0;
+		if (!slash)
+			return 1;
+		s = slash + 1;
+	}
+}
+
+int
+sbx_path_plain(const char *p)
+{
+	return p && p[0] == '/' && sbx_path_valid(p + 1);
+}
+
 /* Length of the valid UTF-8 sequence at p, or 0. */
 static size_t
 utf8_len(const unsigned char *p, size_t n)

@@ -171,28 +171,6 @@ sbx_sha256_fd(int fd, unsigned char out[32])
 	return 0;
 }
 
-/* A name a sync may write: relative, no empty, "." or ".." part, within
- * the limits of the filesystem. */
-int
-sbx_path_valid(const char *p)
-{
-	const char *s = p, *slash;
-	size_t n;
-
-	if (!*p || *p == '/' || strlen(p) >= 4096)
-		return 0;
-	for (;;) {
-		slash = strchr(s, '/');
-		n = slash ? (size_t)(slash - s) : strlen(s);
-		if (!n || n > 255 || (n == 1 && s[0] == '.') ||
-		    (n == 2 && s[0] == '.' && s[1] == '.'))
-			return 0;
-		if (!slash)
-			return 1;
-		s = slash + 1;
-	}
-}
-
 struct walk {
 	const struct sbx_scan_opts *o;
 	void (*emit)(const struct sbx_fentry *e, void *arg);

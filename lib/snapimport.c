@@ -58,21 +58,6 @@ read_meta(struct archive *a, struct sbx_err *err)
 	return m;
 }
 
-/* An absolute, plain path: no "..", no ".", no "//", not "/" alone. */
-static int
-plain_path(const char *p)
-{
-	const char *s;
-
-	if (!p || p[0] != '/' || !p[1] || strstr(p, "//"))
-		return 0;
-	for (s = p; s; s = strchr(s + 1, '/'))
-		if (!strncmp(s, "/./", 3) || !strcmp(s, "/.") ||
-		    !strncmp(s, "/../", 4) || !strcmp(s, "/.."))
-			return 0;
-	return p[strlen(p) - 1] != '/';
-}
-
 /* rm -rf of what the source deleted of its image; its opaque
  * directories emptied (filled again from the files after), not removed:
  * one may be a mount point (docker's workdir is a volume). */
@@ -110,7 +95,7 @@ remove_deleted(const struct sbx_backend *be, const json_t *ref,
 	argv[n++] = ndel;
 	for (k = 0; k < 2; k++)
 		json_array_foreach(json_object_get(m, lists[k]), i, v) {
-			if (!plain_path(json_string_value(v))) {
+			if (!sbx_path_plain(json_string_value(v))) {
 				free(argv);
 				return sbx_err_set(err, SBX_EX_DATA, "bad path "
 				    "in the export's %s list", lists[k]);

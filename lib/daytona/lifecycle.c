@@ -290,17 +290,6 @@ make_workdir(struct dt *d, const json_t *s, const char *dir,
 	return rc;
 }
 
-/* As the local backend's: absolute, plain. */
-static int
-valid_workdir(const char *w)
-{
-	size_t n = strlen(w);
-
-	return w[0] == '/' && w[1] && !strstr(w, "/../") && !strstr(w, "//")
-	    && (n < 3 || strcmp(w + n - 3, "/..")) && !strstr(w, "/./") &&
-	    n < 1024;
-}
-
 static int
 dt_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
@@ -312,7 +301,7 @@ dt_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	int rc = -1, made = 0;
 
 	*ref = NULL;
-	if (spec->workdir && !valid_workdir(spec->workdir))
+	if (spec->workdir && !sbx_path_plain(spec->workdir))
 		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
 		    "(want an absolute, plain path)", spec->workdir);
 	if (image && !strcmp(image, "host"))

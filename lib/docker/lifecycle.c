@@ -247,14 +247,6 @@ dir_here(const char *path)
 }
 
 static int
-valid_workdir(const char *w)
-{
-	return w[0] == '/' && !strstr(w, "/../") && !strstr(w, "/./") &&
-	    strlen(w) < 1024 && (strlen(w) < 3 || strcmp(w + strlen(w) - 3,
-	    "/.."));
-}
-
-static int
 docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
 	struct sbx_http_resp rs = {0};
@@ -269,7 +261,7 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (!spec->image || !strcmp(spec->image, "host"))
 		return sbx_err_set(err, SBX_EX_USAGE, "backend 'docker' needs "
 		    "--image (an image of the engine, or a directory ./DIR)");
-	if (!valid_workdir(spec->workdir))
+	if (!sbx_path_plain(spec->workdir))
 		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
 		    "(want an absolute, plain path)", spec->workdir);
 	if (image_is_dir(spec->image) && !sbx_docker_import)

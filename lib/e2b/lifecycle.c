@@ -102,17 +102,6 @@ discard(struct eb *e, const char *id)
 
 /* --- create --------------------------------------------------------------- */
 
-/* As the local backend's: absolute, plain. */
-static int
-valid_workdir(const char *w)
-{
-	size_t n = strlen(w);
-
-	return w[0] == '/' && w[1] && !strstr(w, "/../") && !strstr(w, "//")
-	    && (n < 3 || strcmp(w + n - 3, "/..")) && !strstr(w, "/./") &&
-	    n < 1024;
-}
-
 /* The workdir, made in the new sandbox (a template has /home/user). */
 static int
 make_workdir(const json_t *ref, const char *dir, struct sbx_err *err)
@@ -206,7 +195,7 @@ e2b_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	int rc = -1;
 
 	*ref = NULL;
-	if (spec->workdir && !valid_workdir(spec->workdir))
+	if (spec->workdir && !sbx_path_plain(spec->workdir))
 		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
 		    "(want an absolute, plain path)", spec->workdir);
 	if ((spec->net_rules || spec->egress_proxy || spec->net_inject) &&

@@ -453,15 +453,6 @@ searchable(const char *root, struct sbx_err *err)
 	return rc;
 }
 
-static int
-valid_workdir(const char *w)
-{
-	return w[0] == '/' && w[1] && !strstr(w, "/../") && !strstr(w, "//")
-	    && (strlen(w) < 3 || strcmp(w + strlen(w) - 3, "/..")) &&
-	    !strstr(w, "/./") &&
-	    strlen(w) < 1024;
-}
-
 /* Everything create made, undone. */
 static void
 undo(const char *root, const char *dir, struct sbx_cgroups *cg,
@@ -665,7 +656,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		    "('/dev/loop-control': %s)", strerror(errno));
 		disk = 0;
 	}
-	if (!valid_workdir(workdir))
+	if (!sbx_path_plain(workdir))
 		return sbx_err_set(err, SBX_EX_USAGE,
 		    "invalid workdir '%s' (want an absolute, plain path)",
 		    workdir);

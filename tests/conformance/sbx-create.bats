@@ -124,6 +124,22 @@ count() {
 	[ "$(count)" -eq 0 ]
 }
 
+@test "$B: a workdir must be absolute and plain on every backend; a trailing slash is dropped" {
+	local w
+	for w in / /a/../b /a//b /a/./b /a/. /a/..; do
+		run --separate-stderr create -s s.json --workdir "$w"
+		assert_failure 2
+		[ "$stderr" = "sbx-create: invalid workdir '$w' (want an absolute, plain path)" ] ||
+		    fail "$w: $stderr"
+		[ ! -e s.json ]
+	done
+	[ "$(count)" -eq 0 ]
+	run --separate-stderr create -s s.json --workdir /srv/app/
+	assert_success
+	run sx pwd
+	assert_output /srv/app
+}
+
 @test "$B: sbx-create without -s writes ./.sbx/state.json, hidden from git, and the other tools find it" {
 	git init -q .
 	run --separate-stderr create
