@@ -70,7 +70,8 @@ on_bytes(size_t n, void *arg)
 	pthread_mutex_unlock(&p->pmu);
 }
 
-/* Blob j into an unnamed file of the store, checked and on disk. */
+/* Blob j into an unnamed file of the store, checked (on disk: work()'s
+ * fsync, before any blob is named). */
 static int
 fetch(struct pool *p, struct sbx_registry *g, struct job *j,
     struct sbx_err *err)
@@ -81,12 +82,6 @@ fetch(struct pool *p, struct sbx_registry *g, struct job *j,
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot store a blob in "
 		    "'%s':", p->root);
 	if (sbx_registry_blob(g, j->digest, fd, err) < 0) {
-		close(fd);
-		return -1;
-	}
-	if (fsync(fd) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot store blob %s:",
-		    j->digest);
 		close(fd);
 		return -1;
 	}
@@ -119,6 +114,14 @@ work(void *arg)
 		j->done = 1;
 		pthread_cond_broadcast(&p->cv);
 		pthread_mutex_unlock(&p->mu);
+		/* On disk while the layer is applied, not before: the pull
+		 * joins us before it names a blob. */
+		if (fsync(j->fd) < 0) {
+			sbx_err_set(&e, SBX_EX_FAIL, "cannot store blob %s:",
+			    j->digest);
+			pool_fail(p, &e);
+			break;
+		}
 		pthread_mutex_lock(&p->pmu);
 		sbx_progress_add(1, 0);
 		pthread_mutex_unlock(&p->pmu);
