@@ -211,14 +211,15 @@ new"
 	assert_equal "$(sbx-ls -j | wc -l)" "$before"
 }
 
-@test "the image's WorkingDir is the sandbox's and the state's (sbx-sync pushes there); -w wins" {
+@test "the image's WorkingDir is the sandbox's and the state's (sbx-sync pushes there, no trailing slash); -w wins" {
 	r=$BATS_TEST_TMPDIR/wd
 	mkdir -p "$r/srv/app"
 	echo here >"$r/srv/app/marker"
 	base=$(sbx-image pull "$R/t/app:v1" | jq_str .digest)
-	# The same layers and a WorkingDir, as another tag.
+	# The same layers and a WorkingDir (with a trailing slash, as a
+	# Dockerfile's WORKDIR may leave it), as another tag.
 	d=$(sbx_registry_push_image t/wd v1 \
-	    '{"Env":["PATH=/usr/bin:/bin"],"WorkingDir":"/srv/app"}' \
+	    '{"Env":["PATH=/usr/bin:/bin"],"WorkingDir":"/srv/app/"}' \
 	    "$(jq -r '.rootfs' <<<"$(sbx-image inspect "$R/t/app:v1")")" "$r")
 	[ -n "$d" ] && [ -n "$base" ]
 	sbx-image pull "$R/t/wd:v1" >/dev/null

@@ -670,8 +670,12 @@ sbx_image_workdir(const char *image)
 	if (!image || !strcmp(image, "host") || sbx_image_is_path(image) ||
 	    sbx_image_lookup(image, &u, &e) < 0)
 		return NULL;
-	if ((wd = sbx_json_str(u.config, "WorkingDir")) && *wd)
+	if ((wd = sbx_json_str(u.config, "WorkingDir")) && *wd) {
 		out = sbx_xstrdup(wd);
+		/* "/app/" is "/app", as -w takes it. */
+		for (size_t n = strlen(out); n > 1 && out[n - 1] == '/'; n--)
+			out[n - 1] = '\0';
+	}
 	sbx_image_use_release(&u);
 	return out;
 }
