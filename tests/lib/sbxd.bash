@@ -79,6 +79,14 @@ sbxd_api() {
 	curl -s -X "$m" -H "X-API-Key: $SBXD_KEY" ${1:+-H 'Content-Type: application/json' -d "$1"} "$SBXD_URL$p"
 }
 
+# curl against Daytona's API (or its toolbox) with the key, as Daytona's
+# clients send it: dapi METHOD PATH [JSON]
+dapi() {
+	local m=$1 p=$2
+	shift 2
+	curl -s -X "$m" -H "Authorization: Bearer $SBXD_KEY" ${1:+-H 'Content-Type: application/json' -d "$1"} "$SBXD_URL$p"
+}
+
 # A sandbox through the API: prints its Sandbox JSON. [JSON body]
 sbxd_create() {
 	sbxd_api POST /sandboxes "${1:-{\"templateID\":\"base\",\"timeout\":300,\"secure\":true\}}"

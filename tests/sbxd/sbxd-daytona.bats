@@ -66,13 +66,6 @@ dsdk() {
 	return "$rc"
 }
 
-# curl with the key: dapi METHOD PATH [JSON]
-dapi() {
-	local m=$1 p=$2
-	shift 2
-	curl -s -X "$m" -H "Authorization: Bearer $SBXD_KEY" ${1:+-H 'Content-Type: application/json' -d "$1"} "$SBXD_URL$p"
-}
-
 # wait_state PATH STATE...: GET PATH while its state is one of the STATEs
 # (two minutes at most); OUT is the last answer, st its state.
 wait_state() {

@@ -32,13 +32,6 @@ teardown() {
 	[ -f "$S" ] && sbx-kill -q -s "$S" >/dev/null 2>&1 || true
 }
 
-# curl with the key: dapi METHOD PATH [JSON]
-dapi() {
-	local m=$1 p=$2
-	shift 2
-	curl -s -X "$m" -H "Authorization: Bearer $SBXD_KEY" ${1:+-H 'Content-Type: application/json' -d "$1"} "$SBXD_URL$p"
-}
-
 # The net.json of the local sandbox behind Daytona sandbox $1.
 net_json() {
 	local dir
