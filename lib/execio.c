@@ -284,6 +284,14 @@ signals_block(struct sbx_xs *xs)
 	int s;
 
 	sigemptyset(&xs->sigs);
+	/* Captured, a tool's own use of the sandbox (a stats reading, a
+	 * transfer): its signals are its caller's, which a reading must not
+	 * swallow (sbx-stats -f ends on SIGINT); its guard ends the command
+	 * should the caller die of one. */
+	if (xs->o->capture) {
+		sigprocmask(SIG_BLOCK, &xs->sigs, &xs->old);
+		return;
+	}
 	sigaddset(&xs->sigs, SIGWINCH);
 	for (s = 1; s < 64; s++)
 		if (xs->tp->signals & SBX_XS_SIG(s))

@@ -6,13 +6,16 @@ Daytona's cloud may be:
                     so that a client has to do without;
   tls CERT KEY      serves HTTPS (CERT, KEY: PEM files) and passes
                     upgrades through, so that a client's TLS WebSocket
-                    meets sbxd's.
+                    meets sbxd's;
+  slow MS           refuses upgrades as refuse does, and holds every
+                    other request MS ms before it goes on: a far
+                    server, whose calls take long.
 
 Every other request goes on to sbxd, and the toolboxProxyUrl in its
 answers names the proxy, so the toolbox's requests come here too. Each
 upgrade is logged to LOG as "refused PATH" or "upgraded PATH".
 
-usage: dt-proxy.py PORTFILE UPSTREAM LOG refuse|tls [CERT KEY]
+usage: dt-proxy.py PORTFILE UPSTREAM LOG refuse|tls CERT KEY|slow MS
 UPSTREAM is http://HOST:PORT.  Binds 127.0.0.1 on a free port and writes
 the port to PORTFILE.
 """
@@ -24,6 +27,7 @@ import socket
 import ssl
 import sys
 import threading
+import time
 import urllib.parse
 
 portfile, upstream, log, mode = sys.argv[1:5]
@@ -78,6 +82,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else None
+        if mode == "slow":
+            time.sleep(int(sys.argv[5]) / 1000)
         hdrs = {k: v for k, v in self.headers.items()
                 if k.lower() not in ("host", "connection", "content-length")}
         c = http.client.HTTPConnection(up.hostname, up.port, timeout=120)

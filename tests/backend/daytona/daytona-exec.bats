@@ -41,7 +41,7 @@ teardown() {
 	return 0
 }
 
-# sbxd behind dt-proxy.py in mode "$@" (refuse, or tls CERT KEY):
+# sbxd behind dt-proxy.py in mode "$@" (refuse, tls CERT KEY, slow MS):
 # DAYTONA_API_URL and the state file's ref name the proxy, its toolbox
 # too (the proxy answers so as well).
 proxy_start() {
@@ -166,6 +166,34 @@ sessions() {
 		sleep 0.1
 	done
 	[ -z "$(sessions)" ] || fail "left: $(sessions)"
+}
+
+@test "daytona: sbx-stats -f ends (0) on a SIGINT that comes in a reading (an exec of its own), not only between two" {
+	local i pid rc=0
+	# Each call held 150 ms: a reading (the sandbox, a session, its
+	# command, polls) takes a second or more, the naps 0.1 s.
+	proxy_start slow 150
+	sbx-stats -f -j -i 0.1 -s s.json >f.out 2>f.err &
+	pid=$!
+	for ((i = 0; i < 200; i++)); do
+		[ -s f.out ] && break
+		sleep 0.05
+	done
+	[ -s f.out ] || fail "no first reading: $(cat f.err)"
+	# In the second reading.
+	sleep 0.5
+	kill -INT "$pid"
+	for ((i = 0; i < 100; i++)); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.05
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -KILL "$pid"
+		wait "$pid" 2>/dev/null || true
+		fail "sbx-stats -f went on after SIGINT"
+	fi
+	wait "$pid" || rc=$?
+	[ "$rc" -eq 0 ] || fail "exit $rc: $(cat f.err)"
 }
 
 @test "daytona: sbx-exec keeps stdout and stderr apart through many frames" {
