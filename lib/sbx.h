@@ -616,7 +616,8 @@ struct sbx_exec_opts {
 	int interactive;  /* forward stdin */
 	int tty;          /* a pty inside */
 	uint64_t timeout_ms;
-	int capture;      /* buffer stdout/stderr instead of streaming */
+	int capture;      /* buffer stdout/stderr instead of streaming; a
+	                   * tool's own run, whose signals stay its caller's */
 	size_t max_output;
 	/* Called once, when the command has been handed to the sandbox (a
 	 * pause after that cannot keep it from running); NULL: none. */
