@@ -626,9 +626,7 @@ main(int argc, char **argv)
 		case 'w':
 			/* "/workspace/" as a shell completes it: the same
 			 * directory. */
-			for (size_t n = strlen(optarg); n > 1 &&
-			    optarg[n - 1] == '/'; n--)
-				optarg[n - 1] = '\0';
+			sbx_path_trim(optarg);
 			spec.workdir = optarg;
 			workdir_given = 1;
 			break;

@@ -56,6 +56,9 @@ int sbx_path_valid(const char *path);
 /* Absolute and plain: "/" then such a relative path (not "/" alone, no
  * trailing "/"). A workdir, a path of a snapshot's image. */
 int sbx_path_plain(const char *path);
+/* path without its trailing slashes ("/srv/app/" is "/srv/app"; "/"
+ * stays), in place. */
+void sbx_path_trim(char *path);
 struct sbx_scan_opts;
 /* Whether path, or a directory on its way, is to be left out. */
 int sbx_scan_skipped(const struct sbx_scan_opts *o, const char *path);

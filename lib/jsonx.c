@@ -85,6 +85,13 @@ sbx_path_plain(const char *p)
 	return p && p[0] == '/' && sbx_path_valid(p + 1);
 }
 
+void
+sbx_path_trim(char *p)
+{
+	for (size_t n = strlen(p); n > 1 && p[n - 1] == '/'; n--)
+		p[n - 1] = '\0';
+}
+
 /* Length of the valid UTF-8 sequence at p, or 0. */
 static size_t
 utf8_len(const unsigned char *p, size_t n)

@@ -583,6 +583,21 @@ ws_read(struct run *r)
 
 /* --- the transport -------------------------------------------------------- */
 
+/* A Sandbox s that is not started: err says so (paused or stopped, 125,
+ * or not running), -1; 0 when it is. */
+static int
+not_started(const char *id, const json_t *s, struct sbx_err *err)
+{
+	const char *st = sbx_json_str(s, "state");
+
+	if (!strcmp(st ? st : "", "started"))
+		return 0;
+	if (!strcmp(sbx_dt_status(st ? st : ""), "paused") ||
+	    !strcmp(sbx_dt_status(st ? st : ""), "stopped"))
+		return sbx_xs_paused(err, id, st);
+	return sbx_xs_not_running(err, id, st ? st : "in no state");
+}
+
 /* The first toolbox request of a run that took the toolbox from the ref
  * failed: the sandbox says why (stopped, gone, a key refused), or where
  * its toolbox is now. 0: try again; -1 with err. */
@@ -590,18 +605,11 @@ static int
 refetch(struct run *r, struct sbx_err *err)
 {
 	json_t *s;
-	const char *st;
 
 	r->fast = 0;
 	if (sbx_dt_get(&r->d, r->id, &s, err) < 0)
 		return -1;
-	st = sbx_json_str(s, "state");
-	if (strcmp(st ? st : "", "started")) {
-		if (!strcmp(sbx_dt_status(st ? st : ""), "paused") ||
-		    !strcmp(sbx_dt_status(st ? st : ""), "stopped"))
-			sbx_xs_paused(err, r->id, st);
-		else
-			sbx_xs_not_running(err, r->id, st ? st : "in no state");
+	if (not_started(r->id, s, err) < 0) {
 		json_decref(s);
 		return -1;
 	}
@@ -1058,7 +1066,7 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 	unsigned char rnd[12];
 	struct sbx_xs xs;
 	struct run r;
-	const char *st, *wd, *tbu;
+	const char *wd, *tbu;
 	char *wdir = NULL;
 	size_t i;
 	int rc = -1;
@@ -1081,25 +1089,19 @@ sbx_dt_exec(const json_t *ref, char *const argv[],
 			return -1;
 		r.id = sbx_json_str(ref, "id");
 		r.fast = 1;
-		r.sb = json_pack("{sssssss{}}", "id", r.id, "state", "started",
-		    "toolboxProxyUrl", tbu, "labels");
-		if ((wd = sbx_json_str(ref, "workdir")))
-			json_object_set_new(json_object_get(r.sb, "labels"),
-			    DT_WORKDIR, json_string(wd));
-	} else if (sbx_dt_ref_open(&r.d, ref, &r.id, &r.sb, err) < 0)
+		/* As much of a Sandbox as the toolbox's client needs. */
+		r.sb = json_pack("{ssssss}", "id", r.id, "state", "started",
+		    "toolboxProxyUrl", tbu);
+		wd = sbx_json_str(ref, "workdir");
+	} else if (sbx_dt_ref_open(&r.d, ref, &r.id, &r.sb, err) < 0) {
 		return -1;
-	st = sbx_json_str(r.sb, "state");
-	if (strcmp(st ? st : "", "started")) {
-		if (!strcmp(sbx_dt_status(st ? st : ""), "paused") ||
-		    !strcmp(sbx_dt_status(st ? st : ""), "stopped"))
-			sbx_xs_paused(err, r.id, st);
-		else
-			sbx_xs_not_running(err, r.id, st ? st : "in no state");
+	} else if (not_started(r.id, r.sb, err) < 0) {
 		goto out;
+	} else {
+		wd = sbx_json_str(json_object_get(r.sb, "labels"), DT_WORKDIR);
 	}
-	/* The sandbox's workdir, in its labels, by default. */
-	if (!wo.cwd && (wd = sbx_json_str(json_object_get(r.sb, "labels"),
-	    DT_WORKDIR)) && *wd)
+	/* The sandbox's workdir by default. */
+	if (!wo.cwd && wd && *wd)
 		wo.cwd = wdir = sbx_xstrdup(wd);
 	if (sbx_dt_tb_open(&r.tb, &r.d, r.sb, err) < 0 &&
 	    (!r.fast || refetch(&r, err) < 0))

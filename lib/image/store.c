@@ -673,8 +673,7 @@ sbx_image_workdir(const char *image)
 	if ((wd = sbx_json_str(u.config, "WorkingDir")) && *wd) {
 		out = sbx_xstrdup(wd);
 		/* "/app/" is "/app", as -w takes it. */
-		for (size_t n = strlen(out); n > 1 && out[n - 1] == '/'; n--)
-			out[n - 1] = '\0';
+		sbx_path_trim(out);
 	}
 	sbx_image_use_release(&u);
 	return out;

@@ -299,14 +299,15 @@ gib(json_int_t mb)
 	return (mb + 1023) / 1024;
 }
 
+/* Daytona's allow-lists: IPv4 CIDRs, and names ("*.name"). */
+static const char *const lists[] = {"networkAllowList", "domainAllowList"};
+
 /* E2B's allowOut (allow) as Daytona's networkAllowList and
  * domainAllowList of j: comma-separated, each there when not empty. */
 static void
 allow_shown(json_t *j, const json_t *allow)
 {
 	struct sbx_buf l[2] = {SBX_BUF_INIT, SBX_BUF_INIT};
-	static const char *const keys[] = {"networkAllowList",
-	    "domainAllowList"};
 	struct sbx_net_rule nr;
 	struct sbx_err err;
 	const json_t *v;
@@ -325,7 +326,7 @@ allow_shown(json_t *j, const json_t *allow)
 	}
 	for (k = 0; k < 2; k++) {
 		if (l[k].len)
-			json_object_set_new(j, keys[k], json_stringn(l[k].data,
+			json_object_set_new(j, lists[k], json_stringn(l[k].data,
 			    l[k].len));
 		sbx_buf_release(&l[k]);
 	}
@@ -577,8 +578,6 @@ sbxd_dt_size(struct sbxd_req *r, const json_t *j, struct sbxd_new *o,
 static int
 allow_lists(const json_t *j, json_t **allow, char *msg, size_t n)
 {
-	static const char *const keys[] = {"networkAllowList",
-	    "domainAllowList"};
 	struct sbx_net_rule nr;
 	struct sbx_err err;
 	const json_t *v;
@@ -588,10 +587,10 @@ allow_lists(const json_t *j, json_t **allow, char *msg, size_t n)
 
 	*allow = NULL;
 	for (k = 0; k < 2; k++) {
-		if (!(v = json_object_get(j, keys[k])) || json_is_null(v))
+		if (!(v = json_object_get(j, lists[k])) || json_is_null(v))
 			continue;
 		if (!json_is_string(v)) {
-			snprintf(msg, n, "%s must be a string", keys[k]);
+			snprintf(msg, n, "%s must be a string", lists[k]);
 			goto bad;
 		}
 		for (p = json_string_value(v); *p; p = *e ? e + 1 : e) {
@@ -609,7 +608,7 @@ allow_lists(const json_t *j, json_t **allow, char *msg, size_t n)
 			    &err) < 0) || (k == 0) != (nr.kind == SBX_NR_CIDR) ||
 			    (k == 0 && nr.family != AF_INET)) {
 				snprintf(msg, n, "Invalid %s entry '%.*s': %s",
-				    keys[k], (int)(len > 200 ? 200 : len), p,
+				    lists[k], (int)(len > 200 ? 200 : len), p,
 				    k == 0 ? "not an IPv4 CIDR" : "not a domain");
 				goto bad;
 			}
@@ -623,6 +622,19 @@ bad:
 	json_decref(*allow);
 	*allow = NULL;
 	return -1;
+}
+
+/* allow (E2B's allowOut, taken) into net, E2B's network object, as an
+ * allow-list: all else denied. Blocked, or no list: nothing. */
+static void
+allow_put(json_t *net, json_t *allow, int block)
+{
+	if (!allow || block) {
+		json_decref(allow);
+		return;
+	}
+	json_object_set_new(net, "allowOut", allow);
+	json_object_set_new(net, "denyOut", json_pack("[s]", "0.0.0.0/0"));
 }
 
 int
@@ -667,12 +679,8 @@ sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
 		return 400;
 	}
 	net = json_object();
-	if (allow && !json_is_true(json_object_get(j, "networkBlockAll"))) {
-		json_object_set_new(net, "allowOut", allow);
-		json_object_set_new(net, "denyOut", json_pack("[s]",
-		    "0.0.0.0/0"));
-	} else
-		json_decref(allow);
+	allow_put(net, allow, json_is_true(json_object_get(j,
+	    "networkBlockAll")));
 	/* Not public: its ports want the preview token (its traffic
 	 * access token). */
 	if (!json_is_true(json_object_get(j, "public")))
@@ -743,7 +751,7 @@ h_create(struct sbxd_req *r)
 	const char *name, *snap, *user;
 	long long stop, archive, del;
 	struct sbxd_new size = {0};
-	json_t *allow;
+	json_t *allow = NULL;
 	struct sbxd_box *b = NULL;
 	char emsg[512];
 	int status, locked = 0, built;
@@ -792,7 +800,9 @@ h_create(struct sbxd_req *r)
 		    "to strings");
 		goto out;
 	}
-	if (allow_lists(j, &allow, emsg, sizeof emsg) < 0) {
+	/* A build's lists, before it starts (sbxd_dt_new checks a create's
+	 * own). */
+	if (built && allow_lists(j, &allow, emsg, sizeof emsg) < 0) {
 		ret = sbxd_dt_api_err(r, 400, "%s", emsg);
 		goto out;
 	}
@@ -1328,8 +1338,6 @@ h_socket(struct sbxd_req *r)
 static enum MHD_Result
 h_network(struct sbxd_req *r)
 {
-	static const char *const keys[] = {"networkAllowList",
-	    "domainAllowList"};
 	enum MHD_Result ret;
 	json_t *j = dt_body(r, &ret), *now, *allow = NULL, *e2b = NULL;
 	const json_t *v;
@@ -1358,19 +1366,15 @@ h_network(struct sbxd_req *r)
 	if (json_is_boolean(v))
 		block = json_is_true(v);
 	for (k = 0; k < 2; k++)
-		if ((v = json_object_get(j, keys[k])) && !json_is_null(v))
-			json_object_set(now, keys[k], (json_t *)v);
+		if ((v = json_object_get(j, lists[k])) && !json_is_null(v))
+			json_object_set(now, lists[k], (json_t *)v);
 	if (allow_lists(now, &allow, msg, sizeof msg) < 0) {
 		st = 400;
 		goto end;
 	}
 	e2b = json_pack("{s:b}", "allow_internet_access", !block);
-	if (allow && !block) {
-		json_object_set_new(e2b, "allowOut", allow);
-		json_object_set_new(e2b, "denyOut", json_pack("[s]",
-		    "0.0.0.0/0"));
-		allow = NULL;
-	}
+	allow_put(e2b, allow, block);
+	allow = NULL;
 	if (!(st = sbxd_net_put(b, e2b, msg, sizeof msg))) {
 		pthread_mutex_lock(&sbxd.mu);
 		dt_set(b, "updatedAt", json_integer(sbxd_now_ms()));
