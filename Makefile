@@ -88,9 +88,9 @@ SYNC_STATIC_LIBS := -Wl,--gc-sections $(filter-out -lxml2,$(shell \
 # local hot path must not carry it.
 CURL_CFLAGS := $(shell $(PKG_CONFIG) --cflags libcurl 2>/dev/null)
 # libcrypto for the docker backend's CA (libcurl loads it anyway), nettle
-# for the hashes of every backend's sync.
+# for the hashes of every backend's sync, ISA-L for a pull's inflate.
 REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
-	2>/dev/null || echo -lcurl -lcrypto -lnettle)
+	libisal 2>/dev/null || echo -lcurl -lcrypto -lnettle -lisal)
 
 # The sources by folder, so that a new file needs no edit here: the core
 # is lib/*.c; a backend is a folder, lib/local/ in the static flavour,
@@ -98,8 +98,8 @@ REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
 # one; lib/sbxd/ is the server.
 REMOTE_SRC = lib/http.c \
 	$(wildcard lib/docker/*.c lib/e2b/*.c lib/daytona/*.c) \
-	lib/image/registry.c lib/image/pull.c lib/image/builder.c \
-	lib/image/build.c
+	lib/image/registry.c lib/image/pull.c lib/image/inflate.c \
+	lib/image/builder.c lib/image/build.c
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
 LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \

@@ -356,6 +356,55 @@ here"
 	assert_success
 }
 
+# A layer's gzip in two members, the tar cut between them (as pigz -i or
+# a concatenation writes it); and one cut short or damaged after its
+# header, under a digest that is right (a registry serves what it was
+# given).
+gz_members() {
+	local f
+	f=$(mktemp) && cat >"$f" || return 1
+	head -c 3000 "$f" | gzip -n -c
+	tail -c +3001 "$f" | gzip -n -c
+	rm -f "$f"
+}
+gz_short() { gzip -n -c | head -c 1500; }
+gz_bad() {
+	local f
+	f=$(mktemp) && gzip -n -c >"$f" || return 1
+	printf 'XXXXXXXX' | dd of="$f" bs=1 seek=600 conv=notrunc 2>/dev/null
+	cat "$f"
+	rm -f "$f"
+}
+
+@test "a layer's gzip: members one after another are one tar; cut short or damaged is exit 6, nothing named" {
+	local w=$BATS_TEST_TMPDIR/gz
+	mkdir -p "$w/data"
+	seq 1 4000 >"$w/data/lines"
+	head -c 20000 /dev/urandom >"$w/data/noise"
+	SBX_TEST_LAYER_GZIP=gz_members sbx_registry_push_image t/gz members \
+	    '{}' "$BATS_FILE_TMPDIR/layers/base" "$w" >/dev/null
+	run --separate-stderr sbx-image pull "$R/t/gz:members"
+	assert_success
+	root=$(jq_str .rootfs <<<"$output")
+	cmp "$w/data/lines" "$root/data/lines"
+	cmp "$w/data/noise" "$root/data/noise"
+	[ -x "$root/bin/sh" ]
+	for how in short bad; do
+		rm -rf "$SBX_IMAGE_DIR"
+		SBX_TEST_LAYER_GZIP=gz_$how sbx_registry_push_image t/gz $how \
+		    '{}' "$w" >/dev/null
+		run --separate-stderr sbx-image pull "$R/t/gz:$how"
+		assert_failure 6
+		[[ $stderr == "sbx-image: layer sha256:"*": "* ]]
+		[[ $stderr == *gzip* ]]
+		assert_equal "${#lines[@]}" 0
+		assert_equal "$(ls -A "$SBX_IMAGE_DIR/blobs/sha256")" ''
+		assert_equal "$(ls -A "$SBX_IMAGE_DIR/rootfs" 2>/dev/null)" ''
+		run --separate-stderr sbx-image ls
+		assert_output ''
+	done
+}
+
 @test "layers are fetched at once: another blob is asked for while the first layer's is held" {
 	first=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[0]')
 	[ -n "$first" ]

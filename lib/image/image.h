@@ -3,6 +3,8 @@
 #ifndef SBX_IMAGE_H
 #define SBX_IMAGE_H
 
+#include <pthread.h>
+
 #include "internal.h"
 
 /* A reference as Docker reads one: [DOMAIN/]PATH[:TAG][@DIGEST]. */
@@ -171,5 +173,20 @@ int sbx_image_tree_apply(struct sbx_image_tree *t, int fd,
 int sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
     struct sbx_err *err);
 void sbx_image_tree_abort(struct sbx_image_tree *t);
+
+/* A gzip layer inflated by a thread into a pipe (inflate.c, ISA-L), for
+ * a pull: start gives the pipe's read end, a plain tar, in *rd (1: fd is
+ * not gzip, nothing started); end, once the reader has closed it, joins
+ * the thread (-1: the gzip was bad or unreadable). */
+struct sbx_inflater {
+	pthread_t t;
+	int started;
+	int in, out;    /* the blob (a dup), the pipe's write end */
+	const char *digest;
+	struct sbx_err err;
+};
+int sbx_inflater_start(struct sbx_inflater *f, int fd, const char *digest,
+    int *rd, struct sbx_err *err);
+int sbx_inflater_end(struct sbx_inflater *f, struct sbx_err *err);
 
 #endif

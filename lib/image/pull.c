@@ -190,6 +190,30 @@ name_blobs(struct pool *p, int *fetched, struct sbx_err *err)
 	return 0;
 }
 
+/* Layer fd into tree t; a gzip one inflated beside the unpack. The bad
+ * gzip's error before the tar's that it caused. */
+static int
+apply(struct sbx_image_tree *t, int fd, const char *digest,
+    struct sbx_err *err)
+{
+	struct sbx_inflater f;
+	struct sbx_err e = {0};
+	int rd, rc;
+
+	if ((rc = sbx_inflater_start(&f, fd, digest, &rd, err)) < 0)
+		return -1;
+	if (rc > 0)
+		return sbx_image_tree_apply(t, fd, digest, err);
+	rc = sbx_image_tree_apply(t, rd, digest, &e);
+	/* The writer blocked on a pipe no one reads ends now. */
+	close(rd);
+	if (sbx_inflater_end(&f, err) < 0)
+		return -1;
+	if (rc < 0)
+		*err = e;
+	return rc;
+}
+
 /* The image's blobs (config first, then its layers) fetched PULL_JOBS at
  * once while the layers are applied, bottom first, each as soon as it is
  * in; nothing named unless all of it came and was applied. */
@@ -243,7 +267,7 @@ fetch_unpack(struct pool *p, struct sbx_registry *g, const size_t *lj,
 			pool_fail(p, &e);
 			break;
 		}
-		rc = sbx_image_tree_apply(t, fd, j->digest, &e);
+		rc = apply(t, fd, j->digest, &e);
 		close(fd);
 		if (rc < 0) {
 			pool_fail(p, &e);

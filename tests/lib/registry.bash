@@ -193,7 +193,9 @@ sbx_registry_push_manifest() {
 # the image config's "config" (Env, WorkingDir, Cmd...: '{}' for none).
 # Platform: SBX_TEST_PLATFORM (os/arch, default linux/amd64).  Prints the
 # manifest's digest.  Layers are gzip'd tars made with --numeric-owner, so
-# whiteouts (.wh.NAME) and owners in the directories go as they are.
+# whiteouts (.wh.NAME) and owners in the directories go as they are;
+# SBX_TEST_LAYER_GZIP, when set, is a command that makes a layer's blob of
+# its tar (stdin to stdout) instead of gzip (its diff_id stays the tar's).
 sbx_registry_push_image() {
 	local repo=$1 tag=$2 cfg=$3 d tmp n=0 layers='[]' diffs='[]' dig
 	local gz size os arch
@@ -204,7 +206,8 @@ sbx_registry_push_image() {
 	tmp=$(mktemp -d) || return 1
 	for d; do
 		tar -C "$d" --numeric-owner -cf "$tmp/l$n.tar" . || return 1
-		gzip -n -c "$tmp/l$n.tar" >"$tmp/l$n.tgz" || return 1
+		${SBX_TEST_LAYER_GZIP:-gzip -n -c} <"$tmp/l$n.tar" \
+		    >"$tmp/l$n.tgz" || return 1
 		diffs=$(jq -c --arg d "$(sbx_digest "$tmp/l$n.tar")" \
 		    '. + [$d]' <<<"$diffs")
 		dig=$(sbx_registry_push_blob "$repo" "$tmp/l$n.tgz") || return 1
