@@ -54,6 +54,7 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 {
 	const struct sbx_backend *be;
 	struct sbx_err err = {0};
+	unsigned caps;
 	char *p;
 	int stop;
 
@@ -63,12 +64,19 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 		*rc = err.code;
 		return NULL;
 	}
-	/* Without --mode, pause does what the backend does by default. */
-	stop = ctx->mode ? ctx->stop : !(be->caps & SBX_CAP_SUSPEND);
-	if (!(be->caps & (SBX_CAP_SUSPEND | SBX_CAP_STOP)))
+	/* A sandbox may do more than its backend's others (Daytona's VM
+	 * classes suspend): asked only when a suspend is in question. */
+	caps = be->caps;
+	if (!ctx->resume && (!ctx->mode || !ctx->stop) &&
+	    !(caps & SBX_CAP_SUSPEND) && be->ops->sandbox_caps)
+		caps |= be->ops->sandbox_caps(ref, &err);
+	memset(&err, 0, sizeof err);
+	/* Without --mode, pause does what the sandbox does by default. */
+	stop = ctx->mode ? ctx->stop : !(caps & SBX_CAP_SUSPEND);
+	if (!(caps & (SBX_CAP_SUSPEND | SBX_CAP_STOP)))
 		sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' cannot pause",
 		    be->name);
-	else if (!ctx->resume &&
+	else if (!ctx->resume && !(stop == 0 && (caps & SBX_CAP_SUSPEND)) &&
 	    sbx_backend_need(be, stop == 2 ? SBX_CAP_ARCHIVE : stop ?
 	    SBX_CAP_STOP : SBX_CAP_SUSPEND, &err) < 0 && ctx->memory &&
 	    (p = strstr(err.msg, " (--mode ")))

@@ -698,6 +698,11 @@ struct sbx_backend_ops {
 	 * own. */
 	int (*pause)(json_t *ref, int stop, struct sbx_err *err);
 	int (*resume)(json_t *ref, struct sbx_err *err);
+	/* What this one sandbox can do beyond its backend's caps
+	 * (SBX_CAP_SUSPEND: a Daytona VM class keeps its processes through
+	 * a pause), asked by sbx-pause; NULL when every sandbox of the
+	 * backend is alike. 0 when it cannot tell. */
+	unsigned (*sandbox_caps)(const json_t *ref, struct sbx_err *err);
 	/* Calls fn with one info object per sandbox. */
 	int (*list)(int (*fn)(json_t *info, void *arg), void *arg,
 	    struct sbx_err *err);

@@ -540,9 +540,36 @@ action(struct dt *d, const char *id, const char *what, struct sbx_err *err)
 	return rc;
 }
 
-/* Pause is Daytona's stop: the files stay, the processes end (a
- * container's; a linux-vm keeps them); stop 2 (sbx-pause --archive) then
- * archives it, to object storage. */
+/* Daytona's VM classes keep memory and processes through its pause;
+ * a container cannot pause, only stop. */
+static int
+vm_class(const json_t *s)
+{
+	const char *c = sbx_json_str(s, "sandboxClass");
+
+	return c && (!strcmp(c, "linux-vm") || !strcmp(c, "windows"));
+}
+
+static unsigned
+dt_sandbox_caps(const json_t *ref, struct sbx_err *err)
+{
+	struct dt d;
+	json_t *s;
+	const char *id;
+	unsigned caps;
+
+	if (sbx_dt_ref_open(&d, ref, &id, &s, err) < 0)
+		return 0;
+	caps = vm_class(s) ? SBX_CAP_SUSPEND : 0;
+	json_decref(s);
+	sbx_dt_close(&d);
+	return caps;
+}
+
+/* Suspend (stop 0) is Daytona's pause, a VM class's alone: memory and
+ * processes kept. Otherwise pause is Daytona's stop: the files stay, the
+ * processes end; stop 2 (sbx-pause --archive) then archives it, to object
+ * storage. */
 static int
 dt_pause(json_t *ref, int stop, struct sbx_err *err)
 {
@@ -554,11 +581,20 @@ dt_pause(json_t *ref, int stop, struct sbx_err *err)
 	if (sbx_dt_ref_open(&d, ref, &id, &s, err) < 0)
 		return -1;
 	st = sbx_json_str(s, "state");
+	if (!stop && !vm_class(s))
+		rc = sbx_err_set(err, SBX_EX_USAGE, "a sandbox of class %s "
+		    "cannot suspend, only stop (--mode stop)",
+		    sbx_json_str(s, "sandboxClass") ? sbx_json_str(s,
+		    "sandboxClass") : "container");
 	/* An ephemeral one (--timeout) would be deleted as it stops: kept
 	 * as a stopped one is first. */
-	if (sbx_json_int(s, "autoDeleteInterval", -1) == 0 &&
+	else if (sbx_json_int(s, "autoDeleteInterval", -1) == 0 &&
 	    set_auto_delete(&d, id, auto_delete(), err) < 0)
 		rc = -1;
+	else if (!stop)
+		rc = (st && (!strcmp(st, "paused") || !strcmp(st, "pausing")) ?
+		    0 : action(&d, id, "pause", err)) < 0 || sbx_dt_wait(&d, id,
+		    "paused", DT_WAIT_MS, NULL, err) < 0 ? -1 : 0;
 	else if (!st || (strcmp(st, "stopped") && strcmp(st, "archived") &&
 	    strcmp(st, "archiving")))
 		rc = (st && !strcmp(st, "stopping") ? 0 : action(&d, id,
@@ -586,9 +622,10 @@ dt_resume(json_t *ref, struct sbx_err *err)
 	if (!st || strcmp(st, "started")) {
 		rc = action(&d, id, "start", err) < 0 || sbx_dt_wait(&d, id,
 		    "started", 10 * DT_WAIT_MS, NULL, err) < 0 ? -1 : 0;
-		/* Its processes ended with the stop: its start command
-		 * starts again (its post-create does not). */
-		if (rc == 0)
+		/* Its processes ended with a stop (not with a VM's pause):
+		 * its start command starts again (its post-create does
+		 * not). */
+		if (rc == 0 && strcmp(sbx_dt_status(st ? st : ""), "paused"))
 			rc = sbx_start_again(ref, sbx_json_str(json_object_get(s,
 			    "labels"), DT_START), err);
 	}
@@ -608,6 +645,7 @@ const struct sbx_backend_ops sbx_daytona_ops = {
 	.create = dt_create,
 	.exec = sbx_dt_exec,
 	.shell = sbx_shell_remote,
+	.sandbox_caps = dt_sandbox_caps,
 	.kill = dt_kill,
 	.info = dt_info,
 	.pause = dt_pause,

@@ -74,7 +74,9 @@ snap_dto(const char *id, const json_t *rec, const char *image)
 	    sbx_json_str(rec, "updatedAt") ? sbx_json_str(rec, "updatedAt") :
 	    ts, "lastUsedAt", json_object_get(rec, "lastSpawnedAt"),
 	    "regionIds", "local", "initialRunnerId", "ref", rec ?
-	    sbx_json_str(rec, "image") : image, "sandboxClass", "container");
+	    sbx_json_str(rec, "image") : image, "sandboxClass",
+	    sbx_json_str(dt, "sandboxClass") ? sbx_json_str(dt,
+	    "sandboxClass") : "container");
 	json_object_set_new(j, "buildInfo", sbx_json_str(dt, "dockerfile") ?
 	    json_pack("{s:s,s:[],s:O,s:O,s:s}", "dockerfileContent",
 	    sbx_json_str(dt, "dockerfile"), "contextHashes", "createdAt",
@@ -230,7 +232,7 @@ static enum MHD_Result
 h_create(struct sbxd_req *r)
 {
 	enum MHD_Result ret;
-	json_t *j = sbxd_body_json(r, &ret), *ep, *dt = NULL, *v;
+	json_t *j = sbxd_body_json(r, &ret), *ep, *dt = NULL, *v, *cls;
 	const char *name, *img;
 	struct sbxd_new size = {0};
 	char *df = NULL, *id = NULL, *cmd, msg[512];
@@ -269,6 +271,22 @@ h_create(struct sbxd_req *r)
 	}
 	if (sbxd_dt_size(r, j, &size, &ret) < 0)
 		goto out;
+	/* A linux-vm snapshot's sandboxes pause with their processes
+	 * (frozen); sbxd has no other class. */
+	cls = json_object_get(j, "sandboxClass");
+	if (cls && !json_is_null(cls) && (!json_is_string(cls) ||
+	    (strcmp(json_string_value(cls), "container") &&
+	    strcmp(json_string_value(cls), "linux-vm")))) {
+		ret = sbxd_dt_api_err(r, 400, "sandboxClass must be container "
+		    "or linux-vm (the classes sbxd has)");
+		goto out;
+	}
+	if (!img && json_is_string(cls) && strcmp(json_string_value(cls),
+	    "container")) {
+		ret = sbxd_dt_api_err(r, 400, "Declarative builds are only "
+		    "supported for the container class");
+		goto out;
+	}
 	if (img && (!*img || strpbrk(img, " \t\r\n") || !image_pinned(img))) {
 		ret = sbxd_dt_api_err(r, 400, "Image %s must carry a tag or a "
 		    "digest, and not the tag latest", img);
@@ -289,6 +307,9 @@ h_create(struct sbxd_req *r)
 	if (size.disk_mb)
 		json_object_set_new(dt, "disk", json_integer(size.disk_mb /
 		    1024));
+	if (json_is_string(cls) && strcmp(json_string_value(cls),
+	    "container"))
+		json_object_set(dt, "sandboxClass", cls);
 	if (img)
 		json_object_set_new(dt, "imageName", json_string(img));
 	else

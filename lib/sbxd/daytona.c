@@ -332,6 +332,16 @@ allow_shown(json_t *j, const json_t *allow)
 	}
 }
 
+/* Its class: its snapshot's, "container" (a linux-vm one pauses with its
+ * processes, frozen; sbxd(8)). */
+static const char *
+dt_class(const struct sbxd_box *b)
+{
+	const char *c = sbx_json_str(b->daytona, "sandboxClass");
+
+	return c ? c : "container";
+}
+
 /* Daytona's Sandbox of a box (mu held); full: the fields a list leaves
  * out too. state NULL: the box's own. */
 static json_t *
@@ -352,7 +362,9 @@ dt_sandbox(struct sbxd_box *b, const char *proxy, int full,
 	    sbx_json_int(b->daytona, "updatedAt", created), a, sizeof a);
 	if (!state)
 		state = !b->paused ? "started" : json_is_true(json_object_get(
-		    b->daytona, "archived")) ? "archived" : "stopped";
+		    b->daytona, "vmPaused")) ? "paused" : json_is_true(
+		    json_object_get(b->daytona, "archived")) ? "archived" :
+		    "stopped";
 	j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:O,s:b,s:s,s:I,s:i,s:I,s:I,"
 	    "s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:b}",
 	    "id", b->id, "organizationId", DT_ORG, "name", dt_name(b),
@@ -367,7 +379,7 @@ dt_sandbox(struct sbxd_box *b, const char *proxy, int full,
 	    (json_int_t)dt_int(b, "autoArchiveInterval"),
 	    "autoDeleteInterval", (json_int_t)dt_int(b, "autoDeleteInterval"),
 	    "createdAt", c, "updatedAt", u, "lastActivityAt", a,
-	    "toolboxProxyUrl", proxy, "sandboxClass", "container",
+	    "toolboxProxyUrl", proxy, "sandboxClass", dt_class(b),
 	    "daemonVersion", SBX_VERSION, "recoverable", 0);
 	if (full) {
 		json_object_set(j, "env", b->envs);
@@ -643,11 +655,11 @@ sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
 {
 	const char *name = sbx_json_str(j, "name");
 	const char *snap = sbx_json_str(j, "snapshot");
-	const char *user = sbx_json_str(j, "user");
+	const char *user = sbx_json_str(j, "user"), *cls;
 	long long stop, archive, del, secs;
 	struct sbxd_req bg = {0};
 	struct sbxd_box *b = NULL;
-	json_t *e2b, *out = NULL, *allow, *net;
+	json_t *e2b, *out = NULL, *allow, *net, *snaprec;
 	struct sbx_err err;
 	int status;
 
@@ -715,6 +727,10 @@ sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
 		snprintf(emsg, en, "the sandbox went away");
 		return 500;
 	}
+	/* Its snapshot's class. */
+	snaprec = snap ? sbxd_tpl_dt_find(snap) : NULL;
+	cls = sbx_json_str(json_object_get(json_array_get(snaprec, 1),
+	    "daytona"), "sandboxClass");
 	pthread_mutex_lock(&sbxd.mu);
 	json_decref(b->daytona);
 	b->daytona = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I}", "name",
@@ -724,8 +740,12 @@ sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
 	    (json_int_t)archive, "autoDeleteInterval", (json_int_t)del,
 	    "createdAt", (json_int_t)b->started_ms, "updatedAt",
 	    (json_int_t)b->started_ms);
+	if (cls)
+		json_object_set_new(b->daytona, "sandboxClass",
+		    json_string(cls));
 	dt_set_end(b);
 	pthread_mutex_unlock(&sbxd.mu);
+	json_decref(snaprec);
 	if (user && !user_ok(b, user)) {
 		if (sbxd_box_take(b) == 0) {
 			if (sbxd_box_kill(b, &err) < 0)
@@ -1080,6 +1100,9 @@ h_start(struct sbxd_req *r)
 		if (b->paused) {
 			b->paused = 0;
 			b->delete_ms = 0;
+			if (json_is_true(json_object_get(b->daytona,
+			    "vmPaused")))
+				dt_set(b, "vmPaused", json_false());
 			if (json_object_get(b->daytona, "archived"))
 				dt_set(b, "archived", json_false());
 			/* A started sandbox's life starts again. */
@@ -1101,16 +1124,22 @@ h_stop(struct sbxd_req *r)
 	struct sbx_err err;
 	json_t *j = NULL;
 	char *proxy;
-	int eph;
+	int eph, vmp;
 
 	if (!b)
 		return ret;
 	pthread_mutex_lock(&sbxd.mu);
 	eph = dt_int(b, "autoDeleteInterval") == 0;
+	vmp = json_is_true(json_object_get(b->daytona, "vmPaused"));
 	pthread_mutex_unlock(&sbxd.mu);
-	if (b->paused) {
+	if (b->paused && !vmp) {
 		ret = sbxd_dt_api_err(r, 400, "Sandbox is not in a stoppable "
 		    "state");
+	} else if (vmp && sbxd_be_resume(b->ref, &err) < 0) {
+		/* Frozen: thawed to be stopped (a stop of a paused one is
+		 * none). */
+		ret = sbxd_dt_api_err(r, 500, "cannot stop the sandbox: %s",
+		    err.msg);
 	} else if (eph) {
 		/* Ephemeral: deleted as it stops. */
 		proxy = sbxd_dt_proxy_url(r);
@@ -1127,12 +1156,50 @@ h_stop(struct sbxd_req *r)
 	} else {
 		pthread_mutex_lock(&sbxd.mu);
 		b->paused = 1;
+		if (vmp)
+			dt_set(b, "vmPaused", json_false());
 		sbxd_dt_stopped(b);
 		pthread_mutex_unlock(&sbxd.mu);
 		sbxd_box_save(b);
 		ret = MHD_YES;
 	}
 	json_decref(j);
+	return box_done(r, b, ret);
+}
+
+/* POST /api/sandbox/X/pause: a linux-vm one's processes frozen with its
+ * memory (the local backend's suspend); a container cannot (422, as
+ * Daytona). /start thaws it; /stop ends it from there. */
+static enum MHD_Result
+h_pause(struct sbxd_req *r)
+{
+	enum MHD_Result ret;
+	struct sbxd_box *b = path_box_take(r, &ret);
+	struct sbx_err err;
+	int vm, vmp;
+
+	if (!b)
+		return ret;
+	pthread_mutex_lock(&sbxd.mu);
+	vm = !strcmp(dt_class(b), "linux-vm");
+	vmp = json_is_true(json_object_get(b->daytona, "vmPaused"));
+	pthread_mutex_unlock(&sbxd.mu);
+	if (!vm) {
+		ret = sbxd_dt_api_err(r, 422, "Sandbox class container does "
+		    "not support pause");
+	} else if (b->paused && !vmp) {
+		ret = sbxd_dt_api_err(r, 400, "Sandbox is not started");
+	} else if (!b->paused && sbxd_be_pause(b->ref, &err) < 0) {
+		ret = sbxd_dt_api_err(r, 500, "cannot pause the sandbox: %s",
+		    err.msg);
+	} else {
+		pthread_mutex_lock(&sbxd.mu);
+		b->paused = 1;
+		dt_set(b, "vmPaused", json_true());
+		pthread_mutex_unlock(&sbxd.mu);
+		sbxd_box_save(b);
+		ret = MHD_YES;
+	}
 	return box_done(r, b, ret);
 }
 
@@ -1402,6 +1469,7 @@ const struct sbxd_route sbxd_dt_api_routes[] = {
 	{"DELETE", "/api/sandbox/*", 0, h_delete, NULL},
 	{"POST", "/api/sandbox/*/start", 0, h_start, NULL},
 	{"POST", "/api/sandbox/*/stop", 0, h_stop, NULL},
+	{"POST", "/api/sandbox/*/pause", 0, h_pause, NULL},
 	{"POST", "/api/sandbox/*/archive", 0, h_archive, NULL},
 	{"GET", "/api/sandbox/*/ports/*/preview-url", 0, h_preview, NULL},
 	{"PUT", "/api/sandbox/*/labels", 0, h_labels, NULL},

@@ -202,6 +202,18 @@ sdk() {
 	return "$rc"
 }
 
+# sbxd_bash_image: a root of sbxd_bash_root pushed to the test registry (started by the
+# caller) as t/busybox:1, the image of Daytona's builds and snapshots in
+# the tests; BASE names it.
+sbxd_bash_image() {
+	local r=$BATS_FILE_TMPDIR/bbroot
+	sbxd_bash_root "$r" || return 1
+	sbx_registry_push_image t/busybox 1 '{"Env":["PATH=/usr/bin:/bin"]}' \
+	    "$r" >/dev/null || return 1
+	BASE=$SBX_TEST_REGISTRY/t/busybox:1
+	export BASE
+}
+
 # sbxd_bash_root DIR: a busybox root (tests/lib/registry.bash) with the
 # users root and user (1000) and the host's bash and its libraries: the
 # SDKs run their commands with /bin/bash.

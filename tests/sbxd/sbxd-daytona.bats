@@ -29,12 +29,7 @@ setup_file() {
 	# root with the host's bash (the toolbox runs commands with it), in
 	# a registry on loopback.
 	sbx_registry_start || return 1
-	local r=$BATS_FILE_TMPDIR/bbroot
-	sbxd_bash_root "$r" || return 1
-	sbx_registry_push_image t/busybox 1 '{"Env":["PATH=/usr/bin:/bin"]}' \
-		"$r" >/dev/null || return 1
-	BASE=$SBX_TEST_REGISTRY/t/busybox:1
-	export BASE
+	sbxd_bash_image || return 1
 	sbxd_start
 	unset DAYTONA_USE_DEPRECATED_POLLING DAYTONA_JWT_TOKEN DAYTONA_TARGET
 	unset DAYTONA_SERVER_URL DAYTONA_ORGANIZATION_ID
@@ -634,6 +629,37 @@ two"
 	OUT=$output
 	jq_true '.running.status == 400 and (.running.message | test("Sandbox is not stopped"))' <<<"$OUT"
 	jq_true '.archived == "archived" and .listed == "archived" and .started == "started" and .kept == "kept"' <<<"$OUT"
+}
+
+@test "daytona SDK: a linux-vm snapshot's sandbox pauses with its processes and starts with them; a container's pause is 422" {
+	run dsdk pause dt-snap-vm "$BASE"
+	assert_success
+	OUT=$output
+	jq_true '.snapClass == "linux-vm" and .vmClass == "linux-vm" and .boxClass == "container"' <<<"$OUT"
+	jq_true '.paused == "paused" and .listed == "paused" and .started == "started"' <<<"$OUT"
+	jq_true '.whilePaused | test("is not started")' <<<"$OUT"
+	# The counter lived through the pause; a stop ends it.
+	assert_equal "$(field .alive)" "$(printf 'alive\nkept')"
+	jq_true '.stopped == "stopped" and .after == "gone"' <<<"$OUT"
+	jq_true '.refused.status == 422 and .boxState == "started"' <<<"$OUT"
+}
+
+@test "daytona API: sandboxClass is container or linux-vm (400 else, and for a build), and a container cannot pause, started or stopped" {
+	run dapi POST /api/snapshots "{\"name\":\"dt-cls\",\"imageName\":\"$BASE\",\"sandboxClass\":\"windows\"}"
+	jq_true '.statusCode == 400 and (.message | test("sandboxClass"))' <<<"$output"
+	run dapi POST /api/snapshots '{"name":"dt-cls","buildInfo":{"dockerfileContent":"FROM busybox:1\n"},"sandboxClass":"linux-vm"}'
+	jq_true '.statusCode == 400 and (.message | test("container class"))' <<<"$output"
+	run dapi GET /api/snapshots/dt-cls
+	jq_true '.statusCode == 404' <<<"$output"
+	run dapi POST /api/sandbox '{}'
+	ID=$(jq -r .id <<<"$output")
+	run dapi POST "/api/sandbox/$ID/pause"
+	jq_true '.statusCode == 422' <<<"$output"
+	run dapi POST "/api/sandbox/$ID/stop"
+	wait_state "/api/sandbox/$ID" stopping
+	run dapi POST "/api/sandbox/$ID/pause"
+	jq_true '.statusCode == 422' <<<"$output"
+	dapi DELETE "/api/sandbox/$ID" >/dev/null
 }
 
 @test "daytona API: an ephemeral sandbox cannot be archived" {
