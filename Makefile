@@ -113,7 +113,7 @@ REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.
 INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/msg.c lib/local/watch.c \
 	   lib/local/seccomp.c lib/buf.c lib/err.c lib/shell.c \
-	   lib/local/sessions.c lib/local/user.c
+	   lib/local/sessions.c lib/local/user.c lib/qemu/guest.c
 INIT_OBJ = $(INIT_SRC:%.c=$(BUILD)/init/%.o)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNITS = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)

@@ -1,15 +1,21 @@
 /* sbx-init - PID 1 of a local sandbox; started by sbx-create, not by hand.
  * In a sandbox of another backend, the server of its shell sessions
- * (sbx-shell) and the client an exec of it runs. */
+ * (sbx-shell) and the client an exec of it runs; in a qemu VM, its
+ * /init. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "sbx.h"
+#include "qemu/guest.h"
 
 int
 main(int argc, char **argv)
 {
+	/* The kernel's /init of a qemu sandbox's VM (scripts/qemu-guest
+	 * puts it there). */
+	if (getpid() == 1 && !strcmp(argv[0], "/init"))
+		return sbx_guest_main();
 	if (argc == 3 && !strcmp(argv[1], "--shell-server"))
 		return sbx_local_shell_serve(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "--shell-call"))

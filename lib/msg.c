@@ -1,8 +1,11 @@
-/* msg.c - length-prefixed frames with attached fds (the agent, sbxd) */
+/* msg.c - length-prefixed frames with attached fds (the agent, sbxd); over
+ * a stream that is not a socket (a VM's virtio port), the same frames
+ * without fds */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "msg.h"
@@ -33,6 +36,7 @@ sbx_msg_send_max(int sock, size_t max, uint32_t type, const void *data,
 	struct cmsghdr *c;
 	size_t sent = 0, total = sizeof h + len;
 	ssize_t w;
+	int stream = 0;
 
 	if (len > max || len > UINT32_MAX || nfds > SBX_MSG_FDS) {
 		errno = EMSGSIZE;
@@ -51,10 +55,17 @@ sbx_msg_send_max(int sock, size_t max, uint32_t type, const void *data,
 		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
 	}
 	while (sent < total) {
-		w = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		w = stream ? writev(sock, mh.msg_iov, (int)mh.msg_iovlen) :
+		    sendmsg(sock, &mh, MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
+			/* Not a socket (a VM's virtio port): the same frame,
+			 * which can carry no fds. */
+			if (errno == ENOTSOCK && !stream && !nfds) {
+				stream = 1;
+				continue;
+			}
 			return -1;
 		}
 		sent += (size_t)w;
@@ -109,6 +120,7 @@ read_full(int sock, void *p, size_t n, struct sbx_msg *m)
 	} u;
 	size_t got = 0;
 	ssize_t r;
+	int stream = 0;
 
 	while (got < n) {
 		struct iovec iov = {(char *)p + got, n - got};
@@ -118,12 +130,20 @@ read_full(int sock, void *p, size_t n, struct sbx_msg *m)
 		mh.msg_iovlen = 1;
 		mh.msg_control = u.buf;
 		mh.msg_controllen = sizeof u.buf;
-		r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		r = stream ? read(sock, iov.iov_base, iov.iov_len) :
+		    recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
+			/* A stream that is not a socket: no fds. */
+			if (errno == ENOTSOCK && !stream) {
+				stream = 1;
+				continue;
+			}
 			return -1;
 		}
+		if (stream)
+			mh.msg_controllen = 0;
 		if (mh.msg_controllen)
 			take_fds(&mh, m);
 		if (r == 0)

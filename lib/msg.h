@@ -11,7 +11,9 @@
  * agent (lib/local), sbxd and its helpers (lib/sbxd). A frame is a u32
  * length, a u32 type, the data; its fds ride on the first bytes. The
  * agent's frames are at most SBX_MSG_MAX; a reader that must take more
- * (sbxd's listings) says how much with the _max calls. */
+ * (sbxd's listings) says how much with the _max calls. Over an fd that
+ * is not a socket (a VM's virtio port) the frames go as they are, and
+ * carry no fds. */
 #define SBX_MSG_MAX (16u << 20)
 #define SBX_MSG_FDS 8
 
