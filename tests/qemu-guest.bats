@@ -9,6 +9,7 @@
 # are from npm, into ${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/qemu; the
 # initramfs is built anew from this build's sbx-init.
 load lib/helper
+load lib/registry
 
 setup_file() {
 	sbx_setup_file
@@ -32,8 +33,9 @@ teardown() {
 	[ -z "$QPID" ] || kill "$QPID" 2>/dev/null || true
 }
 
-# boot: QEMU on the guest in the background (QPID), its port's socket at
-# $SOCK, its console in $CONSOLE; it ends when the guest powers off.
+# boot [QEMU ARGS]: QEMU on the guest in the background (QPID), its port's
+# socket at $SOCK, its console in $CONSOLE; it ends when the guest powers
+# off.
 # -icount: the guest's clock counts its instructions. Without it, on a
 # loaded host, the kernel's early timer calibration hung in 2 boots of 6
 # to 5 of 8 ("tsc: Marking TSC unstable"; tsc=, lpj= and other CPU models
@@ -49,7 +51,7 @@ boot() {
 	    -append 'console=ttyS0 quiet panic=-1' \
 	    -device virtio-serial-device \
 	    -chardev "socket,id=sbx,path=$SOCK,server=on,wait=off" \
-	    -device virtserialport,chardev=sbx,name=sbx </dev/null &
+	    -device virtserialport,chardev=sbx,name=sbx "$@" </dev/null &
 	QPID=$!
 }
 
@@ -87,6 +89,34 @@ qemu_ends() {
 	run cat "$CONSOLE"
 	refute_output --partial 'cannot load module'
 	refute_output --partial 'Kernel panic'
+}
+
+@test "qemu-guest: a disk of an ext4 image is the commands' root; their stdout, stderr and exit status come apart" {
+	local r=$BATS_TEST_TMPDIR/root
+	sbx_busybox_root "$r"
+	echo "on the disk" >"$r/marker"
+	mkfs.ext4 -q -F -d "$r" "$BATS_TEST_TMPDIR/disk.img" 64M >/dev/null
+	boot -drive "file=$BATS_TEST_TMPDIR/disk.img,if=none,format=raw,id=disk" \
+	    -device virtio-blk-device,drive=disk
+	run "$BATS_TEST_DIRNAME/lib/guest-client.py" "$SOCK" \
+	    'exec:["cat","/marker"]' \
+	    'exec:["sh","-c","echo out; echo err >&2; exit 3"]' \
+	    'exec:["/no/such"]' \
+	    'exec:["sh","-c","uname -r; tr \\\\0 \\  </proc/1/cmdline"]' poweroff
+	if ((status != 0)); then
+		echo "console:"; tail -20 "$CONSOLE"
+	fi
+	assert_success
+	assert_equal "${#lines[@]}" 4
+	jq_true '.out == "on the disk\n" and .err == "" and .status == 0' <<<"${lines[0]}"
+	jq_true '.out == "out\n" and .err == "err\n" and .status == 768' <<<"${lines[1]}"
+	jq_true '.out == "" and (.err | test("cannot run /no/such")) and .status == 32512' <<<"${lines[2]}"
+	# Its own kernel, and /proc: PID 1 is sbx-init, the initramfs's.
+	jq_true --arg k "$(cat "$GUEST/kernel")" '.out == "\($k)\n/init "' <<<"${lines[3]}"
+	qemu_ends
+	assert_equal "$QRC" 0
+	run cat "$CONSOLE"
+	refute_output --partial 'cannot mount its disk'
 }
 
 @test "qemu-guest: bad options are exit 2; a missing sbx-init is exit 1; nothing is written" {

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +22,11 @@
 #include "qemu/guest.h"
 
 #define PORT_WAIT_MS 10000
+#define DISK_WAIT_MS 2000
+#define ROOT "/sbx/root"
+#define ARGS_MAX 4096
+
+static int have_root;
 
 static void
 say(const char *fmt, const char *arg)
@@ -138,6 +144,139 @@ open_port(void)
 	return -1;
 }
 
+/* The sandbox's disk, when the VM has one (its driver has probed it:
+ * /sys/block/vda), at ROOT; its node comes from devtmpfs's thread. */
+static void
+mount_root(void)
+{
+	int i;
+
+	if (access("/sys/block/vda", F_OK) < 0)
+		return;
+	mkdir(ROOT, 0755);
+	for (i = 0; i < DISK_WAIT_MS / 10 && access("/dev/vda", F_OK) < 0; i++)
+		usleep(10000);
+	if (mount("/dev/vda", ROOT, "ext4", 0, NULL) < 0) {
+		say("cannot mount its disk: %s", strerror(errno));
+		return;
+	}
+	have_root = 1;
+	/* What a command expects of its root. */
+	mkdir(ROOT "/proc", 0555);
+	mkdir(ROOT "/sys", 0555);
+	mkdir(ROOT "/dev", 0755);
+	if (mount("proc", ROOT "/proc", "proc", MS_NOSUID | MS_NODEV |
+	    MS_NOEXEC, NULL) < 0 || mount("sysfs", ROOT "/sys", "sysfs",
+	    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 || mount("devtmpfs",
+	    ROOT "/dev", "devtmpfs", MS_NOSUID, "mode=0755") < 0)
+		say("cannot mount /proc, /sys or /dev on its disk: %s",
+		    strerror(errno));
+}
+
+static void
+send_u32s(int port, uint32_t type, uint32_t a, uint32_t b, const void *p,
+    size_t n)
+{
+	struct sbx_buf f = SBX_BUF_INIT;
+
+	sbx_msg_put_u32(&f, a);
+	sbx_msg_put_u32(&f, b);
+	if (n)
+		sbx_buf_add(&f, p, n);
+	sbx_msg_send(port, type, f.data, f.len, NULL, 0);
+	sbx_buf_release(&f);
+}
+
+/* The command of an EXEC frame, on the disk, its output as OUT frames
+ * while it runs, then its EXIT. */
+static void
+run(int port, struct sbx_msg *m)
+{
+	uint32_t id = 0, argc = 0, i;
+	struct pollfd p[2] = {{.fd = -1}, {.fd = -1}};
+	char **argv = NULL, buf[65536];
+	int out[2] = {-1, -1}, err[2] = {-1, -1}, open_ = 0, st = 0;
+	const char *a;
+	ssize_t n;
+	pid_t pid;
+
+	if (sbx_msg_get_u32(m, &id) < 0 || sbx_msg_get_u32(m, &argc) < 0 ||
+	    !argc || argc > ARGS_MAX)
+		goto bad;
+	argv = sbx_xcalloc(argc + 1, sizeof *argv);
+	for (i = 0; i < argc; i++) {
+		if (!(a = sbx_msg_get_str(m)))
+			goto bad;
+		argv[i] = (char *)a;
+	}
+	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+	    (pid = fork()) < 0) {
+		say("cannot run a command: %s", strerror(errno));
+		send_u32s(port, SBX_GUEST_EXIT, id, 126 << 8, NULL, 0);
+		goto out;
+	}
+	if (pid == 0) {
+		if (have_root && chroot(ROOT) < 0)
+			_exit(126);
+		if (chdir("/") < 0 || dup2(out[1], 1) < 0 ||
+		    dup2(err[1], 2) < 0)
+			_exit(126);
+		close(0);
+		open("/dev/null", O_RDONLY);
+		clearenv();
+		setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+		    "/usr/bin:/sbin:/bin", 1);
+		setenv("HOME", "/root", 1);
+		execvp(argv[0], argv);
+		dprintf(2, "sbx-init: cannot run %s: %s\n", argv[0],
+		    strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	close(out[1]);
+	close(err[1]);
+	p[0] = (struct pollfd){.fd = out[0], .events = POLLIN};
+	p[1] = (struct pollfd){.fd = err[0], .events = POLLIN};
+	out[0] = out[1] = err[0] = err[1] = -1;
+	open_ = 2;
+	while (open_) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (i = 0; i < 2; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			if ((n = read(p[i].fd, buf, sizeof buf)) > 0) {
+				send_u32s(port, SBX_GUEST_OUT, id, i + 1, buf,
+				    (size_t)n);
+				continue;
+			}
+			if (n < 0 && errno == EINTR)
+				continue;
+			close(p[i].fd);
+			p[i].fd = -1;
+			open_--;
+		}
+	}
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	send_u32s(port, SBX_GUEST_EXIT, id, (uint32_t)st, NULL, 0);
+	goto out;
+bad:
+	sbx_msg_send(port, SBX_GUEST_ERROR, "bad exec frame", 14, NULL, 0);
+out:
+	for (i = 0; i < 2; i++) {
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+	}
+	free(argv);
+}
+
 static long long
 uptime_ms(void)
 {
@@ -188,6 +327,9 @@ serve(int port)
 		case SBX_GUEST_PING:
 			pong(port);
 			break;
+		case SBX_GUEST_EXEC:
+			run(port, &m);
+			break;
 		case SBX_GUEST_POWEROFF:
 			sbx_msg_release(&m);
 			off();
@@ -208,6 +350,7 @@ sbx_guest_main(void)
 	early_mounts();
 	if (load_modules() < 0)
 		say("%s", "the guest may lack a driver");
+	mount_root();
 	if ((port = open_port()) < 0) {
 		say("no virtio port named %s: powering off", SBX_GUEST_PORT);
 		off();

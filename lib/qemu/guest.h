@@ -13,11 +13,18 @@ enum {
 			     * "uptime_ms"} */
 	SBX_GUEST_POWEROFF, /* host -> agent: sync the disks, power off */
 	SBX_GUEST_ERROR,    /* agent -> host: a frame it does not know */
+	SBX_GUEST_EXEC,     /* host -> agent: u32 id, u32 argc, the argv
+			     * strings: run it on the sandbox's disk */
+	SBX_GUEST_OUT,      /* agent -> host: u32 id, u32 fd (1, 2), the
+			     * bytes the command wrote there */
+	SBX_GUEST_EXIT,     /* agent -> host: u32 id, u32 wait status */
 };
 
 /* The guest's /init: mounts /proc, /sys and /dev, loads the modules
- * /sbx/modules names (one a line, in order, from /sbx/mod/NAME.ko), and
- * serves the port until the host powers it off. */
+ * /sbx/modules names (one a line, in order, from /sbx/mod/NAME.ko),
+ * mounts the sandbox's disk (/dev/vda, ext4) when it has one, and serves
+ * the port until the host powers it off: one command at a time, for now
+ * (the ids are there for more). */
 int sbx_guest_main(void);
 
 #endif

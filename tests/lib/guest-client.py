@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """guest-client.py SOCKET FRAME...: the host's side of a qemu guest's port
 (lib/qemu/guest.h) for the tests: connects to QEMU's chardev socket (for
-up to a minute while QEMU starts), sends each FRAME (ping, poweroff, or a
-number: an unknown type) and prints each answer as one JSON line:
-{"type": N, "data": "..."}. Answers are awaited for TIMEOUT seconds
-(GUEST_TIMEOUT, default 120: a boot under TCG is slow)."""
+up to a minute while QEMU starts), sends each FRAME (ping, poweroff, a
+number: an unknown type, or exec:JSON-ARRAY, a command) and prints each
+answer as one JSON line: {"type": N, "data": "..."}, for an exec
+{"out": "...", "err": "...", "status": WAIT-STATUS}. Answers are awaited
+for GUEST_TIMEOUT seconds (default 120: a boot under TCG is slow)."""
 import json
 import os
 import socket
@@ -42,19 +43,44 @@ def main():
                 return 1
             time.sleep(0.01)
     s.settimeout(float(os.environ.get("GUEST_TIMEOUT", "120")))
-    for f in sys.argv[2:]:
-        t = TYPES.get(f) or int(f)
-        s.sendall(struct.pack("<II", 0, t))
-        if t == 3:
-            continue
+    for n_, f in enumerate(sys.argv[2:]):
         try:
-            n, rt = struct.unpack("<II", recv_exact(s, 8))
-            data = recv_exact(s, n).decode("utf-8", "replace")
+            if f.startswith("exec:"):
+                print(json.dumps(run(s, n_ + 1, json.loads(f[5:]))), flush=True)
+                continue
+            t = TYPES.get(f) or int(f)
+            s.sendall(struct.pack("<II", 0, t))
+            if t == 3:
+                continue
+            rt, data = frame(s)
         except (socket.timeout, EOFError) as e:
             print("guest-client: no answer to %s: %s" % (f, e), file=sys.stderr)
             return 1
-        print(json.dumps({"type": rt, "data": data}), flush=True)
+        print(json.dumps({"type": rt, "data": data.decode("utf-8", "replace")}),
+              flush=True)
     return 0
+
+
+def frame(s):
+    n, t = struct.unpack("<II", recv_exact(s, 8))
+    return t, recv_exact(s, n)
+
+
+def run(s, cid, argv):
+    body = struct.pack("<II", cid, len(argv))
+    body += b"".join(a.encode() + b"\0" for a in argv)
+    s.sendall(struct.pack("<II", len(body), 5) + body)
+    got = {1: b"", 2: b""}
+    while True:
+        t, d = frame(s)
+        if t == 4:
+            return {"error": d.decode()}
+        i, v = struct.unpack("<II", d[:8])
+        if t == 6:
+            got[v] += d[8:]
+        elif t == 7:
+            return {"id": i, "out": got[1].decode("utf-8", "replace"),
+                    "err": got[2].decode("utf-8", "replace"), "status": v}
 
 
 sys.exit(main())
