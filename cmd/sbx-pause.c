@@ -54,7 +54,7 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 {
 	const struct sbx_backend *be;
 	struct sbx_err err = {0};
-	unsigned caps;
+	unsigned caps, extra = 0;
 	char *p;
 	int stop;
 
@@ -65,20 +65,21 @@ act(json_t *ref, const struct ctx *ctx, int *rc)
 		return NULL;
 	}
 	/* A sandbox may do more than its backend's others (Daytona's VM
-	 * classes suspend): asked only when a suspend is in question. */
-	caps = be->caps;
+	 * classes suspend): asked only when a suspend is in question. What
+	 * it adds is not asked of the backend. */
 	if (!ctx->resume && (!ctx->mode || !ctx->stop) &&
-	    !(caps & SBX_CAP_SUSPEND) && be->ops->sandbox_caps)
-		caps |= be->ops->sandbox_caps(ref, &err);
+	    !(be->caps & SBX_CAP_SUSPEND) && be->ops->sandbox_caps)
+		extra = be->ops->sandbox_caps(ref, &err);
 	memset(&err, 0, sizeof err);
+	caps = be->caps | extra;
 	/* Without --mode, pause does what the sandbox does by default. */
 	stop = ctx->mode ? ctx->stop : !(caps & SBX_CAP_SUSPEND);
 	if (!(caps & (SBX_CAP_SUSPEND | SBX_CAP_STOP)))
 		sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' cannot pause",
 		    be->name);
-	else if (!ctx->resume && !(stop == 0 && (caps & SBX_CAP_SUSPEND)) &&
-	    sbx_backend_need(be, stop == 2 ? SBX_CAP_ARCHIVE : stop ?
-	    SBX_CAP_STOP : SBX_CAP_SUSPEND, &err) < 0 && ctx->memory &&
+	else if (!ctx->resume && sbx_backend_need(be, ~extra & (stop == 2 ?
+	    SBX_CAP_ARCHIVE : stop ? SBX_CAP_STOP : SBX_CAP_SUSPEND),
+	    &err) < 0 && ctx->memory &&
 	    (p = strstr(err.msg, " (--mode ")))
 		/* The refusal names the flag as it was given. */
 		snprintf(p, sizeof err.msg - (size_t)(p - err.msg),

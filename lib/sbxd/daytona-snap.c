@@ -237,7 +237,7 @@ h_create(struct sbxd_req *r)
 	struct sbxd_new size = {0};
 	char *df = NULL, *id = NULL, *cmd, msg[512];
 	size_t i;
-	int status;
+	int status, vm;
 
 	if (!j)
 		return ret;
@@ -274,15 +274,15 @@ h_create(struct sbxd_req *r)
 	/* A linux-vm snapshot's sandboxes pause with their processes
 	 * (frozen); sbxd has no other class. */
 	cls = json_object_get(j, "sandboxClass");
-	if (cls && !json_is_null(cls) && (!json_is_string(cls) ||
-	    (strcmp(json_string_value(cls), "container") &&
-	    strcmp(json_string_value(cls), "linux-vm")))) {
+	vm = json_is_string(cls) && !strcmp(json_string_value(cls),
+	    "linux-vm");
+	if (cls && !json_is_null(cls) && !vm && (!json_is_string(cls) ||
+	    strcmp(json_string_value(cls), "container"))) {
 		ret = sbxd_dt_api_err(r, 400, "sandboxClass must be container "
 		    "or linux-vm (the classes sbxd has)");
 		goto out;
 	}
-	if (!img && json_is_string(cls) && strcmp(json_string_value(cls),
-	    "container")) {
+	if (!img && vm) {
 		ret = sbxd_dt_api_err(r, 400, "Declarative builds are only "
 		    "supported for the container class");
 		goto out;
@@ -307,8 +307,7 @@ h_create(struct sbxd_req *r)
 	if (size.disk_mb)
 		json_object_set_new(dt, "disk", json_integer(size.disk_mb /
 		    1024));
-	if (json_is_string(cls) && strcmp(json_string_value(cls),
-	    "container"))
+	if (vm)
 		json_object_set(dt, "sandboxClass", cls);
 	if (img)
 		json_object_set_new(dt, "imageName", json_string(img));
