@@ -102,17 +102,23 @@ qemu_ends() {
 	    'exec:["cat","/marker"]' \
 	    'exec:["sh","-c","echo out; echo err >&2; exit 3"]' \
 	    'exec:["/no/such"]' \
-	    'exec:["sh","-c","uname -r; tr \\\\0 \\  </proc/1/cmdline"]' poweroff
+	    'exec:["sh","-c","uname -r; tr \\\\0 \\  </proc/1/cmdline"]' \
+	    'exec:["sh","-c","sleep 0.2 & exit 0"]' \
+	    'exec:["sh","-c","sleep 1; grep -l \") Z \" /proc/[0-9]*/stat; true"]' poweroff
 	if ((status != 0)); then
 		echo "console:"; tail -20 "$CONSOLE"
 	fi
 	assert_success
-	assert_equal "${#lines[@]}" 4
+	assert_equal "${#lines[@]}" 6
 	jq_true '.out == "on the disk\n" and .err == "" and .status == 0' <<<"${lines[0]}"
 	jq_true '.out == "out\n" and .err == "err\n" and .status == 768' <<<"${lines[1]}"
 	jq_true '.out == "" and (.err | test("cannot run /no/such")) and .status == 32512' <<<"${lines[2]}"
 	# Its own kernel, and /proc: PID 1 is sbx-init, the initramfs's.
 	jq_true --arg k "$(cat "$GUEST/kernel")" '.out == "\($k)\n/init "' <<<"${lines[3]}"
+	# What a command left running is reaped by PID 1 once it ends: no
+	# zombie.
+	jq_true '.status == 0' <<<"${lines[4]}"
+	jq_true '.out == "" and .status == 0' <<<"${lines[5]}"
 	qemu_ends
 	assert_equal "$QRC" 0
 	run cat "$CONSOLE"

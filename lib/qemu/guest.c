@@ -187,6 +187,22 @@ send_u32s(int port, uint32_t type, uint32_t a, uint32_t b, const void *p,
 	sbx_buf_release(&f);
 }
 
+/* PID 1 reaps what the commands left behind once it ends; 1 when pid
+ * was among them (its wait status in *st). */
+static int
+reap(pid_t pid, int *st)
+{
+	pid_t w;
+	int s, got = 0;
+
+	while ((w = waitpid(-1, &s, WNOHANG)) > 0)
+		if (w == pid) {
+			*st = s;
+			got = 1;
+		}
+	return got;
+}
+
 /* The command of an EXEC frame, on the disk, its output as OUT frames
  * while it runs, then its EXIT. */
 static void
@@ -195,7 +211,7 @@ run(int port, struct sbx_msg *m)
 	uint32_t id = 0, argc = 0, i;
 	struct pollfd p[2] = {{.fd = -1}, {.fd = -1}};
 	char **argv = NULL, buf[65536];
-	int out[2] = {-1, -1}, err[2] = {-1, -1}, open_ = 0, st = 0;
+	int out[2] = {-1, -1}, err[2] = {-1, -1}, open_ = 0, st = 0, done = 0;
 	const char *a;
 	ssize_t n;
 	pid_t pid;
@@ -239,11 +255,13 @@ run(int port, struct sbx_msg *m)
 	out[0] = out[1] = err[0] = err[1] = -1;
 	open_ = 2;
 	while (open_) {
-		if (poll(p, 2, -1) < 0) {
+		/* Orphans are reaped while it runs too. */
+		if (poll(p, 2, 100) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		done |= reap(pid, &st);
 		for (i = 0; i < 2; i++) {
 			if (p[i].fd < 0 || !p[i].revents)
 				continue;
@@ -259,7 +277,7 @@ run(int port, struct sbx_msg *m)
 			open_--;
 		}
 	}
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+	while (!done && waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	send_u32s(port, SBX_GUEST_EXIT, id, (uint32_t)st, NULL, 0);
 	goto out;
@@ -323,6 +341,7 @@ serve(int port)
 			usleep(20000);
 			continue;
 		}
+		reap(0, NULL);
 		switch (m.type) {
 		case SBX_GUEST_PING:
 			pong(port);
