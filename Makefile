@@ -93,7 +93,8 @@ REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
 	libisal 2>/dev/null || echo -lcurl -lcrypto -lnettle -lisal)
 
 # The sources by folder, so that a new file needs no edit here: the core
-# is lib/*.c; a backend is a folder, lib/local/ in the static flavour,
+# is lib/*.c; a backend is a folder, lib/local/ and lib/qemu/ (but for
+# guest.c, sbx-init's) in the static flavour,
 # lib/docker/, lib/e2b/ and lib/daytona/ (with lib/http.c) in the remote
 # one; lib/sbxd/ is the server.
 REMOTE_SRC = lib/http.c \
@@ -102,8 +103,8 @@ REMOTE_SRC = lib/http.c \
 	lib/image/builder.c lib/image/build.c
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
-LIB_SRC = $(filter-out $(REMOTE_SRC),$(wildcard lib/*.c lib/local/*.c \
-	lib/net/*.c lib/image/*.c))
+LIB_SRC = $(filter-out $(REMOTE_SRC) lib/qemu/guest.c,$(wildcard lib/*.c \
+	lib/local/*.c lib/net/*.c lib/image/*.c lib/qemu/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-fork sbx-gc sbx-image sbx-kill \
 	sbx-logs sbx-ls sbx-net sbx-pause sbx-port sbx-secret sbx-shell \

@@ -704,7 +704,7 @@ main(int argc, char **argv)
 		sbx_usage_error(usage, "--reuse needs a state file (not -s -)");
 	/* An image of the local store: its WorkingDir is the sandbox's, as
 	 * the state file will say, unless -w says otherwise. */
-	if (!workdir_given && !strcmp(be->name, "local"))
+	if (!workdir_given && be->in_store)
 		image_workdir = sbx_image_workdir(spec.image);
 	if (image_workdir)
 		spec.workdir = image_workdir;

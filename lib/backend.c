@@ -101,6 +101,21 @@ static const struct sbx_backend backends[] = {
 		.disk_gib_second_default = SBX_DAYTONA_DISK_GIB_SECOND,
 		.ops = REMOTE(sbx_daytona_ops),
 	},
+	{
+		.name = "qemu",
+		/* A microVM per sandbox (lib/qemu): its size is the VM's
+		 * (-m, -smp), no process limit inside it; no network device
+		 * (deny only); no pty, files or pause yet. */
+		.caps = SBX_CAP_STDIN | SBX_CAP_NET_DENY | SBX_CAP_MEMORY |
+		    SBX_CAP_CPUS | SBX_CAP_TIMEOUT | SBX_CAP_NAME |
+		    SBX_CAP_KEEP,
+		.compress = SBX_COMPRESS_NONE,
+		/* Priced by its size, as E2B prices its microVMs. */
+		.vcpu_second_default = SBX_E2B_VCPU_SECOND,
+		.gib_second_default = SBX_E2B_GIB_SECOND,
+		.in_store = 1,
+		.ops = &sbx_qemu_ops,
+	},
 };
 
 #define NBACKENDS (sizeof backends / sizeof backends[0])
@@ -304,6 +319,8 @@ sbx_backend_each(int (*fn)(json_t *o, void *arg), void *arg)
 		o = json_pack("{sssbssso}", "backend", backends[i].name,
 		    "default", !strcmp(backends[i].name, dflt), "pause",
 		    sbx_backend_pause_default(&backends[i]), "caps", c);
+		if (backends[i].ops->about)
+			json_object_update_new(o, backends[i].ops->about());
 		rc = fn(o, arg);
 		json_decref(o);
 	}

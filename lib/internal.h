@@ -432,6 +432,7 @@ extern const struct sbx_backend_ops sbx_daytona_ops;
 /* --- local: the native Linux backend --------------------------------- */
 
 extern const struct sbx_backend_ops sbx_local_ops;
+extern const struct sbx_backend_ops sbx_qemu_ops;
 
 /* --- shell sessions (sbx-shell) across backends -------------------------- */
 

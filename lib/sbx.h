@@ -775,6 +775,9 @@ struct sbx_backend_ops {
 	 * SBX_EX_NOSANDBOX). An entry is {"backend","name","created"...}. */
 	int (*volume)(const char *op, const char *name,
 	    int (*fn)(json_t *vol, void *arg), void *arg, struct sbx_err *err);
+	/* What sbx-ls --backends says of it on this host beside its caps
+	 * (qemu: {"accel"}), an object; NULL: nothing. */
+	json_t *(*about)(void);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as

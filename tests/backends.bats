@@ -113,10 +113,10 @@ sanitized() {
 	for t in "$SBX_BIN/sbx-ls" "$SBX_BIN/remote/sbx-ls"; do
 		run --separate-stderr "$t" --backends
 		assert_success
-		[ "${#lines[@]}" -eq 4 ]
-		jq -se 'map(.backend) == ["local", "docker", "e2b", "daytona"] and
-		    map(.default) == [true, false, false, false] and
-		    (map(.pause) == ["suspend", "suspend", "suspend", "stop"]) and
+		[ "${#lines[@]}" -eq 5 ]
+		jq -se 'map(.backend) == ["local", "docker", "e2b", "daytona", "qemu"] and
+		    map(.default) == [true, false, false, false, false] and
+		    (map(.pause) == ["suspend", "suspend", "suspend", "stop", "none"]) and
 		    all(.caps | length == 25 and all(type == "boolean"))' \
 		    <<<"$output"
 		jq -se '.[0].caps | .idle and .files and .pty and .stop and
@@ -143,22 +143,30 @@ sanitized() {
 		    (.pids | not) and
 		    (.keep | not) and .network_rules' \
 		    <<<"$output"
+		# qemu: a VM's size, stdin, no network; under TCG unless
+		# qemu.accel says kvm.
+		jq -se '.[4] | .accel == "tcg" and (.caps | .stdin and .memory and
+		    .cpus and .timeout and .network_deny and .name and .keep and
+		    (.network_allow | not) and (.pids | not) and (.pty | not))' \
+		    <<<"$output"
 	done
+	SBX_QEMU_ACCEL=kvm run "$SBX_BIN/sbx-ls" --backends
+	jq -se '.[4].accel == "kvm"' <<<"$output"
 	# The default is the configured one.
 	SBX_BACKEND=docker run "$SBX_BIN/sbx-ls" --backends
-	jq -se 'map(.default) == [false, true, false, false]' <<<"$output"
+	jq -se 'map(.default) == [false, true, false, false, false]' <<<"$output"
 	run --separate-stderr sbx-ls --backends -b local
 	assert_failure 2
 	[ "$stderr" = "sbx-ls: --backends takes no --backend or --label" ]
 }
 
-@test "sbx-ls --backends without the remote flavour lists what is there: local" {
+@test "sbx-ls --backends without the remote flavour lists what is there: local and qemu" {
 	mkdir bin
 	cp "$SBX_BIN"/sbx-ls bin/
 	run --separate-stderr bin/sbx-ls --backends
 	assert_success
-	[ "${#lines[@]}" -eq 1 ]
-	jq_true '.backend == "local"' <<<"$output"
+	[ "${#lines[@]}" -eq 2 ]
+	jq -se 'map(.backend) == ["local", "qemu"]' <<<"$output"
 }
 
 @test "a backend refuses what it cannot do, with exit 2 and nothing made" {

@@ -166,34 +166,6 @@ release_slot(const char *root, json_t *meta, const char *id)
 	free(dir);
 }
 
-static int
-claim_name(const char *root, const char *name, const char *id,
-    struct sbx_err *err)
-{
-	char *dir = sbx_xasprintf("%s/.names", root);
-	char *p = sbx_xasprintf("%s/%s", dir, name), *other;
-	int rc = 0;
-
-	mkdir(dir, 0700);
-	if (symlink(id, p) == 0) {
-		/* claimed */
-	} else if (errno != EEXIST) {
-		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot claim name '%s':",
-		    name);
-	} else if ((other = sbx_local_find(name, NULL))) {
-		free(other);
-		rc = sbx_err_set(err, SBX_EX_FAIL, "the name '%s' is in use",
-		    name);
-	} else if (unlink(p) < 0 || symlink(id, p) < 0) {
-		/* It named a sandbox that is gone: take it over. */
-		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot claim name '%s':",
-		    name);
-	}
-	free(p);
-	free(dir);
-	return rc;
-}
-
 void
 sbx_local_release_name(const char *root, const char *name, const char *id)
 {
@@ -750,7 +722,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	if (rid) {
 		/* started again */
 	} else if (spec->name) {
-		if (claim_name(root, spec->name, id, err) < 0)
+		if (sbx_local_claim_name(root, spec->name, id, err) < 0)
 			goto fail;
 		named = 1;
 	}
@@ -1129,16 +1101,6 @@ out:
 
 /* --- kill ----------------------------------------------------------------- */
 
-static json_t *
-load_meta(const char *dir)
-{
-	char *p = sbx_xasprintf("%s/meta.json", dir);
-	json_t *m = json_load_file(p, 0, NULL);
-
-	free(p);
-	return m;
-}
-
 static pid_t
 live_init(json_t *meta)
 {
@@ -1165,7 +1127,7 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
 		    want);
 	json_object_set_new(ref, "id", json_string(id));
-	meta = load_meta(dir);
+	meta = sbx_local_meta(dir);
 	sbx_cg_find(&cg, id);
 	pid = live_init(meta);
 	sbx_local_net_stop_of(meta);
@@ -1289,8 +1251,8 @@ static json_t *
 info_of(const char *id)
 {
 	char *dir = sbx_xasprintf("%s/%s", sbx_local_root(), id), *status;
-	json_t *meta = load_meta(dir), *o = json_object();
-	long long now = sbx_now(), created, act = 0, procs = -1, mem = -1;
+	json_t *meta = sbx_local_meta(dir), *o;
+	long long created, act = 0, procs = -1, mem = -1;
 	long long cpu;
 	const char *st = "dead";
 	struct sbx_cgroups cg;
@@ -1320,24 +1282,7 @@ info_of(const char *id)
 	}
 	if (!act)
 		act = created;
-	json_object_set_new(o, "backend", json_string("local"));
-	json_object_set_new(o, "id", json_string(id));
-	json_object_set(o, "name", json_object_get(meta, "name") ?
-	    json_object_get(meta, "name") : json_null());
-	json_object_set_new(o, "status", json_string(st));
-	/* An image of the store by its name, not its directory. */
-	json_object_set(o, "image", json_is_string(json_object_get(meta,
-	    "image_ref")) ? json_object_get(meta, "image_ref") :
-	    json_object_get(meta, "image") ? json_object_get(meta, "image") :
-	    json_null());
-	json_object_set(o, "workdir", json_object_get(meta, "workdir") ?
-	    json_object_get(meta, "workdir") : json_null());
-	sbx_info_times(o, now, created, act);
-	json_object_set_new(o, "timeout", json_integer(sbx_json_int(meta,
-	    "timeout", 0)));
-	json_object_set_new(o, "labels", json_is_object(json_object_get(meta,
-	    "labels")) ? json_incref(json_object_get(meta, "labels")) :
-	    json_object());
+	o = sbx_local_info_head("local", id, meta, st, created, act);
 	json_object_set_new(o, "processes", procs >= 0 ? json_integer(procs) :
 	    json_null());
 	json_object_set_new(o, "memory_bytes", mem >= 0 ? json_integer(mem) :
@@ -1434,7 +1379,7 @@ find_paused(json_t *ref, char **id, char **dir, json_t **meta, int *how,
 		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
 		    want ? want : "?");
 	json_object_set_new(ref, "id", json_string(*id));
-	*meta = load_meta(*dir);
+	*meta = sbx_local_meta(*dir);
 	*how = paused_how(*dir, when);
 	*pid = live_init(*meta);
 	return 0;
@@ -1599,44 +1544,9 @@ local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 }
 
 static int
-by_id(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int
 local_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
 {
-	DIR *d = opendir(sbx_local_root());
-	struct dirent *e;
-	char **ids = NULL;
-	size_t n = 0, i;
-	int rc = 0;
-
-	if (!d) {
-		if (errno == ENOENT)
-			return 0;
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':",
-		    sbx_local_root());
-	}
-	while ((e = readdir(d)))
-		if (sbx_local_valid_id(e->d_name)) {
-			ids = sbx_xrealloc(ids, (n + 1) * sizeof *ids);
-			ids[n++] = sbx_xstrdup(e->d_name);
-		}
-	closedir(d);
-	if (n)
-		qsort(ids, n, sizeof *ids, by_id);
-	for (i = 0; i < n; i++) {
-		json_t *o = info_of(ids[i]);
-
-		if (!rc && fn(o, arg) < 0)
-			rc = -1;
-		json_decref(o);
-		free(ids[i]);
-	}
-	free(ids);
-	return rc;
+	return sbx_local_list_in(sbx_local_root(), info_of, fn, arg, err);
 }
 
 static json_t *
@@ -1768,7 +1678,7 @@ local_stats(const json_t *ref, struct sbx_err *err)
 		    want ? want : "?");
 		return NULL;
 	}
-	meta = load_meta(dir);
+	meta = sbx_local_meta(dir);
 	if (!(pid = live_init(meta))) {
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is not "
 		    "running", id);
@@ -1838,7 +1748,7 @@ local_image_cmd(const json_t *ref, struct sbx_err *err)
 		    want ? want : "?");
 		return NULL;
 	}
-	meta = load_meta(dir);
+	meta = sbx_local_meta(dir);
 	if (sbx_json_str(meta, "image_config") && sbx_image_config_of(
 	    sbx_json_str(meta, "image_config"), &config) == 0)
 		a = sbx_start_image_argv(config);

@@ -100,6 +100,24 @@ void sbx_local_release_name(const char *root, const char *name,
 int sbx_local_valid_id(const char *id);
 /* The sandbox directory for an id or a name; NULL when there is none. */
 char *sbx_local_find(const char *id_or_name, char **id_out);
+/* The same in another store of sandbox directories (the qemu backend's:
+ * it shares the local one's ids and names). */
+char *sbx_local_find_in(const char *root, const char *id_or_name,
+    char **id_out);
+/* fn with info(id) of each sandbox in root, by id. */
+int sbx_local_list_in(const char *root, json_t *(*info)(const char *id),
+    int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err);
+/* A listing's first fields, from a sandbox's meta: backend, id, name,
+ * status, image, workdir, its times, timeout and labels. */
+json_t *sbx_local_info_head(const char *backend, const char *id,
+    const json_t *meta, const char *status, long long created,
+    long long active);
+/* dir/meta.json, or NULL. */
+json_t *sbx_local_meta(const char *dir);
+/* root/.names/name -> id, or SBX_EX_FAIL when it names a sandbox that is
+ * there. */
+int sbx_local_claim_name(const char *root, const char *name, const char *id,
+    struct sbx_err *err);
 /* Connect to the agent's socket in dir; -1 with errno. */
 int sbx_local_connect(const char *dir);
 

@@ -1,5 +1,6 @@
 /* paths.c - where local sandboxes live, and finding one */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -37,12 +38,18 @@ sbx_local_valid_id(const char *id)
 char *
 sbx_local_find(const char *id_or_name, char **id_out)
 {
+	return sbx_local_find_in(sbx_local_root(), id_or_name, id_out);
+}
+
+char *
+sbx_local_find_in(const char *root, const char *id_or_name, char **id_out)
+{
 	char *dir, *link, target[64];
 	ssize_t n;
 	struct stat st;
 
 	if (sbx_local_valid_id(id_or_name)) {
-		dir = sbx_xasprintf("%s/%s", sbx_local_root(), id_or_name);
+		dir = sbx_xasprintf("%s/%s", root, id_or_name);
 		if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
 			if (id_out)
 				*id_out = sbx_xstrdup(id_or_name);
@@ -53,7 +60,7 @@ sbx_local_find(const char *id_or_name, char **id_out)
 	if (strchr(id_or_name, '/') || !*id_or_name || *id_or_name == '.')
 		return NULL;
 	/* Names are symlinks name -> id in the names directory. */
-	link = sbx_xasprintf("%s/.names/%s", sbx_local_root(), id_or_name);
+	link = sbx_xasprintf("%s/.names/%s", root, id_or_name);
 	n = readlink(link, target, sizeof target - 1);
 	free(link);
 	if (n <= 0)
@@ -61,7 +68,7 @@ sbx_local_find(const char *id_or_name, char **id_out)
 	target[n] = '\0';
 	if (!sbx_local_valid_id(target))
 		return NULL;
-	dir = sbx_xasprintf("%s/%s", sbx_local_root(), target);
+	dir = sbx_xasprintf("%s/%s", root, target);
 	if (stat(dir, &st) < 0) {
 		free(dir);
 		return NULL;
@@ -70,6 +77,35 @@ sbx_local_find(const char *id_or_name, char **id_out)
 		*id_out = sbx_xstrdup(target);
 	return dir;
 }
+
+int
+sbx_local_claim_name(const char *root, const char *name, const char *id,
+    struct sbx_err *err)
+{
+	char *dir = sbx_xasprintf("%s/.names", root);
+	char *p = sbx_xasprintf("%s/%s", dir, name), *other;
+	int rc = 0;
+
+	mkdir(dir, 0700);
+	if (symlink(id, p) == 0) {
+		/* claimed */
+	} else if (errno != EEXIST) {
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot claim name '%s':",
+		    name);
+	} else if ((other = sbx_local_find_in(root, name, NULL))) {
+		free(other);
+		rc = sbx_err_set(err, SBX_EX_FAIL, "the name '%s' is in use",
+		    name);
+	} else if (unlink(p) < 0 || symlink(id, p) < 0) {
+		/* It named a sandbox that is gone: take it over. */
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot claim name '%s':",
+		    name);
+	}
+	free(p);
+	free(dir);
+	return rc;
+}
+
 
 /* The directory and its socket must be ours: a state file that points
  * elsewhere must not get our stdio handed to someone else's socket. The
@@ -147,4 +183,82 @@ sbx_local_lock(const char *dir, int exclusive)
 			fd = -1;
 		}
 	return fd;
+}
+
+static int
+by_id(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int
+sbx_local_list_in(const char *root, json_t *(*info)(const char *id),
+    int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
+{
+	DIR *d = opendir(root);
+	struct dirent *e;
+	char **ids = NULL;
+	size_t n = 0, i;
+	int rc = 0;
+
+	if (!d) {
+		if (errno == ENOENT)
+			return 0;
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':", root);
+	}
+	while ((e = readdir(d)))
+		if (sbx_local_valid_id(e->d_name)) {
+			ids = sbx_xrealloc(ids, (n + 1) * sizeof *ids);
+			ids[n++] = sbx_xstrdup(e->d_name);
+		}
+	closedir(d);
+	if (n)
+		qsort(ids, n, sizeof *ids, by_id);
+	for (i = 0; i < n; i++) {
+		json_t *o = info(ids[i]);
+
+		if (!rc && fn(o, arg) < 0)
+			rc = -1;
+		json_decref(o);
+		free(ids[i]);
+	}
+	free(ids);
+	return rc;
+}
+
+json_t *
+sbx_local_meta(const char *dir)
+{
+	char *p = sbx_xasprintf("%s/meta.json", dir);
+	json_t *m = json_load_file(p, 0, NULL);
+
+	free(p);
+	return m;
+}
+
+json_t *
+sbx_local_info_head(const char *backend, const char *id, const json_t *meta,
+    const char *status, long long created, long long active)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "backend", json_string(backend));
+	json_object_set_new(o, "id", json_string(id));
+	json_object_set(o, "name", json_object_get(meta, "name") ?
+	    json_object_get(meta, "name") : json_null());
+	json_object_set_new(o, "status", json_string(status));
+	/* An image of the store by its name, not its directory. */
+	json_object_set(o, "image", json_is_string(json_object_get(meta,
+	    "image_ref")) ? json_object_get(meta, "image_ref") :
+	    json_object_get(meta, "image") ? json_object_get(meta, "image") :
+	    json_null());
+	json_object_set(o, "workdir", json_object_get(meta, "workdir") ?
+	    json_object_get(meta, "workdir") : json_null());
+	sbx_info_times(o, sbx_now(), created, active);
+	json_object_set_new(o, "timeout", json_integer(sbx_json_int(meta,
+	    "timeout", 0)));
+	json_object_set_new(o, "labels", json_is_object(json_object_get(meta,
+	    "labels")) ? json_incref(json_object_get(meta, "labels")) :
+	    json_object());
+	return o;
 }

@@ -203,65 +203,204 @@ reap(pid_t pid, int *st)
 	return got;
 }
 
-/* The command of an EXEC frame, on the disk, its output as OUT frames
- * while it runs, then its EXIT. */
+/* A command's argv and env, as an EXEC frame carries them. */
+static char **
+strings(struct sbx_msg *m, uint32_t *count, int need)
+{
+	uint32_t n, i;
+	char **v;
+
+	if (sbx_msg_get_u32(m, &n) < 0 || n > ARGS_MAX || (need && !n))
+		return NULL;
+	v = sbx_xcalloc(n + 1, sizeof *v);
+	for (i = 0; i < n; i++)
+		if (!(v[i] = (char *)sbx_msg_get_str(m))) {
+			free(v);
+			return NULL;
+		}
+	*count = n;
+	return v;
+}
+
+/* mkdir -p of an absolute path. */
+static void
+mkdirs(const char *path)
+{
+	char p[4096], *s;
+
+	snprintf(p, sizeof p, "%s", path);
+	for (s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(p, 0755);
+			*s = '/';
+		}
+	mkdir(p, 0755);
+}
+
+/* Why a command did not start, to the agent through fd (close-on-exec:
+ * nothing comes when it did), and the end. */
+static void
+cannot(int fd, uint32_t stage, int status)
+{
+	uint32_t w[2] = {stage, (uint32_t)errno};
+
+	if (write(fd, w, sizeof w) < 0)
+		_exit(status);
+	_exit(status);
+}
+
+static void
+child(uint32_t flags, const char *cwd, char **env, char **argv, int in,
+    int out, int err, int why)
+{
+	sigset_t none;
+	uint32_t i;
+
+	setsid();
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (have_root && chroot(ROOT) < 0)
+		cannot(why, SBX_GUEST_START_ROOT, 125);
+	if (dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		cannot(why, SBX_GUEST_START_ROOT, 125);
+	if (in >= 0)
+		dup2(in, 0);
+	else if ((in = open("/dev/null", O_RDONLY)) >= 0 && in != 0)
+		dup2(in, 0);
+	if ((flags & SBX_GUEST_X_MKDIR) && *cwd)
+		mkdirs(cwd);
+	if (chdir(*cwd ? cwd : "/") < 0)
+		cannot(why, SBX_GUEST_START_WORKDIR, 125);
+	clearenv();
+	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+	    "/usr/bin:/sbin:/bin", 1);
+	setenv("HOME", "/root", 1);
+	for (i = 0; env[i]; i++)
+		putenv(env[i]);
+	execvp(argv[0], argv);
+	cannot(why, SBX_GUEST_START_EXEC, errno == ENOENT ? 127 : 126);
+}
+
+static void pong(int port);
+
+/* What the host sends while a command runs: its stdin (queued in
+ * *pend until the pipe takes it), signals, pings. 0 when the port has
+ * ended for now. */
+static int
+steer(int port, uint32_t id, pid_t pid, int *in, struct sbx_buf *pend,
+    int *eof)
+{
+	struct sbx_msg m;
+	uint32_t mid = 0, sig = 0;
+	int r;
+
+	if ((r = sbx_msg_recv(port, &m)) <= 0)
+		return 0;
+	if (m.type == SBX_GUEST_PING) {
+		pong(port);
+	} else if (m.type == SBX_GUEST_IN && sbx_msg_get_u32(&m, &mid) == 0 &&
+	    mid == id) {
+		if (m.len == m.off)
+			*eof = 1;
+		else if (*in >= 0)
+			sbx_buf_add(pend, m.data + m.off, m.len - m.off);
+	} else if (m.type == SBX_GUEST_SIGNAL && sbx_msg_get_u32(&m, &mid) ==
+	    0 && sbx_msg_get_u32(&m, &sig) == 0 && mid == id && sig < 65) {
+		kill(-pid, (int)sig);
+		kill(pid, (int)sig);
+	} else if (m.type != SBX_GUEST_IN && m.type != SBX_GUEST_SIGNAL) {
+		sbx_msg_send(port, SBX_GUEST_ERROR, "busy", 4, NULL, 0);
+	}
+	sbx_msg_release(&m);
+	return 1;
+}
+
+/* The command of an EXEC frame, on the disk, its stdin from IN frames,
+ * its output as OUT frames while it runs, then its EXIT. */
 static void
 run(int port, struct sbx_msg *m)
 {
-	uint32_t id = 0, argc = 0, i;
-	struct pollfd p[2] = {{.fd = -1}, {.fd = -1}};
-	char **argv = NULL, buf[65536];
-	int out[2] = {-1, -1}, err[2] = {-1, -1}, open_ = 0, st = 0, done = 0;
-	const char *a;
+	uint32_t id = 0, flags = 0, envc = 0, argc = 0, i;
+	struct pollfd p[4];
+	struct sbx_buf pend = SBX_BUF_INIT;
+	char **argv = NULL, **env = NULL, buf[65536];
+	int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
+	int why[2] = {-1, -1};
+	uint32_t start[2] = {0, 0};
+	int open_ = 0, st = 0, done = 0, ended = 0, eof = 0;
+	const char *cwd;
 	ssize_t n;
 	pid_t pid;
 
-	if (sbx_msg_get_u32(m, &id) < 0 || sbx_msg_get_u32(m, &argc) < 0 ||
-	    !argc || argc > ARGS_MAX)
+	if (sbx_msg_get_u32(m, &id) < 0 || sbx_msg_get_u32(m, &flags) < 0 ||
+	    !(cwd = sbx_msg_get_str(m)) || !(env = strings(m, &envc, 0)) ||
+	    !(argv = strings(m, &argc, 1)))
 		goto bad;
-	argv = sbx_xcalloc(argc + 1, sizeof *argv);
-	for (i = 0; i < argc; i++) {
-		if (!(a = sbx_msg_get_str(m)))
-			goto bad;
-		argv[i] = (char *)a;
-	}
 	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
+	    pipe2(why, O_CLOEXEC) < 0 ||
+	    ((flags & SBX_GUEST_X_STDIN) && pipe2(in, O_CLOEXEC) < 0) ||
 	    (pid = fork()) < 0) {
 		say("cannot run a command: %s", strerror(errno));
 		send_u32s(port, SBX_GUEST_EXIT, id, 126 << 8, NULL, 0);
 		goto out;
 	}
-	if (pid == 0) {
-		if (have_root && chroot(ROOT) < 0)
-			_exit(126);
-		if (chdir("/") < 0 || dup2(out[1], 1) < 0 ||
-		    dup2(err[1], 2) < 0)
-			_exit(126);
-		close(0);
-		open("/dev/null", O_RDONLY);
-		clearenv();
-		setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
-		    "/usr/bin:/sbin:/bin", 1);
-		setenv("HOME", "/root", 1);
-		execvp(argv[0], argv);
-		dprintf(2, "sbx-init: cannot run %s: %s\n", argv[0],
-		    strerror(errno));
-		_exit(errno == ENOENT ? 127 : 126);
-	}
+	if (pid == 0)
+		child(flags, cwd, env, argv, in[0], out[1], err[1], why[1]);
 	close(out[1]);
 	close(err[1]);
-	p[0] = (struct pollfd){.fd = out[0], .events = POLLIN};
-	p[1] = (struct pollfd){.fd = err[0], .events = POLLIN};
-	out[0] = out[1] = err[0] = err[1] = -1;
+	close(why[1]);
+	out[1] = err[1] = why[1] = -1;
+	/* It has started, or said why not. */
+	while ((n = read(why[0], start, sizeof start)) < 0 && errno == EINTR)
+		;
+	if (n != (ssize_t)sizeof start)
+		start[0] = start[1] = 0;
+	if (in[0] >= 0) {
+		close(in[0]);
+		in[0] = -1;
+		fcntl(in[1], F_SETFL, O_NONBLOCK);
+	}
 	open_ = 2;
 	while (open_) {
+		p[0] = (struct pollfd){.fd = out[0], .events = POLLIN};
+		p[1] = (struct pollfd){.fd = err[0], .events = POLLIN};
+		p[2] = (struct pollfd){.fd = ended ? -1 : port,
+		    .events = POLLIN};
+		p[3] = (struct pollfd){.fd = pend.len ? in[1] : -1,
+		    .events = POLLOUT};
 		/* Orphans are reaped while it runs too. */
-		if (poll(p, 2, 100) < 0) {
+		if (poll(p, 4, 100) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
 		done |= reap(pid, &st);
+		if (p[2].revents & POLLIN) {
+			if (!steer(port, id, pid, &in[1], &pend, &eof))
+				ended = 1;
+		} else if (p[2].revents & POLLHUP) {
+			/* No host: see serve(). */
+			usleep(20000);
+		}
+		if (p[3].fd >= 0 && p[3].revents) {
+			n = write(in[1], pend.data, pend.len);
+			if (n > 0) {
+				memmove(pend.data, pend.data + n, pend.len -
+				    (size_t)n);
+				pend.len -= (size_t)n;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				/* It closed its stdin. */
+				pend.len = 0;
+				close(in[1]);
+				in[1] = -1;
+			}
+		}
+		/* Its stdin ends once what came before the end is in. */
+		if (eof && !pend.len && in[1] >= 0) {
+			close(in[1]);
+			in[1] = -1;
+		}
 		for (i = 0; i < 2; i++) {
 			if (p[i].fd < 0 || !p[i].revents)
 				continue;
@@ -273,26 +412,34 @@ run(int port, struct sbx_msg *m)
 			if (n < 0 && errno == EINTR)
 				continue;
 			close(p[i].fd);
-			p[i].fd = -1;
+			if (i == 0)
+				out[0] = -1;
+			else
+				err[0] = -1;
 			open_--;
 		}
 	}
 	while (!done && waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	send_u32s(port, SBX_GUEST_EXIT, id, (uint32_t)st, NULL, 0);
+	send_u32s(port, SBX_GUEST_EXIT, id, (uint32_t)st, start[0] ? start :
+	    NULL, start[0] ? sizeof start : 0);
 	goto out;
 bad:
 	sbx_msg_send(port, SBX_GUEST_ERROR, "bad exec frame", 14, NULL, 0);
 out:
 	for (i = 0; i < 2; i++) {
-		if (p[i].fd >= 0)
-			close(p[i].fd);
 		if (out[i] >= 0)
 			close(out[i]);
 		if (err[i] >= 0)
 			close(err[i]);
+		if (in[i] >= 0)
+			close(in[i]);
+		if (why[i] >= 0)
+			close(why[i]);
 	}
+	sbx_buf_release(&pend);
 	free(argv);
+	free(env);
 }
 
 static long long
@@ -348,6 +495,10 @@ serve(int port)
 			break;
 		case SBX_GUEST_EXEC:
 			run(port, &m);
+			break;
+		case SBX_GUEST_IN:
+		case SBX_GUEST_SIGNAL:
+			/* For a command that has ended. */
 			break;
 		case SBX_GUEST_POWEROFF:
 			sbx_msg_release(&m);

@@ -13,12 +13,30 @@ enum {
 			     * "uptime_ms"} */
 	SBX_GUEST_POWEROFF, /* host -> agent: sync the disks, power off */
 	SBX_GUEST_ERROR,    /* agent -> host: a frame it does not know */
-	SBX_GUEST_EXEC,     /* host -> agent: u32 id, u32 argc, the argv
-			     * strings: run it on the sandbox's disk */
+	SBX_GUEST_EXEC,     /* host -> agent: u32 id, u32 flags
+			     * (SBX_GUEST_X_*), the workdir ("": /), u32
+			     * envc and the "K=V" strings, u32 argc and the
+			     * argv strings: run it on the sandbox's disk, in
+			     * a session of its own */
 	SBX_GUEST_OUT,      /* agent -> host: u32 id, u32 fd (1, 2), the
 			     * bytes the command wrote there */
-	SBX_GUEST_EXIT,     /* agent -> host: u32 id, u32 wait status */
+	SBX_GUEST_EXIT,     /* agent -> host: u32 id, u32 wait status; when
+			     * it did not start, u32 SBX_GUEST_START_* and
+			     * u32 errno (Linux's numbers) */
+	SBX_GUEST_IN,       /* host -> agent: u32 id, bytes for its stdin;
+			     * none: its end */
+	SBX_GUEST_SIGNAL,   /* host -> agent: u32 id, u32 signal for all
+			     * the command started (its session) */
 };
+
+/* Where a command that did not start stopped. */
+#define SBX_GUEST_START_ROOT 1u    /* its root or stdio */
+#define SBX_GUEST_START_WORKDIR 2u /* its workdir */
+#define SBX_GUEST_START_EXEC 3u    /* the exec: ENOENT, EACCES... */
+
+/* An EXEC's flags. */
+#define SBX_GUEST_X_STDIN 1u /* IN frames are its stdin (else /dev/null) */
+#define SBX_GUEST_X_MKDIR 2u /* the workdir is made when missing */
 
 /* The guest's /init: mounts /proc, /sys and /dev, loads the modules
  * /sbx/modules names (one a line, in order, from /sbx/mod/NAME.ko),

@@ -4,7 +4,8 @@
 up to a minute while QEMU starts), sends each FRAME (ping, poweroff, a
 number: an unknown type, or exec:JSON-ARRAY, a command) and prints each
 answer as one JSON line: {"type": N, "data": "..."}, for an exec
-{"out": "...", "err": "...", "status": WAIT-STATUS}. Answers are awaited
+{"out": "...", "err": "...", "status": WAIT-STATUS} and, when it did not
+start, "start": [STAGE, ERRNO]. Answers are awaited
 for GUEST_TIMEOUT seconds (default 120: a boot under TCG is slow)."""
 import json
 import os
@@ -67,7 +68,7 @@ def frame(s):
 
 
 def run(s, cid, argv):
-    body = struct.pack("<II", cid, len(argv))
+    body = struct.pack("<II", cid, 0) + b"\0" + struct.pack("<II", 0, len(argv))
     body += b"".join(a.encode() + b"\0" for a in argv)
     s.sendall(struct.pack("<II", len(body), 5) + body)
     got = {1: b"", 2: b""}
@@ -79,8 +80,11 @@ def run(s, cid, argv):
         if t == 6:
             got[v] += d[8:]
         elif t == 7:
-            return {"id": i, "out": got[1].decode("utf-8", "replace"),
-                    "err": got[2].decode("utf-8", "replace"), "status": v}
+            r = {"id": i, "out": got[1].decode("utf-8", "replace"),
+                 "err": got[2].decode("utf-8", "replace"), "status": v}
+            if len(d) >= 16:
+                r["start"] = list(struct.unpack("<II", d[8:16]))
+            return r
 
 
 sys.exit(main())

@@ -28,6 +28,8 @@ sbx_setup_file() {
 	# sbx-exec's command logs (sbx-logs(1)), off the system's directory.
 	SBX_LOG_DIR=$(mktemp -d /tmp/sbx-log.XXXXXX)
 	export SBX_LOG_DIR
+	# The qemu backend's sandboxes, off the system's directory too.
+	export SBX_QEMU_DIR=$SBX_LOCAL_DIR/.qemu
 }
 
 # Kill whatever a file's tests left running, then remove the store.

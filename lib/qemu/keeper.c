@@ -1,0 +1,464 @@
+/* keeper.c - the process beside a qemu sandbox's VM (qemu.h): QEMU's
+ * parent, the holder of its port, which it hands to one client at a time.
+ * Frames pass whole in both directions (msg.c), so a client that dies in
+ * the middle of one never leaves the guest half a frame. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "qemu.h"
+
+#define PING_MS 1000      /* a ping again, while the guest boots */
+#define QUEUE_MAX (1u << 20) /* a side is not read while the other's
+			      * queue holds more */
+
+struct keeper {
+	int port;        /* our end of QEMU's port */
+	int lsn;         /* ./sock */
+	int client;      /* -1: none */
+	int ready;       /* to the creator, until the guest answered */
+	pid_t qemu;
+	int running;     /* a client's command runs */
+	uint32_t run_id;
+	int orphan;      /* its client went: it is being ended */
+	long long last;  /* the last activity, sbx_mono_ms() */
+	int pings;       /* pings of the boot not answered yet */
+	struct sbx_buf from_port, from_client; /* what came, to a frame's end */
+	struct sbx_buf to_port, to_client;     /* frames to go */
+	uint64_t timeout;
+};
+
+/* QEMU's argv with our end of the port as its fd 3, in dir. */
+static pid_t
+spawn(const struct sbx_qemu_boot *b, int fd)
+{
+	char **argv;
+	size_t n = 0;
+	pid_t keeper = getpid(), pid;
+	int log;
+
+	while (b->argv[n])
+		n++;
+	argv = sbx_xcalloc(n + 3, sizeof *argv);
+	memcpy(argv, b->argv, n * sizeof *argv);
+	argv[n] = "-chardev";
+	argv[n + 1] = "socket,id=sbx,fd=3";
+	if ((pid = fork()) != 0) {
+		free(argv);
+		return pid;
+	}
+	/* It ends with us, whatever ends us. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != keeper)
+		_exit(1);
+	if (dup2(fd, 3) < 0)
+		_exit(1);
+	log = open("qemu.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (log >= 0) {
+		dup2(log, 1);
+		dup2(log, 2);
+	}
+	close_range(4, ~0u, 0);
+	execvp(argv[0], argv);
+	dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+static void
+tell(int fd, const char *fmt, const char *a, const char *b)
+{
+	char buf[4096];
+	int n = snprintf(buf, sizeof buf, fmt, a, b);
+
+	if (n > 0 && write(fd, buf, (size_t)n < sizeof buf ? (size_t)n :
+	    sizeof buf - 1) < 0)
+		return;
+}
+
+static int
+qemu_ended(struct keeper *k, int *status)
+{
+	if (k->qemu > 0 && waitpid(k->qemu, status, WNOHANG) == k->qemu) {
+		k->qemu = 0;
+		return 1;
+	}
+	return k->qemu == 0;
+}
+
+static void
+stop_qemu(struct keeper *k)
+{
+	if (k->qemu > 0) {
+		kill(k->qemu, SIGKILL);
+		waitpid(k->qemu, NULL, 0);
+		k->qemu = 0;
+	}
+}
+
+/* Until the guest answers a ping: 0; else the reason in the creator's
+ * pipe, and -1. The creator gone: the sandbox goes too. */
+static int
+boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
+{
+	long long end = sbx_mono_ms() + b->start_ms, next = 0, now;
+	struct pollfd p[2];
+	struct sbx_msg m;
+	char tail[2048], why[64];
+	int st = 0, r;
+
+	for (;;) {
+		now = sbx_mono_ms();
+		if (now >= next) {
+			if (sbx_msg_send(k->port, SBX_GUEST_PING, NULL, 0, NULL,
+			    0) < 0 && errno != EAGAIN)
+				break;
+			k->pings++;
+			next = now + PING_MS;
+		}
+		if (now >= end) {
+			sbx_qemu_console_tail(dir, tail, sizeof tail);
+			snprintf(why, sizeof why, "%lld", b->start_ms / 1000);
+			tell(k->ready, "its guest did not answer in %s s%s", why,
+			    tail);
+			return -1;
+		}
+		p[0] = (struct pollfd){.fd = k->port, .events = POLLIN};
+		p[1] = (struct pollfd){.fd = k->ready, .events = 0};
+		if (poll(p, 2, 100) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents & (POLLERR | POLLHUP)) {
+			/* sbx-create is gone: so is what it was making. */
+			stop_qemu(k);
+			sbx_rmtree(dir);
+			_exit(1);
+		}
+		if (qemu_ended(k, &st)) {
+			sbx_qemu_console_tail(dir, tail, sizeof tail);
+			snprintf(why, sizeof why, WIFEXITED(st) ? "exit %d" :
+			    "signal %d", WIFEXITED(st) ? WEXITSTATUS(st) :
+			    WTERMSIG(st));
+			tell(k->ready, "QEMU ended (%s) before its guest "
+			    "answered%s", why, tail);
+			return -1;
+		}
+		if (!(p[0].revents & POLLIN))
+			continue;
+		if ((r = sbx_msg_recv(k->port, &m)) <= 0)
+			break;
+		r = m.type == SBX_GUEST_PONG;
+		sbx_msg_release(&m);
+		if (r) {
+			/* The others queued for a port not yet open: their
+			 * answers are on the way. */
+			k->pings--;
+			tell(k->ready, "OK", "", "");
+			close(k->ready);
+			k->ready = -1;
+			return 0;
+		}
+	}
+	sbx_qemu_console_tail(dir, tail, sizeof tail);
+	tell(k->ready, "lost its guest's port: %s%s", strerror(errno), tail);
+	return -1;
+}
+
+/* A frame to go out on a queue. */
+static void
+enqueue(struct sbx_buf *q, uint32_t type, const void *p, size_t n)
+{
+	uint32_t h[2] = {(uint32_t)n, type};
+
+	sbx_buf_add(q, h, sizeof h);
+	if (n)
+		sbx_buf_add(q, p, n);
+}
+
+static void
+drop_client(struct keeper *k)
+{
+	uint32_t w[2];
+
+	close(k->client);
+	k->client = -1;
+	k->from_client.len = 0;
+	k->to_client.len = 0;
+	if (k->running && !k->orphan) {
+		/* Nobody waits for it: it ends. */
+		w[0] = k->run_id;
+		w[1] = SIGKILL;
+		enqueue(&k->to_port, SBX_GUEST_SIGNAL, w, sizeof w);
+		k->orphan = 1;
+	}
+}
+
+/* A frame of the client's, to the guest. */
+static void
+client_frame(struct keeper *k, uint32_t type, const char *p, size_t n)
+{
+	uint32_t id;
+
+	k->last = sbx_mono_ms();
+	switch (type) {
+	case SBX_GUEST_EXEC:
+		if (k->running || n < 4) {
+			enqueue(&k->to_client, SBX_GUEST_ERROR, "busy", 4);
+			return;
+		}
+		memcpy(&id, p, 4);
+		k->running = 1;
+		k->run_id = id;
+		/* fall through */
+	case SBX_GUEST_PING:
+	case SBX_GUEST_IN:
+	case SBX_GUEST_SIGNAL:
+		enqueue(&k->to_port, type, p, n);
+		break;
+	default:
+		/* POWEROFF is not a client's. */
+		enqueue(&k->to_client, SBX_GUEST_ERROR, "unknown frame", 13);
+	}
+}
+
+/* A frame of the guest's, to the client. */
+static void
+guest_frame(struct keeper *k, uint32_t type, const char *p, size_t n)
+{
+	uint32_t id = 0;
+	int mine = 1;
+
+	if (n >= 4)
+		memcpy(&id, p, 4);
+	if (type == SBX_GUEST_PONG && k->pings > 0) {
+		k->pings--;
+		mine = 0;
+	} else if (type == SBX_GUEST_EXIT && n >= 4 && k->running &&
+	    id == k->run_id) {
+		k->running = 0;
+		k->last = sbx_mono_ms();
+		if (k->orphan) {
+			k->orphan = 0;
+			mine = 0;
+		}
+	} else if (k->orphan) {
+		mine = 0;
+	}
+	if (mine && k->client >= 0)
+		enqueue(&k->to_client, type, p, n);
+}
+
+/* What fd has, into in, and each whole frame of it to fn; 0 at its end
+ * or on a frame no peer of ours sends (too long). */
+static int
+take(struct keeper *k, int fd, struct sbx_buf *in,
+    void (*fn)(struct keeper *, uint32_t, const char *, size_t))
+{
+	static char buf[65536];
+	uint32_t h[2];
+	size_t off = 0;
+	ssize_t n;
+
+	n = read(fd, buf, sizeof buf);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		return 0;
+	if (n > 0)
+		sbx_buf_add(in, buf, (size_t)n);
+	while (in->len - off >= sizeof h) {
+		memcpy(h, in->data + off, sizeof h);
+		if (h[0] > SBX_MSG_MAX)
+			return 0;
+		if (in->len - off - sizeof h < h[0])
+			break;
+		fn(k, h[1], in->data + off + sizeof h, h[0]);
+		off += sizeof h + h[0];
+	}
+	memmove(in->data, in->data + off, in->len - off);
+	in->len -= off;
+	return 1;
+}
+
+/* What q holds, to fd, as much as it takes now; -1 when it is gone. */
+static int
+flush(int fd, struct sbx_buf *q)
+{
+	ssize_t n;
+
+	if (!q->len)
+		return 0;
+	n = send(fd, q->data, q->len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	memmove(q->data, q->data + n, q->len - (size_t)n);
+	q->len -= (size_t)n;
+	return 0;
+}
+
+static void
+mark(const char *status)
+{
+	sbx_file_write_atomic("status", status, strlen(status), 0600, 0,
+	    NULL);
+}
+
+/* The relay: each side is read while the queue to the other is short,
+ * and written while its own queue holds something, never blocking, so
+ * that a full pipe one way never stops the other way. */
+static void
+serve(struct keeper *k)
+{
+	struct pollfd p[3];
+	long long wait, idle;
+	int st;
+
+	for (;;) {
+		p[0] = (struct pollfd){.fd = k->port, .events =
+		    (k->to_client.len < QUEUE_MAX ? POLLIN : 0) |
+		    (k->to_port.len ? POLLOUT : 0)};
+		p[1] = (struct pollfd){.fd = k->client, .events =
+		    (k->to_port.len < QUEUE_MAX ? POLLIN : 0) |
+		    (k->to_client.len ? POLLOUT : 0)};
+		/* One client at a time; the next waits in the backlog. */
+		p[2] = (struct pollfd){.fd = k->client < 0 && !k->orphan ?
+		    k->lsn : -1, .events = POLLIN};
+		wait = 1000;
+		if (k->timeout && k->client < 0 && !k->running) {
+			idle = sbx_mono_ms() - k->last;
+			if (idle >= (long long)k->timeout * 1000) {
+				mark("expired\n");
+				stop_qemu(k);
+				return;
+			}
+			if ((long long)k->timeout * 1000 - idle < wait)
+				wait = (long long)k->timeout * 1000 - idle;
+		}
+		if (poll(p, 3, (int)wait) < 0 && errno != EINTR)
+			return;
+		if (qemu_ended(k, &st) || (p[0].revents & POLLERR) ||
+		    ((p[0].revents & (POLLIN | POLLHUP)) && !take(k, k->port,
+		    &k->from_port, guest_frame)) || flush(k->port,
+		    &k->to_port) < 0) {
+			mark("dead\n");
+			return;
+		}
+		if (k->client >= 0 && (((p[1].revents & (POLLIN | POLLHUP |
+		    POLLERR)) && !take(k, k->client, &k->from_client,
+		    client_frame)) || flush(k->client, &k->to_client) < 0))
+			drop_client(k);
+		if (p[2].fd >= 0 && (p[2].revents & POLLIN) &&
+		    (k->client = accept4(k->lsn, NULL, NULL, SOCK_CLOEXEC |
+		    SOCK_NONBLOCK)) >= 0)
+			k->last = sbx_mono_ms();
+	}
+}
+
+static int
+listen_here(void)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX, .sun_path = "sock"};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	unlink("sock");
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+	    listen(fd, 64) < 0)
+		return -1;
+	return fd;
+}
+
+static void
+keeper_main(const struct sbx_qemu_boot *b, int ready)
+{
+	struct keeper k = {.client = -1, .ready = ready, .timeout =
+	    b->timeout, .from_port = SBX_BUF_INIT, .from_client = SBX_BUF_INIT,
+	    .to_port = SBX_BUF_INIT, .to_client = SBX_BUF_INIT};
+	int sp[2], null;
+	char pids[128];
+
+	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_NAME, "sbx-qemu-keeper");
+	if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+	}
+	if (chdir(b->dir) < 0 || socketpair(AF_UNIX, SOCK_STREAM |
+	    SOCK_CLOEXEC, 0, sp) < 0 || (k.lsn = listen_here()) < 0) {
+		tell(ready, "cannot make its port: %s%s", strerror(errno), "");
+		_exit(1);
+	}
+	k.port = sp[0];
+	if ((k.qemu = spawn(b, sp[1])) < 0) {
+		tell(ready, "cannot start QEMU: %s%s", strerror(errno), "");
+		_exit(1);
+	}
+	close(sp[1]);
+	snprintf(pids, sizeof pids, "%d %llu %d %llu\n", (int)getpid(),
+	    sbx_local_starttime(getpid()), (int)k.qemu,
+	    sbx_local_starttime(k.qemu));
+	if (sbx_file_write_atomic("keeper.pid", pids, strlen(pids), 0600, 0,
+	    NULL) < 0 || boot(&k, b, b->dir) < 0) {
+		stop_qemu(&k);
+		unlink("sock");
+		_exit(1);
+	}
+	k.last = sbx_mono_ms();
+	fcntl(k.port, F_SETFL, O_NONBLOCK);
+	serve(&k);
+	stop_qemu(&k);
+	unlink("sock");
+	_exit(0);
+}
+
+int
+sbx_qemu_keeper_start(const struct sbx_qemu_boot *b, struct sbx_err *err)
+{
+	char buf[4096];
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+	int rp[2], st;
+
+	if (pipe2(rp, O_CLOEXEC) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot start the VM:");
+	if ((pid = fork()) < 0) {
+		close(rp[0]);
+		close(rp[1]);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot start the VM:");
+	}
+	if (pid == 0) {
+		/* A session of its own, not our child: it outlives us. */
+		close(rp[0]);
+		setsid();
+		if (fork() == 0)
+			keeper_main(b, rp[1]);
+		_exit(0);
+	}
+	close(rp[1]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	/* The keeper holds the guest to its start timeout: this read ends
+	 * with its answer, or its end. */
+	while (len < sizeof buf - 1 && (n = read(rp[0], buf + len,
+	    sizeof buf - 1 - len)) != 0) {
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		len += (size_t)n;
+	}
+	close(rp[0]);
+	buf[len] = '\0';
+	if (!strcmp(buf, "OK"))
+		return 0;
+	return sbx_err_set(err, SBX_EX_FAIL, "the VM did not start: %s",
+	    len ? buf : "its keeper ended");
+}

@@ -1,0 +1,59 @@
+/* qemu.h - the qemu backend's host side, shared by its files only: a
+ * sandbox is a microVM whose PID 1 is sbx-init (guest.c), its root an ext4
+ * disk made from an image, spoken to over a virtio port (guest.h).
+ *
+ * A sandbox's directory (in sbx_qemu_root(), named by id as the local
+ * backend's are) holds meta.json, disk.qcow2 (its writes, over the image's
+ * disk), console.log (the guest's serial console), qmp.sock (QEMU's
+ * monitor), and, while it lives, sock: the keeper's socket. The keeper is
+ * a process of ours beside QEMU, its parent: it holds the one connection
+ * QEMU's port takes and hands the port to one client (sbx-exec) at a
+ * time, ends a command whose client is gone, and ends the VM at its idle
+ * timeout. keeper.pid says "PID STARTTIME" of it and of QEMU. */
+#ifndef SBX_QEMU_H
+#define SBX_QEMU_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../local/local.h"
+#include "guest.h"
+
+/* Where the sandboxes' directories are (qemu.dir). */
+const char *sbx_qemu_root(void);
+/* Where the guest's kernel and initramfs are (qemu.guest, made by
+ * scripts/qemu-guest), and the images' disks are kept. */
+const char *sbx_qemu_guest_dir(void);
+
+/* What the keeper starts: QEMU's argv but for the port's fd, which the
+ * keeper adds. */
+struct sbx_qemu_boot {
+	const char *dir;
+	char **argv;              /* QEMU and its arguments, NULL-ended */
+	uint64_t timeout;         /* idle seconds before it ends, 0: never */
+	long long start_ms;       /* how long the guest may take to answer */
+};
+
+/* Starts the keeper (a process of its own, in a session of its own),
+ * which starts QEMU and waits for the guest's agent: 0 once it answered,
+ * else -1 with err (the console's last lines in it), and nothing runs.
+ * Should we die before, the keeper ends the VM and removes b->dir. */
+int sbx_qemu_keeper_start(const struct sbx_qemu_boot *b, struct sbx_err *err);
+
+/* The keeper of dir and its QEMU, when alive (their pids, else 0). */
+void sbx_qemu_pids(const char *dir, pid_t *keeper, pid_t *qemu);
+
+/* The ext4 disk of an image's root filesystem (rootfs), kept in the guest
+ * directory by digest (NULL: a directory's, made anew in dir), and the
+ * sandbox's own over it, dir/disk.qcow2. */
+int sbx_qemu_disk(const char *rootfs, const char *digest, const char *dir,
+    struct sbx_err *err);
+
+/* The last lines of dir/console.log, for an error ("" when none). */
+void sbx_qemu_console_tail(const char *dir, char *buf, size_t n);
+
+int sbx_qemu_exec(const json_t *ref, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err);
+
+#endif

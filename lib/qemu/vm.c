@@ -1,0 +1,676 @@
+/* vm.c - the qemu backend: a sandbox is a microVM (qemu.h) */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "image/image.h"
+#include "qemu.h"
+
+#define START_MS_DEFAULT 120000
+#define MEMORY_MIN (64ull << 20)
+#define KILL_WAIT_MS 3000
+
+const char *
+sbx_qemu_root(void)
+{
+	static char *root;
+
+	if (!root)
+		root = sbx_config_dir("qemu.dir", "qemu", 0);
+	return root;
+}
+
+const char *
+sbx_qemu_guest_dir(void)
+{
+	static char *dir;
+	const char *v = sbx_config_get("qemu.guest", NULL), *c, *h;
+
+	if (dir)
+		return dir;
+	if (v)
+		dir = sbx_xstrdup(v);
+	else if ((c = getenv("XDG_CACHE_HOME")) && *c == '/')
+		dir = sbx_xasprintf("%s/sbx/qemu", c);
+	else
+		dir = sbx_xasprintf("%s/.cache/sbx/qemu",
+		    (h = getenv("HOME")) ? h : "/root");
+	return dir;
+}
+
+/* "PID STARTTIME" of the keeper, then of QEMU, in dir/keeper.pid (of
+ * sbx-create in dir/creator.pid): each pid when that process is still
+ * the one. */
+static void
+pids_in(const char *dir, const char *file, pid_t *keeper, pid_t *qemu)
+{
+	char *p = sbx_xasprintf("%s/%s", dir, file), buf[128];
+	unsigned long long ks = 0, qs = 0;
+	int kp = 0, qp = 0, fd;
+	ssize_t n = -1;
+
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	free(p);
+	*keeper = 0;
+	if (qemu)
+		*qemu = 0;
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	if (sscanf(buf, "%d %llu %d %llu", &kp, &ks, &qp, &qs) < (qemu ? 4 : 2))
+		return;
+	if (kp > 0 && ks && sbx_local_starttime(kp) == ks)
+		*keeper = kp;
+	if (qemu && qp > 0 && qs && sbx_local_starttime(qp) == qs)
+		*qemu = qp;
+}
+
+void
+sbx_qemu_pids(const char *dir, pid_t *keeper, pid_t *qemu)
+{
+	pids_in(dir, "keeper.pid", keeper, qemu);
+}
+
+void
+sbx_qemu_console_tail(const char *dir, char *buf, size_t n)
+{
+	char *p = sbx_xasprintf("%s/console.log", dir), data[4096], *s, *e;
+	const char *name[] = {"console.log", "qemu.log"};
+	size_t i, k = 0;
+	ssize_t r;
+	off_t sz;
+	int fd, lines;
+
+	buf[0] = '\0';
+	for (i = 0; i < 2; i++) {
+		free(p);
+		p = sbx_xasprintf("%s/%s", dir, name[i]);
+		if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		sz = lseek(fd, 0, SEEK_END);
+		r = pread(fd, data, sizeof data - 1, sz > (off_t)sizeof data - 1 ?
+		    sz - (off_t)sizeof data + 1 : 0);
+		close(fd);
+		if (r <= 0)
+			continue;
+		data[r] = '\0';
+		/* Its last 3 lines, on one line each joined by " | ". */
+		e = data + r;
+		while (e > data && (e[-1] == '\n' || e[-1] == '\r'))
+			*--e = '\0';
+		for (s = e, lines = 0; s > data && lines < 3; s--)
+			if (s[-1] == '\n' && ++lines == 3)
+				break;
+		for (char *c = s; *c; c++)
+			if (*c == '\n' || *c == '\r' || (unsigned char)*c < ' ')
+				*c = *c == '\n' ? '|' : ' ';
+		k += (size_t)snprintf(buf + k, k < n ? n - k : 0, "; %s: %s",
+		    i ? "QEMU said" : "its console ended with", s);
+		if (k >= n)
+			break;
+	}
+	if (!k)
+		snprintf(buf, n, "; its console is empty");
+	free(p);
+}
+
+/* --- the disk ---------------------------------------------------------- */
+
+static unsigned long long tree_bytes;
+
+static int
+add_blocks(const char *path, const struct stat *sb, int type, struct FTW *f)
+{
+	(void)path;
+	(void)f;
+	if (type != FTW_NS)
+		tree_bytes += (unsigned long long)sb->st_blocks * 512;
+	return 0;
+}
+
+/* argv run to its end, its stderr's last line in err when it fails. */
+static int
+run_tool(char *const argv[], struct sbx_err *err)
+{
+	char buf[2048], *nl;
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+	int p[2], st;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot run %s:", argv[0]);
+	if ((pid = fork()) == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(p[1], 2);
+		execvp(argv[0], argv);
+		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(p[1]);
+	while ((n = read(p[0], buf + len, sizeof buf - 1 - len)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof buf - 1)
+			len = 0; /* the end is what counts */
+	}
+	close(p[0]);
+	buf[len] = '\0';
+	if (pid < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot run %s:", argv[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && !WEXITSTATUS(st))
+		return 0;
+	while (len && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	nl = strrchr(buf, '\n');
+	return sbx_err_set(err, SBX_EX_FAIL, "%s failed: %s", argv[0],
+	    nl ? nl + 1 : len ? buf : "(it said nothing)");
+}
+
+/* rootfs as an ext4 image at path, with room to write beside it. */
+static int
+make_ext4(const char *rootfs, const char *path, struct sbx_err *err)
+{
+	char *tmp = sbx_xasprintf("%s.%d.tmp", path, (int)getpid());
+	char size[32];
+	int rc;
+
+	tree_bytes = 0;
+	if (nftw(rootfs, add_blocks, 32, FTW_PHYS) < 0) {
+		free(tmp);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot read image '%s':",
+		    rootfs);
+	}
+	/* Sparse: the room costs nothing until written. */
+	snprintf(size, sizeof size, "%lluM", (tree_bytes + tree_bytes / 4 +
+	    (1ull << 30)) >> 20);
+	{
+		char *argv[] = {"mkfs.ext4", "-q", "-F", "-L", "sbx", "-E",
+		    "root_owner=0:0", "-d", (char *)rootfs, tmp, size, NULL};
+
+		rc = run_tool(argv, err);
+	}
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s':", path);
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+int
+sbx_qemu_disk(const char *rootfs, const char *digest, const char *dir,
+    struct sbx_err *err)
+{
+	char *base, *disks = NULL, *over = sbx_xasprintf("%s/disk.qcow2", dir);
+	const char *hex = digest ? strchr(digest, ':') : NULL;
+	struct stat st;
+	int rc = 0;
+
+	if (digest) {
+		disks = sbx_xasprintf("%s/disks", sbx_qemu_guest_dir());
+		base = sbx_xasprintf("%s/%s.ext4", disks, hex ? hex + 1 :
+		    digest);
+		if (stat(base, &st) < 0 && (sbx_mkdirs(disks, 0700, err) < 0 ||
+		    make_ext4(rootfs, base, err) < 0))
+			rc = -1;
+	} else {
+		base = sbx_xasprintf("%s/base.ext4", dir);
+		rc = make_ext4(rootfs, base, err);
+	}
+	if (rc == 0) {
+		char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F",
+		    "raw", "-b", base, over, NULL};
+
+		rc = run_tool(argv, err);
+	}
+	free(disks);
+	free(base);
+	free(over);
+	return rc;
+}
+
+/* --- create ------------------------------------------------------------ */
+
+/* name, found in PATH (or a path): 0, else -1. */
+static int
+in_path(const char *name)
+{
+	const char *path = getenv("PATH"), *s, *e;
+	char buf[4096];
+
+	if (strchr(name, '/'))
+		return access(name, X_OK);
+	for (s = path ? path : "/usr/bin:/bin"; *s; s = *e ? e + 1 : e) {
+		e = strchrnul(s, ':');
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)(e - s), s, name);
+		if (access(buf, X_OK) == 0)
+			return 0;
+	}
+	return -1;
+}
+
+/* What the guest needs on this host: QEMU, its kernel and initramfs,
+ * KVM when asked for. */
+static int
+check_host(const char *qemu, const char *accel, struct sbx_err *err)
+{
+	const char *g = sbx_qemu_guest_dir();
+	char *k = sbx_xasprintf("%s/vmlinuz", g);
+	char *i = sbx_xasprintf("%s/initrd.img", g);
+	int rc = 0, fd;
+
+	if (in_path(qemu) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "QEMU is not installed (no "
+		    "'%s'; scripts/install-deps installs it)", qemu);
+	else if (in_path("qemu-img") < 0 || in_path("mkfs.ext4") < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "qemu-img or mkfs.ext4 is "
+		    "not installed (scripts/install-deps installs them)");
+	else if (access(k, R_OK) < 0 || access(i, R_OK) < 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "no guest kernel in '%s' "
+		    "(scripts/qemu-guest -d '%s' makes one)", g, g);
+	else if (strcmp(accel, "tcg") && strcmp(accel, "kvm"))
+		rc = sbx_err_set(err, SBX_EX_USAGE, "invalid qemu.accel '%s' "
+		    "(want tcg or kvm)", accel);
+	else if (!strcmp(accel, "kvm")) {
+		if ((fd = open("/dev/kvm", O_RDWR | O_CLOEXEC)) < 0)
+			rc = sbx_err_set(err, SBX_EX_FAIL, "KVM refused: "
+			    "/dev/kvm:");
+		else
+			close(fd);
+	}
+	free(k);
+	free(i);
+	return rc;
+}
+
+static void
+add(char ***v, size_t *n, const char *s)
+{
+	*v = sbx_xrealloc(*v, (*n + 2) * sizeof **v);
+	(*v)[(*n)++] = sbx_xstrdup(s);
+	(*v)[*n] = NULL;
+}
+
+static void
+free_strv(char **v)
+{
+	size_t i;
+
+	for (i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char **
+qemu_argv(const char *qemu, const char *accel, uint64_t memory,
+    uint64_t cpus_milli)
+{
+	const char *g = sbx_qemu_guest_dir();
+	char **v = NULL, buf[4200];
+	size_t n = 0;
+	int tcg = !strcmp(accel, "tcg");
+
+	add(&v, &n, qemu);
+	add(&v, &n, "-M");
+	add(&v, &n, "microvm,pit=on,pic=on,rtc=on");
+	add(&v, &n, "-accel");
+	add(&v, &n, accel);
+	if (tcg) {
+		/* The guest's clock counts its instructions: without it, on
+		 * a loaded host, its timer calibration hangs (qemu-guest.bats). */
+		add(&v, &n, "-icount");
+		add(&v, &n, "shift=auto");
+	}
+	add(&v, &n, "-cpu");
+	add(&v, &n, tcg ? "max" : "host");
+	add(&v, &n, "-m");
+	snprintf(buf, sizeof buf, "%lluM", (unsigned long long)(memory >> 20));
+	add(&v, &n, buf);
+	/* Under TCG one vCPU: -icount runs every vCPU on one host thread
+	 * anyway, and a second one hangs the kernel's SMP bring-up there. */
+	add(&v, &n, "-smp");
+	snprintf(buf, sizeof buf, "%llu", cpus_milli && !tcg ?
+	    (unsigned long long)(cpus_milli + 999) / 1000 : 1ull);
+	add(&v, &n, buf);
+	add(&v, &n, "-nodefaults");
+	add(&v, &n, "-no-user-config");
+	add(&v, &n, "-nographic");
+	add(&v, &n, "-no-reboot");
+	add(&v, &n, "-serial");
+	add(&v, &n, "file:console.log");
+	add(&v, &n, "-monitor");
+	add(&v, &n, "none");
+	add(&v, &n, "-qmp");
+	add(&v, &n, "unix:qmp.sock,server=on,wait=off");
+	add(&v, &n, "-kernel");
+	snprintf(buf, sizeof buf, "%s/vmlinuz", g);
+	add(&v, &n, buf);
+	add(&v, &n, "-initrd");
+	snprintf(buf, sizeof buf, "%s/initrd.img", g);
+	add(&v, &n, buf);
+	add(&v, &n, "-append");
+	add(&v, &n, "console=ttyS0 quiet panic=-1");
+	add(&v, &n, "-device");
+	add(&v, &n, "virtio-serial-device");
+	add(&v, &n, "-device");
+	add(&v, &n, "virtserialport,chardev=sbx,name=" SBX_GUEST_PORT);
+	add(&v, &n, "-drive");
+	add(&v, &n, "file=disk.qcow2,if=none,format=qcow2,id=disk");
+	add(&v, &n, "-device");
+	add(&v, &n, "virtio-blk-device,drive=disk");
+	return v;
+}
+
+/* The commands' environment: the image's Env, then --env. */
+static json_t *
+env_of(const json_t *config, char **env)
+{
+	json_t *a = json_array(), *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(config, "Env"), i, v)
+		if (json_is_string(v))
+			json_array_append(a, v);
+	for (i = 0; env && env[i]; i++)
+		json_array_append_new(a, json_string(env[i]));
+	return a;
+}
+
+static int
+write_meta(const char *dir, const json_t *meta, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/meta.json", dir);
+	char *text = json_dumps(meta, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	int rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+
+	free(text);
+	free(p);
+	return rc;
+}
+
+static int
+qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
+{
+	const char *qemu = sbx_config_get("qemu.binary", "qemu-system-x86_64");
+	const char *accel = sbx_config_get("qemu.accel", "tcg");
+	const char *start = sbx_config_get("qemu.start_timeout", NULL);
+	struct sbx_image_use iu = {0};
+	struct sbx_qemu_boot b = {0};
+	char id[SBX_ID_LEN + 1], *dir = NULL, *rootfs = NULL;
+	uint64_t memory = spec->memory ? spec->memory : 256ull << 20;
+	json_t *meta = NULL;
+	struct stat st;
+	int rc = -1, named = 0;
+
+	if (!spec->image || !strcmp(spec->image, "host"))
+		return sbx_err_set(err, SBX_EX_USAGE, "the qemu backend needs "
+		    "--image: an image of the store (sbx-image pull) or a "
+		    "directory");
+	if (memory < MEMORY_MIN)
+		return sbx_err_set(err, SBX_EX_USAGE, "a qemu sandbox needs "
+		    "--memory of at least 64M");
+	if (check_host(qemu, accel, err) < 0)
+		return -1;
+	if (!sbx_image_is_path(spec->image)) {
+		if (sbx_image_lookup(spec->image, &iu, err) < 0)
+			return -1;
+		rootfs = sbx_xstrdup(iu.rootfs);
+	} else if (!(rootfs = realpath(spec->image, NULL)) ||
+	    stat(rootfs, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		sbx_err_set(err, SBX_EX_USAGE, "image '%s' is not a directory",
+		    spec->image);
+		goto out;
+	}
+	if (sbx_mkdirs(sbx_qemu_root(), 0700, err) < 0)
+		goto out;
+	sbx_local_new_id(id);
+	dir = sbx_xasprintf("%s/%s", sbx_qemu_root(), id);
+	if (mkdir(dir, 0700) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot make '%s':", dir);
+		free(dir);
+		dir = NULL;
+		goto out;
+	}
+	/* Until its keeper stands, we are what keeps it: a listing calls
+	 * it being created while we live, dead once we died. */
+	{
+		char *p = sbx_xasprintf("%s/creator.pid", dir), t[64];
+		int n = snprintf(t, sizeof t, "%d %llu\n", (int)getpid(),
+		    sbx_local_starttime(getpid()));
+
+		rc = sbx_file_write_atomic(p, t, (size_t)n, 0600, 0, err);
+		free(p);
+		if (rc < 0)
+			goto fail;
+		rc = -1;
+	}
+	if (spec->name) {
+		if (sbx_local_claim_name(sbx_qemu_root(), spec->name, id,
+		    err) < 0)
+			goto fail;
+		named = 1;
+	}
+	if (sbx_qemu_disk(rootfs, iu.digest, dir, err) < 0)
+		goto fail;
+	meta = json_pack("{sssosssssoso}", "id", id, "name", spec->name ?
+	    json_string(spec->name) : json_null(), "image", rootfs,
+	    "workdir", spec->workdir ? spec->workdir : "/", "env",
+	    env_of(iu.config, spec->env), "labels", spec->labels ?
+	    json_incref(spec->labels) : json_object());
+	json_object_set_new(meta, "image_ref", iu.name ? json_string(iu.name) :
+	    json_null());
+	json_object_set_new(meta, "image_digest", iu.digest ?
+	    json_string(iu.digest) : json_null());
+	json_object_set_new(meta, "created_at_epoch", json_integer(sbx_now()));
+	json_object_set_new(meta, "timeout", json_integer((json_int_t)
+	    spec->timeout));
+	json_object_set_new(meta, "memory", json_integer((json_int_t)memory));
+	json_object_set_new(meta, "cpus_milli", json_integer((json_int_t)
+	    spec->cpus_milli));
+	json_object_set_new(meta, "accel", json_string(accel));
+	if (write_meta(dir, meta, err) < 0)
+		goto fail;
+	b.dir = dir;
+	b.argv = qemu_argv(qemu, accel, memory, spec->cpus_milli);
+	b.timeout = spec->timeout;
+	b.start_ms = start ? atoll(start) * 1000 : START_MS_DEFAULT;
+	if (b.start_ms <= 0)
+		b.start_ms = START_MS_DEFAULT;
+	rc = sbx_qemu_keeper_start(&b, err);
+	free_strv(b.argv);
+	if (rc < 0)
+		goto fail;
+	*ref = json_pack("{ssssss}", "backend", "qemu", "id", id, "dir", dir);
+	goto out;
+fail:
+	rc = -1;
+	if (named)
+		sbx_local_release_name(sbx_qemu_root(), spec->name, id);
+	sbx_rmtree(dir);
+out:
+	json_decref(meta);
+	sbx_image_use_release(&iu);
+	free(rootfs);
+	free(dir);
+	return rc;
+}
+
+/* --- kill, info, list -------------------------------------------------- */
+
+static void
+end_pid(pid_t pid)
+{
+	char p[32];
+	long long end = sbx_mono_ms() + KILL_WAIT_MS;
+	struct stat st;
+
+	if (pid <= 0 || kill(pid, SIGKILL) < 0)
+		return;
+	/* Not our child: gone once /proc says so (a zombie of init's is
+	 * gone for us: sbx_local_starttime). */
+	snprintf(p, sizeof p, "/proc/%d", (int)pid);
+	while (stat(p, &st) == 0 && sbx_local_starttime(pid) &&
+	    sbx_mono_ms() < end)
+		usleep(2000);
+}
+
+static int
+qemu_kill(json_t *ref, int keep, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find_in(sbx_qemu_root(), want,
+	    &id) : NULL;
+	json_t *meta;
+	pid_t kp, qp;
+
+	if (!dir)
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+	json_object_set_new(ref, "id", json_string(id));
+	sbx_qemu_pids(dir, &kp, &qp);
+	/* The keeper first: it must not see QEMU end and write "dead". */
+	end_pid(kp);
+	end_pid(qp);
+	meta = sbx_local_meta(dir);
+	if (keep) {
+		char *p = sbx_xasprintf("%s/status", dir);
+
+		sbx_file_write_atomic(p, "killed\n", 7, 0600, 0, NULL);
+		free(p);
+		p = sbx_xasprintf("%s/sock", dir);
+		unlink(p);
+		free(p);
+	} else {
+		sbx_local_release_name(sbx_qemu_root(), sbx_json_str(meta,
+		    "name"), id);
+		if (sbx_rmtree(dir) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':",
+			    dir);
+			json_decref(meta);
+			free(dir);
+			free(id);
+			return -1;
+		}
+	}
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return 0;
+}
+
+static char *
+read_small(const char *dir, const char *name)
+{
+	char *p = sbx_xasprintf("%s/%s", dir, name), buf[256];
+	ssize_t n = -1;
+	int fd;
+
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	free(p);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return sbx_xstrdup(buf);
+}
+
+static json_t *
+info_of(const char *id)
+{
+	char *dir = sbx_xasprintf("%s/%s", sbx_qemu_root(), id), *status;
+	json_t *meta = sbx_local_meta(dir), *o;
+	long long created = sbx_json_int(meta, "created_at_epoch", 0);
+	const char *st = "dead";
+	struct stat sb;
+	pid_t kp, qp, cp;
+
+	if (!meta && stat(dir, &sb) == 0)
+		created = sb.st_mtime;
+	sbx_qemu_pids(dir, &kp, &qp);
+	pids_in(dir, "creator.pid", &cp, NULL);
+	if (kp && qp)
+		st = "running";
+	else if ((status = read_small(dir, "status"))) {
+		if (strstr(status, "killed"))
+			st = "killed";
+		else if (strstr(status, "expired"))
+			st = "expired";
+		free(status);
+	}
+	o = sbx_local_info_head("qemu", id, meta, st, created, created);
+	json_object_set_new(o, "limits", sbx_limits_json((uint64_t)
+	    sbx_json_int(meta, "memory", 0), (uint64_t)sbx_json_int(meta,
+	    "cpus_milli", 0), 0, 0));
+	json_object_set(o, "accel", json_object_get(meta, "accel") ?
+	    json_object_get(meta, "accel") : json_null());
+	json_object_set_new(o, "dir", json_string(dir));
+	/* sbx-create is at work on it: sbx-gc leaves it alone. */
+	if (cp)
+		json_object_set_new(o, "creating", json_true());
+	json_decref(meta);
+	free(dir);
+	return o;
+}
+
+static int
+qemu_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
+{
+	return sbx_local_list_in(sbx_qemu_root(), info_of, fn, arg, err);
+}
+
+static json_t *
+qemu_info(const json_t *ref, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find_in(sbx_qemu_root(), want,
+	    &id) : NULL;
+	json_t *o;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+		return NULL;
+	}
+	o = info_of(id);
+	free(dir);
+	free(id);
+	return o;
+}
+
+/* Which accelerator its VMs run under: TCG (QEMU's own translation,
+ * everywhere, slow) unless qemu.accel says kvm. */
+static json_t *
+qemu_about(void)
+{
+	return json_pack("{ss}", "accel", sbx_config_get("qemu.accel", "tcg"));
+}
+
+const struct sbx_backend_ops sbx_qemu_ops = {
+	.about = qemu_about,
+	.create = qemu_create,
+	.exec = sbx_qemu_exec,
+	.kill = qemu_kill,
+	.info = qemu_info,
+	.list = qemu_list,
+};

@@ -1,0 +1,238 @@
+#!/usr/bin/env bats
+# The qemu backend (lib/qemu): a sandbox is a microVM under QEMU with a
+# kernel of its own (Debian's, scripts/qemu-guest) and sbx-init as its
+# PID 1, its root an ext4 disk made of an image, spoken to through its
+# keeper over a virtio port. Under TCG here (this machine's KVM cannot run
+# a stock guest): a boot takes ~10 s, so one VM serves most tests.
+load lib/helper
+load lib/registry
+
+setup_file() {
+	sbx_setup_file
+	command -v qemu-system-x86_64 >/dev/null ||
+		{ echo "qemu-system-x86_64 is not installed (scripts/install-deps)" >&2; return 1; }
+	SBX_QEMU_GUEST=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/qemu
+	export SBX_QEMU_GUEST
+	"$BATS_TEST_DIRNAME/../scripts/qemu-guest" -q -d "$SBX_QEMU_GUEST" -i "$SBX_BIN/sbx-init" || return 1
+	export SBX_QEMU_DIR=$BATS_FILE_TMPDIR/vms
+	export SBX_IMAGE_DIR=$BATS_FILE_TMPDIR/store
+	sbx_registry_start || return 1
+	local r=$BATS_FILE_TMPDIR/root
+	sbx_busybox_root "$r" || return 1
+	echo "from the image" >"$r/etc/marker"
+	sbx_registry_push_image t/bb v1 '{"Env":["PATH=/usr/bin:/bin","FROM_IMAGE=yes"],"WorkingDir":"/srv/app"}' "$r" >/dev/null || return 1
+	sbx-image pull -q "$SBX_TEST_REGISTRY/t/bb:v1" >/dev/null || return 1
+	# The VM most tests share.
+	sbx-create -b qemu --image "$SBX_TEST_REGISTRY/t/bb:v1" --memory 200M \
+	    --name shared -s "$BATS_FILE_TMPDIR/vm.json" >/dev/null
+}
+
+teardown_file() {
+	sbx-ls -b qemu -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
+	sbx_registry_stop
+	sbx_teardown_file
+}
+
+setup() {
+	sbx_setup
+	S=$BATS_FILE_TMPDIR/vm.json
+}
+
+# The listing of the shared VM (shared) or of the others (other).
+vm() {
+	if [ "$1" = shared ]; then
+		sbx-ls -b qemu -j | jq -c 'select(.name == "shared")'
+	else
+		sbx-ls -b qemu -j | jq -c 'select(.name != "shared")'
+	fi
+}
+
+# Nothing of a sandbox is left in the backend's store.
+store_empty_but_shared() {
+	local n
+	n=$(find "$SBX_QEMU_DIR" -mindepth 1 -maxdepth 1 ! -name .names | wc -l)
+	assert_equal "$n" 1
+}
+
+@test "qemu: a VM with a kernel of its own; its root is the image's (cached as one disk by digest), its processes are its own" {
+	run --separate-stderr sbx-exec -s "$S" -- sh -c 'uname -r; cat /etc/marker; tr "\0" " " </proc/1/cmdline; echo; ls /proc | grep -c "^[0-9]"'
+	assert_success
+	assert_equal "${lines[0]}" "$(cat "$SBX_QEMU_GUEST/kernel")"
+	[ "${lines[0]}" != "$(uname -r)" ]
+	assert_equal "${lines[1]}" "from the image"
+	assert_equal "${lines[2]}" "/init "
+	# A handful of processes (the kernel's threads and ours), none of
+	# the host's: not this test's shell.
+	run sbx-exec -s "$S" -- sh -c "test -e /proc/$$ && echo host-visible; test -e $BATS_TEST_TMPDIR && echo host-files; true"
+	assert_success
+	assert_output ""
+	# The image's disk, by its manifest's digest; the sandbox's writes in
+	# a disk of its own over it.
+	dig=$(sbx-image ls | jq -r .digest)
+	[ -f "$SBX_QEMU_GUEST/disks/${dig#sha256:}.ext4" ]
+	dir=$(vm shared | jq -r .dir)
+	[ -f "$dir/disk.qcow2" ]
+	run --separate-stderr qemu-img info -U --output=json "$dir/disk.qcow2"
+	jq_true --arg b "$SBX_QEMU_GUEST/disks/${dig#sha256:}.ext4" '."backing-filename" == $b' <<<"$output"
+}
+
+@test "qemu: exec: stdout and stderr apart, exit codes, stdin, -w, -e, the image's env and workdir" {
+	run --separate-stderr sbx-exec -s "$S" -- sh -c 'echo out; echo err >&2; exit 3'
+	assert_failure 3
+	assert_equal "$output" "out"
+	assert_equal "$stderr" "err"
+	run --separate-stderr sbx-exec -s "$S" -- sh -c 'pwd; echo "$FROM_IMAGE $LANG"'
+	assert_success
+	assert_equal "${lines[0]}" "/srv/app"
+	assert_equal "${lines[1]}" "yes C.UTF-8"
+	run --separate-stderr sbx-exec -s "$S" -w /tmp -e A=b -- sh -c 'pwd; echo $A'
+	assert_success
+	assert_equal "$output" "$(printf '/tmp\nb')"
+	# stdin, to its end, bytes intact: 3 MB one way and back.
+	head -c 3000000 /dev/urandom >"$BATS_TEST_TMPDIR/in"
+	sbx-exec -i -s "$S" -- cat <"$BATS_TEST_TMPDIR/in" >"$BATS_TEST_TMPDIR/out"
+	cmp "$BATS_TEST_TMPDIR/in" "$BATS_TEST_TMPDIR/out"
+	run sbx-exec -s "$S" -- sh -c 'kill -TERM $$'
+	assert_failure 143
+}
+
+@test "qemu: a command that cannot start is 127 or 126 as env(1) says it; a missing workdir with -w is 125" {
+	run -127 --separate-stderr sbx-exec -s "$S" -- /no/such
+	assert_equal "$stderr" "sbx-exec: '/no/such': No such file or directory"
+	run -126 --separate-stderr sbx-exec -s "$S" -- /etc/marker
+	assert_equal "$stderr" "sbx-exec: '/etc/marker': Permission denied"
+	run --separate-stderr sbx-exec -s "$S" -w /no/dir -- true
+	assert_failure 125
+	assert_equal "$stderr" "sbx-exec: cannot start 'true': workdir '/no/dir': No such file or directory"
+}
+
+@test "qemu: -T ends the command and all it started, not the VM" {
+	run --separate-stderr sbx-exec -T 1 -s "$S" -- sh -c 'sleep 30 & sleep 30'
+	assert_failure 124
+	run --separate-stderr sbx-exec -s "$S" -- sh -c 'ps | grep -c "[s]leep 30"; true'
+	assert_success
+	assert_output "0"
+}
+
+@test "qemu: the VM's size is its limit; no network device but lo" {
+	run --separate-stderr sbx-exec -s "$S" -- sh -c 'grep MemTotal /proc/meminfo; ls /sys/class/net; grep -c ^processor /proc/cpuinfo'
+	assert_success
+	kb=$(awk '{print $2}' <<<"${lines[0]}")
+	# 200M, less what the kernel keeps.
+	((kb > 100000 && kb <= 204800))
+	assert_equal "${lines[1]}" "lo"
+	assert_equal "${lines[2]}" "1"
+	run vm shared
+	jq_true '.status == "running" and .accel == "tcg" and .limits.memory == 209715200 and .image == "'"$SBX_TEST_REGISTRY"'/t/bb:v1"' <<<"$output"
+}
+
+@test "qemu: a command's client killed mid-run: the command ends, the next exec runs" {
+	sbx-exec -s "$S" -- sh -c 'echo started; exec sleep 60' >"$BATS_TEST_TMPDIR/o" &
+	pid=$!
+	for ((i = 0; i < 200; i++)); do
+		grep -q started "$BATS_TEST_TMPDIR/o" && break
+		sleep 0.05
+	done
+	kill -9 "$pid"
+	wait "$pid" || true
+	run --separate-stderr sbx-exec -s "$S" -- sh -c 'ps | grep -c "[s]leep 60"; true'
+	assert_success
+	assert_output "0"
+}
+
+@test "qemu: bad input: no image, a memory too small, bad qemu.accel, no QEMU, no guest kernel; nothing is left" {
+	run --separate-stderr sbx-create -b qemu -s -
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: the qemu backend needs --image: an image of the store (sbx-image pull) or a directory"
+	run --separate-stderr sbx-create -b qemu --image "$BATS_FILE_TMPDIR/root" --memory 32M -s -
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: a qemu sandbox needs --memory of at least 64M"
+	SBX_QEMU_ACCEL=hvf run --separate-stderr sbx-create -b qemu --image "$BATS_FILE_TMPDIR/root" -s -
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: invalid qemu.accel 'hvf' (want tcg or kvm)"
+	SBX_QEMU_BINARY=qemu-none run --separate-stderr sbx-create -b qemu --image "$BATS_FILE_TMPDIR/root" -s -
+	assert_failure 1
+	assert_equal "$stderr" "sbx-create: QEMU is not installed (no 'qemu-none'; scripts/install-deps installs it)"
+	SBX_QEMU_GUEST=$BATS_TEST_TMPDIR/g run --separate-stderr sbx-create -b qemu --image "$BATS_FILE_TMPDIR/root" -s -
+	assert_failure 1
+	assert_equal "$stderr" "sbx-create: no guest kernel in '$BATS_TEST_TMPDIR/g' (scripts/qemu-guest -d '$BATS_TEST_TMPDIR/g' makes one)"
+	run --separate-stderr sbx-create -b qemu --image "$BATS_TEST_TMPDIR/none" -s -
+	assert_failure 2
+	store_empty_but_shared
+}
+
+@test "qemu: a guest that does not answer in its start timeout: exit 1, its console's last lines, nothing left; the image's disk is kept and used again" {
+	dig=$(sbx-image ls | jq -r .digest)
+	disk=$SBX_QEMU_GUEST/disks/${dig#sha256:}.ext4
+	ino=$(stat -c %i "$disk")
+	SBX_QEMU_START_TIMEOUT=1 run --separate-stderr sbx-create -b qemu --image "$SBX_TEST_REGISTRY/t/bb:v1" -s -
+	assert_failure 1
+	# What the console said last, or that it said nothing.
+	[[ $stderr == "sbx-create: the VM did not start: its guest did not answer in 1 s; its console "* ]]
+	store_empty_but_shared
+	[ -z "$(pgrep -f "$SBX_QEMU_DIR/" || true)" ]
+	assert_equal "$(stat -c %i "$disk")" "$ino"
+}
+
+@test "qemu: kill -9 of sbx-create while it makes the disk: a dead sandbox, which sbx-gc removes" {
+	# A mkfs.ext4 that stays until the test ends it (by its pid).
+	mkdir "$BATS_TEST_TMPDIR/bin"
+	printf '#!/bin/sh\necho $$ >%s/mkfs.pid\nexec sleep 60\n' "$BATS_TEST_TMPDIR" >"$BATS_TEST_TMPDIR/bin/mkfs.ext4"
+	chmod +x "$BATS_TEST_TMPDIR/bin/mkfs.ext4"
+	PATH=$BATS_TEST_TMPDIR/bin:$PATH sbx-create -b qemu --image "$BATS_FILE_TMPDIR/root" -s - >/dev/null 2>&1 &
+	pid=$!
+	for ((i = 0; i < 200; i++)); do
+		[ -s "$BATS_TEST_TMPDIR/mkfs.pid" ] && break
+		sleep 0.05
+	done
+	run vm other
+	jq_true '.creating == true' <<<"$output"
+	# Being created: sbx-gc leaves it.
+	run --separate-stderr sbx-gc -b qemu --grace 0
+	assert_success
+	assert_output ""
+	kill -9 "$pid"
+	wait "$pid" || true
+	kill "$(cat "$BATS_TEST_TMPDIR/mkfs.pid")"
+	run vm other
+	jq_true '.status == "dead" and .creating == null' <<<"$output"
+	run --separate-stderr sbx-gc -b qemu --grace 0
+	assert_success
+	jq_true '.reason == "dead" and .action == "killed"' <<<"$output"
+	store_empty_but_shared
+}
+
+@test "qemu: kill -9 of sbx-create mid-boot leaves nothing; a keeper killed leaves a dead sandbox that sbx-gc removes" {
+	sbx-create -b qemu --image "$BATS_FILE_TMPDIR/root" -s "$BATS_TEST_TMPDIR/x.json" >/dev/null 2>&1 &
+	pid=$!
+	for ((i = 0; i < 300; i++)); do
+		[ -n "$(find "$SBX_QEMU_DIR" -name keeper.pid ! -path '*/'"$(jq -r .ref.id "$S")"'/*')" ] && break
+		sleep 0.05
+	done
+	kill -9 "$pid"
+	wait "$pid" || true
+	for ((i = 0; i < 100; i++)); do
+		[ "$(find "$SBX_QEMU_DIR" -mindepth 1 -maxdepth 1 ! -name .names | wc -l)" = 1 ] && break
+		sleep 0.05
+	done
+	store_empty_but_shared
+	# The shared VM's keeper, killed: QEMU ends with it.
+	dir=$(vm shared | jq -r .dir)
+	read -r kp _ qp _ <"$dir/keeper.pid"
+	kill -9 "$kp"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(ps -o stat= -p "$qp" 2>/dev/null | cut -c1)" = Z ] || ! kill -0 "$qp" 2>/dev/null && break
+		sleep 0.05
+	done
+	run vm shared
+	jq_true '.status == "dead"' <<<"$output"
+	run --separate-stderr sbx-exec -s "$S" -- true
+	assert_failure 125
+	assert_equal "$stderr" "sbx-exec: no sandbox: '$(jq -r .ref.id "$S")' is dead"
+	run --separate-stderr sbx-gc -b qemu --grace 0
+	assert_success
+	jq_true '.reason == "dead" and .action == "killed"' <<<"$output"
+	[ -z "$(find "$SBX_QEMU_DIR" -mindepth 1 -maxdepth 1 ! -name .names)" ]
+	run --separate-stderr sbx-kill -b qemu "$(jq -r .ref.id "$S")"
+	assert_failure 3
+}
