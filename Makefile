@@ -324,6 +324,13 @@ check-runsc: all $(TEST_TOOLS)
 	@SBX_BIN=$(CURDIR)/$(BIN) SBX_SAN=$(SAN) BACKENDS=docker:runsc \
 		SBX_CONFORMANCE_ONLY=1 SBX_RUNSC_FULL=1 scripts/check
 
+# The conformance suite on the qemu backend: a VM per sandbox under TCG,
+# ~10 s a boot; make check runs tests/qemu-backend.bats (a VM shared by its
+# tests) in its place.
+check-qemu: all $(TEST_TOOLS)
+	@SBX_BIN=$(CURDIR)/$(BIN) SBX_SAN=$(SAN) BACKENDS=qemu \
+		SBX_CONFORMANCE_ONLY=1 scripts/check
+
 # make fuzz: the libFuzzer harnesses of tests/fuzz/ (one per parser), built
 # with clang and the sanitizers into build/fuzz/, each run FUZZ_TIME
 # seconds from its corpus tests/fuzz/corpus/NAME/ (new inputs go to
@@ -416,4 +423,4 @@ uninstall:
 clean:
 	rm -rf build bin
 
-.PHONY: all check check-runsc fuzz fuzzers demo lint install uninstall clean
+.PHONY: all check check-qemu check-runsc fuzz fuzzers demo lint install uninstall clean

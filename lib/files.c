@@ -2,10 +2,11 @@
  * apart from the backend table so that only sbx-sync links libarchive */
 #include "internal.h"
 
-/* The one strong reference to the local backend's file operations: a
- * tool that calls sbx_files_of links them (and libarchive). */
-static const struct sbx_files *const local_files
-    __attribute__((used)) = &sbx_local_files;
+/* The one strong reference to the local and qemu backends' file
+ * operations: a tool that calls sbx_files_of links them (and
+ * libarchive, nettle). */
+static const struct sbx_files *const local_files[]
+    __attribute__((used)) = {&sbx_local_files, &sbx_qemu_files};
 
 const struct sbx_files *
 sbx_files_of(const json_t *ref, struct sbx_err *err)

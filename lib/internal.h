@@ -215,6 +215,15 @@ int sbx_xfer_scan(const json_t *ref, const struct sbx_scan_opts *o,
 int sbx_xfer_remove(const json_t *ref, const char *dir,
     const struct sbx_manifest *paths, struct sbx_err *err);
 
+/* sbx_job_transfer's children for a backend whose exec takes stdin and
+ * gives stdout whole (docker, qemu): tar in the sandbox unpacks in,
+ * or packs paths out, of dir (NULL: its workdir). Their stdio is
+ * rearranged: children only. */
+int sbx_xfer_exec_put(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int in, struct sbx_err *err);
+int sbx_xfer_exec_get(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int out, struct sbx_err *err);
+
 /* The file operations of the ref's backend. */
 const struct sbx_files *sbx_files_of(const json_t *ref, struct sbx_err *err);
 /* Wait for a job; its error, if any, in err. */
@@ -236,6 +245,7 @@ int sbx_job_transfer(int to_child, int (*child)(const json_t *ref,
     const struct sbx_manifest *paths, int *fd, struct sbx_job *job,
     struct sbx_err *err);
 extern const struct sbx_files sbx_local_files;
+extern const struct sbx_files sbx_qemu_files;
 /* scan and remove through the backend's exec and a POSIX shell. */
 int sbx_portable_scan(const json_t *ref, const struct sbx_scan_opts *o,
     struct sbx_manifest *out, struct sbx_err *err);

@@ -1,9 +1,11 @@
 /* xfer.c - sbx-sync's tar streams for backends that can move one whole
  * file in and out of a sandbox and run its shell (e2b's envd, Daytona's
  * toolbox): the sandbox's own tar packs and unpacks */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -203,4 +205,88 @@ sbx_xfer_remove(const json_t *ref, const char *dir,
 	if (sbx_portable_remove(ref, dir, paths, err) < 0)
 		return sbx_xfer_dir_gone(ref, dir, err);
 	return 0;
+}
+
+/* --- tar in the sandbox over exec's stdin and stdout ------------------ */
+
+/* Lists the files it is given that are files or symlinks (a path gone
+ * since the scan is no error) as a tar on stdout, from directory $1. */
+static const char exec_get_sh[] =
+    "cd -- \"$1\" || exit 3\n"
+    "shift\n"
+    "n=$#\n"
+    "while [ $n -gt 0 ]; do\n"
+    "\tif [ -f \"$1\" ] || [ -L \"$1\" ]; then set -- \"$@\" \"$1\"; fi\n"
+    "\tshift\n"
+    "\tn=$((n - 1))\n"
+    "done\n"
+    "[ $# -gt 0 ] || exec dd if=/dev/zero bs=512 count=2 2>/dev/null\n"
+    "exec tar -cf - -- \"$@\"\n";
+
+/* Unpacks the tar on stdin in directory $1. */
+static const char exec_put_sh[] =
+    "cd -- \"$1\" || exit 3\n"
+    "exec tar -xf -\n";
+
+/* Runs argv (a tar script whose $1 is dir) in the sandbox, its stdin
+ * and stdout already set: exit 3 is a missing dir, any other failure
+ * tar's. */
+static int
+tar_exec(const json_t *ref, char **argv, int interactive, const char *dir,
+    struct sbx_err *err)
+{
+	const struct sbx_backend *be = sbx_backend_of(ref, err);
+	struct sbx_exec_opts o = {.interactive = interactive};
+	struct sbx_exec_result res;
+
+	if (!be || be->ops->exec(ref, argv, &o, &res, err) < 0)
+		return -1;
+	if (res.exit_code == 3)
+		return sbx_err_set(err, SBX_EX_USAGE, "no directory '%s' in "
+		    "the sandbox", dir ? dir : "(workdir)");
+	if (res.exit_code)
+		return sbx_err_set(err, SBX_EX_FAIL, "tar in the sandbox "
+		    "failed (status %d)", res.exit_code);
+	return 0;
+}
+
+int
+sbx_xfer_exec_put(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int in, struct sbx_err *err)
+{
+	char *argv[] = {"sh", "-c", (char *)exec_put_sh, "sh", (char *)(dir ?
+	    dir : "."), NULL};
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	(void)paths;
+	if (dup2(in, 0) < 0 || null < 0 || dup2(null, 1) < 0 ||
+	    dup2(null, 2) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot set up a "
+		    "transfer:");
+	return tar_exec(ref, argv, 1, dir, err);
+}
+
+int
+sbx_xfer_exec_get(const json_t *ref, const char *dir,
+    const struct sbx_manifest *paths, int out, struct sbx_err *err)
+{
+	char **argv = sbx_xcalloc(paths->n + 6, sizeof *argv);
+	size_t i;
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC), rc;
+
+	argv[0] = "sh";
+	argv[1] = "-c";
+	argv[2] = (char *)exec_get_sh;
+	argv[3] = "sh";
+	argv[4] = (char *)(dir ? dir : ".");
+	for (i = 0; i < paths->n; i++)
+		argv[5 + i] = paths->e[i].path;
+	if (dup2(out, 1) < 0 || null < 0 || dup2(null, 2) < 0) {
+		free(argv);
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot set up a "
+		    "transfer:");
+	}
+	rc = tar_exec(ref, argv, 0, dir, err);
+	free(argv);
+	return rc;
 }

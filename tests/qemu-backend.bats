@@ -96,6 +96,43 @@ store_empty_but_shared() {
 	assert_failure 143
 }
 
+@test "qemu: -t: the command's stdio a pty of the caller's window size, its exit status" {
+	local p
+	mkfifo term-in
+	sleep 60 >term-in 3>&- &
+	p=$!
+	run bash -c "SHELL=/bin/bash script -qec 'stty rows 30 cols 100; sbx-exec -t -s $S -- sh -c \"stty size; test -t 0 && test -t 1 && test -t 2 && echo all-tty; exit 4\"; echo rc=\$?' /dev/null <term-in | tr -d '\r'"
+	kill "$p"
+	wait "$p" || true
+	assert_success
+	assert_line "30 100"
+	assert_line all-tty
+	assert_line rc=4
+}
+
+@test "qemu: sbx-sync push and pull, sbx-cp in and out: tar in the VM over its port, bytes and modes intact" {
+	mkdir -p w/sub
+	head -c 2000000 /dev/urandom >w/blob
+	printf '#!/bin/sh\necho run\n' >w/sub/tool
+	chmod 755 w/sub/tool
+	ln -s sub/tool w/link
+	# Into its workdir, the image's /srv/app.
+	(cd w && sbx-sync push -s "$S" . >/dev/null)
+	run --separate-stderr sbx-exec -s "$S" -- sh -c 'sha256sum blob; ./link; readlink link'
+	assert_success
+	assert_equal "${lines[0]}" "$(cd w && sha256sum blob)"
+	assert_equal "${lines[1]}" run
+	assert_equal "${lines[2]}" sub/tool
+	sbx-exec -s "$S" -- sh -c 'echo new >made; echo more >>sub/tool'
+	(cd w && sbx-sync pull -s "$S" . >/dev/null)
+	assert_equal "$(cat w/made)" new
+	assert_equal "$(tail -1 w/sub/tool)" more
+	[ -x w/sub/tool ]
+	sbx-cp -s "$S" w/blob :/root/copied
+	sbx-cp -s "$S" :/root/copied back
+	cmp w/blob back
+}
+
 @test "qemu: a command that cannot start is 127 or 126 as env(1) says it; a missing workdir with -w is 125" {
 	run -127 --separate-stderr sbx-exec -s "$S" -- /no/such
 	assert_equal "$stderr" "sbx-exec: '/no/such': No such file or directory"
@@ -219,6 +256,11 @@ store_empty_but_shared() {
 	# The shared VM's keeper, killed: QEMU ends with it.
 	dir=$(vm shared | jq -r .dir)
 	read -r kp _ qp _ <"$dir/keeper.pid"
+	# It holds none of sbx-create's fds: not the state file's lock,
+	# which would keep sbx-kill -s waiting for ever.
+	run ls -l "/proc/$kp/fd"
+	refute_output --partial .lock
+	refute_output --partial pipe:
 	kill -9 "$kp"
 	for ((i = 0; i < 100; i++)); do
 		[ "$(ps -o stat= -p "$qp" 2>/dev/null | cut -c1)" = Z ] || ! kill -0 "$qp" 2>/dev/null && break

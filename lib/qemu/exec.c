@@ -42,14 +42,18 @@ frame(struct sbx_buf *q, uint32_t type, const struct sbx_buf *body)
 		sbx_buf_add(q, body->data, body->len);
 }
 
+/* A frame of the command's: IN (p, n), SIGNAL (a), WINCH (a, b). */
 static void
-small(struct qx *x, uint32_t type, uint32_t a, const void *p, size_t n)
+small(struct qx *x, uint32_t type, uint32_t a, uint32_t b2, const void *p,
+    size_t n)
 {
 	struct sbx_buf b = SBX_BUF_INIT;
 
 	sbx_msg_put_u32(&b, CMD_ID);
-	if (type == SBX_GUEST_SIGNAL)
+	if (type == SBX_GUEST_SIGNAL || type == SBX_GUEST_WINCH)
 		sbx_msg_put_u32(&b, a);
+	if (type == SBX_GUEST_WINCH)
+		sbx_msg_put_u32(&b, b2);
 	if (n)
 		sbx_buf_add(&b, p, n);
 	frame(&x->out, type, &b);
@@ -70,14 +74,24 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 		flags |= SBX_GUEST_X_STDIN;
 	if (!xs->o->cwd)
 		flags |= SBX_GUEST_X_MKDIR;
+	if (xs->o->tty)
+		flags |= SBX_GUEST_X_TTY;
 	sbx_msg_put_u32(&b, CMD_ID);
 	sbx_msg_put_u32(&b, flags);
 	sbx_msg_put_str(&b, x->cwd);
 	for (i = 0; xs->o->env && xs->o->env[i]; i++)
 		n++;
-	sbx_msg_put_u32(&b, (uint32_t)(json_array_size(env) + 1 + n));
-	/* As on every backend, a UTF-8 locale unless the image says. */
+	sbx_msg_put_u32(&b, (uint32_t)(json_array_size(env) + 1 + n +
+	    (xs->o->tty ? 1 : 0)));
+	/* As on every backend, a UTF-8 locale unless the image says; with
+	 * a pty the caller's TERM, unless -e says. */
 	sbx_msg_put_str(&b, "LANG=C.UTF-8");
+	if (xs->o->tty) {
+		char *term = sbx_xasprintf("TERM=%s", sbx_xs_term());
+
+		sbx_msg_put_str(&b, term);
+		free(term);
+	}
 	json_array_foreach(env, i, v)
 		sbx_msg_put_str(&b, json_is_string(v) ? json_string_value(v) :
 		    "SBX_BAD_ENV=");
@@ -88,6 +102,13 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	sbx_msg_put_u32(&b, n);
 	for (i = 0; i < n; i++)
 		sbx_msg_put_str(&b, x->argv[i]);
+	if (xs->o->tty) {
+		struct winsize ws;
+
+		sbx_xs_winsize(&ws);
+		sbx_msg_put_u32(&b, ws.ws_row);
+		sbx_msg_put_u32(&b, ws.ws_col);
+	}
 	frame(&x->out, SBX_GUEST_EXEC, &b);
 	sbx_buf_release(&b);
 	if (xs->o->started)
@@ -183,7 +204,7 @@ qx_input(void *t, struct sbx_xs *xs, const char *p, size_t n)
 {
 	struct qx *x = t;
 
-	small(x, SBX_GUEST_IN, 0, p, n);
+	small(x, SBX_GUEST_IN, 0, 0, p, n);
 	if (x->out.len >= OUT_MAX)
 		sbx_xs_hold_input(xs, 1);
 	return 0;
@@ -192,14 +213,23 @@ qx_input(void *t, struct sbx_xs *xs, const char *p, size_t n)
 static void
 qx_signal(void *t, int sig)
 {
-	small(t, SBX_GUEST_SIGNAL, (uint32_t)sig, NULL, 0);
+	small(t, SBX_GUEST_SIGNAL, (uint32_t)sig, 0, NULL, 0);
+}
+
+static void
+qx_resize(void *t)
+{
+	struct winsize ws;
+
+	if (sbx_xs_winsize(&ws) == 0)
+		small(t, SBX_GUEST_WINCH, ws.ws_row, ws.ws_col, NULL, 0);
 }
 
 static int
 qx_expire(void *t, struct sbx_err *err)
 {
 	(void)err;
-	small(t, SBX_GUEST_SIGNAL, SIGKILL, NULL, 0);
+	small(t, SBX_GUEST_SIGNAL, SIGKILL, 0, NULL, 0);
 	return 0;
 }
 
@@ -242,6 +272,7 @@ static const struct sbx_xs_transport qx_transport = {
 	.ready = qx_ready,
 	.input = qx_input,
 	.signal = qx_signal,
+	.resize = qx_resize,
 	.expire = qx_expire,
 	.finish = qx_finish,
 };

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
@@ -24,7 +25,9 @@
 #define PORT_WAIT_MS 10000
 #define DISK_WAIT_MS 2000
 #define ROOT "/sbx/root"
-#define ARGS_MAX 4096
+/* As many arguments as a frame may carry (sbx-sync's paths); the
+ * kernel's own limit on their size still applies. */
+#define ARGS_MAX (1u << 20)
 
 static int have_root;
 
@@ -72,6 +75,12 @@ early_mounts(void)
 	if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	    NULL) < 0)
 		say("cannot mount /sys: %s", strerror(errno));
+	/* The ptys of commands with -t: /dev/ptmx opens the instance at
+	 * /dev/pts. */
+	mkdir("/dev/pts", 0755);
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	    "mode=0620,ptmxmode=0666") < 0)
+		say("cannot mount /dev/pts: %s", strerror(errno));
 }
 
 /* /sbx/modules, in order: each from /sbx/mod/NAME.ko. */
@@ -171,6 +180,10 @@ mount_root(void)
 	    ROOT "/dev", "devtmpfs", MS_NOSUID, "mode=0755") < 0)
 		say("cannot mount /proc, /sys or /dev on its disk: %s",
 		    strerror(errno));
+	mkdir(ROOT "/dev/pts", 0755);
+	if (mount("devpts", ROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	    "mode=0620,ptmxmode=0666") < 0)
+		say("cannot mount /dev/pts on its disk: %s", strerror(errno));
 }
 
 static void
@@ -250,9 +263,10 @@ cannot(int fd, uint32_t stage, int status)
 	_exit(status);
 }
 
+/* tty: the pty's other end, for all of stdio. */
 static void
 child(uint32_t flags, const char *cwd, char **env, char **argv, int in,
-    int out, int err, int why)
+    int out, int err, int tty, int why)
 {
 	sigset_t none;
 	uint32_t i;
@@ -262,6 +276,11 @@ child(uint32_t flags, const char *cwd, char **env, char **argv, int in,
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (have_root && chroot(ROOT) < 0)
 		cannot(why, SBX_GUEST_START_ROOT, 125);
+	if (tty >= 0) {
+		if (ioctl(tty, TIOCSCTTY, 0) < 0)
+			cannot(why, SBX_GUEST_START_ROOT, 125);
+		in = out = err = tty;
+	}
 	if (dup2(out, 1) < 0 || dup2(err, 2) < 0)
 		cannot(why, SBX_GUEST_START_ROOT, 125);
 	if (in >= 0)
@@ -292,7 +311,8 @@ steer(int port, uint32_t id, pid_t pid, int *in, struct sbx_buf *pend,
     int *eof)
 {
 	struct sbx_msg m;
-	uint32_t mid = 0, sig = 0;
+	uint32_t mid = 0, sig = 0, rows = 0, cols = 0;
+	struct winsize ws = {0};
 	int r;
 
 	if ((r = sbx_msg_recv(port, &m)) <= 0)
@@ -309,11 +329,39 @@ steer(int port, uint32_t id, pid_t pid, int *in, struct sbx_buf *pend,
 	    0 && sbx_msg_get_u32(&m, &sig) == 0 && mid == id && sig < 65) {
 		kill(-pid, (int)sig);
 		kill(pid, (int)sig);
-	} else if (m.type != SBX_GUEST_IN && m.type != SBX_GUEST_SIGNAL) {
+	} else if (m.type == SBX_GUEST_WINCH && sbx_msg_get_u32(&m, &mid) ==
+	    0 && sbx_msg_get_u32(&m, &rows) == 0 && sbx_msg_get_u32(&m,
+	    &cols) == 0 && mid == id && *in >= 0) {
+		/* With a pty, *in is its master. */
+		ws.ws_row = (unsigned short)rows;
+		ws.ws_col = (unsigned short)cols;
+		ioctl(*in, TIOCSWINSZ, &ws);
+	} else if (m.type != SBX_GUEST_IN && m.type != SBX_GUEST_SIGNAL &&
+	    m.type != SBX_GUEST_WINCH) {
 		sbx_msg_send(port, SBX_GUEST_ERROR, "busy", 4, NULL, 0);
 	}
 	sbx_msg_release(&m);
 	return 1;
+}
+
+/* A pty of rows x cols: its master in *master, the other end in *tty. */
+static int
+open_pty(uint32_t rows, uint32_t cols, int *master, int *tty)
+{
+	struct winsize ws = {(unsigned short)rows, (unsigned short)cols, 0, 0};
+	int unlock = 0;
+
+	if ((*master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0)
+		return -1;
+	if (ioctl(*master, TIOCSPTLCK, &unlock) < 0 ||
+	    (*tty = ioctl(*master, TIOCGPTPEER, O_RDWR | O_NOCTTY)) < 0) {
+		close(*master);
+		*master = -1;
+		return -1;
+	}
+	if (ws.ws_row && ws.ws_col)
+		ioctl(*master, TIOCSWINSZ, &ws);
+	return 0;
 }
 
 /* The command of an EXEC frame, on the disk, its stdin from IN frames,
@@ -326,8 +374,8 @@ run(int port, struct sbx_msg *m)
 	struct sbx_buf pend = SBX_BUF_INIT;
 	char **argv = NULL, **env = NULL, buf[65536];
 	int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
-	int why[2] = {-1, -1};
-	uint32_t start[2] = {0, 0};
+	int why[2] = {-1, -1}, tty = -1, r;
+	uint32_t start[2] = {0, 0}, rows = 0, cols = 0;
 	int open_ = 0, st = 0, done = 0, ended = 0, eof = 0;
 	const char *cwd;
 	ssize_t n;
@@ -337,20 +385,36 @@ run(int port, struct sbx_msg *m)
 	    !(cwd = sbx_msg_get_str(m)) || !(env = strings(m, &envc, 0)) ||
 	    !(argv = strings(m, &argc, 1)))
 		goto bad;
-	if (pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
-	    pipe2(why, O_CLOEXEC) < 0 ||
-	    ((flags & SBX_GUEST_X_STDIN) && pipe2(in, O_CLOEXEC) < 0) ||
+	if ((flags & SBX_GUEST_X_TTY) && (sbx_msg_get_u32(m, &rows) < 0 ||
+	    sbx_msg_get_u32(m, &cols) < 0))
+		goto bad;
+	if (flags & SBX_GUEST_X_TTY)
+		r = open_pty(rows, cols, &out[0], &tty);
+	else
+		r = pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ?
+		    -1 : 0;
+	if (r < 0 || pipe2(why, O_CLOEXEC) < 0 || ((flags & SBX_GUEST_X_STDIN) &&
+	    !(flags & SBX_GUEST_X_TTY) && pipe2(in, O_CLOEXEC) < 0) ||
 	    (pid = fork()) < 0) {
 		say("cannot run a command: %s", strerror(errno));
 		send_u32s(port, SBX_GUEST_EXIT, id, 126 << 8, NULL, 0);
 		goto out;
 	}
 	if (pid == 0)
-		child(flags, cwd, env, argv, in[0], out[1], err[1], why[1]);
-	close(out[1]);
-	close(err[1]);
+		child(flags, cwd, env, argv, in[0], out[1], err[1], tty,
+		    why[1]);
 	close(why[1]);
-	out[1] = err[1] = why[1] = -1;
+	why[1] = -1;
+	if (tty >= 0) {
+		close(tty);
+		tty = -1;
+		/* Its input goes to the master too: a second fd of it. */
+		in[1] = fcntl(out[0], F_DUPFD_CLOEXEC, 3);
+	} else {
+		close(out[1]);
+		close(err[1]);
+		out[1] = err[1] = -1;
+	}
 	/* It has started, or said why not. */
 	while ((n = read(why[0], start, sizeof start)) < 0 && errno == EINTR)
 		;
@@ -359,9 +423,10 @@ run(int port, struct sbx_msg *m)
 	if (in[0] >= 0) {
 		close(in[0]);
 		in[0] = -1;
-		fcntl(in[1], F_SETFL, O_NONBLOCK);
 	}
-	open_ = 2;
+	if (in[1] >= 0)
+		fcntl(in[1], F_SETFL, O_NONBLOCK);
+	open_ = err[0] >= 0 ? 2 : 1;
 	while (open_) {
 		p[0] = (struct pollfd){.fd = out[0], .events = POLLIN};
 		p[1] = (struct pollfd){.fd = err[0], .events = POLLIN};
@@ -409,7 +474,7 @@ run(int port, struct sbx_msg *m)
 				    (size_t)n);
 				continue;
 			}
-			if (n < 0 && errno == EINTR)
+			if (n < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			close(p[i].fd);
 			if (i == 0)
@@ -437,6 +502,8 @@ out:
 		if (why[i] >= 0)
 			close(why[i]);
 	}
+	if (tty >= 0)
+		close(tty);
 	sbx_buf_release(&pend);
 	free(argv);
 	free(env);
@@ -498,6 +565,7 @@ serve(int port)
 			break;
 		case SBX_GUEST_IN:
 		case SBX_GUEST_SIGNAL:
+		case SBX_GUEST_WINCH:
 			/* For a command that has ended. */
 			break;
 		case SBX_GUEST_POWEROFF:

@@ -27,6 +27,8 @@ enum {
 			     * none: its end */
 	SBX_GUEST_SIGNAL,   /* host -> agent: u32 id, u32 signal for all
 			     * the command started (its session) */
+	SBX_GUEST_WINCH,    /* host -> agent: u32 id, u32 rows, u32 cols of
+			     * its pty */
 };
 
 /* Where a command that did not start stopped. */
@@ -37,6 +39,8 @@ enum {
 /* An EXEC's flags. */
 #define SBX_GUEST_X_STDIN 1u /* IN frames are its stdin (else /dev/null) */
 #define SBX_GUEST_X_MKDIR 2u /* the workdir is made when missing */
+#define SBX_GUEST_X_TTY 4u   /* a pty is its stdio (u32 rows, u32 cols
+			      * after the argv); its output is fd 1's */
 
 /* The guest's /init: mounts /proc, /sys and /dev, loads the modules
  * /sbx/modules names (one a line, in order, from /sbx/mod/NAME.ko),

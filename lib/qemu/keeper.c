@@ -221,6 +221,7 @@ client_frame(struct keeper *k, uint32_t type, const char *p, size_t n)
 	case SBX_GUEST_PING:
 	case SBX_GUEST_IN:
 	case SBX_GUEST_SIGNAL:
+	case SBX_GUEST_WINCH:
 		enqueue(&k->to_port, type, p, n);
 		break;
 	default:
@@ -434,11 +435,15 @@ sbx_qemu_keeper_start(const struct sbx_qemu_boot *b, struct sbx_err *err)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot start the VM:");
 	}
 	if (pid == 0) {
-		/* A session of its own, not our child: it outlives us. */
-		close(rp[0]);
+		/* A session of its own, not our child: it outlives us,
+		 * holding none of our fds (a state file's lock among them)
+		 * but the pipe, as fd 3. */
 		setsid();
+		if (dup2(rp[1], 3) < 0)
+			_exit(1);
+		close_range(4, ~0u, 0);
 		if (fork() == 0)
-			keeper_main(b, rp[1]);
+			keeper_main(b, 3);
 		_exit(0);
 	}
 	close(rp[1]);

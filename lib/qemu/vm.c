@@ -666,6 +666,9 @@ qemu_about(void)
 	return json_pack("{ss}", "accel", sbx_config_get("qemu.accel", "tcg"));
 }
 
+/* Weak here, as local's: only sbx_files_of's callers link them. */
+extern const struct sbx_files sbx_qemu_files __attribute__((weak));
+
 const struct sbx_backend_ops sbx_qemu_ops = {
 	.about = qemu_about,
 	.create = qemu_create,
@@ -673,4 +676,5 @@ const struct sbx_backend_ops sbx_qemu_ops = {
 	.kill = qemu_kill,
 	.info = qemu_info,
 	.list = qemu_list,
+	.files = &sbx_qemu_files,
 };

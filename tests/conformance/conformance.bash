@@ -12,7 +12,10 @@
 #                  E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
 #   daytona        the same sbxd, through Daytona's API (DAYTONA_API_URL and
 #                  DAYTONA_API_KEY)
-# `make check` runs it for each of them (BACKENDS= narrows that).
+#   qemu           a microVM per sandbox under TCG, of a busybox image that
+#                  setup_suite.bash imports into a store of the run's
+# `make check` runs it for each of them but qemu, whose boots take ~10 s
+# each: `make check-qemu` runs it there (BACKENDS= narrows either).
 #
 # A file:
 #   load conformance
@@ -52,8 +55,12 @@ daytona)
 	BACKEND=daytona
 	CREATE=(-b daytona -i base)
 	;;
+qemu)
+	BACKEND=qemu
+	CREATE=(-b qemu -i sbx-test/busybox)
+	;;
 *)
-	echo "conformance: unknown SBX_TEST_BACKEND '$B' (local, docker, docker:runsc, e2b or daytona)" >&2
+	echo "conformance: unknown SBX_TEST_BACKEND '$B' (local, docker, docker:runsc, e2b, daytona or qemu)" >&2
 	exit 1
 	;;
 esac

@@ -1,6 +1,7 @@
 # setup_suite.bash - what a whole conformance run (conformance.bash) shares:
 # one private Docker engine on docker, one private sbxd on loopback on e2b
-# and daytona (its URL and key exported for every file); nothing for local.
+# and daytona (its URL and key exported for every file), the guest and an
+# image store on qemu; nothing for local.
 
 setup_suite() {
 	bats_require_minimum_version 1.5.0
@@ -26,6 +27,26 @@ setup_suite() {
 		export DAYTONA_API_URL=$SBXD_URL/api DAYTONA_API_KEY=$SBXD_KEY
 		unset SBX_DAYTONA_ENDPOINT
 		;;
+	qemu)
+		# shellcheck source=../lib/registry.bash
+		source "$BATS_TEST_DIRNAME/../lib/registry.bash"
+		PATH=${SBX_BIN:-$BATS_TEST_DIRNAME/../../bin}:$PATH
+		SBX_QEMU_GUEST=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/qemu
+		export SBX_QEMU_GUEST
+		"$BATS_TEST_DIRNAME/../../scripts/qemu-guest" -q \
+		    -d "$SBX_QEMU_GUEST" -i "$(command -v sbx-init)" || return 1
+		SBX_IMAGE_DIR=$(mktemp -d /tmp/sbx-qemu-images.XXXXXX)
+		export SBX_IMAGE_DIR
+		sbx_busybox_root "$SBX_IMAGE_DIR/root" || return 1
+		printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' \
+		    'nobody:x:65534:65534:nobody:/nonexistent:/bin/false' \
+		    >"$SBX_IMAGE_DIR/root/etc/passwd"
+		printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' \
+		    >"$SBX_IMAGE_DIR/root/etc/group"
+		sbx-image import -q -t sbx-test/busybox "$SBX_IMAGE_DIR/root" \
+		    >/dev/null || return 1
+		rm -rf "$SBX_IMAGE_DIR/root"
+		;;
 	esac
 }
 
@@ -45,6 +66,9 @@ teardown_suite() {
 			    SBX_LOCAL_DIR=$SBXD_LOCAL_DIR sbx-kill -q >/dev/null 2>&1 || true
 		fi
 		rm -rf "${SBXD_DIR:-/nonexistent}"
+		;;
+	qemu)
+		rm -rf "${SBX_IMAGE_DIR:-/nonexistent}"
 		;;
 	esac
 }
