@@ -143,12 +143,14 @@ store_empty_but_shared() {
 	assert_equal "$stderr" "sbx-exec: cannot start 'true': workdir '/no/dir': No such file or directory"
 }
 
-@test "qemu: -T ends the command and all it started, not the VM" {
-	run --separate-stderr sbx-exec -T 1 -s "$S" -- sh -c 'sleep 30 & sleep 30'
+@test "qemu: -T ends the command and all it started (what left its session too), not the VM; what an exec leaves running stays" {
+	sbx-exec -s "$S" -- sh -c 'sleep 299 >/dev/null 2>&1 &'
+	run --separate-stderr sbx-exec -T 1 -s "$S" -- sh -c 'setsid sleep 301 >/dev/null 2>&1 & sleep 302 >/dev/null 2>&1 & sleep 303'
 	assert_failure 124
-	run --separate-stderr sbx-exec -s "$S" -- sh -c 'ps | grep -c "[s]leep 30"; true'
+	run --separate-stderr sbx-exec -s "$S" -- sh -c 'ps -o args | grep -c "^sleep 30[123]"; ps -o args | grep -c "^sleep 299"; pkill -f "sleep 299"; true'
 	assert_success
-	assert_output "0"
+	assert_equal "${lines[0]}" 0
+	assert_equal "${lines[1]}" 1
 }
 
 @test "qemu: the VM's size is its limit; no network device but lo" {

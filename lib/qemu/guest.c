@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +76,11 @@ early_mounts(void)
 	if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 	    NULL) < 0)
 		say("cannot mount /sys: %s", strerror(errno));
+	/* A cgroup per command: a deadline's SIGKILL reaches all it
+	 * started, those that left its session too. */
+	if (mount("cgroup2", "/sys/fs/cgroup", "cgroup2", MS_NOSUID | MS_NODEV |
+	    MS_NOEXEC, NULL) < 0)
+		say("cannot mount the cgroups: %s", strerror(errno));
 	/* The ptys of commands with -t: /dev/ptmx opens the instance at
 	 * /dev/pts. */
 	mkdir("/dev/pts", 0755);
@@ -263,6 +269,54 @@ cannot(int fd, uint32_t stage, int status)
 	_exit(status);
 }
 
+#define CG "/sys/fs/cgroup/sbx-cmd"
+
+/* The cgroup of the commands, for the one that starts: emptied of what
+ * earlier ones left there only when they are gone (a background process
+ * lives on: it moves to the top). -1 without cgroups. */
+static int
+cg_new(void)
+{
+	char buf[4096];
+	ssize_t n;
+	int fd, to;
+
+	if (mkdir(CG, 0755) < 0 && errno != EEXIST)
+		return -1;
+	/* What the last command left running stays, outside its reach. */
+	if ((fd = open(CG "/cgroup.procs", O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n > 0 && (to = open("/sys/fs/cgroup/cgroup.procs",
+		    O_WRONLY | O_CLOEXEC)) >= 0) {
+			char *p = buf, *e;
+
+			buf[n] = '\0';
+			for (; *p; p = e + (*e != '\0')) {
+				e = p + strcspn(p, "\n");
+				if (e > p && write(to, p, (size_t)(e - p)) < 0)
+					continue;
+			}
+			close(to);
+		}
+	}
+	return 0;
+}
+
+/* SIGKILL to all of the running command's cgroup. */
+static void
+cg_kill(void)
+{
+	int fd = open(CG "/cgroup.kill", O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (write(fd, "1", 1) < 0)
+			say("cannot kill a command's cgroup: %s",
+			    strerror(errno));
+		close(fd);
+	}
+}
+
 /* tty: the pty's other end, for all of stdio. */
 static void
 child(uint32_t flags, const char *cwd, char **env, char **argv, int in,
@@ -270,10 +324,17 @@ child(uint32_t flags, const char *cwd, char **env, char **argv, int in,
 {
 	sigset_t none;
 	uint32_t i;
+	int cg;
 
 	setsid();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	if ((cg = open(CG "/cgroup.procs", O_WRONLY | O_CLOEXEC)) >= 0) {
+		if (write(cg, "0", 1) < 0)
+			say("cannot join the command's cgroup: %s",
+			    strerror(errno));
+		close(cg);
+	}
 	if (have_root && chroot(ROOT) < 0)
 		cannot(why, SBX_GUEST_START_ROOT, 125);
 	if (tty >= 0) {
@@ -327,6 +388,10 @@ steer(int port, uint32_t id, pid_t pid, int *in, struct sbx_buf *pend,
 			sbx_buf_add(pend, m.data + m.off, m.len - m.off);
 	} else if (m.type == SBX_GUEST_SIGNAL && sbx_msg_get_u32(&m, &mid) ==
 	    0 && sbx_msg_get_u32(&m, &sig) == 0 && mid == id && sig < 65) {
+		/* A kill (a deadline, a client gone) is for all it started;
+		 * a forwarded signal for its session. */
+		if (sig == SIGKILL)
+			cg_kill();
 		kill(-pid, (int)sig);
 		kill(pid, (int)sig);
 	} else if (m.type == SBX_GUEST_WINCH && sbx_msg_get_u32(&m, &mid) ==
@@ -393,6 +458,7 @@ run(int port, struct sbx_msg *m)
 	else
 		r = pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ?
 		    -1 : 0;
+	cg_new();
 	if (r < 0 || pipe2(why, O_CLOEXEC) < 0 || ((flags & SBX_GUEST_X_STDIN) &&
 	    !(flags & SBX_GUEST_X_TTY) && pipe2(in, O_CLOEXEC) < 0) ||
 	    (pid = fork()) < 0) {
