@@ -33,7 +33,8 @@ teardown() {
 	[ -z "$QPID" ] || kill "$QPID" 2>/dev/null || true
 }
 
-# boot [QEMU ARGS]: QEMU on the guest in the background (QPID), its port's
+# boot [QEMU ARGS]: QEMU on the guest (its kernel uncompressed, booted by
+# its PVH entry, as the backend does) in the background (QPID), its port's
 # socket at $SOCK, its console in $CONSOLE; it ends when the guest powers
 # off.
 # -icount: the guest's clock counts its instructions. Without it, on a
@@ -47,7 +48,7 @@ boot() {
 	    -icount shift=auto \
 	    -cpu max -m 256 -smp 1 -nodefaults -no-user-config -nographic \
 	    -no-reboot -serial "file:$CONSOLE" -monitor none \
-	    -kernel "$GUEST/vmlinuz" -initrd "$GUEST/initrd.img" \
+	    -kernel "$GUEST/vmlinux" -initrd "$GUEST/initrd.img" \
 	    -append 'console=ttyS0 quiet panic=-1' \
 	    -device virtio-serial-device \
 	    -chardev "socket,id=sbx,path=$SOCK,server=on,wait=off" \

@@ -274,7 +274,7 @@ static int
 check_host(const char *qemu, const char *accel, struct sbx_err *err)
 {
 	const char *g = sbx_qemu_guest_dir();
-	char *k = sbx_xasprintf("%s/vmlinuz", g);
+	char *k = sbx_xasprintf("%s/vmlinux", g);
 	char *i = sbx_xasprintf("%s/initrd.img", g);
 	int rc = 0, fd;
 
@@ -361,8 +361,10 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	add(&v, &n, "none");
 	add(&v, &n, "-qmp");
 	add(&v, &n, "unix:qmp.sock,server=on,wait=off");
+	/* The kernel uncompressed, booted at its PVH entry: the guest does
+	 * not unpack it itself, slowly under TCG. */
 	add(&v, &n, "-kernel");
-	snprintf(buf, sizeof buf, "%s/vmlinuz", g);
+	snprintf(buf, sizeof buf, "%s/vmlinux", g);
 	add(&v, &n, buf);
 	add(&v, &n, "-initrd");
 	snprintf(buf, sizeof buf, "%s/initrd.img", g);
