@@ -30,17 +30,9 @@ struct qx {
 	struct sbx_buf in;  /* what came, to a frame's end */
 	int exited;
 	uint32_t status, stage, errnum;
+	struct sbx_err *err; /* ready()'s, for guest_frame */
+	int failed;          /* guest_frame set it */
 };
-
-static void
-frame(struct sbx_buf *q, uint32_t type, const struct sbx_buf *body)
-{
-	uint32_t h[2] = {(uint32_t)body->len, type};
-
-	sbx_buf_add(q, h, sizeof h);
-	if (body->len)
-		sbx_buf_add(q, body->data, body->len);
-}
 
 /* A frame of the command's: IN (p, n), SIGNAL (a), WINCH (a, b). */
 static void
@@ -56,7 +48,7 @@ small(struct qx *x, uint32_t type, uint32_t a, uint32_t b2, const void *p,
 		sbx_msg_put_u32(&b, b2);
 	if (n)
 		sbx_buf_add(&b, p, n);
-	frame(&x->out, type, &b);
+	sbx_qemu_frame_put(&x->out, type, b.data, b.len);
 	sbx_buf_release(&b);
 }
 
@@ -109,7 +101,7 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 		sbx_msg_put_u32(&b, ws.ws_row);
 		sbx_msg_put_u32(&b, ws.ws_col);
 	}
-	frame(&x->out, SBX_GUEST_EXEC, &b);
+	sbx_qemu_frame_put(&x->out, SBX_GUEST_EXEC, b.data, b.len);
 	sbx_buf_release(&b);
 	if (xs->o->started)
 		xs->o->started(xs->o->started_arg);
@@ -129,9 +121,9 @@ qx_fds(void *t, struct pollfd *p, long long *wake)
 
 /* A frame of the guest's; -1 with err on one that ends it all. */
 static int
-guest_frame(struct qx *x, uint32_t type, const char *p, size_t n,
-    struct sbx_err *err)
+guest_frame(void *arg, uint32_t type, const char *p, size_t n)
 {
+	struct qx *x = arg;
 	uint32_t w[4] = {0, 0, 0, 0};
 
 	memcpy(w, p, n < sizeof w ? n : sizeof w);
@@ -146,7 +138,8 @@ guest_frame(struct qx *x, uint32_t type, const char *p, size_t n,
 		}
 		sbx_xs_done(x->xs);
 	} else if (type == SBX_GUEST_ERROR) {
-		return sbx_err_set(err, SBX_EX_EXECFAIL, "the sandbox's agent "
+		x->failed = 1;
+		return sbx_err_set(x->err, SBX_EX_EXECFAIL, "the sandbox's agent "
 		    "refused the command: %.*s", (int)(n < 200 ? n : 200), p);
 	}
 	return 0;
@@ -158,8 +151,6 @@ qx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
 {
 	struct qx *x = t;
 	char buf[65536];
-	uint32_t h[2];
-	size_t off = 0;
 	ssize_t r;
 
 	(void)n;
@@ -182,21 +173,14 @@ qx_ready(void *t, struct sbx_xs *xs, const struct pollfd *p, int n,
 	if (r <= 0)
 		return sbx_xs_vanished(err, x->id, x->argv[0]);
 	sbx_buf_add(&x->in, buf, (size_t)r);
-	while (x->in.len - off >= sizeof h) {
-		memcpy(h, x->in.data + off, sizeof h);
-		if (h[0] > SBX_MSG_MAX)
-			return sbx_err_set(err, SBX_EX_EXECFAIL, "a frame of "
-			    "%u bytes from the sandbox's agent", h[0]);
-		if (x->in.len - off - sizeof h < h[0])
-			break;
-		if (guest_frame(x, h[1], x->in.data + off + sizeof h, h[0],
-		    err) < 0)
-			return -1;
-		off += sizeof h + h[0];
-	}
-	memmove(x->in.data, x->in.data + off, x->in.len - off);
-	x->in.len -= off;
-	return 0;
+	x->err = err;
+	x->failed = 0;
+	if (sbx_qemu_frames_take(&x->in, guest_frame, x) == 0)
+		return 0;
+	if (!x->failed)
+		sbx_err_set(err, SBX_EX_EXECFAIL, "a frame of more than %u "
+		    "bytes from the sandbox's agent", SBX_MSG_MAX);
+	return -1;
 }
 
 static int

@@ -172,17 +172,6 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 	return -1;
 }
 
-/* A frame to go out on a queue. */
-static void
-enqueue(struct sbx_buf *q, uint32_t type, const void *p, size_t n)
-{
-	uint32_t h[2] = {(uint32_t)n, type};
-
-	sbx_buf_add(q, h, sizeof h);
-	if (n)
-		sbx_buf_add(q, p, n);
-}
-
 static void
 drop_client(struct keeper *k)
 {
@@ -196,23 +185,25 @@ drop_client(struct keeper *k)
 		/* Nobody waits for it: it ends. */
 		w[0] = k->run_id;
 		w[1] = SIGKILL;
-		enqueue(&k->to_port, SBX_GUEST_SIGNAL, w, sizeof w);
+		sbx_qemu_frame_put(&k->to_port, SBX_GUEST_SIGNAL, w, sizeof w);
 		k->orphan = 1;
 	}
 }
 
 /* A frame of the client's, to the guest. */
-static void
-client_frame(struct keeper *k, uint32_t type, const char *p, size_t n)
+static int
+client_frame(void *arg, uint32_t type, const char *p, size_t n)
 {
+	struct keeper *k = arg;
 	uint32_t id;
 
 	k->last = sbx_mono_ms();
 	switch (type) {
 	case SBX_GUEST_EXEC:
 		if (k->running || n < 4) {
-			enqueue(&k->to_client, SBX_GUEST_ERROR, "busy", 4);
-			return;
+			sbx_qemu_frame_put(&k->to_client, SBX_GUEST_ERROR,
+			    "busy", 4);
+			return 0;
 		}
 		memcpy(&id, p, 4);
 		k->running = 1;
@@ -222,18 +213,21 @@ client_frame(struct keeper *k, uint32_t type, const char *p, size_t n)
 	case SBX_GUEST_IN:
 	case SBX_GUEST_SIGNAL:
 	case SBX_GUEST_WINCH:
-		enqueue(&k->to_port, type, p, n);
+		sbx_qemu_frame_put(&k->to_port, type, p, n);
 		break;
 	default:
 		/* POWEROFF is not a client's. */
-		enqueue(&k->to_client, SBX_GUEST_ERROR, "unknown frame", 13);
+		sbx_qemu_frame_put(&k->to_client, SBX_GUEST_ERROR,
+		    "unknown frame", 13);
 	}
+	return 0;
 }
 
 /* A frame of the guest's, to the client. */
-static void
-guest_frame(struct keeper *k, uint32_t type, const char *p, size_t n)
+static int
+guest_frame(void *arg, uint32_t type, const char *p, size_t n)
 {
+	struct keeper *k = arg;
 	uint32_t id = 0;
 	int mine = 1;
 
@@ -254,18 +248,17 @@ guest_frame(struct keeper *k, uint32_t type, const char *p, size_t n)
 		mine = 0;
 	}
 	if (mine && k->client >= 0)
-		enqueue(&k->to_client, type, p, n);
+		sbx_qemu_frame_put(&k->to_client, type, p, n);
+	return 0;
 }
 
 /* What fd has, into in, and each whole frame of it to fn; 0 at its end
  * or on a frame no peer of ours sends (too long). */
 static int
 take(struct keeper *k, int fd, struct sbx_buf *in,
-    void (*fn)(struct keeper *, uint32_t, const char *, size_t))
+    int (*fn)(void *, uint32_t, const char *, size_t))
 {
 	static char buf[65536];
-	uint32_t h[2];
-	size_t off = 0;
 	ssize_t n;
 
 	n = read(fd, buf, sizeof buf);
@@ -273,18 +266,7 @@ take(struct keeper *k, int fd, struct sbx_buf *in,
 		return 0;
 	if (n > 0)
 		sbx_buf_add(in, buf, (size_t)n);
-	while (in->len - off >= sizeof h) {
-		memcpy(h, in->data + off, sizeof h);
-		if (h[0] > SBX_MSG_MAX)
-			return 0;
-		if (in->len - off - sizeof h < h[0])
-			break;
-		fn(k, h[1], in->data + off + sizeof h, h[0]);
-		off += sizeof h + h[0];
-	}
-	memmove(in->data, in->data + off, in->len - off);
-	in->len -= off;
-	return 1;
+	return sbx_qemu_frames_take(in, fn, k) == 0;
 }
 
 /* What q holds, to fd, as much as it takes now; -1 when it is gone. */

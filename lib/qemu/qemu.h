@@ -52,6 +52,14 @@ int sbx_qemu_disk(const char *rootfs, const char *digest, const char *dir,
 /* The last lines of dir/console.log, for an error ("" when none). */
 void sbx_qemu_console_tail(const char *dir, char *buf, size_t n);
 
+/* frames.c: a frame (msg.c's layout) added to q; each whole frame of in
+ * to fn and taken out of it, until fn says -1 (then -1), or -1 for a
+ * frame longer than SBX_MSG_MAX. */
+void sbx_qemu_frame_put(struct sbx_buf *q, uint32_t type, const void *p,
+    size_t n);
+int sbx_qemu_frames_take(struct sbx_buf *in, int (*fn)(void *arg,
+    uint32_t type, const char *p, size_t n), void *arg);
+
 int sbx_qemu_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err);
