@@ -104,11 +104,13 @@ static const struct sbx_backend backends[] = {
 	{
 		.name = "qemu",
 		/* A microVM per sandbox (lib/qemu): its size is the VM's
-		 * (-m, -smp), no process limit inside it; no network device
-		 * (deny only); no pause yet. Files: tar in the VM over
-		 * its port. */
+		 * (-m, -smp), no process limit inside it; with allow a NIC
+		 * whose way out is sbx-netd's (rules, log; no ports, no
+		 * header injection); no pause yet. Files: tar in the VM
+		 * over its port. */
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_FILES |
-		    SBX_CAP_NET_DENY | SBX_CAP_MEMORY |
+		    SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW | SBX_CAP_NET_RULES |
+		    SBX_CAP_MEMORY |
 		    SBX_CAP_CPUS | SBX_CAP_TIMEOUT | SBX_CAP_NAME |
 		    SBX_CAP_KEEP,
 		.compress = SBX_COMPRESS_NONE,

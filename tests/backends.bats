@@ -143,12 +143,12 @@ sanitized() {
 		    (.pids | not) and
 		    (.keep | not) and .network_rules' \
 		    <<<"$output"
-		# qemu: a VM's size, a pty, stdin, files, no network; under
-		# TCG unless qemu.accel says kvm.
+		# qemu: a VM's size, a pty, stdin, files, a network with
+		# rules but no ports; under TCG unless qemu.accel says kvm.
 		jq -se '.[4] | .accel == "tcg" and (.caps | .pty and .stdin and
 		    .files and .memory and .cpus and .timeout and .network_deny and
-		    .name and .keep and (.network_allow | not) and (.pids | not) and
-		    (.suspend | not))' \
+		    .name and .keep and .network_allow and .network_rules and
+		    (.ports | not) and (.pids | not) and (.suspend | not))' \
 		    <<<"$output"
 	done
 	SBX_QEMU_ACCEL=kvm run "$SBX_BIN/sbx-ls" --backends

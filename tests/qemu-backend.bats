@@ -153,7 +153,7 @@ store_empty_but_shared() {
 	assert_equal "${lines[1]}" 1
 }
 
-@test "qemu: the VM's size is its limit; no network device but lo" {
+@test "qemu: the VM's size is its limit, and what sbx-cost prices; no network device but lo" {
 	run --separate-stderr sbx-exec -s "$S" -- sh -c 'grep MemTotal /proc/meminfo; ls /sys/class/net; grep -c ^processor /proc/cpuinfo'
 	assert_success
 	kb=$(awk '{print $2}' <<<"${lines[0]}")
@@ -163,6 +163,8 @@ store_empty_but_shared() {
 	assert_equal "${lines[2]}" "1"
 	run vm shared
 	jq_true '.status == "running" and .accel == "tcg" and .limits.memory == 209715200 and .image == "'"$SBX_TEST_REGISTRY"'/t/bb:v1"' <<<"$output"
+	# one vCPU under TCG whatever --cpus said, and the VM's memory
+	jq_true '.resources == {"vcpus": 1, "memory_mib": 200}' <"$S"
 }
 
 @test "qemu: a command's client killed mid-run: the command ends, the next exec runs" {

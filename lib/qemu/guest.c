@@ -10,8 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <net/route.h>
+#include <netinet/in.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/reboot.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -190,6 +195,72 @@ mount_root(void)
 	if (mount("devpts", ROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 	    "mode=0620,ptmxmode=0666") < 0)
 		say("cannot mount /dev/pts on its disk: %s", strerror(errno));
+}
+
+/* An interface up, with addr/24 when addr is not NULL. */
+static int
+if_up(int s, const char *name, const char *addr)
+{
+	struct ifreq r = {0};
+	struct sockaddr_in *a = (struct sockaddr_in *)&r.ifr_addr;
+
+	snprintf(r.ifr_name, sizeof r.ifr_name, "%s", name);
+	if (addr) {
+		a->sin_family = AF_INET;
+		inet_pton(AF_INET, addr, &a->sin_addr);
+		if (ioctl(s, SIOCSIFADDR, &r) < 0)
+			return -1;
+		inet_pton(AF_INET, "255.255.255.0", &a->sin_addr);
+		if (ioctl(s, SIOCSIFNETMASK, &r) < 0)
+			return -1;
+	}
+	if (ioctl(s, SIOCGIFFLAGS, &r) < 0)
+		return -1;
+	r.ifr_flags |= IFF_UP | IFF_RUNNING;
+	return ioctl(s, SIOCSIFFLAGS, &r);
+}
+
+/* lo, and with network allow the VM's NIC (eth0: QEMU's user-mode
+ * network, whose host side is in a network namespace that sbx-netd
+ * serves) at SBX_GUEST_NET_ADDR, its gateway and resolver QEMU's; the
+ * root's /etc/resolv.conf names that resolver (a query to any other
+ * goes through sbx-netd's DNS all the same). */
+static void
+net_up(void)
+{
+	struct rtentry rt = {0};
+	struct sockaddr_in *gw = (struct sockaddr_in *)&rt.rt_gateway;
+	static const char conf[] = "nameserver " SBX_GUEST_NET_DNS "\n";
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), fd;
+
+	if (s < 0 || if_up(s, "lo", NULL) < 0)
+		say("cannot bring lo up: %s", strerror(errno));
+	if (s < 0 || access("/sys/class/net/eth0", F_OK) < 0) {
+		if (s >= 0)
+			close(s);
+		return;
+	}
+	((struct sockaddr_in *)&rt.rt_dst)->sin_family = AF_INET;
+	((struct sockaddr_in *)&rt.rt_genmask)->sin_family = AF_INET;
+	gw->sin_family = AF_INET;
+	inet_pton(AF_INET, SBX_GUEST_NET_GW, &gw->sin_addr);
+	rt.rt_flags = RTF_UP | RTF_GATEWAY;
+	if (if_up(s, "eth0", SBX_GUEST_NET_ADDR) < 0 ||
+	    ioctl(s, SIOCADDRT, &rt) < 0)
+		say("cannot bring its network up: %s", strerror(errno));
+	close(s);
+	if (!have_root)
+		return;
+	/* The image's, if any, names a resolver of the host it came from
+	 * (or a loopback one, not in this VM). */
+	mkdir(ROOT "/etc", 0755);
+	unlink(ROOT "/etc/resolv.conf");
+	if ((fd = open(ROOT "/etc/resolv.conf", O_WRONLY | O_CREAT |
+	    O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644)) < 0 ||
+	    write(fd, conf, sizeof conf - 1) != (ssize_t)(sizeof conf - 1))
+		say("cannot write /etc/resolv.conf: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
 }
 
 static void
@@ -655,6 +726,7 @@ sbx_guest_main(void)
 	if (load_modules() < 0)
 		say("%s", "the guest may lack a driver");
 	mount_root();
+	net_up();
 	if ((port = open_port()) < 0) {
 		say("no virtio port named %s: powering off", SBX_GUEST_PORT);
 		off();

@@ -31,6 +31,12 @@ enum {
 			     * its pty */
 };
 
+/* With network allow: the VM's address on QEMU's user-mode network
+ * (-netdev user's defaults), its gateway and its resolver. */
+#define SBX_GUEST_NET_ADDR "10.0.2.15"
+#define SBX_GUEST_NET_GW "10.0.2.2"
+#define SBX_GUEST_NET_DNS "10.0.2.3"
+
 /* Where a command that did not start stopped. */
 #define SBX_GUEST_START_ROOT 1u    /* its root or stdio */
 #define SBX_GUEST_START_WORKDIR 2u /* its workdir */
@@ -44,7 +50,8 @@ enum {
 
 /* The guest's /init: mounts /proc, /sys and /dev, loads the modules
  * /sbx/modules names (one a line, in order, from /sbx/mod/NAME.ko),
- * mounts the sandbox's disk (/dev/vda, ext4) when it has one, and serves
+ * mounts the sandbox's disk (/dev/vda, ext4) when it has one, brings lo
+ * up and eth0 when the VM has a NIC (SBX_GUEST_NET_*), and serves
  * the port until the host powers it off: one command at a time, for now
  * (the ids are there for more). */
 int sbx_guest_main(void);

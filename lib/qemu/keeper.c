@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,14 +39,16 @@ struct keeper {
 	uint64_t timeout;
 };
 
-/* QEMU's argv with our end of the port as its fd 3, in dir. */
+/* QEMU's argv with our end of the port as its fd 3, in dir. With net,
+ * in a network namespace of its own: *gate then a socket on which it says
+ * a byte once it is there and waits for one before it runs QEMU. */
 static pid_t
-spawn(const struct sbx_qemu_boot *b, int fd)
+spawn(const struct sbx_qemu_boot *b, int fd, int *gate)
 {
-	char **argv;
+	char **argv, c = 0;
 	size_t n = 0;
 	pid_t keeper = getpid(), pid;
-	int log;
+	int log, g[2] = {-1, -1};
 
 	while (b->argv[n])
 		n++;
@@ -53,13 +56,31 @@ spawn(const struct sbx_qemu_boot *b, int fd)
 	memcpy(argv, b->argv, n * sizeof *argv);
 	argv[n] = "-chardev";
 	argv[n + 1] = "socket,id=sbx,fd=3";
+	*gate = -1;
+	if (b->net && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+	    g) < 0) {
+		free(argv);
+		return -1;
+	}
 	if ((pid = fork()) != 0) {
 		free(argv);
+		if (g[1] >= 0)
+			close(g[1]);
+		if (pid < 0 && g[0] >= 0)
+			close(g[0]);
+		else
+			*gate = g[0];
 		return pid;
 	}
 	/* It ends with us, whatever ends us. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != keeper)
+		_exit(1);
+	/* Not root: a user namespace of its own first, in which it may
+	 * make the network one; sbx-netd, ours, joins both. */
+	if (b->net && (unshare(CLONE_NEWNET | (geteuid() ? CLONE_NEWUSER :
+	    0)) < 0 || write(g[1], "n", 1) != 1 || read(g[1], &c, 1) != 1 ||
+	    c != 'g'))
 		_exit(1);
 	if (dup2(fd, 3) < 0)
 		_exit(1);
@@ -356,13 +377,51 @@ listen_here(void)
 	return fd;
 }
 
+/* QEMU in its network namespace, sbx-netd told its pid and ready there,
+ * then QEMU let go on: 0; else -1, the reason told to the creator. */
+static int
+net_up(struct keeper *k, const struct sbx_qemu_boot *b, int gate)
+{
+	struct sbx_err err = {0};
+	char c = 0, t[64];
+	pid_t netd;
+	int n;
+
+	if (read(gate, &c, 1) != 1 || c != 'n') {
+		close(gate);
+		close(b->net_pidw);
+		close(b->net_ready);
+		tell(k->ready, "cannot give QEMU a network namespace%s%s",
+		    geteuid() ? " (user namespaces may be off: "
+		    "kernel.unprivileged_userns_clone)" : "", "");
+		return -1;
+	}
+	sbx_local_net_pid(b->net_pidw, k->qemu);
+	if (sbx_local_net_ready(b->net_ready, b->dir, &netd, &err) < 0) {
+		close(gate);
+		tell(k->ready, "%s%s", err.msg, "");
+		return -1;
+	}
+	n = snprintf(t, sizeof t, "%d %llu\n", (int)netd,
+	    sbx_local_starttime(netd));
+	if (sbx_file_write_atomic("netd.pid", t, (size_t)n, 0600, 0,
+	    NULL) < 0 || write(gate, "g", 1) != 1) {
+		close(gate);
+		sbx_local_net_stop(netd, sbx_local_starttime(netd));
+		tell(k->ready, "cannot start QEMU: %s%s", strerror(errno), "");
+		return -1;
+	}
+	close(gate);
+	return 0;
+}
+
 static void
 keeper_main(const struct sbx_qemu_boot *b, int ready)
 {
 	struct keeper k = {.client = -1, .ready = ready, .timeout =
 	    b->timeout, .from_port = SBX_BUF_INIT, .from_client = SBX_BUF_INIT,
 	    .to_port = SBX_BUF_INIT, .to_client = SBX_BUF_INIT};
-	int sp[2], null;
+	int sp[2], null, gate;
 	char pids[128];
 
 	signal(SIGPIPE, SIG_IGN);
@@ -378,11 +437,16 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 		_exit(1);
 	}
 	k.port = sp[0];
-	if ((k.qemu = spawn(b, sp[1])) < 0) {
+	if ((k.qemu = spawn(b, sp[1], &gate)) < 0) {
 		tell(ready, "cannot start QEMU: %s%s", strerror(errno), "");
 		_exit(1);
 	}
 	close(sp[1]);
+	if (b->net && net_up(&k, b, gate) < 0) {
+		stop_qemu(&k);
+		unlink("sock");
+		_exit(1);
+	}
 	snprintf(pids, sizeof pids, "%d %llu %d %llu\n", (int)getpid(),
 	    sbx_local_starttime(getpid()), (int)k.qemu,
 	    sbx_local_starttime(k.qemu));
@@ -407,28 +471,48 @@ sbx_qemu_keeper_start(const struct sbx_qemu_boot *b, struct sbx_err *err)
 	size_t len = 0;
 	ssize_t n;
 	pid_t pid;
-	int rp[2], st;
+	int rp[2] = {-1, -1}, st;
 
-	if (pipe2(rp, O_CLOEXEC) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot start the VM:");
-	if ((pid = fork()) < 0) {
-		close(rp[0]);
-		close(rp[1]);
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot start the VM:");
+	if (pipe2(rp, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot start the VM:");
+		if (rp[0] >= 0) {
+			close(rp[0]);
+			close(rp[1]);
+		}
+		if (b->net) {
+			close(b->net_ready);
+			close(b->net_pidw);
+		}
+		return -1;
 	}
 	if (pid == 0) {
 		/* A session of its own, not our child: it outlives us,
 		 * holding none of our fds (a state file's lock among them)
 		 * but the pipe, as fd 3. */
+		struct sbx_qemu_boot kb = *b;
+
+		int w = rp[1], r = b->net_ready, p = b->net_pidw;
+
 		setsid();
-		if (dup2(rp[1], 3) < 0)
+		/* Above 5 first: none of them is overwritten by another. */
+		if ((w = fcntl(w, F_DUPFD, 6)) < 0 || (b->net && ((r =
+		    fcntl(r, F_DUPFD, 6)) < 0 || (p = fcntl(p, F_DUPFD,
+		    6)) < 0)) || dup2(w, 3) < 0 || (b->net && (dup2(r, 4) < 0 ||
+		    dup2(p, 5) < 0)))
 			_exit(1);
-		close_range(4, ~0u, 0);
+		kb.net_ready = 4;
+		kb.net_pidw = 5;
+		close_range(b->net ? 6 : 4, ~0u, 0);
 		if (fork() == 0)
-			keeper_main(b, 3);
+			keeper_main(&kb, 3);
 		_exit(0);
 	}
 	close(rp[1]);
+	/* sbx-netd's are the keeper's now. */
+	if (b->net) {
+		close(b->net_ready);
+		close(b->net_pidw);
+	}
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
 	/* The keeper holds the guest to its start timeout: this read ends

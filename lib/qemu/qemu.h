@@ -9,7 +9,14 @@
  * a process of ours beside QEMU, its parent: it holds the one connection
  * QEMU's port takes and hands the port to one client (sbx-exec) at a
  * time, ends a command whose client is gone, and ends the VM at its idle
- * timeout. keeper.pid says "PID STARTTIME" of it and of QEMU. */
+ * timeout. keeper.pid says "PID STARTTIME" of it and of QEMU.
+ *
+ * With network allow, QEMU runs in a network namespace of its own (and a
+ * user namespace, when not root) whose way out is sbx-netd's, as a local
+ * sandbox's is: the VM's NIC is QEMU's user-mode network (-netdev user),
+ * whose connections are QEMU's sockets in that namespace, so the rules,
+ * the DNS and the log of lib/netd apply to them. The directory then holds
+ * net.json, net.log and netd.pid too. */
 #ifndef SBX_QEMU_H
 #define SBX_QEMU_H
 
@@ -32,6 +39,12 @@ struct sbx_qemu_boot {
 	char **argv;              /* QEMU and its arguments, NULL-ended */
 	uint64_t timeout;         /* idle seconds before it ends, 0: never */
 	long long start_ms;       /* how long the guest may take to answer */
+	/* Network allow: QEMU in a network namespace of its own, which
+	 * sbx-netd (started by sbx_local_net_spawn with no pid yet: its
+	 * fds) serves before QEMU runs; its pid and start time then in
+	 * dir/netd.pid. */
+	int net;
+	int net_ready, net_pidw;
 };
 
 /* Starts the keeper (a process of its own, in a session of its own),

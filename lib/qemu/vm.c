@@ -320,9 +320,20 @@ free_strv(char **v)
 	free(v);
 }
 
+/* The VM's vCPUs: under TCG one (-icount runs every vCPU on one host
+ * thread anyway, and a second one hangs the kernel's SMP bring-up
+ * there), else --cpus rounded up. */
+static unsigned
+vcpus(const char *accel, uint64_t cpus_milli)
+{
+	if (!strcmp(accel, "tcg") || !cpus_milli)
+		return 1;
+	return (unsigned)((cpus_milli + 999) / 1000);
+}
+
 static char **
 qemu_argv(const char *qemu, const char *accel, uint64_t memory,
-    uint64_t cpus_milli)
+    uint64_t cpus_milli, int net)
 {
 	const char *g = sbx_qemu_guest_dir();
 	char **v = NULL, buf[4200];
@@ -345,11 +356,8 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	add(&v, &n, "-m");
 	snprintf(buf, sizeof buf, "%lluM", (unsigned long long)(memory >> 20));
 	add(&v, &n, buf);
-	/* Under TCG one vCPU: -icount runs every vCPU on one host thread
-	 * anyway, and a second one hangs the kernel's SMP bring-up there. */
 	add(&v, &n, "-smp");
-	snprintf(buf, sizeof buf, "%llu", cpus_milli && !tcg ?
-	    (unsigned long long)(cpus_milli + 999) / 1000 : 1ull);
+	snprintf(buf, sizeof buf, "%u", vcpus(accel, cpus_milli));
 	add(&v, &n, buf);
 	add(&v, &n, "-nodefaults");
 	add(&v, &n, "-no-user-config");
@@ -379,6 +387,14 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	add(&v, &n, "file=disk.qcow2,if=none,format=qcow2,id=disk");
 	add(&v, &n, "-device");
 	add(&v, &n, "virtio-blk-device,drive=disk");
+	if (net) {
+		/* QEMU's user-mode network, its sockets in the namespace
+		 * sbx-netd serves: nothing of the host's own but that way. */
+		add(&v, &n, "-netdev");
+		add(&v, &n, "user,id=net");
+		add(&v, &n, "-device");
+		add(&v, &n, "virtio-net-device,netdev=net");
+	}
 	return v;
 }
 
@@ -409,6 +425,27 @@ write_meta(const char *dir, const json_t *meta, struct sbx_err *err)
 	return rc;
 }
 
+/* meta.json as lib/local/net.c reads it: the pid of the sandbox's
+ * "init" (QEMU, whose namespace sbx-netd serves) and sbx-netd's. */
+static int
+note_netd(const char *dir, json_t *meta, struct sbx_err *err)
+{
+	pid_t kp, qp, np;
+
+	sbx_qemu_pids(dir, &kp, &qp);
+	pids_in(dir, "netd.pid", &np, NULL);
+	if (!qp || !np)
+		return sbx_err_set(err, SBX_EX_FAIL, "its VM or its network "
+		    "ended as it started");
+	json_object_set_new(meta, "pid", json_integer(qp));
+	json_object_set_new(meta, "starttime", json_integer((json_int_t)
+	    sbx_local_starttime(qp)));
+	json_object_set_new(meta, "net_pid", json_integer(np));
+	json_object_set_new(meta, "net_starttime", json_integer((json_int_t)
+	    sbx_local_starttime(np)));
+	return write_meta(dir, meta, err);
+}
+
 static int
 qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
@@ -430,6 +467,13 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (memory < MEMORY_MIN)
 		return sbx_err_set(err, SBX_EX_USAGE, "a qemu sandbox needs "
 		    "--memory of at least 64M");
+	if (spec->network == SBX_NET_ALLOW && json_array_size(
+	    spec->net_inject))
+		return sbx_err_set(err, SBX_EX_USAGE, "header injection is not "
+		    "on backend 'qemu' (its VM would have to trust sbx's CA)");
+	if (spec->network == SBX_NET_ALLOW && sbx_local_net_check(spec,
+	    err) < 0)
+		return -1;
 	if (check_host(qemu, accel, err) < 0)
 		return -1;
 	if (!sbx_image_is_path(spec->image)) {
@@ -489,22 +533,41 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	json_object_set_new(meta, "cpus_milli", json_integer((json_int_t)
 	    spec->cpus_milli));
 	json_object_set_new(meta, "accel", json_string(accel));
+	json_object_set_new(meta, "network", json_string(spec->network ==
+	    SBX_NET_ALLOW ? "allow" : "deny"));
 	if (write_meta(dir, meta, err) < 0)
 		goto fail;
 	b.dir = dir;
-	b.argv = qemu_argv(qemu, accel, memory, spec->cpus_milli);
+	/* sbx-netd starts meanwhile; the keeper gives it QEMU's pid. */
+	if ((b.net = spec->network == SBX_NET_ALLOW) &&
+	    (b.net_ready = sbx_local_net_spawn(dir, id, NULL, 0, &b.net_pidw,
+	    spec, err)) < 0)
+		goto fail;
+	b.argv = qemu_argv(qemu, accel, memory, spec->cpus_milli, b.net);
 	b.timeout = spec->timeout;
 	b.start_ms = start ? atoll(start) * 1000 : START_MS_DEFAULT;
 	if (b.start_ms <= 0)
 		b.start_ms = START_MS_DEFAULT;
 	rc = sbx_qemu_keeper_start(&b, err);
 	free_strv(b.argv);
-	if (rc < 0)
+	if (rc < 0 || (b.net && note_netd(dir, meta, err) < 0))
 		goto fail;
 	*ref = json_pack("{ssssss}", "backend", "qemu", "id", id, "dir", dir);
+	/* What sbx-cost prices: the VM's size, not what was asked (under
+	 * TCG one vCPU). */
+	json_object_set_new(*ref, "resources", json_pack("{s:f,s:I}",
+	    "vcpus", (double)vcpus(accel, spec->cpus_milli), "memory_mib",
+	    (json_int_t)(memory >> 20)));
 	goto out;
 fail:
 	rc = -1;
+	if (dir) {
+		pid_t np;
+
+		pids_in(dir, "netd.pid", &np, NULL);
+		if (np)
+			sbx_local_net_stop(np, sbx_local_starttime(np));
+	}
 	if (named)
 		sbx_local_release_name(sbx_qemu_root(), spec->name, id);
 	sbx_rmtree(dir);
@@ -549,10 +612,11 @@ qemu_kill(json_t *ref, int keep, struct sbx_err *err)
 		    want ? want : "?");
 	json_object_set_new(ref, "id", json_string(id));
 	sbx_qemu_pids(dir, &kp, &qp);
+	meta = sbx_local_meta(dir);
 	/* The keeper first: it must not see QEMU end and write "dead". */
 	end_pid(kp);
 	end_pid(qp);
-	meta = sbx_local_meta(dir);
+	sbx_local_net_stop_of(meta);
 	if (keep) {
 		char *p = sbx_xasprintf("%s/status", dir);
 
@@ -660,6 +724,105 @@ qemu_info(const json_t *ref, struct sbx_err *err)
 	return o;
 }
 
+/* --- sbx-net ------------------------------------------------------------ */
+
+/* The directory of a sandbox with a network (made with allow: its NIC and
+ * sbx-netd), its id and meta; NULL with err. */
+static char *
+net_dir(const json_t *ref, char **id, json_t **meta, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *dir = want ? sbx_local_find_in(sbx_qemu_root(), want, id) : NULL;
+	pid_t np;
+
+	*meta = NULL;
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+		return NULL;
+	}
+	*meta = sbx_local_meta(dir);
+	pids_in(dir, "netd.pid", &np, NULL);
+	if (!np) {
+		/* A VM gets its NIC when it is made, or never. */
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' %s", *id,
+		    json_object_get(*meta, "net_pid") ? "is not running" :
+		    "has no network (backend 'qemu' gives a VM its NIC when "
+		    "it is made: sbx-create -n allow)");
+		json_decref(*meta);
+		*meta = NULL;
+		free(dir);
+		free(*id);
+		*id = NULL;
+		return NULL;
+	}
+	return dir;
+}
+
+/* The rules, as lib/local/net.c's; --network deny cuts every new
+ * connection (sbx-netd stays), allow after it gives rules again. */
+static json_t *
+qemu_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
+{
+	const char *want = set ? sbx_json_str(set, "network") : NULL;
+	json_t *meta, *out = NULL, *cut;
+	char *id = NULL, *dir = net_dir(ref, &id, &meta, err);
+	const char *was;
+
+	if (!dir)
+		return NULL;
+	was = sbx_json_str(meta, "network");
+	if (json_array_size(json_object_get(set, "inject"))) {
+		sbx_err_set(err, SBX_EX_USAGE, "header injection is not on "
+		    "backend 'qemu' (its VM would have to trust sbx's CA)");
+		goto out;
+	}
+	if (!want && (!was || strcmp(was, "allow"))) {
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' has network deny: "
+		    "rules need --network allow", id);
+		goto out;
+	}
+	if (want && !strcmp(want, "deny")) {
+		cut = json_pack("{s[]s[s]sns[]}", "allow_out", "deny_out",
+		    "all", "egress_proxy", "inject");
+		out = sbx_local_net_dir_rules(dir, cut, err);
+		json_decref(cut);
+		if (!out)
+			goto out;
+		json_decref(out);
+		out = json_pack("{s[]s[]}", "allow_out", "deny_out");
+	} else if (!(out = sbx_local_net_dir_rules(dir, set, err)))
+		goto out;
+	if (want) {
+		json_object_set_new(meta, "network", json_string(want));
+		if (write_meta(dir, meta, err) < 0) {
+			json_decref(out);
+			out = NULL;
+		}
+	}
+out:
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return out;
+}
+
+static int
+qemu_net_log(const json_t *ref, int follow, struct sbx_err *err)
+{
+	json_t *meta;
+	char *id = NULL, *dir = net_dir(ref, &id, &meta, err);
+	int rc;
+
+	if (!dir)
+		return -1;
+	rc = sbx_local_net_dir_log(dir, follow, err);
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return rc;
+}
+
 /* Which accelerator its VMs run under: TCG (QEMU's own translation,
  * everywhere, slow) unless qemu.accel says kvm. */
 static json_t *
@@ -679,4 +842,6 @@ const struct sbx_backend_ops sbx_qemu_ops = {
 	.info = qemu_info,
 	.list = qemu_list,
 	.files = &sbx_qemu_files,
+	.net_rules = qemu_net_rules,
+	.net_log = qemu_net_log,
 };

@@ -1,0 +1,194 @@
+#!/usr/bin/env bats
+# The qemu backend's network allow: the VM's NIC is QEMU's user-mode
+# network, QEMU runs in a network namespace of its own that sbx-netd
+# serves as it serves a local sandbox's, so the egress rules, the DNS and
+# the log apply to the VM. Real traffic, to an outside world made on this
+# machine (lib/networld.bash): no packet leaves it. One VM boots for most
+# tests (~4 s under TCG). No -T for busybox's wget: it crashes with one.
+load lib/helper
+load lib/registry
+load lib/networld
+
+setup_file() {
+	sbx_setup_file
+	command -v qemu-system-x86_64 >/dev/null ||
+		{ echo "qemu-system-x86_64 is not installed (scripts/install-deps)" >&2; return 1; }
+	SBX_QEMU_GUEST=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/qemu
+	export SBX_QEMU_GUEST
+	"$BATS_TEST_DIRNAME/../scripts/qemu-guest" -q -d "$SBX_QEMU_GUEST" -i "$SBX_BIN/sbx-init" || return 1
+	export SBX_QEMU_DIR=$BATS_FILE_TMPDIR/vms
+	export SBX_IMAGE_DIR=$BATS_FILE_TMPDIR/store
+	networld_start || return 1
+	sbx_registry_start || return 1
+	local r=$BATS_FILE_TMPDIR/root
+	sbx_busybox_root "$r" || return 1
+	sbx_registry_push_image t/bb v1 '{"Env":["PATH=/usr/bin:/bin"]}' "$r" >/dev/null || return 1
+	IMG=$SBX_TEST_REGISTRY/t/bb:v1
+	export IMG
+	sbx-image pull -q "$IMG" >/dev/null || return 1
+	# The VM most tests share: a.test and the world's resolver allowed,
+	# all else denied.
+	sbx-create -b qemu --image "$IMG" --memory 200M -n allow \
+	    --deny-out all --allow-out a.test --allow-out "$NETWORLD_DNS_ADDR" \
+	    -s "$BATS_FILE_TMPDIR/vm.json" >/dev/null || return 1
+	own_network_or_stop "$BATS_FILE_TMPDIR/vm.json"
+}
+
+teardown_file() {
+	sbx-ls -b qemu -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
+	sbx_registry_stop
+	networld_stop
+	sbx_teardown_file
+}
+
+setup() {
+	sbx_setup
+	S=$BATS_FILE_TMPDIR/vm.json
+}
+
+# Before any test sends a packet: the VM's QEMU must be in a network
+# namespace of its own and sbx-netd told to use the world's resolver, else
+# a name looked up inside would be asked of the host's resolver, off this
+# machine. Nothing here sends a packet.
+own_network_or_stop() {
+	local dir qpid dns
+	dir=$(jq -r .ref.dir "$1")
+	qpid=$(awk '{print $3}' "$dir/keeper.pid")
+	dns=$(jq -c .dns "$dir/net.json" 2>/dev/null) || dns=
+	if [ -z "$qpid" ] || [ "$(readlink "/proc/$qpid/ns/net")" = "$(readlink /proc/self/ns/net)" ] ||
+	    [ "$dns" != "[\"$NETWORLD_DNS\"]" ]; then
+		sbx-kill -q -s "$1" >/dev/null 2>&1
+		echo "qemu-network.bats: the VM's QEMU is not in a network namespace" \
+		    "of its own with the world's resolver (net.json dns: '$dns');" \
+		    "no test run, so that no query leaves this machine" >&2
+		return 1
+	fi
+}
+
+world_conns() {
+	grep -c "^tcp $1 $2 " "$NETWORLD_LOG" || true
+}
+
+# The sandbox's net.log lines that jq FILTER selects.
+log_lines() {
+	sbx-net log -s "${2:-$S}" | jq -c "select($1)"
+}
+
+# Wait (bounded, 10 s) until at least N log lines match FILTER.
+wait_log() {
+	local n=$1 filter=$2 i
+	for ((i = 0; i < 200; i++)); do
+		[ "$(log_lines "$filter" "${3:-}" | wc -l)" -ge "$n" ] && return 0
+		sleep 0.05
+	done
+	echo "fewer than $n log lines match $filter:"
+	sbx-net log -s "${3:-$S}"
+	return 1
+}
+
+@test "qemu allow: the VM has lo and eth0 on QEMU's user network; QEMU runs in a network namespace sbx-netd serves" {
+	run --separate-stderr sbx-exec -s "$S" -- sh -c 'ls /sys/class/net; cat /etc/resolv.conf; ip -o -4 addr show dev eth0; ip route'
+	assert_success
+	assert_line lo
+	assert_line eth0
+	assert_line 'nameserver 10.0.2.3'
+	assert_line --partial ' 10.0.2.15/24 '
+	assert_line --partial 'default via 10.0.2.2 dev eth0'
+	local dir npid qpid
+	dir=$(jq -r .ref.dir "$S")
+	qpid=$(awk '{print $3}' "$dir/keeper.pid")
+	npid=$(jq -r .net_pid "$dir/meta.json")
+	[ "$(jq -r .pid "$dir/meta.json")" = "$qpid" ]
+	[ "$(cat "/proc/$npid/comm")" = sbx-netd ]
+	# sbx-netd's listeners are in QEMU's namespace, not in ours
+	[ "$(readlink "/proc/$qpid/ns/net")" != "$(readlink /proc/self/ns/net)" ]
+	[ "$(readlink "/proc/$npid/ns/net")" = "$(readlink /proc/self/ns/net)" ]
+}
+
+@test "qemu allow: HTTP to an allowed name, resolved through sbx's DNS by the world's; logged as allowed" {
+	local before
+	before=$(grep -c "^dns a.test 1 $NETWORLD_HOST\$" "$NETWORLD_LOG" || true)
+	run --separate-stderr sbx-exec -s "$S" -- wget -q -O - http://a.test/hello
+	assert_success
+	[ "$(jq -r '[.server, .host, .path] | join(" ")' <<<"$output")" = "a.test a.test /hello" ]
+	# the query reached the world's resolver, from the host (sbx-netd)
+	[ "$(grep -c "^dns a.test 1 $NETWORLD_HOST\$" "$NETWORLD_LOG")" -gt "$before" ]
+	wait_log 1 ".proto == \"tcp\" and .dest == \"$NETWORLD_A\""
+	run log_lines ".proto == \"tcp\" and .dest == \"$NETWORLD_A\""
+	[ "$(jq -r '[.port, .verdict] | join(" ")' <<<"${lines[-1]}")" = "80 allow" ]
+}
+
+@test "qemu allow: a denied name never reaches the world, and the log says deny" {
+	local before
+	before=$(world_conns "$NETWORLD_C" 80)
+	run sbx-exec -s "$S" -- wget -q -O - "http://$NETWORLD_C/"
+	assert_failure
+	refute_output --partial '"server"'
+	[ "$(world_conns "$NETWORLD_C" 80)" = "$before" ]
+	wait_log 1 ".proto == \"tcp\" and .dest == \"$NETWORLD_C\""
+	run log_lines ".proto == \"tcp\" and .dest == \"$NETWORLD_C\""
+	[ "$(jq -r .verdict <<<"${lines[-1]}")" = deny ]
+}
+
+@test "qemu allow: sbx-net changes the rules of the running VM at once; --network deny cuts, allow gives them back" {
+	local before
+	run sbx-net -s "$S" --allow-out c.test
+	assert_success
+	[ "$(jq -c .allow_out <<<"$output")" = '["c.test"]' ]
+	run --separate-stderr sbx-exec -s "$S" -- wget -q -O - "http://c.test/"
+	assert_success
+	[ "$(jq -r .server <<<"$output")" = c.test ]
+	run sbx-net -s "$S" --network deny
+	assert_success
+	before=$(world_conns "$NETWORLD_C" 80)
+	run sbx-exec -s "$S" -- wget -q -O - "http://$NETWORLD_C/"
+	assert_failure
+	[ "$(world_conns "$NETWORLD_C" 80)" = "$before" ]
+	run sbx-net -s "$S" --network allow --deny-out all --allow-out a.test --allow-out "$NETWORLD_DNS_ADDR"
+	assert_success
+	run --separate-stderr sbx-exec -s "$S" -- wget -q -O - "http://a.test/"
+	assert_success
+	[ "$(jq -r .server <<<"$output")" = a.test ]
+}
+
+@test "qemu deny: no NIC in the VM, and sbx-net says it has no network" {
+	local s=$BATS_TEST_TMPDIR/d.json
+	sbx-create -b qemu --image "$IMG" --memory 128M -s "$s" >/dev/null
+	run --separate-stderr sbx-exec -s "$s" -- ls /sys/class/net
+	assert_success
+	assert_output lo
+	run --separate-stderr sbx-net -s "$s" --allow-out a.test
+	assert_failure 2
+	assert_equal "$stderr" "sbx-net: sandbox '$(jq -r .ref.id "$s")' has no network (backend 'qemu' gives a VM its NIC when it is made: sbx-create -n allow)"
+	sbx-kill -q -s "$s"
+}
+
+@test "qemu allow: kill ends QEMU and sbx-netd and leaves nothing" {
+	local s=$BATS_TEST_TMPDIR/k.json dir npid qpid
+	sbx-create -b qemu --image "$IMG" --memory 128M -n allow -s "$s" >/dev/null
+	dir=$(jq -r .ref.dir "$s")
+	npid=$(jq -r .net_pid "$dir/meta.json")
+	qpid=$(jq -r .pid "$dir/meta.json")
+	[ "$(cat "/proc/$npid/comm")" = sbx-netd ]
+	sbx-kill -q -s "$s"
+	[ ! -e "$dir" ]
+	for p in "$npid" "$qpid"; do
+		[ ! -e "/proc/$p" ] || [ "$(awk '{print $3}' "/proc/$p/stat")" = Z ]
+	done
+}
+
+@test "qemu allow: header injection is refused at create (nothing made) and by sbx-net" {
+	run --separate-stderr sbx-create -b qemu --image "$IMG" -n allow \
+	    --inject-header 'a.test:x-token=env:HOME' -s "$BATS_TEST_TMPDIR/i.json"
+	assert_failure 2
+	assert_equal "$stderr" "sbx-create: header injection is not on backend 'qemu' (its VM would have to trust sbx's CA)"
+	[ ! -e "$BATS_TEST_TMPDIR/i.json" ]
+	run --separate-stderr sbx-net -s "$S" --inject-header 'a.test:x-token=env:HOME'
+	assert_failure 2
+	assert_equal "$stderr" "sbx-net: header injection is not on backend 'qemu' (its VM would have to trust sbx's CA)"
+	run sbx-net -s "$S"
+	assert_success
+	jq_true '.allow_out == ["a.test", "'"$NETWORLD_DNS_ADDR"'"]' <<<"$output"
+	run find "$SBX_QEMU_DIR" -mindepth 1 -maxdepth 1 ! -name .names
+	assert_output "$(jq -r .ref.dir "$BATS_FILE_TMPDIR/vm.json")"
+}
