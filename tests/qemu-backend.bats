@@ -54,13 +54,16 @@ store_empty_but_shared() {
 	assert_equal "$n" 1
 }
 
-@test "qemu: a VM with a kernel of its own; its root is the image's (cached as one disk by digest), its processes are its own" {
+@test "qemu: a VM with a kernel of its own, its name its hostname; its root is the image's (cached as one disk by digest), its processes are its own" {
 	run --separate-stderr sbx-exec -s "$S" -- sh -c 'uname -r; cat /etc/marker; tr "\0" " " </proc/1/cmdline; echo; ls /proc | grep -c "^[0-9]"'
 	assert_success
 	assert_equal "${lines[0]}" "$(cat "$SBX_QEMU_GUEST/kernel")"
 	[ "${lines[0]}" != "$(uname -r)" ]
 	assert_equal "${lines[1]}" "from the image"
 	assert_equal "${lines[2]}" "/init "
+	# its hostname its name (sbx-create --name)
+	run --separate-stderr sbx-exec -s "$S" -- hostname
+	assert_output shared
 	# A handful of processes (the kernel's threads and ours), none of
 	# the host's: not this test's shell.
 	run sbx-exec -s "$S" -- sh -c "test -e /proc/$$ && echo host-visible; test -e $BATS_TEST_TMPDIR && echo host-files; true"

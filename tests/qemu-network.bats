@@ -44,6 +44,18 @@ teardown_file() {
 setup() {
 	sbx_setup
 	S=$BATS_FILE_TMPDIR/vm.json
+	ROOTLESS_DIR=
+}
+
+# A rootless test's VMs, by their keepers' and QEMUs' pids, and its files.
+teardown() {
+	local k
+	[ -n "$ROOTLESS_DIR" ] || return 0
+	for k in "$ROOTLESS_DIR"/vms/*/keeper.pid; do
+		[ -f "$k" ] || continue
+		kill -9 $(awk '{print $1, $3}' "$k") 2>/dev/null || true
+	done
+	rm -rf "$ROOTLESS_DIR"
 }
 
 # Before any test sends a packet: the VM's QEMU must be in a network
@@ -191,4 +203,34 @@ wait_log() {
 	jq_true '.allow_out == ["a.test", "'"$NETWORLD_DNS_ADDR"'"]' <<<"$output"
 	run find "$SBX_QEMU_DIR" -mindepth 1 -maxdepth 1 ! -name .names
 	assert_output "$(jq -r .ref.dir "$BATS_FILE_TMPDIR/vm.json")"
+}
+
+@test "qemu allow, rootless: QEMU in a user and a network namespace of its own; the VM reaches the world by name through sbx-netd; sbin not in PATH" {
+	local r
+	r=$(mktemp -d /tmp/sbx-rootless.XXXXXX)
+	ROOTLESS_DIR=$r
+	mkdir "$r/guest"
+	cp "$SBX_QEMU_GUEST"/{vmlinux,initrd.img,kernel} "$r/guest/"
+	sbx_busybox_root "$r/root"
+	chown -R 65534:65534 "$r"
+	chmod 755 "$r"
+	nobody() {
+		(cd "$r" && setpriv --reuid=65534 --regid=65534 --clear-groups \
+		    env -i HOME="$r" SBX_QEMU_DIR="$r/vms" SBX_QEMU_GUEST="$r/guest" \
+		    SBX_NETWORK_DNS="$SBX_NETWORK_DNS" PATH="$SBX_BIN:/usr/bin:/bin" "$@")
+	}
+	run --separate-stderr nobody sbx-create -b qemu --image "$r/root" --memory 128M -n allow -s "$r/s.json"
+	assert_success
+	local dir qpid
+	dir=$(jq -r .ref.dir "$r/s.json")
+	qpid=$(jq -r .pid "$dir/meta.json")
+	[ "$(readlink "/proc/$qpid/ns/user")" != "$(readlink /proc/self/ns/user)" ]
+	[ "$(readlink "/proc/$qpid/ns/net")" != "$(readlink /proc/self/ns/net)" ]
+	[ "$(jq -c .dns "$dir/net.json")" = "[\"$NETWORLD_DNS\"]" ]
+	run --separate-stderr nobody sbx-exec -s "$r/s.json" -- wget -q -O - http://a.test/rootless
+	assert_success
+	[ "$(jq -r '[.server, .path] | join(" ")' <<<"$output")" = "a.test /rootless" ]
+	run nobody sbx-kill -q -s "$r/s.json"
+	assert_success
+	[ ! -e "$dir" ]
 }

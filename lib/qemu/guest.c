@@ -197,6 +197,31 @@ mount_root(void)
 		say("cannot mount /dev/pts on its disk: %s", strerror(errno));
 }
 
+/* The hostname the kernel's command line says (sbx.hostname=, the
+ * sandbox's name or id). */
+static void
+hostname(void)
+{
+	char line[4096], *h;
+	ssize_t n;
+	size_t len;
+	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	n = read(fd, line, sizeof line - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	line[n] = '\0';
+	if (!(h = strstr(line, " sbx.hostname=")))
+		return;
+	h += strlen(" sbx.hostname=");
+	len = strcspn(h, " \n");
+	if (len && sethostname(h, len) < 0)
+		say("cannot set the hostname: %s", strerror(errno));
+}
+
 /* An interface up, with addr/24 when addr is not NULL. */
 static int
 if_up(int s, const char *name, const char *addr)
@@ -726,6 +751,7 @@ sbx_guest_main(void)
 	if (load_modules() < 0)
 		say("%s", "the guest may lack a driver");
 	mount_root();
+	hostname();
 	net_up();
 	if ((port = open_port()) < 0) {
 		say("no virtio port named %s: powering off", SBX_GUEST_PORT);

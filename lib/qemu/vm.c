@@ -138,6 +138,30 @@ add_blocks(const char *path, const struct stat *sb, int type, struct FTW *f)
 	return 0;
 }
 
+/* name, found in PATH (or a path): 0, else -1; sbin too, where
+ * mkfs.ext4 is and a user's PATH on Debian does not look. */
+static int
+in_path(const char *name, char *buf, size_t n)
+{
+	const char *path = getenv("PATH"), *s, *e;
+	int pass;
+
+	if (strchr(name, '/')) {
+		snprintf(buf, n, "%s", name);
+		return access(name, X_OK);
+	}
+	for (pass = 0; pass < 2; pass++) {
+		s = pass ? "/usr/sbin:/sbin" : path ? path : "/usr/bin:/bin";
+		for (; *s; s = *e ? e + 1 : e) {
+			e = strchrnul(s, ':');
+			snprintf(buf, n, "%.*s/%s", (int)(e - s), s, name);
+			if (access(buf, X_OK) == 0)
+				return 0;
+		}
+	}
+	return -1;
+}
+
 /* argv run to its end, its stderr's last line in err when it fails. */
 static int
 run_tool(char *const argv[], struct sbx_err *err)
@@ -203,9 +227,11 @@ make_ext4(const char *rootfs, const char *path, struct sbx_err *err)
 	snprintf(size, sizeof size, "%lluM", (tree_bytes + tree_bytes / 4 +
 	    (1ull << 30)) >> 20);
 	{
-		char *argv[] = {"mkfs.ext4", "-q", "-F", "-L", "sbx", "-E",
+		char mkfs[4096], *argv[] = {mkfs, "-q", "-F", "-L", "sbx", "-E",
 		    "root_owner=0:0", "-d", (char *)rootfs, tmp, size, NULL};
 
+		if (in_path("mkfs.ext4", mkfs, sizeof mkfs) < 0)
+			snprintf(mkfs, sizeof mkfs, "mkfs.ext4");
 		rc = run_tool(argv, err);
 	}
 	if (rc == 0 && rename(tmp, path) < 0)
@@ -250,24 +276,6 @@ sbx_qemu_disk(const char *rootfs, const char *digest, const char *dir,
 
 /* --- create ------------------------------------------------------------ */
 
-/* name, found in PATH (or a path): 0, else -1. */
-static int
-in_path(const char *name)
-{
-	const char *path = getenv("PATH"), *s, *e;
-	char buf[4096];
-
-	if (strchr(name, '/'))
-		return access(name, X_OK);
-	for (s = path ? path : "/usr/bin:/bin"; *s; s = *e ? e + 1 : e) {
-		e = strchrnul(s, ':');
-		snprintf(buf, sizeof buf, "%.*s/%s", (int)(e - s), s, name);
-		if (access(buf, X_OK) == 0)
-			return 0;
-	}
-	return -1;
-}
-
 /* What the guest needs on this host: QEMU, its kernel and initramfs,
  * KVM when asked for. */
 static int
@@ -275,13 +283,14 @@ check_host(const char *qemu, const char *accel, struct sbx_err *err)
 {
 	const char *g = sbx_qemu_guest_dir();
 	char *k = sbx_xasprintf("%s/vmlinux", g);
-	char *i = sbx_xasprintf("%s/initrd.img", g);
+	char *i = sbx_xasprintf("%s/initrd.img", g), buf[4096];
 	int rc = 0, fd;
 
-	if (in_path(qemu) < 0)
+	if (in_path(qemu, buf, sizeof buf) < 0)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "QEMU is not installed (no "
 		    "'%s'; scripts/install-deps installs it)", qemu);
-	else if (in_path("qemu-img") < 0 || in_path("mkfs.ext4") < 0)
+	else if (in_path("qemu-img", buf, sizeof buf) < 0 ||
+	    in_path("mkfs.ext4", buf, sizeof buf) < 0)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "qemu-img or mkfs.ext4 is "
 		    "not installed (scripts/install-deps installs them)");
 	else if (access(k, R_OK) < 0 || access(i, R_OK) < 0)
@@ -333,7 +342,7 @@ vcpus(const char *accel, uint64_t cpus_milli)
 
 static char **
 qemu_argv(const char *qemu, const char *accel, uint64_t memory,
-    uint64_t cpus_milli, int net)
+    uint64_t cpus_milli, int net, const char *hostname)
 {
 	const char *g = sbx_qemu_guest_dir();
 	char **v = NULL, buf[4200];
@@ -378,7 +387,10 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	snprintf(buf, sizeof buf, "%s/initrd.img", g);
 	add(&v, &n, buf);
 	add(&v, &n, "-append");
-	add(&v, &n, "console=ttyS0 quiet panic=-1");
+	/* The hostname: a sandbox's name or id, which have no spaces. */
+	snprintf(buf, sizeof buf, "console=ttyS0 quiet panic=-1 "
+	    "sbx.hostname=%s", hostname);
+	add(&v, &n, buf);
 	add(&v, &n, "-device");
 	add(&v, &n, "virtio-serial-device");
 	add(&v, &n, "-device");
@@ -543,7 +555,8 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	    (b.net_ready = sbx_local_net_spawn(dir, id, NULL, 0, &b.net_pidw,
 	    spec, err)) < 0)
 		goto fail;
-	b.argv = qemu_argv(qemu, accel, memory, spec->cpus_milli, b.net);
+	b.argv = qemu_argv(qemu, accel, memory, spec->cpus_milli, b.net,
+	    spec->name ? spec->name : id);
 	b.timeout = spec->timeout;
 	b.start_ms = start ? atoll(start) * 1000 : START_MS_DEFAULT;
 	if (b.start_ms <= 0)
