@@ -443,6 +443,12 @@ extern const struct sbx_backend_ops sbx_daytona_ops;
 
 extern const struct sbx_backend_ops sbx_local_ops;
 extern const struct sbx_backend_ops sbx_qemu_ops;
+/* The qemu backend's disks of images (qemu.guest/disks/HEX.ext4) whose
+ * digest keep does not name and no qemu sandbox stands on, and those a
+ * killed create left half-made, removed (sbx-image rm and prune): their
+ * bytes added to *freed, their count to *n. */
+int sbx_qemu_disks_prune(const json_t *keep, long long *freed, int *n,
+    struct sbx_err *err);
 
 /* --- shell sessions (sbx-shell) across backends -------------------------- */
 

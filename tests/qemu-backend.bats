@@ -218,6 +218,44 @@ store_empty_but_shared() {
 	assert_equal "$(stat -c %i "$disk")" "$ino"
 }
 
+@test "qemu: sbx-image rm and prune drop the disks of images gone, not one a sandbox stands on, and what a killed create left" {
+	local g=$BATS_TEST_TMPDIR/g r=$BATS_TEST_TMPDIR/root2 v2 hex id=0123456789ab zeros
+	# A guest directory of this test's own: its disks are only these.
+	mkdir -p "$g/disks"
+	ln -s "$SBX_QEMU_GUEST"/{vmlinux,initrd.img,kernel} "$g/"
+	sbx_busybox_root "$r"
+	echo v2 >"$r/etc/marker"
+	sbx_registry_push_image t/bb v2 '{"Env":["PATH=/usr/bin:/bin"]}' "$r" >/dev/null
+	sbx-image pull -q "$SBX_TEST_REGISTRY/t/bb:v2" >/dev/null
+	v2=$(sbx-image ls | jq -r 'select(.image | endswith("t/bb:v2")) | .digest')
+	hex=${v2#sha256:}
+	[ ${#hex} = 64 ]
+	# Its disk, made by a create whose guest never answers.
+	SBX_QEMU_GUEST=$g SBX_QEMU_START_TIMEOUT=1 run sbx-create -b qemu --image "$SBX_TEST_REGISTRY/t/bb:v2" -s -
+	assert_failure 1
+	[ -f "$g/disks/$hex.ext4" ]
+	# A dead sandbox stands on it (its keeper gone: sbx-gc's to remove);
+	# a killed create left a half-made disk, a live one is making one.
+	mkdir "$SBX_QEMU_DIR/$id"
+	printf '{"id":"%s","image_digest":"%s"}\n' "$id" "$v2" >"$SBX_QEMU_DIR/$id/meta.json"
+	zeros=$(printf '0%.0s' {1..64})
+	: >"$g/disks/$zeros.ext4.999999999.tmp"
+	: >"$g/disks/$zeros.ext4.$$.tmp"
+	SBX_QEMU_GUEST=$g run --separate-stderr sbx-image rm "$SBX_TEST_REGISTRY/t/bb:v2"
+	assert_success
+	[ -f "$g/disks/$hex.ext4" ]
+	[ ! -e "$g/disks/$zeros.ext4.999999999.tmp" ]
+	[ -e "$g/disks/$zeros.ext4.$$.tmp" ]
+	run sbx-kill -q -b qemu "$id"
+	assert_success
+	SBX_QEMU_GUEST=$g run --separate-stderr sbx-image prune
+	assert_success
+	jq_true '.disks == 1' <<<"$output"
+	[ ! -e "$g/disks/$hex.ext4" ]
+	[ -e "$g/disks/$zeros.ext4.$$.tmp" ]
+	store_empty_but_shared
+}
+
 @test "qemu: kill -9 of sbx-create while it makes the disk: a dead sandbox, which sbx-gc removes" {
 	# A mkfs.ext4 that stays until the test ends it (by its pid).
 	mkdir "$BATS_TEST_TMPDIR/bin"

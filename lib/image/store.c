@@ -466,6 +466,14 @@ prune(struct sbx_image_store *s, int all, json_t *sum, struct sbx_err *err)
 		closedir(dir);
 	}
 	free(p);
+	/* The qemu backend's disks of images gone (lib/qemu/vm.c). */
+	{
+		int ndisks = 0;
+
+		if (sbx_qemu_disks_prune(keep, &freed, &ndisks, err) < 0)
+			rc = -1;
+		json_object_set_new(sum, "disks", json_integer(ndisks));
+	}
 	p = sbx_xasprintf("%s/blobs/sha256", s->root);
 	if (bl != -2 && (dir = opendir(p))) {
 		int dfd = dirfd(dir);

@@ -1,6 +1,7 @@
 /* vm.c - the qemu backend: a sandbox is a microVM (qemu.h) */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -271,6 +272,87 @@ sbx_qemu_disk(const char *rootfs, const char *digest, const char *dir,
 	free(disks);
 	free(base);
 	free(over);
+	return rc;
+}
+
+/* --- the disks' cache (sbx-image rm and prune) ----------------------- */
+
+/* The image digests qemu sandboxes stand on (their meta.json), running,
+ * ended or kept: a disk.qcow2 needs its image's disk as long as it is. */
+static json_t *
+disks_in_use(void)
+{
+	json_t *used = json_object(), *meta;
+	struct dirent *e;
+	const char *dg;
+	char *p;
+	DIR *d = opendir(sbx_qemu_root());
+
+	if (!d)
+		return used;
+	while ((e = readdir(d))) {
+		if (!sbx_local_valid_id(e->d_name))
+			continue;
+		p = sbx_xasprintf("%s/%s", sbx_qemu_root(), e->d_name);
+		meta = sbx_local_meta(p);
+		free(p);
+		if ((dg = sbx_json_str(meta, "image_digest")))
+			json_object_set_new(used, dg, json_true());
+		json_decref(meta);
+	}
+	closedir(d);
+	return used;
+}
+
+int
+sbx_qemu_disks_prune(const json_t *keep, long long *freed, int *n,
+    struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/disks", sbx_qemu_guest_dir()), key[300];
+	json_t *used;
+	struct dirent *e;
+	struct stat st;
+	const char *dot;
+	long pid;
+	DIR *d;
+	int dfd, rc = 0;
+
+	if (!(d = opendir(p))) {
+		free(p);
+		return 0;
+	}
+	used = disks_in_use();
+	dfd = dirfd(d);
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.' || !(dot = strchr(e->d_name, '.')))
+			continue;
+		if (!strcmp(dot, ".ext4")) {
+			snprintf(key, sizeof key, "sha256:%.*s",
+			    (int)(dot - e->d_name), e->d_name);
+			if (json_object_get(keep, key) ||
+			    json_object_get(used, key))
+				continue;
+		} else if (!strncmp(dot, ".ext4.", 6)) {
+			/* HEX.ext4.PID.tmp: a create's, while it lives. */
+			pid = strtol(dot + 6, NULL, 10);
+			if (pid > 0 && (kill((pid_t)pid, 0) == 0 ||
+			    errno == EPERM))
+				continue;
+		} else
+			continue;
+		if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (unlinkat(dfd, e->d_name, 0) < 0 && errno != ENOENT) {
+			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove "
+			    "'%s/%s':", p, e->d_name);
+			continue;
+		}
+		*freed += (long long)st.st_blocks * 512;
+		(*n)++;
+	}
+	closedir(d);
+	json_decref(used);
+	free(p);
 	return rc;
 }
 

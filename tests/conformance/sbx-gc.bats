@@ -60,6 +60,10 @@ break_sandbox() {
 		curl -sf --unix-socket "${DOCKER_HOST#unix://}" -X POST \
 		    "http://d/containers/$1/kill"
 		;;
+	qemu)
+		# Its QEMU dies (a crash of the VM): its keeper sees it.
+		kill -9 "$(awk '{print $3}' "$SBX_QEMU_DIR/$1/keeper.pid")"
+		;;
 	e2b)
 		# Killed through the API, as E2B ends one that died.
 		curl -sf -o /dev/null -X DELETE -H @- "$E2B_API_URL/sandboxes/$1" \

@@ -28,8 +28,12 @@ sbx_setup_file() {
 	# sbx-exec's command logs (sbx-logs(1)), off the system's directory.
 	SBX_LOG_DIR=$(mktemp -d /tmp/sbx-log.XXXXXX)
 	export SBX_LOG_DIR
-	# The qemu backend's sandboxes, off the system's directory too.
+	# The qemu backend's sandboxes, off the system's directory too, and
+	# its guest directory, whose disks sbx-image rm and prune remove (a
+	# qemu test names the tests' shared one after this; the conformance
+	# suite on qemu, before).
 	export SBX_QEMU_DIR=$SBX_LOCAL_DIR/.qemu
+	export SBX_QEMU_GUEST=${SBX_QEMU_GUEST:-$SBX_LOCAL_DIR/.qemu-guest}
 }
 
 # Kill whatever a file's tests left running, then remove the store.
