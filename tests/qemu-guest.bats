@@ -6,18 +6,19 @@
 # frames (lib/qemu/guest.h); tests/lib/guest-client.py is the host's side.
 #
 # The kernel package is downloaded from Debian's archive once, as the SDKs
-# are from npm, into ${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/qemu; the
-# initramfs is built anew from this build's sbx-init.
+# are from npm (lib/qemu.bash); the guest is built anew for the file from
+# this build's sbx-init.
 load lib/helper
 load lib/registry
+load lib/qemu
 
 setup_file() {
 	sbx_setup_file
 	command -v qemu-system-x86_64 >/dev/null ||
 		{ echo "qemu-system-x86_64 is not installed (scripts/install-deps)" >&2; return 1; }
-	GUEST=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/qemu
+	sbx_qemu_guest "$BATS_FILE_TMPDIR/guest" || return 1
+	GUEST=$SBX_QEMU_GUEST
 	export GUEST
-	"$BATS_TEST_DIRNAME/../scripts/qemu-guest" -q -d "$GUEST" -i "$SBX_BIN/sbx-init"
 }
 
 teardown_file() {

@@ -7,15 +7,14 @@
 # tests (~4 s under TCG). No -T for busybox's wget: it crashes with one.
 load lib/helper
 load lib/registry
+load lib/qemu
 load lib/networld
 
 setup_file() {
 	sbx_setup_file
 	command -v qemu-system-x86_64 >/dev/null ||
 		{ echo "qemu-system-x86_64 is not installed (scripts/install-deps)" >&2; return 1; }
-	SBX_QEMU_GUEST=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/qemu
-	export SBX_QEMU_GUEST
-	"$BATS_TEST_DIRNAME/../scripts/qemu-guest" -q -d "$SBX_QEMU_GUEST" -i "$SBX_BIN/sbx-init" || return 1
+	sbx_qemu_guest "$BATS_FILE_TMPDIR/guest" || return 1
 	export SBX_QEMU_DIR=$BATS_FILE_TMPDIR/vms
 	export SBX_IMAGE_DIR=$BATS_FILE_TMPDIR/store
 	networld_start || return 1

@@ -31,10 +31,9 @@ setup_suite() {
 		# shellcheck source=../lib/registry.bash
 		source "$BATS_TEST_DIRNAME/../lib/registry.bash"
 		PATH=${SBX_BIN:-$BATS_TEST_DIRNAME/../../bin}:$PATH
-		SBX_QEMU_GUEST=${XDG_CACHE_HOME:-$HOME/.cache}/sbx-test/qemu
-		export SBX_QEMU_GUEST
-		"$BATS_TEST_DIRNAME/../../scripts/qemu-guest" -q \
-		    -d "$SBX_QEMU_GUEST" -i "$(command -v sbx-init)" || return 1
+		# shellcheck source=../lib/qemu.bash
+		source "$BATS_TEST_DIRNAME/../lib/qemu.bash"
+		sbx_qemu_guest "$BATS_SUITE_TMPDIR/guest" || return 1
 		SBX_IMAGE_DIR=$(mktemp -d /tmp/sbx-qemu-images.XXXXXX)
 		export SBX_IMAGE_DIR
 		sbx_busybox_root "$SBX_IMAGE_DIR/root" || return 1
