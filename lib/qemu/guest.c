@@ -37,6 +37,14 @@
 
 static int have_root;
 
+/* The ports (SBX_GUEST_PORT, then SBX_GUEST_PORT.1 ...: as many as the
+ * kernel's command line says, sbx.ports=): PID 1 serves the first, a
+ * child of its each other one, so that their commands run side by side. */
+static int nports = 1;
+static int ports[SBX_GUEST_PORTS];
+static pid_t servers[SBX_GUEST_PORTS]; /* PID 1's: 0 when one died */
+static int is_init = 1;
+
 static void
 say(const char *fmt, const char *arg)
 {
@@ -124,12 +132,12 @@ load_modules(void)
 	return rc;
 }
 
-/* The port named SBX_GUEST_PORT, opened; it shows once its driver has
- * probed the device. */
+/* The port called name, opened; it shows once its driver has probed
+ * the device. */
 static int
-open_port(void)
+open_port(const char *name)
 {
-	char p[300], name[64], dev[300];
+	char p[300], got[64], dev[300];
 	struct dirent *e;
 	DIR *d;
 	ssize_t n;
@@ -144,13 +152,13 @@ open_port(void)
 				    "%s/name", e->d_name);
 				if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
 					continue;
-				n = read(fd, name, sizeof name - 1);
+				n = read(fd, got, sizeof got - 1);
 				close(fd);
 				if (n <= 0)
 					continue;
-				name[n] = '\0';
-				name[strcspn(name, "\n")] = '\0';
-				if (strcmp(name, SBX_GUEST_PORT))
+				got[n] = '\0';
+				got[strcspn(got, "\n")] = '\0';
+				if (strcmp(got, name))
 					continue;
 				snprintf(dev, sizeof dev, "/dev/%s", e->d_name);
 				closedir(d);
@@ -197,28 +205,45 @@ mount_root(void)
 		say("cannot mount /dev/pts on its disk: %s", strerror(errno));
 }
 
-/* The hostname the kernel's command line says (sbx.hostname=, the
- * sandbox's name or id). */
-static void
-hostname(void)
+/* The value of key= on the kernel's command line (sbx.hostname=,
+ * sbx.ports=), in buf; 0 if it has none. */
+static int
+cmdline(const char *key, char *buf, size_t size)
 {
-	char line[4096], *h;
+	char line[4096], want[64], *h;
 	ssize_t n;
 	size_t len;
 	int fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
-		return;
-	n = read(fd, line, sizeof line - 1);
+		return 0;
+	n = read(fd, line + 1, sizeof line - 2);
 	close(fd);
 	if (n <= 0)
-		return;
-	line[n] = '\0';
-	if (!(h = strstr(line, " sbx.hostname=")))
-		return;
-	h += strlen(" sbx.hostname=");
+		return 0;
+	line[0] = ' ';
+	line[n + 1] = '\0';
+	snprintf(want, sizeof want, " %s=", key);
+	if (!(h = strstr(line, want)))
+		return 0;
+	h += strlen(want);
 	len = strcspn(h, " \n");
-	if (len && sethostname(h, len) < 0)
+	if (!len || len >= size)
+		return 0;
+	memcpy(buf, h, len);
+	buf[len] = '\0';
+	return 1;
+}
+
+/* The hostname the kernel's command line says (the sandbox's name or
+ * id). */
+static void
+hostname(void)
+{
+	char h[256];
+
+	if (cmdline("sbx.hostname", h, sizeof h) &&
+	    sethostname(h, strlen(h)) < 0)
 		say("cannot set the hostname: %s", strerror(errno));
 }
 
@@ -308,13 +333,17 @@ static int
 reap(pid_t pid, int *st)
 {
 	pid_t w;
-	int s, got = 0;
+	int s, got = 0, i;
 
-	while ((w = waitpid(-1, &s, WNOHANG)) > 0)
+	while ((w = waitpid(-1, &s, WNOHANG)) > 0) {
 		if (w == pid) {
 			*st = s;
 			got = 1;
 		}
+		for (i = 1; i < nports; i++)
+			if (servers[i] == w)
+				servers[i] = 0;
+	}
 	return got;
 }
 
@@ -365,7 +394,17 @@ cannot(int fd, uint32_t stage, int status)
 	_exit(status);
 }
 
-#define CG "/sys/fs/cgroup/sbx-cmd"
+/* The cgroup of the commands of this port's server (sbx-cmd.N). */
+static char cg[64] = "/sys/fs/cgroup/sbx-cmd.0";
+
+static int
+cg_open(const char *file, int flags)
+{
+	char p[128];
+
+	snprintf(p, sizeof p, "%s/%s", cg, file);
+	return open(p, flags | O_CLOEXEC);
+}
 
 /* The cgroup of the commands, for the one that starts: emptied of what
  * earlier ones left there only when they are gone (a background process
@@ -377,10 +416,10 @@ cg_new(void)
 	ssize_t n;
 	int fd, to;
 
-	if (mkdir(CG, 0755) < 0 && errno != EEXIST)
+	if (mkdir(cg, 0755) < 0 && errno != EEXIST)
 		return -1;
 	/* What the last command left running stays, outside its reach. */
-	if ((fd = open(CG "/cgroup.procs", O_RDONLY | O_CLOEXEC)) >= 0) {
+	if ((fd = cg_open("cgroup.procs", O_RDONLY)) >= 0) {
 		n = read(fd, buf, sizeof buf - 1);
 		close(fd);
 		if (n > 0 && (to = open("/sys/fs/cgroup/cgroup.procs",
@@ -403,7 +442,7 @@ cg_new(void)
 static void
 cg_kill(void)
 {
-	int fd = open(CG "/cgroup.kill", O_WRONLY | O_CLOEXEC);
+	int fd = cg_open("cgroup.kill", O_WRONLY);
 
 	if (fd >= 0) {
 		if (write(fd, "1", 1) < 0)
@@ -420,16 +459,16 @@ child(uint32_t flags, const char *cwd, char **env, char **argv, int in,
 {
 	sigset_t none;
 	uint32_t i;
-	int cg;
+	int cgp;
 
 	setsid();
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if ((cg = open(CG "/cgroup.procs", O_WRONLY | O_CLOEXEC)) >= 0) {
-		if (write(cg, "0", 1) < 0)
+	if ((cgp = cg_open("cgroup.procs", O_WRONLY)) >= 0) {
+		if (write(cgp, "0", 1) < 0)
 			say("cannot join the command's cgroup: %s",
 			    strerror(errno));
-		close(cg);
+		close(cgp);
 	}
 	if (have_root && chroot(ROOT) < 0)
 		cannot(why, SBX_GUEST_START_ROOT, 125);
@@ -689,23 +728,64 @@ pong(int port)
 
 	uname(&u);
 	n = snprintf(buf, sizeof buf, "{\"kernel\":\"%s\",\"pid\":%d,"
-	    "\"uptime_ms\":%lld}", u.release, (int)getpid(), uptime_ms());
+	    "\"uptime_ms\":%lld,\"ports\":%d}", u.release, (int)getpid(),
+	    uptime_ms(), nports);
 	sbx_msg_send(port, SBX_GUEST_PONG, buf, (size_t)n, NULL, 0);
 }
 
 /* The host's frames until it powers the VM off. With no host on the
  * other side, a read of the port ends at once: poll says POLLHUP, and
  * the agent waits for one to come. */
+static void serve(int port);
+
+/* The server of port i, a child of PID 1's. */
+static void
+start_server(int i)
+{
+	pid_t pid = fork();
+	int j;
+
+	if (pid < 0) {
+		say("cannot serve a port: %s", strerror(errno));
+		return;
+	}
+	if (pid > 0) {
+		servers[i] = pid;
+		return;
+	}
+	is_init = 0;
+	for (j = 0; j < nports; j++) {
+		servers[j] = 0;
+		if (j != i)
+			close(ports[j]);
+	}
+	snprintf(cg, sizeof cg, "/sys/fs/cgroup/sbx-cmd.%d", i);
+	serve(ports[i]);
+	_exit(0);
+}
+
 static void
 serve(int port)
 {
 	struct pollfd pfd = {.fd = port, .events = POLLIN};
 	struct sbx_msg m;
-	int r;
+	int r, i;
 
 	for (;;) {
+		/* PID 1: a port's server that died is started again, at
+		 * the next frame of the first port (no timer here: under
+		 * TCG's -icount one armed in an idle guest holds its
+		 * interrupts back to its tick). */
+		if (is_init) {
+			reap(0, NULL);
+			for (i = 1; i < nports; i++)
+				if (!servers[i])
+					start_server(i);
+		}
 		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
 			break;
+		if (!pfd.revents)
+			continue;
 		if (!(pfd.revents & POLLIN)) {
 			usleep(20000);
 			continue;
@@ -745,7 +825,8 @@ serve(int port)
 int
 sbx_guest_main(void)
 {
-	int port;
+	char v[16], name[32];
+	int i;
 
 	early_mounts();
 	if (load_modules() < 0)
@@ -753,11 +834,27 @@ sbx_guest_main(void)
 	mount_root();
 	hostname();
 	net_up();
-	if ((port = open_port()) < 0) {
+	if (cmdline("sbx.ports", v, sizeof v)) {
+		long want = strtol(v, NULL, 10);
+
+		nports = want < 1 ? 1 : want > SBX_GUEST_PORTS ?
+		    SBX_GUEST_PORTS : (int)want;
+	}
+	if ((ports[0] = open_port(SBX_GUEST_PORT)) < 0) {
 		say("no virtio port named %s: powering off", SBX_GUEST_PORT);
 		off();
 	}
-	serve(port);
+	for (i = 1; i < nports; i++) {
+		snprintf(name, sizeof name, "%s.%d", SBX_GUEST_PORT, i);
+		if ((ports[i] = open_port(name)) < 0) {
+			say("no virtio port named %s", name);
+			nports = i;
+			break;
+		}
+	}
+	for (i = 1; i < nports; i++)
+		start_server(i);
+	serve(ports[0]);
 	off();
 	return 1;
 }

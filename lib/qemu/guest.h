@@ -4,13 +4,17 @@
 #ifndef SBX_QEMU_GUEST_H
 #define SBX_QEMU_GUEST_H
 
-/* The port's name (QEMU's virtserialport name=). */
+/* The port's name (QEMU's virtserialport name=), and how many ports at
+ * most: the first is SBX_GUEST_PORT, the next ones SBX_GUEST_PORT.1 and
+ * so on (the kernel's command line says how many: sbx.ports=N); each
+ * runs one command at a time, side by side with the others'. */
 #define SBX_GUEST_PORT "sbx"
+#define SBX_GUEST_PORTS 8
 
 enum {
 	SBX_GUEST_PING = 1, /* host -> agent: are you there */
 	SBX_GUEST_PONG,     /* agent -> host: JSON {"kernel","pid",
-			     * "uptime_ms"} */
+			     * "uptime_ms","ports" (how many it serves)} */
 	SBX_GUEST_POWEROFF, /* host -> agent: sync the disks, power off */
 	SBX_GUEST_ERROR,    /* agent -> host: a frame it does not know */
 	SBX_GUEST_EXEC,     /* host -> agent: u32 id, u32 flags
@@ -52,8 +56,7 @@ enum {
  * /sbx/modules names (one a line, in order, from /sbx/mod/NAME.ko),
  * mounts the sandbox's disk (/dev/vda, ext4) when it has one, brings lo
  * up and eth0 when the VM has a NIC (SBX_GUEST_NET_*), and serves
- * the port until the host powers it off: one command at a time, for now
- * (the ids are there for more). */
+ * its ports until the host powers it off: a command at a time on each. */
 int sbx_guest_main(void);
 
 #endif

@@ -1,7 +1,9 @@
 /* keeper.c - the process beside a qemu sandbox's VM (qemu.h): QEMU's
- * parent, the holder of its port, which it hands to one client at a time.
- * Frames pass whole in both directions (msg.c), so a client that dies in
- * the middle of one never leaves the guest half a frame. */
+ * parent, the holder of its ports (SBX_GUEST_PORTS), each of which it
+ * hands to one client at a time: as many commands run side by side; the
+ * next client waits in the listener's backlog. Frames pass whole in both
+ * directions (msg.c), so a client that dies in the middle of one never
+ * leaves the guest half a frame. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -23,46 +25,62 @@
 #define QUEUE_MAX (1u << 20) /* a side is not read while the other's
 			      * queue holds more */
 
-struct keeper {
+/* A port of the VM's and its client. */
+struct slot {
+	struct keeper *k;
 	int port;        /* our end of QEMU's port */
-	int lsn;         /* ./sock */
 	int client;      /* -1: none */
-	int ready;       /* to the creator, until the guest answered */
-	pid_t qemu;
 	int running;     /* a client's command runs */
 	uint32_t run_id;
 	int orphan;      /* its client went: it is being ended */
-	long long last;  /* the last activity, sbx_mono_ms() */
-	int pings;       /* pings of the boot not answered yet */
 	struct sbx_buf from_port, from_client; /* what came, to a frame's end */
 	struct sbx_buf to_port, to_client;     /* frames to go */
+};
+
+struct keeper {
+	struct slot s[SBX_GUEST_PORTS];
+	int nports;      /* what the guest serves (its PONG) */
+	int lsn;         /* ./sock */
+	int ready;       /* to the creator, until the guest answered */
+	pid_t qemu;
+	long long last;  /* the last activity, sbx_mono_ms() */
+	int pings;       /* pings of the boot not answered yet (port 0) */
 	uint64_t timeout;
 };
 
-/* QEMU's argv with our end of the port as its fd 3, in dir. With net,
- * in a network namespace of its own: *gate then a socket on which it says
- * a byte once it is there and waits for one before it runs QEMU. */
+/* QEMU's argv with the other ends of our ports as its fds 3 and on (the
+ * chardevs sbx0, sbx1 ... of b->argv's ports), in dir. With net, in a
+ * network namespace of its own: *gate then a socket on which it says a
+ * byte once it is there and waits for one before it runs QEMU. */
 static pid_t
-spawn(const struct sbx_qemu_boot *b, int fd, int *gate)
+spawn(const struct sbx_qemu_boot *b, const int fd[SBX_GUEST_PORTS],
+    int *gate)
 {
-	char **argv, c = 0;
+	char **argv, c = 0, *dev[SBX_GUEST_PORTS];
 	size_t n = 0;
 	pid_t keeper = getpid(), pid;
-	int log, g[2] = {-1, -1};
+	int log, g[2] = {-1, -1}, i, hi[SBX_GUEST_PORTS];
 
 	while (b->argv[n])
 		n++;
-	argv = sbx_xcalloc(n + 3, sizeof *argv);
+	argv = sbx_xcalloc(n + 2 * SBX_GUEST_PORTS + 1, sizeof *argv);
 	memcpy(argv, b->argv, n * sizeof *argv);
-	argv[n] = "-chardev";
-	argv[n + 1] = "socket,id=sbx,fd=3";
+	for (i = 0; i < SBX_GUEST_PORTS; i++) {
+		dev[i] = sbx_xasprintf("socket,id=sbx%d,fd=%d", i, 3 + i);
+		argv[n + 2 * (size_t)i] = "-chardev";
+		argv[n + 2 * (size_t)i + 1] = dev[i];
+	}
 	*gate = -1;
 	if (b->net && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
 	    g) < 0) {
+		for (i = 0; i < SBX_GUEST_PORTS; i++)
+			free(dev[i]);
 		free(argv);
 		return -1;
 	}
 	if ((pid = fork()) != 0) {
+		for (i = 0; i < SBX_GUEST_PORTS; i++)
+			free(dev[i]);
 		free(argv);
 		if (g[1] >= 0)
 			close(g[1]);
@@ -82,14 +100,19 @@ spawn(const struct sbx_qemu_boot *b, int fd, int *gate)
 	    0)) < 0 || write(g[1], "n", 1) != 1 || read(g[1], &c, 1) != 1 ||
 	    c != 'g'))
 		_exit(1);
-	if (dup2(fd, 3) < 0)
-		_exit(1);
+	/* Above where they go first: none is overwritten by another. */
+	for (i = 0; i < SBX_GUEST_PORTS; i++)
+		if ((hi[i] = fcntl(fd[i], F_DUPFD, 3 + SBX_GUEST_PORTS)) < 0)
+			_exit(1);
+	for (i = 0; i < SBX_GUEST_PORTS; i++)
+		if (dup2(hi[i], 3 + i) < 0)
+			_exit(1);
 	log = open("qemu.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (log >= 0) {
 		dup2(log, 1);
 		dup2(log, 2);
 	}
-	close_range(4, ~0u, 0);
+	close_range(3 + SBX_GUEST_PORTS, ~0u, 0);
 	execvp(argv[0], argv);
 	dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
@@ -126,12 +149,26 @@ stop_qemu(struct keeper *k)
 	}
 }
 
-/* Until the guest answers a ping: 0; else the reason in the creator's
- * pipe, and -1. The creator gone: the sandbox goes too. */
+/* How many ports the guest serves, from its PONG ("ports"; an older
+ * guest's has none: one). */
+static int
+ports_of(const char *p, size_t n)
+{
+	json_t *o = json_loadb(p, n, 0, NULL);
+	json_int_t v = o ? sbx_json_int(o, "ports", 1) : 1;
+
+	json_decref(o);
+	return v < 1 ? 1 : v > SBX_GUEST_PORTS ? SBX_GUEST_PORTS : (int)v;
+}
+
+/* Until the guest answers a ping on its first port: 0; else the reason
+ * in the creator's pipe, and -1. The creator gone: the sandbox goes
+ * too. */
 static int
 boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 {
 	long long end = sbx_mono_ms() + b->start_ms, next = 0, now;
+	int port = k->s[0].port;
 	struct pollfd p[2];
 	struct sbx_msg m;
 	char tail[2048], why[64];
@@ -140,7 +177,7 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 	for (;;) {
 		now = sbx_mono_ms();
 		if (now >= next) {
-			if (sbx_msg_send(k->port, SBX_GUEST_PING, NULL, 0, NULL,
+			if (sbx_msg_send(port, SBX_GUEST_PING, NULL, 0, NULL,
 			    0) < 0 && errno != EAGAIN)
 				break;
 			k->pings++;
@@ -153,7 +190,7 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 			    tail);
 			return -1;
 		}
-		p[0] = (struct pollfd){.fd = k->port, .events = POLLIN};
+		p[0] = (struct pollfd){.fd = port, .events = POLLIN};
 		p[1] = (struct pollfd){.fd = k->ready, .events = 0};
 		if (poll(p, 2, 100) < 0 && errno != EINTR)
 			break;
@@ -174,9 +211,11 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 		}
 		if (!(p[0].revents & POLLIN))
 			continue;
-		if ((r = sbx_msg_recv(k->port, &m)) <= 0)
+		if ((r = sbx_msg_recv(port, &m)) <= 0)
 			break;
 		r = m.type == SBX_GUEST_PONG;
+		if (r)
+			k->nports = ports_of(m.data + m.off, m.len - m.off);
 		sbx_msg_release(&m);
 		if (r) {
 			/* The others queued for a port not yet open: their
@@ -194,20 +233,20 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 }
 
 static void
-drop_client(struct keeper *k)
+drop_client(struct slot *s)
 {
 	uint32_t w[2];
 
-	close(k->client);
-	k->client = -1;
-	k->from_client.len = 0;
-	k->to_client.len = 0;
-	if (k->running && !k->orphan) {
+	close(s->client);
+	s->client = -1;
+	s->from_client.len = 0;
+	s->to_client.len = 0;
+	if (s->running && !s->orphan) {
 		/* Nobody waits for it: it ends. */
-		w[0] = k->run_id;
+		w[0] = s->run_id;
 		w[1] = SIGKILL;
-		sbx_qemu_frame_put(&k->to_port, SBX_GUEST_SIGNAL, w, sizeof w);
-		k->orphan = 1;
+		sbx_qemu_frame_put(&s->to_port, SBX_GUEST_SIGNAL, w, sizeof w);
+		s->orphan = 1;
 	}
 }
 
@@ -215,30 +254,30 @@ drop_client(struct keeper *k)
 static int
 client_frame(void *arg, uint32_t type, const char *p, size_t n)
 {
-	struct keeper *k = arg;
+	struct slot *s = arg;
 	uint32_t id;
 
-	k->last = sbx_mono_ms();
+	s->k->last = sbx_mono_ms();
 	switch (type) {
 	case SBX_GUEST_EXEC:
-		if (k->running || n < 4) {
-			sbx_qemu_frame_put(&k->to_client, SBX_GUEST_ERROR,
+		if (s->running || n < 4) {
+			sbx_qemu_frame_put(&s->to_client, SBX_GUEST_ERROR,
 			    "busy", 4);
 			return 0;
 		}
 		memcpy(&id, p, 4);
-		k->running = 1;
-		k->run_id = id;
+		s->running = 1;
+		s->run_id = id;
 		/* fall through */
 	case SBX_GUEST_PING:
 	case SBX_GUEST_IN:
 	case SBX_GUEST_SIGNAL:
 	case SBX_GUEST_WINCH:
-		sbx_qemu_frame_put(&k->to_port, type, p, n);
+		sbx_qemu_frame_put(&s->to_port, type, p, n);
 		break;
 	default:
 		/* POWEROFF is not a client's. */
-		sbx_qemu_frame_put(&k->to_client, SBX_GUEST_ERROR,
+		sbx_qemu_frame_put(&s->to_client, SBX_GUEST_ERROR,
 		    "unknown frame", 13);
 	}
 	return 0;
@@ -248,35 +287,35 @@ client_frame(void *arg, uint32_t type, const char *p, size_t n)
 static int
 guest_frame(void *arg, uint32_t type, const char *p, size_t n)
 {
-	struct keeper *k = arg;
+	struct slot *s = arg;
 	uint32_t id = 0;
 	int mine = 1;
 
 	if (n >= 4)
 		memcpy(&id, p, 4);
-	if (type == SBX_GUEST_PONG && k->pings > 0) {
-		k->pings--;
+	if (type == SBX_GUEST_PONG && s == s->k->s && s->k->pings > 0) {
+		s->k->pings--;
 		mine = 0;
-	} else if (type == SBX_GUEST_EXIT && n >= 4 && k->running &&
-	    id == k->run_id) {
-		k->running = 0;
-		k->last = sbx_mono_ms();
-		if (k->orphan) {
-			k->orphan = 0;
+	} else if (type == SBX_GUEST_EXIT && n >= 4 && s->running &&
+	    id == s->run_id) {
+		s->running = 0;
+		s->k->last = sbx_mono_ms();
+		if (s->orphan) {
+			s->orphan = 0;
 			mine = 0;
 		}
-	} else if (k->orphan) {
+	} else if (s->orphan) {
 		mine = 0;
 	}
-	if (mine && k->client >= 0)
-		sbx_qemu_frame_put(&k->to_client, type, p, n);
+	if (mine && s->client >= 0)
+		sbx_qemu_frame_put(&s->to_client, type, p, n);
 	return 0;
 }
 
 /* What fd has, into in, and each whole frame of it to fn; 0 at its end
  * or on a frame no peer of ours sends (too long). */
 static int
-take(struct keeper *k, int fd, struct sbx_buf *in,
+take(struct slot *s, int fd, struct sbx_buf *in,
     int (*fn)(void *, uint32_t, const char *, size_t))
 {
 	static char buf[65536];
@@ -287,7 +326,7 @@ take(struct keeper *k, int fd, struct sbx_buf *in,
 		return 0;
 	if (n > 0)
 		sbx_buf_add(in, buf, (size_t)n);
-	return sbx_qemu_frames_take(in, fn, k) == 0;
+	return sbx_qemu_frames_take(in, fn, s) == 0;
 }
 
 /* What q holds, to fd, as much as it takes now; -1 when it is gone. */
@@ -313,28 +352,59 @@ mark(const char *status)
 	    NULL);
 }
 
-/* The relay: each side is read while the queue to the other is short,
- * and written while its own queue holds something, never blocking, so
- * that a full pipe one way never stops the other way. */
+/* Whether any port has a client or runs a command. */
+static int
+busy(const struct keeper *k)
+{
+	int i;
+
+	for (i = 0; i < k->nports; i++)
+		if (k->s[i].client >= 0 || k->s[i].running)
+			return 1;
+	return 0;
+}
+
+/* The first port free for a client, or NULL. */
+static struct slot *
+free_slot(struct keeper *k)
+{
+	int i;
+
+	for (i = 0; i < k->nports; i++)
+		if (k->s[i].client < 0 && !k->s[i].orphan && !k->s[i].running)
+			return &k->s[i];
+	return NULL;
+}
+
+/* The relay: for each port, each side is read while the queue to the
+ * other is short, and written while its own queue holds something, never
+ * blocking, so that a full pipe one way never stops the other way (nor
+ * another port). */
 static void
 serve(struct keeper *k)
 {
-	struct pollfd p[3];
+	struct pollfd p[2 * SBX_GUEST_PORTS + 1];
 	long long wait, idle;
-	int st;
+	struct slot *s, *f;
+	int st, i, np = 2 * k->nports;
 
 	for (;;) {
-		p[0] = (struct pollfd){.fd = k->port, .events =
-		    (k->to_client.len < QUEUE_MAX ? POLLIN : 0) |
-		    (k->to_port.len ? POLLOUT : 0)};
-		p[1] = (struct pollfd){.fd = k->client, .events =
-		    (k->to_port.len < QUEUE_MAX ? POLLIN : 0) |
-		    (k->to_client.len ? POLLOUT : 0)};
-		/* One client at a time; the next waits in the backlog. */
-		p[2] = (struct pollfd){.fd = k->client < 0 && !k->orphan ?
-		    k->lsn : -1, .events = POLLIN};
+		for (i = 0; i < k->nports; i++) {
+			s = &k->s[i];
+			p[2 * i] = (struct pollfd){.fd = s->port, .events =
+			    (s->to_client.len < QUEUE_MAX ? POLLIN : 0) |
+			    (s->to_port.len ? POLLOUT : 0)};
+			p[2 * i + 1] = (struct pollfd){.fd = s->client,
+			    .events = (s->to_port.len < QUEUE_MAX ? POLLIN : 0) |
+			    (s->to_client.len ? POLLOUT : 0)};
+		}
+		/* A client for each free port; the next waits in the
+		 * backlog. */
+		f = free_slot(k);
+		p[np] = (struct pollfd){.fd = f ? k->lsn : -1, .events =
+		    POLLIN};
 		wait = 1000;
-		if (k->timeout && k->client < 0 && !k->running) {
+		if (k->timeout && !busy(k)) {
 			idle = sbx_mono_ms() - k->last;
 			if (idle >= (long long)k->timeout * 1000) {
 				mark("expired\n");
@@ -344,21 +414,29 @@ serve(struct keeper *k)
 			if ((long long)k->timeout * 1000 - idle < wait)
 				wait = (long long)k->timeout * 1000 - idle;
 		}
-		if (poll(p, 3, (int)wait) < 0 && errno != EINTR)
+		if (poll(p, (nfds_t)np + 1, (int)wait) < 0 && errno != EINTR)
 			return;
-		if (qemu_ended(k, &st) || (p[0].revents & POLLERR) ||
-		    ((p[0].revents & (POLLIN | POLLHUP)) && !take(k, k->port,
-		    &k->from_port, guest_frame)) || flush(k->port,
-		    &k->to_port) < 0) {
+		if (qemu_ended(k, &st)) {
 			mark("dead\n");
 			return;
 		}
-		if (k->client >= 0 && (((p[1].revents & (POLLIN | POLLHUP |
-		    POLLERR)) && !take(k, k->client, &k->from_client,
-		    client_frame)) || flush(k->client, &k->to_client) < 0))
-			drop_client(k);
-		if (p[2].fd >= 0 && (p[2].revents & POLLIN) &&
-		    (k->client = accept4(k->lsn, NULL, NULL, SOCK_CLOEXEC |
+		for (i = 0; i < k->nports; i++) {
+			s = &k->s[i];
+			if ((p[2 * i].revents & POLLERR) ||
+			    ((p[2 * i].revents & (POLLIN | POLLHUP)) &&
+			    !take(s, s->port, &s->from_port, guest_frame)) ||
+			    flush(s->port, &s->to_port) < 0) {
+				mark("dead\n");
+				return;
+			}
+			if (s->client >= 0 && (((p[2 * i + 1].revents &
+			    (POLLIN | POLLHUP | POLLERR)) && !take(s,
+			    s->client, &s->from_client, client_frame)) ||
+			    flush(s->client, &s->to_client) < 0))
+				drop_client(s);
+		}
+		if (f && (p[np].revents & POLLIN) && (f->client =
+		    accept4(k->lsn, NULL, NULL, SOCK_CLOEXEC |
 		    SOCK_NONBLOCK)) >= 0)
 			k->last = sbx_mono_ms();
 	}
@@ -418,10 +496,9 @@ net_up(struct keeper *k, const struct sbx_qemu_boot *b, int gate)
 static void
 keeper_main(const struct sbx_qemu_boot *b, int ready)
 {
-	struct keeper k = {.client = -1, .ready = ready, .timeout =
-	    b->timeout, .from_port = SBX_BUF_INIT, .from_client = SBX_BUF_INIT,
-	    .to_port = SBX_BUF_INIT, .to_client = SBX_BUF_INIT};
-	int sp[2], null, gate;
+	struct keeper k = {.ready = ready, .timeout = b->timeout,
+	    .nports = 1};
+	int sp[2], null, gate, i, theirs[SBX_GUEST_PORTS];
 	char pids[128];
 
 	signal(SIGPIPE, SIG_IGN);
@@ -431,17 +508,28 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 		dup2(null, 1);
 		dup2(null, 2);
 	}
-	if (chdir(b->dir) < 0 || socketpair(AF_UNIX, SOCK_STREAM |
-	    SOCK_CLOEXEC, 0, sp) < 0 || (k.lsn = listen_here()) < 0) {
-		tell(ready, "cannot make its port: %s%s", strerror(errno), "");
+	if (chdir(b->dir) < 0 || (k.lsn = listen_here()) < 0) {
+		tell(ready, "cannot make its socket: %s%s", strerror(errno), "");
 		_exit(1);
 	}
-	k.port = sp[0];
-	if ((k.qemu = spawn(b, sp[1], &gate)) < 0) {
+	for (i = 0; i < SBX_GUEST_PORTS; i++) {
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+		    sp) < 0) {
+			tell(ready, "cannot make its ports: %s%s",
+			    strerror(errno), "");
+			_exit(1);
+		}
+		k.s[i] = (struct slot){.k = &k, .port = sp[0], .client = -1,
+		    .from_port = SBX_BUF_INIT, .from_client = SBX_BUF_INIT,
+		    .to_port = SBX_BUF_INIT, .to_client = SBX_BUF_INIT};
+		theirs[i] = sp[1];
+	}
+	if ((k.qemu = spawn(b, theirs, &gate)) < 0) {
 		tell(ready, "cannot start QEMU: %s%s", strerror(errno), "");
 		_exit(1);
 	}
-	close(sp[1]);
+	for (i = 0; i < SBX_GUEST_PORTS; i++)
+		close(theirs[i]);
 	if (b->net && net_up(&k, b, gate) < 0) {
 		stop_qemu(&k);
 		unlink("sock");
@@ -457,7 +545,8 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 		_exit(1);
 	}
 	k.last = sbx_mono_ms();
-	fcntl(k.port, F_SETFL, O_NONBLOCK);
+	for (i = 0; i < SBX_GUEST_PORTS; i++)
+		fcntl(k.s[i].port, F_SETFL, O_NONBLOCK);
 	serve(&k);
 	stop_qemu(&k);
 	unlink("sock");

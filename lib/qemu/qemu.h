@@ -6,10 +6,10 @@
  * backend's are) holds meta.json, disk.qcow2 (its writes, over the image's
  * disk), console.log (the guest's serial console), qmp.sock (QEMU's
  * monitor), and, while it lives, sock: the keeper's socket. The keeper is
- * a process of ours beside QEMU, its parent: it holds the one connection
- * QEMU's port takes and hands the port to one client (sbx-exec) at a
- * time, ends a command whose client is gone, and ends the VM at its idle
- * timeout. keeper.pid says "PID STARTTIME" of it and of QEMU.
+ * a process of ours beside QEMU, its parent: it holds the connections of
+ * the VM's ports (SBX_GUEST_PORTS) and hands each port to one client
+ * (sbx-exec) at a time, ends a command whose client is gone, and ends the
+ * VM at its idle timeout. keeper.pid says "PID STARTTIME" of it and of QEMU.
  *
  * With network allow, QEMU runs in a network namespace of its own (and a
  * user namespace, when not root) whose way out is sbx-netd's, as a local

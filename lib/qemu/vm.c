@@ -429,7 +429,7 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	const char *g = sbx_qemu_guest_dir();
 	char **v = NULL, buf[4200];
 	size_t n = 0;
-	int tcg = !strcmp(accel, "tcg");
+	int tcg = !strcmp(accel, "tcg"), i;
 
 	add(&v, &n, qemu);
 	add(&v, &n, "-M");
@@ -471,12 +471,23 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	add(&v, &n, "-append");
 	/* The hostname: a sandbox's name or id, which have no spaces. */
 	snprintf(buf, sizeof buf, "console=ttyS0 quiet panic=-1 "
-	    "sbx.hostname=%s", hostname);
+	    "sbx.hostname=%s sbx.ports=%d", hostname, SBX_GUEST_PORTS);
 	add(&v, &n, buf);
 	add(&v, &n, "-device");
 	add(&v, &n, "virtio-serial-device");
-	add(&v, &n, "-device");
-	add(&v, &n, "virtserialport,chardev=sbx,name=" SBX_GUEST_PORT);
+	/* The ports, each a command's at a time: the first is
+	 * SBX_GUEST_PORT, the others SBX_GUEST_PORT.N (their chardevs are
+	 * the keeper's). */
+	for (i = 0; i < SBX_GUEST_PORTS; i++) {
+		add(&v, &n, "-device");
+		if (i)
+			snprintf(buf, sizeof buf, "virtserialport,chardev=sbx%d,"
+			    "name=%s.%d", i, SBX_GUEST_PORT, i);
+		else
+			snprintf(buf, sizeof buf, "virtserialport,chardev=sbx0,"
+			    "name=%s", SBX_GUEST_PORT);
+		add(&v, &n, buf);
+	}
 	add(&v, &n, "-drive");
 	add(&v, &n, "file=disk.qcow2,if=none,format=qcow2,id=disk");
 	add(&v, &n, "-device");
