@@ -272,7 +272,7 @@ sbx_qemu_exec(const json_t *ref, char *const argv[],
 	struct sbx_xs xs;
 	char *id = NULL, *dir;
 	pid_t kp, qp;
-	int rc = -1;
+	int rc = -1, how;
 
 	sbx_xs_init(&xs, o, res, &qx_transport, &x);
 	if (!want || !(dir = sbx_local_find_in(sbx_qemu_root(), want, &id)))
@@ -281,6 +281,11 @@ sbx_qemu_exec(const json_t *ref, char *const argv[],
 	x.id = id;
 	x.xs = &xs;
 	x.meta = sbx_local_meta(dir);
+	/* Paused: at once, not after a wait on a VM that does not run. */
+	if ((how = sbx_qemu_paused(dir, NULL))) {
+		sbx_xs_paused(err, id, how == 't' ? "stopped" : "paused");
+		goto out;
+	}
 	sbx_qemu_pids(dir, &kp, &qp);
 	if (!kp || !qp || !x.meta || (x.fd = sbx_local_connect(dir)) < 0) {
 		json_t *info = sbx_backend_find("qemu")->ops->info(ref, err);

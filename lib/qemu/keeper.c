@@ -21,6 +21,10 @@
 #define PING_MS 1000      /* a ping again, while the guest boots */
 #define QUEUE_MAX (1u << 20) /* a side is not read while the other's
 			      * queue holds more */
+#define STOP_MS 30000     /* a stop's poweroff, before QEMU is killed */
+
+/* SBX_QEMU_SIG_STOP came. */
+static volatile sig_atomic_t stop_asked;
 
 struct keeper {
 	int port;        /* our end of QEMU's port */
@@ -36,6 +40,9 @@ struct keeper {
 	struct sbx_buf from_port, from_client; /* what came, to a frame's end */
 	struct sbx_buf to_port, to_client;     /* frames to go */
 	uint64_t timeout;
+	long long paused_at; /* since when it is suspended; 0: it is not */
+	long long stop_end;  /* a stop's deadline; 0: no stop */
+	int off_sent;        /* the guest was told to power off */
 };
 
 /* QEMU's argv with our end of the port as its fd 3, in dir. */
@@ -137,9 +144,11 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 		if (poll(p, 2, 100) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents & (POLLERR | POLLHUP)) {
-			/* sbx-create is gone: so is what it was making. */
+			/* sbx-create is gone: so is what it was making; a
+			 * resume's sandbox stays stopped. */
 			stop_qemu(k);
-			sbx_rmtree(dir);
+			if (!b->resume)
+				sbx_rmtree(dir);
 			_exit(1);
 		}
 		if (qemu_ended(k, &st)) {
@@ -285,6 +294,53 @@ flush(int fd, struct sbx_buf *q)
 	return 0;
 }
 
+/* Whether the VM is suspended (sbx-pause): its time so is not idle
+ * time, by which the clock of the last activity moves on once it
+ * resumed. */
+static int
+suspended(struct keeper *k, long long now)
+{
+	char buf[64];
+	long long at = 0;
+	ssize_t n = -1;
+	int fd;
+
+	if ((fd = open(SBX_PAUSED_FILE, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	if (n >= 0) {
+		buf[n] = '\0';
+		if (!k->paused_at)
+			k->paused_at = sscanf(buf, "suspend %lld", &at) == 1 &&
+			    at > 0 && at <= now ? at : now;
+		return 1;
+	}
+	if (k->paused_at) {
+		k->last += now - k->paused_at;
+		k->paused_at = 0;
+	}
+	return 0;
+}
+
+/* A stop (SBX_QEMU_SIG_STOP): no client any more, its command killed;
+ * once no command runs, the guest syncs its disks and powers off. 1 when
+ * its time is up. */
+static int
+stopping(struct keeper *k, long long now)
+{
+	if (!k->stop_end) {
+		k->stop_end = now + STOP_MS;
+		if (k->client >= 0)
+			drop_client(k);
+	}
+	if (!k->running && !k->off_sent) {
+		sbx_qemu_frame_put(&k->to_port, SBX_GUEST_POWEROFF, NULL, 0);
+		k->off_sent = 1;
+	}
+	return now >= k->stop_end;
+}
+
 static void
 mark(const char *status)
 {
@@ -296,13 +352,17 @@ mark(const char *status)
  * and written while its own queue holds something, never blocking, so
  * that a full pipe one way never stops the other way. */
 static void
-serve(struct keeper *k)
+serve(struct keeper *k, const sigset_t *mask)
 {
+	struct timespec ts;
 	struct pollfd p[3];
-	long long wait, idle;
+	long long wait, idle, now;
 	int st;
 
 	for (;;) {
+		now = sbx_mono_ms();
+		if (stop_asked && stopping(k, now))
+			return;
 		p[0] = (struct pollfd){.fd = k->port, .events =
 		    (k->to_client.len < QUEUE_MAX ? POLLIN : 0) |
 		    (k->to_port.len ? POLLOUT : 0)};
@@ -310,11 +370,12 @@ serve(struct keeper *k)
 		    (k->to_port.len < QUEUE_MAX ? POLLIN : 0) |
 		    (k->to_client.len ? POLLOUT : 0)};
 		/* One client at a time; the next waits in the backlog. */
-		p[2] = (struct pollfd){.fd = k->client < 0 && !k->orphan ?
-		    k->lsn : -1, .events = POLLIN};
+		p[2] = (struct pollfd){.fd = k->client < 0 && !k->orphan &&
+		    !stop_asked ? k->lsn : -1, .events = POLLIN};
 		wait = 1000;
-		if (k->timeout && k->client < 0 && !k->running) {
-			idle = sbx_mono_ms() - k->last;
+		if (k->timeout && !stop_asked && !suspended(k, now) &&
+		    k->client < 0 && !k->running) {
+			idle = now - k->last;
 			if (idle >= (long long)k->timeout * 1000) {
 				mark("expired\n");
 				stop_qemu(k);
@@ -323,13 +384,19 @@ serve(struct keeper *k)
 			if ((long long)k->timeout * 1000 - idle < wait)
 				wait = (long long)k->timeout * 1000 - idle;
 		}
-		if (poll(p, 3, (int)wait) < 0 && errno != EINTR)
-			return;
+		ts = (struct timespec){wait / 1000, wait % 1000 * 1000000};
+		if (ppoll(p, 3, &ts, mask) < 0) {
+			if (errno != EINTR)
+				return;
+			continue;
+		}
 		if (qemu_ended(k, &st) || (p[0].revents & POLLERR) ||
 		    ((p[0].revents & (POLLIN | POLLHUP)) && !take(k, k->port,
 		    &k->from_port, guest_frame)) || flush(k->port,
 		    &k->to_port) < 0) {
-			mark("dead\n");
+			/* Stopped: ended as asked. */
+			if (!stop_asked)
+				mark("dead\n");
 			return;
 		}
 		if (k->client >= 0 && (((p[1].revents & (POLLIN | POLLHUP |
@@ -357,8 +424,17 @@ listen_here(void)
 }
 
 static void
+on_stop(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
+
+static void
 keeper_main(const struct sbx_qemu_boot *b, int ready)
 {
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigset_t block, mask;
 	struct keeper k = {.client = -1, .ready = ready, .timeout =
 	    b->timeout, .from_port = SBX_BUF_INIT, .from_client = SBX_BUF_INIT,
 	    .to_port = SBX_BUF_INIT, .to_client = SBX_BUF_INIT};
@@ -383,6 +459,13 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 		_exit(1);
 	}
 	close(sp[1]);
+	/* Blocked but in ppoll (and not in QEMU, which has its own use for
+	 * SIGUSR1), before the pids tell sbx-pause where we are. */
+	sigemptyset(&block);
+	sigaddset(&block, SBX_QEMU_SIG_STOP);
+	sigprocmask(SIG_BLOCK, &block, &mask);
+	sigdelset(&mask, SBX_QEMU_SIG_STOP);
+	sigaction(SBX_QEMU_SIG_STOP, &sa, NULL);
 	snprintf(pids, sizeof pids, "%d %llu %d %llu\n", (int)getpid(),
 	    sbx_local_starttime(getpid()), (int)k.qemu,
 	    sbx_local_starttime(k.qemu));
@@ -394,7 +477,7 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 	}
 	k.last = sbx_mono_ms();
 	fcntl(k.port, F_SETFL, O_NONBLOCK);
-	serve(&k);
+	serve(&k, &mask);
 	stop_qemu(&k);
 	unlink("sock");
 	_exit(0);

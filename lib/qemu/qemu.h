@@ -9,10 +9,17 @@
  * a process of ours beside QEMU, its parent: it holds the one connection
  * QEMU's port takes and hands the port to one client (sbx-exec) at a
  * time, ends a command whose client is gone, and ends the VM at its idle
- * timeout. keeper.pid says "PID STARTTIME" of it and of QEMU. */
+ * timeout. keeper.pid says "PID STARTTIME" of it and of QEMU.
+ *
+ * A paused sandbox's directory holds SBX_PAUSED_FILE, as local's do:
+ * "suspend MS" while its QEMU is stopped (QMP stop: its memory and
+ * processes kept, no CPU used; the keeper's idle clock does not run), or
+ * "stop MS" once its VM has ended (powered off: its disk kept), which a
+ * resume boots again on the same disk. */
 #ifndef SBX_QEMU_H
 #define SBX_QEMU_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -32,6 +39,8 @@ struct sbx_qemu_boot {
 	char **argv;              /* QEMU and its arguments, NULL-ended */
 	uint64_t timeout;         /* idle seconds before it ends, 0: never */
 	long long start_ms;       /* how long the guest may take to answer */
+	int resume;               /* a stopped sandbox's: its dir stays when
+				   * the starter goes */
 };
 
 /* Starts the keeper (a process of its own, in a session of its own),
@@ -42,6 +51,18 @@ int sbx_qemu_keeper_start(const struct sbx_qemu_boot *b, struct sbx_err *err);
 
 /* The keeper of dir and its QEMU, when alive (their pids, else 0). */
 void sbx_qemu_pids(const char *dir, pid_t *keeper, pid_t *qemu);
+
+/* How the sandbox of dir is paused ('s' suspended, 't' stopped, 0 not),
+ * and since when (CLOCK_MONOTONIC ms). */
+int sbx_qemu_paused(const char *dir, long long *when);
+
+/* Sent to the keeper: end the VM as a stop does (its command killed,
+ * the guest's disks synced, the guest powered off), then end. */
+#define SBX_QEMU_SIG_STOP SIGUSR1
+
+/* qmp.c: cmd (one without arguments: "stop", "cont") to the QEMU of
+ * dir, its answer awaited: 0, or -1 with err. */
+int sbx_qemu_qmp(const char *dir, const char *cmd, struct sbx_err *err);
 
 /* The ext4 disk of an image's root filesystem (rootfs), kept in the guest
  * directory by digest (NULL: a directory's, made anew in dir), and the
