@@ -134,6 +134,24 @@ counter() { sbx-exec -s "$A" -- cat /tmp/c; }
 	jq_true '.status == "running"' <"$A"
 }
 
+@test "qemu: the time suspended does not count toward an sbx-exec's -T, as on local" {
+	# 2 s of the guest's time within -T 4, with 5 s suspended between.
+	sbx-exec -T 4 -s "$A" -- sh -c 'sleep 2; echo done' >"$BATS_TEST_TMPDIR/o" 2>&1 &
+	BG=$!
+	sleep 1
+	sbx-pause -s "$A" >/dev/null
+	sleep 5
+	sbx-pause -r -s "$A" >/dev/null
+	rc=0
+	wait "$BG" || rc=$?
+	BG=
+	assert_equal "$rc" 0
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/o")" done
+	# Not suspended, it still ends at its deadline.
+	run --separate-stderr sbx-exec -T 1 -s "$A" -- sleep 5
+	assert_failure 124
+}
+
 @test "qemu: sbx-stats and sbx-ls: QEMU's and the keeper's memory and CPU, the VM's size, its disk's blocks; null where it cannot tell" {
 	run --separate-stderr sbx-stats -j -i 0.2 -s "$A"
 	assert_success

@@ -22,6 +22,8 @@
 struct qx {
 	int fd;
 	const char *id;
+	const char *dir;
+	long long suspended; /* sbx_qemu_suspended_ms() at the start */
 	char *const *argv;
 	const char *cwd;
 	json_t *meta;
@@ -247,6 +249,16 @@ qx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	return 0;
 }
 
+/* The time the VM was suspended since the command started, which -T
+ * does not count, as on local. */
+static long long
+qx_paused_ms(void *t)
+{
+	struct qx *x = t;
+
+	return sbx_qemu_suspended_ms(x->dir) - x->suspended;
+}
+
 static const struct sbx_xs_transport qx_transport = {
 	.signals = SBX_XS_SIGS_END,
 	/* The keeper never ends a command at a deadline: we kill it. */
@@ -258,6 +270,7 @@ static const struct sbx_xs_transport qx_transport = {
 	.signal = qx_signal,
 	.resize = qx_resize,
 	.expire = qx_expire,
+	.paused_ms = qx_paused_ms,
 	.finish = qx_finish,
 };
 
@@ -296,6 +309,8 @@ sbx_qemu_exec(const json_t *ref, char *const argv[],
 		goto out;
 	}
 	fcntl(x.fd, F_SETFL, O_NONBLOCK);
+	x.dir = dir;
+	x.suspended = sbx_qemu_suspended_ms(dir);
 	x.cwd = o->cwd ? o->cwd : sbx_json_str(x.meta, "workdir");
 	if (!x.cwd)
 		x.cwd = "/";

@@ -56,6 +56,10 @@ void sbx_qemu_pids(const char *dir, pid_t *keeper, pid_t *qemu);
  * and since when (CLOCK_MONOTONIC ms). */
 int sbx_qemu_paused(const char *dir, long long *when);
 
+/* How long the VM of dir has been suspended in all, in ms, a suspend
+ * going on included. */
+long long sbx_qemu_suspended_ms(const char *dir);
+
 /* Sent to the keeper: end the VM as a stop does (its command killed,
  * the guest's disks synced, the guest powered off), then end. */
 #define SBX_QEMU_SIG_STOP SIGUSR1

@@ -773,6 +773,23 @@ sbx_qemu_paused(const char *dir, long long *when)
 	return how;
 }
 
+/* DIR/suspended: "MS AT", the ms its VM was suspended in all, the last
+ * suspend counted the one that began at AT. */
+long long
+sbx_qemu_suspended_ms(const char *dir)
+{
+	char *t = read_small(dir, "suspended");
+	long long total = 0, last = 0, when = 0;
+
+	if (t && sscanf(t, "%lld %lld", &total, &last) != 2)
+		total = last = 0;
+	free(t);
+	if (sbx_qemu_paused(dir, &when) == 's' && when > 0 && when != last &&
+	    sbx_mono_ms() > when)
+		total += sbx_mono_ms() - when;
+	return total;
+}
+
 static int
 mark_paused(const char *dir, const char *how, struct sbx_err *err)
 {
@@ -922,6 +939,18 @@ qemu_resume(json_t *ref, struct sbx_err *err)
 	kill(alive, SIGCONT);
 	if (sbx_qemu_qmp(dir, "cont", err) < 0)
 		goto out;
+	/* Its time suspended, counted before the mark goes: an exec's
+	 * deadline does not count it (exec.c). */
+	{
+		char *p = sbx_xasprintf("%s/suspended", dir), t[64];
+		long long when = 0, total = sbx_qemu_suspended_ms(dir);
+		int n;
+
+		sbx_qemu_paused(dir, &when);
+		n = snprintf(t, sizeof t, "%lld %lld\n", total, when);
+		sbx_file_write_atomic(p, t, (size_t)n, 0600, 0, NULL);
+		free(p);
+	}
 	unmark_paused(dir);
 	rc = 0;
 out:
