@@ -54,7 +54,7 @@ next_msg(int fd, struct sbx_buf *in, long long end)
 	ssize_t r;
 
 	for (;;) {
-		while ((nl = memchr(in->data, '\n', in->len))) {
+		while (in->len && (nl = memchr(in->data, '\n', in->len))) {
 			n = (size_t)(nl - in->data) + 1;
 			o = json_loadb(in->data, n, 0, NULL);
 			memmove(in->data, in->data + n, in->len - n);
