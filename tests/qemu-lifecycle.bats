@@ -135,12 +135,14 @@ counter() { sbx-exec -s "$A" -- cat /tmp/c; }
 }
 
 @test "qemu: the time suspended does not count toward an sbx-exec's -T, as on local" {
-	# 2 s of the guest's time within -T 4, with 5 s suspended between.
-	sbx-exec -T 4 -s "$A" -- sh -c 'sleep 2; echo done' >"$BATS_TEST_TMPDIR/o" 2>&1 &
+	# 2 s of the guest's time (some more under TCG on a loaded host)
+	# within -T 8, with 9 s suspended between: killed at 8 s if they
+	# counted.
+	sbx-exec -T 8 -s "$A" -- sh -c 'sleep 2; echo done' >"$BATS_TEST_TMPDIR/o" 2>&1 &
 	BG=$!
 	sleep 1
 	sbx-pause -s "$A" >/dev/null
-	sleep 5
+	sleep 9
 	sbx-pause -r -s "$A" >/dev/null
 	rc=0
 	wait "$BG" || rc=$?
@@ -211,6 +213,11 @@ counter() { sbx-exec -s "$A" -- cat /tmp/c; }
 	run --separate-stderr sbx-stats -j -s "$B"
 	assert_failure 3
 	assert_output ""
+	# Stopped is not dead: sbx-gc leaves it.
+	run --separate-stderr sbx-gc -b qemu --grace 0
+	assert_success
+	assert_output ""
+	[ -f "$dir/disk.qcow2" ]
 	# Stopping again: nothing to do.
 	run --separate-stderr sbx-pause -m stop -s "$B"
 	assert_success
@@ -231,6 +238,37 @@ counter() { sbx-exec -s "$A" -- cat /tmp/c; }
 	# Its size is what it was made with.
 	run --separate-stderr sbx-stats -j -s "$B"
 	jq_true '.memory_limit == 167772160 and .status == "running"' <<<"$output"
+}
+
+@test "qemu: a resume killed while its VM boots leaves the sandbox stopped, its disk kept; the next resume boots it" {
+	sbx-pause -m stop -s "$B" >/dev/null
+	dir=$(vmdir "$B")
+	old=$(cat "$dir/keeper.pid")
+	sbx-pause -r -s "$B" >/dev/null 2>&1 &
+	pid=$!
+	for ((i = 0; i < 300; i++)); do
+		[ "$(cat "$dir/keeper.pid")" != "$old" ] && break
+		sleep 0.02
+	done
+	[ "$(cat "$dir/keeper.pid")" != "$old" ]
+	read -r kp qp <<<"$(pids "$B")"
+	kill -9 "$pid"
+	wait "$pid" || true
+	# Its keeper sees its starter gone and ends the VM, not the sandbox.
+	for ((i = 0; i < 100; i++)); do
+		dead "$kp" && break
+		sleep 0.05
+	done
+	dead "$kp"
+	dead "$qp"
+	[ -f "$dir/disk.qcow2" ]
+	run ls_of "$B"
+	jq_true '.status == "stopped"' <<<"$output"
+	run --separate-stderr sbx-pause -r -s "$B"
+	assert_success
+	run --separate-stderr sbx-exec -s "$B" -- cat /root/f
+	assert_success
+	assert_output kept
 }
 
 @test "qemu: the idle timeout does not run while the VM is suspended" {
