@@ -400,7 +400,7 @@ static int
 loop(struct sbx_xs *xs, char *buf, struct sbx_err *err)
 {
 	const struct sbx_xs_transport *tp = xs->tp;
-	long long deadline = 0, drain_until = 0, now, wake;
+	long long deadline = 0, drain_until = 0, now, wake, paused = 0, more;
 	struct pollfd p[5 + SBX_XS_FDS];
 	int i, n, r;
 
@@ -437,6 +437,13 @@ loop(struct sbx_xs *xs, char *buf, struct sbx_err *err)
 		now = sbx_mono_ms();
 		if (drain_until && now >= drain_until)
 			break; /* what it started holds its stream open */
+		if (deadline && !drain_until && now >= deadline &&
+		    tp->paused_ms && (more = tp->paused_ms(xs->t) - paused) >
+		    0) {
+			/* Paused meanwhile: later by as much. */
+			paused += more;
+			deadline += more;
+		}
 		if (deadline && !drain_until && now >= deadline) {
 			xs->res->timed_out = 1;
 			if (tp->expire && tp->expire(xs->t, err) < 0)

@@ -68,6 +68,10 @@ struct sbx_xs_transport {
 	 * (finish says it: sbx_xs_end SBX_XS_TIMEDOUT, 124) and waits for
 	 * the end (sbx_xs_done) SBX_XS_DRAIN_MS at most. */
 	int (*expire)(void *t, struct sbx_err *err);
+	/* With SBX_XS_DEADLINE: how long the sandbox has been paused since
+	 * the command started, in ms, a pause going on included; time that
+	 * the deadline does not count. Asked when it has passed. NULL: 0. */
+	long long (*paused_ms)(void *t);
 	/* The loop is over (sbx_xs_done, or the drain ran out): the
 	 * command's status, through sbx_xs_end or a start error. */
 	int (*finish)(void *t, struct sbx_xs *xs, struct sbx_err *err);

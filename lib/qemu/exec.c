@@ -22,6 +22,8 @@
 struct qx {
 	int fd;
 	const char *id;
+	const char *dir;
+	long long suspended; /* sbx_qemu_suspended_ms() at the start */
 	char *const *argv;
 	const char *cwd;
 	json_t *meta;
@@ -247,6 +249,16 @@ qx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	return 0;
 }
 
+/* The time the VM was suspended since the command started, which -T
+ * does not count, as on local. */
+static long long
+qx_paused_ms(void *t)
+{
+	struct qx *x = t;
+
+	return sbx_qemu_suspended_ms(x->dir) - x->suspended;
+}
+
 static const struct sbx_xs_transport qx_transport = {
 	.signals = SBX_XS_SIGS_END,
 	/* The keeper never ends a command at a deadline: we kill it. */
@@ -258,6 +270,7 @@ static const struct sbx_xs_transport qx_transport = {
 	.signal = qx_signal,
 	.resize = qx_resize,
 	.expire = qx_expire,
+	.paused_ms = qx_paused_ms,
 	.finish = qx_finish,
 };
 
@@ -272,7 +285,7 @@ sbx_qemu_exec(const json_t *ref, char *const argv[],
 	struct sbx_xs xs;
 	char *id = NULL, *dir;
 	pid_t kp, qp;
-	int rc = -1;
+	int rc = -1, how;
 
 	sbx_xs_init(&xs, o, res, &qx_transport, &x);
 	if (!want || !(dir = sbx_local_find_in(sbx_qemu_root(), want, &id)))
@@ -281,6 +294,11 @@ sbx_qemu_exec(const json_t *ref, char *const argv[],
 	x.id = id;
 	x.xs = &xs;
 	x.meta = sbx_local_meta(dir);
+	/* Paused: at once, not after a wait on a VM that does not run. */
+	if ((how = sbx_qemu_paused(dir, NULL))) {
+		sbx_xs_paused(err, id, how == 't' ? "stopped" : "paused");
+		goto out;
+	}
 	sbx_qemu_pids(dir, &kp, &qp);
 	if (!kp || !qp || !x.meta || (x.fd = sbx_local_connect(dir)) < 0) {
 		json_t *info = sbx_backend_find("qemu")->ops->info(ref, err);
@@ -291,6 +309,8 @@ sbx_qemu_exec(const json_t *ref, char *const argv[],
 		goto out;
 	}
 	fcntl(x.fd, F_SETFL, O_NONBLOCK);
+	x.dir = dir;
+	x.suspended = sbx_qemu_suspended_ms(dir);
 	x.cwd = o->cwd ? o->cwd : sbx_json_str(x.meta, "workdir");
 	if (!x.cwd)
 		x.cwd = "/";

@@ -24,6 +24,10 @@
 #define PING_MS 1000      /* a ping again, while the guest boots */
 #define QUEUE_MAX (1u << 20) /* a side is not read while the other's
 			      * queue holds more */
+#define STOP_MS 30000     /* a stop's poweroff, before QEMU is killed */
+
+/* SBX_QEMU_SIG_STOP came. */
+static volatile sig_atomic_t stop_asked;
 
 /* A port of the VM's and its client. */
 struct slot {
@@ -46,6 +50,9 @@ struct keeper {
 	long long last;  /* the last activity, sbx_mono_ms() */
 	int pings;       /* pings of the boot not answered yet (port 0) */
 	uint64_t timeout;
+	long long paused_at; /* since when it is suspended; 0: it is not */
+	long long stop_end;  /* a stop's deadline; 0: no stop */
+	int off_sent;        /* the guest was told to power off */
 };
 
 /* QEMU's argv with the other ends of our ports as its fds 3 and on (the
@@ -195,9 +202,11 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 		if (poll(p, 2, 100) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents & (POLLERR | POLLHUP)) {
-			/* sbx-create is gone: so is what it was making. */
+			/* sbx-create is gone: so is what it was making; a
+			 * resume's sandbox stays stopped. */
 			stop_qemu(k);
-			sbx_rmtree(dir);
+			if (!b->resume)
+				sbx_rmtree(dir);
 			_exit(1);
 		}
 		if (qemu_ended(k, &st)) {
@@ -345,6 +354,59 @@ flush(int fd, struct sbx_buf *q)
 	return 0;
 }
 
+/* Whether the VM is suspended (sbx-pause): its time so is not idle
+ * time, by which the clock of the last activity moves on once it
+ * resumed. */
+static int
+suspended(struct keeper *k, long long now)
+{
+	char buf[64];
+	long long at = 0;
+	ssize_t n = -1;
+	int fd;
+
+	if ((fd = open(SBX_PAUSED_FILE, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+	}
+	if (n >= 0) {
+		buf[n] = '\0';
+		if (!k->paused_at)
+			k->paused_at = sscanf(buf, "suspend %lld", &at) == 1 &&
+			    at > 0 && at <= now ? at : now;
+		return 1;
+	}
+	if (k->paused_at) {
+		k->last += now - k->paused_at;
+		k->paused_at = 0;
+	}
+	return 0;
+}
+
+/* A stop (SBX_QEMU_SIG_STOP): no client any more, its command killed;
+ * once no command runs, the guest syncs its disks and powers off. 1 when
+ * its time is up. */
+static int
+stopping(struct keeper *k, long long now)
+{
+	int i, running = 0;
+
+	if (!k->stop_end) {
+		k->stop_end = now + STOP_MS;
+		for (i = 0; i < k->nports; i++)
+			if (k->s[i].client >= 0)
+				drop_client(&k->s[i]);
+	}
+	for (i = 0; i < k->nports; i++)
+		running |= k->s[i].running;
+	if (!running && !k->off_sent) {
+		sbx_qemu_frame_put(&k->s[0].to_port, SBX_GUEST_POWEROFF, NULL,
+		    0);
+		k->off_sent = 1;
+	}
+	return now >= k->stop_end;
+}
+
 static void
 mark(const char *status)
 {
@@ -381,14 +443,18 @@ free_slot(struct keeper *k)
  * blocking, so that a full pipe one way never stops the other way (nor
  * another port). */
 static void
-serve(struct keeper *k)
+serve(struct keeper *k, const sigset_t *mask)
 {
 	struct pollfd p[2 * SBX_GUEST_PORTS + 1];
-	long long wait, idle;
+	struct timespec ts;
+	long long wait, idle, now;
 	struct slot *s, *f;
 	int st, i, np = 2 * k->nports;
 
 	for (;;) {
+		now = sbx_mono_ms();
+		if (stop_asked && stopping(k, now))
+			return;
 		for (i = 0; i < k->nports; i++) {
 			s = &k->s[i];
 			p[2 * i] = (struct pollfd){.fd = s->port, .events =
@@ -399,13 +465,14 @@ serve(struct keeper *k)
 			    (s->to_client.len ? POLLOUT : 0)};
 		}
 		/* A client for each free port; the next waits in the
-		 * backlog. */
-		f = free_slot(k);
+		 * backlog. None while a stop ends the VM. */
+		f = stop_asked ? NULL : free_slot(k);
 		p[np] = (struct pollfd){.fd = f ? k->lsn : -1, .events =
 		    POLLIN};
 		wait = 1000;
-		if (k->timeout && !busy(k)) {
-			idle = sbx_mono_ms() - k->last;
+		if (k->timeout && !stop_asked && !suspended(k, now) &&
+		    !busy(k)) {
+			idle = now - k->last;
 			if (idle >= (long long)k->timeout * 1000) {
 				mark("expired\n");
 				stop_qemu(k);
@@ -414,10 +481,16 @@ serve(struct keeper *k)
 			if ((long long)k->timeout * 1000 - idle < wait)
 				wait = (long long)k->timeout * 1000 - idle;
 		}
-		if (poll(p, (nfds_t)np + 1, (int)wait) < 0 && errno != EINTR)
-			return;
+		ts = (struct timespec){wait / 1000, wait % 1000 * 1000000};
+		if (ppoll(p, (nfds_t)np + 1, &ts, mask) < 0) {
+			if (errno != EINTR)
+				return;
+			continue;
+		}
 		if (qemu_ended(k, &st)) {
-			mark("dead\n");
+			/* Stopped: ended as asked. */
+			if (!stop_asked)
+				mark("dead\n");
 			return;
 		}
 		for (i = 0; i < k->nports; i++) {
@@ -426,7 +499,8 @@ serve(struct keeper *k)
 			    ((p[2 * i].revents & (POLLIN | POLLHUP)) &&
 			    !take(s, s->port, &s->from_port, guest_frame)) ||
 			    flush(s->port, &s->to_port) < 0) {
-				mark("dead\n");
+				if (!stop_asked)
+					mark("dead\n");
 				return;
 			}
 			if (s->client >= 0 && (((p[2 * i + 1].revents &
@@ -494,8 +568,17 @@ net_up(struct keeper *k, const struct sbx_qemu_boot *b, int gate)
 }
 
 static void
+on_stop(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
+
+static void
 keeper_main(const struct sbx_qemu_boot *b, int ready)
 {
+	struct sigaction sa = {.sa_handler = on_stop};
+	sigset_t block, mask;
 	struct keeper k = {.ready = ready, .timeout = b->timeout,
 	    .nports = 1};
 	int sp[2], null, gate, i, theirs[SBX_GUEST_PORTS];
@@ -535,6 +618,13 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 		unlink("sock");
 		_exit(1);
 	}
+	/* Blocked but in ppoll (and not in QEMU, which has its own use for
+	 * SIGUSR1), before the pids tell sbx-pause where we are. */
+	sigemptyset(&block);
+	sigaddset(&block, SBX_QEMU_SIG_STOP);
+	sigprocmask(SIG_BLOCK, &block, &mask);
+	sigdelset(&mask, SBX_QEMU_SIG_STOP);
+	sigaction(SBX_QEMU_SIG_STOP, &sa, NULL);
 	snprintf(pids, sizeof pids, "%d %llu %d %llu\n", (int)getpid(),
 	    sbx_local_starttime(getpid()), (int)k.qemu,
 	    sbx_local_starttime(k.qemu));
@@ -547,7 +637,7 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 	k.last = sbx_mono_ms();
 	for (i = 0; i < SBX_GUEST_PORTS; i++)
 		fcntl(k.s[i].port, F_SETFL, O_NONBLOCK);
-	serve(&k);
+	serve(&k, &mask);
 	stop_qemu(&k);
 	unlink("sock");
 	_exit(0);

@@ -16,10 +16,17 @@
  * sandbox's is: the VM's NIC is QEMU's user-mode network (-netdev user),
  * whose connections are QEMU's sockets in that namespace, so the rules,
  * the DNS and the log of lib/netd apply to them. The directory then holds
- * net.json, net.log and netd.pid too. */
+ * net.json, net.log and netd.pid too.
+ *
+ * A paused sandbox's directory holds SBX_PAUSED_FILE, as local's do:
+ * "suspend MS" while its QEMU is stopped (QMP stop: its memory and
+ * processes kept, no CPU used; the keeper's idle clock does not run), or
+ * "stop MS" once its VM has ended (powered off: its disk kept), which a
+ * resume boots again on the same disk. */
 #ifndef SBX_QEMU_H
 #define SBX_QEMU_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -39,6 +46,8 @@ struct sbx_qemu_boot {
 	char **argv;              /* QEMU and its arguments, NULL-ended */
 	uint64_t timeout;         /* idle seconds before it ends, 0: never */
 	long long start_ms;       /* how long the guest may take to answer */
+	int resume;               /* a stopped sandbox's: its dir stays when
+				   * the starter goes */
 	/* Network allow: QEMU in a network namespace of its own, which
 	 * sbx-netd (started by sbx_local_net_spawn with no pid yet: its
 	 * fds) serves before QEMU runs; its pid and start time then in
@@ -55,6 +64,22 @@ int sbx_qemu_keeper_start(const struct sbx_qemu_boot *b, struct sbx_err *err);
 
 /* The keeper of dir and its QEMU, when alive (their pids, else 0). */
 void sbx_qemu_pids(const char *dir, pid_t *keeper, pid_t *qemu);
+
+/* How the sandbox of dir is paused ('s' suspended, 't' stopped, 0 not),
+ * and since when (CLOCK_MONOTONIC ms). */
+int sbx_qemu_paused(const char *dir, long long *when);
+
+/* How long the VM of dir has been suspended in all, in ms, a suspend
+ * going on included. */
+long long sbx_qemu_suspended_ms(const char *dir);
+
+/* Sent to the keeper: end the VM as a stop does (its command killed,
+ * the guest's disks synced, the guest powered off), then end. */
+#define SBX_QEMU_SIG_STOP SIGUSR1
+
+/* qmp.c: cmd (one without arguments: "stop", "cont") to the QEMU of
+ * dir, its answer awaited: 0, or -1 with err. */
+int sbx_qemu_qmp(const char *dir, const char *cmd, struct sbx_err *err);
 
 /* The ext4 disk of an image's root filesystem (rootfs), kept in the guest
  * directory by digest (NULL: a directory's, made anew in dir), and the

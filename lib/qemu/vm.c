@@ -17,6 +17,7 @@
 #define START_MS_DEFAULT 120000
 #define MEMORY_MIN (64ull << 20)
 #define KILL_WAIT_MS 3000
+#define STOP_WAIT_MS 40000 /* the keeper's own deadline (STOP_MS), and some */
 
 const char *
 sbx_qemu_root(void)
@@ -450,6 +451,9 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	add(&v, &n, "-smp");
 	snprintf(buf, sizeof buf, "%u", vcpus(accel, cpus_milli));
 	add(&v, &n, buf);
+	/* Its threads named: a vCPU's is "CPU 0/TCG" (or /KVM). */
+	add(&v, &n, "-name");
+	add(&v, &n, "sbx,debug-threads=on");
 	add(&v, &n, "-nodefaults");
 	add(&v, &n, "-no-user-config");
 	add(&v, &n, "-nographic");
@@ -551,14 +555,57 @@ note_netd(const char *dir, json_t *meta, struct sbx_err *err)
 	return write_meta(dir, meta, err);
 }
 
+/* The VM of dir, as its meta says, started with its keeper (resume: of
+ * a stopped sandbox, on the disk it has; spec: a create's). With a
+ * network (allow at create: net.json), sbx-netd too, and its pid and
+ * QEMU's in meta. */
+static int
+start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
+    int resume, struct sbx_err *err)
+{
+	const char *qemu = sbx_config_get("qemu.binary", "qemu-system-x86_64");
+	const char *start = sbx_config_get("qemu.start_timeout", NULL);
+	const char *accel = sbx_json_str(meta, "accel");
+	const char *id = sbx_json_str(meta, "id");
+	const char *name = sbx_json_str(meta, "name");
+	/* A stopped sandbox's rules are in its net.json. */
+	struct sbx_spec none = {.network = SBX_NET_DENY};
+	struct sbx_spec again = {.network = SBX_NET_ALLOW};
+	struct sbx_qemu_boot b = {0};
+	int rc;
+
+	if (!accel)
+		accel = sbx_config_get("qemu.accel", "tcg");
+	/* A resume's host may have changed since the create's. */
+	if (resume && check_host(qemu, accel, err) < 0)
+		return -1;
+	b.dir = dir;
+	/* sbx-netd starts meanwhile; the keeper gives it QEMU's pid. */
+	if ((b.net = sbx_local_net_wanted(dir, spec ? spec : &none)) &&
+	    (b.net_ready = sbx_local_net_spawn(dir, id, NULL, 0, &b.net_pidw,
+	    spec ? spec : &again, err)) < 0)
+		return -1;
+	b.argv = qemu_argv(qemu, accel, (uint64_t)sbx_json_int(meta, "memory",
+	    0), (uint64_t)sbx_json_int(meta, "cpus_milli", 0), b.net,
+	    name ? name : id);
+	b.timeout = (uint64_t)sbx_json_int(meta, "timeout", 0);
+	b.start_ms = start ? atoll(start) * 1000 : START_MS_DEFAULT;
+	if (b.start_ms <= 0)
+		b.start_ms = START_MS_DEFAULT;
+	b.resume = resume;
+	rc = sbx_qemu_keeper_start(&b, err);
+	free_strv(b.argv);
+	if (rc == 0 && b.net)
+		rc = note_netd(dir, meta, err);
+	return rc;
+}
+
 static int
 qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
 	const char *qemu = sbx_config_get("qemu.binary", "qemu-system-x86_64");
 	const char *accel = sbx_config_get("qemu.accel", "tcg");
-	const char *start = sbx_config_get("qemu.start_timeout", NULL);
 	struct sbx_image_use iu = {0};
-	struct sbx_qemu_boot b = {0};
 	char id[SBX_ID_LEN + 1], *dir = NULL, *rootfs = NULL;
 	uint64_t memory = spec->memory ? spec->memory : 256ull << 20;
 	json_t *meta = NULL;
@@ -642,21 +689,7 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	    SBX_NET_ALLOW ? "allow" : "deny"));
 	if (write_meta(dir, meta, err) < 0)
 		goto fail;
-	b.dir = dir;
-	/* sbx-netd starts meanwhile; the keeper gives it QEMU's pid. */
-	if ((b.net = spec->network == SBX_NET_ALLOW) &&
-	    (b.net_ready = sbx_local_net_spawn(dir, id, NULL, 0, &b.net_pidw,
-	    spec, err)) < 0)
-		goto fail;
-	b.argv = qemu_argv(qemu, accel, memory, spec->cpus_milli, b.net,
-	    spec->name ? spec->name : id);
-	b.timeout = spec->timeout;
-	b.start_ms = start ? atoll(start) * 1000 : START_MS_DEFAULT;
-	if (b.start_ms <= 0)
-		b.start_ms = START_MS_DEFAULT;
-	rc = sbx_qemu_keeper_start(&b, err);
-	free_strv(b.argv);
-	if (rc < 0 || (b.net && note_netd(dir, meta, err) < 0))
+	if ((rc = start_vm(dir, meta, spec, 0, err)) < 0)
 		goto fail;
 	*ref = json_pack("{ssssss}", "backend", "qemu", "id", id, "dir", dir);
 	/* What sbx-cost prices: the VM's size, not what was asked (under
@@ -731,6 +764,9 @@ qemu_kill(json_t *ref, int keep, struct sbx_err *err)
 		p = sbx_xasprintf("%s/sock", dir);
 		unlink(p);
 		free(p);
+		p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+		unlink(p);
+		free(p);
 	} else {
 		sbx_local_release_name(sbx_qemu_root(), sbx_json_str(meta,
 		    "name"), id);
@@ -767,22 +803,78 @@ read_small(const char *dir, const char *name)
 	return sbx_xstrdup(buf);
 }
 
+/* What the keeper and QEMU use, from /proc: their resident memory in
+ * bytes and their CPU time in seconds; -1 each when either is gone. */
+static void
+usage_of(pid_t kp, pid_t qp, long long *rss, double *cpu)
+{
+	pid_t pid[2] = {kp, qp};
+	char path[64], line[1024], *p;
+	unsigned long long ut, st;
+	long long kb, tick = sysconf(_SC_CLK_TCK);
+	ssize_t n;
+	FILE *f;
+	int i, fd, got;
+
+	*rss = 0;
+	*cpu = 0;
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof path, "/proc/%d/status", (int)pid[i]);
+		got = 0;
+		if (pid[i] > 0 && (f = fopen(path, "re"))) {
+			while (!got && fgets(line, sizeof line, f))
+				if (sscanf(line, "VmRSS: %lld kB", &kb) == 1) {
+					*rss += kb * 1024;
+					got = 1;
+				}
+			fclose(f);
+		}
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)pid[i]);
+		n = -1;
+		if (got && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+			n = read(fd, line, sizeof line - 1);
+			close(fd);
+		}
+		/* utime and stime, fields 14 and 15, counted after comm. */
+		if (n > 0) {
+			line[n] = '\0';
+			if ((p = strrchr(line, ')')) && sscanf(p + 2,
+			    "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu "
+			    "%llu", &ut, &st) == 2 && tick > 0) {
+				*cpu += (double)(ut + st) / (double)tick;
+				continue;
+			}
+		}
+		*rss = -1;
+		*cpu = -1;
+		return;
+	}
+}
+
 static json_t *
 info_of(const char *id)
 {
 	char *dir = sbx_xasprintf("%s/%s", sbx_qemu_root(), id), *status;
 	json_t *meta = sbx_local_meta(dir), *o;
 	long long created = sbx_json_int(meta, "created_at_epoch", 0);
+	long long rss = -1;
+	double cpu = -1;
 	const char *st = "dead";
 	struct stat sb;
 	pid_t kp, qp, cp;
+	int how = sbx_qemu_paused(dir, NULL);
 
 	if (!meta && stat(dir, &sb) == 0)
 		created = sb.st_mtime;
 	sbx_qemu_pids(dir, &kp, &qp);
 	pids_in(dir, "creator.pid", &cp, NULL);
-	if (kp && qp)
-		st = "running";
+	if (kp && qp) {
+		/* Marked stopped and still running: a stop or a resume at
+		 * work. */
+		st = how == 's' ? "paused" : "running";
+		usage_of(kp, qp, &rss, &cpu);
+	} else if (how == 't')
+		st = "stopped";
 	else if ((status = read_small(dir, "status"))) {
 		if (strstr(status, "killed"))
 			st = "killed";
@@ -791,6 +883,13 @@ info_of(const char *id)
 		free(status);
 	}
 	o = sbx_local_info_head("qemu", id, meta, st, created, created);
+	/* The guest's processes are its own, asked of it only through the
+	 * one client its keeper serves at a time: not told. */
+	json_object_set_new(o, "processes", json_null());
+	json_object_set_new(o, "memory_bytes", rss >= 0 ? json_integer(rss) :
+	    json_null());
+	json_object_set_new(o, "cpu_s", cpu >= 0 ? json_real(cpu) :
+	    json_null());
 	json_object_set_new(o, "limits", sbx_limits_json((uint64_t)
 	    sbx_json_int(meta, "memory", 0), (uint64_t)sbx_json_int(meta,
 	    "cpus_milli", 0), 0, 0));
@@ -929,6 +1028,274 @@ qemu_net_log(const json_t *ref, int follow, struct sbx_err *err)
 	return rc;
 }
 
+/* --- pause and resume ---------------------------------------------------- */
+
+int
+sbx_qemu_paused(const char *dir, long long *when)
+{
+	char *t = read_small(dir, SBX_PAUSED_FILE);
+	int how = 0;
+
+	if (t) {
+		how = !strncmp(t, "stop", 4) ? 't' : 's';
+		if (when)
+			*when = strtoll(t + (how == 't' ? 4 : 7), NULL, 10);
+		free(t);
+	}
+	return how;
+}
+
+/* DIR/suspended: "MS AT", the ms its VM was suspended in all, the last
+ * suspend counted the one that began at AT. */
+long long
+sbx_qemu_suspended_ms(const char *dir)
+{
+	char *t = read_small(dir, "suspended");
+	long long total = 0, last = 0, when = 0;
+
+	if (t && sscanf(t, "%lld %lld", &total, &last) != 2)
+		total = last = 0;
+	free(t);
+	if (sbx_qemu_paused(dir, &when) == 's' && when > 0 && when != last &&
+	    sbx_mono_ms() > when)
+		total += sbx_mono_ms() - when;
+	return total;
+}
+
+static int
+mark_paused(const char *dir, const char *how, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+	char *text = sbx_xasprintf("%s %lld\n", how, sbx_mono_ms());
+	int rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+
+	free(p);
+	free(text);
+	return rc;
+}
+
+static void
+unmark_paused(const char *dir)
+{
+	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+
+	unlink(p);
+	free(p);
+}
+
+/* The VM of dir ended as a stop ends it: its keeper asked to power the
+ * guest off (its disks synced first), killed with QEMU when it has not
+ * ended in time. */
+static int
+stop_vm(const char *dir, const char *id, struct sbx_err *err)
+{
+	long long end = sbx_mono_ms() + STOP_WAIT_MS;
+	pid_t kp, qp;
+
+	sbx_qemu_pids(dir, &kp, &qp);
+	if (kp && kill(kp, SBX_QEMU_SIG_STOP) == 0)
+		while (sbx_local_starttime(kp) && sbx_mono_ms() < end)
+			usleep(10000);
+	sbx_qemu_pids(dir, &kp, &qp);
+	if (kp || qp)
+		sbx_note("the VM of '%s' did not power off in time: killed, "
+		    "what its guest had not written yet lost", id);
+	end_pid(kp);
+	end_pid(qp);
+	sbx_qemu_pids(dir, &kp, &qp);
+	if (kp || qp)
+		return sbx_err_set(err, SBX_EX_FAIL, "the VM of '%s' did not "
+		    "end", id);
+	return 0;
+}
+
+/* The sandbox a ref names (the ref's id made its own), its meta, how
+ * it is paused, and whether its VM runs. */
+static int
+find_paused(json_t *ref, char **id, char **dir, json_t **meta, int *how,
+    pid_t *alive, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	pid_t kp, qp;
+
+	if (!want || !(*dir = sbx_local_find_in(sbx_qemu_root(), want, id)))
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+	json_object_set_new(ref, "id", json_string(*id));
+	*meta = sbx_local_meta(*dir);
+	*how = sbx_qemu_paused(*dir, NULL);
+	sbx_qemu_pids(*dir, &kp, &qp);
+	*alive = kp ? qp : 0;
+	return 0;
+}
+
+static int
+qemu_pause(json_t *ref, int stop, struct sbx_err *err)
+{
+	char *id = NULL, *dir = NULL;
+	json_t *meta = NULL;
+	int rc = -1, how;
+	pid_t alive;
+
+	if (find_paused(ref, &id, &dir, &meta, &how, &alive, err) < 0)
+		goto out;
+	if ((how == 't' && !alive) || (how == 's' && alive)) {
+		rc = 0; /* already paused: nothing to do */
+		goto out;
+	}
+	/* Marked stopped, still running: a stop killed half-way, which
+	 * this one finishes. */
+	if (how == 't')
+		stop = 1;
+	if (!alive) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is not "
+		    "running", id);
+		goto out;
+	}
+	/* Marked first: an exec that comes meanwhile fails fast instead of
+	 * waiting on a VM that does not run. */
+	if (mark_paused(dir, stop ? "stop" : "suspend", err) < 0)
+		goto out;
+	if (stop)
+		rc = stop_vm(dir, id, err);
+	else if ((rc = sbx_qemu_qmp(dir, "stop", err)) < 0)
+		unmark_paused(dir);
+	else
+		/* Its vCPUs stopped, QEMU's main loop still wakes ~100 times
+		 * a second under -icount (a deadline of the frozen virtual
+		 * clock's, never reached): ~1% of a CPU, none once stopped
+		 * too. */
+		kill(alive, SIGSTOP);
+out:
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return rc;
+}
+
+static int
+qemu_resume(json_t *ref, struct sbx_err *err)
+{
+	char *id = NULL, *dir = NULL;
+	json_t *meta = NULL;
+	int rc = -1, how;
+	pid_t alive;
+
+	if (find_paused(ref, &id, &dir, &meta, &how, &alive, err) < 0)
+		goto out;
+	if (how == 't') {
+		/* A stop killed half-way is finished first: a new VM on
+		 * the same disk, which only one QEMU may hold. */
+		if (alive && stop_vm(dir, id, err) < 0)
+			goto out;
+		if (!meta) {
+			sbx_err_set(err, SBX_EX_FAIL, "'%s' has no meta.json",
+			    id);
+			goto out;
+		}
+		if (start_vm(dir, meta, NULL, 1, err) < 0)
+			goto out;
+		unmark_paused(dir);
+		rc = 0;
+		goto out;
+	}
+	if (!alive) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' is not "
+		    "running", id);
+		goto out;
+	}
+	if (!how) {
+		rc = 0; /* running: nothing to do */
+		goto out;
+	}
+	kill(alive, SIGCONT);
+	if (sbx_qemu_qmp(dir, "cont", err) < 0)
+		goto out;
+	/* Its time suspended, counted before the mark goes: an exec's
+	 * deadline does not count it (exec.c). */
+	{
+		char *p = sbx_xasprintf("%s/suspended", dir), t[64];
+		long long when = 0, total = sbx_qemu_suspended_ms(dir);
+		int n;
+
+		sbx_qemu_paused(dir, &when);
+		n = snprintf(t, sizeof t, "%lld %lld\n", total, when);
+		sbx_file_write_atomic(p, t, (size_t)n, 0600, 0, NULL);
+		free(p);
+	}
+	unmark_paused(dir);
+	rc = 0;
+out:
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return rc;
+}
+
+/* --- stats (sbx-stats) --------------------------------------------------- */
+
+static json_t *
+qemu_stats(const json_t *ref, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find_in(sbx_qemu_root(), want,
+	    &id) : NULL, *p;
+	const char *accel;
+	long long rss = -1;
+	double cpu = 0;
+	struct stat st;
+	json_t *meta, *o = NULL;
+	pid_t kp, qp;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+		return NULL;
+	}
+	meta = sbx_local_meta(dir);
+	sbx_qemu_pids(dir, &kp, &qp);
+	if (kp && qp)
+		usage_of(kp, qp, &rss, &cpu);
+	if (!kp || !qp || rss < 0) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "sandbox '%s' is not "
+		    "running", id);
+		goto out;
+	}
+	accel = sbx_json_str(meta, "accel");
+	o = json_object();
+	json_object_set_new(o, "backend", json_string("qemu"));
+	json_object_set_new(o, "id", json_string(id));
+	json_object_set_new(o, "status", json_string(sbx_qemu_paused(dir,
+	    NULL) == 's' ? "paused" : "running"));
+	json_object_set_new(o, "cpu_s", json_real(cpu));
+	json_object_set_new(o, "cpu_pct", json_null());
+	json_object_set_new(o, "cpus", json_integer(vcpus(accel ? accel :
+	    "tcg", (uint64_t)sbx_json_int(meta, "cpus_milli", 0))));
+	/* The host's view: QEMU's resident memory (the guest's RAM it has
+	 * touched, its own) and the keeper's. */
+	json_object_set_new(o, "memory_bytes", json_integer(rss));
+	json_object_set_new(o, "memory_limit", sbx_json_int(meta, "memory",
+	    0) > 0 ? json_integer(sbx_json_int(meta, "memory", 0)) :
+	    json_null());
+	json_object_set_new(o, "memory_cache", json_null());
+	/* What the sandbox wrote: its own disk's blocks, over the image's. */
+	p = sbx_xasprintf("%s/disk.qcow2", dir);
+	json_object_set_new(o, "disk_bytes", stat(p, &st) == 0 ?
+	    json_integer((json_int_t)st.st_blocks * 512) : json_null());
+	free(p);
+	json_object_set_new(o, "disk_limit", json_null());
+	json_object_set_new(o, "pids", json_null());
+	json_object_set_new(o, "pids_limit", json_null());
+	/* No network device: nothing goes in or out. */
+	json_object_set_new(o, "net_rx_bytes", json_null());
+	json_object_set_new(o, "net_tx_bytes", json_null());
+out:
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return o;
+}
+
 /* Which accelerator its VMs run under: TCG (QEMU's own translation,
  * everywhere, slow) unless qemu.accel says kvm. */
 static json_t *
@@ -947,6 +1314,9 @@ const struct sbx_backend_ops sbx_qemu_ops = {
 	.kill = qemu_kill,
 	.info = qemu_info,
 	.list = qemu_list,
+	.pause = qemu_pause,
+	.resume = qemu_resume,
+	.stats = qemu_stats,
 	.files = &sbx_qemu_files,
 	.net_rules = qemu_net_rules,
 	.net_log = qemu_net_log,

@@ -1,0 +1,138 @@
+/* qmp.c - a command to a qemu sandbox's QEMU over its monitor (QMP, JSON
+ * lines on DIR/qmp.sock): its greeting, qmp_capabilities, the command,
+ * its answer; the events that come meanwhile are skipped. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "qemu.h"
+
+#define QMP_MS 10000           /* QEMU answers at once, even under TCG */
+#define QMP_LINE_MAX (1u << 20)
+
+/* DIR/qmp.sock, reached through the directory's fd: the path may be
+ * longer than a socket address holds. */
+static int
+qmp_connect(const char *dir)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct timeval tv = {QMP_MS / 1000, 0};
+	int fd = -1, dfd, e;
+
+	if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/qmp.sock",
+	    dfd);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0 &&
+	    connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		e = errno;
+		close(fd);
+		errno = e;
+		fd = -1;
+	}
+	e = errno;
+	close(dfd);
+	errno = e;
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+	}
+	return fd;
+}
+
+/* The next message: a JSON object on a line of its own. */
+static json_t *
+next_msg(int fd, struct sbx_buf *in, long long end)
+{
+	char buf[4096], *nl;
+	json_t *o;
+	size_t n;
+	ssize_t r;
+
+	for (;;) {
+		while (in->len && (nl = memchr(in->data, '\n', in->len))) {
+			n = (size_t)(nl - in->data) + 1;
+			o = json_loadb(in->data, n, 0, NULL);
+			memmove(in->data, in->data + n, in->len - n);
+			in->len -= n;
+			if (json_is_object(o))
+				return o;
+			json_decref(o);
+		}
+		if (in->len > QMP_LINE_MAX || sbx_mono_ms() >= end) {
+			errno = ETIMEDOUT;
+			return NULL;
+		}
+		r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				errno = ECONNRESET;
+			return NULL;
+		}
+		sbx_buf_add(in, buf, (size_t)r);
+	}
+}
+
+/* cmd sent, and its answer read: 0, or -1 with err. */
+static int
+call(int fd, struct sbx_buf *in, const char *cmd, long long end,
+    struct sbx_err *err)
+{
+	char line[128];
+	int n = snprintf(line, sizeof line, "{\"execute\":\"%s\"}\n", cmd);
+	json_t *o, *e;
+
+	if (n < 0 || (size_t)n >= sizeof line)
+		return sbx_err_set(err, SBX_EX_FAIL, "QMP command too long");
+	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n)
+		return sbx_err_set(err, SBX_EX_FAIL, "QEMU's monitor:");
+	while ((o = next_msg(fd, in, end))) {
+		if (json_object_get(o, "return")) {
+			json_decref(o);
+			return 0;
+		}
+		if ((e = json_object_get(o, "error"))) {
+			sbx_err_set(err, SBX_EX_FAIL, "QEMU refused '%s': %s",
+			    cmd, sbx_json_str(e, "desc") ? sbx_json_str(e,
+			    "desc") : "(no reason)");
+			json_decref(o);
+			return -1;
+		}
+		/* An event. */
+		json_decref(o);
+	}
+	return sbx_err_set(err, SBX_EX_FAIL, "QEMU's monitor did not answer "
+	    "'%s':", cmd);
+}
+
+int
+sbx_qemu_qmp(const char *dir, const char *cmd, struct sbx_err *err)
+{
+	struct sbx_buf in = SBX_BUF_INIT;
+	long long end = sbx_mono_ms() + QMP_MS;
+	json_t *hello;
+	int fd, rc = -1;
+
+	if ((fd = qmp_connect(dir)) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot reach QEMU's "
+		    "monitor:");
+	if (!(hello = next_msg(fd, &in, end)))
+		sbx_err_set(err, SBX_EX_FAIL, "QEMU's monitor did not greet "
+		    "us:");
+	else if (!json_object_get(hello, "QMP"))
+		sbx_err_set(err, SBX_EX_FAIL, "QEMU's monitor did not greet "
+		    "us");
+	else if (call(fd, &in, "qmp_capabilities", end, err) == 0 &&
+	    call(fd, &in, cmd, end, err) == 0)
+		rc = 0;
+	json_decref(hello);
+	sbx_buf_release(&in);
+	close(fd);
+	return rc;
+}
