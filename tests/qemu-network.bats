@@ -233,3 +233,26 @@ wait_log() {
 	assert_success
 	[ ! -e "$dir" ]
 }
+
+@test "qemu allow: a stopped VM resumed has its network again, with the rules it had (a new sbx-netd for its new QEMU)" {
+	local dir old new
+	dir=$(jq -r .ref.dir "$S")
+	old=$(jq -r .net_pid "$dir/meta.json")
+	run sbx-pause -m stop -s "$S"
+	assert_success
+	[ ! -e "/proc/$old" ] || [ "$(awk '{print $3}' "/proc/$old/stat")" = Z ]
+	run sbx-pause -r -s "$S"
+	assert_success
+	new=$(jq -r .net_pid "$dir/meta.json")
+	[ "$new" != "$old" ]
+	[ "$(cat "/proc/$new/comm")" = sbx-netd ]
+	[ "$(jq -r .pid "$dir/meta.json")" = "$(awk '{print $3}' "$dir/keeper.pid")" ]
+	run --separate-stderr sbx-exec -s "$S" -- wget -q -O - http://a.test/again
+	assert_success
+	[ "$(jq -r .path <<<"$output")" = /again ]
+	local before
+	before=$(world_conns "$NETWORLD_C" 80)
+	run sbx-exec -s "$S" -- wget -q -O - "http://$NETWORLD_C/"
+	assert_failure
+	[ "$(world_conns "$NETWORLD_C" 80)" = "$before" ]
+}
