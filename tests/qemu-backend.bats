@@ -167,6 +167,20 @@ store_empty_but_shared() {
 	jq_true '.status == "running" and .accel == "tcg" and .limits.memory == 209715200 and .image == "'"$SBX_TEST_REGISTRY"'/t/bb:v1"' <<<"$output"
 	# one vCPU under TCG whatever --cpus said, and the VM's memory
 	jq_true '.resources == {"vcpus": 1, "memory_mib": 200}' <"$S"
+	# QEMU in a cgroup of its own (as root): the VM's memory and 256 MiB
+	# of QEMU's own at most, the CPUs sbx's default limit gives
+	local id qp d lim=() cpu=()
+	id=$(jq -r .ref.id "$S")
+	read -r _ _ qp _ <"$(jq -r .ref.dir "$S")/keeper.pid"
+	grep -q ":/sbx/qemu-$id\$" "/proc/$qp/cgroup"
+	for d in $(find /sys/fs/cgroup -maxdepth 4 -type d -path "*/sbx/qemu-$id"); do
+		[ -f "$d/memory.max" ] && lim+=("$(cat "$d/memory.max")")
+		[ -f "$d/memory.limit_in_bytes" ] && lim+=("$(cat "$d/memory.limit_in_bytes")")
+		[ -f "$d/cpu.max" ] && cpu+=("$(cat "$d/cpu.max")")
+		[ -f "$d/cpu.cfs_quota_us" ] && cpu+=("$(cat "$d/cpu.cfs_quota_us")")
+	done
+	assert_equal "${lim[*]}" "$(((200 + 256) << 20))"
+	[[ ${cpu[*]} == 200000* ]]
 }
 
 @test "qemu: commands run side by side, one a port (eight); a ninth waits for a port, then runs" {
@@ -371,6 +385,8 @@ store_empty_but_shared() {
 	assert_success
 	jq_true '.reason == "dead" and .action == "killed"' <<<"$output"
 	[ -z "$(find "$SBX_QEMU_DIR" -mindepth 1 -maxdepth 1 ! -name .names)" ]
+	# its QEMU's cgroup too
+	[ -z "$(find /sys/fs/cgroup -maxdepth 4 -type d -path "*/sbx/qemu-$(jq -r .ref.id "$S")")" ]
 	run --separate-stderr sbx-kill -b qemu "$(jq -r .ref.id "$S")"
 	assert_failure 3
 }

@@ -101,6 +101,15 @@ spawn(const struct sbx_qemu_boot *b, const int fd[SBX_GUEST_PORTS],
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != keeper)
 		_exit(1);
+	/* Its cgroup: the VM's memory and QEMU's own, --cpus. */
+	if (b->cg) {
+		struct sbx_err e;
+
+		if (sbx_cg_attach(b->cg, getpid(), &e) < 0) {
+			dprintf(2, "%s\n", e.msg);
+			_exit(1);
+		}
+	}
 	/* Not root: a user namespace of its own first, in which it may
 	 * make the network one; sbx-netd, ours, joins both. */
 	if (b->net && (unshare(CLONE_NEWNET | (geteuid() ? CLONE_NEWUSER :

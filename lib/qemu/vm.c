@@ -17,6 +17,9 @@
 #define START_MS_DEFAULT 120000
 #define MEMORY_MIN (64ull << 20)
 #define KILL_WAIT_MS 3000
+/* QEMU's own memory beside the guest's: its code, its devices' buffers,
+ * TCG's code cache. */
+#define QEMU_OVERHEAD (256ull << 20)
 #define STOP_WAIT_MS 40000 /* the keeper's own deadline (STOP_MS), and some */
 
 const char *
@@ -555,6 +558,43 @@ note_netd(const char *dir, json_t *meta, struct sbx_err *err)
 	return write_meta(dir, meta, err);
 }
 
+/* The cgroup of QEMU (qemu-ID, beside the local sandboxes'), as root:
+ * its memory.max the VM's memory and QEMU's own, its CPU --cpus (what
+ * all of QEMU's threads may use). None otherwise (cg->n 0): the VM's size
+ * is its limit all the same. */
+static int
+vm_cgroup(const char *id, const json_t *meta, struct sbx_cgroups *cg,
+    struct sbx_err *err)
+{
+	struct sbx_spec cs = {0};
+	char name[SBX_ID_LEN + 8];
+
+	memset(cg, 0, sizeof *cg);
+	if (geteuid() != 0)
+		return 0;
+	cs.memory = (uint64_t)sbx_json_int(meta, "memory", 0) + QEMU_OVERHEAD;
+	cs.cpus_milli = (uint64_t)sbx_json_int(meta, "cpus_milli", 0);
+	cs.limits_default = SBX_CAP_MEMORY | SBX_CAP_CPUS;
+	snprintf(name, sizeof name, "qemu-%s", id);
+	return sbx_cg_create(cg, name, &cs, err);
+}
+
+/* QEMU's cgroup of sandbox id, emptied and removed. */
+static void
+vm_cgroup_remove(const char *id)
+{
+	struct sbx_cgroups cg;
+	char name[SBX_ID_LEN + 8];
+
+	snprintf(name, sizeof name, "qemu-%s", id);
+	sbx_cg_find(&cg, name);
+	if (cg.n) {
+		sbx_cg_kill(&cg, 2000);
+		sbx_cg_remove(&cg);
+	}
+	sbx_cg_release(&cg);
+}
+
 /* The VM of dir, as its meta says, started with its keeper (resume: of
  * a stopped sandbox, on the disk it has; spec: a create's). With a
  * network (allow at create: net.json), sbx-netd too, and its pid and
@@ -572,6 +612,7 @@ start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
 	struct sbx_spec none = {.network = SBX_NET_DENY};
 	struct sbx_spec again = {.network = SBX_NET_ALLOW};
 	struct sbx_qemu_boot b = {0};
+	struct sbx_cgroups cg;
 	int rc;
 
 	if (!accel)
@@ -579,12 +620,18 @@ start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
 	/* A resume's host may have changed since the create's. */
 	if (resume && check_host(qemu, accel, err) < 0)
 		return -1;
+	if (vm_cgroup(id, meta, &cg, err) < 0)
+		return -1;
+	b.cg = cg.n ? &cg : NULL;
 	b.dir = dir;
 	/* sbx-netd starts meanwhile; the keeper gives it QEMU's pid. */
 	if ((b.net = sbx_local_net_wanted(dir, spec ? spec : &none)) &&
 	    (b.net_ready = sbx_local_net_spawn(dir, id, NULL, 0, &b.net_pidw,
-	    spec ? spec : &again, err)) < 0)
+	    spec ? spec : &again, err)) < 0) {
+		sbx_cg_remove(&cg);
+		sbx_cg_release(&cg);
 		return -1;
+	}
 	b.argv = qemu_argv(qemu, accel, (uint64_t)sbx_json_int(meta, "memory",
 	    0), (uint64_t)sbx_json_int(meta, "cpus_milli", 0), b.net,
 	    name ? name : id);
@@ -597,6 +644,10 @@ start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
 	free_strv(b.argv);
 	if (rc == 0 && b.net)
 		rc = note_netd(dir, meta, err);
+	/* A VM that did not start is gone: so is its cgroup. */
+	if (rc < 0)
+		sbx_cg_remove(&cg);
+	sbx_cg_release(&cg);
 	return rc;
 }
 
@@ -755,6 +806,7 @@ qemu_kill(json_t *ref, int keep, struct sbx_err *err)
 	/* The keeper first: it must not see QEMU end and write "dead". */
 	end_pid(kp);
 	end_pid(qp);
+	vm_cgroup_remove(id);
 	sbx_local_net_stop_of(meta);
 	if (keep) {
 		char *p = sbx_xasprintf("%s/status", dir);
