@@ -155,6 +155,22 @@ store_empty_but_shared() {
 	assert_equal "${lines[1]}" 1
 }
 
+@test "qemu: an idle guest's timers keep time: a sleep 0.2 ends in well under a second, and so do 3 execs" {
+	# shift=auto's -icount served them at its once-a-second adjustment:
+	# ~2 s, ~3 s.
+	t0=$(date +%s%N)
+	run --separate-stderr sbx-exec -s "$S" -- sleep 0.2
+	t1=$(date +%s%N)
+	assert_success
+	for i in 1 2 3; do
+		sbx-exec -s "$S" -- true
+	done
+	t2=$(date +%s%N)
+	echo "sleep 0.2: $(((t1 - t0) / 1000000)) ms; 3 execs: $(((t2 - t1) / 1000000)) ms"
+	(((t1 - t0) / 1000000 >= 200 && (t1 - t0) / 1000000 < 900))
+	(((t2 - t1) / 1000000 < 900))
+}
+
 @test "qemu: the VM's size is its limit, and what sbx-cost prices; no network device but lo" {
 	run --separate-stderr sbx-exec -s "$S" -- sh -c 'grep MemTotal /proc/meminfo; ls /sys/class/net; grep -c ^processor /proc/cpuinfo'
 	assert_success

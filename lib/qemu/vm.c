@@ -442,9 +442,12 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	add(&v, &n, accel);
 	if (tcg) {
 		/* The guest's clock counts its instructions: without it, on
-		 * a loaded host, its timer calibration hangs (qemu-guest.bats). */
+		 * a loaded host, its timer calibration hangs (qemu-guest.bats).
+		 * A fixed rate (4 ns an instruction): shift=auto's adjustment
+		 * served an idle guest's timers only at its once-a-second
+		 * tick, so an exec took ~1 s and a sleep 0.1 ~2 s. */
 		add(&v, &n, "-icount");
-		add(&v, &n, "shift=auto");
+		add(&v, &n, "shift=2");
 	}
 	add(&v, &n, "-cpu");
 	add(&v, &n, tcg ? "max" : "host");
