@@ -454,13 +454,48 @@ cg_kill(void)
 	}
 }
 
-/* tty: the pty's other end, for all of stdio. */
+/* A command's environment: PATH and HOME unless env has them, then env,
+ * each a putenv(3) of the one before: a later K=V over an earlier K, a
+ * bare K unsets it. Its strings are env's. */
+static char **
+command_env(char **env)
+{
+	static char path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
+	    "/usr/bin:/sbin:/bin", home[] = "HOME=/root";
+	size_t i, j, k = 0, n, key;
+	char **v;
+
+	for (n = 0; env[n]; n++)
+		;
+	v = sbx_xcalloc(n + 3, sizeof *v);
+	v[k++] = path;
+	v[k++] = home;
+	for (i = 0; i < n; i++) {
+		key = strcspn(env[i], "=");
+		for (j = 0; j < k; j++)
+			if (!strncmp(v[j], env[i], key) && v[j][key] == '=')
+				break;
+		if (env[i][key] != '=') {
+			if (j < k) {
+				memmove(v + j, v + j + 1, (k - j) * sizeof *v);
+				k--;
+			}
+		} else if (j < k) {
+			v[j] = env[i];
+		} else {
+			v[k++] = env[i];
+		}
+	}
+	return v;
+}
+
+/* tty: the pty's other end, for all of stdio. A child of vfork(2): it
+ * writes no memory of the agent's, and execs or _exits. */
 static void
-child(uint32_t flags, const char *cwd, char **env, char **argv, int in,
-    int out, int err, int tty, int why)
+child(uint32_t flags, const char *cwd, char **argv, int in, int out,
+    int err, int tty, int why)
 {
 	sigset_t none;
-	uint32_t i;
 	int cgp;
 
 	setsid();
@@ -489,14 +524,26 @@ child(uint32_t flags, const char *cwd, char **env, char **argv, int in,
 		mkdirs(cwd);
 	if (chdir(*cwd ? cwd : "/") < 0)
 		cannot(why, SBX_GUEST_START_WORKDIR, 125);
-	clearenv();
-	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:"
-	    "/usr/bin:/sbin:/bin", 1);
-	setenv("HOME", "/root", 1);
-	for (i = 0; env[i]; i++)
-		putenv(env[i]);
+	/* environ is the command's (run()): execvp searches its PATH. */
 	execvp(argv[0], argv);
 	cannot(why, SBX_GUEST_START_EXEC, errno == ENOENT ? 127 : 126);
+}
+
+/* child() in a vfork(2): under TCG a fork's copy of the agent's memory,
+ * its faults and its teardown at the exec cost ~2 ms of an exec's ~7. We
+ * go on once the child has exec'd (or ended), envp its environ. */
+static pid_t
+spawn(char **envp, uint32_t flags, const char *cwd, char **argv, int in,
+    int out, int err, int tty, int why)
+{
+	char **volatile ours = environ;
+	pid_t pid;
+
+	environ = envp;
+	if ((pid = vfork()) == 0)
+		child(flags, cwd, argv, in, out, err, tty, why);
+	environ = ours;
+	return pid;
 }
 
 static void pong(int port);
@@ -574,7 +621,7 @@ run(int port, struct sbx_msg *m)
 	uint32_t id = 0, flags = 0, envc = 0, argc = 0, i;
 	struct pollfd p[4];
 	struct sbx_buf pend = SBX_BUF_INIT;
-	char **argv = NULL, **env = NULL, buf[65536];
+	char **argv = NULL, **env = NULL, **cenv = NULL, buf[65536];
 	int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
 	int why[2] = {-1, -1}, tty = -1, r;
 	uint32_t start[2] = {0, 0}, rows = 0, cols = 0;
@@ -596,16 +643,15 @@ run(int port, struct sbx_msg *m)
 		r = pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ?
 		    -1 : 0;
 	cg_new();
+	cenv = command_env(env);
 	if (r < 0 || pipe2(why, O_CLOEXEC) < 0 || ((flags & SBX_GUEST_X_STDIN) &&
 	    !(flags & SBX_GUEST_X_TTY) && pipe2(in, O_CLOEXEC) < 0) ||
-	    (pid = fork()) < 0) {
+	    (pid = spawn(cenv, flags, cwd, argv, in[0], out[1], err[1], tty,
+	    why[1])) < 0) {
 		say("cannot run a command: %s", strerror(errno));
 		send_u32s(port, SBX_GUEST_EXIT, id, 126 << 8, NULL, 0);
 		goto out;
 	}
-	if (pid == 0)
-		child(flags, cwd, env, argv, in[0], out[1], err[1], tty,
-		    why[1]);
 	close(why[1]);
 	why[1] = -1;
 	if (tty >= 0) {
@@ -708,6 +754,7 @@ out:
 	if (tty >= 0)
 		close(tty);
 	sbx_buf_release(&pend);
+	free(cenv);
 	free(argv);
 	free(env);
 }
