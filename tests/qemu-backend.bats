@@ -98,6 +98,39 @@ store_empty_but_shared() {
 	assert_failure 143
 }
 
+@test "qemu: sbx-exec -u runs the command as that user (the disk's /etc/passwd and group); one it does not know is 125 and runs nothing" {
+	run --separate-stderr sbx-exec -s "$S" -u 1000:1001 -- sh -c 'id -u; id -G; echo "$HOME"; touch /tmp/by-u; stat -c %u:%g /tmp/by-u; rm /tmp/by-u'
+	assert_success
+	assert_output $'1000\n1001\n/\n1000:1001'
+	run --separate-stderr sbx-exec -s "$S" -u root -e HOME=/srv -- sh -c 'id -u; echo "$HOME"'
+	assert_success
+	assert_output $'0\n/srv'
+	run --separate-stderr sbx-exec -s "$S" -u no-such-user -- touch /tmp/ran-u
+	assert_failure 125
+	assert_output ''
+	[ "${#stderr_lines[@]}" = 1 ]
+	[[ $stderr == "sbx-exec: "*"no-such-user"* ]]
+	run --separate-stderr sbx-exec -s "$S" -u root:no-such-group -- touch /tmp/ran-u
+	assert_failure 125
+	assert_equal "$stderr" "sbx-exec: no group 'no-such-group' in the sandbox's /etc/group"
+	run sbx-exec -s "$S" -- test -e /tmp/ran-u
+	assert_failure 1
+}
+
+@test "qemu: the image's User runs its commands; -u root overrides it" {
+	local r=$BATS_TEST_TMPDIR/root3 s=$BATS_TEST_TMPDIR/u.json
+	sbx_busybox_root "$r"
+	sbx_registry_push_image t/bb user '{"Env":["PATH=/usr/bin:/bin"],"User":"1000:1001"}' "$r" >/dev/null
+	sbx-image pull -q "$SBX_TEST_REGISTRY/t/bb:user" >/dev/null
+	sbx-create -b qemu --image "$SBX_TEST_REGISTRY/t/bb:user" --memory 128M -s "$s" >/dev/null
+	run --separate-stderr sbx-exec -s "$s" -- sh -c 'id -u; id -g'
+	assert_success
+	assert_output $'1000\n1001'
+	run --separate-stderr sbx-exec -s "$s" -u root -- id -u
+	assert_output 0
+	sbx-kill -q -s "$s"
+}
+
 @test "qemu: -t: the command's stdio a pty of the caller's window size, its exit status" {
 	local p
 	mkfifo term-in

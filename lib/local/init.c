@@ -242,7 +242,7 @@ as_user(struct req *r, struct sbx_err *err)
 	uint32_t i;
 	size_t k;
 
-	if (sbx_local_user_lookup(r->user, &r->u, err) < 0)
+	if (sbx_local_user_lookup("/", r->user, &r->u, err) < 0)
 		return -1;
 	if (!mapped("/proc/self/uid_map", r->u.uid) ||
 	    !mapped("/proc/self/gid_map", r->u.gid))

@@ -291,10 +291,11 @@ struct sbx_local_user {
  * it); an unknown name is SBX_EX_USAGE. */
 int sbx_local_user_resolve(int rootfd, const char *spec,
     struct sbx_local_user *u, struct sbx_err *err);
-/* The same inside the sandbox (sbx-init, for sbx-exec -u): through its
- * own /etc/passwd and /etc/group. */
-int sbx_local_user_lookup(const char *spec, struct sbx_local_user *u,
-    struct sbx_err *err);
+/* The same inside the sandbox (sbx-init, for sbx-exec -u: "/"; a qemu
+ * VM's agent: its disk's root): through its own /etc/passwd and
+ * /etc/group. */
+int sbx_local_user_lookup(const char *root, const char *spec,
+    struct sbx_local_user *u, struct sbx_err *err);
 /* The host image's account for commands that are not root's, as E2B's
  * sandboxes have it: user, uid and gid 1000, home /home/user. Its
  * passwd and group, the host's with it added (unless the host has a

@@ -153,13 +153,14 @@ sbx_local_user_resolve(int rootfd, const char *spec,
 }
 
 int
-sbx_local_user_lookup(const char *spec, struct sbx_local_user *u,
-    struct sbx_err *err)
+sbx_local_user_lookup(const char *root, const char *spec,
+    struct sbx_local_user *u, struct sbx_err *err)
 {
-	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), rc;
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), rc;
 
 	if (fd < 0)
-		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot open '/':");
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot open '%s':",
+		    root);
 	rc = resolve(fd, spec, "sandbox", u, err);
 	close(fd);
 	return rc;

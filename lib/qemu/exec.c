@@ -32,6 +32,7 @@ struct qx {
 	struct sbx_buf in;  /* what came, to a frame's end */
 	int exited;
 	uint32_t status, stage, errnum;
+	char why[256];       /* a start's refusal, said by the guest */
 	struct sbx_err *err; /* ready()'s, for guest_frame */
 	int failed;          /* guest_frame set it */
 };
@@ -60,6 +61,7 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	struct qx *x = t;
 	struct sbx_buf b = SBX_BUF_INIT;
 	json_t *env = json_object_get(x->meta, "env"), *v;
+	const char *user;
 	uint32_t flags = 0, n = 0;
 	size_t i;
 
@@ -70,6 +72,10 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 		flags |= SBX_GUEST_X_MKDIR;
 	if (xs->o->tty)
 		flags |= SBX_GUEST_X_TTY;
+	/* -u, else the image's User. */
+	user = xs->o->user ? xs->o->user : sbx_json_str(x->meta, "user");
+	if (user)
+		flags |= SBX_GUEST_X_USER;
 	sbx_msg_put_u32(&b, CMD_ID);
 	sbx_msg_put_u32(&b, flags);
 	sbx_msg_put_str(&b, x->cwd);
@@ -103,6 +109,8 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 		sbx_msg_put_u32(&b, ws.ws_row);
 		sbx_msg_put_u32(&b, ws.ws_col);
 	}
+	if (user)
+		sbx_msg_put_str(&b, user);
 	sbx_qemu_frame_put(&x->out, SBX_GUEST_EXEC, b.data, b.len);
 	sbx_buf_release(&b);
 	if (xs->o->started)
@@ -137,6 +145,8 @@ guest_frame(void *arg, uint32_t type, const char *p, size_t n)
 		if (n >= 16) {
 			x->stage = w[2];
 			x->errnum = w[3];
+			snprintf(x->why, sizeof x->why, "%.*s", (int)(n - 16),
+			    p + 16);
 		}
 		sbx_xs_done(x->xs);
 	} else if (type == SBX_GUEST_ERROR) {
@@ -233,6 +243,9 @@ qx_finish(void *t, struct sbx_xs *xs, struct sbx_err *err)
 		    SBX_XS_START_NOTFOUND : x->errnum == EACCES ||
 		    x->errnum == ENOEXEC ? SBX_XS_START_NOEXEC :
 		    SBX_XS_START_OTHER, x->argv[0], strerror((int)x->errnum));
+	if (x->stage == SBX_GUEST_START_USER)
+		return sbx_err_set(err, SBX_EX_EXECFAIL, "%s", *x->why ? x->why :
+		    strerror((int)x->errnum));
 	if (x->stage == SBX_GUEST_START_WORKDIR)
 		return sbx_err_set(err, SBX_EX_EXECFAIL, "cannot start '%s': "
 		    "workdir '%s': %s", x->argv[0], x->cwd,

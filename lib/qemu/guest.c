@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "local/local.h"
 #include "msg.h"
 #include "qemu/guest.h"
 
@@ -454,14 +455,15 @@ cg_kill(void)
 	}
 }
 
-/* A command's environment: PATH and HOME unless env has them, then env,
+/* A command's environment: PATH and HOME (home: HOME=...) unless env has
+ * them, then env,
  * each a putenv(3) of the one before: a later K=V over an earlier K, a
  * bare K unsets it. Its strings are env's. */
 static char **
-command_env(char **env)
+command_env(char **env, char *home)
 {
 	static char path[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:"
-	    "/usr/bin:/sbin:/bin", home[] = "HOME=/root";
+	    "/usr/bin:/sbin:/bin";
 	size_t i, j, k = 0, n, key;
 	char **v;
 
@@ -493,7 +495,7 @@ command_env(char **env)
  * writes no memory of the agent's, and execs or _exits. */
 static void
 child(uint32_t flags, const char *cwd, char **argv, int in, int out,
-    int err, int tty, int why)
+    int err, int tty, int why, const struct sbx_local_user *u)
 {
 	sigset_t none;
 	int cgp;
@@ -524,6 +526,11 @@ child(uint32_t flags, const char *cwd, char **argv, int in, int out,
 		mkdirs(cwd);
 	if (chdir(*cwd ? cwd : "/") < 0)
 		cannot(why, SBX_GUEST_START_WORKDIR, 125);
+	/* Its user (-u), once its workdir is made. */
+	if (u->set && (syscall(SYS_setgroups, (size_t)u->ngroups,
+	    u->groups) < 0 || syscall(SYS_setresgid, u->gid, u->gid,
+	    u->gid) < 0 || syscall(SYS_setresuid, u->uid, u->uid, u->uid) < 0))
+		cannot(why, SBX_GUEST_START_USER, 125);
 	/* environ is the command's (run()): execvp searches its PATH. */
 	execvp(argv[0], argv);
 	cannot(why, SBX_GUEST_START_EXEC, errno == ENOENT ? 127 : 126);
@@ -534,19 +541,35 @@ child(uint32_t flags, const char *cwd, char **argv, int in, int out,
  * go on once the child has exec'd (or ended), envp its environ. */
 static pid_t
 spawn(char **envp, uint32_t flags, const char *cwd, char **argv, int in,
-    int out, int err, int tty, int why)
+    int out, int err, int tty, int why, const struct sbx_local_user *u)
 {
 	char **volatile ours = environ;
 	pid_t pid;
 
 	environ = envp;
 	if ((pid = vfork()) == 0)
-		child(flags, cwd, argv, in, out, err, tty, why);
+		child(flags, cwd, argv, in, out, err, tty, why, u);
 	environ = ours;
 	return pid;
 }
 
 static void pong(int port);
+
+/* A command that does not start, and why: its EXIT with 125, stage, no
+ * errno and the message. */
+static void
+refuse(int port, uint32_t id, uint32_t stage, const char *msg)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+
+	sbx_msg_put_u32(&b, id);
+	sbx_msg_put_u32(&b, 125u << 8);
+	sbx_msg_put_u32(&b, stage);
+	sbx_msg_put_u32(&b, 0);
+	sbx_buf_add(&b, msg, strlen(msg));
+	sbx_msg_send(port, SBX_GUEST_EXIT, b.data, b.len, NULL, 0);
+	sbx_buf_release(&b);
+}
 
 /* What the host sends while a command runs: its stdin (queued in
  * *pend until the pipe takes it), signals, pings. 0 when the port has
@@ -621,7 +644,10 @@ run(int port, struct sbx_msg *m)
 	uint32_t id = 0, flags = 0, envc = 0, argc = 0, i;
 	struct pollfd p[4];
 	struct sbx_buf pend = SBX_BUF_INIT;
+	struct sbx_local_user u = {0};
 	char **argv = NULL, **env = NULL, **cenv = NULL, buf[8 + 65536];
+	char home[sizeof u.home + 8] = "HOME=/root";
+	const char *user = NULL;
 	int out[2] = {-1, -1}, err[2] = {-1, -1}, in[2] = {-1, -1};
 	int why[2] = {-1, -1}, tty = -1, r;
 	uint32_t start[2] = {0, 0}, rows = 0, cols = 0;
@@ -637,17 +663,31 @@ run(int port, struct sbx_msg *m)
 	if ((flags & SBX_GUEST_X_TTY) && (sbx_msg_get_u32(m, &rows) < 0 ||
 	    sbx_msg_get_u32(m, &cols) < 0))
 		goto bad;
+	if ((flags & SBX_GUEST_X_USER) && !(user = sbx_msg_get_str(m)))
+		goto bad;
+	/* Its user, by the disk's /etc/passwd and /etc/group: one it does
+	 * not know runs nothing. */
+	if (user) {
+		struct sbx_err e = {0};
+
+		if (sbx_local_user_lookup(have_root ? ROOT : "/", user, &u,
+		    &e) < 0) {
+			refuse(port, id, SBX_GUEST_START_USER, e.msg);
+			goto out;
+		}
+		snprintf(home, sizeof home, "HOME=%s", u.home);
+	}
 	if (flags & SBX_GUEST_X_TTY)
 		r = open_pty(rows, cols, &out[0], &tty);
 	else
 		r = pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ?
 		    -1 : 0;
 	cg_new();
-	cenv = command_env(env);
+	cenv = command_env(env, home);
 	if (r < 0 || pipe2(why, O_CLOEXEC) < 0 || ((flags & SBX_GUEST_X_STDIN) &&
 	    !(flags & SBX_GUEST_X_TTY) && pipe2(in, O_CLOEXEC) < 0) ||
 	    (pid = spawn(cenv, flags, cwd, argv, in[0], out[1], err[1], tty,
-	    why[1])) < 0) {
+	    why[1], &u)) < 0) {
 		say("cannot run a command: %s", strerror(errno));
 		send_u32s(port, SBX_GUEST_EXIT, id, 126 << 8, NULL, 0);
 		goto out;
@@ -783,8 +823,8 @@ pong(int port)
 
 	uname(&u);
 	n = snprintf(buf, sizeof buf, "{\"kernel\":\"%s\",\"pid\":%d,"
-	    "\"uptime_ms\":%lld,\"ports\":%d}", u.release, (int)getpid(),
-	    uptime_ms(), nports);
+	    "\"uptime_ms\":%lld,\"ports\":%d,\"proto\":%d}", u.release,
+	    (int)getpid(), uptime_ms(), nports, SBX_GUEST_PROTO);
 	sbx_msg_send(port, SBX_GUEST_PONG, buf, (size_t)n, NULL, 0);
 }
 

@@ -11,10 +11,15 @@
 #define SBX_GUEST_PORT "sbx"
 #define SBX_GUEST_PORTS 8
 
+/* What its PONG says ("proto"): the host starts no VM whose guest speaks
+ * another (a guest made by an older sbx: scripts/qemu-guest again). */
+#define SBX_GUEST_PROTO 2
+
 enum {
 	SBX_GUEST_PING = 1, /* host -> agent: are you there */
 	SBX_GUEST_PONG,     /* agent -> host: JSON {"kernel","pid",
-			     * "uptime_ms","ports" (how many it serves)} */
+			     * "uptime_ms","ports" (how many it serves),
+			     * "proto" (SBX_GUEST_PROTO)} */
 	SBX_GUEST_POWEROFF, /* host -> agent: sync the disks, power off */
 	SBX_GUEST_ERROR,    /* agent -> host: a frame it does not know */
 	SBX_GUEST_EXEC,     /* host -> agent: u32 id, u32 flags
@@ -45,12 +50,17 @@ enum {
 #define SBX_GUEST_START_ROOT 1u    /* its root or stdio */
 #define SBX_GUEST_START_WORKDIR 2u /* its workdir */
 #define SBX_GUEST_START_EXEC 3u    /* the exec: ENOENT, EACCES... */
+#define SBX_GUEST_START_USER 4u    /* its user: unknown (the message after
+				    * the errno), or not to become */
 
 /* An EXEC's flags. */
 #define SBX_GUEST_X_STDIN 1u /* IN frames are its stdin (else /dev/null) */
 #define SBX_GUEST_X_MKDIR 2u /* the workdir is made when missing */
 #define SBX_GUEST_X_TTY 4u   /* a pty is its stdio (u32 rows, u32 cols
 			      * after the argv); its output is fd 1's */
+#define SBX_GUEST_X_USER 8u  /* who runs it, a string after those (as
+			      * docker exec -u: name, uid, name:group...),
+			      * through the disk's /etc/passwd and group */
 
 /* The guest's /init: mounts /proc, /sys and /dev, loads the modules
  * /sbx/modules names (one a line, in order, from /sbx/mod/NAME.ko),

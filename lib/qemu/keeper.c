@@ -168,14 +168,15 @@ stop_qemu(struct keeper *k)
 	}
 }
 
-/* How many ports the guest serves, from its PONG ("ports"; an older
- * guest's has none: one). */
+/* How many ports the guest serves, from its PONG, and the protocol it
+ * speaks (an older guest's says neither: 0). */
 static int
-ports_of(const char *p, size_t n)
+pong_of(const char *p, size_t n, int *proto)
 {
 	json_t *o = json_loadb(p, n, 0, NULL);
 	json_int_t v = o ? sbx_json_int(o, "ports", 1) : 1;
 
+	*proto = o ? (int)sbx_json_int(o, "proto", 0) : 0;
 	json_decref(o);
 	return v < 1 ? 1 : v > SBX_GUEST_PORTS ? SBX_GUEST_PORTS : (int)v;
 }
@@ -191,7 +192,7 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 	struct pollfd p[2];
 	struct sbx_msg m;
 	char tail[2048], why[64];
-	int st = 0, r;
+	int st = 0, r, proto = 0;
 
 	for (;;) {
 		now = sbx_mono_ms();
@@ -236,8 +237,16 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 			break;
 		r = m.type == SBX_GUEST_PONG;
 		if (r)
-			k->nports = ports_of(m.data + m.off, m.len - m.off);
+			k->nports = pong_of(m.data + m.off, m.len - m.off,
+			    &proto);
 		sbx_msg_release(&m);
+		if (r && proto != SBX_GUEST_PROTO) {
+			snprintf(why, sizeof why, "%d", proto);
+			tell(k->ready, "its guest speaks protocol %s, not this "
+			    "sbx's: make it again (scripts/qemu-guest -d '%s')",
+			    why, sbx_qemu_guest_dir());
+			return -1;
+		}
 		if (r) {
 			/* The others queued for a port not yet open: their
 			 * answers are on the way. */

@@ -742,6 +742,13 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	json_object_set_new(meta, "cpus_milli", json_integer((json_int_t)
 	    spec->cpus_milli));
 	json_object_set_new(meta, "accel", json_string(accel));
+	/* Who its commands run as without -u: the image's User. */
+	{
+		const char *user = sbx_json_str(iu.config, "User");
+
+		if (user && *user)
+			json_object_set_new(meta, "user", json_string(user));
+	}
 	json_object_set_new(meta, "network", json_string(spec->network ==
 	    SBX_NET_ALLOW ? "allow" : "deny"));
 	if (write_meta(dir, meta, err) < 0)
