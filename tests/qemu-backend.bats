@@ -70,7 +70,7 @@ store_empty_but_shared() {
 	assert_output ""
 	# The image's disk, by its manifest's digest; the sandbox's writes in
 	# a disk of its own over it.
-	dig=$(sbx-image ls | jq -r .digest)
+	dig=$(sbx-image ls | jq -r 'select(.image | endswith("t/bb:v1")) | .digest')
 	[ -f "$SBX_QEMU_GUEST/disks/${dig#sha256:}.ext4" ]
 	dir=$(vm shared | jq -r .dir)
 	[ -f "$dir/disk.qcow2" ]
@@ -117,17 +117,26 @@ store_empty_but_shared() {
 	assert_failure 1
 }
 
-@test "qemu: the image's User runs its commands; -u root overrides it" {
+@test "qemu: the image's User runs its commands, -u root overrides it; create's -e over the image's Env, exec's -e over both, and -e's values written nowhere" {
 	local r=$BATS_TEST_TMPDIR/root3 s=$BATS_TEST_TMPDIR/u.json
 	sbx_busybox_root "$r"
-	sbx_registry_push_image t/bb user '{"Env":["PATH=/usr/bin:/bin"],"User":"1000:1001"}' "$r" >/dev/null
+	sbx_registry_push_image t/bb user '{"Env":["PATH=/usr/bin:/bin","FROM=image","KEEP=image"],"User":"1000:1001"}' "$r" >/dev/null
 	sbx-image pull -q "$SBX_TEST_REGISTRY/t/bb:user" >/dev/null
-	sbx-create -b qemu --image "$SBX_TEST_REGISTRY/t/bb:user" --memory 128M -s "$s" >/dev/null
+	SBX_TEST_SECRET=s3cr3t-$RANDOM-qemu
+	export SBX_TEST_SECRET
+	sbx-create -b qemu --image "$SBX_TEST_REGISTRY/t/bb:user" --memory 128M \
+	    -e FROM=create -e SBX_TEST_SECRET -s "$s" >/dev/null
 	run --separate-stderr sbx-exec -s "$s" -- sh -c 'id -u; id -g'
 	assert_success
 	assert_output $'1000\n1001'
 	run --separate-stderr sbx-exec -s "$s" -u root -- id -u
 	assert_output 0
+	run --separate-stderr sbx-exec -s "$s" -- sh -c 'echo "$FROM $KEEP $SBX_TEST_SECRET"'
+	assert_output "create image $SBX_TEST_SECRET"
+	run --separate-stderr sbx-exec -s "$s" -e FROM=exec -- sh -c 'echo "$FROM"'
+	assert_output exec
+	run grep -rl "$SBX_TEST_SECRET" "$s" "$SBX_QEMU_DIR"
+	assert_failure 1
 	sbx-kill -q -s "$s"
 }
 
@@ -320,7 +329,7 @@ store_empty_but_shared() {
 }
 
 @test "qemu: a guest that does not answer in its start timeout: exit 1, its console's last lines, nothing left; the image's disk is kept and used again" {
-	dig=$(sbx-image ls | jq -r .digest)
+	dig=$(sbx-image ls | jq -r 'select(.image | endswith("t/bb:v1")) | .digest')
 	disk=$SBX_QEMU_GUEST/disks/${dig#sha256:}.ext4
 	ino=$(stat -c %i "$disk")
 	SBX_QEMU_START_TIMEOUT=1 run --separate-stderr sbx-create -b qemu --image "$SBX_TEST_REGISTRY/t/bb:v1" -s -

@@ -81,7 +81,7 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	sbx_msg_put_str(&b, x->cwd);
 	for (i = 0; xs->o->env && xs->o->env[i]; i++)
 		n++;
-	sbx_msg_put_u32(&b, (uint32_t)(json_array_size(env) + 1 + n +
+	sbx_msg_put_u32(&b, (uint32_t)(json_array_size(env) + 2 + n +
 	    (xs->o->tty ? 1 : 0)));
 	/* As on every backend, a UTF-8 locale unless the image says; with
 	 * a pty the caller's TERM, unless -e says. */
@@ -95,6 +95,8 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	json_array_foreach(env, i, v)
 		sbx_msg_put_str(&b, json_is_string(v) ? json_string_value(v) :
 		    "SBX_BAD_ENV=");
+	/* Where the guest puts sbx-create's --env, which it keeps. */
+	sbx_msg_put_str(&b, "=");
 	for (i = 0; i < n; i++)
 		sbx_msg_put_str(&b, xs->o->env[i]);
 	for (n = 0; x->argv[n]; n++)

@@ -555,6 +555,71 @@ spawn(char **envp, uint32_t flags, const char *cwd, char **argv, int in,
 
 static void pong(int port);
 
+#define CREATE_ENV "/sbx/env" /* SETENV's strings, in the initramfs */
+
+/* SETENV: its strings, NUL-ended, into CREATE_ENV (RAM: the initramfs),
+ * where each port's server reads them; then the answer. */
+static void
+setenv_frame(int port, struct sbx_msg *m)
+{
+	struct sbx_buf b = SBX_BUF_INIT;
+	uint32_t n = 0, i;
+	const char *s;
+	int ok = sbx_msg_get_u32(m, &n) == 0;
+
+	for (i = 0; ok && i < n; i++)
+		if ((ok = (s = sbx_msg_get_str(m)) != NULL))
+			sbx_buf_add(&b, s, strlen(s) + 1);
+	if (ok) {
+		int fd = open(CREATE_ENV ".tmp", O_WRONLY | O_CREAT | O_TRUNC |
+		    O_CLOEXEC, 0600);
+
+		ok = fd >= 0 && (!b.len || write(fd, b.data, b.len) ==
+		    (ssize_t)b.len);
+		if (fd >= 0)
+			close(fd);
+		ok = ok && rename(CREATE_ENV ".tmp", CREATE_ENV) == 0;
+	}
+	if (!ok)
+		say("%s", "cannot keep the sandbox's environment");
+	sbx_buf_release(&b);
+	sbx_msg_send(port, SBX_GUEST_SETENV, NULL, 0, NULL, 0);
+}
+
+/* env with its entry "=" replaced by the sandbox's -e (CREATE_ENV, held
+ * in *hold); free the array. */
+static char **
+with_create_env(char **env, struct sbx_buf *hold)
+{
+	size_t n = 0, m = 0, i, k = 0;
+	char **v, *p;
+	int fd;
+
+	if ((fd = open(CREATE_ENV, O_RDONLY | O_CLOEXEC)) >= 0) {
+		char buf[4096];
+		ssize_t r;
+
+		while ((r = read(fd, buf, sizeof buf)) > 0)
+			sbx_buf_add(hold, buf, (size_t)r);
+		close(fd);
+	}
+	for (p = hold->data; p && p < hold->data + hold->len; p += strlen(p) + 1)
+		m++;
+	while (env[n])
+		n++;
+	v = sbx_xcalloc(n + m + 1, sizeof *v);
+	for (i = 0; i < n; i++) {
+		if (strcmp(env[i], "=")) {
+			v[k++] = env[i];
+			continue;
+		}
+		for (p = hold->data; p && p < hold->data + hold->len;
+		    p += strlen(p) + 1)
+			v[k++] = p;
+	}
+	return v;
+}
+
 /* A command that does not start, and why: its EXIT with 125, stage, no
  * errno and the message. */
 static void
@@ -645,6 +710,8 @@ run(int port, struct sbx_msg *m)
 	struct pollfd p[4];
 	struct sbx_buf pend = SBX_BUF_INIT;
 	struct sbx_local_user u = {0};
+	struct sbx_buf cehold = SBX_BUF_INIT;
+	char **full = NULL;
 	char **argv = NULL, **env = NULL, **cenv = NULL, buf[8 + 65536];
 	char home[sizeof u.home + 8] = "HOME=/root";
 	const char *user = NULL;
@@ -683,7 +750,8 @@ run(int port, struct sbx_msg *m)
 		r = pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ?
 		    -1 : 0;
 	cg_new();
-	cenv = command_env(env, home);
+	full = with_create_env(env, &cehold);
+	cenv = command_env(full, home);
 	if (r < 0 || pipe2(why, O_CLOEXEC) < 0 || ((flags & SBX_GUEST_X_STDIN) &&
 	    !(flags & SBX_GUEST_X_TTY) && pipe2(in, O_CLOEXEC) < 0) ||
 	    (pid = spawn(cenv, flags, cwd, argv, in[0], out[1], err[1], tty,
@@ -800,6 +868,8 @@ out:
 	if (tty >= 0)
 		close(tty);
 	sbx_buf_release(&pend);
+	sbx_buf_release(&cehold);
+	free(full);
 	free(cenv);
 	free(argv);
 	free(env);
@@ -899,6 +969,9 @@ serve(int port)
 			break;
 		case SBX_GUEST_EXEC:
 			run(port, &m);
+			break;
+		case SBX_GUEST_SETENV:
+			setenv_frame(port, &m);
 			break;
 		case SBX_GUEST_IN:
 		case SBX_GUEST_SIGNAL:

@@ -13,7 +13,7 @@
 
 /* What its PONG says ("proto"): the host starts no VM whose guest speaks
  * another (a guest made by an older sbx: scripts/qemu-guest again). */
-#define SBX_GUEST_PROTO 2
+#define SBX_GUEST_PROTO 3
 
 enum {
 	SBX_GUEST_PING = 1, /* host -> agent: are you there */
@@ -38,6 +38,11 @@ enum {
 			     * the command started (its session) */
 	SBX_GUEST_WINCH,    /* host -> agent: u32 id, u32 rows, u32 cols of
 			     * its pty */
+	SBX_GUEST_SETENV,   /* host -> agent: u32 n and "K=V" strings: the
+			     * sandbox's -e (sbx-create's), kept in the
+			     * guest's memory, never on a disk, and put where
+			     * an EXEC's env has the entry "="; the agent
+			     * answers with an empty SETENV once it has */
 };
 
 /* With network allow: the VM's address on QEMU's user-mode network

@@ -181,6 +181,42 @@ pong_of(const char *p, size_t n, int *proto)
 	return v < 1 ? 1 : v > SBX_GUEST_PORTS ? SBX_GUEST_PORTS : (int)v;
 }
 
+/* --env's values to the guest (SETENV on its first port), and its
+ * answer, by end: 0; else -1. The answers to pings on the way are
+ * skipped (counted). */
+static int
+give_env(struct keeper *k, const struct sbx_qemu_boot *b, long long end)
+{
+	struct sbx_buf f = SBX_BUF_INIT;
+	struct pollfd p;
+	struct sbx_msg m;
+	uint32_t n = 0;
+	int r, got = 0;
+
+	while (b->env[n])
+		n++;
+	sbx_msg_put_u32(&f, n);
+	for (n = 0; b->env[n]; n++)
+		sbx_msg_put_str(&f, b->env[n]);
+	r = sbx_msg_send(k->s[0].port, SBX_GUEST_SETENV, f.data, f.len, NULL,
+	    0);
+	sbx_buf_release(&f);
+	while (r >= 0 && !got && sbx_mono_ms() < end) {
+		p = (struct pollfd){.fd = k->s[0].port, .events = POLLIN};
+		if (poll(&p, 1, 100) < 0 && errno != EINTR)
+			return -1;
+		if (!(p.revents & POLLIN))
+			continue;
+		if (sbx_msg_recv(k->s[0].port, &m) <= 0)
+			return -1;
+		if (m.type == SBX_GUEST_PONG && k->pings > 0)
+			k->pings--;
+		got = m.type == SBX_GUEST_SETENV;
+		sbx_msg_release(&m);
+	}
+	return got ? 0 : -1;
+}
+
 /* Until the guest answers a ping on its first port: 0; else the reason
  * in the creator's pipe, and -1. The creator gone: the sandbox goes
  * too. */
@@ -245,6 +281,12 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 			tell(k->ready, "its guest speaks protocol %s, not this "
 			    "sbx's: make it again (scripts/qemu-guest -d '%s')",
 			    why, sbx_qemu_guest_dir());
+			return -1;
+		}
+		if (r && b->env && b->env[0] && give_env(k, b, end) < 0) {
+			sbx_qemu_console_tail(dir, tail, sizeof tail);
+			tell(k->ready, "its guest did not take its environment%s%s",
+			    tail, "");
 			return -1;
 		}
 		if (r) {

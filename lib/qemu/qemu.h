@@ -49,6 +49,7 @@ struct sbx_qemu_boot {
 	int resume;               /* a stopped sandbox's: its dir stays when
 				   * the starter goes */
 	const struct sbx_cgroups *cg; /* QEMU's (as root), or NULL */
+	char **env;               /* --env's "K=V" for the guest, or NULL */
 	/* Network allow: QEMU in a network namespace of its own, which
 	 * sbx-netd (started by sbx_local_net_spawn with no pid yet: its
 	 * fds) serves before QEMU runs; its pid and start time then in

@@ -516,9 +516,13 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	return v;
 }
 
-/* The commands' environment: the image's Env, then --env. */
+/* The commands' environment as meta.json keeps it: the image's Env.
+ * --env's values (one may be a secret taken from sbx-create's
+ * environment) are never written down: the keeper gives them to the
+ * guest, which keeps them in its memory (SBX_GUEST_SETENV), and meta
+ * has their names. */
 static json_t *
-env_of(const json_t *config, char **env)
+env_of(const json_t *config)
 {
 	json_t *a = json_array(), *v;
 	size_t i;
@@ -526,8 +530,18 @@ env_of(const json_t *config, char **env)
 	json_array_foreach(json_object_get(config, "Env"), i, v)
 		if (json_is_string(v))
 			json_array_append(a, v);
+	return a;
+}
+
+static json_t *
+env_keys(char **env)
+{
+	json_t *a = json_array();
+	size_t i;
+
 	for (i = 0; env && env[i]; i++)
-		json_array_append_new(a, json_string(env[i]));
+		json_array_append_new(a, json_stringn(env[i], strcspn(env[i],
+		    "=")));
 	return a;
 }
 
@@ -646,6 +660,9 @@ start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
 	if (b.start_ms <= 0)
 		b.start_ms = START_MS_DEFAULT;
 	b.resume = resume;
+	/* --env's values, a create's only: a stopped sandbox started again
+	 * has lost them, as a local one does. */
+	b.env = spec ? spec->env : NULL;
 	rc = sbx_qemu_keeper_start(&b, err);
 	free_strv(b.argv);
 	if (rc == 0 && b.net)
@@ -676,6 +693,9 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (memory < MEMORY_MIN)
 		return sbx_err_set(err, SBX_EX_USAGE, "a qemu sandbox needs "
 		    "--memory of at least 64M");
+	if (spec->workdir && !sbx_path_plain(spec->workdir))
+		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
+		    "(want an absolute, plain path)", spec->workdir);
 	if (spec->network == SBX_NET_ALLOW && json_array_size(
 	    spec->net_inject))
 		return sbx_err_set(err, SBX_EX_USAGE, "header injection is not "
@@ -729,7 +749,7 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	meta = json_pack("{sssosssssoso}", "id", id, "name", spec->name ?
 	    json_string(spec->name) : json_null(), "image", rootfs,
 	    "workdir", spec->workdir ? spec->workdir : "/", "env",
-	    env_of(iu.config, spec->env), "labels", spec->labels ?
+	    env_of(iu.config), "labels", spec->labels ?
 	    json_incref(spec->labels) : json_object());
 	json_object_set_new(meta, "image_ref", iu.name ? json_string(iu.name) :
 	    json_null());
@@ -742,6 +762,7 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	json_object_set_new(meta, "cpus_milli", json_integer((json_int_t)
 	    spec->cpus_milli));
 	json_object_set_new(meta, "accel", json_string(accel));
+	json_object_set_new(meta, "env_keys", env_keys(spec->env));
 	/* Who its commands run as without -u: the image's User. */
 	{
 		const char *user = sbx_json_str(iu.config, "User");

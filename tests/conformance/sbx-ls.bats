@@ -10,12 +10,17 @@ setup() { conf_setup; }
 # Each test starts with no sandbox.
 teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 
-# The image sbx-ls names for a sandbox made by create: its -i, or host.
+# The image sbx-ls names for a sandbox made by create: its -i (on the
+# backends of sbx's image store, local and qemu, as the store names it:
+# docker.io/NAME:latest), or host.
 created_image() {
 	local i
 	for ((i = 0; i < ${#CREATE[@]}; i++)); do
 		if [ "${CREATE[i]}" = -i ]; then
-			echo "${CREATE[i + 1]}"
+			case $BACKEND in
+			local | qemu) sbx-image inspect "${CREATE[i + 1]}" | jq_str .image ;;
+			*) echo "${CREATE[i + 1]}" ;;
+			esac
 			return
 		fi
 	done
