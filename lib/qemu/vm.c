@@ -968,7 +968,8 @@ info_of(const char *id)
 			st = "expired";
 		free(status);
 	}
-	o = sbx_local_info_head("qemu", id, meta, st, created, created);
+	/* No idle time (no SBX_CAP_IDLE): last_activity is null. */
+	o = sbx_local_info_head("qemu", id, meta, st, created, -1);
 	/* The guest's processes are its own, asked of it only through the
 	 * one client its keeper serves at a time: not told. */
 	json_object_set_new(o, "processes", json_null());
