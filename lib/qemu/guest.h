@@ -9,7 +9,7 @@
  * so on (the kernel's command line says how many: sbx.ports=N); each
  * runs one command at a time, side by side with the others'. */
 #define SBX_GUEST_PORT "sbx"
-#define SBX_GUEST_PORTS 8
+#define SBX_GUEST_PORTS 4
 
 /* What its PONG says ("proto"): the host starts no VM whose guest speaks
  * another (a guest made by an older sbx: scripts/qemu-guest again). */
