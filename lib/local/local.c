@@ -33,7 +33,6 @@ int sbx_local_shell(const json_t *ref, const struct sbx_shell_req *rq,
 int sbx_local_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err);
-static int paused_how(const char *dir, long long *when);
 
 /* The sbx-init binary: beside our own, or one up (the remote flavour's
  * bin/remote/ and libexec/sbx/remote/), or in ../libexec/sbx/. */
@@ -70,24 +69,6 @@ sbx_local_new_id(char *id)
 			r[i] = (unsigned char)(rand() ^ getpid() ^ time(NULL));
 	for (i = 0; i < sizeof r; i++)
 		snprintf(id + 2 * i, 3, "%02x", r[i]);
-}
-
-static char *
-read_small(const char *dir, const char *file)
-{
-	char *p = sbx_xasprintf("%s/%s", dir, file), buf[256];
-	int fd = open(p, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	free(p);
-	if (fd < 0)
-		return NULL;
-	n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
-	return sbx_xstrdup(buf);
 }
 
 /* Claim a uid range slot with an exclusive create: no lock needed. The
@@ -154,7 +135,7 @@ release_slot(const char *root, json_t *meta, const char *id)
 		unlink(p);
 		free(p);
 		while ((e = readdir(d)))
-			if (e->d_name[0] != '.' && (text = read_small(dir,
+			if (e->d_name[0] != '.' && (text = sbx_local_read_small(dir,
 			    e->d_name))) {
 				text[strcspn(text, "\n")] = '\0';
 				if (!strcmp(text, id))
@@ -1212,9 +1193,9 @@ frozen(const struct sbx_cgroups *cg)
 	char *s = NULL;
 	int f = 0;
 
-	if (cg->unified && (s = read_small(cg->unified, "cgroup.freeze")))
+	if (cg->unified && (s = sbx_local_read_small(cg->unified, "cgroup.freeze")))
 		f = s[0] == '1';
-	else if (cg->freezer && (s = read_small(cg->freezer,
+	else if (cg->freezer && (s = sbx_local_read_small(cg->freezer,
 	    "freezer.state")))
 		f = !strncmp(s, "FROZEN", 6);
 	free(s);
@@ -1271,9 +1252,9 @@ info_of(const char *id)
 		if (cg.memory)
 			mem = sbx_cg_read_ll(cg.memory, cg.memory == cg.unified ?
 			    "memory.current" : "memory.usage_in_bytes");
-	} else if (paused_how(dir, NULL) == 't') {
+	} else if (sbx_local_paused(dir, NULL) == 't') {
 		st = "stopped";
-	} else if ((status = read_small(dir, "status"))) {
+	} else if ((status = sbx_local_read_small(dir, "status"))) {
 		if (strstr(status, "killed"))
 			st = "killed";
 		else if (strstr(status, "expired"))
@@ -1306,42 +1287,6 @@ info_of(const char *id)
 /* --- pause and resume ------------------------------------------------------ */
 
 /* How a sandbox was paused ('s' suspend, 't' stop, 0 not) and when. */
-static int
-paused_how(const char *dir, long long *when)
-{
-	char *t = read_small(dir, SBX_PAUSED_FILE);
-	int how = 0;
-
-	if (t) {
-		how = !strncmp(t, "stop", 4) ? 't' : 's';
-		if (when)
-			*when = strtoll(t + (how == 't' ? 4 : 7), NULL, 10);
-		free(t);
-	}
-	return how;
-}
-
-static int
-mark_paused(const char *dir, const char *how, struct sbx_err *err)
-{
-	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
-	char *text = sbx_xasprintf("%s %lld\n", how, sbx_mono_ms());
-	int rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
-
-	free(p);
-	free(text);
-	return rc;
-}
-
-static void
-unmark_paused(const char *dir)
-{
-	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
-
-	unlink(p);
-	free(p);
-}
-
 /* The spec a stopped sandbox was made with, from its meta.json (all but
  * the -e environment, whose values are never written down). */
 static void
@@ -1380,7 +1325,7 @@ find_paused(json_t *ref, char **id, char **dir, json_t **meta, int *how,
 		    want ? want : "?");
 	json_object_set_new(ref, "id", json_string(*id));
 	*meta = sbx_local_meta(*dir);
-	*how = paused_how(*dir, when);
+	*how = sbx_local_paused(*dir, when);
 	*pid = live_init(*meta);
 	return 0;
 }
@@ -1431,14 +1376,14 @@ local_pause(json_t *ref, int stop, struct sbx_err *err)
 	sbx_cg_find(&cg, id);
 	/* Marked first: an exec that comes meanwhile fails fast instead of
 	 * waiting on a frozen agent. */
-	if (mark_paused(dir, stop ? "stop" : "suspend", err) < 0)
+	if (sbx_local_mark_paused(dir, stop ? "stop" : "suspend", err) < 0)
 		goto out;
 	if (stop) {
 		if (stop_now(&cg, meta, pid, id, err) < 0)
 			goto out;
 	} else if (sbx_cg_freeze(&cg, 1, 5000) < 0) {
 		sbx_cg_freeze(&cg, 0, 1000);
-		unmark_paused(dir);
+		sbx_local_unmark_paused(dir);
 		sbx_err_set(err, SBX_EX_FAIL, "cannot freeze '%s':", id);
 		goto out;
 	}
@@ -1492,7 +1437,7 @@ local_resume(json_t *ref, struct sbx_err *err)
 		spec_of(meta, &spec);
 		if (start_sandbox(&spec, id, meta, &nref, err) < 0)
 			goto out;
-		unmark_paused(dir);
+		sbx_local_unmark_paused(dir);
 		json_decref(nref);
 		rc = 0;
 		/* Its processes ended with the stop: its start command is
@@ -1526,7 +1471,7 @@ local_resume(json_t *ref, struct sbx_err *err)
 	}
 	if (sock >= 0)
 		close(sock);
-	unmark_paused(dir);
+	sbx_local_unmark_paused(dir);
 	rc = 0;
 out:
 	sbx_buf_release(&b);

@@ -124,6 +124,15 @@ int sbx_local_connect(const char *dir);
 /* A paused sandbox's directory holds this file: "suspend MS" or "stop MS"
  * (MS: CLOCK_MONOTONIC milliseconds when it was paused). */
 #define SBX_PAUSED_FILE "paused"
+/* A small file of dir's (< 256 bytes), or NULL. */
+char *sbx_local_read_small(const char *dir, const char *file);
+/* How the sandbox in dir is paused (SBX_PAUSED_FILE: 's' suspended, 't'
+ * stopped, 0 not) and since when (sbx_mono_ms); mark and unmark it
+ * (local and qemu alike). */
+int sbx_local_paused(const char *dir, long long *when);
+int sbx_local_mark_paused(const char *dir, const char *how,
+    struct sbx_err *err);
+void sbx_local_unmark_paused(const char *dir);
 
 /* --- disk.c: the quota on what a sandbox writes (i20-disk) ----------- */
 

@@ -262,3 +262,57 @@ sbx_local_info_head(const char *backend, const char *id, const json_t *meta,
 	    json_object());
 	return o;
 }
+
+char *
+sbx_local_read_small(const char *dir, const char *file)
+{
+	char *p = sbx_xasprintf("%s/%s", dir, file), buf[256];
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	free(p);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n < 0)
+		return NULL;
+	buf[n] = '\0';
+	return sbx_xstrdup(buf);
+}
+
+int
+sbx_local_paused(const char *dir, long long *when)
+{
+	char *t = sbx_local_read_small(dir, SBX_PAUSED_FILE);
+	int how = 0;
+
+	if (t) {
+		how = !strncmp(t, "stop", 4) ? 't' : 's';
+		if (when)
+			*when = strtoll(t + (how == 't' ? 4 : 7), NULL, 10);
+		free(t);
+	}
+	return how;
+}
+
+int
+sbx_local_mark_paused(const char *dir, const char *how, struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+	char *text = sbx_xasprintf("%s %lld\n", how, sbx_mono_ms());
+	int rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
+
+	free(p);
+	free(text);
+	return rc;
+}
+
+void
+sbx_local_unmark_paused(const char *dir)
+{
+	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+
+	unlink(p);
+	free(p);
+}

@@ -310,7 +310,7 @@ sbx_qemu_exec(const json_t *ref, char *const argv[],
 	x.xs = &xs;
 	x.meta = sbx_local_meta(dir);
 	/* Paused: at once, not after a wait on a VM that does not run. */
-	if ((how = sbx_qemu_paused(dir, NULL))) {
+	if ((how = sbx_local_paused(dir, NULL))) {
 		sbx_xs_paused(err, id, how == 't' ? "stopped" : "paused");
 		goto out;
 	}

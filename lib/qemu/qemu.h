@@ -67,9 +67,6 @@ int sbx_qemu_keeper_start(const struct sbx_qemu_boot *b, struct sbx_err *err);
 /* The keeper of dir and its QEMU, when alive (their pids, else 0). */
 void sbx_qemu_pids(const char *dir, pid_t *keeper, pid_t *qemu);
 
-/* How the sandbox of dir is paused ('s' suspended, 't' stopped, 0 not),
- * and since when (CLOCK_MONOTONIC ms). */
-int sbx_qemu_paused(const char *dir, long long *when);
 
 /* How long the VM of dir has been suspended in all, in ms, a suspend
  * going on included. */

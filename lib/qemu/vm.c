@@ -871,24 +871,6 @@ qemu_kill(json_t *ref, int keep, struct sbx_err *err)
 	return 0;
 }
 
-static char *
-read_small(const char *dir, const char *name)
-{
-	char *p = sbx_xasprintf("%s/%s", dir, name), buf[256];
-	ssize_t n = -1;
-	int fd;
-
-	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) >= 0) {
-		n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-	}
-	free(p);
-	if (n < 0)
-		return NULL;
-	buf[n] = '\0';
-	return sbx_xstrdup(buf);
-}
-
 /* What the keeper and QEMU use, from /proc: their resident memory in
  * bytes and their CPU time in seconds; -1 each when either is gone. */
 static void
@@ -948,7 +930,7 @@ info_of(const char *id)
 	const char *st = "dead";
 	struct stat sb;
 	pid_t kp, qp, cp;
-	int how = sbx_qemu_paused(dir, NULL);
+	int how = sbx_local_paused(dir, NULL);
 
 	if (!meta && stat(dir, &sb) == 0)
 		created = sb.st_mtime;
@@ -961,7 +943,7 @@ info_of(const char *id)
 		usage_of(kp, qp, &rss, &cpu);
 	} else if (how == 't')
 		st = "stopped";
-	else if ((status = read_small(dir, "status"))) {
+	else if ((status = sbx_local_read_small(dir, "status"))) {
 		if (strstr(status, "killed"))
 			st = "killed";
 		else if (strstr(status, "expired"))
@@ -1117,57 +1099,21 @@ qemu_net_log(const json_t *ref, int follow, struct sbx_err *err)
 
 /* --- pause and resume ---------------------------------------------------- */
 
-int
-sbx_qemu_paused(const char *dir, long long *when)
-{
-	char *t = read_small(dir, SBX_PAUSED_FILE);
-	int how = 0;
-
-	if (t) {
-		how = !strncmp(t, "stop", 4) ? 't' : 's';
-		if (when)
-			*when = strtoll(t + (how == 't' ? 4 : 7), NULL, 10);
-		free(t);
-	}
-	return how;
-}
-
 /* DIR/suspended: "MS AT", the ms its VM was suspended in all, the last
  * suspend counted the one that began at AT. */
 long long
 sbx_qemu_suspended_ms(const char *dir)
 {
-	char *t = read_small(dir, "suspended");
+	char *t = sbx_local_read_small(dir, "suspended");
 	long long total = 0, last = 0, when = 0;
 
 	if (t && sscanf(t, "%lld %lld", &total, &last) != 2)
 		total = last = 0;
 	free(t);
-	if (sbx_qemu_paused(dir, &when) == 's' && when > 0 && when != last &&
+	if (sbx_local_paused(dir, &when) == 's' && when > 0 && when != last &&
 	    sbx_mono_ms() > when)
 		total += sbx_mono_ms() - when;
 	return total;
-}
-
-static int
-mark_paused(const char *dir, const char *how, struct sbx_err *err)
-{
-	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
-	char *text = sbx_xasprintf("%s %lld\n", how, sbx_mono_ms());
-	int rc = sbx_file_write_atomic(p, text, strlen(text), 0600, 0, err);
-
-	free(p);
-	free(text);
-	return rc;
-}
-
-static void
-unmark_paused(const char *dir)
-{
-	char *p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
-
-	unlink(p);
-	free(p);
 }
 
 /* The VM of dir ended as a stop ends it: its keeper asked to power the
@@ -1210,7 +1156,7 @@ find_paused(json_t *ref, char **id, char **dir, json_t **meta, int *how,
 		    want ? want : "?");
 	json_object_set_new(ref, "id", json_string(*id));
 	*meta = sbx_local_meta(*dir);
-	*how = sbx_qemu_paused(*dir, NULL);
+	*how = sbx_local_paused(*dir, NULL);
 	sbx_qemu_pids(*dir, &kp, &qp);
 	*alive = kp ? qp : 0;
 	return 0;
@@ -1241,12 +1187,12 @@ qemu_pause(json_t *ref, int stop, struct sbx_err *err)
 	}
 	/* Marked first: an exec that comes meanwhile fails fast instead of
 	 * waiting on a VM that does not run. */
-	if (mark_paused(dir, stop ? "stop" : "suspend", err) < 0)
+	if (sbx_local_mark_paused(dir, stop ? "stop" : "suspend", err) < 0)
 		goto out;
 	if (stop)
 		rc = stop_vm(dir, id, err);
 	else if ((rc = sbx_qemu_qmp(dir, "stop", err)) < 0)
-		unmark_paused(dir);
+		sbx_local_unmark_paused(dir);
 	else
 		/* Its vCPUs stopped, QEMU's main loop still wakes ~100 times
 		 * a second under -icount (a deadline of the frozen virtual
@@ -1282,7 +1228,7 @@ qemu_resume(json_t *ref, struct sbx_err *err)
 		}
 		if (start_vm(dir, meta, NULL, 1, err) < 0)
 			goto out;
-		unmark_paused(dir);
+		sbx_local_unmark_paused(dir);
 		rc = 0;
 		goto out;
 	}
@@ -1305,12 +1251,12 @@ qemu_resume(json_t *ref, struct sbx_err *err)
 		long long when = 0, total = sbx_qemu_suspended_ms(dir);
 		int n;
 
-		sbx_qemu_paused(dir, &when);
+		sbx_local_paused(dir, &when);
 		n = snprintf(t, sizeof t, "%lld %lld\n", total, when);
 		sbx_file_write_atomic(p, t, (size_t)n, 0600, 0, NULL);
 		free(p);
 	}
-	unmark_paused(dir);
+	sbx_local_unmark_paused(dir);
 	rc = 0;
 out:
 	json_decref(meta);
@@ -1352,7 +1298,7 @@ qemu_stats(const json_t *ref, struct sbx_err *err)
 	o = json_object();
 	json_object_set_new(o, "backend", json_string("qemu"));
 	json_object_set_new(o, "id", json_string(id));
-	json_object_set_new(o, "status", json_string(sbx_qemu_paused(dir,
+	json_object_set_new(o, "status", json_string(sbx_local_paused(dir,
 	    NULL) == 's' ? "paused" : "running"));
 	json_object_set_new(o, "cpu_s", json_real(cpu));
 	json_object_set_new(o, "cpu_pct", json_null());
