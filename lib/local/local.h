@@ -120,6 +120,8 @@ int sbx_local_claim_name(const char *root, const char *name, const char *id,
     struct sbx_err *err);
 /* Connect to the agent's socket in dir; -1 with errno. */
 int sbx_local_connect(const char *dir);
+/* The same for another socket of dir's (a qemu sandbox's qmp.sock). */
+int sbx_local_connect_to(const char *dir, const char *name);
 
 /* A paused sandbox's directory holds this file: "suspend MS" or "stop MS"
  * (MS: CLOCK_MONOTONIC milliseconds when it was paused). */

@@ -113,6 +113,12 @@ sbx_local_claim_name(const char *root, const char *name, const char *id,
 int
 sbx_local_connect(const char *dir)
 {
+	return sbx_local_connect_to(dir, "sock");
+}
+
+int
+sbx_local_connect_to(const char *dir, const char *name)
+{
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct stat st;
 	int fd = -1, dfd, e;
@@ -120,13 +126,14 @@ sbx_local_connect(const char *dir)
 	if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return -1;
 	if (fstat(dfd, &st) < 0 || st.st_uid != geteuid() ||
-	    fstatat(dfd, "sock", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
 		close(dfd);
 		errno = ECONNREFUSED;
 		return -1;
 	}
-	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/sock", dfd);
+	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd,
+	    name);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0 &&
 	    connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
 		e = errno;

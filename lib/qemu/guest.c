@@ -586,16 +586,19 @@ setenv_frame(int port, struct sbx_msg *m)
 	sbx_msg_send(port, SBX_GUEST_SETENV, NULL, 0, NULL, 0);
 }
 
-/* env with its entry "=" replaced by the sandbox's -e (CREATE_ENV, held
- * in *hold); free the array. */
+/* env with its entry "=" replaced by the sandbox's -e (CREATE_ENV, read
+ * once by this port's server: SETENV comes before any EXEC, and once);
+ * free the array. */
 static char **
-with_create_env(char **env, struct sbx_buf *hold)
+with_create_env(char **env)
 {
+	static struct sbx_buf held = SBX_BUF_INIT, *hold = &held;
+	static int loaded;
 	size_t n = 0, m = 0, i, k = 0;
 	char **v, *p;
 	int fd;
 
-	if ((fd = open(CREATE_ENV, O_RDONLY | O_CLOEXEC)) >= 0) {
+	if (!loaded && (fd = open(CREATE_ENV, O_RDONLY | O_CLOEXEC)) >= 0) {
 		char buf[4096];
 		ssize_t r;
 
@@ -603,6 +606,7 @@ with_create_env(char **env, struct sbx_buf *hold)
 			sbx_buf_add(hold, buf, (size_t)r);
 		close(fd);
 	}
+	loaded = 1;
 	for (p = hold->data; p && p < hold->data + hold->len; p += strlen(p) + 1)
 		m++;
 	while (env[n])
@@ -710,7 +714,6 @@ run(int port, struct sbx_msg *m)
 	struct pollfd p[4];
 	struct sbx_buf pend = SBX_BUF_INIT;
 	struct sbx_local_user u = {0};
-	struct sbx_buf cehold = SBX_BUF_INIT;
 	char **full = NULL;
 	char **argv = NULL, **env = NULL, **cenv = NULL, buf[8 + 65536];
 	char home[sizeof u.home + 8] = "HOME=/root";
@@ -750,7 +753,7 @@ run(int port, struct sbx_msg *m)
 		r = pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ?
 		    -1 : 0;
 	cg_new();
-	full = with_create_env(env, &cehold);
+	full = with_create_env(env);
 	cenv = command_env(full, home);
 	if (r < 0 || pipe2(why, O_CLOEXEC) < 0 || ((flags & SBX_GUEST_X_STDIN) &&
 	    !(flags & SBX_GUEST_X_TTY) && pipe2(in, O_CLOEXEC) < 0) ||
@@ -868,7 +871,6 @@ out:
 	if (tty >= 0)
 		close(tty);
 	sbx_buf_release(&pend);
-	sbx_buf_release(&cehold);
 	free(full);
 	free(cenv);
 	free(argv);

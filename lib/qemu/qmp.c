@@ -19,24 +19,9 @@
 static int
 qmp_connect(const char *dir)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	struct timeval tv = {QMP_MS / 1000, 0};
-	int fd = -1, dfd, e;
+	int fd = sbx_local_connect_to(dir, "qmp.sock");
 
-	if ((dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return -1;
-	snprintf(sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/qmp.sock",
-	    dfd);
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0 &&
-	    connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
-		e = errno;
-		close(fd);
-		errno = e;
-		fd = -1;
-	}
-	e = errno;
-	close(dfd);
-	errno = e;
 	if (fd >= 0) {
 		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
