@@ -325,8 +325,9 @@ check-runsc: all $(TEST_TOOLS)
 		SBX_CONFORMANCE_ONLY=1 SBX_RUNSC_FULL=1 scripts/check
 
 # The conformance suite on the qemu backend: a VM per sandbox under TCG,
-# ~10 s a boot; make check runs tests/qemu-backend.bats and
-# tests/qemu-lifecycle.bats (a VM or two shared by their tests) in its place.
+# ~4 s a boot; make check runs tests/qemu-*.bats (a VM or two shared by
+# each file's tests) in its place, and its SAN=1 run qemu-backend and
+# qemu-guest alone (scripts/check).
 check-qemu: all $(TEST_TOOLS)
 	@SBX_BIN=$(CURDIR)/$(BIN) SBX_SAN=$(SAN) BACKENDS=qemu \
 		SBX_CONFORMANCE_ONLY=1 scripts/check
