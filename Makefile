@@ -212,7 +212,7 @@ $(BIN)/remote/sbx-image: $(BUILD)/cmd/sbx-image.o $(REMOTE_LINK)
 		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
 		$(REMOTE_LIBS) $(LDLIBS)
 
-# sbx-shell alone copies the agent into a docker or e2b sandbox (a tar:
+# sbx-shell alone copies the agent into a docker, e2b or daytona sandbox (a tar:
 # libarchive, as sbx-create), lib/shellremote.c by its weak reference.
 $(BIN)/remote/sbx-shell: $(BUILD)/cmd/sbx-shell.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
@@ -250,6 +250,14 @@ $(BIN)/sbx-sync $(BIN)/sbx-cp $(BIN)/sbx-image $(BIN)/sbx-snapshot: \
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
+		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
+
+# sbx-shell copies the agent into a qemu VM as it does into a docker
+# sandbox (lib/shellremote.c, its weak reference; a tar: libarchive).
+$(BIN)/sbx-shell: $(BUILD)/cmd/sbx-shell.o $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(MSG) LD $@
+	$(Q)$(CC) $(STATIC) $(LDFLAGS) -Wl,-u,sbx_shell_remote -o $@ $^ \
 		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
 
 # The tests' own sbx-sync: the local backend's files moved through the

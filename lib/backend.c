@@ -113,7 +113,8 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW | SBX_CAP_NET_RULES |
 		    SBX_CAP_MEMORY |
 		    SBX_CAP_CPUS | SBX_CAP_TIMEOUT | SBX_CAP_NAME |
-		    SBX_CAP_KEEP | SBX_CAP_SUSPEND | SBX_CAP_STOP,
+		    SBX_CAP_KEEP | SBX_CAP_SUSPEND | SBX_CAP_STOP |
+		    SBX_CAP_SHELL,
 		.compress = SBX_COMPRESS_NONE,
 		/* Priced by its size, as E2B prices its microVMs. */
 		.vcpu_second_default = SBX_E2B_VCPU_SECOND,
@@ -216,7 +217,7 @@ static const struct {
 	{SBX_CAP_PUBLISH, "publish", "publish ports (--port, sbx-port "
 	    "HOSTPORT:PORT)"},
 	{SBX_CAP_DISK, "disk", "limit what a sandbox writes (--disk)"},
-	{SBX_CAP_SHELL, "shell", "persistent shell sessions (sbx-shell)"},
+	{SBX_CAP_SHELL, "shell", "keep shell sessions (sbx-shell)"},
 	{SBX_CAP_SNAPSHOT, "snapshot", "snapshot a sandbox's files "
 	    "(sbx-snapshot, sbx-fork, --from)"},
 	{SBX_CAP_VOLUMES, "volumes", "mount volumes (--volume, sbx-volume)"},

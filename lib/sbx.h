@@ -1027,8 +1027,12 @@ int sbx_start_run(const struct sbx_backend *be, const json_t *ref,
     const json_t *start, int first, struct sbx_err *err);
 /* An image config's Entrypoint then Cmd as one array; NULL: empty. */
 json_t *sbx_start_image_argv(const json_t *config);
-/* After a stop and a start: the start object kept as JSON text js (a
- * label's) run again, not first; NULL js: none. */
+/* After a stop and a start: the start object (as sbx_spec's) run
+ * again, not first (no post-create); NULL: none. SBX_EX_FAIL naming the
+ * sandbox when it does not start. sbx_start_again: the same, kept as
+ * JSON text js (a label's). */
+int sbx_start_restart(const json_t *ref, const json_t *start,
+    struct sbx_err *err);
 int sbx_start_again(const json_t *ref, const char *js, struct sbx_err *err);
 
 /* --- local: the native Linux backend --------------------------------- */

@@ -217,19 +217,31 @@ sbx_start_image_argv(const json_t *config)
 }
 
 int
-sbx_start_again(const json_t *ref, const char *js, struct sbx_err *err)
+sbx_start_restart(const json_t *ref, const json_t *start,
+    struct sbx_err *err)
 {
 	const struct sbx_backend *be;
 	struct sbx_err e = {0};
-	json_t *start;
-	int rc = 0;
 
-	if (!js || !(start = json_loads(js, 0, NULL)))
+	if (!start)
 		return 0;
 	if (!(be = sbx_backend_of(ref, &e)) || sbx_start_run(be, ref, start,
 	    0, &e) < 0)
-		rc = sbx_err_set(err, SBX_EX_FAIL, "'%s' was resumed, but not "
-		    "its start command: %s", sbx_json_str(ref, "id"), e.msg);
+		return sbx_err_set(err, SBX_EX_FAIL, "'%s' was resumed, but "
+		    "not its start command: %s", sbx_json_str(ref, "id"),
+		    e.msg);
+	return 0;
+}
+
+int
+sbx_start_again(const json_t *ref, const char *js, struct sbx_err *err)
+{
+	json_t *start;
+	int rc;
+
+	if (!js || !(start = json_loads(js, 0, NULL)))
+		return 0;
+	rc = sbx_start_restart(ref, start, err);
 	json_decref(start);
 	return rc;
 }

@@ -1397,19 +1397,6 @@ out:
 }
 
 static int
-restart(const json_t *ref, const json_t *start, struct sbx_err *err)
-{
-	const struct sbx_backend *be = sbx_backend_of(ref, err);
-	struct sbx_err e = {0};
-
-	if (!be || sbx_start_run(be, ref, start, 0, &e) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "'%s' was resumed, but "
-		    "not its start command: %s", sbx_json_str(ref, "id"),
-		    be ? e.msg : "no backend");
-	return 0;
-}
-
-static int
 local_resume(json_t *ref, struct sbx_err *err)
 {
 	char *id = NULL, *dir = NULL;
@@ -1442,7 +1429,7 @@ local_resume(json_t *ref, struct sbx_err *err)
 		rc = 0;
 		/* Its processes ended with the stop: its start command is
 		 * started again (its post-create is not). */
-		if (spec.start && restart(ref, spec.start, err) < 0)
+		if (sbx_start_restart(ref, spec.start, err) < 0)
 			rc = -1;
 		goto out;
 	}

@@ -772,6 +772,17 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	}
 	json_object_set_new(meta, "network", json_string(spec->network ==
 	    SBX_NET_ALLOW ? "allow" : "deny"));
+	/* What a resume after a stop starts again (its post-create not),
+	 * and the image's Entrypoint and Cmd, kept here: the store's image
+	 * may be gone by then. */
+	if (spec->start)
+		json_object_set(meta, "start", spec->start);
+	{
+		json_t *a = sbx_start_image_argv(iu.config);
+
+		if (a)
+			json_object_set_new(meta, "image_cmd", a);
+	}
 	if (write_meta(dir, meta, err) < 0)
 		goto fail;
 	if ((rc = start_vm(dir, meta, spec, 0, err)) < 0)
@@ -1229,7 +1240,10 @@ qemu_resume(json_t *ref, struct sbx_err *err)
 		if (start_vm(dir, meta, NULL, 1, err) < 0)
 			goto out;
 		sbx_local_unmark_paused(dir);
-		rc = 0;
+		/* Its processes ended with the VM: its start command is
+		 * started again (its post-create is not). */
+		rc = sbx_start_restart(ref, json_object_get(meta, "start"),
+		    err);
 		goto out;
 	}
 	if (!alive) {
@@ -1329,6 +1343,28 @@ out:
 	return o;
 }
 
+/* The Entrypoint and Cmd of its image, as create kept them. */
+static json_t *
+qemu_image_cmd(const json_t *ref, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = want ? sbx_local_find_in(sbx_qemu_root(),
+	    want, &id) : NULL;
+	json_t *meta, *a;
+
+	if (!dir) {
+		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want ? want : "?");
+		return NULL;
+	}
+	meta = sbx_local_meta(dir);
+	a = json_incref(json_object_get(meta, "image_cmd"));
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return a;
+}
+
 /* Which accelerator its VMs run under: TCG (QEMU's own translation,
  * everywhere, slow) unless qemu.accel says kvm. */
 static json_t *
@@ -1344,12 +1380,16 @@ const struct sbx_backend_ops sbx_qemu_ops = {
 	.about = qemu_about,
 	.create = qemu_create,
 	.exec = sbx_qemu_exec,
+	.image_cmd = qemu_image_cmd,
 	.kill = qemu_kill,
 	.info = qemu_info,
 	.list = qemu_list,
 	.pause = qemu_pause,
 	.resume = qemu_resume,
 	.stats = qemu_stats,
+	/* The sessions' server is sbx-init again, copied onto the VM's
+	 * disk and started by an exec, as on docker. */
+	.shell = sbx_shell_remote,
 	.files = &sbx_qemu_files,
 	.net_rules = qemu_net_rules,
 	.net_log = qemu_net_log,

@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # sbx-create --start, --ready, --ready-timeout, --post-create, --no-start on
 # the backend under test, and the image's Entrypoint and Cmd as the default
-# start command (local: an image of the test registry; docker: an image of
-# the test engine).
+# start command (local and qemu: an image of the test registry; docker: an
+# image of the test engine).
 
 load conformance
 load ../lib/registry
@@ -10,9 +10,11 @@ load ../lib/registry
 setup_file() {
 	conf_setup_file || return 1
 	case $BACKEND in
-	local)
+	local | qemu)
 		sbx_registry_start || return 1
-		export SBX_IMAGE_DIR=$BATS_FILE_TMPDIR/store
+		# qemu's sandboxes are of the suite's store (setup_suite.bash).
+		[ "$BACKEND" = qemu ] ||
+			export SBX_IMAGE_DIR=$BATS_FILE_TMPDIR/store
 		local r=$BATS_FILE_TMPDIR/root
 		sbx_busybox_root "$r" || return 1
 		mkdir -p "$r"/workspace
@@ -46,7 +48,7 @@ setup_file() {
 }
 
 teardown_file() {
-	[ "$BACKEND" != local ] || sbx_registry_stop
+	[ "$BACKEND" != local ] && [ "$BACKEND" != qemu ] || sbx_registry_stop
 	conf_teardown_file
 }
 
