@@ -117,12 +117,12 @@ sanitized() {
 		jq -se 'map(.backend) == ["local", "docker", "e2b", "daytona", "qemu"] and
 		    map(.default) == [true, false, false, false, false] and
 		    (map(.pause) == ["suspend", "suspend", "suspend", "stop", "suspend"]) and
-		    all(.caps | length == 25 and all(type == "boolean"))' \
+		    all(.caps | length == 26 and all(type == "boolean"))' \
 		    <<<"$output"
 		jq -se '.[0].caps | .idle and .files and .pty and .stop and
 		    .name and .keep and .network_rules and .ports and .publish and
-		    .disk and .shell and .snapshot and .volumes and
-		    (.runtime | not) and
+		    .disk and .shell and .snapshot and .snapshot_export and
+		    .volumes and (.runtime | not) and
 		    (.pull | not)' \
 		    <<<"$output"
 		jq -se '.[1].caps | .runtime and .pull and .files and .name and
