@@ -62,8 +62,11 @@ undo(const struct sbx_backend *be, json_t **refs, int n, const char *sid,
 		if (paths[i])
 			remove(paths[i]);
 	}
-	/* The local store's; another backend's stays (sbx-snapshot(1)). */
-	if (be->in_store)
+	/* A snapshot on this machine (the local store's, qemu's); another
+	 * backend's stays (sbx-snapshot(1)). */
+	if (be->in_store && be->ops->snapshots)
+		be->ops->snapshots("rm", sid, NULL, NULL, &e);
+	else if (be->in_store)
 		sbx_snap_rm(sid, &e);
 }
 

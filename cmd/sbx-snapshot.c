@@ -131,9 +131,11 @@ export(const char *backend, char **argv, int argc)
 	if (isatty(1))
 		sbx_usage_error(usage, "export writes a tar: not to a terminal "
 		    "(redirect it to a file)");
-	if (backend)
+	if (backend) {
 		be = store_of(backend);
-	else
+		if (sbx_backend_need(be, SBX_CAP_SNAP_EXPORT, &err) < 0)
+			sbx_die_err(&err);
+	} else
 		sbx_flavour_pick("local");
 	if ((be && be->ops->snap_export ? be->ops->snap_export(argv[1], 1,
 	    &err) : be && !be->in_store ? sbx_err_set(&err, SBX_EX_USAGE,

@@ -34,7 +34,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_ZSTD | SBX_CAP_NAME | SBX_CAP_KEEP |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
 		    SBX_CAP_DISK | SBX_CAP_SHELL | SBX_CAP_SNAPSHOT |
-		    SBX_CAP_VOLUMES,
+		    SBX_CAP_SNAP_EXPORT | SBX_CAP_VOLUMES,
 		/* On this machine compression only costs time. */
 		.compress = SBX_COMPRESS_NONE,
 		/* The CPU time it uses, priced as E2B prices a vCPU-second
@@ -55,7 +55,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_FILES | SBX_CAP_NAME | SBX_CAP_KEEP |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_PUBLISH |
 		    SBX_CAP_DISK | SBX_CAP_SHELL | SBX_CAP_VOLUMES |
-		    SBX_CAP_SNAPSHOT,
+		    SBX_CAP_SNAPSHOT | SBX_CAP_SNAP_EXPORT,
 		.compress = SBX_COMPRESS_GZIP,
 		.cpu_second_default = SBX_E2B_VCPU_SECOND,
 		.ops = REMOTE(sbx_docker_ops),
@@ -70,7 +70,8 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_MEMORY | SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW |
 		    SBX_CAP_TIMEOUT | SBX_CAP_SUSPEND | SBX_CAP_FILES |
 		    SBX_CAP_NET_RULES | SBX_CAP_PORTS | SBX_CAP_DISK |
-		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT | SBX_CAP_VOLUMES,
+		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT | SBX_CAP_SNAP_EXPORT |
+		    SBX_CAP_VOLUMES,
 		.compress = SBX_COMPRESS_GZIP,
 		.endpoint = 1,
 		.template_sized = 1,
@@ -108,13 +109,14 @@ static const struct sbx_backend backends[] = {
 		 * whose way out is sbx-netd's (rules, log; no ports, no
 		 * header injection). Pause: QMP stop (suspend), or the VM
 		 * powered off, its disk kept (stop). Files: tar in the VM
-		 * over its port. */
+		 * over its port. Snapshots: its disk's overlay, copied
+		 * (its own, not the store's; no export). */
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_FILES |
 		    SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW | SBX_CAP_NET_RULES |
 		    SBX_CAP_MEMORY |
 		    SBX_CAP_CPUS | SBX_CAP_TIMEOUT | SBX_CAP_NAME |
 		    SBX_CAP_KEEP | SBX_CAP_SUSPEND | SBX_CAP_STOP |
-		    SBX_CAP_SHELL,
+		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT,
 		.compress = SBX_COMPRESS_NONE,
 		/* Priced by its size, as E2B prices its microVMs. */
 		.vcpu_second_default = SBX_E2B_VCPU_SECOND,
@@ -222,6 +224,8 @@ static const struct {
 	    "(sbx-snapshot, sbx-fork, --from)"},
 	{SBX_CAP_VOLUMES, "volumes", "mount volumes (--volume, sbx-volume)"},
 	{SBX_CAP_ARCHIVE, "archive", "archive a sandbox (--mode archive)"},
+	{SBX_CAP_SNAP_EXPORT, "snapshot_export", "export its snapshots "
+	    "(sbx-snapshot export)"},
 };
 
 int

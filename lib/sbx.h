@@ -676,6 +676,7 @@ enum {
 	SBX_CAP_VOLUMES = 1 << 23,   /* sbx-volume; sbx-create --volume */
 	SBX_CAP_ARCHIVE = 1 << 24,   /* sbx-pause -m archive: stopped, its
 	                              * files moved to cheaper storage */
+	SBX_CAP_SNAP_EXPORT = 1 << 25, /* sbx-snapshot export */
 };
 
 /* What a backend does: its operations, in the flavour of the tools that

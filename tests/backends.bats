@@ -117,12 +117,12 @@ sanitized() {
 		jq -se 'map(.backend) == ["local", "docker", "e2b", "daytona", "qemu"] and
 		    map(.default) == [true, false, false, false, false] and
 		    (map(.pause) == ["suspend", "suspend", "suspend", "stop", "suspend"]) and
-		    all(.caps | length == 25 and all(type == "boolean"))' \
+		    all(.caps | length == 26 and all(type == "boolean"))' \
 		    <<<"$output"
 		jq -se '.[0].caps | .idle and .files and .pty and .stop and
 		    .name and .keep and .network_rules and .ports and .publish and
-		    .disk and .shell and .snapshot and .volumes and
-		    (.runtime | not) and
+		    .disk and .shell and .snapshot and .snapshot_export and
+		    .volumes and (.runtime | not) and
 		    (.pull | not)' \
 		    <<<"$output"
 		jq -se '.[1].caps | .runtime and .pull and .files and .name and
@@ -144,13 +144,15 @@ sanitized() {
 		    (.keep | not) and .network_rules' \
 		    <<<"$output"
 		# qemu: a VM's size, a pty, stdin, files, a network with
-		# rules but no ports, pause (suspend by default, or stop);
-		# under TCG unless qemu.accel says kvm.
+		# rules but no ports, pause (suspend by default, or stop),
+		# snapshots it does not export; under TCG unless qemu.accel
+		# says kvm.
 		jq -se '.[4] | .accel == "tcg" and .pause == "suspend" and
 		    (.caps | .pty and .stdin and .files and .memory and .cpus and
 		    .timeout and .network_deny and .name and .keep and .suspend and
-		    .stop and .network_allow and .network_rules and
-		    (.ports | not) and (.pids | not) and (.archive | not))' \
+		    .stop and .network_allow and .network_rules and .snapshot and
+		    (.snapshot_export | not) and (.ports | not) and
+		    (.pids | not) and (.archive | not))' \
 		    <<<"$output"
 	done
 	SBX_QEMU_ACCEL=kvm run "$SBX_BIN/sbx-ls" --backends

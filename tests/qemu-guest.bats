@@ -83,7 +83,7 @@ qemu_ends() {
 	assert_success
 	assert_equal "${#lines[@]}" 3
 	pong=$(jq -r 'select(.type == 2) | .data' <<<"${lines[0]}")
-	jq_true --arg k "$(cat "$GUEST/kernel")" '.kernel == $k and .pid == 1 and .uptime_ms > 0 and .ports == 1 and .proto == 3' <<<"$pong"
+	jq_true --arg k "$(cat "$GUEST/kernel")" '.kernel == $k and .pid == 1 and .uptime_ms > 0 and .ports == 1 and .proto == 4' <<<"$pong"
 	# Not this host's kernel: the VM's own.
 	[ "$(jq -r .kernel <<<"$pong")" != "$(uname -r)" ]
 	jq_true '.type == 4 and .data == "unknown frame"' <<<"${lines[1]}"

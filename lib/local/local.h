@@ -175,6 +175,22 @@ json_t *sbx_local_snapshot(const json_t *ref, const char *name,
     struct sbx_err *err);
 /* A snapshot's tree (by id), or NULL when it is gone. */
 char *sbx_snap_tree(const char *sid);
+/* What a store of snapshots is, in root (the local store's, or another
+ * backend's own): ROOT/snp-HEX/meta.json, ROOT/.names/NAME -> snp-HEX.
+ * An id of one: snp- and a sandbox id. */
+int sbx_snap_valid_id(const char *s);
+/* The directory of snapshot id_or_name in root (its id in *id_out, to
+ * free), NULL when there is none. */
+char *sbx_snap_find_in(const char *root, const char *id_or_name,
+    char **id_out);
+/* root/.names/name -> sid; SBX_EX_FAIL when it names a snapshot that is
+ * there (a name left by one that is gone is taken over). */
+int sbx_snap_claim_name_in(const char *root, const char *name,
+    const char *sid, struct sbx_err *err);
+/* Add the entries of dir (those valid says are of it) whose meta.json's
+ * layers hold id to b, comma-separated. */
+void sbx_snap_users_in(const char *dir, int (*valid)(const char *),
+    const char *id, struct sbx_buf *b);
 
 /* --- cgroup.c ------------------------------------------------------------ */
 

@@ -36,8 +36,8 @@ sbx_snap_root(void)
 	return root;
 }
 
-static int
-valid_id(const char *s)
+int
+sbx_snap_valid_id(const char *s)
 {
 	return !strncmp(s, SNAP_PREFIX, strlen(SNAP_PREFIX)) &&
 	    sbx_local_valid_id(s + strlen(SNAP_PREFIX));
@@ -48,7 +48,7 @@ sbx_snap_valid_name(const char *name)
 {
 	size_t i;
 
-	if (!name[0] || strlen(name) > 63 || valid_id(name) ||
+	if (!name[0] || strlen(name) > 63 || sbx_snap_valid_id(name) ||
 	    !strncmp(name, SNAP_PREFIX, strlen(SNAP_PREFIX)))
 		return 0;
 	for (i = 0; name[i]; i++)
@@ -60,28 +60,27 @@ sbx_snap_valid_name(const char *name)
 	return 1;
 }
 
-/* The directory of a snapshot by id or name, NULL when there is none. */
-static char *
-snap_find(const char *id_or_name, char **id_out)
+char *
+sbx_snap_find_in(const char *root, const char *id_or_name, char **id_out)
 {
 	char *p, target[64];
 	struct stat st;
 	ssize_t n;
 
-	if (valid_id(id_or_name)) {
+	if (sbx_snap_valid_id(id_or_name)) {
 		snprintf(target, sizeof target, "%s", id_or_name);
 	} else if (sbx_snap_valid_name(id_or_name)) {
-		p = sbx_xasprintf("%s/.names/%s", sbx_snap_root(), id_or_name);
+		p = sbx_xasprintf("%s/.names/%s", root, id_or_name);
 		n = readlink(p, target, sizeof target - 1);
 		free(p);
 		if (n <= 0)
 			return NULL;
 		target[n] = '\0';
-		if (!valid_id(target))
+		if (!sbx_snap_valid_id(target))
 			return NULL;
 	} else
 		return NULL;
-	p = sbx_xasprintf("%s/%s/meta.json", sbx_snap_root(), target);
+	p = sbx_xasprintf("%s/%s/meta.json", root, target);
 	if (stat(p, &st) < 0) {
 		free(p);
 		return NULL;
@@ -89,7 +88,14 @@ snap_find(const char *id_or_name, char **id_out)
 	free(p);
 	if (id_out)
 		*id_out = sbx_xstrdup(target);
-	return sbx_xasprintf("%s/%s", sbx_snap_root(), target);
+	return sbx_xasprintf("%s/%s", root, target);
+}
+
+/* The directory of a snapshot by id or name, NULL when there is none. */
+static char *
+snap_find(const char *id_or_name, char **id_out)
+{
+	return sbx_snap_find_in(sbx_snap_root(), id_or_name, id_out);
 }
 
 json_t *
@@ -129,7 +135,7 @@ sbx_snap_list(int (*fn)(json_t *meta, void *arg), void *arg,
 		return errno == ENOENT ? 0 : sbx_err_set(err, SBX_EX_FAIL,
 		    "cannot open '%s':", sbx_snap_root());
 	while (!rc && (e = readdir(d))) {
-		if (!valid_id(e->d_name))
+		if (!sbx_snap_valid_id(e->d_name))
 			continue;
 		/* One being taken or removed has no meta.json. */
 		if (!(m = sbx_snap_get(e->d_name, &ignored)))
@@ -141,11 +147,9 @@ sbx_snap_list(int (*fn)(json_t *meta, void *arg), void *arg,
 	return rc;
 }
 
-/* Add the entries of dir (those valid says are of it) whose meta.json's
- * layers hold id to b, comma-separated. */
-static void
-users_in(const char *dir, int (*valid)(const char *), const char *id,
-    struct sbx_buf *b)
+void
+sbx_snap_users_in(const char *dir, int (*valid)(const char *),
+    const char *id, struct sbx_buf *b)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -181,8 +185,8 @@ users_of(const char *id)
 	struct sbx_buf b;
 
 	memset(&b, 0, sizeof b);
-	users_in(sbx_local_root(), sbx_local_valid_id, id, &b);
-	users_in(sbx_snap_root(), valid_id, id, &b);
+	sbx_snap_users_in(sbx_local_root(), sbx_local_valid_id, id, &b);
+	sbx_snap_users_in(sbx_snap_root(), sbx_snap_valid_id, id, &b);
 	if (!b.len) {
 		sbx_buf_release(&b);
 		return NULL;
@@ -191,21 +195,22 @@ users_of(const char *id)
 	return b.data;
 }
 
-static int
-claim_name(const char *name, const char *sid, struct sbx_err *err)
+int
+sbx_snap_claim_name_in(const char *root, const char *name, const char *sid,
+    struct sbx_err *err)
 {
-	char *p = sbx_xasprintf("%s/.names", sbx_snap_root()), *other;
+	char *p = sbx_xasprintf("%s/.names", root), *other;
 	int rc = 0;
 
 	mkdir(p, 0700);
 	free(p);
-	p = sbx_xasprintf("%s/.names/%s", sbx_snap_root(), name);
+	p = sbx_xasprintf("%s/.names/%s", root, name);
 	if (symlink(sid, p) == 0) {
 		/* claimed */
 	} else if (errno != EEXIST) {
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot claim the snapshot "
 		    "name '%s':", name);
-	} else if ((other = snap_find(name, NULL))) {
+	} else if ((other = sbx_snap_find_in(root, name, NULL))) {
 		free(other);
 		rc = sbx_err_set(err, SBX_EX_FAIL, "the snapshot name '%s' is "
 		    "in use", name);
@@ -253,7 +258,7 @@ sbx_snap_take_name(const char *id, const char *name, char **was,
 		    name);
 		goto out;
 	}
-	if (!valid_id(id) || !(dir = snap_find(id, NULL))) {
+	if (!sbx_snap_valid_id(id) || !(dir = snap_find(id, NULL))) {
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "no snapshot '%s'", id);
 		goto out;
 	}
@@ -980,7 +985,8 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 		goto out;
 	}
 	json_array_insert_new(layers, 0, json_string(sid));
-	if (name && claim_name(name, sid, err) < 0)
+	if (name && sbx_snap_claim_name_in(sbx_snap_root(), name, sid,
+	    err) < 0)
 		goto out;
 	named = name != NULL;
 	p = sbx_xasprintf("%s/tree", sdir);

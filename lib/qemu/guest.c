@@ -656,6 +656,9 @@ steer(int port, uint32_t id, pid_t pid, int *in, struct sbx_buf *pend,
 		return 0;
 	if (m.type == SBX_GUEST_PING) {
 		pong(port);
+	} else if (m.type == SBX_GUEST_SYNC) {
+		sync();
+		sbx_msg_send(port, SBX_GUEST_SYNC, NULL, 0, NULL, 0);
 	} else if (m.type == SBX_GUEST_IN && sbx_msg_get_u32(&m, &mid) == 0 &&
 	    mid == id) {
 		if (m.len == m.off)
@@ -974,6 +977,10 @@ serve(int port)
 			break;
 		case SBX_GUEST_SETENV:
 			setenv_frame(port, &m);
+			break;
+		case SBX_GUEST_SYNC:
+			sync();
+			sbx_msg_send(port, SBX_GUEST_SYNC, NULL, 0, NULL, 0);
 			break;
 		case SBX_GUEST_IN:
 		case SBX_GUEST_SIGNAL:

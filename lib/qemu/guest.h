@@ -13,7 +13,7 @@
 
 /* What its PONG says ("proto"): the host starts no VM whose guest speaks
  * another (a guest made by an older sbx: scripts/qemu-guest again). */
-#define SBX_GUEST_PROTO 3
+#define SBX_GUEST_PROTO 4
 
 enum {
 	SBX_GUEST_PING = 1, /* host -> agent: are you there */
@@ -43,6 +43,10 @@ enum {
 			     * guest's memory, never on a disk, and put where
 			     * an EXEC's env has the entry "="; the agent
 			     * answers with an empty SETENV once it has */
+	SBX_GUEST_SYNC,     /* host -> agent: what the guest's file systems
+			     * hold in memory written to the disk (sync(2));
+			     * the agent answers with an empty SYNC once it
+			     * is (before a snapshot: protocol 4) */
 };
 
 /* With network allow: the VM's address on QEMU's user-mode network

@@ -382,6 +382,7 @@ client_frame(void *arg, uint32_t type, const char *p, size_t n)
 	case SBX_GUEST_IN:
 	case SBX_GUEST_SIGNAL:
 	case SBX_GUEST_WINCH:
+	case SBX_GUEST_SYNC:
 		sbx_qemu_frame_put(&s->to_port, type, p, n);
 		break;
 	default:

@@ -86,6 +86,25 @@ int sbx_qemu_qmp(const char *dir, const char *cmd, struct sbx_err *err);
 int sbx_qemu_disk(const char *rootfs, const char *digest, const char *dir,
     struct sbx_err *err);
 
+/* argv (a tool: qemu-img, mkfs.ext4) run to its end: 0, or -1 with its
+ * stderr's last line in err. */
+int sbx_qemu_run_tool(char *const argv[], struct sbx_err *err);
+
+/* snapshot.c: the backend's snapshots (its ops snapshot and snapshots;
+ * none exported: no SBX_CAP_SNAP_EXPORT), in sbx_qemu_snap_root(): a snapshot's meta (NULL with
+ * err: SBX_EX_NOSANDBOX for none) and its directory (*dir, to free,
+ * when dir is not NULL), and the disk of a sandbox --from it: dir's
+ * disk.qcow2 over the one in snapdir. */
+const char *sbx_qemu_snap_root(void);
+json_t *sbx_qemu_snap_get(const char *id_or_name, char **dir,
+    struct sbx_err *err);
+int sbx_qemu_snap_disk(const char *snapdir, const char *dir,
+    struct sbx_err *err);
+json_t *sbx_qemu_snapshot(const json_t *ref, const char *name,
+    struct sbx_err *err);
+int sbx_qemu_snapshots(const char *op, const char *id,
+    int (*fn)(json_t *snap, void *arg), void *arg, struct sbx_err *err);
+
 /* The last lines of dir/console.log, for an error ("" when none). */
 void sbx_qemu_console_tail(const char *dir, char *buf, size_t n);
 

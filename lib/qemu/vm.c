@@ -167,9 +167,8 @@ in_path(const char *name, char *buf, size_t n)
 	return -1;
 }
 
-/* argv run to its end, its stderr's last line in err when it fails. */
-static int
-run_tool(char *const argv[], struct sbx_err *err)
+int
+sbx_qemu_run_tool(char *const argv[], struct sbx_err *err)
 {
 	char buf[2048], *nl;
 	size_t len = 0;
@@ -237,7 +236,7 @@ make_ext4(const char *rootfs, const char *path, struct sbx_err *err)
 
 		if (in_path("mkfs.ext4", mkfs, sizeof mkfs) < 0)
 			snprintf(mkfs, sizeof mkfs, "mkfs.ext4");
-		rc = run_tool(argv, err);
+		rc = sbx_qemu_run_tool(argv, err);
 	}
 	if (rc == 0 && rename(tmp, path) < 0)
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot write '%s':", path);
@@ -271,7 +270,7 @@ sbx_qemu_disk(const char *rootfs, const char *digest, const char *dir,
 		char *argv[] = {"qemu-img", "create", "-q", "-f", "qcow2", "-F",
 		    "raw", "-b", base, over, NULL};
 
-		rc = run_tool(argv, err);
+		rc = sbx_qemu_run_tool(argv, err);
 	}
 	free(disks);
 	free(base);
@@ -281,30 +280,40 @@ sbx_qemu_disk(const char *rootfs, const char *digest, const char *dir,
 
 /* --- the disks' cache (sbx-image rm and prune) ----------------------- */
 
-/* The image digests qemu sandboxes stand on (their meta.json), running,
- * ended or kept: a disk.qcow2 needs its image's disk as long as it is. */
-static json_t *
-disks_in_use(void)
+/* Add the image digests of root's entries (valid says which) to used. */
+static void
+digests_in(const char *root, int (*valid)(const char *), json_t *used)
 {
-	json_t *used = json_object(), *meta;
+	json_t *meta;
 	struct dirent *e;
 	const char *dg;
 	char *p;
-	DIR *d = opendir(sbx_qemu_root());
+	DIR *d = opendir(root);
 
-	if (!d)
-		return used;
-	while ((e = readdir(d))) {
-		if (!sbx_local_valid_id(e->d_name))
+	while (d && (e = readdir(d))) {
+		if (!valid(e->d_name))
 			continue;
-		p = sbx_xasprintf("%s/%s", sbx_qemu_root(), e->d_name);
+		p = sbx_xasprintf("%s/%s", root, e->d_name);
 		meta = sbx_local_meta(p);
 		free(p);
 		if ((dg = sbx_json_str(meta, "image_digest")))
 			json_object_set_new(used, dg, json_true());
 		json_decref(meta);
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+}
+
+/* The image digests qemu sandboxes stand on (their meta.json), running,
+ * ended or kept, and their snapshots: a disk.qcow2 needs its image's
+ * disk as long as it is. */
+static json_t *
+disks_in_use(void)
+{
+	json_t *used = json_object();
+
+	digests_in(sbx_qemu_root(), sbx_local_valid_id, used);
+	digests_in(sbx_qemu_snap_root(), sbx_snap_valid_id, used);
 	return used;
 }
 
@@ -674,17 +683,46 @@ start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
 	return rc;
 }
 
+/* Whether image (sbx-create's --image) is the one snapshot snap was
+ * taken on: its name as given then, or the same digest or directory. */
+static int
+same_image(const char *image, const json_t *snap)
+{
+	struct sbx_image_use iu = {0};
+	struct sbx_err e;
+	const char *was = sbx_json_str(snap, "image_path");
+	const char *dg = sbx_json_str(snap, "image_digest");
+	char *real;
+	int same;
+
+	if (!strcmp(image, sbx_json_str(snap, "image") ? sbx_json_str(snap,
+	    "image") : ""))
+		return 1;
+	if (sbx_image_is_path(image)) {
+		real = realpath(image, NULL);
+		same = real && was && !dg && !strcmp(real, was);
+		free(real);
+		return same;
+	}
+	if (sbx_image_lookup(image, &iu, &e) < 0)
+		return 0;
+	same = iu.digest && dg && !strcmp(iu.digest, dg);
+	sbx_image_use_release(&iu);
+	return same;
+}
+
 static int
 qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
 	const char *qemu = sbx_config_get("qemu.binary", "qemu-system-x86_64");
 	const char *accel = sbx_config_get("qemu.accel", "tcg");
 	struct sbx_image_use iu = {0};
-	char id[SBX_ID_LEN + 1], *dir = NULL, *rootfs = NULL;
+	char id[SBX_ID_LEN + 1], *dir = NULL, *rootfs = NULL, *snapdir = NULL;
 	uint64_t memory = spec->memory ? spec->memory : 256ull << 20;
-	json_t *meta = NULL;
+	json_t *meta = NULL, *snap = NULL;
+	const char *digest, *user, *iref;
 	struct stat st;
-	int rc = -1, named = 0;
+	int rc = -1, named = 0, snaplk = -1;
 
 	if (!spec->image || !strcmp(spec->image, "host"))
 		return sbx_err_set(err, SBX_EX_USAGE, "the qemu backend needs "
@@ -705,7 +743,22 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		return -1;
 	if (check_host(qemu, accel, err) < 0)
 		return -1;
-	if (!sbx_image_is_path(spec->image)) {
+	if (spec->from) {
+		/* Its disk and what it needs of the image are the
+		 * snapshot's; it stays until our meta.json names it. */
+		snaplk = sbx_local_lock(sbx_qemu_snap_root(), 0);
+		if (!(snap = sbx_qemu_snap_get(spec->from, &snapdir, err)))
+			goto out;
+		if (!same_image(spec->image, snap)) {
+			sbx_err_set(err, SBX_EX_USAGE, "a qemu sandbox from "
+			    "snapshot '%s' has its image '%s' (no --image)",
+			    spec->from, sbx_json_str(snap, "image") ?
+			    sbx_json_str(snap, "image") : "?");
+			goto out;
+		}
+		rootfs = sbx_xstrdup(sbx_json_str(snap, "image_path") ?
+		    sbx_json_str(snap, "image_path") : "?");
+	} else if (!sbx_image_is_path(spec->image)) {
 		if (sbx_image_lookup(spec->image, &iu, err) < 0)
 			return -1;
 		rootfs = sbx_xstrdup(iu.rootfs);
@@ -744,17 +797,33 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 			goto fail;
 		named = 1;
 	}
-	if (sbx_qemu_disk(rootfs, iu.digest, dir, err) < 0)
+	if ((snap ? sbx_qemu_snap_disk(snapdir, dir, err) :
+	    sbx_qemu_disk(rootfs, iu.digest, dir, err)) < 0)
 		goto fail;
+	digest = snap ? sbx_json_str(snap, "image_digest") : iu.digest;
 	meta = json_pack("{sssosssssoso}", "id", id, "name", spec->name ?
 	    json_string(spec->name) : json_null(), "image", rootfs,
 	    "workdir", spec->workdir ? spec->workdir : "/", "env",
+	    snap ? json_deep_copy(json_object_get(snap, "image_env")) :
 	    env_of(iu.config), "labels", spec->labels ?
 	    json_incref(spec->labels) : json_object());
-	json_object_set_new(meta, "image_ref", iu.name ? json_string(iu.name) :
+	if (!json_is_array(json_object_get(meta, "env")))
+		json_object_set_new(meta, "env", json_array());
+	/* A snapshot's "image" is the store's name, or the directory. */
+	iref = snap ? sbx_json_str(snap, "image") : iu.name;
+	if (iref && snap && !strcmp(iref, rootfs))
+		iref = NULL;
+	json_object_set_new(meta, "image_ref", iref ? json_string(iref) :
 	    json_null());
-	json_object_set_new(meta, "image_digest", iu.digest ?
-	    json_string(iu.digest) : json_null());
+	json_object_set_new(meta, "image_digest", digest ?
+	    json_string(digest) : json_null());
+	if (snap) {
+		/* Its disk stands on these (sbx-snapshot rm says so). */
+		json_object_set_new(meta, "snapshot", json_string(
+		    sbx_json_str(snap, "snapshot")));
+		json_object_set(meta, "layers", json_object_get(snap,
+		    "layers"));
+	}
 	json_object_set_new(meta, "created_at_epoch", json_integer(sbx_now()));
 	json_object_set_new(meta, "timeout", json_integer((json_int_t)
 	    spec->timeout));
@@ -764,12 +833,10 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	json_object_set_new(meta, "accel", json_string(accel));
 	json_object_set_new(meta, "env_keys", env_keys(spec->env));
 	/* Who its commands run as without -u: the image's User. */
-	{
-		const char *user = sbx_json_str(iu.config, "User");
-
-		if (user && *user)
-			json_object_set_new(meta, "user", json_string(user));
-	}
+	user = snap ? sbx_json_str(snap, "user") : sbx_json_str(iu.config,
+	    "User");
+	if (user && *user)
+		json_object_set_new(meta, "user", json_string(user));
 	json_object_set_new(meta, "network", json_string(spec->network ==
 	    SBX_NET_ALLOW ? "allow" : "deny"));
 	/* What a resume after a stop starts again (its post-create not),
@@ -785,6 +852,9 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	}
 	if (write_meta(dir, meta, err) < 0)
 		goto fail;
+	if (snaplk >= 0)
+		close(snaplk);
+	snaplk = -1;
 	if ((rc = start_vm(dir, meta, spec, 0, err)) < 0)
 		goto fail;
 	*ref = json_pack("{ssssss}", "backend", "qemu", "id", id, "dir", dir);
@@ -807,8 +877,12 @@ fail:
 		sbx_local_release_name(sbx_qemu_root(), spec->name, id);
 	sbx_rmtree(dir);
 out:
+	if (snaplk >= 0)
+		close(snaplk);
 	json_decref(meta);
+	json_decref(snap);
 	sbx_image_use_release(&iu);
+	free(snapdir);
 	free(rootfs);
 	free(dir);
 	return rc;
@@ -1393,4 +1467,6 @@ const struct sbx_backend_ops sbx_qemu_ops = {
 	.files = &sbx_qemu_files,
 	.net_rules = qemu_net_rules,
 	.net_log = qemu_net_log,
+	.snapshot = sbx_qemu_snapshot,
+	.snapshots = sbx_qemu_snapshots,
 };

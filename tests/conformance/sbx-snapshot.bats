@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # sbx-snapshot, sbx-create --from and sbx-fork on the backend under test
 # (issue 24): what a snapshot holds and what a sandbox made from it has;
-# export and import of the backend's own snapshots; rm of one in use;
+# export and import of the backend's own snapshots (or, without
+# snapshot_export, export refused); rm of one in use;
 # nothing left behind; bad input with the documented exit codes. A
 # backend without snapshots is caps.bats's.
 load conformance
@@ -172,8 +173,19 @@ fill() {
 	[ "$(sbx-ls -j -b "$BACKEND" | jq -s length)" -eq "$before" ]
 }
 
+# What a backend without snapshot_export says of sbx-snapshot export.
+NOEXPORT="backend '$BACKEND' cannot export its snapshots (sbx-snapshot export)"
+
 @test "$B: export of its snapshot imports on local and on $B with the same files, and what it deleted gone" {
 	new_sandbox
+	if ! has_cap snapshot_export; then
+		sbx-snapshot -s "$BATS_TEST_TMPDIR/s.json" -n port >/dev/null
+		run --separate-stderr sbx-snapshot export -b "$BACKEND" port
+		assert_failure 2
+		assert_output ''
+		[ "$stderr" = "sbx-snapshot: $NOEXPORT" ]
+		return 0
+	fi
 	fill
 	sx sh -c 'echo gone >/workspace/gone'
 	# Not "base": E2B's default template's name.
@@ -231,6 +243,12 @@ fill() {
 @test "$B: export of no such snapshot is exit 3; of one taken outside sbx exit 1, one line; nothing left running" {
 	before=$(sbx-ls -j -b "$BACKEND" | jq -s length)
 	run --separate-stderr sbx-snapshot export -b "$BACKEND" nosuchsnap
+	if ! has_cap snapshot_export; then
+		assert_failure 2
+		assert_output ''
+		[ "$stderr" = "sbx-snapshot: $NOEXPORT" ]
+		return 0
+	fi
 	assert_failure 3
 	assert_output ''
 	[ "$stderr" = "sbx-snapshot: no snapshot 'nosuchsnap'" ]
