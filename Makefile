@@ -94,7 +94,7 @@ REMOTE_LIBS := $(shell $(PKG_CONFIG) --libs libcurl libcrypto nettle \
 
 # The sources by folder, so that a new file needs no edit here: the core
 # is lib/*.c; a backend is a folder, lib/local/ and lib/qemu/ (but for
-# guest.c, sbx-init's) in the static flavour,
+# guest.c and times.c, sbx-init's) in the static flavour,
 # lib/docker/, lib/e2b/ and lib/daytona/ (with lib/http.c) in the remote
 # one; lib/sbxd/ is the server.
 REMOTE_SRC = lib/http.c \
@@ -103,7 +103,7 @@ REMOTE_SRC = lib/http.c \
 	lib/image/builder.c lib/image/build.c
 REMOTE_OBJ = $(REMOTE_SRC:%.c=$(BUILD)/remote/%.o)
 
-LIB_SRC = $(filter-out $(REMOTE_SRC) lib/qemu/guest.c,$(wildcard lib/*.c \
+LIB_SRC = $(filter-out $(REMOTE_SRC) lib/qemu/guest.c lib/qemu/times.c,$(wildcard lib/*.c \
 	lib/local/*.c lib/net/*.c lib/image/*.c lib/qemu/*.c))
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/%.o)
 CMDS = sbx-cost sbx-cp sbx-create sbx-exec sbx-fork sbx-gc sbx-image sbx-kill \
@@ -114,7 +114,8 @@ REMOTE_TOOLS = $(CMDS:%=$(BIN)/remote/%)
 # The agent: only what it needs, linked statically, never sanitized.
 INIT_SRC = cmd/sbx-init.c lib/local/init.c lib/msg.c lib/local/watch.c \
 	   lib/local/seccomp.c lib/buf.c lib/err.c lib/shell.c \
-	   lib/local/sessions.c lib/local/user.c lib/qemu/guest.c
+	   lib/local/sessions.c lib/local/user.c lib/qemu/guest.c \
+	   lib/qemu/times.c
 INIT_OBJ = $(INIT_SRC:%.c=$(BUILD)/init/%.o)
 UNIT_SRC = $(wildcard tests/unit/*.c)
 UNITS = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/unit/%)

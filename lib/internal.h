@@ -176,6 +176,14 @@ struct sbx_files {
 	/* A TCP connection to the sandbox's own 127.0.0.1:port, as an fd
 	 * (thread-safe); -1 with err. NULL: the backend cannot. */
 	int (*connect)(const json_t *ref, unsigned port, struct sbx_err *err);
+	/* After a put_archive: the mtimes of m's entries (relative to dir)
+	 * set to the nanosecond, where the sandbox's tar keeps whole
+	 * seconds. NULL: put_archive keeps them. */
+	int (*set_times)(const json_t *ref, const char *dir,
+	    const struct sbx_manifest *m, struct sbx_err *err);
+	/* put_archive takes an uncompressed tar alone (the sandbox's tar
+	 * may not know gzip; the stream never leaves this machine). */
+	int plain;
 };
 
 /* --- xfer: sbx-sync's tar streams through one file in the sandbox and
@@ -258,6 +266,12 @@ void sbx_portable_hashes(char *out, struct sbx_manifest *m, size_t from,
     size_t n);
 int sbx_portable_remove(const json_t *ref, const char *dir,
     const struct sbx_manifest *paths, struct sbx_err *err);
+/* One exec of argv in cwd (NULL: the workdir), its stdin the bytes of in
+ * (NULL: none), its output captured in r; its exit code (SBX_EX_NOTFOUND
+ * or _NOEXEC for a command the sandbox lacks), or -1 with err. */
+int sbx_portable_exec(const struct sbx_backend *be, const json_t *ref,
+    char *const argv[], const char *cwd, const struct sbx_buf *in,
+    uint64_t timeout_ms, struct sbx_exec_result *r, struct sbx_err *err);
 /* Walk the tree under dfd (which it closes) as scan does: emit gets each
  * regular file and symlink. Walker part of parts takes its share of the
  * top directories (and, the first, the top's other entries). */

@@ -90,53 +90,6 @@ out:
 	return rc;
 }
 
-/* One exec of argv, its stdin the bytes of in (when not NULL), its
- * output captured; its exit code, or -1 with err. */
-static int
-run(const struct sbx_backend *be, const json_t *ref, char *const argv[],
-    const struct sbx_buf *in, uint64_t timeout_ms,
-    struct sbx_exec_result *r, struct sbx_err *err)
-{
-	struct sbx_exec_opts o = {.capture = 1, .max_output = 4u * SBX_MSG_MAX};
-	int saved = -1, mfd = -1, rc;
-
-	memset(r, 0, sizeof *r);
-	o.timeout_ms = timeout_ms;
-	if (in) {
-		/* Our stdin for the exec's: a file of the bytes. */
-		/* (A closed stdin stays closed after.) */
-		if ((mfd = memfd_create("sbx-shell", MFD_CLOEXEC)) < 0 ||
-		    sbx_write_all(mfd, in->data, in->len) < 0 ||
-		    lseek(mfd, 0, SEEK_SET) < 0 ||
-		    ((saved = fcntl(0, F_DUPFD_CLOEXEC, 3)) < 0 &&
-		    errno != EBADF) || dup2(mfd, 0) < 0) {
-			if (mfd >= 0)
-				close(mfd);
-			if (saved >= 0)
-				close(saved);
-			return sbx_err_set(err, SBX_EX_FAIL, "cannot make the "
-			    "call's input:");
-		}
-		o.interactive = 1;
-	}
-	rc = be->ops->exec(ref, (char **)argv, &o, r, err);
-	if (in) {
-		if (saved >= 0) {
-			dup2(saved, 0);
-			close(saved);
-		} else {
-			close(0);
-		}
-		close(mfd);
-	}
-	/* A command the sandbox lacks is an error of some backends' exec,
-	 * an exit status of others: the same here. */
-	if (rc < 0 && (err->code == SBX_EX_NOTFOUND ||
-	    err->code == SBX_EX_NOEXEC))
-		return err->code;
-	return rc < 0 ? -1 : r->exit_code;
-}
-
 /* The client's answer (a SBX_MSG_SHELLREP frame in hex) as a message. */
 static int
 unframe(const struct sbx_buf *out, struct sbx_msg *m)
@@ -188,7 +141,7 @@ sbx_shell_remote(const json_t *ref, const struct sbx_shell_req *rq,
 	for (tries = 0; ; tries++) {
 		/* The wait is the agent's; a lost answer is not waited for
 		 * forever. */
-		c = run(be, ref, call, &in, (uint64_t)rq->wait_ms + 60000, &r,
+		c = sbx_portable_exec(be, ref, call, NULL, &in, (uint64_t)rq->wait_ms + 60000, &r,
 		    err);
 		if (c == 0)
 			break;
@@ -209,7 +162,8 @@ sbx_shell_remote(const json_t *ref, const struct sbx_shell_req *rq,
 		sbx_buf_release(&r.err);
 		if (c != SBX_EX_NOSANDBOX && upload(ref, err) < 0)
 			goto out;
-		c = run(be, ref, serve, NULL, 30000, &r, err);
+		c = sbx_portable_exec(be, ref, serve, NULL, NULL, 30000, &r,
+		    err);
 		if (c != 0) {
 			if (c > 0)
 				sbx_err_set(err, SBX_EX_FAIL, "cannot start the "

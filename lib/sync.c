@@ -685,7 +685,10 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 		goto out;
 	if (send.n)
 		progress_total(&send);
-	wrc = sbx_tar_write(fd, &send, o->z, &werr);
+	/* A compression asked of a put that takes a plain tar alone (one
+	 * that never leaves this machine): none. */
+	wrc = sbx_tar_write(fd, &send, f->plain ? SBX_COMPRESS_NONE : o->z,
+	    &werr);
 	close(fd);
 	/* The receiver's error explains a broken pipe better. */
 	if (sbx_job_wait(&job, err) < 0)
@@ -694,6 +697,11 @@ sbx_sync_push(const struct sbx_sync_opts *o, struct sbx_sync_result *r,
 		*err = werr;
 		goto out;
 	}
+	/* Where the sandbox's tar keeps whole seconds: the next status
+	 * compares its mtimes with the host's. */
+	if (f->set_times && send.n && f->set_times(o->ref, o->remote_dir,
+	    &send, err) < 0)
+		goto out;
 	if (dels.n && f->remove(o->ref, o->remote_dir, &dels, err) < 0)
 		goto out;
 	for (i = 0; i < send.n; i++)

@@ -160,8 +160,19 @@ store_empty_but_shared() {
 	printf '#!/bin/sh\necho run\n' >w/sub/tool
 	chmod 755 w/sub/tool
 	ln -s sub/tool w/link
+	touch -d '2021-03-04 05:06:07.123456789' w/sub/tool
+	touch -h -d '2020-01-02 03:04:05.987654321' w/link
 	# Into its workdir, the image's /srv/app.
 	(cd w && sbx-sync push -s "$S" . >/dev/null)
+	# The image's tar (busybox's) keeps whole seconds; the agent sets
+	# the nanoseconds after it: an untouched tree has nothing to say.
+	assert_equal "$(sbx-exec -s "$S" -e TZ=UTC0 -- stat -c %y sub/tool)" \
+	    "$(TZ=UTC0 stat -c %y w/sub/tool)"
+	assert_equal "$(sbx-exec -s "$S" -e TZ=UTC0 -- stat -c %y link)" \
+	    '2020-01-02 03:04:05.987654321 +0000'
+	run --separate-stderr sh -c "cd w && sbx-sync status -s \"\$1\" ." sh "$S"
+	assert_success
+	assert_output ''
 	run --separate-stderr sbx-exec -s "$S" -- sh -c 'sha256sum blob; ./link; readlink link'
 	assert_success
 	assert_equal "${lines[0]}" "$(cd w && sha256sum blob)"

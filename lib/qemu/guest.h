@@ -77,5 +77,10 @@ enum {
  * up and eth0 when the VM has a NIC (SBX_GUEST_NET_*), and serves
  * its ports until the host powers it off: a command at a time on each. */
 int sbx_guest_main(void);
+/* sbx-init --set-times (lib/qemu/times.c), in the VM's commands' root:
+ * stdin is records "MTIME_NS PATH\0" (PATH relative to the cwd, no "."
+ * or ".." in it), each file's mtime is set (a symlink's own), a file
+ * gone is skipped; 0, else an exit code, said on stderr. */
+int sbx_guest_set_times(void);
 
 #endif
