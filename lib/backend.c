@@ -116,7 +116,7 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_MEMORY |
 		    SBX_CAP_CPUS | SBX_CAP_TIMEOUT | SBX_CAP_NAME |
 		    SBX_CAP_KEEP | SBX_CAP_SUSPEND | SBX_CAP_STOP |
-		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT,
+		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT | SBX_CAP_IDLE,
 		.compress = SBX_COMPRESS_NONE,
 		/* Priced by its size, as E2B prices its microVMs. */
 		.vcpu_second_default = SBX_E2B_VCPU_SECOND,

@@ -180,6 +180,21 @@ counter() { sbx-exec -s "$A" -- cat /tmp/c; }
 	sbx-pause -r -s "$A" >/dev/null
 }
 
+@test "qemu: sbx-ls tells when a VM was last active (an exec's start or end) and how long it has been idle; sbx-gc --idle-for uses it" {
+	run ls_of "$A"
+	jq_true '(.idle | type == "number") and (.last_activity_epoch | type == "number")' <<<"$output"
+	was=$(jq .last_activity_epoch <<<"$output")
+	sleep 1.1
+	sbx-exec -s "$A" -- true
+	run ls_of "$A"
+	jq_true --argjson was "$was" '.last_activity_epoch > $was and .idle <= 1' <<<"$output"
+	# Not idle for an hour: kept.
+	run --separate-stderr sbx-gc -b qemu --idle-for 1h --grace 0
+	assert_success
+	assert_output ''
+	[ "$(jq -r .status <<<"$(ls_of "$A")")" = running ]
+}
+
 @test "qemu: sbx-pause -m stop ends the VM, keeps its disk; exec says stopped; resume boots it again: files kept, processes gone" {
 	sbx-exec -s "$B" -- sh -c 'echo kept >/root/f; sleep 1000 >/dev/null 2>&1 &'
 	# A command still running: the stop ends it too.

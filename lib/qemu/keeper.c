@@ -51,6 +51,8 @@ struct keeper {
 	int ready;       /* to the creator, until the guest answered */
 	pid_t qemu;
 	long long last;  /* the last activity, sbx_mono_ms() */
+	int act;         /* ./activity, whose mtime is the last exec's start
+			  * or end (sbx-ls's last_activity) */
 	int pings;       /* pings of the boot not answered yet (port 0) */
 	uint64_t timeout;
 	long long paused_at; /* since when it is suspended; 0: it is not */
@@ -410,6 +412,8 @@ guest_frame(void *arg, uint32_t type, const char *p, size_t n)
 	    id == s->run_id) {
 		s->running = 0;
 		s->k->last = sbx_mono_ms();
+		if (s->k->act >= 0)
+			futimens(s->k->act, NULL);
 		if (s->orphan) {
 			s->orphan = 0;
 			mine = 0;
@@ -612,8 +616,11 @@ serve(struct keeper *k, const sigset_t *mask)
 		}
 		if (f && (p[np].revents & POLLIN) && (f->client =
 		    accept4(k->lsn, NULL, NULL, SOCK_CLOEXEC |
-		    SOCK_NONBLOCK)) >= 0)
+		    SOCK_NONBLOCK)) >= 0) {
 			k->last = sbx_mono_ms();
+			if (k->act >= 0)
+				futimens(k->act, NULL);
+		}
 	}
 }
 
@@ -696,6 +703,9 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 		tell(ready, "cannot make its socket: %s%s", strerror(errno), "");
 		_exit(1);
 	}
+	/* Made now: the boot is its first activity. */
+	k.act = open("activity", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0600);
 	for (i = 0; i < SBX_GUEST_PORTS; i++) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
 		    sp) < 0) {

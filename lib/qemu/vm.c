@@ -1010,7 +1010,7 @@ info_of(const char *id)
 	char *dir = sbx_xasprintf("%s/%s", sbx_qemu_root(), id), *status;
 	json_t *meta = sbx_local_meta(dir), *o;
 	long long created = sbx_json_int(meta, "created_at_epoch", 0);
-	long long rss = -1;
+	long long rss = -1, act;
 	double cpu = -1;
 	const char *st = "dead";
 	struct stat sb;
@@ -1035,8 +1035,15 @@ info_of(const char *id)
 			st = "expired";
 		free(status);
 	}
-	/* No idle time (no SBX_CAP_IDLE): last_activity is null. */
-	o = sbx_local_info_head("qemu", id, meta, st, created, -1);
+	/* Its keeper's last client come or command ended: the mtime of
+	 * its activity file (none yet: not told). */
+	{
+		char *p = sbx_xasprintf("%s/activity", dir);
+
+		act = stat(p, &sb) == 0 ? (long long)sb.st_mtime : -1;
+		free(p);
+	}
+	o = sbx_local_info_head("qemu", id, meta, st, created, act);
 	/* The guest's processes are its own, asked of it only through the
 	 * one client its keeper serves at a time: not told. */
 	json_object_set_new(o, "processes", json_null());
