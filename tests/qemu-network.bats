@@ -11,12 +11,7 @@ load lib/qemu
 load lib/networld
 
 setup_file() {
-	sbx_setup_file
-	command -v qemu-system-x86_64 >/dev/null ||
-		{ echo "qemu-system-x86_64 is not installed (scripts/install-deps)" >&2; return 1; }
-	sbx_qemu_guest "$BATS_FILE_TMPDIR/guest" || return 1
-	export SBX_QEMU_DIR=$BATS_FILE_TMPDIR/vms
-	export SBX_IMAGE_DIR=$BATS_FILE_TMPDIR/store
+	sbx_qemu_setup_file || return 1
 	networld_start || return 1
 	sbx_registry_start || return 1
 	local r=$BATS_FILE_TMPDIR/root

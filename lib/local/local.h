@@ -191,6 +191,12 @@ int sbx_snap_claim_name_in(const char *root, const char *name,
  * layers hold id to b, comma-separated. */
 void sbx_snap_users_in(const char *dir, int (*valid)(const char *),
     const char *id, struct sbx_buf *b);
+/* A new snapshot's meta (sbx-snapshot(1)'s OUTPUT) as far as every
+ * backend's says the same: ids, when, the image, workdir, labels and
+ * limits of the sandbox whose meta is sm, the names of its -e (sm's
+ * env_key). The caller adds size, files, memory, pause_ms, layers. */
+json_t *sbx_snap_meta_new(const char *backend, const char *sid,
+    const char *id, const char *name, const json_t *sm, const char *env_key);
 
 /* --- cgroup.c ------------------------------------------------------------ */
 

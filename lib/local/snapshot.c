@@ -863,10 +863,12 @@ mono_us(void)
 	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-/* The meta.json of a new snapshot of the sandbox whose meta is sm. */
-static json_t *
-snap_meta(const char *sid, const char *id, const char *name, json_t *sm,
-    json_t *layers, const struct copy *c, long long pause_us)
+/* What every backend's snapshot meta says first (sbx-snapshot(1)'s
+ * OUTPUT): the ids, when, the source's image, workdir, the names of its
+ * -e (under env_key of its meta), labels and limits. */
+json_t *
+sbx_snap_meta_new(const char *backend, const char *sid, const char *id,
+    const char *name, const json_t *sm, const char *env_key)
 {
 	char created[64];
 	json_t *m = json_object(), *lim = json_object();
@@ -878,8 +880,9 @@ snap_meta(const char *sid, const char *id, const char *name, json_t *sm,
 	    json_null());
 	json_object_set_new(m, "created", json_string(created));
 	json_object_set_new(m, "created_epoch", json_integer(now));
-	json_object_set_new(m, "backend", json_string("local"));
+	json_object_set_new(m, "backend", json_string(backend));
 	json_object_set_new(m, "source", json_string(id));
+	/* As sbx-create was given it: what --from makes a sandbox of. */
 	json_object_set(m, "image", json_is_string(json_object_get(sm,
 	    "image_ref")) ? json_object_get(sm, "image_ref") :
 	    json_object_get(sm, "image") ? json_object_get(sm, "image") :
@@ -890,7 +893,7 @@ snap_meta(const char *sid, const char *id, const char *name, json_t *sm,
 	json_object_set(m, "workdir", json_object_get(sm, "workdir"));
 	/* The values of -e are never written down: their names only. */
 	json_object_set(m, "env_names", json_is_array(json_object_get(sm,
-	    "env_names")) ? json_object_get(sm, "env_names") : json_array());
+	    env_key)) ? json_object_get(sm, env_key) : json_array());
 	json_object_set(m, "labels", json_is_object(json_object_get(sm,
 	    "labels")) ? json_object_get(sm, "labels") : json_object());
 	if (sbx_json_int(sm, "memory", 0))
@@ -906,6 +909,17 @@ snap_meta(const char *sid, const char *id, const char *name, json_t *sm,
 		json_object_set(lim, "timeout", json_object_get(sm,
 		    "timeout"));
 	json_object_set_new(m, "limits", lim);
+	return m;
+}
+
+/* The meta.json of a new snapshot of the sandbox whose meta is sm. */
+static json_t *
+snap_meta(const char *sid, const char *id, const char *name, json_t *sm,
+    json_t *layers, const struct copy *c, long long pause_us)
+{
+	json_t *m = sbx_snap_meta_new("local", sid, id, name, sm,
+	    "env_names");
+
 	json_object_set_new(m, "size", json_integer((json_int_t)c->bytes));
 	json_object_set_new(m, "files", json_integer((json_int_t)c->files));
 	json_object_set_new(m, "memory", json_false());

@@ -355,40 +355,8 @@ static json_t *
 snap_meta(const char *sid, const char *id, const char *name, const json_t *sm,
     json_t *layers, long long size, long long pause_ms)
 {
-	char created[64];
-	json_t *m = json_object(), *lim = json_object();
-	long long now = sbx_now();
+	json_t *m = sbx_snap_meta_new("qemu", sid, id, name, sm, "env_keys");
 
-	sbx_time_fmt(now, created, sizeof created);
-	json_object_set_new(m, "snapshot", json_string(sid));
-	json_object_set_new(m, "name", name ? json_string(name) :
-	    json_null());
-	json_object_set_new(m, "created", json_string(created));
-	json_object_set_new(m, "created_epoch", json_integer(now));
-	json_object_set_new(m, "backend", json_string("qemu"));
-	json_object_set_new(m, "source", json_string(id));
-	/* As sbx-create was given it: what --from makes a sandbox of. */
-	json_object_set(m, "image", json_is_string(json_object_get(sm,
-	    "image_ref")) ? json_object_get(sm, "image_ref") :
-	    json_object_get(sm, "image"));
-	json_object_set(m, "image_digest", json_object_get(sm,
-	    "image_digest") ? json_object_get(sm, "image_digest") :
-	    json_null());
-	json_object_set(m, "workdir", json_object_get(sm, "workdir"));
-	/* The values of -e are never written down: their names only. */
-	json_object_set(m, "env_names", json_is_array(json_object_get(sm,
-	    "env_keys")) ? json_object_get(sm, "env_keys") : json_array());
-	json_object_set(m, "labels", json_is_object(json_object_get(sm,
-	    "labels")) ? json_object_get(sm, "labels") : json_object());
-	if (sbx_json_int(sm, "memory", 0))
-		json_object_set(lim, "memory", json_object_get(sm, "memory"));
-	if (sbx_json_int(sm, "cpus_milli", 0))
-		json_object_set(lim, "cpus_milli", json_object_get(sm,
-		    "cpus_milli"));
-	if (sbx_json_int(sm, "timeout", 0))
-		json_object_set(lim, "timeout", json_object_get(sm,
-		    "timeout"));
-	json_object_set_new(m, "limits", lim);
 	json_object_set_new(m, "size", json_integer(size));
 	/* A disk's blocks: its files are the guest's to count. */
 	json_object_set_new(m, "files", json_null());
