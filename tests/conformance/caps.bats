@@ -20,7 +20,7 @@ no_sandboxes() {
 	run sbx-ls -B -j
 	assert_success
 	jq -se --arg b "$BACKEND" 'map(select(.backend == $b)) | length == 1
-	    and (.[0].caps | length == 25 and all(type == "boolean"))
+	    and (.[0].caps | length == 26 and all(type == "boolean"))
 	    and (.[0].pause | IN("suspend", "stop", "none"))' <<<"$output"
 	run sbx-pause -S -b "$BACKEND"
 	assert_success
