@@ -105,9 +105,9 @@ static const struct sbx_backend backends[] = {
 	{
 		.name = "qemu",
 		/* A microVM per sandbox (lib/qemu): its size is the VM's
-		 * (-m, -smp), no process limit inside it; with allow a NIC
-		 * whose way out is sbx-netd's (rules, log; no ports, no
-		 * header injection). Pause: QMP stop (suspend), or the VM
+		 * (-m, -smp), no process limit inside it; with allow (or
+		 * ports) a NIC whose way out is sbx-netd's (rules, log,
+		 * ports through QEMU's hostfwd; no header injection). Pause: QMP stop (suspend), or the VM
 		 * powered off, its disk kept (stop). Files: tar in the VM
 		 * over its port. Snapshots: its disk's overlay, copied
 		 * (its own, not the store's; no export). */
@@ -116,7 +116,8 @@ static const struct sbx_backend backends[] = {
 		    SBX_CAP_MEMORY |
 		    SBX_CAP_CPUS | SBX_CAP_TIMEOUT | SBX_CAP_NAME |
 		    SBX_CAP_KEEP | SBX_CAP_SUSPEND | SBX_CAP_STOP |
-		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT | SBX_CAP_IDLE,
+		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT | SBX_CAP_IDLE |
+		    SBX_CAP_PORTS | SBX_CAP_PUBLISH,
 		.compress = SBX_COMPRESS_NONE,
 		/* Priced by its size, as E2B prices its microVMs. */
 		.vcpu_second_default = SBX_E2B_VCPU_SECOND,

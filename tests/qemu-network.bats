@@ -170,8 +170,15 @@ wait_log() {
 }
 
 @test "qemu allow: kill ends QEMU and sbx-netd and leaves nothing" {
-	local s=$BATS_TEST_TMPDIR/k.json dir npid qpid
-	sbx-create -b qemu --image "$IMG" --memory 128M -n allow -s "$s" >/dev/null
+	local s=$BATS_TEST_TMPDIR/k.json dir npid qpid hp
+	sbx-create -b qemu --image "$IMG" --memory 128M -n allow --port 8080 \
+	    -s "$s" >/dev/null
+	# --port: the VM's 8080 on the host's loopback.
+	sbx-exec -s "$s" -- sh -c 'mkdir -p /tmp/www && echo made-with-port >/tmp/www/index.html && httpd -p 8080 -h /tmp/www'
+	hp=$(sbx-port -s "$s" | jq -r 'select(.port == 8080) | .host_port')
+	run curl -fsS --max-time 20 "http://127.0.0.1:$hp/index.html"
+	assert_success
+	assert_output made-with-port
 	dir=$(jq -r .ref.dir "$s")
 	npid=$(jq -r .net_pid "$dir/meta.json")
 	qpid=$(jq -r .pid "$dir/meta.json")
@@ -229,6 +236,26 @@ wait_log() {
 	[ ! -e "$dir" ]
 }
 
+@test "qemu allow: sbx-port publishes a port of the running VM on the host's loopback, where a server in the VM answers" {
+	sbx-exec -s "$S" -- sh -c 'mkdir -p /tmp/www && echo published >/tmp/www/index.html && httpd -p 8081 -h /tmp/www'
+	run --separate-stderr sbx-port -s "$S" 8081
+	assert_success
+	hp=$(jq -r .host_port <<<"$output")
+	jq_true --argjson hp "$hp" '.port == 8081 and .host_port == $hp and
+	    .url == "http://127.0.0.1:\($hp)"' <<<"$output"
+	run curl -fsS --max-time 20 "http://127.0.0.1:$hp/index.html"
+	assert_success
+	assert_output published
+	# Listed; a second publish of it is the same.
+	run --separate-stderr sbx-port -s "$S"
+	assert_success
+	jq_true --argjson hp "$hp" 'select(.port == 8081) | .host_port == $hp' <<<"$output"
+	run --separate-stderr sbx-port -s "$S" 8081
+	assert_success
+	[ "$(jq .host_port <<<"$output")" = "$hp" ]
+	echo "$hp" >"$BATS_FILE_TMPDIR/hp"
+}
+
 @test "qemu allow: a stopped VM resumed has its network again, with the rules it had (a new sbx-netd for its new QEMU)" {
 	local dir old new
 	dir=$(jq -r .ref.dir "$S")
@@ -250,4 +277,10 @@ wait_log() {
 	run sbx-exec -s "$S" -- wget -q -O - "http://$NETWORLD_C/"
 	assert_failure
 	[ "$(world_conns "$NETWORLD_C" 80)" = "$before" ]
+	# The port sbx-port published: forwarded by the new QEMU too, on
+	# the same host port.
+	sbx-exec -s "$S" -- sh -c 'mkdir -p /tmp/www && echo again >/tmp/www/index.html && httpd -p 8081 -h /tmp/www'
+	run curl -fsS --max-time 20 "http://127.0.0.1:$(cat "$BATS_FILE_TMPDIR/hp")/index.html"
+	assert_success
+	assert_output again
 }

@@ -77,8 +77,14 @@ long long sbx_qemu_suspended_ms(const char *dir);
 #define SBX_QEMU_SIG_STOP SIGUSR1
 
 /* qmp.c: cmd (one without arguments: "stop", "cont") to the QEMU of
- * dir, its answer awaited: 0, or -1 with err. */
+ * dir, its answer awaited: 0, or -1 with err. _call: with args (NULL:
+ * none), its "return" in *ret (when not NULL). sbx_qemu_hmp: a line of
+ * the human monitor's, what it printed (to free; "" for nothing), or
+ * NULL with err. */
 int sbx_qemu_qmp(const char *dir, const char *cmd, struct sbx_err *err);
+int sbx_qemu_qmp_call(const char *dir, const char *cmd, const json_t *args,
+    json_t **ret, struct sbx_err *err);
+char *sbx_qemu_hmp(const char *dir, const char *line, struct sbx_err *err);
 
 /* The ext4 disk of an image's root filesystem (rootfs), kept in the guest
  * directory by digest (NULL: a directory's, made anew in dir), and the

@@ -3,6 +3,7 @@
  * its answer; the events that come meanwhile are skipped. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -64,21 +65,36 @@ next_msg(int fd, struct sbx_buf *in, long long end)
 	}
 }
 
-/* cmd sent, and its answer read: 0, or -1 with err. */
+/* cmd sent (with args, when not NULL), and its answer read: 0 (its
+ * "return" in *ret, when not NULL), or -1 with err. */
 static int
-call(int fd, struct sbx_buf *in, const char *cmd, long long end,
-    struct sbx_err *err)
+call(int fd, struct sbx_buf *in, const char *cmd, const json_t *args,
+    json_t **ret, long long end, struct sbx_err *err)
 {
-	char line[128];
-	int n = snprintf(line, sizeof line, "{\"execute\":\"%s\"}\n", cmd);
-	json_t *o, *e;
+	json_t *q = json_pack("{ss}", "execute", cmd), *o, *e;
+	char *line;
+	size_t n;
+	int rc = -1;
 
-	if (n < 0 || (size_t)n >= sizeof line)
-		return sbx_err_set(err, SBX_EX_FAIL, "QMP command too long");
-	if (send(fd, line, (size_t)n, MSG_NOSIGNAL) != n)
+	if (args)
+		json_object_set(q, "arguments", (json_t *)args);
+	line = json_dumps(q, JSON_COMPACT);
+	json_decref(q);
+	if (!line)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a QMP "
+		    "command");
+	n = strlen(line);
+	line[n] = '\n';
+	if (send(fd, line, n + 1, MSG_NOSIGNAL) != (ssize_t)(n + 1)) {
+		free(line);
 		return sbx_err_set(err, SBX_EX_FAIL, "QEMU's monitor:");
+	}
+	free(line);
 	while ((o = next_msg(fd, in, end))) {
 		if (json_object_get(o, "return")) {
+			if (ret)
+				*ret = json_incref(json_object_get(o,
+				    "return"));
 			json_decref(o);
 			return 0;
 		}
@@ -92,18 +108,22 @@ call(int fd, struct sbx_buf *in, const char *cmd, long long end,
 		/* An event. */
 		json_decref(o);
 	}
-	return sbx_err_set(err, SBX_EX_FAIL, "QEMU's monitor did not answer "
-	    "'%s':", cmd);
+	sbx_err_set(err, SBX_EX_FAIL, "QEMU's monitor did not answer '%s':",
+	    cmd);
+	return rc;
 }
 
 int
-sbx_qemu_qmp(const char *dir, const char *cmd, struct sbx_err *err)
+sbx_qemu_qmp_call(const char *dir, const char *cmd, const json_t *args,
+    json_t **ret, struct sbx_err *err)
 {
 	struct sbx_buf in = SBX_BUF_INIT;
 	long long end = sbx_mono_ms() + QMP_MS;
 	json_t *hello;
 	int fd, rc = -1;
 
+	if (ret)
+		*ret = NULL;
 	if ((fd = qmp_connect(dir)) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot reach QEMU's "
 		    "monitor:");
@@ -113,11 +133,32 @@ sbx_qemu_qmp(const char *dir, const char *cmd, struct sbx_err *err)
 	else if (!json_object_get(hello, "QMP"))
 		sbx_err_set(err, SBX_EX_FAIL, "QEMU's monitor did not greet "
 		    "us");
-	else if (call(fd, &in, "qmp_capabilities", end, err) == 0 &&
-	    call(fd, &in, cmd, end, err) == 0)
+	else if (call(fd, &in, "qmp_capabilities", NULL, NULL, end,
+	    err) == 0 && call(fd, &in, cmd, args, ret, end, err) == 0)
 		rc = 0;
 	json_decref(hello);
 	sbx_buf_release(&in);
 	close(fd);
 	return rc;
+}
+
+int
+sbx_qemu_qmp(const char *dir, const char *cmd, struct sbx_err *err)
+{
+	return sbx_qemu_qmp_call(dir, cmd, NULL, NULL, err);
+}
+
+char *
+sbx_qemu_hmp(const char *dir, const char *line, struct sbx_err *err)
+{
+	json_t *args = json_pack("{ss}", "command-line", line), *ret = NULL;
+	char *out = NULL;
+
+	if (sbx_qemu_qmp_call(dir, "human-monitor-command", args, &ret,
+	    err) == 0)
+		out = sbx_xstrdup(json_is_string(ret) ? json_string_value(ret) :
+		    "");
+	json_decref(args);
+	json_decref(ret);
+	return out;
 }

@@ -437,7 +437,7 @@ vcpus(const char *accel, uint64_t cpus_milli)
 
 static char **
 qemu_argv(const char *qemu, const char *accel, uint64_t memory,
-    uint64_t cpus_milli, int net, const char *hostname)
+    uint64_t cpus_milli, int net, const json_t *fwd, const char *hostname)
 {
 	const char *g = sbx_qemu_guest_dir();
 	char **v = NULL, buf[4200];
@@ -517,8 +517,25 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	if (net) {
 		/* QEMU's user-mode network, its sockets in the namespace
 		 * sbx-netd serves: nothing of the host's own but that way. */
+		struct sbx_buf nd = SBX_BUF_INIT;
+		json_t *o;
+		size_t k;
+
+		/* Each published port: QEMU's namespace's 127.0.0.1:PORT,
+		 * where sbx-netd's connections come, to the guest's PORT. */
+		sbx_buf_add(&nd, "user,id=net", 11);
+		json_array_foreach(fwd, k, o) {
+			int m = snprintf(buf, sizeof buf,
+			    ",hostfwd=tcp:127.0.0.1:%u-:%u",
+			    (unsigned)sbx_json_int(o, "port", 0),
+			    (unsigned)sbx_json_int(o, "port", 0));
+
+			sbx_buf_add(&nd, buf, (size_t)m);
+		}
+		sbx_buf_add(&nd, "", 1);
 		add(&v, &n, "-netdev");
-		add(&v, &n, "user,id=net");
+		add(&v, &n, nd.data);
+		sbx_buf_release(&nd);
 		add(&v, &n, "-device");
 		add(&v, &n, "virtio-net-device,netdev=net");
 	}
@@ -641,6 +658,7 @@ start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
 	struct sbx_spec none = {.network = SBX_NET_DENY};
 	struct sbx_spec again = {.network = SBX_NET_ALLOW};
 	struct sbx_qemu_boot b = {0};
+	json_t *netj = NULL;
 	struct sbx_cgroups cg;
 	int rc;
 
@@ -661,9 +679,18 @@ start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
 		sbx_cg_release(&cg);
 		return -1;
 	}
+	/* The ports sbx-netd publishes (net.json's, written by its spawn):
+	 * QEMU forwards them. */
+	if (b.net) {
+		char *p = sbx_xasprintf("%s/net.json", dir);
+
+		netj = json_load_file(p, 0, NULL);
+		free(p);
+	}
 	b.argv = qemu_argv(qemu, accel, (uint64_t)sbx_json_int(meta, "memory",
 	    0), (uint64_t)sbx_json_int(meta, "cpus_milli", 0), b.net,
-	    name ? name : id);
+	    json_object_get(netj, "ports"), name ? name : id);
+	json_decref(netj);
 	b.timeout = (uint64_t)sbx_json_int(meta, "timeout", 0);
 	b.start_ms = start ? atoll(start) * 1000 : START_MS_DEFAULT;
 	if (b.start_ms <= 0)
@@ -1189,6 +1216,72 @@ qemu_net_log(const json_t *ref, int follow, struct sbx_err *err)
 	return rc;
 }
 
+/* sbx-port: a port of the VM's published as a local sandbox's are (a
+ * listener of sbx-netd's on the host's loopback, its connections made
+ * in QEMU's network namespace), where QEMU's user-mode network forwards
+ * that namespace's 127.0.0.1:PORT to the guest's PORT (hostfwd: at boot
+ * for the ports net.json has, through the monitor for a new one). */
+static json_t *
+qemu_ports(const json_t *ref, unsigned port, unsigned host_port,
+    struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir, line[96], *said;
+	json_t *meta = NULL, *out = NULL, *net, *v;
+	size_t i;
+	int have = 0;
+
+	if (!port) {
+		if (!want || !(dir = sbx_local_find_in(sbx_qemu_root(), want,
+		    &id))) {
+			sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+			    want ? want : "?");
+			return NULL;
+		}
+		out = sbx_local_net_dir_ports(dir, id, 0, 0, err);
+		free(dir);
+		free(id);
+		return out;
+	}
+	if (!(dir = net_dir(ref, &id, &meta, err)))
+		return NULL;
+	{
+		char *p = sbx_xasprintf("%s/net.json", dir);
+
+		net = json_load_file(p, 0, NULL);
+		free(p);
+	}
+	json_array_foreach(json_object_get(net, "ports"), i, v)
+		if (sbx_json_int(v, "port", 0) == (json_int_t)port)
+			have = 1;
+	json_decref(net);
+	if (!have) {
+		/* One left by a publish that failed after it is replaced. */
+		snprintf(line, sizeof line, "hostfwd_remove net tcp:127.0.0.1:%u",
+		    port);
+		free(sbx_qemu_hmp(dir, line, err));
+		memset(err, 0, sizeof *err);
+		snprintf(line, sizeof line,
+		    "hostfwd_add net tcp:127.0.0.1:%u-:%u", port, port);
+		if (!(said = sbx_qemu_hmp(dir, line, err)))
+			goto out;
+		if (*said) {
+			said[strcspn(said, "\r\n")] = '\0';
+			sbx_err_set(err, SBX_EX_FAIL, "cannot forward port %u "
+			    "into the VM: %s", port, said);
+			free(said);
+			goto out;
+		}
+		free(said);
+	}
+	out = sbx_local_net_dir_ports(dir, id, port, host_port, err);
+out:
+	json_decref(meta);
+	free(dir);
+	free(id);
+	return out;
+}
+
 /* --- pause and resume ---------------------------------------------------- */
 
 /* DIR/suspended: "MS AT", the ms its VM was suspended in all, the last
@@ -1474,6 +1567,7 @@ const struct sbx_backend_ops sbx_qemu_ops = {
 	.files = &sbx_qemu_files,
 	.net_rules = qemu_net_rules,
 	.net_log = qemu_net_log,
+	.ports = qemu_ports,
 	.snapshot = sbx_qemu_snapshot,
 	.snapshots = sbx_qemu_snapshots,
 };
