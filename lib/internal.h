@@ -266,12 +266,14 @@ void sbx_portable_hashes(char *out, struct sbx_manifest *m, size_t from,
     size_t n);
 int sbx_portable_remove(const json_t *ref, const char *dir,
     const struct sbx_manifest *paths, struct sbx_err *err);
-/* One exec of argv in cwd (NULL: the workdir), its stdin the bytes of in
- * (NULL: none), its output captured in r; its exit code (SBX_EX_NOTFOUND
- * or _NOEXEC for a command the sandbox lacks), or -1 with err. */
-int sbx_portable_exec(const struct sbx_backend *be, const json_t *ref,
-    char *const argv[], const char *cwd, const struct sbx_buf *in,
-    uint64_t timeout_ms, struct sbx_exec_result *r, struct sbx_err *err);
+/* One exec of argv in cwd (NULL: the workdir), as user (NULL: the
+ * sandbox's), its stdin the bytes of in (NULL: none), its output captured
+ * in r; its exit code (SBX_EX_NOTFOUND or _NOEXEC for a command the
+ * sandbox lacks), or -1 with err. */
+int sbx_exec_in(const struct sbx_backend *be, const json_t *ref,
+    char *const argv[], const char *cwd, const char *user,
+    const struct sbx_buf *in, uint64_t timeout_ms, struct sbx_exec_result *r,
+    struct sbx_err *err);
 /* Walk the tree under dfd (which it closes) as scan does: emit gets each
  * regular file and symlink. Walker part of parts takes its share of the
  * top directories (and, the first, the top's other entries). */

@@ -141,8 +141,8 @@ sbx_shell_remote(const json_t *ref, const struct sbx_shell_req *rq,
 	for (tries = 0; ; tries++) {
 		/* The wait is the agent's; a lost answer is not waited for
 		 * forever. */
-		c = sbx_portable_exec(be, ref, call, NULL, &in, (uint64_t)rq->wait_ms + 60000, &r,
-		    err);
+		c = sbx_exec_in(be, ref, call, NULL, NULL, &in,
+		    (uint64_t)rq->wait_ms + 60000, &r, err);
 		if (c == 0)
 			break;
 		if (c < 0)
@@ -162,7 +162,7 @@ sbx_shell_remote(const json_t *ref, const struct sbx_shell_req *rq,
 		sbx_buf_release(&r.err);
 		if (c != SBX_EX_NOSANDBOX && upload(ref, err) < 0)
 			goto out;
-		c = sbx_portable_exec(be, ref, serve, NULL, NULL, 30000, &r,
+		c = sbx_exec_in(be, ref, serve, NULL, NULL, NULL, 30000, &r,
 		    err);
 		if (c != 0) {
 			if (c > 0)

@@ -209,7 +209,9 @@ put_file(int dirfd, const char *name, const char *a, size_t alen,
  * sbx-ca.pem and its subject-hash link, for OpenSSL's capath users. An
  * image gets them in DIR/upper/etc/ssl/certs; the host image, whose /etc
  * is the host's bound read-only, in DIR/certs, which the sandbox lays
- * over its /etc/ssl/certs (lib/local/mounts.c). The sandbox has not
+ * over its /etc/ssl/certs (lib/local/mounts.c); a sandbox without
+ * DIR/upper (a qemu VM's) in DIR/certs, which its backend copies in
+ * (lib/qemu/ca.c). The sandbox has not
  * started: nothing of its own is in upper yet. staged: it has, it runs;
  * the files go to DIR/certs whatever the image, and sbx-net copies them
  * in through its namespaces (lib/local/net.c). */
@@ -224,10 +226,19 @@ install(const char *dir, const char *image, int staged, struct sbx_err *err)
 	int fds[5] = {-1, -1, -1, -1, -1}, i, rc = -1, d;
 
 	pem = pem_of(ca.crt, NULL, &plen);
-	if ((fds[0] = open(up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) < 0 || fstat(fds[0], &st) < 0 ||
-	    (fds[1] = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	if ((fds[1] = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", dir);
+		goto out;
+	}
+	/* No overlay (a qemu VM's disk is its own): DIR/certs, which the
+	 * backend copies into the VM once sbx-netd is ready. */
+	if ((fds[0] = open(up, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0 && errno == ENOENT) {
+		host = 1;
+		fds[0] = dup(fds[1]);
+	}
+	if (fds[0] < 0 || fstat(fds[0], &st) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", up);
 		goto out;
 	}

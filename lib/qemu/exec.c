@@ -64,6 +64,7 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	const char *user;
 	uint32_t flags = 0, n = 0;
 	size_t i;
+	int ca;
 
 	(void)err;
 	if (sbx_xs_forwards_input(xs))
@@ -81,11 +82,18 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 	sbx_msg_put_str(&b, x->cwd);
 	for (i = 0; xs->o->env && xs->o->env[i]; i++)
 		n++;
+	ca = json_is_true(json_object_get(x->meta, "ca"));
 	sbx_msg_put_u32(&b, (uint32_t)(json_array_size(env) + 2 + n +
+	    (ca ? SBX_LOCAL_CA_ENV : 0) +
 	    (xs->o->tty ? 1 : 0)));
 	/* As on every backend, a UTF-8 locale unless the image says; with
 	 * a pty the caller's TERM, unless -e says. */
 	sbx_msg_put_str(&b, "LANG=C.UTF-8");
+	/* Header injection: what points clients that do not read
+	 * /etc/ssl/certs at the VM's CA, before the image's Env and -e,
+	 * which may replace them. */
+	for (i = 0; ca && i < SBX_LOCAL_CA_ENV; i++)
+		sbx_msg_put_str(&b, sbx_local_ca_env[i]);
 	if (xs->o->tty) {
 		char *term = sbx_xasprintf("TERM=%s", sbx_xs_term());
 

@@ -48,7 +48,7 @@ qemu_set_times(const json_t *ref, const char *dir,
 		sbx_buf_add(&in, num, (size_t)n);
 		sbx_buf_add(&in, m->e[i].path, strlen(m->e[i].path) + 1);
 	}
-	c = sbx_portable_exec(be, ref, argv, dir, &in, 0, &r, err);
+	c = sbx_exec_in(be, ref, argv, dir, NULL, &in, 0, &r, err);
 	sbx_buf_release(&in);
 	if (c > 0 && !err->code) {
 		struct sbx_buf *e = &r.err;

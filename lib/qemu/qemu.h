@@ -82,6 +82,10 @@ long long sbx_qemu_suspended_ms(const char *dir);
  * the human monitor's, what it printed (to free; "" for nothing), or
  * NULL with err. */
 int sbx_qemu_qmp(const char *dir, const char *cmd, struct sbx_err *err);
+/* ca.c: the CA sbx-netd made for the sandbox of ref and dir into its
+ * VM's trust store (/etc/ssl/certs), as root: 0, or -1 with err. */
+int sbx_qemu_ca_install(const json_t *ref, const char *dir,
+    struct sbx_err *err);
 int sbx_qemu_qmp_call(const char *dir, const char *cmd, const json_t *args,
     json_t **ret, struct sbx_err *err);
 char *sbx_qemu_hmp(const char *dir, const char *line, struct sbx_err *err);

@@ -673,8 +673,9 @@ start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
 	b.dir = dir;
 	/* sbx-netd starts meanwhile; the keeper gives it QEMU's pid. */
 	if ((b.net = sbx_local_net_wanted(dir, spec ? spec : &none)) &&
-	    (b.net_ready = sbx_local_net_spawn(dir, id, NULL, 0, &b.net_pidw,
-	    spec ? spec : &again, err)) < 0) {
+	    (b.net_ready = sbx_local_net_spawn(dir, id, spec &&
+	    json_array_size(spec->net_inject) ? sbx_json_str(meta, "image") :
+	    NULL, 0, &b.net_pidw, spec ? spec : &again, err)) < 0) {
 		sbx_cg_remove(&cg);
 		sbx_cg_release(&cg);
 		return -1;
@@ -738,6 +739,8 @@ same_image(const char *image, const json_t *snap)
 	return same;
 }
 
+static int qemu_kill(json_t *ref, int keep, struct sbx_err *err);
+
 static int
 qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
@@ -761,10 +764,6 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (spec->workdir && !sbx_path_plain(spec->workdir))
 		return sbx_err_set(err, SBX_EX_USAGE, "invalid workdir '%s' "
 		    "(want an absolute, plain path)", spec->workdir);
-	if (spec->network == SBX_NET_ALLOW && json_array_size(
-	    spec->net_inject))
-		return sbx_err_set(err, SBX_EX_USAGE, "header injection is not "
-		    "on backend 'qemu' (its VM would have to trust sbx's CA)");
 	if (spec->network == SBX_NET_ALLOW && sbx_local_net_check(spec,
 	    err) < 0)
 		return -1;
@@ -885,6 +884,24 @@ qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if ((rc = start_vm(dir, meta, spec, 0, err)) < 0)
 		goto fail;
 	*ref = json_pack("{ssssss}", "backend", "qemu", "id", id, "dir", dir);
+	/* Header injection: sbx-netd's CA into the VM's trust store before
+	 * anything runs there; its commands get the variables that point
+	 * other clients at it (meta's "ca"). */
+	if (spec->network == SBX_NET_ALLOW && json_array_size(
+	    spec->net_inject)) {
+		struct sbx_err e2 = {0};
+
+		json_object_set_new(meta, "ca", json_true());
+		if (sbx_qemu_ca_install(*ref, dir, err) < 0 ||
+		    write_meta(dir, meta, err) < 0) {
+			/* The VM, its sbx-netd, name and directory. */
+			qemu_kill(*ref, 0, &e2);
+			json_decref(*ref);
+			*ref = NULL;
+			rc = -1;
+			goto out;
+		}
+	}
 	/* What sbx-cost prices: the VM's size, not what was asked (under
 	 * TCG one vCPU). */
 	json_object_set_new(*ref, "resources", json_pack("{s:f,s:I}",
@@ -1165,9 +1182,12 @@ qemu_net_rules(const json_t *ref, const json_t *set, struct sbx_err *err)
 	if (!dir)
 		return NULL;
 	was = sbx_json_str(meta, "network");
-	if (json_array_size(json_object_get(set, "inject"))) {
-		sbx_err_set(err, SBX_EX_USAGE, "header injection is not on "
-		    "backend 'qemu' (its VM would have to trust sbx's CA)");
+	if (json_array_size(json_object_get(set, "inject")) &&
+	    !json_is_true(json_object_get(meta, "ca"))) {
+		/* Its CA goes into the VM at create, before anything runs. */
+		sbx_err_set(err, SBX_EX_USAGE, "sandbox '%s' was made without "
+		    "header injection: its VM has no CA of sbx's to trust "
+		    "(create it with --inject-header)", id);
 		goto out;
 	}
 	if (!want && (!was || strcmp(was, "allow"))) {
