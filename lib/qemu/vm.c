@@ -453,7 +453,11 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 		add(&v, &n, "shift=2");
 	}
 	add(&v, &n, "-cpu");
-	add(&v, &n, tcg ? "max" : "host");
+	/* Without ERMS the guest's kernel and libc copy and clear memory
+	 * by rep movsq/stosq, or by loops, not rep movsb/stosb: TCG runs a
+	 * rep string instruction an iteration at a time, each a byte with
+	 * ERMS (a page cleared: 4096 of them). */
+	add(&v, &n, tcg ? "max,-erms" : "host");
 	add(&v, &n, "-m");
 	snprintf(buf, sizeof buf, "%lluM", (unsigned long long)(memory >> 20));
 	add(&v, &n, buf);
