@@ -217,6 +217,20 @@ give_env(struct keeper *k, const struct sbx_qemu_boot *b, long long end)
 	return got ? 0 : -1;
 }
 
+/* A guest made before its ports' device was on PCI finds none there and
+ * says so on its console (tail): 1 once the creator is told to make it
+ * again. */
+static int
+stale_guest(struct keeper *k, const char *tail)
+{
+	if (!strstr(tail, "no virtio port named " SBX_GUEST_PORT ":"))
+		return 0;
+	tell(k->ready, "its guest found no port, as one made by an older sbx "
+	    "does: make it again (scripts/qemu-guest -d '%s')%s",
+	    sbx_qemu_guest_dir(), tail);
+	return 1;
+}
+
 /* Until the guest answers a ping on its first port: 0; else the reason
  * in the creator's pipe, and -1. The creator gone: the sandbox goes
  * too. */
@@ -263,8 +277,9 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 			snprintf(why, sizeof why, WIFEXITED(st) ? "exit %d" :
 			    "signal %d", WIFEXITED(st) ? WEXITSTATUS(st) :
 			    WTERMSIG(st));
-			tell(k->ready, "QEMU ended (%s) before its guest "
-			    "answered%s", why, tail);
+			if (!stale_guest(k, tail))
+				tell(k->ready, "QEMU ended (%s) before its guest "
+				    "answered%s", why, tail);
 			return -1;
 		}
 		if (!(p[0].revents & POLLIN))
@@ -299,8 +314,10 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 			return 0;
 		}
 	}
+	r = errno;
 	sbx_qemu_console_tail(dir, tail, sizeof tail);
-	tell(k->ready, "lost its guest's port: %s%s", strerror(errno), tail);
+	if (!stale_guest(k, tail))
+		tell(k->ready, "lost its guest's port: %s%s", strerror(r), tail);
 	return -1;
 }
 

@@ -437,7 +437,7 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 
 	add(&v, &n, qemu);
 	add(&v, &n, "-M");
-	add(&v, &n, "microvm,pit=on,pic=on,rtc=on");
+	add(&v, &n, "microvm,pit=on,pic=on,rtc=on,pcie=on");
 	add(&v, &n, "-accel");
 	/* TCG's translated code in 32 MiB, not 1 GiB: what a boot leaves
 	 * there (~50 MiB, most of it run once) stays resident for the VM's
@@ -493,8 +493,12 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	    "cryptomgr.notests=1 sbx.hostname=%s sbx.ports=%d", hostname,
 	    SBX_GUEST_PORTS);
 	add(&v, &n, buf);
+	/* The ports' device on PCI, the disk and NIC on virtio-mmio: the
+	 * guest gives each port's queue a 4 KiB buffer per entry, and
+	 * virtio-mmio offers 1024 entries (20 MiB of the guest's memory for
+	 * four ports and the control queue), virtio-pci the device's 128. */
 	add(&v, &n, "-device");
-	add(&v, &n, "virtio-serial-device");
+	add(&v, &n, "virtio-serial-pci");
 	/* The ports, each a command's at a time: the first is
 	 * SBX_GUEST_PORT, the others SBX_GUEST_PORT.N (their chardevs are
 	 * the keeper's). */
