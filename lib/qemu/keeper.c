@@ -321,35 +321,43 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 	return -1;
 }
 
-/* QEMU keeps the guest's kernel as it loaded it (its ELF, mapped), for a
- * reset: -no-reboot makes none, so once the guest is up those pages (~40
- * MiB of its RSS) go back to the page cache, which drops them. Only a
- * page no other VM maps goes (the kernel's rule); without CAP_SYS_NICE
- * nothing does. */
+/* QEMU keeps the guest's kernel and initramfs as it loaded them (their
+ * files, mapped), for a reset: -no-reboot makes none, so once the guest
+ * is up those pages (~40 MiB of its RSS, the initramfs ~1) go back to the
+ * page cache, which drops them. Only a page no other VM maps goes (the
+ * kernel's rule); without CAP_SYS_NICE nothing does. */
 static void
-drop_kernel(const struct sbx_qemu_boot *b, pid_t qemu)
+drop_loaded(const struct sbx_qemu_boot *b, pid_t qemu)
 {
 	struct iovec iov[8];
-	char path[64], line[4400], *kernel = NULL;
+	char path[64], line[4400], *file[2] = {NULL, NULL}, *e;
 	unsigned long lo, hi;
 	size_t i, n = 0, len;
 	FILE *f;
-	int pfd;
+	int pfd, j;
 
 	for (i = 0; b->argv[i] && b->argv[i + 1]; i++)
 		if (!strcmp(b->argv[i], "-kernel"))
-			kernel = b->argv[i + 1];
+			file[0] = b->argv[i + 1];
+		else if (!strcmp(b->argv[i], "-initrd"))
+			file[1] = b->argv[i + 1];
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)qemu);
-	if (!kernel || !(f = fopen(path, "re")))
+	if (!(f = fopen(path, "re")))
 		return;
-	len = strlen(kernel);
 	while (n < sizeof iov / sizeof *iov && fgets(line, sizeof line, f)) {
 		line[strcspn(line, "\n")] = '\0';
-		if (strlen(line) <= len || strcmp(line + strlen(line) - len,
-		    kernel) || line[strlen(line) - len - 1] != ' ' ||
-		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
-			continue;
-		iov[n++] = (struct iovec){(void *)lo, hi - lo};
+		/* A guest made again meanwhile: its old files. */
+		if ((e = strstr(line, " (deleted)")) && !e[10])
+			*e = '\0';
+		for (j = 0; j < 2; j++) {
+			if (!file[j] || strlen(line) <= (len =
+			    strlen(file[j])) || strcmp(line + strlen(line) -
+			    len, file[j]) || line[strlen(line) - len - 1] !=
+			    ' ' || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+				continue;
+			iov[n++] = (struct iovec){(void *)lo, hi - lo};
+			break;
+		}
 	}
 	fclose(f);
 	if (!n || (pfd = (int)syscall(SYS_pidfd_open, qemu, 0)) < 0)
@@ -751,7 +759,7 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 		unlink("sock");
 		_exit(1);
 	}
-	drop_kernel(b, k.qemu);
+	drop_loaded(b, k.qemu);
 	k.last = sbx_mono_ms();
 	for (i = 0; i < SBX_GUEST_PORTS; i++)
 		fcntl(k.s[i].port, F_SETFL, O_NONBLOCK);
