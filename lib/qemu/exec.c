@@ -123,8 +123,6 @@ qx_start(void *t, struct sbx_xs *xs, struct sbx_err *err)
 		sbx_msg_put_str(&b, user);
 	sbx_qemu_frame_put(&x->out, SBX_GUEST_EXEC, b.data, b.len);
 	sbx_buf_release(&b);
-	if (xs->o->started)
-		xs->o->started(xs->o->started_arg);
 	return 0;
 }
 

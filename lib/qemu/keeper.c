@@ -219,6 +219,20 @@ give_env(struct keeper *k, const struct sbx_qemu_boot *b, long long end)
 	return got ? 0 : -1;
 }
 
+/* A guest made before its ports' device was on PCI finds none there and
+ * says so on its console (tail): 1 once the creator is told to make it
+ * again. */
+static int
+stale_guest(struct keeper *k, const char *tail)
+{
+	if (!strstr(tail, "no virtio port named " SBX_GUEST_PORT ":"))
+		return 0;
+	tell(k->ready, "its guest found no port, as one made by an older sbx "
+	    "does: make it again (scripts/qemu-guest -d '%s')%s",
+	    sbx_qemu_guest_dir(), tail);
+	return 1;
+}
+
 /* Until the guest answers a ping on its first port: 0; else the reason
  * in the creator's pipe, and -1. The creator gone: the sandbox goes
  * too. */
@@ -265,8 +279,9 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 			snprintf(why, sizeof why, WIFEXITED(st) ? "exit %d" :
 			    "signal %d", WIFEXITED(st) ? WEXITSTATUS(st) :
 			    WTERMSIG(st));
-			tell(k->ready, "QEMU ended (%s) before its guest "
-			    "answered%s", why, tail);
+			if (!stale_guest(k, tail))
+				tell(k->ready, "QEMU ended (%s) before its guest "
+				    "answered%s", why, tail);
 			return -1;
 		}
 		if (!(p[0].revents & POLLIN))
@@ -301,40 +316,50 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 			return 0;
 		}
 	}
+	r = errno;
 	sbx_qemu_console_tail(dir, tail, sizeof tail);
-	tell(k->ready, "lost its guest's port: %s%s", strerror(errno), tail);
+	if (!stale_guest(k, tail))
+		tell(k->ready, "lost its guest's port: %s%s", strerror(r), tail);
 	return -1;
 }
 
-/* QEMU keeps the guest's kernel as it loaded it (its ELF, mapped), for a
- * reset: -no-reboot makes none, so once the guest is up those pages (~40
- * MiB of its RSS) go back to the page cache, which drops them. Only a
- * page no other VM maps goes (the kernel's rule); without CAP_SYS_NICE
- * nothing does. */
+/* QEMU keeps the guest's kernel and initramfs as it loaded them (their
+ * files, mapped), for a reset: -no-reboot makes none, so once the guest
+ * is up those pages (~40 MiB of its RSS, the initramfs ~1) go back to the
+ * page cache, which drops them. Only a page no other VM maps goes (the
+ * kernel's rule); without CAP_SYS_NICE nothing does. */
 static void
-drop_kernel(const struct sbx_qemu_boot *b, pid_t qemu)
+drop_loaded(const struct sbx_qemu_boot *b, pid_t qemu)
 {
 	struct iovec iov[8];
-	char path[64], line[4400], *kernel = NULL;
+	char path[64], line[4400], *file[2] = {NULL, NULL}, *e;
 	unsigned long lo, hi;
 	size_t i, n = 0, len;
 	FILE *f;
-	int pfd;
+	int pfd, j;
 
 	for (i = 0; b->argv[i] && b->argv[i + 1]; i++)
 		if (!strcmp(b->argv[i], "-kernel"))
-			kernel = b->argv[i + 1];
+			file[0] = b->argv[i + 1];
+		else if (!strcmp(b->argv[i], "-initrd"))
+			file[1] = b->argv[i + 1];
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)qemu);
-	if (!kernel || !(f = fopen(path, "re")))
+	if (!(f = fopen(path, "re")))
 		return;
-	len = strlen(kernel);
 	while (n < sizeof iov / sizeof *iov && fgets(line, sizeof line, f)) {
 		line[strcspn(line, "\n")] = '\0';
-		if (strlen(line) <= len || strcmp(line + strlen(line) - len,
-		    kernel) || line[strlen(line) - len - 1] != ' ' ||
-		    sscanf(line, "%lx-%lx", &lo, &hi) != 2)
-			continue;
-		iov[n++] = (struct iovec){(void *)lo, hi - lo};
+		/* A guest made again meanwhile: its old files. */
+		if ((e = strstr(line, " (deleted)")) && !e[10])
+			*e = '\0';
+		for (j = 0; j < 2; j++) {
+			if (!file[j] || strlen(line) <= (len =
+			    strlen(file[j])) || strcmp(line + strlen(line) -
+			    len, file[j]) || line[strlen(line) - len - 1] !=
+			    ' ' || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+				continue;
+			iov[n++] = (struct iovec){(void *)lo, hi - lo};
+			break;
+		}
 	}
 	fclose(f);
 	if (!n || (pfd = (int)syscall(SYS_pidfd_open, qemu, 0)) < 0)
@@ -745,7 +770,7 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 		unlink("sock");
 		_exit(1);
 	}
-	drop_kernel(b, k.qemu);
+	drop_loaded(b, k.qemu);
 	k.last = sbx_mono_ms();
 	for (i = 0; i < SBX_GUEST_PORTS; i++)
 		fcntl(k.s[i].port, F_SETFL, O_NONBLOCK);
