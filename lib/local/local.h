@@ -49,9 +49,11 @@ enum {
 
 /* --- watch.c: the agent's record of changed directories (inotify) ----- */
 
-/* Watch workdir; the inotify fd to poll, or -1 (then every answer is
- * "list it all"). */
-int sbx_watch_start(const char *workdir);
+/* Watch workdir, from the first SBX_MSG_DIRTY on (every answer is "list
+ * it all" when it cannot). */
+void sbx_watch_start(const char *workdir);
+/* The inotify fd to poll, or -1 while not watching. */
+int sbx_watch_fd(void);
 /* Take in the events that are waiting. */
 void sbx_watch_read(void);
 /* Answer SBX_MSG_DIRTY (strings: the token of the last complete listing,
