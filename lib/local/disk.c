@@ -201,8 +201,11 @@ loop_attach(int fd, char *dev, size_t n, struct sbx_err *err)
 	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot open "
 		    "'/dev/loop-control':");
-	/* Another process may take the device we were told is free. */
-	for (i = 0; i < 32 && lfd < 0; i++) {
+	/* Another process may take the device we were told is free: all
+	 * are told the same one, and each round one of them gets it. 32
+	 * rounds were too few for 16 creates at once (1 of 500 lost every
+	 * one, scripts/bench/density); a round is two calls. */
+	for (i = 0; i < 1024 && lfd < 0; i++) {
 		if ((nr = ioctl(ctl, LOOP_CTL_GET_FREE)) < 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "no free loop device:");
 			break;
