@@ -180,6 +180,9 @@ kill_state(const char *path, void *arg)
 	if (sbx_target_state_open(&st, path, ctx->explicit_backend, &err) < 0)
 		sbx_die_err(&err);
 	rc = kill_ref(json_object_get(st.root, "ref"), ctx, 1);
+	/* No fsync: a "killed" lost to a crash names a sandbox that is gone,
+	 * which every tool takes as gone. */
+	st.lazy = 1;
 	if (sbx_target_state_close(&st, rc == SBX_EX_OK ? "killed" : NULL,
 	    &err) < 0) {
 		sbx_warn("%s", err.msg);

@@ -201,8 +201,11 @@ loop_attach(int fd, char *dev, size_t n, struct sbx_err *err)
 	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot open "
 		    "'/dev/loop-control':");
-	/* Another process may take the device we were told is free. */
-	for (i = 0; i < 32 && lfd < 0; i++) {
+	/* Another process may take the device we were told is free: all
+	 * are told the same one, and each round one of them gets it. 32
+	 * rounds were too few for 16 creates at once (1 of 500 lost every
+	 * one, scripts/bench/density); a round is two calls. */
+	for (i = 0; i < 1024 && lfd < 0; i++) {
 		if ((nr = ioctl(ctl, LOOP_CTL_GET_FREE)) < 0) {
 			sbx_err_set(err, SBX_EX_FAIL, "no free loop device:");
 			break;
@@ -266,9 +269,10 @@ disk_fsmount(const char *dev, const char *img, struct sbx_err *err)
  * its upper and work directories (the template's): its mount's fd, or
  * -1 with err. */
 static int
-disk_mount(const char *dir, uint64_t size, struct sbx_err *err)
+disk_mount(const char *dir, uint64_t size, char *dev, size_t devn,
+    struct sbx_err *err)
 {
-	char *img = sbx_xasprintf("%s/%s", dir, SBX_DISK_IMAGE), dev[32];
+	char *img = sbx_xasprintf("%s/%s", dir, SBX_DISK_IMAGE);
 	int fd, tpl = -1, lfd = -1, mfd = -1;
 
 	/* A stopped sandbox's disk is there; a new one is the template's
@@ -284,7 +288,7 @@ disk_mount(const char *dir, uint64_t size, struct sbx_err *err)
 			goto out;
 		}
 	}
-	if ((lfd = loop_attach(fd, dev, sizeof dev, err)) < 0)
+	if ((lfd = loop_attach(fd, dev, devn, err)) < 0)
 		goto out;
 	mfd = disk_fsmount(dev, img, err);
 out:
@@ -307,6 +311,7 @@ sbx_local_disk_start(const char *dir, uint64_t size, pid_t *pid,
 {
 	struct sbx_err e = {0};
 	struct sbx_buf b = SBX_BUF_INIT;
+	char dev[32];
 	int sp[2], mfd;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
@@ -321,8 +326,11 @@ sbx_local_disk_start(const char *dir, uint64_t size, pid_t *pid,
 		/* With sbx-create, whatever kills it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(sp[0]);
-		if ((mfd = disk_mount(dir, size, &e)) >= 0)
-			_exit(sbx_msg_send(sp[1], 0, NULL, 0, &mfd, 1) < 0);
+		if ((mfd = disk_mount(dir, size, dev, sizeof dev, &e)) >= 0) {
+			sbx_msg_put_str(&b, dev);
+			_exit(sbx_msg_send(sp[1], 0, b.data, b.len, &mfd, 1) <
+			    0);
+		}
 		sbx_msg_put_str(&b, e.msg);
 		_exit(sbx_msg_send(sp[1], 1, b.data, b.len, NULL, 0) < 0);
 	}
@@ -332,12 +340,13 @@ sbx_local_disk_start(const char *dir, uint64_t size, pid_t *pid,
 
 int
 sbx_local_disk_finish(int sock, pid_t pid, uid_t uid, gid_t gid,
-    struct sbx_err *err)
+    char *dev, size_t devn, struct sbx_err *err)
 {
 	struct sbx_msg m;
 	const char *msg;
 	int mfd = -1, i;
 
+	*dev = '\0';
 	if (sbx_msg_recv(sock, &m) <= 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot make the disk: its "
 		    "helper ended");
@@ -346,6 +355,9 @@ sbx_local_disk_finish(int sock, pid_t pid, uid_t uid, gid_t gid,
 	if (m.type == 0 && m.nfds == 1) {
 		mfd = m.fds[0];
 		m.nfds = 0;
+		/* "/dev/loop7": its name, as /sys/block says it. */
+		if ((msg = sbx_msg_get_str(&m)) && !strncmp(msg, "/dev/", 5))
+			snprintf(dev, devn, "%s", msg + 5);
 	} else {
 		msg = sbx_msg_get_str(&m);
 		sbx_err_set(err, SBX_EX_FAIL, "%s", msg && *msg ? msg :
@@ -421,33 +433,43 @@ out:
 	return rc;
 }
 
-/* Whether a loop device is bound to the file whose path is img (its
- * name in dev, when not NULL). */
+/* Whether the loop device name ("loop7") is bound to the file whose
+ * path is img. */
 static int
-loop_find(const char *img, char *dev, size_t devn)
+loop_bound(const char *name, const char *img)
 {
 	char p[PATH_MAX], buf[PATH_MAX + 16];
 	size_t len = strlen(img);
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof p, "/sys/block/%s/loop/backing_file", name);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return !strncmp(buf, img, len) && (!buf[len] ||
+	    !strcmp(buf + len, " (deleted)"));
+}
+
+/* Whether a loop device is bound to the file whose path is img (its
+ * name in dev, when not NULL): each of them looked at, a few hundred
+ * milliseconds for a thousand. */
+static int
+loop_find(const char *img, char *dev, size_t devn)
+{
 	struct dirent *e;
 	DIR *d = opendir("/sys/block");
-	ssize_t n;
-	int fd, found = 0;
+	int found = 0;
 
 	while (d && !found && (e = readdir(d))) {
 		if (strncmp(e->d_name, "loop", 4))
 			continue;
-		snprintf(p, sizeof p, "/sys/block/%s/loop/backing_file",
-		    e->d_name);
-		if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
-			continue;
-		n = read(fd, buf, sizeof buf - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		buf[n] = '\0';
-		buf[strcspn(buf, "\n")] = '\0';
-		found = !strncmp(buf, img, len) && (!buf[len] ||
-		    !strcmp(buf + len, " (deleted)"));
+		found = loop_bound(e->d_name, img);
 		if (found && dev)
 			snprintf(dev, devn, "/dev/%s", e->d_name);
 	}
@@ -457,7 +479,7 @@ loop_find(const char *img, char *dev, size_t devn)
 }
 
 int
-sbx_local_disk_wait(const char *dir, int ms)
+sbx_local_disk_wait(const char *dir, const char *dev, int ms)
 {
 	char *p = sbx_xasprintf("%s/%s", dir, SBX_DISK_IMAGE), *img;
 	int i, rc = 0;
@@ -473,7 +495,11 @@ sbx_local_disk_wait(const char *dir, int ms)
 		return 0;
 	/* The sandbox's last process took its mount, and the device, with
 	 * it; the kernel lets go of them a moment later. */
-	for (i = 0; loop_find(img, NULL, 0); i++) {
+	if (dev && (strncmp(dev, "loop", 4) || !dev[4] ||
+	    dev[4 + strspn(dev + 4, "0123456789")]))
+		dev = NULL;
+	for (i = 0; dev ? loop_bound(dev, img) : loop_find(img, NULL, 0);
+	    i++) {
 		if (i * 2 >= ms) {
 			rc = -1;
 			break;

@@ -714,7 +714,7 @@ sbx_local_init_main(int argc, char **argv)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	fcntl(FD_LISTEN, F_SETFD, FD_CLOEXEC);
 	fcntl(FD_STATUS, F_SETFD, FD_CLOEXEC);
-	wfd = sbx_watch_start(ag.workdir);
+	sbx_watch_start(ag.workdir);
 	touch();
 	for (;;) {
 		struct signalfd_siginfo si;
@@ -744,6 +744,7 @@ sbx_local_init_main(int argc, char **argv)
 		/* inotify events are taken in at most every WATCH_MS: a
 		 * writer of many files would wake us for each one. */
 		now = sbx_mono_ms();
+		wfd = sbx_watch_fd();
 		wpoll = wfd >= 0 && now >= wnext;
 		if (wfd >= 0 && !wpoll && (ms < 0 || wnext - now < ms))
 			ms = (int)(wnext - now);

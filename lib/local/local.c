@@ -570,7 +570,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	struct sbx_cgroups cg = {0};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char id[SBX_ID_LEN + 1], *dir = NULL, *image = NULL, *p, msg[512];
-	char hostname[64], map[64], c = 'g';
+	char hostname[64], map[64], loopdev[32] = "", c = 'g';
 	int go[2] = {-1, -1}, ep[2] = {-1, -1}, cp[2] = {-1, -1};
 	int is[2] = {-1, -1}, img = -1, i, named = 0, early = 0;
 	json_t *meta = NULL;
@@ -885,7 +885,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	}
 	if (disksock >= 0) {
 		diskfd = sbx_local_disk_finish(disksock, diskpid, s.uid_base,
-		    s.gid_base, err);
+		    s.gid_base, loopdev, sizeof loopdev, err);
 		disksock = -1;
 		if (diskfd < 0)
 			goto fail;
@@ -982,6 +982,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		json_object_set(meta, "created_at_epoch", json_object_get(
 		    oldmeta, "created_at_epoch"));
 	json_object_set_new(meta, "disk", json_integer((json_int_t)disk));
+	if (*loopdev)
+		json_object_set_new(meta, "loop", json_string(loopdev));
 	if (layers) {
 		json_object_set_new(meta, "snapshot", json_string(spec->from));
 		json_object_set(meta, "layers", layers);
@@ -1127,7 +1129,8 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 	sbx_cg_release(&cg);
 	/* Its end lets go of its disk's loop device; a process that still
 	 * holds a file in it (a sync's helper) does when it closes it. */
-	if (!rc && sbx_local_disk_wait(dir, 2000) < 0)
+	if (!rc && sbx_local_disk_wait(dir, sbx_json_str(meta, "loop"),
+	    2000) < 0)
 		sbx_note("the disk of '%s' is still on a loop device, until "
 		    "what holds it lets go", id);
 	if (keep) {

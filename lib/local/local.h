@@ -49,9 +49,11 @@ enum {
 
 /* --- watch.c: the agent's record of changed directories (inotify) ----- */
 
-/* Watch workdir; the inotify fd to poll, or -1 (then every answer is
- * "list it all"). */
-int sbx_watch_start(const char *workdir);
+/* Watch workdir, from the first SBX_MSG_DIRTY on (every answer is "list
+ * it all" when it cannot). */
+void sbx_watch_start(const char *workdir);
+/* The inotify fd to poll, or -1 while not watching. */
+int sbx_watch_fd(void);
 /* Take in the events that are waiting. */
 void sbx_watch_read(void);
 /* Answer SBX_MSG_DIRTY (strings: the token of the last complete listing,
@@ -145,11 +147,12 @@ void sbx_local_unmark_paused(const char *dir);
  * sandbox's, else a new one) on a loop device, mounted nowhere yet, made
  * by a helper process meanwhile: start returns the socket that finish
  * takes (-1 with err), finish the mount's fd (for move_mount), with the
- * overlay's upper and work on it owned by uid and gid, or -1 with err. */
+ * overlay's upper and work on it owned by uid and gid, or -1 with err;
+ * dev (devn bytes) the loop device's name ("loop7"). */
 int sbx_local_disk_start(const char *dir, uint64_t size, pid_t *pid,
     struct sbx_err *err);
 int sbx_local_disk_finish(int sock, pid_t pid, uid_t uid, gid_t gid,
-    struct sbx_err *err);
+    char *dev, size_t devn, struct sbx_err *err);
 /* Whether a new disk of *size bytes fits in what the store (root, or
  * its nearest existing parent) has free: an asked one (!dflt) larger
  * than that is SBX_EX_USAGE; a default one is cut to what is free less a
@@ -158,8 +161,10 @@ int sbx_local_disk_finish(int sock, pid_t pid, uid_t uid, gid_t gid,
 int sbx_local_disk_fit(const char *root, uint64_t *size, int dflt,
     struct sbx_err *err);
 /* Wait up to ms until no loop device holds DIR/disk.img (its sandbox's
- * end releases it): 0, or -1 when one still does. */
-int sbx_local_disk_wait(const char *dir, int ms);
+ * end releases it): 0, or -1 when one still does. dev: the device its
+ * sandbox was given (meta.json's "loop"), the only one looked at; NULL:
+ * every loop device is. */
+int sbx_local_disk_wait(const char *dir, const char *dev, int ms);
 /* The disk of the sandbox in dir mounted nowhere (a live sandbox's own
  * filesystem again, through its loop device), for its upper to be read:
  * the mount's fd; -2 when it has no disk; -1 with err. */
