@@ -25,6 +25,7 @@ static const struct option longopts[] = {
 	{"max-upload", required_argument, NULL, 'U'},
 	{"max-timeout", required_argument, NULL, 'T'},
 	{"domain", required_argument, NULL, 'd'},
+	{"daytona-minute", required_argument, NULL, 'M'},
 	{"on-exit", required_argument, NULL, 'x'},
 	{"no-access-log", no_argument, NULL, 'A'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
@@ -38,6 +39,7 @@ static const struct option longopts[] = {
 static const struct sbx_help_opt helpopts[] = {
 	{"api-key-file", NULL, "the API keys, one per line (required)"},
 	{"create-rate", NULL, "creates a second per API key (0: no limit)"},
+	{"daytona-minute", NULL, "how long a minute of Daytona's intervals is (1m)"},
 	{"domain", NULL, "the domain the Sandbox objects name"},
 	{"header-timeout", NULL, "time to send a request head (10)"},
 	{"listen", NULL, "listen on host:port (127.0.0.1:3000)"},
@@ -69,6 +71,7 @@ main(int argc, char **argv)
 		.max_body = 1 << 20,
 		.max_upload = 1ull << 30,
 		.max_timeout = 86400,
+		.dt_minute = 60,
 		.access_log = 1,
 		.max_sandboxes = 100,
 		.create_rate = 20,
@@ -86,7 +89,7 @@ main(int argc, char **argv)
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
 	tmpl = sbx_xcalloc((size_t)argc + 1, sizeof *tmpl);
-	while ((c = getopt_long(argc, argv, "Ac:d:B:hk:l:m:p:qr:S:t:T:U:vVw:x:",
+	while ((c = getopt_long(argc, argv, "Ac:d:B:hk:l:m:M:p:qr:S:t:T:U:vVw:x:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case 'A':
@@ -142,6 +145,11 @@ main(int argc, char **argv)
 		case 'T':
 			if (sbx_opt_duration("--max-timeout", optarg, 1,
 			    SBX_TIMEOUT_MAX, &o.max_timeout, &err) < 0)
+				sbx_die_err(&err);
+			break;
+		case 'M':
+			if (sbx_opt_duration("--daytona-minute", optarg, 1, 60,
+			    &o.dt_minute, &err) < 0)
 				sbx_die_err(&err);
 			break;
 		case 'U':

@@ -19,6 +19,7 @@ struct sbx_sbxd_opts {
 	uint64_t max_body;        /* bytes of a JSON body */
 	uint64_t max_upload;      /* bytes of a file upload, 0: none */
 	uint64_t max_timeout;     /* seconds a sandbox may live */
+	uint64_t dt_minute;       /* seconds of a Daytona interval minute */
 	const char *domain;       /* in the Sandbox responses, or NULL */
 	char **templates;         /* "NAME=IMAGE", NULL-terminated */
 	int access_log;           /* a line per request on stderr */

@@ -13,6 +13,8 @@
 #define DT_AUTO_ARCHIVE 10080
 #define DT_MAX_ARCHIVE 43200
 #define DT_LIST_LIMIT 100
+/* A minute of the intervals, in ms (sbxd --daytona-minute). */
+#define DT_MINUTE_MS ((long long)sbxd.o.dt_minute * 1000)
 #define DT_ORG "sbxd"
 
 /* Named creates one at a time: a name is checked and taken at once. */
@@ -242,8 +244,8 @@ dt_set_end(struct sbxd_box *b)
 	long long now = sbxd_now_ms(), stop = dt_int(b, "autoStopInterval");
 	long long cap = b->started_ms + (long long)sbxd.o.max_timeout * 1000;
 
-	b->end_ms = stop > 0 && now + stop * 60000 < cap ? now + stop * 60000 :
-	    cap;
+	stop *= DT_MINUTE_MS;
+	b->end_ms = stop > 0 && now + stop < cap ? now + stop : cap;
 	/* Ephemeral (auto-delete 0): killed at its end; else stopped,
 	 * its processes ended (Daytona's stop). */
 	b->auto_pause = dt_int(b, "autoDeleteInterval") != 0;
@@ -256,7 +258,7 @@ sbxd_dt_stopped(struct sbxd_box *b)
 {
 	long long n = dt_int(b, "autoDeleteInterval");
 
-	b->delete_ms = n >= 0 ? sbxd_now_ms() + n * 60000 : 0;
+	b->delete_ms = n >= 0 ? sbxd_now_ms() + n * DT_MINUTE_MS : 0;
 	pthread_cond_broadcast(&sbxd.cv);
 }
 
@@ -358,7 +360,7 @@ dt_sandbox(struct sbxd_box *b, const char *proxy, int full,
 	sbxd_dt_time(created, c, sizeof c);
 	sbxd_dt_time(sbx_json_int(b->daytona, "updatedAt", created), u,
 	    sizeof u);
-	sbxd_dt_time(stop > 0 && !b->paused ? b->end_ms - stop * 60000 :
+	sbxd_dt_time(stop > 0 && !b->paused ? b->end_ms - stop * DT_MINUTE_MS :
 	    sbx_json_int(b->daytona, "updatedAt", created), a, sizeof a);
 	if (!state)
 		state = !b->paused ? "started" : json_is_true(json_object_get(
@@ -674,8 +676,9 @@ sbxd_dt_new(struct sbxd_req *r, int key, json_t *j, const struct sbxd_new *o,
 	del = body_interval(j, "autoDeleteInterval", -1, -1);
 	if (!archive)
 		archive = DT_MAX_ARCHIVE;
-	secs = stop > 0 && (uint64_t)stop * 60 < sbxd.o.max_timeout ?
-	    stop * 60 : (long long)sbxd.o.max_timeout;
+	secs = stop > 0 && (uint64_t)stop * sbxd.o.dt_minute <
+	    sbxd.o.max_timeout ? stop * (long long)sbxd.o.dt_minute :
+	    (long long)sbxd.o.max_timeout;
 	e2b = json_pack("{s:s,s:O?,s:O?,s:I,s:b,s:b}", "templateID", snap ?
 	    snap : "base", "metadata", json_object_get(j, "labels"),
 	    "envVars", json_object_get(j, "env"), "timeout", (json_int_t)secs,

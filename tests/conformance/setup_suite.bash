@@ -23,7 +23,10 @@ setup_suite() {
 	daytona)
 		source "$BATS_TEST_DIRNAME/../lib/sbxd.bash"
 		PATH=${SBX_BIN:-$BATS_TEST_DIRNAME/../../bin}:$PATH
-		sbxd_start || return 1
+		# A minute of Daytona's intervals is 5 s here: an idle
+		# sandbox's auto-stop (--timeout 1 is one minute) ends in
+		# seconds, not a minute of waiting per test.
+		sbxd_start --daytona-minute 5 || return 1
 		export DAYTONA_API_URL=$SBXD_URL/api DAYTONA_API_KEY=$SBXD_KEY
 		unset SBX_DAYTONA_ENDPOINT
 		;;

@@ -337,6 +337,43 @@ dbox() {
 	SBXD_URL=${keep[0]} SBXD_PID=${keep[1]} SBXD_DIR=${keep[2]} SBXD_KEY=${keep[3]} SBXD_PORT=${keep[4]}
 }
 
+@test "daytona API: --daytona-minute shortens the minute of the intervals: auto-stop, then auto-delete, in its seconds" {
+	# a server of this test's own, whose minute is 2 s
+	local keep=("$SBXD_URL" "$SBXD_PID" "$SBXD_DIR" "$SBXD_KEY" "$SBXD_PORT") i t0
+	SBXD_DIR=$BATS_TEST_TMPDIR/own
+	mkdir -p "$SBXD_DIR"
+	sbxd_start --daytona-minute 2
+	OWN_PID=$SBXD_PID
+	t0=$(date +%s)
+	dbox '{"autoStopInterval":1,"autoDeleteInterval":1}'
+	OWN_ID=$ID
+	# the API still speaks of minutes
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.autoStopInterval == 1 and .autoDeleteInterval == 1 and .state == "started"' <<<"$output"
+	run sbxd_api GET "/sandboxes/$ID"
+	left=$(jq '((.endAt | sub("\\.[0-9]+Z$"; "Z") | fromdate) - now) | floor' <<<"$output")
+	((left >= -1 && left <= 2))
+	# stopped after its 2 s of idleness, deleted 2 s after that
+	for ((i = 0; i < 150; i++)); do
+		dapi GET "/api/sandbox/$ID" | jq_true '.state == "stopped"' >/dev/null && break
+		sleep 0.1
+	done
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.state == "stopped"' <<<"$output"
+	for ((i = 0; i < 150; i++)); do
+		dapi GET "/api/sandbox/$ID" | jq_true '.statusCode == 404' >/dev/null && break
+		sleep 0.1
+	done
+	run dapi GET "/api/sandbox/$ID"
+	jq_true '.statusCode == 404' <<<"$output"
+	# well before a real minute and a half
+	(($(date +%s) - t0 < 30))
+	OWN_ID=
+	sbxd_stop
+	OWN_PID=
+	SBXD_URL=${keep[0]} SBXD_PID=${keep[1]} SBXD_DIR=${keep[2]} SBXD_KEY=${keep[3]} SBXD_PORT=${keep[4]}
+}
+
 # The restart test's own server, when it failed before stopping it: its
 # sandbox killed, then the server, by its pid.
 teardown() {

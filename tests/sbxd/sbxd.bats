@@ -68,6 +68,12 @@ body() {
 	run sbxd -l 127.0.0.1:0 -k /dev/null --max-timeout 1x
 	assert_failure 2
 	assert_output "sbxd: --max-timeout: invalid duration '1x' (want 90, 90s, 15m, 1h, 2d)"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --daytona-minute 0
+	assert_failure 2
+	assert_output "sbxd: --daytona-minute: 0 is under the minimum, 1s"
+	run sbxd -l 127.0.0.1:0 -k /dev/null --daytona-minute 2m
+	assert_failure 2
+	assert_output "sbxd: --daytona-minute: 2m is over the maximum, 1m"
 }
 
 @test "sbxd without a readable key file exits 5 and says which file" {
