@@ -8,8 +8,8 @@
 static const char usage[] =
     "usage: sbxd [-qv] [-l addr] -k file [-S dir] [-t name=image]...\n"
     "            [-m count] [-r rate] [-c count] [-p count] [-w duration]\n"
-    "            [-B bytes] [-U bytes] [-T duration] [-d domain]\n"
-    "            [-x leave|kill|pause] [-A]\n";
+    "            [-B bytes] [-U bytes] [-T duration] [-M duration]\n"
+    "            [-d domain] [-x leave|kill|pause] [-A]\n";
 
 static const struct option longopts[] = {
 	{"listen", required_argument, NULL, 'l'},
