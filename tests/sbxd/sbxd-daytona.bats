@@ -87,6 +87,19 @@ dbox() {
 	[ ${#ID} = 20 ] || { echo "create failed: $out" >&2; return 1; }
 }
 
+# dapi_until ID JQ N: poll GET /api/sandbox/ID (N tenths of a second at
+# most) until the jq expression JQ holds of it; fails (the last answer
+# shown) when it never does.
+dapi_until() {
+	local i
+	for ((i = 0; i < $3; i++)); do
+		dapi GET "/api/sandbox/$1" | jq_true "$2" >/dev/null && return 0
+		sleep 0.1
+	done
+	run dapi GET "/api/sandbox/$1"
+	jq_true "$2" <<<"$output"
+}
+
 @test "daytona SDK: create and executeCommand (exit code, output, cwd, env); the sandbox is one of sbxd's local ones" {
 	run dsdk create dt-create
 	assert_success
@@ -281,12 +294,7 @@ dbox() {
 	# auto-delete 0 on a stopped sandbox: sbxd's reaper kills it
 	run dapi POST "/api/sandbox/$ID/autodelete/0"
 	jq_true '.autoDeleteInterval == 0' <<<"$output"
-	for ((i = 0; i < 100; i++)); do
-		dapi GET "/api/sandbox/$ID" | jq_true '.statusCode == 404' >/dev/null && break
-		sleep 0.1
-	done
-	run dapi GET "/api/sandbox/$ID"
-	jq_true '.statusCode == 404' <<<"$output"
+	dapi_until "$ID" '.statusCode == 404' 100
 	run sbx-ls -j
 	refute_output --partial "\"sbxd\":\"$ID\""
 	# ephemeral from the start: its stop is its delete
@@ -339,7 +347,7 @@ dbox() {
 
 @test "daytona API: --daytona-minute shortens the minute of the intervals: auto-stop, then auto-delete, in its seconds" {
 	# a server of this test's own, whose minute is 2 s
-	local keep=("$SBXD_URL" "$SBXD_PID" "$SBXD_DIR" "$SBXD_KEY" "$SBXD_PORT") i t0
+	local keep=("$SBXD_URL" "$SBXD_PID" "$SBXD_DIR" "$SBXD_KEY" "$SBXD_PORT") t0
 	SBXD_DIR=$BATS_TEST_TMPDIR/own
 	mkdir -p "$SBXD_DIR"
 	sbxd_start --daytona-minute 2
@@ -354,18 +362,8 @@ dbox() {
 	left=$(jq '((.endAt | sub("\\.[0-9]+Z$"; "Z") | fromdate) - now) | floor' <<<"$output")
 	((left >= -1 && left <= 2))
 	# stopped after its 2 s of idleness, deleted 2 s after that
-	for ((i = 0; i < 150; i++)); do
-		dapi GET "/api/sandbox/$ID" | jq_true '.state == "stopped"' >/dev/null && break
-		sleep 0.1
-	done
-	run dapi GET "/api/sandbox/$ID"
-	jq_true '.state == "stopped"' <<<"$output"
-	for ((i = 0; i < 150; i++)); do
-		dapi GET "/api/sandbox/$ID" | jq_true '.statusCode == 404' >/dev/null && break
-		sleep 0.1
-	done
-	run dapi GET "/api/sandbox/$ID"
-	jq_true '.statusCode == 404' <<<"$output"
+	dapi_until "$ID" '.state == "stopped"' 150
+	dapi_until "$ID" '.statusCode == 404' 150
 	# well before a real minute and a half
 	(($(date +%s) - t0 < 30))
 	OWN_ID=
