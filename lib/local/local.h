@@ -188,6 +188,15 @@ int sbx_snap_valid_id(const char *s);
  * free), NULL when there is none. */
 char *sbx_snap_find_in(const char *root, const char *id_or_name,
     char **id_out);
+/* The meta.json of snapshot directory dir, or NULL with err (SBX_EX_DATA,
+ * naming id_or_name). */
+json_t *sbx_snap_meta_in(const char *dir, const char *id_or_name,
+    struct sbx_err *err);
+/* fn for the meta.json of each snapshot in root, until it returns
+ * non-zero (returned); one being taken or removed (no meta.json) is
+ * passed over. */
+int sbx_snap_list_in(const char *root, int (*fn)(json_t *meta, void *arg),
+    void *arg, struct sbx_err *err);
 /* root/.names/name -> sid; SBX_EX_FAIL when it names a snapshot that is
  * there (a name left by one that is gone is taken over). */
 int sbx_snap_claim_name_in(const char *root, const char *name,

@@ -99,9 +99,26 @@ snap_find(const char *id_or_name, char **id_out)
 }
 
 json_t *
+sbx_snap_meta_in(const char *dir, const char *id_or_name,
+    struct sbx_err *err)
+{
+	char *p = sbx_xasprintf("%s/meta.json", dir);
+	json_t *m = json_load_file(p, 0, NULL);
+
+	if (!json_is_object(m)) {
+		sbx_err_set(err, SBX_EX_DATA, "snapshot '%s': bad '%s'",
+		    id_or_name, p);
+		json_decref(m);
+		m = NULL;
+	}
+	free(p);
+	return m;
+}
+
+json_t *
 sbx_snap_get(const char *id_or_name, struct sbx_err *err)
 {
-	char *dir, *p;
+	char *dir;
 	json_t *m;
 
 	if (!(dir = snap_find(id_or_name, NULL))) {
@@ -109,42 +126,45 @@ sbx_snap_get(const char *id_or_name, struct sbx_err *err)
 		    id_or_name);
 		return NULL;
 	}
-	p = sbx_xasprintf("%s/meta.json", dir);
-	if (!(m = json_load_file(p, 0, NULL)) || !json_is_object(m)) {
-		sbx_err_set(err, SBX_EX_DATA, "snapshot '%s': bad '%s'",
-		    id_or_name, p);
-		json_decref(m);
-		m = NULL;
-	}
-	free(p);
+	m = sbx_snap_meta_in(dir, id_or_name, err);
 	free(dir);
 	return m;
+}
+
+int
+sbx_snap_list_in(const char *root, int (*fn)(json_t *meta, void *arg),
+    void *arg, struct sbx_err *err)
+{
+	DIR *d = opendir(root);
+	struct dirent *e;
+	struct sbx_err ignored;
+	json_t *m;
+	char *p;
+	int rc = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : sbx_err_set(err, SBX_EX_FAIL,
+		    "cannot open '%s':", root);
+	while (!rc && (e = readdir(d))) {
+		if (!sbx_snap_valid_id(e->d_name))
+			continue;
+		/* One being taken or removed has no meta.json. */
+		p = sbx_xasprintf("%s/%s", root, e->d_name);
+		m = sbx_snap_meta_in(p, e->d_name, &ignored);
+		free(p);
+		if (m)
+			rc = fn(m, arg);
+		json_decref(m);
+	}
+	closedir(d);
+	return rc;
 }
 
 int
 sbx_snap_list(int (*fn)(json_t *meta, void *arg), void *arg,
     struct sbx_err *err)
 {
-	DIR *d = opendir(sbx_snap_root());
-	struct dirent *e;
-	struct sbx_err ignored;
-	json_t *m;
-	int rc = 0;
-
-	if (!d)
-		return errno == ENOENT ? 0 : sbx_err_set(err, SBX_EX_FAIL,
-		    "cannot open '%s':", sbx_snap_root());
-	while (!rc && (e = readdir(d))) {
-		if (!sbx_snap_valid_id(e->d_name))
-			continue;
-		/* One being taken or removed has no meta.json. */
-		if (!(m = sbx_snap_get(e->d_name, &ignored)))
-			continue;
-		rc = fn(m, arg);
-		json_decref(m);
-	}
-	closedir(d);
-	return rc;
+	return sbx_snap_list_in(sbx_snap_root(), fn, arg, err);
 }
 
 void

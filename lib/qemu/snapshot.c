@@ -42,23 +42,6 @@ sbx_qemu_snap_root(void)
 	return root;
 }
 
-/* The meta.json of snapshot dir, or NULL with err. */
-static json_t *
-meta_of(const char *dir, const char *id_or_name, struct sbx_err *err)
-{
-	char *p = sbx_xasprintf("%s/meta.json", dir);
-	json_t *m = json_load_file(p, 0, NULL);
-
-	if (!json_is_object(m)) {
-		sbx_err_set(err, SBX_EX_DATA, "snapshot '%s': bad '%s'",
-		    id_or_name, p);
-		json_decref(m);
-		m = NULL;
-	}
-	free(p);
-	return m;
-}
-
 json_t *
 sbx_qemu_snap_get(const char *id_or_name, char **dir, struct sbx_err *err)
 {
@@ -70,7 +53,7 @@ sbx_qemu_snap_get(const char *id_or_name, char **dir, struct sbx_err *err)
 		    id_or_name);
 		return NULL;
 	}
-	m = meta_of(d, id_or_name, err);
+	m = sbx_snap_meta_in(d, id_or_name, err);
 	if (m && dir)
 		*dir = d;
 	else
@@ -104,33 +87,6 @@ clean_stale(void)
 }
 
 static int
-snap_ls(int (*fn)(json_t *snap, void *arg), void *arg, struct sbx_err *err)
-{
-	DIR *d = opendir(sbx_qemu_snap_root());
-	struct dirent *e;
-	struct sbx_err ignored;
-	json_t *m;
-	char *p;
-	int rc = 0;
-
-	if (!d)
-		return errno == ENOENT ? 0 : sbx_err_set(err, SBX_EX_FAIL,
-		    "cannot open '%s':", sbx_qemu_snap_root());
-	while (!rc && (e = readdir(d))) {
-		if (!sbx_snap_valid_id(e->d_name))
-			continue;
-		p = sbx_xasprintf("%s/%s", sbx_qemu_snap_root(), e->d_name);
-		m = meta_of(p, e->d_name, &ignored);
-		free(p);
-		if (m)
-			rc = fn(m, arg);
-		json_decref(m);
-	}
-	closedir(d);
-	return rc;
-}
-
-static int
 snap_rm(const char *id_or_name, struct sbx_err *err)
 {
 	char *id = NULL, *dir, *p;
@@ -153,7 +109,7 @@ snap_rm(const char *id_or_name, struct sbx_err *err)
 		goto out;
 	}
 	/* Gone from listings first: no meta.json, no snapshot. */
-	m = meta_of(dir, id, err);
+	m = sbx_snap_meta_in(dir, id, err);
 	p = sbx_xasprintf("%s/meta.json", dir);
 	if (unlink(p) < 0) {
 		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':", p);
@@ -184,7 +140,7 @@ sbx_qemu_snapshots(const char *op, const char *id,
 	int rc;
 
 	if (!strcmp(op, "ls"))
-		return snap_ls(fn, arg, err);
+		return sbx_snap_list_in(sbx_qemu_snap_root(), fn, arg, err);
 	if (!strcmp(op, "rm"))
 		return snap_rm(id, err);
 	if (!(m = sbx_qemu_snap_get(id, NULL, err)))
