@@ -232,6 +232,21 @@ made_wait() {
 	fail "sbxd made $(made_ids | grep -c .) sandboxes, not $1"
 }
 
+# A sandbox with envVars WARM_T=$1, none of $parked: its id, once its
+# echo $WARM_T printed base64 $2 (run in $(...): each check returns).
+env_box() {
+	local out id tok
+	out=$(sbxd_create "{\"templateID\":\"base\",\"timeout\":300,\"secure\":true,\"envVars\":{\"WARM_T\":\"$1\"}}")
+	id=$(jq -r .sandboxID <<<"$out")
+	tok=$(jq -r .envdAccessToken <<<"$out")
+	if grep -qx -- "$id" <<<"$parked"; then
+		fail "$id was made ahead for another kind" || return 1
+	fi
+	run sbxd_run "$id" "$tok" '{"process":{"cmd":"/bin/sh","args":["-c","echo $WARM_T"]}}'
+	assert_line "{\"event\":{\"data\":{\"stdout\":\"$2\"}}}" >&2 || return 1
+	echo "$id"
+}
+
 @test "--warm 2: a create like the last takes one made ahead, which works; another kind turns the pool; SIGTERM kills the parked" {
 	sbxd_start --warm 2
 	out=$(sbxd_create)
@@ -254,21 +269,11 @@ made_wait() {
 	assert_equal "$(jq -r .state <<<"$output")" running
 	# Another kind (envVars): made afresh, with its env; the old kind's
 	# parked one goes, two of the new kind come.
-	out=$(sbxd_create '{"templateID":"base","timeout":300,"secure":true,"envVars":{"WARM_T":"b"}}')
-	id3=$(jq -r .sandboxID <<<"$out")
-	tok3=$(jq -r .envdAccessToken <<<"$out")
-	! grep -qx -- "$id3" <<<"$parked" || fail "$id3 was made ahead for another kind"
-	run sbxd_run "$id3" "$tok3" '{"process":{"cmd":"/bin/sh","args":["-c","echo $WARM_T"]}}'
-	assert_line '{"event":{"data":{"stdout":"Ygo="}}}'
+	id3=$(env_box b Ygo=) || fail "no sandbox of the new kind"
 	old=$(grep -vx -- "$id2" <<<"$parked")
 	made_wait 5
 	! made_ids | grep -qx -- "$old" || fail "the old kind's parked $old is still there"
-	out=$(sbxd_create '{"templateID":"base","timeout":300,"secure":true,"envVars":{"WARM_T":"c"}}')
-	id4=$(jq -r .sandboxID <<<"$out")
-	tok4=$(jq -r .envdAccessToken <<<"$out")
-	! grep -qx -- "$id4" <<<"$parked" || fail "$id4 was made ahead for another kind"
-	run sbxd_run "$id4" "$tok4" '{"process":{"cmd":"/bin/sh","args":["-c","echo $WARM_T"]}}'
-	assert_line '{"event":{"data":{"stdout":"Ywo="}}}'
+	id4=$(env_box c Ywo=) || fail "no second sandbox of the new kind"
 	# SIGTERM with the default --on-exit leave: the handed-out stay,
 	# the parked go, from the backend and from the store.
 	made_wait 6
