@@ -9,7 +9,7 @@ static const char usage[] =
     "usage: sbxd [-qv] [-l addr] -k file [-S dir] [-t name=image]...\n"
     "            [-m count] [-r rate] [-c count] [-p count] [-w duration]\n"
     "            [-B bytes] [-U bytes] [-T duration] [-M duration]\n"
-    "            [-d domain] [-x leave|kill|pause] [-A]\n";
+    "            [-d domain] [-x leave|kill|pause] [-W count] [-A]\n";
 
 static const struct option longopts[] = {
 	{"listen", required_argument, NULL, 'l'},
@@ -28,6 +28,7 @@ static const struct option longopts[] = {
 	{"daytona-minute", required_argument, NULL, 'M'},
 	{"on-exit", required_argument, NULL, 'x'},
 	{"no-access-log", no_argument, NULL, 'A'},
+	{"warm", required_argument, NULL, 'W'},
 	{"help", no_argument, NULL, SBX_OPT_HELP},
 	{"quiet", no_argument, NULL, 'q'},
 	{"verbose", no_argument, NULL, 'v'},
@@ -53,6 +54,7 @@ static const struct sbx_help_opt helpopts[] = {
 	{"on-exit", NULL, "what becomes of the sandboxes when sbxd stops"},
 	{"store", NULL, "the store directory"},
 	{"template", NULL, "register a template (repeatable)"},
+	{"warm", NULL, "keep count sandboxes made ahead (0)"},
 	{NULL, NULL, NULL},
 };
 
@@ -89,7 +91,7 @@ main(int argc, char **argv)
 	sbx_prog_set(argv);
 	sbx_opt_init(&help, argv);
 	tmpl = sbx_xcalloc((size_t)argc + 1, sizeof *tmpl);
-	while ((c = getopt_long(argc, argv, "Ac:d:B:hk:l:m:M:p:qr:S:t:T:U:vVw:x:",
+	while ((c = getopt_long(argc, argv, "Ac:d:B:hk:l:m:M:p:qr:S:t:T:U:vVw:W:x:",
 	    longopts, NULL)) != -1) {
 		switch (c) {
 		case 'A':
@@ -162,6 +164,12 @@ main(int argc, char **argv)
 			    3600, &v, &err) < 0)
 				sbx_die_err(&err);
 			o.header_timeout = (unsigned)v;
+			break;
+		case 'W':
+			if (sbx_parse_u64(optarg, 0, 10000, &v) < 0)
+				sbx_usage_error(usage, "bad count '%s' for "
+				    "--warm (0 to 10000)", optarg);
+			o.warm = (unsigned)v;
 			break;
 		case 'x':
 			if (strcmp(optarg, "leave") && strcmp(optarg, "kill") &&

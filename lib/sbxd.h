@@ -23,6 +23,7 @@ struct sbx_sbxd_opts {
 	const char *domain;       /* in the Sandbox responses, or NULL */
 	char **templates;         /* "NAME=IMAGE", NULL-terminated */
 	int access_log;           /* a line per request on stderr */
+	unsigned warm;            /* sandboxes made ahead, 0: none */
 };
 
 /* Serve until SIGTERM or SIGINT; SIGHUP reloads the key file. */

@@ -837,8 +837,15 @@ new_box(struct sbxd_req *r, json_t *j, int v2, const struct sbxd_new *o,
 	spec.labels = json_pack("{s:s}", "sbxd", b->id);
 	env = sbxd_box_env(b, NULL);
 	spec.env = env;
-	if (sbxd_box_creating(b->id, &err) < 0 ||
-	    sbxd_be_create(&spec, &ref, &err) < 0) {
+	/* One made ahead, when it is as asked: its id is the box's. A
+	 * Daytona create names its own id. */
+	if ((o && o->id) || !sbxd_warm_take(&spec, b->id, sizeof b->id,
+	    &ref)) {
+		if (sbxd_box_creating(b->id, &err) < 0 ||
+		    sbxd_be_create(&spec, &ref, &err) < 0)
+			ref = NULL;
+	}
+	if (!ref) {
 		sbxd_box_reap(b->id);
 		pthread_mutex_lock(&sbxd.mu);
 		sbxd.nboxes--;

@@ -880,6 +880,16 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 		sbxd_wake_end();
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread");
 	}
+	if (sbxd_warm_start(err) < 0) {
+		MHD_stop_daemon(d);
+		pthread_mutex_lock(&sbxd.mu);
+		sbxd.stopping = 1;
+		pthread_cond_broadcast(&sbxd.cv);
+		pthread_mutex_unlock(&sbxd.mu);
+		pthread_join(reaper, NULL);
+		sbxd_wake_end();
+		return -1;
+	}
 	sbxd_log("listening on %s (%s backend)", o->listen, sbxd.be->name);
 	sbxd_log("limits: connections %s, per address %s, header timeout "
 	    "%us, sandboxes %s, creates a second per key %s, open files %s",
@@ -887,6 +897,9 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	    cap_str(o->max_per_addr, c2, sizeof c2), o->header_timeout,
 	    cap_str(o->max_sandboxes, c3, sizeof c3),
 	    cap_str(o->create_rate, c4, sizeof c4), files);
+	if (o->warm)
+		sbxd_log("made ahead: up to %u sandboxes like the last create",
+		    o->warm);
 	for (;;) {
 		if (sigwait(&sigs, &sig))
 			continue;
@@ -910,6 +923,7 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	drain();
 	MHD_stop_daemon(d);
 	sbxd_wake_end();
+	sbxd_warm_end();
 	on_exit_boxes();
 	return 0;
 }

@@ -22,8 +22,8 @@ enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET, OP_STOP,
     OP_STATS, OP_OUTPUT, OP_SNAPSHOT, OP_VOLUME };
 
 /* A spec as JSON, for the worker, and back (its strings the JSON's). */
-static json_t *
-spec_json(const struct sbx_spec *s)
+json_t *
+sbxd_spec_json(const struct sbx_spec *s)
 {
 	json_t *env = json_array();
 	size_t i;
@@ -263,7 +263,7 @@ read_worker(int fd, struct sbxd_child *c, void *buf, size_t n)
 }
 
 static int
-call(enum op op, const struct sbx_spec *spec, json_t **ref,
+call(enum op op, json_t *spec, json_t **ref,
     const json_t *set, json_t **out, struct sbx_err *err)
 {
 	struct sbxd_child c;
@@ -276,7 +276,7 @@ call(enum op op, const struct sbx_spec *spec, json_t **ref,
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a pipe:");
 	args = json_pack("{s:i}", "op", (int)op);
 	if (op == OP_CREATE)
-		json_object_set_new(args, "spec", spec_json(spec));
+		json_object_set(args, "spec", spec);
 	else
 		json_object_set(args, "ref", *ref);
 	if (set)
@@ -328,6 +328,18 @@ out:
 int
 sbxd_be_create(const struct sbx_spec *spec, json_t **ref,
     struct sbx_err *err)
+{
+	json_t *sj = sbxd_spec_json(spec);
+	int rc;
+
+	*ref = NULL;
+	rc = call(OP_CREATE, sj, ref, NULL, NULL, err);
+	json_decref(sj);
+	return rc;
+}
+
+int
+sbxd_be_create_json(json_t *spec, json_t **ref, struct sbx_err *err)
 {
 	*ref = NULL;
 	return call(OP_CREATE, spec, ref, NULL, NULL, err);

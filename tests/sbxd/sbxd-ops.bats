@@ -216,3 +216,87 @@ code_of() {
 	assert_equal "$(ps -o pid= --ppid "$SBXD_PID" | tr -d ' ')" "$spawner"
 	assert_equal "$(ps -o pid= --ppid "$spawner")" ""
 }
+
+# The sbxd ids of the local sandboxes sbxd made, sorted, one a line.
+made_ids() {
+	sbx-ls -j | jq -r 'select(.labels.sbxd) | .labels.sbxd' | sort
+}
+
+# Wait (30 s at most) until made_ids prints $1 lines.
+made_wait() {
+	local i
+	for ((i = 0; i < 600; i++)); do
+		[ "$(made_ids | grep -c .)" = "$1" ] && return 0
+		sleep 0.05
+	done
+	fail "sbxd made $(made_ids | grep -c .) sandboxes, not $1"
+}
+
+# A sandbox with envVars WARM_T=$1, none of $parked: its id, once its
+# echo $WARM_T printed base64 $2 (run in $(...): each check returns).
+env_box() {
+	local out id tok
+	out=$(sbxd_create "{\"templateID\":\"base\",\"timeout\":300,\"secure\":true,\"envVars\":{\"WARM_T\":\"$1\"}}")
+	id=$(jq -r .sandboxID <<<"$out")
+	tok=$(jq -r .envdAccessToken <<<"$out")
+	if grep -qx -- "$id" <<<"$parked"; then
+		fail "$id was made ahead for another kind" || return 1
+	fi
+	run sbxd_run "$id" "$tok" '{"process":{"cmd":"/bin/sh","args":["-c","echo $WARM_T"]}}'
+	assert_line "{\"event\":{\"data\":{\"stdout\":\"$2\"}}}" >&2 || return 1
+	echo "$id"
+}
+
+@test "--warm 2: a create like the last takes one made ahead, which works; another kind turns the pool; SIGTERM kills the parked" {
+	sbxd_start --warm 2
+	out=$(sbxd_create)
+	id1=$(jq -r .sandboxID <<<"$out")
+	[ -n "$id1" ] && [ "$id1" != null ]
+	grep -q "made ahead: up to 2 sandboxes" "$SBXD_DIR/log"
+	made_wait 3
+	# Not the API's: only the one handed out is listed.
+	run sbxd_api GET /v2/sandboxes
+	assert_equal "$(jq -r '[.[].sandboxID] | join(" ")' <<<"$output")" "$id1"
+	parked=$(made_ids | grep -vx "$id1")
+	assert_equal "$(grep -c . <<<"$parked")" 2
+	out=$(sbxd_create)
+	id2=$(jq -r .sandboxID <<<"$out")
+	tok2=$(jq -r .envdAccessToken <<<"$out")
+	grep -qx -- "$id2" <<<"$parked" || fail "$id2 is not one of the parked: $parked"
+	assert_equal "$(jq -r .ref.id "$SBXD_DIR/store/$id2.json")" "$(sbx-ls -j | jq -r --arg i "$id2" 'select(.labels.sbxd == $i) | .id')"
+	assert_equal "$(hello "$id2" "$tok2")" hello
+	run sbxd_api GET "/sandboxes/$id2"
+	assert_equal "$(jq -r .state <<<"$output")" running
+	# Another kind (envVars): made afresh, with its env; the old kind's
+	# parked one goes, two of the new kind come.
+	id3=$(env_box b Ygo=) || fail "no sandbox of the new kind"
+	old=$(grep -vx -- "$id2" <<<"$parked")
+	made_wait 5
+	! made_ids | grep -qx -- "$old" || fail "the old kind's parked $old is still there"
+	id4=$(env_box c Ywo=) || fail "no second sandbox of the new kind"
+	# SIGTERM with the default --on-exit leave: the handed-out stay,
+	# the parked go, from the backend and from the store.
+	made_wait 6
+	sbxd_stop
+	assert_equal "$(made_ids | tr '\n' ' ')" "$(printf '%s\n' "$id1" "$id2" "$id3" "$id4" | sort | tr '\n' ' ')"
+	assert_equal "$(cd "$SBXD_DIR/store" && ls -- *.json | sort | tr '\n' ' ')" "$(printf '%s.json\n' "$id1" "$id2" "$id3" "$id4" | sort | tr '\n' ' ')"
+}
+
+@test "--warm: the parked sandboxes of an sbxd killed by SIGKILL are removed by the next" {
+	sbxd_start --warm 2
+	id1=$(sbxd_create | jq -r .sandboxID)
+	made_wait 3
+	kill -KILL "$SBXD_PID"
+	wait "$SBXD_PID" 2>/dev/null || true
+	SBXD_PID=
+	sbxd_start
+	sbxd_log_wait "adopted sandbox $id1"
+	assert_equal "$(made_ids | tr -d '\n')" "$id1"
+	assert_equal "$(cd "$SBXD_DIR/store" && ls -- *.json | tr -d '\n')" "$id1.json"
+}
+
+@test "--warm: a bad count is a usage error" {
+	run sbxd --warm 10001 -k /dev/null
+	assert_failure 2
+	assert_output --partial "bad count '10001' for --warm (0 to 10000)"
+}
