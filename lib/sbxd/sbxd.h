@@ -263,6 +263,8 @@ int sbxd_be_resume(json_t *ref, struct sbx_err *err);
 int sbxd_be_stop(json_t *ref, struct sbx_err *err);
 /* The backend's stats (sbx-stats' reading), or NULL. */
 json_t *sbxd_be_stats(json_t *ref, struct sbx_err *err);
+/* The backend's info (sbx-ls's line: its status), or NULL. */
+json_t *sbxd_be_info(json_t *ref, struct sbx_err *err);
 /* The backend's volumes: op "create", "ls" or "rm" (sbx-volume's),
  * the entries it gave as an array. */
 json_t *sbxd_be_volume(const char *op, const char *name, struct sbx_err *err);

@@ -59,53 +59,6 @@ key_json(const struct sbx_spec *spec, char **text)
 	return sj;
 }
 
-int
-sbxd_warm_take(const struct sbx_spec *spec, char *id, size_t idn,
-    json_t **ref)
-{
-	struct parked *p, **pp;
-	json_t *sj;
-	char *k;
-	int got = 0;
-
-	if (!sbxd.o.warm || !(sj = key_json(spec, &k)))
-		return 0;
-	pthread_mutex_lock(&pmu);
-	if (quit) {
-		pthread_mutex_unlock(&pmu);
-		json_decref(sj);
-		free(k);
-		return 0;
-	}
-	if (key && !strcmp(k, key)) {
-		for (pp = &pool; (p = *pp); pp = &p->next)
-			if (p->gen == gen)
-				break;
-		if (p) {
-			*pp = p->next;
-			npool--;
-			snprintf(id, idn, "%s", p->id);
-			*ref = p->ref;
-			free(p);
-			got = 1;
-			taken_ms = sbx_mono_ms();
-		}
-	} else {
-		free(key);
-		json_decref(want);
-		key = k;
-		want = sj;
-		k = NULL;
-		sj = NULL;
-		gen++;
-	}
-	pthread_cond_signal(&pcv);
-	pthread_mutex_unlock(&pmu);
-	free(k);
-	json_decref(sj);
-	return got;
-}
-
 /* A parked sandbox gone: the backend's, then its store entry. */
 static void
 drop(struct parked *p)
@@ -123,6 +76,73 @@ drop(struct parked *p)
 	}
 	json_decref(p->ref);
 	free(p);
+}
+
+/* Whether parked sandbox p still runs: one killed from outside (sbx-kill,
+ * sbx-gc in sbxd's store) is never handed out. Asked in a worker, as
+ * the backend's other calls are (its code is not made for threads). */
+static int
+alive(struct parked *p)
+{
+	struct sbx_err err;
+	json_t *info = sbxd_be_info(p->ref, &err);
+	const char *s = info ? sbx_json_str(info, "status") : NULL;
+	int ok = s && !strcmp(s, "running");
+
+	json_decref(info);
+	return ok;
+}
+
+int
+sbxd_warm_take(const struct sbx_spec *spec, char *id, size_t idn,
+    json_t **ref)
+{
+	struct parked *p = NULL, **pp;
+	json_t *sj;
+	char *k;
+
+	if (!sbxd.o.warm || !(sj = key_json(spec, &k)))
+		return 0;
+	for (;;) {
+		pthread_mutex_lock(&pmu);
+		if (quit) {
+			pthread_mutex_unlock(&pmu);
+			break;
+		}
+		if (key && !strcmp(k, key)) {
+			for (pp = &pool; (p = *pp); pp = &p->next)
+				if (p->gen == gen)
+					break;
+			if (p) {
+				*pp = p->next;
+				npool--;
+				taken_ms = sbx_mono_ms();
+			}
+		} else {
+			free(key);
+			json_decref(want);
+			key = k;
+			want = sj;
+			k = NULL;
+			sj = NULL;
+			gen++;
+		}
+		pthread_cond_signal(&pcv);
+		pthread_mutex_unlock(&pmu);
+		if (!p || alive(p))
+			break;
+		sbxd_log("warm sandbox %s is gone: not handed out", p->id);
+		drop(p);
+		p = NULL;
+	}
+	free(k);
+	json_decref(sj);
+	if (!p)
+		return 0;
+	snprintf(id, idn, "%s", p->id);
+	*ref = p->ref;
+	free(p);
+	return 1;
 }
 
 static void *

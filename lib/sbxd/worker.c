@@ -19,7 +19,7 @@
 #include "sbxd.h"
 
 enum op { OP_CREATE, OP_KILL, OP_PAUSE, OP_RESUME, OP_NET, OP_STOP,
-    OP_STATS, OP_OUTPUT, OP_SNAPSHOT, OP_VOLUME };
+    OP_STATS, OP_OUTPUT, OP_SNAPSHOT, OP_VOLUME, OP_INFO };
 
 /* A spec as JSON, for the worker, and back (its strings the JSON's). */
 json_t *
@@ -198,6 +198,9 @@ sbxd_worker_child(json_t *args, int *fds, int nfds)
 	case OP_OUTPUT:
 		rc = (out = detached_output(ref, set, &err)) ? 0 : -1;
 		break;
+	case OP_INFO:
+		rc = (out = sbxd.be->ops->info(ref, &err)) ? 0 : -1;
+		break;
 	case OP_VOLUME:
 		if (!sbxd.be->ops->volume)
 			rc = sbx_err_set(&err, SBX_EX_USAGE, "backend '%s' "
@@ -375,6 +378,18 @@ sbxd_be_stats(json_t *ref, struct sbx_err *err)
 	json_t *out = NULL;
 
 	if (call(OP_STATS, NULL, &ref, NULL, &out, err) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
+json_t *
+sbxd_be_info(json_t *ref, struct sbx_err *err)
+{
+	json_t *out = NULL;
+
+	if (call(OP_INFO, NULL, &ref, NULL, &out, err) < 0) {
 		json_decref(out);
 		return NULL;
 	}

@@ -295,6 +295,25 @@ env_box() {
 	assert_equal "$(cd "$SBXD_DIR/store" && ls -- *.json | tr -d '\n')" "$id1.json"
 }
 
+@test "--warm: a parked sandbox killed from outside is never handed out; the create makes a working one" {
+	sbxd_start --warm 2
+	id1=$(sbxd_create | jq -r .sandboxID)
+	[ -n "$id1" ] && [ "$id1" != null ]
+	made_wait 3
+	parked=$(made_ids | grep -vx "$id1")
+	# sbx-kill (as sbx-gc would) of both parked ones, by their labels
+	sbx-ls -j | jq -c --arg i "$id1" 'select(.labels.sbxd and .labels.sbxd != $i)' |
+		sbx-kill -q >/dev/null
+	assert_equal "$(made_ids | tr -d '\n')" "$id1"
+	out=$(sbxd_create)
+	id2=$(jq -r .sandboxID <<<"$out")
+	tok2=$(jq -r .envdAccessToken <<<"$out")
+	[ -n "$id2" ] && [ "$id2" != null ]
+	! grep -qx -- "$id2" <<<"$parked" || fail "$id2 was parked and killed, yet handed out"
+	assert_equal "$(hello "$id2" "$tok2")" hello
+	grep -q "warm sandbox .* is gone: not handed out" "$SBXD_DIR/log"
+}
+
 @test "--warm: a bad count is a usage error" {
 	run sbxd --warm 10001 -k /dev/null
 	assert_failure 2
