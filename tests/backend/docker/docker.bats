@@ -79,8 +79,10 @@ dk() {
 	dk -l owner=ci -l team=a
 	id=$(sid)
 	api "/containers/$id/json" >c.json
+	# The init is sbx-init (docker-agent.bats), docker's own without it.
 	jq_true '.Config.Labels["io.sbx.managed"] == "1" and
-	    .Config.Labels.owner == "ci" and .HostConfig.Init == true and
+	    .Config.Labels.owner == "ci" and .HostConfig.Init == false and
+	    .Config.Entrypoint[0] == "/dev/.sbx/init" and
 	    .HostConfig.CapDrop == ["ALL"] and
 	    .HostConfig.SecurityOpt == ["no-new-privileges"] and
 	    .HostConfig.NetworkMode == "none"' <c.json
