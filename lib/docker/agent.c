@@ -101,13 +101,21 @@ fail:
 	return -1;
 }
 
+/* Only a directory of our own store's, as sbx_docker_agent_make names
+ * them: a label of a container someone else made can never make us
+ * connect elsewhere, or sbx-kill remove another directory. */
 const char *
 sbx_docker_agent_dir(const json_t *c)
 {
 	const char *dir = sbx_json_str(json_object_get(json_object_get(c,
-	    "Config"), "Labels"), AGENT_LABEL);
+	    "Config"), "Labels"), AGENT_LABEL), *root = sbx_local_root();
+	size_t n = strlen(root);
 
-	return dir && dir[0] == '/' && !strstr(dir, "/..") ? dir : NULL;
+	if (!dir || strncmp(dir, root, n) || strncmp(dir + n,
+	    "/.docker-agent/", 15) || strlen(dir + n + 15) != 16 ||
+	    strspn(dir + n + 15, "0123456789abcdef") != 16)
+		return NULL;
+	return dir;
 }
 
 void

@@ -222,3 +222,19 @@ exec_events() {
 	rmdir "$SBX_LOCAL_DIR/.docker-agent/fresh"
 	sbx-kill -s t.json >/dev/null
 }
+
+@test "docker: an agent label that names a directory outside sbx's store is ignored: sbx-kill removes nothing there, exec goes through the engine" {
+	mkdir -p "$BATS_TEST_TMPDIR/other/run"
+	touch "$BATS_TEST_TMPDIR/other/keep"
+	id=$(api /containers/create -X POST -H 'Content-Type: application/json' \
+	    -d "$(jq -cn --arg i "$SBX_TEST_IMAGE" --arg d "$BATS_TEST_TMPDIR/other" \
+	    '{Image: $i, Cmd: ["sleep", "300"], Labels: {"io.sbx.managed": "1",
+	    "io.sbx.agent": $d}}')" | jq -r .Id)
+	api "/containers/$id/start" -X POST
+	run exec_events "$id" sbx-exec -b docker --id "$id" -- echo hi
+	[ -n "$output" ] || fail "no exec_create"
+	[ "$(cat "$BATS_TEST_TMPDIR/cmd.out")" = hi ]
+	run sbx-kill -b docker --id "$id"
+	assert_success
+	[ -e "$BATS_TEST_TMPDIR/other/keep" ]
+}
