@@ -507,6 +507,10 @@ main(int argc, char **argv)
 	/* Logs of sandboxes that ended out of our sight (sbx-logs(1)). */
 	if (locked > 0 && !ctx.dry_run)
 		sbx_cmdlog_sweep(be->name, ctx.listed, ctx.now);
+	/* And what such sandboxes left on this host (a docker agent's
+	 * directory). */
+	if (locked > 0 && !ctx.dry_run && be->ops->sweep)
+		be->ops->sweep(ctx.now);
 	outs = sbx_xcalloc(json_array_size(ctx.victims) + 1, sizeof *outs);
 	if (!ctx.dry_run)
 		kill_all(be, &ctx, outs);

@@ -1,5 +1,6 @@
 /* sbx-init - PID 1 of a local sandbox; started by sbx-create, not by hand.
- * In a sandbox of another backend, the server of its shell sessions
+ * PID 1 of a docker sandbox too (--docker RUNDIR -- CMD). In a sandbox of
+ * another backend, the server of its shell sessions
  * (sbx-shell) and the client an exec of it runs; in a qemu VM, its
  * /init, and what sets a push's mtimes (--set-times). */
 #include <stdio.h>

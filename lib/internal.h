@@ -479,8 +479,18 @@ int sbx_shell_answer(struct sbx_msg *m, const char *op, json_t **out,
  * ops have none). */
 __attribute__((weak)) int sbx_shell_remote(const json_t *ref,
     const struct sbx_shell_req *rq, json_t **out, struct sbx_err *err);
+/* An exec through sbx-init's socket in a sandbox of another backend
+ * (docker), as on local but for a cgroup: sock connected already by
+ * connect(dir), which reconnects it; id for messages; std_open the
+ * sbx_xs std_open judged before sock was made. */
+int sbx_agent_exec(const char *dir, const char *id, int sock,
+    int (*connect)(const char *dir), int std_open, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err);
 /* The static sbx-init binary of this installation, opened; -1 with err. */
 int sbx_local_init_open(struct sbx_err *err);
+/* Its path; NULL with err. */
+char *sbx_local_init_path(struct sbx_err *err);
 
 /* --- snapport: what a snapshot's export (lib/local/snapport.c) is made of,
  * shared with the backends whose snapshots are not the store's --- */

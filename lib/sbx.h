@@ -779,6 +779,10 @@ struct sbx_backend_ops {
 	/* What sbx-ls --backends says of it on this host beside its caps
 	 * (qemu: {"accel"}), an object; NULL: nothing. */
 	json_t *(*about)(void);
+	/* sbx-gc: what sandboxes that went out of sbx's sight (docker rm)
+	 * left on this host, made before the epoch second before, removed;
+	 * how many. NULL: nothing is left. */
+	int (*sweep)(long long before);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as

@@ -185,6 +185,31 @@ __attribute__((weak)) json_t *sbx_docker_snap_take(const json_t *ref,
 __attribute__((weak)) int sbx_docker_snap_export(const char *id_or_name,
     int fd, struct sbx_err *err);
 
+/* agent.c: sbx-init as the container's PID 1, serving execs on a socket
+ * in a directory of the host (the label AGENT_LABEL names it, DIR): the
+ * binary bind-mounted read-only at AGENT_INIT, DIR/run at AGENT_RUN. */
+#define AGENT_LABEL LABEL_PREFIX "agent"
+#define AGENT_INIT "/dev/.sbx/init"
+#define AGENT_RUN "/dev/.sbx/run"
+/* The config key docker.agent is not "off". */
+int sbx_docker_agent_on(void);
+/* sbx-ls -B's words: how each runtime's execs go. */
+json_t *sbx_docker_about(void);
+/* For a create of spec on d: DIR made, and sbx-init's path, when the
+ * agent can serve there (an engine of this machine, a runtime on this
+ * kernel, docker.agent on); both NULL when not. */
+int sbx_docker_agent_make(const struct dk *d, const struct sbx_spec *spec,
+    char **dir, char **init, struct sbx_err *err);
+/* DIR of the container of inspect c, or NULL: it has no agent. */
+const char *sbx_docker_agent_dir(const json_t *c);
+/* DIR removed, once its container is gone. */
+void sbx_docker_agent_remove(const json_t *c);
+/* sbx-gc (struct sbx_backend_ops's sweep): the directories of agents
+ * whose container is gone (docker rm), made a minute before before. */
+int sbx_docker_agent_sweep(long long before);
+/* A connection to the agent of DIR; -1 with errno. */
+int sbx_docker_agent_connect(const char *dir);
+
 /* files.c: sbx-sync's transfers */
 extern const struct sbx_files sbx_docker_files;
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -621,6 +622,90 @@ user_known(const json_t *ref, const char *user, struct sbx_err *err)
 	return rc;
 }
 
+/* How long an exec waits for the agent of a container that has just
+ * started (sbx-create returns once the engine started it, not once its
+ * agent listens). */
+#define AGENT_WAIT_MS 3000
+
+/* Whether the agent of container c may run this exec: a container made
+ * with it (AGENT_LABEL), no -u (it has no capabilities to become
+ * another user: the engine's exec does), none of our stdio a directory
+ * (a container's process must never get an fd of the host's tree). */
+static const char *
+agent_for(const json_t *c, const struct sbx_exec_opts *o)
+{
+	const char *dir = sbx_docker_agent_dir(c);
+	struct stat st;
+	int fd;
+
+	if (!dir || o->user)
+		return NULL;
+	for (fd = 0; fd < 3; fd++)
+		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+			return NULL;
+	return dir;
+}
+
+/* A connection to the agent in dir: waited for, for a container that
+ * started a moment ago; -1 when it does not listen (a runtime that keeps
+ * its sockets to itself, as gVisor does). */
+static int
+agent_conn(const char *dir, const json_t *c)
+{
+	long long started = sbx_time_parse(sbx_json_str(json_object_get(c,
+	    "State"), "StartedAt"));
+	long long until = sbx_mono_ms();
+	int fd;
+
+	if (started > 0 && sbx_now() - started < AGENT_WAIT_MS / 1000)
+		until += AGENT_WAIT_MS;
+	for (;;) {
+		if ((fd = sbx_docker_agent_connect(dir)) >= 0 ||
+		    (errno != ENOENT && errno != ECONNREFUSED) ||
+		    sbx_mono_ms() >= until)
+			return fd;
+		usleep(5000);
+	}
+}
+
+/* The exec through the agent (agent.c): as on local, the caller's fds
+ * passed, with what the engine's exec would add. */
+static int
+agent_exec(struct dk *d, const json_t *ref, const json_t *c, const char *dir,
+    int sock, int std_open, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err)
+{
+	struct sbx_exec_opts ao = *o;
+	struct sbx_err e2 = {0};
+	size_t n = 0, k = 0;
+	char **env;
+	int rc, i;
+
+	while (o->env && o->env[n])
+		n++;
+	env = sbx_xcalloc(n + 2, sizeof *env);
+	/* As on every backend, a UTF-8 locale, unless the image has one. */
+	if (!has_env(c, "LANG="))
+		env[k++] = "LANG=C.UTF-8";
+	memcpy(env + k, o->env ? o->env : env + k, n * sizeof *env);
+	ao.env = env;
+	rc = sbx_agent_exec(dir, sbx_json_str(ref, "id"), sock,
+	    sbx_docker_agent_connect, std_open, argv, &ao, res, err);
+	/* The agent went: with its container? The engine may tell the
+	 * container's end a moment after the agent's. */
+	for (i = 0; rc < 0 && err->code == SBX_EX_EXECFAIL && i < 40; i++) {
+		if (still_running(d, ref, &e2) < 0) {
+			if (e2.code == SBX_EX_NOSANDBOX)
+				*err = e2;
+			break;
+		}
+		usleep(50000);
+	}
+	free(env);
+	return rc;
+}
+
 int
 sbx_docker_exec(const json_t *ref, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
@@ -631,16 +716,19 @@ sbx_docker_exec(const json_t *ref, char *const argv[],
 	struct sbx_xs xs;
 	struct dk d;
 	char *term = NULL, *tag = NULL, rows[12], cols[12];
+	const char *adir;
 	struct winsize ws;
 	json_t *c = NULL;
 	size_t n = 0, i, k = 0;
-	int rc = -1;
+	int rc = -1, std_open, asock;
 
 	if (o->user && user_known(ref, o->user, err) < 0) {
 		*res = (struct sbx_exec_result){0};
 		return -1;
 	}
 	sbx_xs_init(&xs, o, res, &dx_transport, &x);
+	/* Judged before the engine's connection may take a closed one. */
+	std_open = xs.std_open;
 	if (sbx_docker_ref_open(&d, ref, &c, err) < 0) {
 		if (err->code != SBX_EX_NOSANDBOX)
 			err->code = SBX_EX_EXECFAIL;
@@ -656,6 +744,11 @@ sbx_docker_exec(const json_t *ref, char *const argv[],
 	if (strcmp(sbx_docker_status_of(c), "running")) {
 		sbx_xs_not_running(err, sbx_json_str(ref, "id"),
 		    sbx_docker_status_of(c));
+		goto out;
+	}
+	if ((adir = agent_for(c, o)) && (asock = agent_conn(adir, c)) >= 0) {
+		rc = agent_exec(&d, ref, c, adir, asock, std_open, argv, o, res,
+		    err);
 		goto out;
 	}
 	x.d = &d;

@@ -143,12 +143,15 @@ ca_env(json_t *env, char *const *user)
 }
 
 /* netroot: where its network directory goes, for a container with
- * rules or ports; NULL: Docker's bridge (allow) or no network (deny). */
+ * rules or ports; NULL: Docker's bridge (allow) or no network (deny).
+ * agent: its agent's directory (agent.c), init the sbx-init there; NULL:
+ * docker's init, execs through the engine. */
 static json_t *
-create_body(const struct sbx_spec *spec, const char *netroot)
+create_body(const struct sbx_spec *spec, const char *netroot,
+    const char *agent, const char *init)
 {
 	json_t *b = json_object(), *hc = json_object(), *labels = json_object();
-	json_t *env = json_array();
+	json_t *env = json_array(), *mounts = json_array();
 	char t[32], *js;
 	size_t i;
 
@@ -172,8 +175,26 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 	for (i = 0; spec->env && spec->env[i]; i++)
 		json_array_append_new(env, json_string(spec->env[i]));
 	json_object_set_new(b, "Image", json_string(spec->image));
-	json_object_set_new(b, "Entrypoint", json_pack("[ssss]", "sh", "-c",
-	    keepalive_sh, "sbx-keepalive"));
+	if (agent) {
+		char *run = sbx_xasprintf("%s/run", agent);
+
+		/* Our init in docker's place, the keep-alive its command. */
+		json_object_set_new(labels, AGENT_LABEL, json_string(agent));
+		json_object_set_new(b, "Entrypoint", json_pack("[ssssssss]",
+		    AGENT_INIT, "--docker", AGENT_RUN, "--", "sh", "-c",
+		    keepalive_sh, "sbx-keepalive"));
+		/* Under /dev, a tmpfs of the runtime's: their mount points
+		 * are never in the container's layer (a commit). */
+		json_array_append_new(mounts, json_pack("{sssssssb}", "Type",
+		    "bind", "Source", init, "Target", AGENT_INIT, "ReadOnly",
+		    1));
+		json_array_append_new(mounts, json_pack("{ssssss}", "Type",
+		    "bind", "Source", run, "Target", AGENT_RUN));
+		free(run);
+	} else {
+		json_object_set_new(b, "Entrypoint", json_pack("[ssss]", "sh",
+		    "-c", keepalive_sh, "sbx-keepalive"));
+	}
 	json_object_set_new(b, "Cmd", json_pack("[s]", t));
 	json_object_set_new(b, "Env", env);
 	json_object_set_new(b, "Labels", labels);
@@ -188,7 +209,7 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 	json_object_set_new(b, "AttachStdin", json_false());
 	json_object_set_new(b, "AttachStdout", json_false());
 	json_object_set_new(b, "AttachStderr", json_false());
-	json_object_set_new(hc, "Init", json_true());
+	json_object_set_new(hc, "Init", json_boolean(!agent));
 	json_object_set_new(hc, "CapDrop", json_pack("[s]", "ALL"));
 	json_object_set_new(hc, "SecurityOpt", json_pack("[s]",
 	    "no-new-privileges"));
@@ -226,14 +247,17 @@ create_body(const struct sbx_spec *spec, const char *netroot)
 	}
 	/* --volume: the engine's named volumes (made first, as sbx's). */
 	if (spec->volumes) {
-		json_t *m = json_array(), *v;
+		json_t *v;
 
 		json_array_foreach(spec->volumes, i, v)
-			json_array_append_new(m, json_pack("{sssOsO}", "Type",
-			    "volume", "Source", json_object_get(v, "name"),
-			    "Target", json_object_get(v, "path")));
-		json_object_set_new(hc, "Mounts", m);
+			json_array_append_new(mounts, json_pack("{sssOsO}",
+			    "Type", "volume", "Source", json_object_get(v,
+			    "name"), "Target", json_object_get(v, "path")));
 	}
+	if (json_array_size(mounts))
+		json_object_set_new(hc, "Mounts", mounts);
+	else
+		json_decref(mounts);
 	json_object_set_new(b, "HostConfig", hc);
 	return b;
 }
@@ -254,6 +278,7 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	struct dk d;
 	json_t *body = NULL, *info = NULL, *c = NULL, *cref, *snap = NULL;
 	char *id = NULL, *q = NULL, *netroot = NULL, *tag = NULL;
+	char *agent = NULL, *init = NULL;
 	size_t i;
 	int rc = -1;
 
@@ -308,11 +333,30 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 		if (sbx_docker_volume_make(&d, sbx_json_str(json_array_get(
 		    spec->volumes, i), "name"), NULL, err) < 0)
 			goto out;
-	body = create_body(&sp, netroot);
+	if (sbx_docker_agent_make(&d, spec, &agent, &init, err) < 0)
+		goto out;
+	body = create_body(&sp, netroot, agent, init);
 	q = spec->name ? sbx_http_escape(spec->name) : NULL;
 	if (sbx_docker_req(&d, "POST", body, &rs, err, "/containers/create%s%s",
 	    q ? "?name=" : "", q ? q : "") < 0)
 		goto out;
+	/* An engine whose files are not ours (a VM's, a socket forwarded
+	 * from elsewhere) has no such paths to bind: its execs go through
+	 * it, as without the agent. */
+	if (agent && rs.status == 400 && strstr(sbx_docker_msg(&rs),
+	    "bind source path does not exist")) {
+		sbx_http_resp_release(&rs);
+		sbx_rmtree(agent);
+		free(agent);
+		agent = NULL;
+		json_object_clear(body);
+		json_decref(body);
+		body = create_body(&sp, netroot, NULL, NULL);
+		if (sbx_docker_req(&d, "POST", body, &rs, err,
+		    "/containers/create%s%s", q ? "?name=" : "", q ? q : "") <
+		    0)
+			goto out;
+	}
 	if (rs.status == 404) {
 		sbx_err_set(err, SBX_EX_FAIL, "no such image '%s' (pull it, or "
 		    "use --pull)", spec->image);
@@ -376,7 +420,14 @@ docker_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 	if (tag)
 		json_object_set_new(*ref, "image", json_string(tag));
 	rc = 0;
+	free(agent);
+	agent = NULL;
 out:
+	/* Not made: nor is its agent's directory. */
+	if (agent)
+		sbx_rmtree(agent);
+	free(agent);
+	free(init);
 	sbx_http_resp_release(&rs);
 	if (body) {
 		/* It holds the values of --env. */
@@ -462,9 +513,11 @@ docker_kill(json_t *ref, int keep, struct sbx_err *err)
 	else
 		rc = dk_remove(&d, id, err);
 	/* Its directory goes with it; kept with the files, it holds the
-	 * log. */
-	if (!keep && (rc == 0 || err->code == SBX_EX_NOSANDBOX))
+	 * log. So does its agent's. */
+	if (!keep && (rc == 0 || err->code == SBX_EX_NOSANDBOX)) {
 		sbx_docker_net_stop(c, 1);
+		sbx_docker_agent_remove(c);
+	}
 	json_decref(c);
 	sbx_docker_close(&d);
 	return rc;
@@ -677,6 +730,8 @@ out:
 }
 
 const struct sbx_backend_ops sbx_docker_ops = {
+	.about = sbx_docker_about,
+	.sweep = sbx_docker_agent_sweep,
 	.pause = docker_pause,
 	.resume = docker_resume,
 	.create = docker_create,

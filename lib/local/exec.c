@@ -186,6 +186,7 @@ build_request(struct sbx_buf *b, char *const argv[],
 
 struct lx {
 	const char *dir, *id;
+	int (*connect)(const char *dir);
 	struct sbx_buf req;
 	int sock, master, null, procs_fd, kill_fd;
 	int outp[2], errp[2];
@@ -206,7 +207,7 @@ lx_send(struct lx *x, struct sbx_err *err)
 	int i;
 
 	for (i = 0; i < SEND_TRIES; i++) {
-		if (x->sock < 0 && (x->sock = sbx_local_connect(x->dir)) < 0)
+		if (x->sock < 0 && (x->sock = x->connect(x->dir)) < 0)
 			return not_running(x->dir, x->id, err);
 		if (sbx_msg_send(x->sock, SBX_MSG_EXEC, x->req.data, x->req.len,
 		    x->fds, x->nfds) == 0)
@@ -387,16 +388,21 @@ static const struct sbx_xs_transport lx_transport = {
 	.finish = lx_finish,
 };
 
-int
-sbx_local_exec(const json_t *ref, char *const argv[],
+/* An exec through the agent of dir: a local sandbox's (local: its
+ * cgroup, its CA), or with sock connected already, one of another
+ * backend's. std_open: which of our fds 0-2 are open, as sbx_xs_init
+ * judged them before sock was made (-1: judged here). */
+static int
+agent_exec(const char *dir, const char *id, int local, int sock,
+    int (*connect)(const char *dir), int std_open, char *const argv[],
     const struct sbx_exec_opts *o, struct sbx_exec_result *res,
     struct sbx_err *err)
 {
-	struct lx x = {.sock = -1, .master = -1, .null = -1, .procs_fd = -1,
+	struct lx x = {.sock = sock, .master = -1, .null = -1, .procs_fd = -1,
 	    .canon = -1,
 	    .kill_fd = -1, .outp = {-1, -1}, .errp = {-1, -1},
-	    .req = SBX_BUF_INIT};
-	char *dir = NULL, *cgdir = NULL, **caenv = NULL;
+	    .req = SBX_BUF_INIT, .dir = dir, .id = id, .connect = connect};
+	char *cgdir = NULL, **caenv = NULL;
 	struct sbx_cgroups cg = {0};
 	struct sbx_exec_opts oc;
 	struct sbx_xs xs;
@@ -405,13 +411,8 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	size_t i;
 
 	sbx_xs_init(&xs, o, res, &lx_transport, &x);
-	x.id = sbx_json_str(ref, "id");
-	if (!(x.dir = dir = sandbox_dir(ref, err)))
-		goto out;
-	if (paused(dir)) {
-		sbx_xs_paused(err, x.id, paused_as(dir));
-		goto out;
-	}
+	if (std_open >= 0)
+		xs.std_open = std_open;
 	if (o->tty)
 		flags |= SBX_EXEC_TTY;
 	if (!o->tty) {
@@ -436,7 +437,7 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 			x.fds[x.nfds++] = xs.std_open & 4 ? 2 : x.null;
 		}
 	}
-	if (o->timeout_ms) {
+	if (o->timeout_ms && local) {
 		/* A cgroup of its own lets the timeout reach every process
 		 * the command starts, even those that leave its session. */
 		/* By the directory's name: the ref may hold a name. */
@@ -447,7 +448,7 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 			x.fds[x.nfds++] = x.kill_fd;
 		}
 	}
-	if ((caenv = ca_env(dir, o->env))) {
+	if (local && (caenv = ca_env(dir, o->env))) {
 		oc = *o;
 		oc.env = caenv;
 		o = &oc;
@@ -461,7 +462,7 @@ sbx_local_exec(const json_t *ref, char *const argv[],
 	/* Connected last, the request ready: the agent waits 2 s on a
 	 * connection for its request (lx_send), and what comes before it
 	 * here (a cgroup's mkdir, under load) need not be that quick. */
-	if ((x.sock = sbx_local_connect(dir)) < 0) {
+	if (x.sock < 0 && (x.sock = connect(dir)) < 0) {
 		not_running(dir, x.id, err);
 		goto out;
 	}
@@ -483,8 +484,42 @@ out:
 	sbx_cg_release(&cg);
 	sbx_buf_release(&x.req);
 	free(caenv);
+	return rc;
+}
+
+int
+sbx_local_exec(const json_t *ref, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err)
+{
+	const char *id = sbx_json_str(ref, "id");
+	char *dir;
+	int rc;
+
+	if (!(dir = sandbox_dir(ref, err))) {
+		*res = (struct sbx_exec_result){0};
+		return -1;
+	}
+	if (paused(dir)) {
+		*res = (struct sbx_exec_result){0};
+		sbx_xs_paused(err, id, paused_as(dir));
+		free(dir);
+		return -1;
+	}
+	rc = agent_exec(dir, id, 1, -1, sbx_local_connect, -1, argv, o, res,
+	    err);
 	free(dir);
 	return rc;
+}
+
+int
+sbx_agent_exec(const char *dir, const char *id, int sock,
+    int (*connect)(const char *dir), int std_open, char *const argv[],
+    const struct sbx_exec_opts *o, struct sbx_exec_result *res,
+    struct sbx_err *err)
+{
+	return agent_exec(dir, id, 0, sock, connect, std_open, argv, o, res,
+	    err);
 }
 
 int sbx_local_shell(const json_t *ref, const struct sbx_shell_req *rq,

@@ -1,6 +1,8 @@
 /* init.c - sbx-init, PID 1 of a local sandbox: reaps orphans, serves exec
  * requests on the sandbox's socket, and ends the sandbox once it has been
- * idle for its timeout. Linked statically: it needs nothing from the image. */
+ * idle for its timeout; with --docker, PID 1 of a docker sandbox (its
+ * socket in a directory the host bind-mounts). Linked statically: it needs
+ * nothing from the image. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
@@ -35,6 +38,7 @@ struct run {
 	long long deadline; /* monotonic ms, 0: none */
 	int cg_kill;        /* the exec's cgroup.kill, or -1 */
 	int timed_out;
+	char tag[24];       /* --docker: TAG_VAR's value in its environment */
 };
 
 /* The cgroup of a timed exec whose command ended before its deadline:
@@ -56,7 +60,18 @@ static struct {
 	int nlingers;
 	long long last_activity;    /* wall clock, for reports */
 	long long last_mono;        /* monotonic ms, for the idle timer */
-} ag;
+	int docker;                 /* --docker: PID 1 of a container */
+	int listen;                 /* FD_LISTEN, or -1: no socket */
+	pid_t main;                 /* --docker: the container's command */
+	unsigned long long ntags;
+} ag = {.listen = FD_LISTEN};
+
+/* --docker: what every process of an exec has in its environment, so
+ * that a timeout, a signal or the client's going reach all of them, even
+ * those that left its session (an exec in a container has no cgroup of
+ * its own); the name the engine's exec uses too (lib/docker/exec.c). */
+#define TAG_VAR "SBX_EXEC_TAG"
+
 
 static void
 logmsg(const char *fmt, const char *arg)
@@ -138,7 +153,7 @@ struct req {
 	const char *user;            /* -u, or NULL: the sandbox's user */
 	int has_home;                /* the request's env sets HOME */
 	struct sbx_local_user u;     /* -u's, looked up */
-	char *home_env;
+	char *home_env, *tag_env;
 };
 
 static int
@@ -363,7 +378,9 @@ spawn_child(void *arg)
 		    r->cwd);
 		spawn_fail(sp, SBX_EX_EXECFAIL, what, errno);
 	}
-	if (sbx_local_harden(r->user ? &r->u : &ag.user) < 0)
+	/* In a container the engine took every capability from us already
+	 * (and set no_new_privs): we run the command as we are. */
+	if (!ag.docker && sbx_local_harden(r->user ? &r->u : &ag.user) < 0)
 		spawn_fail(sp, SBX_EX_EXECFAIL, "cannot drop privileges", errno);
 	exec_path(sp, r->argv, r->env);
 	return 0;
@@ -389,7 +406,73 @@ open_pty(struct req *r, int *master, int *slave)
 	return 0;
 }
 
-/* Kill the command and, with a cgroup, everything it started. */
+/* --docker: the pids of the processes whose environment holds
+ * TAG_VAR=tag, in pid order (the order they came in), into pids (at most
+ * max); how many. */
+static size_t
+tagged(const char *tag, pid_t *pids, size_t max)
+{
+	char want[64], path[64], buf[65536];
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t n = 0, wl, i, j;
+	ssize_t r;
+	int fd;
+	pid_t pid;
+
+	if (!d)
+		return 0;
+	wl = (size_t)snprintf(want, sizeof want, "%s=%s", TAG_VAR, tag) + 1;
+	while (n < max && (e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+		    (pid = (pid_t)strtol(e->d_name, NULL, 10)) == getpid())
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		r = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		buf[r] = '\0';
+		/* Each entry ends with a NUL: want, NUL included, at the
+		 * start or after one. */
+		for (i = 0; i + wl <= (size_t)r + 1; i++)
+			if ((i == 0 || buf[i - 1] == '\0') &&
+			    !memcmp(buf + i, want, wl))
+				break;
+		if (i + wl > (size_t)r + 1)
+			continue;
+		for (j = n++; j > 0 && pids[j - 1] > pid; j--)
+			pids[j] = pids[j - 1];
+		pids[j] = pid;
+	}
+	closedir(d);
+	return n;
+}
+
+/* --docker: signal everything of an exec; SIGKILL in rounds, for what
+ * forked meanwhile. */
+static void
+kill_tagged(const char *tag, int sig)
+{
+	pid_t pids[1024];
+	size_t n, i;
+	int round;
+
+	for (round = 0; round < 20; round++) {
+		if (!(n = tagged(tag, pids, sizeof pids / sizeof pids[0])))
+			return;
+		for (i = 0; i < n; i++)
+			kill(pids[i], sig);
+		if (sig != SIGKILL)
+			return;
+		usleep(5000);
+	}
+}
+
+/* Kill the command and, with a cgroup (or in a container, its tag),
+ * everything it started. */
 static void
 kill_all(struct run *run)
 {
@@ -397,6 +480,8 @@ kill_all(struct run *run)
 		return;
 	kill(-run->pid, SIGKILL);
 	kill(run->pid, SIGKILL);
+	if (ag.docker)
+		kill_tagged(run->tag, SIGKILL);
 }
 
 static char spawn_stack[256 * 1024] __attribute__((aligned(16)));
@@ -410,6 +495,7 @@ start_exec(int sock, struct sbx_msg *m)
 	struct sbx_buf b = SBX_BUF_INIT;
 	int master = -1, slave = -1, i;
 	struct run *run;
+	char tag[24] = "";
 	pid_t pid;
 
 	if (parse_req(m, &r) < 0) {
@@ -419,6 +505,21 @@ start_exec(int sock, struct sbx_msg *m)
 	if (ag.nruns == MAX_EXECS) {
 		send_error(sock, SBX_EX_EXECFAIL, "too many commands at once");
 		goto out;
+	}
+	if (r.user && ag.docker) {
+		/* Without capabilities: the engine's exec does -u. */
+		send_error(sock, SBX_EX_EXECFAIL, "this agent runs commands as "
+		    "its own user only");
+		goto out;
+	}
+	if (ag.docker) {
+		size_t k = 0;
+
+		snprintf(tag, sizeof tag, "%llu.%lld", ++ag.ntags,
+		    sbx_mono_ms());
+		while (r.env[k])
+			k++;
+		r.env[k] = r.tag_env = sbx_xasprintf("%s=%s", TAG_VAR, tag);
 	}
 	if (r.user && as_user(&r, &uerr) < 0) {
 		send_error(sock, (uint32_t)uerr.code, uerr.msg);
@@ -459,6 +560,7 @@ start_exec(int sock, struct sbx_msg *m)
 	run->deadline = r.timeout_ms ? sbx_mono_ms() +
 	    (long long)r.timeout_ms : 0;
 	run->cg_kill = r.cg_kill;
+	memcpy(run->tag, tag, sizeof run->tag);
 	/* Only the command keeps the caller's stdio. */
 	for (i = 0; i < m->nfds; i++)
 		if (m->fds[i] == r.cg_kill)
@@ -474,6 +576,7 @@ out:
 	free(r.env);
 	free(r.term_env);
 	free(r.home_env);
+	free(r.tag_env);
 }
 
 static void
@@ -514,8 +617,12 @@ client_msg(int i)
 		return;
 	}
 	if (in.type == SBX_MSG_SIGNAL && sbx_msg_get_u32(&in, &sig) == 0 &&
-	    sig > 0 && sig < NSIG)
-		kill(-run->pid, (int)sig);
+	    sig > 0 && sig < NSIG) {
+		if (ag.docker)
+			kill_tagged(run->tag, (int)sig);
+		else
+			kill(-run->pid, (int)sig);
+	}
 	sbx_msg_release(&in);
 }
 
@@ -524,7 +631,7 @@ client_msg(int i)
 static int
 session_prep(void)
 {
-	return sbx_local_harden(&ag.user);
+	return ag.docker ? 0 : sbx_local_harden(&ag.user);
 }
 
 /* --- the agent ----------------------------------------------------------- */
@@ -585,6 +692,19 @@ serve(int sock)
 	struct sbx_msg m;
 	uint64_t frozen_ms;
 
+	/* In a container, the socket's directory is the container's too:
+	 * only the host (a peer outside our pid namespace, pid 0 to us) or
+	 * our own user may ask, not a process of another user in here. */
+	if (ag.docker) {
+		struct ucred cr;
+		socklen_t len = sizeof cr;
+
+		if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0 ||
+		    (cr.pid != 0 && cr.uid != geteuid())) {
+			close(sock);
+			return;
+		}
+	}
 	/* A stuck client must not stall the agent. */
 	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 	if (sbx_msg_recv(sock, &m) <= 0) {
@@ -628,6 +748,11 @@ reap(void)
 			return 0;
 		if (waitpid(si.si_pid, &status, 0) != si.si_pid)
 			return 0;
+		/* --docker: the container ends with its command, with its
+		 * status, as under docker's own init. */
+		if (ag.docker && si.si_pid == ag.main)
+			_exit(WIFEXITED(status) ? WEXITSTATUS(status) :
+			    128 + WTERMSIG(status));
 		for (i = 0; i < ag.nruns; i++)
 			if (ag.runs[i].pid == si.si_pid) {
 				end_run(i, status);
@@ -685,20 +810,87 @@ next_wait(int *expired)
 	return ms > 3600000 ? 3600000 : (int)ms;
 }
 
+/* The signals PID 1 of a container passes on to its command, as
+ * docker's own init does: sbx-pause's stop, sbx-kill --keep's. */
+static const int passed[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1,
+    SIGUSR2, SIGWINCH};
+
+/* --docker RUNDIR -- CMD...: the socket RUNDIR/sock, the container's
+ * environment and working directory for commands, CMD started. */
+static int
+docker_setup(char **argv)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char cwd[4096];
+	sigset_t none;
+	size_t i;
+	int fd;
+
+	/* No idle timeout of ours (the keep-alive has it): FD_STATUS is
+	 * never written. */
+	ag.docker = 1;
+	ag.workdir = sbx_xstrdup(getcwd(cwd, sizeof cwd) ? cwd : "/");
+	for (i = 0; environ[i]; i++)
+		;
+	ag.env = sbx_xcalloc(i + 1, sizeof *ag.env);
+	for (ag.nenv = 0; ag.nenv < i; ag.nenv++)
+		ag.env[ag.nenv] = sbx_xstrdup(environ[ag.nenv]);
+	/* No exec goes to us without it: the host's exec uses the
+	 * engine's then. A socket of an agent that ran before (a restart)
+	 * is gone first. */
+	ag.listen = -1;
+	if (snprintf(sa.sun_path, sizeof sa.sun_path, "%s/sock", argv[2]) >=
+	    (int)sizeof sa.sun_path)
+		logmsg("%s", "its socket's path is too long");
+	else if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) >= 0) {
+		unlink(sa.sun_path);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
+		    chmod(sa.sun_path, 0666) < 0 || listen(fd, 128) < 0) {
+			logmsg("cannot listen on '%s'", sa.sun_path);
+			close(fd);
+		} else {
+			ag.listen = fd;
+		}
+	}
+	sigemptyset(&none);
+	if ((ag.main = fork()) < 0) {
+		logmsg("%s", "cannot start the container's command");
+		return -1;
+	}
+	if (ag.main == 0) {
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		if (ag.listen >= 0)
+			close(ag.listen);
+		execvp(argv[4], argv + 4);
+		logmsg("cannot run '%s'", argv[4]);
+		_exit(SBX_EX_NOTFOUND);
+	}
+	return 0;
+}
+
 int
 sbx_local_init_main(int argc, char **argv)
 {
 	struct pollfd p[3 + MAX_EXECS + 2 * SBX_SESS_MAX];
-	size_t np;
+	size_t np, k;
 	sigset_t mask;
 	int sfd, wfd, null, ms, expired, i, n, wpoll, more = 0;
 	long long wnext = 0, now;
 
-	(void)argc;
 	sbx_prog_set(argv);
 	/* Nothing in the sandbox may trace us or read our memory. */
 	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	if (read_config() < 0) {
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	if (argc >= 5 && !strcmp(argv[1], "--docker") &&
+	    !strcmp(argv[3], "--")) {
+		/* Blocked before its command starts: none is missed. */
+		for (k = 0; k < sizeof passed / sizeof passed[0]; k++)
+			sigaddset(&mask, passed[k]);
+		sigprocmask(SIG_BLOCK, &mask, NULL);
+		if (docker_setup(argv) < 0)
+			return SBX_EX_EXECFAIL;
+	} else if (read_config() < 0) {
 		logmsg("%s", "cannot read the configuration");
 		return 1;
 	}
@@ -708,8 +900,6 @@ sbx_local_init_main(int argc, char **argv)
 		dup2(null, 1);
 		close(null);
 	}
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	fcntl(FD_LISTEN, F_SETFD, FD_CLOEXEC);
@@ -724,10 +914,10 @@ sbx_local_init_main(int argc, char **argv)
 			ms = 0; /* children are left to reap */
 		if (expired) {
 			/* A resume may be waiting right behind the thaw. */
-			struct pollfd lp = {FD_LISTEN, POLLIN, 0};
+			struct pollfd lp = {ag.listen, POLLIN, 0};
 
 			if (poll(&lp, 1, 0) == 1) {
-				int c = accept4(FD_LISTEN, NULL, NULL,
+				int c = accept4(ag.listen, NULL, NULL,
 				    SOCK_CLOEXEC);
 
 				if (c >= 0) {
@@ -739,7 +929,7 @@ sbx_local_init_main(int argc, char **argv)
 			logmsg("%s", "idle for its timeout: the sandbox ends");
 			return 0;
 		}
-		p[0] = (struct pollfd){FD_LISTEN, POLLIN, 0};
+		p[0] = (struct pollfd){ag.listen, POLLIN, 0};
 		p[1] = (struct pollfd){sfd, POLLIN, 0};
 		/* inotify events are taken in at most every WATCH_MS: a
 		 * writer of many files would wake us for each one. */
@@ -769,13 +959,14 @@ sbx_local_init_main(int argc, char **argv)
 				client_msg(i);
 		if (p[1].revents & POLLIN) {
 			while (read(sfd, &si, sizeof si) > 0)
-				;
+				if (si.ssi_signo != SIGCHLD && ag.main > 0)
+					kill(ag.main, (int)si.ssi_signo);
 			more = reap();
 		} else if (more) {
 			more = reap();
 		}
 		if (p[0].revents & POLLIN) {
-			int c = accept4(FD_LISTEN, NULL, NULL, SOCK_CLOEXEC);
+			int c = accept4(ag.listen, NULL, NULL, SOCK_CLOEXEC);
 
 			if (c >= 0)
 				serve(c);

@@ -36,26 +36,49 @@ int sbx_local_exec(const json_t *ref, char *const argv[],
 
 /* The sbx-init binary: beside our own, or one up (the remote flavour's
  * bin/remote/ and libexec/sbx/remote/), or in ../libexec/sbx/. */
-int
-sbx_local_init_open(struct sbx_err *err)
+static char *
+init_find(int *fd, struct sbx_err *err)
 {
 	static const char *const where[] = {"sbx-init", "../sbx-init",
 	    "../libexec/sbx/sbx-init"};
 	char *p = NULL;
 	size_t i;
-	int fd = -1;
 
-	for (i = 0; fd < 0 && i < sizeof where / sizeof where[0]; i++) {
+	*fd = -1;
+	for (i = 0; *fd < 0 && i < sizeof where / sizeof where[0]; i++) {
 		free(p);
-		if (!(p = sbx_sibling(where[i])))
-			return sbx_err_set(err, SBX_EX_FAIL, "cannot find "
-			    "myself:");
-		fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (!(p = sbx_sibling(where[i]))) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot find myself:");
+			return NULL;
+		}
+		*fd = open(p, O_RDONLY | O_CLOEXEC);
 	}
-	if (fd < 0)
+	if (*fd < 0)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", p);
-	free(p);
+	return p;
+}
+
+int
+sbx_local_init_open(struct sbx_err *err)
+{
+	int fd;
+
+	free(init_find(&fd, err));
 	return fd;
+}
+
+char *
+sbx_local_init_path(struct sbx_err *err)
+{
+	int fd;
+	char *p = init_find(&fd, err);
+
+	if (fd < 0) {
+		free(p);
+		return NULL;
+	}
+	close(fd);
+	return p;
 }
 
 void

@@ -79,8 +79,10 @@ dk() {
 	dk -l owner=ci -l team=a
 	id=$(sid)
 	api "/containers/$id/json" >c.json
+	# The init is sbx-init (docker-agent.bats), docker's own without it.
 	jq_true '.Config.Labels["io.sbx.managed"] == "1" and
-	    .Config.Labels.owner == "ci" and .HostConfig.Init == true and
+	    .Config.Labels.owner == "ci" and .HostConfig.Init == false and
+	    .Config.Entrypoint[0] == "/dev/.sbx/init" and
 	    .HostConfig.CapDrop == ["ALL"] and
 	    .HostConfig.SecurityOpt == ["no-new-privileges"] and
 	    .HostConfig.NetworkMode == "none"' <c.json
@@ -412,9 +414,11 @@ cpu_ns() {
 	dk -w /work/dir
 	id=$(sid)
 	api "/containers/$id/json" >c.json
-	jq_true '.Mounts | length == 1 and .[0].Type == "volume" and
-	    .[0].Destination == "/work/dir" and .[0].RW' <c.json
-	vol=$(jq -r '.Mounts[0].Name' c.json)
+	# Beside it, the agent's two bind mounts (docker-agent.bats).
+	jq_true '[.Mounts[] | select(.Type != "bind")] | length == 1 and
+	    .[0].Type == "volume" and .[0].Destination == "/work/dir" and
+	    .[0].RW' <c.json
+	vol=$(jq -r '[.Mounts[] | select(.Type == "volume")][0].Name' c.json)
 	api "/volumes/$vol" | jq_true --arg v "$vol" '.Name == $v'
 	sbx-kill -s s.json >/dev/null
 	no_containers
