@@ -63,6 +63,12 @@ sbx_setup_backends() {
 	mkdir -p "$XDG_CONFIG_HOME/sbx"
 }
 
+# Every path of the local store, sorted, but its trash: what kills put
+# there a remover of their own removes a moment later.
+store_paths() {
+	find "$SBX_LOCAL_DIR" -path "$SBX_LOCAL_DIR/.trash" -prune -o -print | sort
+}
+
 # A sandbox for this test: its state file is $BATS_TEST_TMPDIR/s.json.
 new_sandbox() {
 	sbx-create -s "$BATS_TEST_TMPDIR/s.json" "$@" >/dev/null
