@@ -57,30 +57,18 @@ ls_status() {
 }
 
 @test "sbx-gc removes what a killed remover left in the trash" {
-	local id holder i
+	local id holder
 	new_sandbox
 	id=$(sid)
-	mkdir -p "$SBX_LOCAL_DIR/.trash"
 	# The kill's remover, killed before it began: the trash's lock is
 	# held by a stand-in, which is then killed.
-	(
-		exec 9<"$SBX_LOCAL_DIR/.trash"
-		flock -x 9
-		exec sleep 300
-	) &
-	holder=$!
-	echo "$holder" >"$BATS_TEST_TMPDIR/holder"
-	for ((i = 0; i < 100; i++)); do
-		flock -n -x "$SBX_LOCAL_DIR/.trash" true || break
-		sleep 0.02
-	done
+	holder=$(hold_trash)
 	sbx-kill -q -s s.json >/dev/null
 	# And one killed half-way: a tree partly removed.
 	mkdir -p "$SBX_LOCAL_DIR/.trash/0123456789ab.1/upper/a/b"
 	touch "$SBX_LOCAL_DIR/.trash/0123456789ab.1/upper/a/b/f"
 	[ "$(ls "$SBX_LOCAL_DIR/.trash" | wc -l)" -eq 2 ]
-	kill -9 "$holder"
-	wait "$holder" || true
+	release_trash "$holder" KILL
 	run --separate-stderr sbx-gc -g 0
 	assert_success
 	assert_output ""

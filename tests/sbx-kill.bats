@@ -83,30 +83,18 @@ trash_emptied() {
 }
 
 @test "sbx-kill leaves a sandbox's files to the remover at work, which looks again when done" {
-	local id dir holder i
+	local id dir holder
 	new_sandbox
 	id=$(sid)
 	dir=$(jq -r .ref.dir s.json)
-	mkdir -p "$SBX_LOCAL_DIR/.trash"
 	# A remover at work holds the trash's lock: the kill starts none.
-	(
-		exec 9<"$SBX_LOCAL_DIR/.trash"
-		flock -x 9
-		exec sleep 300
-	) &
-	holder=$!
-	echo "$holder" >"$BATS_TEST_TMPDIR/holder"
-	for ((i = 0; i < 100; i++)); do
-		flock -n -x "$SBX_LOCAL_DIR/.trash" true || break
-		sleep 0.02
-	done
+	holder=$(hold_trash)
 	run sbx-kill -s s.json
 	assert_success
 	[ ! -e "$dir" ]
 	cleaned_up "$id"
 	[ -n "$(ls -A "$SBX_LOCAL_DIR/.trash")" ]
-	kill "$holder"
-	wait "$holder" || true
+	release_trash "$holder" TERM
 	# The next kill's remover takes it too.
 	new_sandbox
 	run sbx-kill -s s.json
