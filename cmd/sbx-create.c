@@ -749,6 +749,12 @@ main(int argc, char **argv)
 		st.root = sbx_state_new_root(ref, &spec);
 		if (old)
 			replaced(st.root, old);
+		/* No fsync for a sandbox of this host's store (1-15 ms of a
+		 * create): its processes end with the host, so a state lost
+		 * to a crash names nothing alive, and sbx-gc takes what is
+		 * left of it for dead. A remote one outlives the host: its
+		 * state must not be lost. */
+		st.lazy = be->in_store;
 		if (sbx_state_save(&st, &err) < 0) {
 			struct sbx_err kerr;
 

@@ -514,6 +514,11 @@ main(int argc, char **argv)
 	outs = sbx_xcalloc(json_array_size(ctx.victims) + 1, sizeof *outs);
 	if (!ctx.dry_run)
 		kill_all(be, &ctx, outs);
+	/* What a kill's remover left in the local store's trash (one
+	 * killed), and what these kills put there: gone when we end. */
+	if (locked > 0 && !ctx.dry_run && !strcmp(be->name, "local") &&
+	    sbx_local_sweep() < 0)
+		sbx_warn("cannot empty '%s/.trash'", sbx_local_root());
 	for (i = 0; i < json_array_size(ctx.victims); i++)
 		if ((r = report(i, &outs[i], &ctx)) > rc)
 			rc = r;

@@ -1044,6 +1044,9 @@ int sbx_start_again(const json_t *ref, const char *js, struct sbx_err *err);
 
 /* The local backend's store: the directory its sandboxes live in. */
 const char *sbx_local_root(void);
+/* Remove what the store's trash holds (killed sandboxes' directories
+ * whose removal was left to a process that died); -1 when some is left. */
+int sbx_local_sweep(void);
 /* The agent's main(): PID 1 of a local sandbox (sbx-init). */
 int sbx_local_init_main(int argc, char **argv);
 /* sbx-init --shell-server PATH: the shell sessions of a sandbox of

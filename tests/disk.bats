@@ -248,7 +248,7 @@ print(n)' "$img"
 	local v before
 	sbx-create --disk 0 -s warm.json >/dev/null
 	sbx-kill -q -s warm.json >/dev/null
-	before=$(find "$SBX_LOCAL_DIR" | sort)
+	before=$(store_paths)
 	for v in 0x -1 -64M 1k 15M 9T 1P 64X ''; do
 		run --separate-stderr sbx-create -s s.json --disk "$v"
 		assert_failure 2
@@ -260,7 +260,7 @@ print(n)' "$img"
 	assert_failure 2
 	assert_equal "$stderr" "sbx-create: invalid limits.disk 'lots' in the configuration (0, or 16M to 8T)"
 	[ ! -e s.json ]
-	assert_equal "$(find "$SBX_LOCAL_DIR" | sort)" "$before"
+	assert_equal "$(store_paths)" "$before"
 }
 
 @test "--disk larger than the store's free space is exit 2 with one line naming both, and creates nothing" {

@@ -31,7 +31,7 @@ cg_ids() {
 
 # Remember what exists, to show later that a refused create made nothing.
 snapshot() {
-	find "$SBX_LOCAL_DIR" | sort >"$BATS_TEST_TMPDIR/store.before"
+	store_paths >"$BATS_TEST_TMPDIR/store.before"
 	cg_ids >"$BATS_TEST_TMPDIR/cg.before"
 }
 
@@ -58,7 +58,7 @@ leaked_cgroups() {
 
 store_unchanged() {
 	local now
-	now=$(find "$SBX_LOCAL_DIR" | sort)
+	now=$(store_paths)
 	if [ "$now" != "$(cat "$BATS_TEST_TMPDIR/store.before")" ]; then
 		echo "the store changed:"
 		diff "$BATS_TEST_TMPDIR/store.before" - <<<"$now"
@@ -411,7 +411,7 @@ shm_size() {
 refused_cleanly() {
 	local want=$1
 	shift
-	find "$SBX_LOCAL_DIR" | sort >"$BATS_TEST_TMPDIR/store.before"
+	store_paths >"$BATS_TEST_TMPDIR/store.before"
 	run --separate-stderr sbx-create -s "$BATS_TEST_TMPDIR/s.json" "$@"
 	if [ "$status" -ne 2 ]; then
 		echo "sbx-create $*: exit $status, not 2"

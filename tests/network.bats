@@ -596,7 +596,7 @@ except OSError as e:
 refused() {
 	local want=$1 before
 	shift
-	before=$(find "$SBX_LOCAL_DIR" | sort)
+	before=$(store_paths)
 	run --separate-stderr sbx-create -s "$BATS_TEST_TMPDIR/s.json" "$@"
 	[ "$status" -eq 2 ] || { echo "sbx-create $*: exit $status, not 2: $stderr"; return 1; }
 	[ -z "$output" ] || { echo "sbx-create $*: wrote to stdout: $output"; return 1; }
@@ -604,7 +604,7 @@ refused() {
 	[[ ${stderr_lines[0]} == "sbx-create: $want"* ]] ||
 	    { echo "the message is not 'sbx-create: $want...': $stderr"; return 1; }
 	[ ! -e "$BATS_TEST_TMPDIR/s.json" ] || { echo "a state file was written"; return 1; }
-	[ "$(find "$SBX_LOCAL_DIR" | sort)" = "$before" ] || { echo "the store changed"; return 1; }
+	[ "$(store_paths)" = "$before" ] || { echo "the store changed"; return 1; }
 }
 
 @test "bad rules are refused with exit 2, one line, nothing created" {

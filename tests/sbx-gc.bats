@@ -10,6 +10,9 @@ teardown_file() { sbx_teardown_file; }
 setup() { sbx_setup; }
 # Whatever a test left.
 teardown() {
+	if [ -e "$BATS_TEST_TMPDIR/holder" ]; then
+		kill "$(cat "$BATS_TEST_TMPDIR/holder")" 2>/dev/null || true
+	fi
 	sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
 	rm -rf "${SBX_LOCAL_DIR:?}"/0123456789ab
 }
@@ -51,4 +54,25 @@ ls_status() {
 	assert_output ""
 	[ "$stderr" = "sbx-gc: 0 killed, 0 kept (grace), 0 checked" ]
 	[ ! -e "$BATS_TEST_TMPDIR/none" ]
+}
+
+@test "sbx-gc removes what a killed remover left in the trash" {
+	local id holder
+	new_sandbox
+	id=$(sid)
+	# The kill's remover, killed before it began: the trash's lock is
+	# held by a stand-in, which is then killed.
+	holder=$(hold_trash)
+	sbx-kill -q -s s.json >/dev/null
+	# And one killed half-way: a tree partly removed.
+	mkdir -p "$SBX_LOCAL_DIR/.trash/0123456789ab.1/upper/a/b"
+	touch "$SBX_LOCAL_DIR/.trash/0123456789ab.1/upper/a/b/f"
+	[ "$(ls "$SBX_LOCAL_DIR/.trash" | wc -l)" -eq 2 ]
+	release_trash "$holder" KILL
+	run --separate-stderr sbx-gc -g 0
+	assert_success
+	assert_output ""
+	[ "$stderr" = "sbx-gc: 0 killed, 0 kept (grace), 0 checked" ]
+	[ -z "$(ls -A "$SBX_LOCAL_DIR/.trash")" ]
+	[ ! -e "$SBX_LOCAL_DIR/$id" ]
 }

@@ -9,7 +9,12 @@ setup_file() { sbx_setup_file; }
 teardown_file() { sbx_teardown_file; }
 setup() { sbx_setup; }
 # Whatever a test left running; a second kill also removes --keep dirs.
-teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
+teardown() {
+	if [ -e "$BATS_TEST_TMPDIR/holder" ]; then
+		kill "$(cat "$BATS_TEST_TMPDIR/holder")" 2>/dev/null || true
+	fi
+	sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
+}
 
 # The cgroup directories of sandbox $1 that exist, one per line.
 cgroups_of() {
@@ -61,6 +66,40 @@ cleaned_up() {
 		return 1
 	fi
 	[ -z "$(ls_status "$id")" ]
+	# Its files went to the store's trash, which a remover of the kill's
+	# own empties after it.
+	trash_emptied
+}
+
+# True when the store's trash holds nothing within 5 s.
+trash_emptied() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(ls -A "$SBX_LOCAL_DIR/.trash")" ] || return 0
+		sleep 0.05
+	done
+	echo "left in the trash: $(ls -A "$SBX_LOCAL_DIR/.trash")" >&2
+	return 1
+}
+
+@test "sbx-kill leaves a sandbox's files to the remover at work, which looks again when done" {
+	local id dir holder
+	new_sandbox
+	id=$(sid)
+	dir=$(jq -r .ref.dir s.json)
+	# A remover at work holds the trash's lock: the kill starts none.
+	holder=$(hold_trash)
+	run sbx-kill -s s.json
+	assert_success
+	[ ! -e "$dir" ]
+	cleaned_up "$id"
+	[ -n "$(ls -A "$SBX_LOCAL_DIR/.trash")" ]
+	release_trash "$holder" TERM
+	# The next kill's remover takes it too.
+	new_sandbox
+	run sbx-kill -s s.json
+	assert_success
+	trash_emptied
 }
 
 @test "sbx-kill --keep keeps the directory and its files but no live process" {

@@ -533,7 +533,11 @@ sbx_cg_remove(const struct sbx_cgroups *cg)
 {
 	int i, rc = 0;
 
+	/* Its children listed only when it has some (EBUSY): a listing of
+	 * a cgroup's directory is ~0.1 ms of a kill's CPU. */
 	for (i = 0; i < cg->n; i++) {
+		if (rmdir(cg->paths[i]) == 0 || errno == ENOENT)
+			continue;
 		rmdir_children(cg->paths[i]);
 		if (rmdir(cg->paths[i]) < 0 && errno != ENOENT)
 			rc = -1;

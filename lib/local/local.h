@@ -89,6 +89,10 @@ const char *sbx_local_root(void);
 /* A new random sandbox id: SBX_ID_LEN hex digits and a NUL. */
 void sbx_local_new_id(char *id);
 /* Drop root/.names/name if it still names id (name NULL: nothing). */
+/* Remove a killed sandbox's directory dir: renamed into ROOT/.trash at
+ * once, removed there by a process of its own that the caller does not
+ * wait for (sbx-gc removes what one killed left: sbx_local_sweep). */
+int sbx_local_trash(const char *dir, const char *id);
 /* A store's lock, DIR/.lock, held until the fd is closed: shared while a
  * sandbox or a snapshot comes to stand on what is in DIR (snapshots,
  * volumes) until its meta.json says so, exclusive while rm looks for

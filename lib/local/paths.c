@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "local.h"
@@ -190,6 +191,123 @@ sbx_local_lock(const char *dir, int exclusive)
 			fd = -1;
 		}
 	return fd;
+}
+
+/* --- the trash: killed sandboxes' directories, removed after the kill --- */
+
+/* Remove what the trash t holds (its lock ours); -1 when something is
+ * left. Names starting with '.' are not entries. */
+static int
+trash_empty(const char *t)
+{
+	DIR *d = opendir(t);
+	struct dirent *e;
+	char *p;
+	int rc = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -1;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		p = sbx_xasprintf("%s/%s", t, e->d_name);
+		if (sbx_rmtree(p) < 0)
+			rc = -1;
+		free(p);
+	}
+	closedir(d);
+	return rc;
+}
+
+/* Whether the trash t holds an entry. */
+static int
+trash_full(const char *t)
+{
+	DIR *d = opendir(t);
+	struct dirent *e;
+	int full = 0;
+
+	while (d && !full && (e = readdir(d)))
+		full = e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return full;
+}
+
+/* Empty the trash t whose lock fd holds; then, unlocked, look again:
+ * a kill that found the lock taken left what it put there to us. */
+static void
+trash_sweep_locked(const char *t, int fd)
+{
+	do {
+		trash_empty(t);
+		flock(fd, LOCK_UN);
+	} while (trash_full(t) && flock(fd, LOCK_EX | LOCK_NB) == 0);
+}
+
+int
+sbx_local_trash(const char *dir, const char *id)
+{
+	char *t = sbx_xasprintf("%s/.trash", sbx_local_root()), *p;
+	int fd = -1, null;
+	pid_t pid;
+
+	/* Unique: a kill's pid (two kills of one sandbox: one renames). */
+	p = sbx_xasprintf("%s/%s.%ld", t, id, (long)getpid());
+	if ((mkdir(t, 0700) < 0 && errno != EEXIST) || rename(dir, p) < 0) {
+		free(p);
+		free(t);
+		return sbx_rmtree(dir);
+	}
+	free(p);
+	/* Held: its holder looks again once done. */
+	if ((fd = open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    flock(fd, LOCK_EX | LOCK_NB) < 0)
+		goto out;
+	/* A grandchild, owned by no one: the kill does not wait for it,
+	 * and nothing of ours (a pipe our reader waits on) stays open. */
+	if ((pid = fork()) == 0) {
+		if (fork() != 0)
+			_exit(0);
+		setsid();
+		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		close_range(3, (unsigned)fd - 1, 0);
+		close_range((unsigned)fd + 1, ~0U, 0);
+		trash_sweep_locked(t, fd);
+		_exit(0);
+	}
+	if (pid > 0)
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+out:
+	/* Failed to fork: the next kill or sbx-gc removes it. */
+	if (fd >= 0)
+		close(fd);
+	free(t);
+	return 0;
+}
+
+int
+sbx_local_sweep(void)
+{
+	char *t = sbx_xasprintf("%s/.trash", sbx_local_root());
+	int fd, rc = 0;
+
+	if ((fd = open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		/* A sweeper at work: after it (one killed lets go). */
+		while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+			;
+		rc = trash_empty(t);
+		close(fd);
+	} else if (errno != ENOENT) {
+		rc = -1;
+	}
+	free(t);
+	return rc;
 }
 
 static int

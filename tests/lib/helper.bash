@@ -63,6 +63,44 @@ sbx_setup_backends() {
 	mkdir -p "$XDG_CONFIG_HOME/sbx"
 }
 
+# Every path of the local store, sorted, but its trash: what kills put
+# there a remover of their own removes a moment later.
+store_paths() {
+	find "$SBX_LOCAL_DIR" -path "$SBX_LOCAL_DIR/.trash" -prune -o -print | sort
+}
+
+# A stand-in for a kill's remover at work: a process holding the lock of
+# the store's trash, its pid printed (and in $BATS_TEST_TMPDIR/holder, for
+# teardown), once it holds it.
+hold_trash() {
+	local i
+	mkdir -p "$SBX_LOCAL_DIR/.trash"
+	(
+		exec 9<"$SBX_LOCAL_DIR/.trash" >/dev/null
+		flock -x 9
+		exec sleep 300
+	) &
+	echo "$!" >"$BATS_TEST_TMPDIR/holder"
+	for ((i = 0; i < 100; i++)); do
+		flock -n -x "$SBX_LOCAL_DIR/.trash" true || break
+		sleep 0.02
+	done
+	cat "$BATS_TEST_TMPDIR/holder"
+}
+
+# Kill hold_trash's process $1 with signal $2; return once the lock is
+# free (it is no child of ours to wait for).
+release_trash() {
+	local i
+	kill -s "$2" "$1"
+	for ((i = 0; i < 250; i++)); do
+		flock -n -x "$SBX_LOCAL_DIR/.trash" true && return 0
+		sleep 0.02
+	done
+	echo "the trash's lock is still held" >&2
+	return 1
+}
+
 # A sandbox for this test: its state file is $BATS_TEST_TMPDIR/s.json.
 new_sandbox() {
 	sbx-create -s "$BATS_TEST_TMPDIR/s.json" "$@" >/dev/null
