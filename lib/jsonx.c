@@ -16,6 +16,7 @@ json_t *
 sbx_json_load_object(const char *path, struct sbx_err *err)
 {
 	json_error_t je;
+	struct stat sb;
 	json_t *o;
 
 	if (access(path, F_OK) < 0) {
@@ -28,6 +29,9 @@ sbx_json_load_object(const char *path, struct sbx_err *err)
 		if (je.position == 0 && access(path, R_OK) < 0)
 			sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':",
 			    path);
+		else if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+		    sb.st_size == 0)
+			sbx_err_set(err, SBX_EX_DATA, "'%s' is empty", path);
 		else
 			sbx_err_set(err, SBX_EX_DATA,
 			    "'%s' is not valid JSON: %s (line %d)", path,

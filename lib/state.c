@@ -162,6 +162,15 @@ sbx_state_read(struct sbx_state *st, const char *path, struct sbx_err *err)
 	return 0;
 }
 
+/* Whether path is a regular file of no bytes. */
+static int
+empty_file(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0;
+}
+
 int
 sbx_state_open(struct sbx_state *st, const char *path, struct sbx_err *err)
 {
@@ -197,7 +206,10 @@ sbx_state_open(struct sbx_state *st, const char *path, struct sbx_err *err)
 		st->lockfd = -1;
 	}
 	remove_temps(path);
-	if (access(path, F_OK) < 0 && errno == ENOENT) {
+	/* None yet; or an empty one, all a crash leaves of a state file of
+	 * this host's sandboxes (written without fsync: sbx-state(5)), which
+	 * names nothing: a new one is made there. */
+	if ((access(path, F_OK) < 0 && errno == ENOENT) || empty_file(path)) {
 		st->root = json_object();
 		rc = 0;
 		goto out;

@@ -88,6 +88,20 @@ cg() { echo "/sys/fs/cgroup/unified/sbx/$(sid)"; }
 	[ ! -e "$(cg)" ]
 }
 
+@test "an empty state file (a crash's, unsynced) names no sandbox: sbx-exec says so (125), sbx-create --reuse makes one there" {
+	S=$BATS_TEST_TMPDIR/s.json
+	: >"$S"
+	run --separate-stderr sbx-exec -s "$S" -- true
+	assert_failure 125
+	assert_equal "$stderr" "sbx-exec: '$S' is empty"
+	run --separate-stderr sbx-create --reuse -s "$S"
+	assert_success
+	[ -z "$stderr" ]
+	jq_true '.schema == 1 and .status == "running"' <"$S"
+	run sx echo ok
+	assert_output ok
+}
+
 @test "sbx-create --reuse replaces a sandbox whose init died, and removes its directory" {
 	S=$BATS_TEST_TMPDIR/s.json
 	sbx-create --reuse -s "$S" >/dev/null
