@@ -56,6 +56,27 @@ ls_status() {
 	[ ! -e "$BATS_TEST_TMPDIR/none" ]
 }
 
+@test "sbx-gc frees the uid slot and the name of a sandbox whose kill was killed after moving it to the trash" {
+	local id slot
+	new_sandbox --name trashed
+	id=$(sid)
+	slot=$(jq -r .slot "$SBX_LOCAL_DIR/$id/meta.json")
+	[ "$(cat "$SBX_LOCAL_DIR/.slots/$slot")" = "$id" ]
+	[ -L "$SBX_LOCAL_DIR/.names/trashed" ]
+	# What sbx-kill killed after its rename leaves: processes gone,
+	# the directory in the trash, its slot and name still taken.
+	kill -9 "$(init_pid)"
+	wait_status "$id" dead
+	mkdir -p "$SBX_LOCAL_DIR/.trash"
+	mv "$SBX_LOCAL_DIR/$id" "$SBX_LOCAL_DIR/.trash/$id.1"
+	run --separate-stderr sbx-gc -g 0
+	assert_success
+	[ -z "$(ls -A "$SBX_LOCAL_DIR/.trash")" ]
+	[ ! -e "$SBX_LOCAL_DIR/.slots/$slot" ]
+	[ ! -e "$SBX_LOCAL_DIR/.names/trashed" ]
+	! grep -rqx -- "$id" "$SBX_LOCAL_DIR/.slots" || fail "a slot still names $id"
+}
+
 @test "sbx-gc removes what a killed remover left in the trash" {
 	local id holder
 	new_sandbox

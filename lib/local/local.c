@@ -171,6 +171,38 @@ release_slot(const char *root, json_t *meta, const char *id)
 }
 
 void
+sbx_local_release_of(const char *dir, const char *id)
+{
+	json_t *meta = sbx_local_meta(dir), *s = json_object_get(meta,
+	    "slot");
+	char *slots, *text, num[24];
+
+	/* Its slot file names it while it is its: one taken since by
+	 * another sandbox stays. */
+	if (json_is_integer(s)) {
+		slots = sbx_xasprintf("%s/.slots", sbx_local_root());
+		snprintf(num, sizeof num, "%lld", (long long)
+		    json_integer_value(s));
+		if ((text = sbx_local_read_small(slots, num))) {
+			text[strcspn(text, "\n")] = '\0';
+			if (!strcmp(text, id)) {
+				char *p = sbx_xasprintf("%s/%s", slots, num);
+
+				unlink(p);
+				free(p);
+			}
+			free(text);
+		}
+		free(slots);
+	} else {
+		release_slot(sbx_local_root(), NULL, id);
+	}
+	sbx_local_release_name(sbx_local_root(), sbx_json_str(meta, "name"),
+	    id);
+	json_decref(meta);
+}
+
+void
 sbx_local_release_name(const char *root, const char *name, const char *id)
 {
 	char *p, target[64];

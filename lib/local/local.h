@@ -93,6 +93,9 @@ void sbx_local_new_id(char *id);
  * once, removed there by a process of its own that the caller does not
  * wait for (sbx-gc removes what one killed left: sbx_local_sweep). */
 int sbx_local_trash(const char *dir, const char *id);
+/* What sandbox id, whose directory (or what is left of it) is dir, holds
+ * in the store: its uid slot and its name, where they still name it. */
+void sbx_local_release_of(const char *dir, const char *id);
 /* A store's lock, DIR/.lock, held until the fd is closed: shared while a
  * sandbox or a snapshot comes to stand on what is in DIR (snapshots,
  * volumes) until its meta.json says so, exclusive while rm looks for

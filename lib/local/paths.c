@@ -202,7 +202,7 @@ trash_empty(const char *t)
 {
 	DIR *d = opendir(t);
 	struct dirent *e;
-	char *p;
+	char *p, *id;
 	int rc = 0;
 
 	if (!d)
@@ -211,6 +211,13 @@ trash_empty(const char *t)
 		if (e->d_name[0] == '.')
 			continue;
 		p = sbx_xasprintf("%s/%s", t, e->d_name);
+		/* ID.PID: a kill killed after its rename left its slot
+		 * and name taken. */
+		id = sbx_xstrdup(e->d_name);
+		id[strcspn(id, ".")] = '\0';
+		if (sbx_local_valid_id(id))
+			sbx_local_release_of(p, id);
+		free(id);
 		if (sbx_rmtree(p) < 0)
 			rc = -1;
 		free(p);
