@@ -479,6 +479,11 @@ int sbx_shell_answer(struct sbx_msg *m, const char *op, json_t **out,
  * ops have none). */
 __attribute__((weak)) int sbx_shell_remote(const json_t *ref,
     const struct sbx_shell_req *rq, json_t **out, struct sbx_err *err);
+/* The variable in the environment of every process of an exec in a
+ * container (the engine's exec, lib/docker/exec.c, and sbx-init's,
+ * lib/local/init.c): a timeout, a signal or the caller's going reach them
+ * all, those that left its session too. */
+#define SBX_EXEC_TAG_VAR "SBX_EXEC_TAG"
 /* An exec through sbx-init's socket in a sandbox of another backend
  * (docker), as on local but for a cgroup: sock connected already by
  * connect(dir), which reconnects it; id for messages; std_open the

@@ -20,7 +20,6 @@
  * code tells it from a stop (sbx-pause) and from a death. */
 #define KILLED_SIGNAL "SIGUSR1"
 #define KILLED_CODE (128 + SIGUSR1)
-#define TAG_VAR "SBX_EXEC_TAG"
 
 struct dk {
 	struct sbx_http *h;

@@ -34,7 +34,7 @@ static const char tty_sh[] =
     "while [ $n -lt 20 ]; do\n" \
     "\tpids=$(for d in /proc/[0-9]*; do\n" \
     "\t\tcase \"$(tr '\\0' '\\n' <\"$d/environ\" 2>/dev/null)\" in\n" \
-    "\t\t*\"" TAG_VAR "=$2\"*) echo \"${d#/proc/}\" ;;\n" \
+    "\t\t*\"" SBX_EXEC_TAG_VAR "=$2\"*) echo \"${d#/proc/}\" ;;\n" \
     "\t\tesac\n" \
     "\tdone | sort -n)\n" \
     "\t[ -n \"$pids\" ] || exit 0\n" \
@@ -688,7 +688,8 @@ agent_exec(struct dk *d, const json_t *ref, const json_t *c, const char *dir,
 	/* As on every backend, a UTF-8 locale, unless the image has one. */
 	if (!has_env(c, "LANG="))
 		env[k++] = "LANG=C.UTF-8";
-	memcpy(env + k, o->env ? o->env : env + k, n * sizeof *env);
+	if (n)
+		memcpy(env + k, o->env, n * sizeof *env);
 	ao.env = env;
 	rc = sbx_agent_exec(dir, sbx_json_str(ref, "id"), sock,
 	    sbx_docker_agent_connect, std_open, argv, &ao, res, err);
@@ -774,7 +775,7 @@ sbx_docker_exec(const json_t *ref, char *const argv[],
 		x.env[k++] = "LANG=C.UTF-8";
 	for (i = 0; i < n; i++)
 		x.env[k++] = o->env[i];
-	x.env[k] = tag = sbx_xasprintf(TAG_VAR "=%s", x.tag);
+	x.env[k] = tag = sbx_xasprintf(SBX_EXEC_TAG_VAR "=%s", x.tag);
 	if (o->tty && sbx_xs_winsize(&ws) == 0) {
 		for (i = 0; argv[i]; i++)
 			;

@@ -38,7 +38,7 @@ struct run {
 	long long deadline; /* monotonic ms, 0: none */
 	int cg_kill;        /* the exec's cgroup.kill, or -1 */
 	int timed_out;
-	char tag[24];       /* --docker: TAG_VAR's value in its environment */
+	char tag[24];       /* --docker: its SBX_EXEC_TAG_VAR value */
 };
 
 /* The cgroup of a timed exec whose command ended before its deadline:
@@ -65,13 +65,6 @@ static struct {
 	pid_t main;                 /* --docker: the container's command */
 	unsigned long long ntags;
 } ag = {.listen = FD_LISTEN};
-
-/* --docker: what every process of an exec has in its environment, so
- * that a timeout, a signal or the client's going reach all of them, even
- * those that left its session (an exec in a container has no cgroup of
- * its own); the name the engine's exec uses too (lib/docker/exec.c). */
-#define TAG_VAR "SBX_EXEC_TAG"
-
 
 static void
 logmsg(const char *fmt, const char *arg)
@@ -407,8 +400,8 @@ open_pty(struct req *r, int *master, int *slave)
 }
 
 /* --docker: the pids of the processes whose environment holds
- * TAG_VAR=tag, in pid order (the order they came in), into pids (at most
- * max); how many. */
+ * SBX_EXEC_TAG_VAR=tag, in pid order (the order they came in), into pids
+ * (at most max); how many. */
 static size_t
 tagged(const char *tag, pid_t *pids, size_t max)
 {
@@ -422,7 +415,8 @@ tagged(const char *tag, pid_t *pids, size_t max)
 
 	if (!d)
 		return 0;
-	wl = (size_t)snprintf(want, sizeof want, "%s=%s", TAG_VAR, tag) + 1;
+	wl = (size_t)snprintf(want, sizeof want, "%s=%s", SBX_EXEC_TAG_VAR,
+	    tag) + 1;
 	while (n < max && (e = readdir(d))) {
 		if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
 		    (pid = (pid_t)strtol(e->d_name, NULL, 10)) == getpid())
@@ -519,7 +513,8 @@ start_exec(int sock, struct sbx_msg *m)
 		    sbx_mono_ms());
 		while (r.env[k])
 			k++;
-		r.env[k] = r.tag_env = sbx_xasprintf("%s=%s", TAG_VAR, tag);
+		r.env[k] = r.tag_env = sbx_xasprintf("%s=%s", SBX_EXEC_TAG_VAR,
+		    tag);
 	}
 	if (r.user && as_user(&r, &uerr) < 0) {
 		send_error(sock, (uint32_t)uerr.code, uerr.msg);

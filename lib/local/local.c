@@ -138,21 +138,32 @@ out:
 	return rc;
 }
 
-/* The slot meta.json records, or, when there is no meta.json (a creation
- * or a kill that died half-way), the slot whose file names id. */
+/* The slot meta.json records, while its file names id; or, when there is
+ * no meta.json (a creation or a kill that died half-way), the slot whose
+ * file names id. */
 static void
 release_slot(const char *root, json_t *meta, const char *id)
 {
 	json_t *s = json_object_get(meta, "slot");
-	char *dir = sbx_xasprintf("%s/.slots", root), *p, *text;
+	char *dir = sbx_xasprintf("%s/.slots", root), *p, *text, num[24];
 	struct dirent *e;
 	DIR *d;
 
 	if (json_is_integer(s)) {
-		p = sbx_xasprintf("%s/%lld", dir,
-		    (long long)json_integer_value(s));
-		unlink(p);
-		free(p);
+		/* Only while its file names id: a slot taken since by
+		 * another sandbox (what a killed kill left, freed late from
+		 * the trash) stays. */
+		snprintf(num, sizeof num, "%lld", (long long)
+		    json_integer_value(s));
+		if ((text = sbx_local_read_small(dir, num))) {
+			text[strcspn(text, "\n")] = '\0';
+			if (!id || !strcmp(text, id)) {
+				p = sbx_xasprintf("%s/%s", dir, num);
+				unlink(p);
+				free(p);
+			}
+			free(text);
+		}
 	} else if (!meta && id && (d = opendir(dir))) {
 		p = sbx_xasprintf("%s/.%s", dir, id);
 		unlink(p);
@@ -173,30 +184,9 @@ release_slot(const char *root, json_t *meta, const char *id)
 void
 sbx_local_release_of(const char *dir, const char *id)
 {
-	json_t *meta = sbx_local_meta(dir), *s = json_object_get(meta,
-	    "slot");
-	char *slots, *text, num[24];
+	json_t *meta = sbx_local_meta(dir);
 
-	/* Its slot file names it while it is its: one taken since by
-	 * another sandbox stays. */
-	if (json_is_integer(s)) {
-		slots = sbx_xasprintf("%s/.slots", sbx_local_root());
-		snprintf(num, sizeof num, "%lld", (long long)
-		    json_integer_value(s));
-		if ((text = sbx_local_read_small(slots, num))) {
-			text[strcspn(text, "\n")] = '\0';
-			if (!strcmp(text, id)) {
-				char *p = sbx_xasprintf("%s/%s", slots, num);
-
-				unlink(p);
-				free(p);
-			}
-			free(text);
-		}
-		free(slots);
-	} else {
-		release_slot(sbx_local_root(), NULL, id);
-	}
+	release_slot(sbx_local_root(), meta, id);
 	sbx_local_release_name(sbx_local_root(), sbx_json_str(meta, "name"),
 	    id);
 	json_decref(meta);

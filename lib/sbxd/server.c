@@ -858,6 +858,11 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 		flags |= MHD_USE_IPv6;
 	if (sbxd_wake_start(err) < 0)
 		return -1;
+	/* Its thread makes nothing before a create asks. */
+	if (sbxd_warm_start(err) < 0) {
+		sbxd_wake_end();
+		return -1;
+	}
 	conns_max = conns;
 	d = MHD_start_daemon(flags, 0, on_accept, NULL, on_request, NULL,
 	    MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
@@ -871,24 +876,16 @@ sbx_sbxd_run(const struct sbx_sbxd_opts *o, struct sbx_err *err)
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
 	    MHD_OPTION_END);
 	if (!d) {
+		sbxd_warm_end();
 		sbxd_wake_end();
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot listen on '%s'",
 		    o->listen);
 	}
 	if (pthread_create(&reaper, NULL, sbxd_reaper, NULL)) {
 		MHD_stop_daemon(d);
+		sbxd_warm_end();
 		sbxd_wake_end();
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread");
-	}
-	if (sbxd_warm_start(err) < 0) {
-		MHD_stop_daemon(d);
-		pthread_mutex_lock(&sbxd.mu);
-		sbxd.stopping = 1;
-		pthread_cond_broadcast(&sbxd.cv);
-		pthread_mutex_unlock(&sbxd.mu);
-		pthread_join(reaper, NULL);
-		sbxd_wake_end();
-		return -1;
 	}
 	sbxd_log("listening on %s (%s backend)", o->listen, sbxd.be->name);
 	sbxd_log("limits: connections %s, per address %s, header timeout "
