@@ -48,6 +48,32 @@ teardown() {
 	[ "$(sort -u out | wc -l)" -eq 1 ]
 }
 
+# A directory of the host as an fd would let the command walk the host's
+# tree past every mount of the sandbox (openat(fd, "..")): it gets
+# /dev/null there instead, so such a stdin reads as empty (as through the
+# docker engine's exec) and such an stdout or stderr takes nothing.
+@test "local: sbx-exec never hands the command a directory of the host as stdin, stdout or stderr" {
+	new_sandbox
+	mkdir -p host/inner
+	echo secret >host/inner/marker
+	run sbx-exec -s s.json -i -- sh -c 'readlink /proc/self/fd/0; cat /proc/self/fd/0/inner/marker; cat; echo rc=$?' <host
+	assert_success
+	[ "${lines[0]}" = /dev/null ]
+	[ "${lines[-1]}" = rc=0 ]
+	refute_output --partial secret
+	sbx-exec -s s.json -- sh -c 'exec 3>&1; readlink /proc/self/fd/3 >&2; cat /proc/self/fd/3/inner/marker >&2' 1<host 2>err || true
+	[ "$(head -n 1 err)" = /dev/null ]
+	run grep secret err
+	assert_failure 1
+	sbx-exec -s s.json -- sh -c 'exec 3>&2; readlink /proc/self/fd/3; cat /proc/self/fd/3/inner/marker' 2<host >out || true
+	[ "$(head -n 1 out)" = /dev/null ]
+	run grep secret out
+	assert_failure 1
+	# A file and a pipe are still handed over as they are.
+	run sbx-exec -s s.json -i -- cat <host/inner/marker
+	assert_output secret
+}
+
 @test "local: sbx-exec -t with stdin at its end: bash's prompt (raw mode) sees end of file and bash exits" {
 	new_sandbox
 	# KILL: sbx-exec passes TERM on to bash, which ignores it.

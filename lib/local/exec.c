@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -388,6 +389,30 @@ static const struct sbx_xs_transport lx_transport = {
 	.finish = lx_finish,
 };
 
+/* /dev/null, opened once, for an fd of ours that is closed or that the
+ * sandbox must not get; -1 (errno) if it cannot be opened. */
+static int
+dev_null(struct lx *x)
+{
+	if (x->null < 0)
+		x->null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	return x->null;
+}
+
+/* Our fd as the command's: itself, or /dev/null in place of a directory
+ * (an fd of the host's tree would let the command walk it past every
+ * mount of the sandbox: openat(fd, "..")). Through the docker engine's
+ * exec such a stdin reads as empty too. */
+static int
+passable(struct lx *x, int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		return dev_null(x);
+	return fd;
+}
+
 /* An exec through the agent of dir: a local sandbox's (local: its
  * cgroup, its CA), or with sock connected already, one of another
  * backend's. std_open: which of our fds 0-2 are open, as sbx_xs_init
@@ -418,7 +443,8 @@ agent_exec(const char *dir, const char *id, int local, int sock,
 	if (!o->tty) {
 		if (o->interactive && (xs.std_open & 1)) {
 			flags |= SBX_EXEC_STDIN;
-			x.fds[x.nfds++] = 0;
+			if ((x.fds[x.nfds++] = passable(&x, 0)) < 0)
+				goto no_null;
 		}
 		if (o->capture) {
 			if (pipe2(x.outp, O_CLOEXEC) < 0 ||
@@ -430,11 +456,10 @@ agent_exec(const char *dir, const char *id, int local, int sock,
 			x.fds[x.nfds++] = x.outp[1];
 			x.fds[x.nfds++] = x.errp[1];
 		} else {
-			if ((xs.std_open & 6) != 6 && (x.null = open(
-			    "/dev/null", O_WRONLY | O_CLOEXEC)) < 0)
-				goto out;
-			x.fds[x.nfds++] = xs.std_open & 2 ? 1 : x.null;
-			x.fds[x.nfds++] = xs.std_open & 4 ? 2 : x.null;
+			for (i = 1; i <= 2; i++)
+				if ((x.fds[x.nfds++] = xs.std_open & (1 << i) ?
+				    passable(&x, (int)i) : dev_null(&x)) < 0)
+					goto no_null;
 		}
 	}
 	if (o->timeout_ms && local) {
@@ -470,6 +495,9 @@ agent_exec(const char *dir, const char *id, int local, int sock,
 	/* The command wrote to the caller's fds itself: not through us. */
 	if (!o->tty && !o->capture)
 		res->bytes_unknown = 1;
+	goto out;
+no_null:
+	sbx_err_set(err, SBX_EX_EXECFAIL, "cannot open /dev/null:");
 out:
 	{
 		int all[] = {x.sock, x.null, x.master, x.outp[0], x.outp[1],
