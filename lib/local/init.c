@@ -338,6 +338,19 @@ exec_path(struct spawn *sp, char **argv, char **env)
 	    err);
 }
 
+/* Once for every command, which inherit both (local sandboxes; a
+ * container's engine took every capability already): no capability can
+ * come back through an exec, and whatever sbx-create left ignored is not
+ * (an ignored signal stays so across execve, a caught one does not),
+ * but SIGPIPE, which the agent ignores and spawn_child restores. */
+static int
+agent_prep(void)
+{
+	sbx_sig_default();
+	signal(SIGPIPE, SIG_IGN);
+	return sbx_local_drop_bounding();
+}
+
 /* The command's side: runs on its own stack in the agent's memory until
  * execve, so it makes only system calls. */
 static int
@@ -346,8 +359,15 @@ spawn_child(void *arg)
 	struct spawn *sp = arg;
 	struct req *r = sp->r;
 	char what[600];
+	sigset_t none;
 
-	sbx_sig_default();
+	if (ag.docker) {
+		sbx_sig_default();
+	} else {
+		sigemptyset(&none);
+		signal(SIGPIPE, SIG_DFL);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+	}
 	setsid();
 	if (sp->tty_slave >= 0) {
 		ioctl(sp->tty_slave, TIOCSCTTY, 0);
@@ -887,6 +907,9 @@ sbx_local_init_main(int argc, char **argv)
 			return SBX_EX_EXECFAIL;
 	} else if (read_config() < 0) {
 		logmsg("%s", "cannot read the configuration");
+		return 1;
+	} else if (agent_prep() < 0) {
+		logmsg("%s", "cannot empty the capability bounding set");
 		return 1;
 	}
 	sbx_sess_setup(ag.workdir, ag.env, session_prep, touch);

@@ -365,6 +365,10 @@ int sbx_local_host_accounts(const char *dir, struct sbx_err *err);
  * no_new_privs, the seccomp denylist. For a command about to exec: raw
  * system calls only (it runs in the agent's memory). */
 int sbx_local_harden(const struct sbx_local_user *u);
+/* Empty this process's capability bounding set and clear its ambient
+ * one, for good: done once by the agent, whose commands' hardening then
+ * skips it (its children inherit both). Its own capabilities stay. */
+int sbx_local_drop_bounding(void);
 /* Only its seccomp filter (sbx-image's RUN steps). */
 int sbx_local_seccomp(void);
 

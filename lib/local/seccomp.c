@@ -103,23 +103,37 @@ sbx_local_seccomp(void)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }
 
+/* Whether this process's bounding set is empty and its ambient set
+ * clear already (sbx_local_drop_bounding): its children's hardening
+ * need not ask the kernel again, a capability at a time. */
+static int bounding_dropped;
+
+int
+sbx_local_drop_bounding(void)
+{
+	int cap;
+
+	for (cap = 0; prctl(PR_CAPBSET_READ, cap) >= 0; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap) < 0)
+			return -1;
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	bounding_dropped = 1;
+	return 0;
+}
+
 int
 sbx_local_harden(const struct sbx_local_user *u)
 {
 	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
 	struct __user_cap_data_struct d[2] = {{0, 0, 0}, {0, 0, 0}};
-	int cap;
-
 	/* Sandbox root must not regain capabilities through exec. */
 	if (prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
 	    SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
 	    SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
 	    SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
 		return -1;
-	for (cap = 0; prctl(PR_CAPBSET_READ, cap) >= 0; cap++)
-		if (prctl(PR_CAPBSET_DROP, cap) < 0)
-			return -1;
-	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (!bounding_dropped && sbx_local_drop_bounding() < 0)
+		return -1;
 	/* The image's user: its capabilities stay (no setuid fixup) until
 	 * capset clears them below. Groups first, while we may: its own
 	 * alone, none but its primary when it has none (a rootless
