@@ -146,6 +146,55 @@ exec_events() {
 	refute_output --partial 'sleep 30'
 }
 
+# The agent's socket is in the container too (0666, as a container's
+# user may differ from the host's): it serves the host (outside its pid
+# namespace: pid 0 to it) and its own user, not another user in there,
+# who would have it run commands as root.
+@test "docker: the agent answers root in the container but closes another user's connection unanswered" {
+	dk
+	id=$(sid)
+	cat >peer.c <<'EOF'
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+/* peer SOCKET: send the agent an INFO (a header: length 0, type 2) and
+ * say whether an answer came. */
+int main(int argc, char **argv)
+{
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	uint32_t h[2] = {0, 2};
+	char b[64];
+	int s = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	if (argc != 2)
+		return 2;
+	strncpy(a.sun_path, argv[1], sizeof a.sun_path - 1);
+	if (connect(s, (struct sockaddr *)&a, sizeof a) < 0 ||
+	    write(s, h, sizeof h) != sizeof h) {
+		perror(argv[1]);
+		return 2;
+	}
+	puts(read(s, b, sizeof b) >= 8 ? "answered" : "closed");
+	return 0;
+}
+EOF
+	cc -static -o peer peer.c
+	docker cp peer "$id:/tmp/peer" >/dev/null
+	# -u: through the engine's exec, as that user in the container.
+	run sbx-exec -s s.json -u 0 -- /tmp/peer /dev/.sbx/run/sock
+	assert_success
+	assert_output answered
+	run sbx-exec -s s.json -u 65534 -- sh -c 'id -u; /tmp/peer /dev/.sbx/run/sock'
+	assert_success
+	assert_output $'65534\nclosed'
+	# And the agent still serves the host.
+	run sbx-exec -s s.json -- echo fine
+	assert_output fine
+}
+
 @test "docker: a directory as stdin is never passed into the container: that exec goes through the engine" {
 	dk
 	id=$(sid)
