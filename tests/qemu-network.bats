@@ -16,6 +16,12 @@ setup_file() {
 	sbx_registry_start || return 1
 	local r=$BATS_FILE_TMPDIR/root
 	sbx_busybox_root "$r" || return 1
+	# An HTTPS client that checks a chain (busybox's wget cannot).
+	cc -static -O2 -o "$r/usr/bin/tls-get" "$BATS_TEST_DIRNAME/lib/tls-get.c" \
+	    -lssl -lcrypto 2>"$BATS_FILE_TMPDIR/cc.log" || {
+		cat "$BATS_FILE_TMPDIR/cc.log" >&2
+		return 1
+	}
 	sbx_registry_push_image t/bb v1 '{"Env":["PATH=/usr/bin:/bin"]}' "$r" >/dev/null || return 1
 	IMG=$SBX_TEST_REGISTRY/t/bb:v1
 	export IMG
@@ -190,7 +196,7 @@ wait_log() {
 	done
 }
 
-@test "qemu allow: header injection: sbx-netd's CA in the VM's trust store and variables; the world sees the header; sbx-net refuses it for a VM made without" {
+@test "qemu allow: header injection: sbx-netd's CA in the VM's trust store and variables; the world sees the header over HTTP and HTTPS; sbx-net refuses it for a VM made without" {
 	local s=$BATS_TEST_TMPDIR/i.json dir key=qinj-$RANDOM$RANDOM$RANDOM
 	# sbx-netd trusts the world's CA upstream; the value is a throwaway.
 	SBX_NETWORK_CA_FILE=$NETWORLD_CA SBX_TEST_KEY=$key \
@@ -210,8 +216,18 @@ wait_log() {
 	run --separate-stderr sbx-exec -s "$s" -- wget -q -O - http://a.test/h
 	assert_success
 	jq_true --arg k "$key" '.tls == false and .headers["x-api-key"] == $k' <<<"$output"
-	# (HTTPS is network-inject.bats's, the same sbx-netd: busybox's
-	# wget offers no cipher suite for its EC certificates.)
+	# HTTPS: the VM's trust store (sbx-netd's CA alone) verifies the
+	# chain sbx-netd presents for a.test, and the world sees the header.
+	run --separate-stderr sbx-exec -s "$s" -- tls-get "$NETWORLD_A" a.test /s \
+	    /etc/ssl/certs/ca-certificates.crt
+	assert_success
+	jq_true --arg k "$key" '.tls == true and .sni == "a.test" and
+	    .path == "/s" and .headers["x-api-key"] == $k' <<<"$output"
+	# Not a client that trusts anything: with the world's CA in place of
+	# sbx-netd's, the handshake fails (the chain is sbx-netd's).
+	run --separate-stderr sbx-exec -s "$s" -i -- sh -c 'cat >/tmp/w.pem; tls-get "$1" a.test /s /tmp/w.pem' - "$NETWORLD_A" <"$NETWORLD_CA"
+	assert_failure 1
+	assert_equal "${stderr%%$'\n'*}" "tls-get: handshake: unable to get local issuer certificate"
 	# Never in the VM's environment, nor in its meta.
 	run sbx-exec -s "$s" -- env
 	refute_output --partial "$key"
