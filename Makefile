@@ -238,7 +238,7 @@ $(BIN)/remote/sbx-snapshot $(BIN)/remote/sbx-fork: \
 	$(MSG) LD $@
 	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_snap_take \
 		-Wl,-u,sbx_docker_snap_export -Wl,-u,sbx_e2b_snap_export \
-		-o $@ $^ $(SYNC_LIBS) \
+		-Wl,-u,sbx_snap_export_diff -o $@ $^ $(SYNC_LIBS) \
 		$(REMOTE_LIBS) $(LDLIBS)
 
 $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
@@ -246,11 +246,19 @@ $(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	$(MSG) LD $@
 	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BIN)/sbx-sync $(BIN)/sbx-cp $(BIN)/sbx-image $(BIN)/sbx-snapshot: \
+$(BIN)/sbx-sync $(BIN)/sbx-cp $(BIN)/sbx-image: \
 		$(BIN)/%: $(BUILD)/cmd/%.o $(BUILD)/libsbx.a
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
+		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
+
+# sbx-snapshot exports a qemu snapshot through two VMs (lib/snapdiff.c,
+# its weak reference).
+$(BIN)/sbx-snapshot: $(BUILD)/cmd/sbx-snapshot.o $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(MSG) LD $@
+	$(Q)$(CC) $(STATIC) $(LDFLAGS) -Wl,-u,sbx_snap_export_diff -o $@ $^ \
 		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
 
 # sbx-shell copies the agent into a qemu VM as it does into a docker

@@ -110,14 +110,15 @@ static const struct sbx_backend backends[] = {
 		 * ports through QEMU's hostfwd; no header injection). Pause: QMP stop (suspend), or the VM
 		 * powered off, its disk kept (stop). Files: tar in the VM
 		 * over its port. Snapshots: its disk's overlay, copied
-		 * (its own, not the store's; no export). */
+		 * (its own, not the store's; exported by comparing a VM of
+		 * it with one of its image). */
 		.caps = SBX_CAP_PTY | SBX_CAP_STDIN | SBX_CAP_FILES |
 		    SBX_CAP_NET_DENY | SBX_CAP_NET_ALLOW | SBX_CAP_NET_RULES |
 		    SBX_CAP_MEMORY |
 		    SBX_CAP_CPUS | SBX_CAP_TIMEOUT | SBX_CAP_NAME |
 		    SBX_CAP_KEEP | SBX_CAP_SUSPEND | SBX_CAP_STOP |
-		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT | SBX_CAP_IDLE |
-		    SBX_CAP_PORTS | SBX_CAP_PUBLISH,
+		    SBX_CAP_SHELL | SBX_CAP_SNAPSHOT | SBX_CAP_SNAP_EXPORT |
+		    SBX_CAP_IDLE | SBX_CAP_PORTS | SBX_CAP_PUBLISH,
 		.compress = SBX_COMPRESS_NONE,
 		/* Priced by its size, as E2B prices its microVMs. */
 		.vcpu_second_default = SBX_E2B_VCPU_SECOND,

@@ -532,4 +532,13 @@ int sbx_snap_merge_export(struct sbx_snap_merge *m, int n,
     int (*layer)(void *arg, int l, int pass), void *arg, int fd,
     const json_t *meta, struct archive **w, struct sbx_err *err);
 
+/* snapdiff.c: the export on fd of snapshot sid of backend, which cannot
+ * say what the snapshot changed: a sandbox of it and one of its base
+ * image (record rec's "image") compared, file by file, through the
+ * backend's operations (GNU find in the sandboxes); rec is the export's
+ * meta. Weak, as it needs libarchive: the tools that export pull it in
+ * (-u sbx_snap_export_diff). */
+__attribute__((weak)) int sbx_snap_export_diff(const char *backend,
+    const char *sid, const json_t *rec, int fd, struct sbx_err *err);
+
 #endif

@@ -14,6 +14,8 @@ setup_file() {
 	sbx_qemu_setup_file || return 1
 	local r=$BATS_FILE_TMPDIR/root
 	sbx_busybox_root "$r" || return 1
+	# GNU find and sha256sum: an export lists and hashes with them.
+	sbx_root_add_host_programs "$r" find sha256sum || return 1
 	sbx-image import -q -t t/bb "$r" >/dev/null || return 1
 	sbx-create -b qemu --image t/bb --memory 160M --name src \
 	    -s "$BATS_FILE_TMPDIR/src.json" >/dev/null
@@ -140,11 +142,55 @@ snap_cat() {
 	sbx-snapshot rm -b qemu killed
 }
 
-@test "qemu: a snapshot is not exported: exit 2, one line, nothing written" {
+@test "qemu: export compares a VM of the snapshot with one of its image: what changed and what went, nothing left running" {
+	sbx-exec -s "$A" -- sh -c 'mkdir -p /opt/d && echo new >/opt/d/new &&
+	    chmod 751 /opt/d/new && ln -s d/new /opt/l && rm /usr/bin/vi &&
+	    echo more >>/etc/passwd'
 	sbx-snapshot -s "$A" -n port >/dev/null
-	run --separate-stderr sbx-snapshot export -b qemu port
-	assert_failure 2
-	assert_output ''
-	[ "$stderr" = "sbx-snapshot: backend 'qemu' cannot export its snapshots (sbx-snapshot export)" ]
+	before=$(sbx-ls -j -b qemu | jq -s length)
+	sbx-snapshot export -b qemu port >snap.tar 2>err || fail "export: $(cat err)"
+	[ ! -s err ]
+	[ "$(sbx-ls -j -b qemu | jq -s length)" -eq "$before" ]
+	tar -xOf snap.tar sbx-snapshot.json >man
+	jq_true '.format == "sbx-snapshot/1" and .name == "port" and
+	    .backend == "qemu" and .deleted == ["/usr/bin/vi"] and
+	    (has("layers") or has("image_path") | not)' <man
+	mkdir x
+	tar -C x -xf snap.tar
+	[ "$(cat x/files/opt/d/new)" = new ]
+	[ "$(stat -c %a x/files/opt/d/new)" = 751 ]
+	[ "$(readlink x/files/opt/l)" = d/new ]
+	tail -n 1 x/files/etc/passwd | grep -qx more
+	# Only what changed: the command's, and the workdir sbx-create made
+	# (a directory new or of another mode or owner, not one whose
+	# entries changed).
+	run tar -tf snap.tar
+	assert_output "sbx-snapshot.json
+files/
+files/opt/
+files/opt/d/
+files/workspace/
+files/etc/passwd
+files/opt/d/new
+files/opt/l"
 	sbx-snapshot rm -b qemu port
+}
+
+@test "qemu: export of a snapshot whose image the store no longer has as it was: exit 1, one line, no VM made" {
+	sbx-snapshot -s "$A" -n old >/dev/null
+	run sbx-snapshot ls -j -b qemu
+	dg=$(jq -r 'select(.name == "old") | .image_digest' <<<"$output")
+	img=$(jq -r 'select(.name == "old") | .image' <<<"$output")
+	# The name imported again, with other files: another digest.
+	r=$BATS_TEST_TMPDIR/r2
+	sbx_busybox_root "$r"
+	echo other >"$r/etc/other"
+	sbx-image import -q -t t/bb "$r" >/dev/null
+	before=$(sbx-ls -j -b qemu | jq -s length)
+	run --separate-stderr sbx-snapshot export -b qemu old
+	assert_failure 1
+	assert_output ''
+	[ "$stderr" = "sbx-snapshot: cannot export snapshot 'old': image '$img' of the store is no longer the one it was taken on ($dg)" ] || fail "stderr: $stderr"
+	[ "$(sbx-ls -j -b qemu | jq -s length)" -eq "$before" ]
+	sbx-snapshot rm -b qemu old
 }

@@ -289,7 +289,7 @@ port_open(int fd, const json_t *m, json_t *deleted, json_t *opaque,
     struct sbx_err *err)
 {
 	static const char *const drop[] = {"layers", "pause_ms", "image_id",
-	    "base_layers", "base_size", "endpoint", "runtime"};
+	    "base_layers", "base_size", "endpoint", "runtime", "image_path"};
 	struct archive_entry *e;
 	json_t *man = json_deep_copy(m);
 	struct archive *w = archive_write_new();
@@ -305,7 +305,8 @@ port_open(int fd, const json_t *m, json_t *deleted, json_t *opaque,
 	json_object_set_new(man, "format", json_string("sbx-snapshot/1"));
 	json_object_set(man, "deleted", deleted);
 	json_object_set(man, "opaque", opaque);
-	/* What only the store, or the engine, means (a runtime too). */
+	/* What only the store, or the engine, means (a runtime too; a qemu
+	 * image's path on this host). */
 	for (i = 0; i < sizeof drop / sizeof drop[0]; i++)
 		json_object_del(man, drop[i]);
 	json_object_set_new(man, "owners", json_string("sandbox"));

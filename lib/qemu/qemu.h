@@ -114,6 +114,10 @@ json_t *sbx_qemu_snapshot(const json_t *ref, const char *name,
     struct sbx_err *err);
 int sbx_qemu_snapshots(const char *op, const char *id,
     int (*fn)(json_t *snap, void *arg), void *arg, struct sbx_err *err);
+/* sbx-snapshot export (snap_export): through lib/snapdiff.c, a VM of
+ * the snapshot and one of its image, compared. */
+int sbx_qemu_snap_export(const char *id_or_name, int fd,
+    struct sbx_err *err);
 
 /* The last lines of dir/console.log, for an error ("" when none). */
 void sbx_qemu_console_tail(const char *dir, char *buf, size_t n);

@@ -8,8 +8,8 @@
  * it), and a sandbox --from it has a new overlay over it. One is made in
  * .snp-HEX.PID and renamed whole; what a killed sbx-snapshot left, the
  * next one removes, and a guard process continues the VM it stopped.
- * None is exported (no SBX_CAP_SNAP_EXPORT): its files are in an ext4
- * that only its guest reads. */
+ * Its files are in an ext4 that only its guest reads: an export
+ * compares a VM of it with one of its image (lib/snapdiff.c). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "image/image.h"
 #include "msg.h"
 #include "qemu.h"
 
@@ -146,6 +147,43 @@ sbx_qemu_snapshots(const char *op, const char *id,
 	if (!(m = sbx_qemu_snap_get(id, NULL, err)))
 		return -1;
 	rc = fn(m, arg);
+	json_decref(m);
+	return rc;
+}
+
+/* The base an export compares the snapshot with is a new VM of its
+ * image: only an image of the store that still has the digest the
+ * snapshot was taken on is that base for sure (a directory may have
+ * changed since, a name may have been pulled again). */
+int
+sbx_qemu_snap_export(const char *id_or_name, int fd, struct sbx_err *err)
+{
+	struct sbx_image_use iu = {0};
+	struct sbx_err e = {0};
+	const char *image, *dg;
+	json_t *m;
+	int rc = -1;
+
+	if (!sbx_snap_export_diff)
+		return sbx_err_set(err, SBX_EX_FAIL, "this tool cannot export "
+		    "a qemu snapshot (sbx-snapshot does)");
+	if (!(m = sbx_qemu_snap_get(id_or_name, NULL, err)))
+		return -1;
+	image = sbx_json_str(m, "image");
+	if (!(dg = sbx_json_str(m, "image_digest")))
+		sbx_err_set(err, SBX_EX_FAIL, "cannot export snapshot '%s': "
+		    "its image is the directory '%s', which may have changed "
+		    "since (an image of the store keeps its digest)",
+		    id_or_name, image ? image : "?");
+	else if (!image || sbx_image_lookup(image, &iu, &e) < 0 ||
+	    !iu.digest || strcmp(iu.digest, dg))
+		sbx_err_set(err, SBX_EX_FAIL, "cannot export snapshot '%s': "
+		    "image '%s' of the store is no longer the one it was taken "
+		    "on (%s)", id_or_name, image ? image : "?", dg);
+	else
+		rc = sbx_snap_export_diff("qemu", sbx_json_str(m, "snapshot"),
+		    m, fd, err);
+	sbx_image_use_release(&iu);
 	json_decref(m);
 	return rc;
 }

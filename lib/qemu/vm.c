@@ -1601,4 +1601,5 @@ const struct sbx_backend_ops sbx_qemu_ops = {
 	.ports = qemu_ports,
 	.snapshot = sbx_qemu_snapshot,
 	.snapshots = sbx_qemu_snapshots,
+	.snap_export = sbx_qemu_snap_export,
 };

@@ -12,8 +12,10 @@
 #                  E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY
 #   daytona        the same sbxd, through Daytona's API (DAYTONA_API_URL and
 #                  DAYTONA_API_KEY)
-#   qemu           a microVM per sandbox under TCG, of a busybox image that
-#                  setup_suite.bash imports into a store of the run's
+#   qemu           a microVM per sandbox under TCG, of a busybox image (with
+#                  GNU find and sha256sum, which an export of a snapshot
+#                  needs) that setup_suite.bash imports into a store of the
+#                  run's
 # `make check` runs it for each of them but qemu, whose boots take ~10 s
 # each: `make check-qemu` runs it there (BACKENDS= narrows either).
 #

@@ -45,6 +45,12 @@ setup_suite() {
 		    >"$SBX_IMAGE_DIR/root/etc/passwd"
 		printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' \
 		    >"$SBX_IMAGE_DIR/root/etc/group"
+		# GNU find and sha256sum: an export lists and hashes with them;
+		# a path of the host's image the export test can delete (as a
+		# local sandbox of the host's image can: / is its own).
+		sbx_root_add_host_programs "$SBX_IMAGE_DIR/root" find sha256sum ||
+		    return 1
+		ln -s usr/lib32 "$SBX_IMAGE_DIR/root/lib32" || return 1
 		sbx-image import -q -t sbx-test/busybox "$SBX_IMAGE_DIR/root" \
 		    >/dev/null || return 1
 		rm -rf "$SBX_IMAGE_DIR/root"

@@ -270,3 +270,21 @@ sbx_busybox_root() {
 	cp /bin/busybox "$r/usr/bin/busybox" || return 1
 	echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
 }
+
+# The host's PROGRAM... (dynamic, as Debian has them) into root $1, each
+# over its busybox applet, with the shared libraries ldd names at their
+# paths: GNU find and sha256sum for an export of a snapshot that compares
+# two sandboxes (lib/snapdiff.c).
+sbx_root_add_host_programs() {
+	local r=$1 p lib
+	shift
+	for p in "$@"; do
+		p=$(command -v "$p") || return 1
+		rm -f "$r/usr/bin/${p##*/}"
+		cp "$p" "$r/usr/bin/${p##*/}" || return 1
+		for lib in $(ldd "$p" | grep -o '/[^ ]*'); do
+			[ -e "$r$lib" ] && continue
+			mkdir -p "$r${lib%/*}" && cp -L "$lib" "$r$lib" || return 1
+		done
+	done
+}
