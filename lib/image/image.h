@@ -166,7 +166,6 @@ struct sbx_image_layer {
 	pid_t pid;
 	char *digest;
 	struct sbx_buf notes; /* what it does to the layers below */
-	int applied;
 };
 struct sbx_image_tree {
 	char *final, *tmp;  /* tmp holds a directory per layer: 0, 1, ... */

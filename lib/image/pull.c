@@ -14,6 +14,9 @@
 
 /* Layers fetched at once, as docker pulls them. */
 #define PULL_JOBS 3
+/* An unpack waiting for more of its blob is woken each time this much
+ * more came (or at its end): not at each piece curl gives. */
+#define WAKE_BYTES (256 * 1024)
 
 /* A blob this pull needs: fetched by a worker into an unnamed file of
  * the store, checked on the way, and named only once the whole image is
@@ -83,9 +86,10 @@ on_bytes(size_t n, void *arg)
 	struct pool *p = w->p;
 
 	pthread_mutex_lock(&p->mu);
-	w->cur->avail += (long long)n;
-	if (p->waiting)
+	if (p->waiting && (w->cur->avail + (long long)n) / WAKE_BYTES !=
+	    w->cur->avail / WAKE_BYTES)
 		pthread_cond_broadcast(&p->cv);
+	w->cur->avail += (long long)n;
 	pthread_mutex_unlock(&p->mu);
 	if (!p->progress)
 		return;

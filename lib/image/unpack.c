@@ -187,10 +187,12 @@ apply_layer(int fd, const char *digest, int chrooted, struct sbx_buf *notes,
 	archive_read_support_format_tar(a);
 	archive_read_support_filter_gzip(a);
 	archive_read_support_filter_zstd(a);
+	/* Not ARCHIVE_EXTRACT_UNLINK: the layer's directory holds only what
+	 * it wrote, and libarchive removes what is in the way when it must
+	 * (a name twice), not an unlink that fails before each file. */
 	flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
 	    ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-	    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_UNLINK |
-	    ARCHIVE_EXTRACT_XATTR;
+	    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_XATTR;
 	/* Chrooted into the layer, a symlink cannot lead out of it;
 	 * otherwise libarchive checks every component of every name, an
 	 * open, a stat and a close each. */
@@ -423,7 +425,6 @@ apply_sent(struct sbx_image_tree *t, size_t i, int fd, const char *digest,
 		sbx_buf_release(&l->notes);
 		sbx_buf_add(&l->notes, m.data + sizeof *err,
 		    m.len - sizeof *err);
-		l->applied = 1;
 	}
 	sbx_msg_release(&m);
 	return rc;
@@ -444,21 +445,29 @@ struct flat {
 static int
 dir_meta(int from, int to, const struct stat *st)
 {
-	char list[4096], val[65536], *k;
+	/* Linux's largest list and value (XATTR_LIST_MAX, XATTR_SIZE_MAX). */
+	char *list, *val, *k;
 	ssize_t n, v;
+	int rc = -1;
 
 	if (geteuid() == 0 && fchown(to, st->st_uid, st->st_gid) < 0)
 		return -1;
 	if (fchmod(to, st->st_mode & 07777) < 0)
 		return -1;
-	if ((n = flistxattr(from, list, sizeof list)) < 0)
-		return errno == ENOTSUP ? 0 : -1;
-	for (k = list; k < list + n; k += strlen(k) + 1) {
-		if ((v = fgetxattr(from, k, val, sizeof val)) < 0 ||
+	if ((n = flistxattr(from, NULL, 0)) <= 0)
+		return n == 0 || errno == ENOTSUP ? 0 : -1;
+	list = sbx_xmalloc(2 * 65536);
+	val = list + 65536;
+	if ((n = flistxattr(from, list, 65536)) < 0)
+		goto out;
+	for (k = list; k < list + n; k += strlen(k) + 1)
+		if ((v = fgetxattr(from, k, val, 65536)) < 0 ||
 		    fsetxattr(to, k, val, (size_t)v, 0) < 0)
-			return -1;
-	}
-	return 0;
+			goto out;
+	rc = 0;
+out:
+	free(list);
+	return rc;
 }
 
 /* Directory upper (the layer's, at f->rel) merged into lower (the
