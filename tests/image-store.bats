@@ -84,7 +84,8 @@ def layer(path, *entries):
             ti.pax_headers = pax
             ti.size = len(data) if typ == F else 0
             t.addfile(ti, io.BytesIO(data) if typ == F else None)
-def e(name, typ=F, data=b"", mode=0o644, owner=(0, 0), link="", pax={}):
+def e(name, typ=F, data=b"", mode=None, owner=(0, 0), link="", pax={}):
+    mode = mode or (0o755 if typ == D else 0o644)
     return (name, typ, data, mode, owner, link, pax)
 w = sys.argv[1]
 layer(w + "/x0.tar", e("d", D, mode=0o755, pax={"SCHILY.xattr.user.low": "1"}),
@@ -109,6 +110,7 @@ PY
 
 teardown() {
 	[ -z "${PROXY_PID:-}" ] || kill "$PROXY_PID" 2>/dev/null || true
+	[ -z "${NONROOT_DIR:-}" ] || rm -rf "$NONROOT_DIR"
 }
 
 teardown_file() {
@@ -374,7 +376,8 @@ here"
 	root=$(jq_str .rootfs <<<"$output")
 	# Through the symlinks below (relative, absolute: inside the tree),
 	# which stay.
-	[ -L "$root/s" ] && [ -L "$root/abs" ]
+	[ -L "$root/s" ]
+	[ -L "$root/abs" ]
 	assert_equal "$(cat "$root/d/viaimplicit")" si
 	assert_equal "$(cat "$root/d/viaabs")" sa
 	assert_equal "$(cat "$root/d/a")" a
@@ -398,6 +401,29 @@ print(sorted(os.listxattr(sys.argv[1])))' "$root/d")" "['user.low', 'user.up']"
 	assert_equal "$(cat "$root/z/keep")$(cat "$root/z/new")" kn
 	assert_equal "$(find "$root" -name '.wh.*')" ''
 	assert_equal "$(ls -A "$SBX_IMAGE_DIR/rootfs")" "${IMG_X#sha256:}"
+}
+
+@test "not root: the same layers give the same tree but its owners; a path through a lower layer's symlink goes where it leads" {
+	command -v setpriv >/dev/null || skip "no setpriv"
+	d=$(mktemp -d /tmp/sbx-nonroot.XXXXXX)
+	NONROOT_DIR=$d
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+	run --separate-stderr setpriv --reuid=65534 --regid=65534 \
+	    --clear-groups env HOME="$d" XDG_CONFIG_HOME="$d/config" \
+	    SBX_IMAGE_DIR="$d/store" sbx-image pull "$R/t/across:v1"
+	assert_success
+	root=$(jq_str .rootfs <<<"$output")
+	[ -L "$root/s" ]
+	[ -L "$root/abs" ]
+	assert_equal "$(cat "$root/d/viaimplicit")$(cat "$root/d/viaabs")" sisa
+	assert_equal "$(stat -c '%a %u' "$root/d")" "750 65534"
+	assert_equal "$(stat -c %i "$root/l2")" "$(stat -c %i "$root/d/b")"
+	assert_equal "$(cat "$root/up/link")" T
+	[ ! -e "$root/e" ]
+	[ ! -e "$root/y/f" ]
+	[ ! -e "$root/hl/target" ]
+	assert_equal "$(find "$d/store/rootfs" -mindepth 1 -maxdepth 1 | wc -l)" 1
 }
 
 @test "layers are unpacked as their blobs come: the top one is in while the bottom one's blob has not come" {
