@@ -426,22 +426,27 @@ print(sorted(os.listxattr(sys.argv[1])))' "$root/d")" "['user.low', 'user.up']"
 	assert_equal "$(find "$d/store/rootfs" -mindepth 1 -maxdepth 1 | wc -l)" 1
 }
 
-@test "layers are unpacked as their blobs come: the top one is in while the bottom one's blob has not come" {
-	first=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[0]')
-	[ -n "$first" ]
-	rm -rf "$SBX_IMAGE_DIR"
+# tests/lib/slow-proxy.py before the registry, holding blob $1 (at most
+# 10 s; $2: its WATCH glob): PROXY_PID, its port in port, its log in log.
+slow_proxy() {
 	log=$BATS_TEST_TMPDIR/proxy.log
-	# The bottom layer's blob held until the top layer's file is in the
-	# store's temporary tree (its directory, 2), or 10 s.
 	python3 "$BATS_TEST_DIRNAME/lib/slow-proxy.py" "$BATS_TEST_TMPDIR/port" \
-	    "$R" "$log" "$first" 10 \
-	    "$SBX_IMAGE_DIR/rootfs/.tmp-*/2/opt/d/g" >/dev/null 2>&1 3>&- &
+	    "$R" "$log" "$1" 10 ${2:+"$2"} >/dev/null 2>&1 3>&- &
 	PROXY_PID=$!
 	for ((i = 0; i < 100; i++)); do
 		[ -s "$BATS_TEST_TMPDIR/port" ] && break
 		sleep 0.05
 	done
 	port=$(cat "$BATS_TEST_TMPDIR/port")
+}
+
+@test "layers are unpacked as their blobs come: the top one is in while the bottom one's blob has not come" {
+	first=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[0]')
+	[ -n "$first" ]
+	rm -rf "$SBX_IMAGE_DIR"
+	# The bottom layer's blob held until the top layer's file is in the
+	# store's temporary tree (its directory, 2), or 10 s.
+	slow_proxy "$first" "$SBX_IMAGE_DIR/rootfs/.tmp-*/2/opt/d/g"
 	run --separate-stderr sbx-image pull "127.0.0.1:$port/t/three:v1"
 	assert_success
 	jq_true ".digest == \"$IMG_3\"" <<<"$output"
@@ -531,15 +536,7 @@ gz_bad() {
 	first=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[0]')
 	[ -n "$first" ]
 	rm -rf "$SBX_IMAGE_DIR"
-	log=$BATS_TEST_TMPDIR/proxy.log
-	python3 "$BATS_TEST_DIRNAME/lib/slow-proxy.py" "$BATS_TEST_TMPDIR/port" \
-	    "$R" "$log" "$first" 10 >/dev/null 2>&1 3>&- &
-	PROXY_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$BATS_TEST_TMPDIR/port" ] && break
-		sleep 0.05
-	done
-	port=$(cat "$BATS_TEST_TMPDIR/port")
+	slow_proxy "$first"
 	run --separate-stderr sbx-image pull "127.0.0.1:$port/t/three:v1"
 	assert_success
 	jq_true ".digest == \"$IMG_3\"" <<<"$output"
