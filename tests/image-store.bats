@@ -67,11 +67,50 @@ setup_file() {
 	    "$w/base" "$r" >/dev/null || return 1
 	sbx_registry_push_image t/user nosuch '{"User":"nosuch"}' \
 	    "$w/base" "$r" >/dev/null || return 1
-	export IMG_V1 IMG_ARM IMG_3
+	# Layers made as tars, each doing to the layers below what a layer
+	# unpacked in a directory of its own cannot do there: hard links to
+	# their files, paths through their symlinks, a new owner, mode and
+	# attribute on their directory, whiteouts of a directory and of a
+	# hard-linked file, an opaque directory.
+	python3 - "$w" <<'PY' || return 1
+import io, sys, tarfile
+D, F, L, H = tarfile.DIRTYPE, tarfile.REGTYPE, tarfile.SYMTYPE, tarfile.LNKTYPE
+def layer(path, *entries):
+    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT) as t:
+        for name, typ, data, mode, owner, link, pax in entries:
+            ti = tarfile.TarInfo(name)
+            ti.type, ti.mode, ti.mtime, ti.linkname = typ, mode, 1000, link
+            ti.uid, ti.gid = owner
+            ti.pax_headers = pax
+            ti.size = len(data) if typ == F else 0
+            t.addfile(ti, io.BytesIO(data) if typ == F else None)
+def e(name, typ=F, data=b"", mode=None, owner=(0, 0), link="", pax={}):
+    mode = mode or (0o755 if typ == D else 0o644)
+    return (name, typ, data, mode, owner, link, pax)
+w = sys.argv[1]
+layer(w + "/x0.tar", e("d", D, mode=0o755, pax={"SCHILY.xattr.user.low": "1"}),
+      e("d/a", data=b"a"), e("hl", D, mode=0o755),
+      e("hl/target", data=b"T", mode=0o640, owner=(7, 8)),
+      e("s", L, link="d"), e("abs", L, link="/d"), e("e", D, mode=0o700),
+      e("e/in", data=b"e"), e("x", data=b"x"), e("y", D, mode=0o711),
+      e("y/f", data=b"f"), e("z", D), e("z/keep", data=b"k"))
+layer(w + "/x1.tar",
+      e("d", D, mode=0o750, owner=(1234, 5678), pax={"SCHILY.xattr.user.up": "2"}),
+      e("d/b", data=b"b"), e("up/link", H, link="hl/target"),
+      e("s/viaimplicit", data=b"si"), e("abs/viaabs", data=b"sa"),
+      e(".wh.x"), e("y/.wh..wh..opq"), e("y/g", data=b"g"),
+      e("z/new", data=b"n"))
+layer(w + "/x2.tar", e(".wh.e"), e("l2", H, link="d/b"), e("x", data=b"x2"),
+      e("hl/.wh.target"))
+PY
+	IMG_X=$(sbx_registry_push_image t/across v1 '{}' "$w/x0.tar" \
+	    "$w/x1.tar" "$w/x2.tar") || return 1
+	export IMG_V1 IMG_ARM IMG_3 IMG_X
 }
 
 teardown() {
 	[ -z "${PROXY_PID:-}" ] || kill "$PROXY_PID" 2>/dev/null || true
+	[ -z "${NONROOT_DIR:-}" ] || rm -rf "$NONROOT_DIR"
 }
 
 teardown_file() {
@@ -331,6 +370,94 @@ here"
 	[ -z "$(ls -A "$SBX_IMAGE_DIR/rootfs" | grep -v "^${IMG_3#sha256:}\$")" ]
 }
 
+@test "layers across each other: hard links and paths to the files below, a directory's owner, mode and attributes from above, whiteouts" {
+	run --separate-stderr sbx-image pull "$R/t/across:v1"
+	assert_success
+	root=$(jq_str .rootfs <<<"$output")
+	# Through the symlinks below (relative, absolute: inside the tree),
+	# which stay.
+	[ -L "$root/s" ]
+	[ -L "$root/abs" ]
+	assert_equal "$(cat "$root/d/viaimplicit")" si
+	assert_equal "$(cat "$root/d/viaabs")" sa
+	assert_equal "$(cat "$root/d/a")" a
+	# The directory below, its owner, mode and attributes from above.
+	assert_equal "$(stat -c '%a %u:%g' "$root/d")" "750 1234:5678"
+	assert_equal "$(python3 -c 'import os, sys
+print(sorted(os.listxattr(sys.argv[1])))' "$root/d")" "['user.low', 'user.up']"
+	# Hard links to a file of the layer below, and of the one below that;
+	# the linked file whited out, its other name stays.
+	assert_equal "$(stat -c '%a %u:%g %h' "$root/up/link")" "640 7:8 1"
+	assert_equal "$(cat "$root/up/link")" T
+	[ ! -e "$root/hl/target" ]
+	assert_equal "$(stat -c %i "$root/l2")" "$(stat -c %i "$root/d/b")"
+	assert_equal "$(stat -c %h "$root/d/b")" 2
+	# A directory below whited out; a file whited out, then made again.
+	[ ! -e "$root/e" ]
+	assert_equal "$(cat "$root/x")" x2
+	# Opaque: only what the layer put there; not opaque: both.
+	[ ! -e "$root/y/f" ]
+	assert_equal "$(cat "$root/y/g")" g
+	assert_equal "$(cat "$root/z/keep")$(cat "$root/z/new")" kn
+	assert_equal "$(find "$root" -name '.wh.*')" ''
+	assert_equal "$(ls -A "$SBX_IMAGE_DIR/rootfs")" "${IMG_X#sha256:}"
+}
+
+@test "not root: the same layers give the same tree but its owners; a path through a lower layer's symlink goes where it leads" {
+	command -v setpriv >/dev/null || skip "no setpriv"
+	d=$(mktemp -d /tmp/sbx-nonroot.XXXXXX)
+	NONROOT_DIR=$d
+	chmod 755 "$d"
+	chown 65534:65534 "$d"
+	run --separate-stderr setpriv --reuid=65534 --regid=65534 \
+	    --clear-groups env HOME="$d" XDG_CONFIG_HOME="$d/config" \
+	    SBX_IMAGE_DIR="$d/store" sbx-image pull "$R/t/across:v1"
+	assert_success
+	root=$(jq_str .rootfs <<<"$output")
+	[ -L "$root/s" ]
+	[ -L "$root/abs" ]
+	assert_equal "$(cat "$root/d/viaimplicit")$(cat "$root/d/viaabs")" sisa
+	assert_equal "$(stat -c '%a %u' "$root/d")" "750 65534"
+	assert_equal "$(stat -c %i "$root/l2")" "$(stat -c %i "$root/d/b")"
+	assert_equal "$(cat "$root/up/link")" T
+	[ ! -e "$root/e" ]
+	[ ! -e "$root/y/f" ]
+	[ ! -e "$root/hl/target" ]
+	assert_equal "$(find "$d/store/rootfs" -mindepth 1 -maxdepth 1 | wc -l)" 1
+}
+
+# tests/lib/slow-proxy.py before the registry, holding blob $1 (at most
+# 10 s; $2: its WATCH glob): PROXY_PID, its port in port, its log in log.
+slow_proxy() {
+	log=$BATS_TEST_TMPDIR/proxy.log
+	python3 "$BATS_TEST_DIRNAME/lib/slow-proxy.py" "$BATS_TEST_TMPDIR/port" \
+	    "$R" "$log" "$1" 10 ${2:+"$2"} >/dev/null 2>&1 3>&- &
+	PROXY_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$BATS_TEST_TMPDIR/port" ] && break
+		sleep 0.05
+	done
+	port=$(cat "$BATS_TEST_TMPDIR/port")
+}
+
+@test "layers are unpacked as their blobs come: the top one is in while the bottom one's blob has not come" {
+	first=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[0]')
+	[ -n "$first" ]
+	rm -rf "$SBX_IMAGE_DIR"
+	# The bottom layer's blob held until the top layer's file is in the
+	# store's temporary tree (its directory, 2), or 10 s.
+	slow_proxy "$first" "$SBX_IMAGE_DIR/rootfs/.tmp-*/2/opt/d/g"
+	run --separate-stderr sbx-image pull "127.0.0.1:$port/t/three:v1"
+	assert_success
+	jq_true ".digest == \"$IMG_3\"" <<<"$output"
+	root=$(jq_str .rootfs <<<"$output")
+	run grep -x -e seen -e timeout "$log"
+	assert_output seen
+	assert_equal "$(cat "$root/opt/d/g")" last
+	[ ! -e "$root/opt/d/f" ]
+	assert_equal "$(ls -A "$SBX_IMAGE_DIR/rootfs")" "${IMG_3#sha256:}"
+}
+
 @test "a corrupt layer of three: exit 6, no blob, no tree, no temporary file, no name" {
 	dir=$SBX_TEST_REGISTRY_DIR/storage/docker/registry/v2/blobs/sha256
 	mid=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[1]')
@@ -409,15 +536,7 @@ gz_bad() {
 	first=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[0]')
 	[ -n "$first" ]
 	rm -rf "$SBX_IMAGE_DIR"
-	log=$BATS_TEST_TMPDIR/proxy.log
-	python3 "$BATS_TEST_DIRNAME/lib/slow-proxy.py" "$BATS_TEST_TMPDIR/port" \
-	    "$R" "$log" "$first" 10 >/dev/null 2>&1 3>&- &
-	PROXY_PID=$!
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$BATS_TEST_TMPDIR/port" ] && break
-		sleep 0.05
-	done
-	port=$(cat "$BATS_TEST_TMPDIR/port")
+	slow_proxy "$first"
 	run --separate-stderr sbx-image pull "127.0.0.1:$port/t/three:v1"
 	assert_success
 	jq_true ".digest == \"$IMG_3\"" <<<"$output"

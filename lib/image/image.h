@@ -152,41 +152,60 @@ int sbx_image_export(const char *ref, int fd, struct sbx_err *err);
 int sbx_image_unpack(const char *root, const char *digest,
     const json_t *layers, char **path, struct sbx_err *err);
 
-/* The same a layer at a time, as the layers come: begin (1 when the tree
- * is already there: apply nothing, commit), apply each layer's blob (fd)
- * bottom first, then commit (renamed whole, *path malloc'd) or abort
- * (nothing left). */
-struct sbx_image_tree {
-	char *final, *tmp;
-	int dfd, cwd;
-	/* As root: the unpacker, a child chrooted into the tree, forked at
-	 * begin (before any thread of a pull: a child forked from a
-	 * threaded process may find a lock of the allocator taken for
-	 * ever) and fed each layer's fd on sock. */
+/* The same a layer at a time, as the layers come, any number at once:
+ * begin (1 when the tree is already there: apply nothing, commit), apply
+ * layer i (0 the bottom) from its blob's fd, each into a directory of its
+ * own, then commit (the layers flattened by renames, bottom up, and
+ * renamed whole, *path malloc'd) or abort (nothing left). */
+struct sbx_image_layer {
+	/* The layer's unpacker, a child in its directory (chrooted there
+	 * as root), forked at begin (before any thread of a pull: a child
+	 * forked from a threaded process may find a lock of the allocator
+	 * taken for ever) and fed the layer's fd on sock. */
 	int sock;
 	pid_t pid;
+	char *digest;
+	struct sbx_buf notes; /* what it does to the layers below */
+};
+struct sbx_image_tree {
+	char *final, *tmp;  /* tmp holds a directory per layer: 0, 1, ... */
+	int dfd;            /* tmp's */
+	size_t n;
+	struct sbx_image_layer *l;
 };
 int sbx_image_tree_begin(struct sbx_image_tree *t, const char *root,
-    const char *digest, struct sbx_err *err);
-int sbx_image_tree_apply(struct sbx_image_tree *t, int fd,
+    const char *digest, size_t nlayers, struct sbx_err *err);
+int sbx_image_tree_apply(struct sbx_image_tree *t, size_t i, int fd,
     const char *digest, struct sbx_err *err);
 int sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
     struct sbx_err *err);
 void sbx_image_tree_abort(struct sbx_image_tree *t);
+/* Layer i from its blob (gzip inflated on a thread of its own, anything
+ * else fed as it is), read as it comes: wait (or NULL for a whole file)
+ * returns 0 once the blob holds more than off bytes or is whole, -1 when
+ * it will not come whole. In inflate.c, the remote flavour's (libisal):
+ * without it sbx_image_unpack gives each blob whole to its unpacker. */
+int sbx_image_tree_apply_blob(struct sbx_image_tree *t, size_t i, int fd,
+    const char *digest, int (*wait)(void *arg, off_t off), void *arg,
+    struct sbx_err *err);
 
-/* A gzip layer inflated by a thread into a pipe (inflate.c, ISA-L), for
- * a pull: start gives the pipe's read end, a plain tar, in *rd (1: fd is
- * not gzip, nothing started); end, once the reader has closed it, joins
- * the thread (-1: the gzip was bad or unreadable). */
+/* A layer's blob fed by a thread into a pipe that the unpacker reads as
+ * a tar (inflate.c): a gzip one inflated (ISA-L), anything else as it is;
+ * start gives the pipe's read end in *rd; end, once the reader has closed
+ * it, joins the thread (-1: the gzip was bad, or the blob unreadable). */
 struct sbx_inflater {
 	pthread_t t;
 	int started;
 	int in, out;    /* the blob (a dup), the pipe's write end */
+	off_t off;      /* read so far */
+	int (*wait)(void *arg, off_t off);
+	void *arg;
 	const char *digest;
 	struct sbx_err err;
 };
 int sbx_inflater_start(struct sbx_inflater *f, int fd, const char *digest,
-    int *rd, struct sbx_err *err);
+    int (*wait)(void *arg, off_t off), void *arg, int *rd,
+    struct sbx_err *err);
 int sbx_inflater_end(struct sbx_inflater *f, struct sbx_err *err);
 
 #endif

@@ -1,7 +1,8 @@
 /* pull.c - an image from its registry into the local store: the
  * manifest (an index's entry for the platform asked), the config and the
- * layers, each checked against its digest before it is named, then the
- * layers applied once into the image's root filesystem. */
+ * layers, each checked against its digest before it is named; each layer
+ * unpacked as its blob comes, all at once, each into a directory of its
+ * own, then flattened into the image's root filesystem (unpack.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -13,6 +14,9 @@
 
 /* Layers fetched at once, as docker pulls them. */
 #define PULL_JOBS 3
+/* An unpack waiting for more of its blob is woken each time this much
+ * more came (or at its end): not at each piece curl gives. */
+#define WAKE_BYTES (256 * 1024)
 
 /* A blob this pull needs: fetched by a worker into an unnamed file of
  * the store, checked on the way, and named only once the whole image is
@@ -20,14 +24,17 @@
 struct job {
 	const char *digest;
 	long long size;
-	int fd;         /* the checked, unnamed blob, or -1 */
-	int done;       /* fd is ready, or the blob was in the store */
+	int fd;         /* the unnamed blob (checked once done), or -1 */
+	long long avail; /* bytes of it in fd so far */
+	int done;       /* fd is whole and checked, or the blob was in the
+			 * store */
 	int linked;     /* named by this pull */
 };
 
 struct pool {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;      /* a blob started, more of it came, done */
+	int waiting;            /* the unpacks waiting on cv */
 	struct job *jobs;
 	size_t n;
 	size_t *todo, ntodo, next; /* the jobs to fetch, in layer order */
@@ -43,7 +50,18 @@ struct pool {
 struct worker {
 	struct pool *p;
 	struct sbx_registry *g;
+	struct job *cur;        /* the blob it fetches */
 	pthread_t t;
+	int started;
+};
+
+/* A layer unpacked as its blob comes. */
+struct unpack {
+	struct pool *p;
+	struct job *j;
+	struct sbx_image_tree *t;
+	size_t i;               /* its place, 0 the bottom */
+	pthread_t th;
 	int started;
 };
 
@@ -60,33 +78,43 @@ pool_fail(struct pool *p, const struct sbx_err *e)
 	pthread_mutex_unlock(&p->mu);
 }
 
+/* More of the blob w fetches is in its file: its unpack told. */
 static void
 on_bytes(size_t n, void *arg)
 {
-	struct pool *p = arg;
+	struct worker *w = arg;
+	struct pool *p = w->p;
 
+	pthread_mutex_lock(&p->mu);
+	if (p->waiting && (w->cur->avail + (long long)n) / WAKE_BYTES !=
+	    w->cur->avail / WAKE_BYTES)
+		pthread_cond_broadcast(&p->cv);
+	w->cur->avail += (long long)n;
+	pthread_mutex_unlock(&p->mu);
+	if (!p->progress)
+		return;
 	pthread_mutex_lock(&p->pmu);
 	sbx_progress_add(0, n);
 	pthread_mutex_unlock(&p->pmu);
 }
 
-/* Blob j into an unnamed file of the store, checked (on disk: work()'s
- * fsync, before any blob is named). */
+/* Blob j into an unnamed file of the store, read by its unpack as it
+ * comes, checked at its end (on disk: work()'s fsync, before any blob is
+ * named). */
 static int
-fetch(struct pool *p, struct sbx_registry *g, struct job *j,
-    struct sbx_err *err)
+fetch(struct pool *p, struct worker *w, struct job *j, struct sbx_err *err)
 {
 	int fd = openat(p->bdfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
 
 	if (fd < 0)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot store a blob in "
 		    "'%s':", p->root);
-	if (sbx_registry_blob(g, j->digest, fd, err) < 0) {
-		close(fd);
-		return -1;
-	}
+	pthread_mutex_lock(&p->mu);
 	j->fd = fd;
-	return 0;
+	w->cur = j;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	return sbx_registry_blob(w->g, j->digest, fd, err);
 }
 
 static void *
@@ -106,7 +134,7 @@ work(void *arg)
 		j = &p->jobs[p->todo[p->next++]];
 		pthread_mutex_unlock(&p->mu);
 		memset(&e, 0, sizeof e);
-		if (fetch(p, w->g, j, &e) < 0) {
+		if (fetch(p, w, j, &e) < 0) {
 			pool_fail(p, &e);
 			break;
 		}
@@ -143,29 +171,6 @@ job_of(struct pool *p, const char *digest, long long size)
 	return p->n++;
 }
 
-/* Layer j's blob, to read from its start: the unnamed file, or the
- * store's. */
-static int
-layer_fd(struct pool *p, struct job *j, struct sbx_err *err)
-{
-	int fd;
-
-	if (j->fd >= 0) {
-		if ((fd = fcntl(j->fd, F_DUPFD_CLOEXEC, 0)) < 0 ||
-		    lseek(fd, 0, SEEK_SET) < 0) {
-			if (fd >= 0)
-				close(fd);
-			return sbx_err_set(err, SBX_EX_FAIL, "cannot read "
-			    "blob %s:", j->digest);
-		}
-		return fd;
-	}
-	if ((fd = openat(p->bdfd, j->digest + 7, O_RDONLY | O_CLOEXEC)) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "layer %s is not in the "
-		    "store (pull the image again):", j->digest);
-	return fd;
-}
-
 /* The blobs fetched, named: all, or none (those named here unnamed). */
 static int
 name_blobs(struct pool *p, int *fetched, struct sbx_err *err)
@@ -190,42 +195,89 @@ name_blobs(struct pool *p, int *fetched, struct sbx_err *err)
 	return 0;
 }
 
-/* Layer fd into tree t; a gzip one inflated beside the unpack. The bad
- * gzip's error before the tar's that it caused. */
+/* For the unpack of u: the blob holds more than off bytes, or is whole;
+ * -1 when the pull failed. */
 static int
-apply(struct sbx_image_tree *t, int fd, const char *digest,
-    struct sbx_err *err)
+job_wait(void *arg, off_t off)
 {
-	struct sbx_inflater f;
-	struct sbx_err e = {0};
-	int rd, rc;
+	struct unpack *u = arg;
+	struct pool *p = u->p;
+	int rc;
 
-	if ((rc = sbx_inflater_start(&f, fd, digest, &rd, err)) < 0)
-		return -1;
-	if (rc > 0)
-		return sbx_image_tree_apply(t, fd, digest, err);
-	rc = sbx_image_tree_apply(t, rd, digest, &e);
-	/* The writer blocked on a pipe no one reads ends now. */
-	close(rd);
-	if (sbx_inflater_end(&f, err) < 0)
-		return -1;
-	if (rc < 0)
-		*err = e;
+	pthread_mutex_lock(&p->mu);
+	while (!p->failed && !u->j->done && u->j->avail <= off) {
+		p->waiting++;
+		pthread_cond_wait(&p->cv, &p->mu);
+		p->waiting--;
+	}
+	rc = p->failed ? -1 : 0;
+	pthread_mutex_unlock(&p->mu);
 	return rc;
 }
 
+/* Layer u->i unpacked from its blob as it comes (or from the store's);
+ * its failure said once its blob is whole: a blob that is not what its
+ * digest says is that, not the bad tar it made. */
+static void *
+unpack(void *arg)
+{
+	struct unpack *u = arg;
+	struct pool *p = u->p;
+	struct job *j = u->j;
+	struct sbx_err e = {0};
+	int fd, rc, growing;
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->failed && j->fd < 0 && !j->done) {
+		p->waiting++;
+		pthread_cond_wait(&p->cv, &p->mu);
+		p->waiting--;
+	}
+	rc = p->failed;
+	growing = j->fd >= 0;
+	fd = growing ? fcntl(j->fd, F_DUPFD_CLOEXEC, 0) :
+	    openat(p->bdfd, j->digest + 7, O_RDONLY | O_CLOEXEC);
+	pthread_mutex_unlock(&p->mu);
+	if (rc) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	if (fd < 0) {
+		sbx_err_set(&e, SBX_EX_FAIL, growing ? "cannot read blob %s:" :
+		    "layer %s is not in the store (pull the image again):",
+		    j->digest);
+		pool_fail(p, &e);
+		return NULL;
+	}
+	rc = sbx_image_tree_apply_blob(u->t, u->i, fd, j->digest,
+	    growing ? job_wait : NULL, u, &e);
+	close(fd);
+	if (rc == 0)
+		return NULL;
+	pthread_mutex_lock(&p->mu);
+	while (!p->failed && !j->done) {
+		p->waiting++;
+		pthread_cond_wait(&p->cv, &p->mu);
+		p->waiting--;
+	}
+	pthread_mutex_unlock(&p->mu);
+	pool_fail(p, &e);
+	return NULL;
+}
+
 /* The image's blobs (config first, then its layers) fetched PULL_JOBS at
- * once while the layers are applied, bottom first, each as soon as it is
- * in; nothing named unless all of it came and was applied. */
+ * once, each layer unpacked as its blob comes, all at once; nothing
+ * named unless all of it came and was unpacked. */
 static int
 fetch_unpack(struct pool *p, struct sbx_registry *g, const size_t *lj,
-    size_t nl, struct sbx_image_tree *t, int unpack, struct sbx_err *err)
+    size_t nl, struct sbx_image_tree *t, int unpack_them,
+    struct sbx_err *err)
 {
 	struct worker w[PULL_JOBS];
-	struct sbx_err e;
+	struct unpack *u = sbx_xcalloc(nl + 1, sizeof *u);
 	long long bytes = 0;
 	size_t i, nw;
-	int fd, rc;
 
 	memset(w, 0, sizeof w);
 	for (i = 0; i < p->n; i++)
@@ -240,8 +292,8 @@ fetch_unpack(struct pool *p, struct sbx_registry *g, const size_t *lj,
 	nw = p->ntodo < PULL_JOBS ? p->ntodo : PULL_JOBS;
 	for (i = 0; i < nw; i++) {
 		w[i].p = p;
-		if (!(w[i].g = sbx_registry_dup(g, &p->stop, p->progress ?
-		    on_bytes : NULL, p, err))) {
+		if (!(w[i].g = sbx_registry_dup(g, &p->stop, on_bytes, &w[i],
+		    err))) {
 			pool_fail(p, err);
 			break;
 		}
@@ -252,33 +304,25 @@ fetch_unpack(struct pool *p, struct sbx_registry *g, const size_t *lj,
 		}
 		w[i].started = 1;
 	}
-	for (i = 0; unpack && i < nl; i++) {
-		struct job *j = &p->jobs[lj[i]];
-
-		pthread_mutex_lock(&p->mu);
-		while (!j->done && !p->failed)
-			pthread_cond_wait(&p->cv, &p->mu);
-		rc = p->failed;
-		pthread_mutex_unlock(&p->mu);
-		if (rc)
-			break;
-		memset(&e, 0, sizeof e);
-		if ((fd = layer_fd(p, j, &e)) < 0) {
-			pool_fail(p, &e);
+	for (i = 0; unpack_them && !p->failed && i < nl; i++) {
+		u[i] = (struct unpack){.p = p, .j = &p->jobs[lj[i]], .t = t,
+		    .i = i};
+		if ((errno = pthread_create(&u[i].th, NULL, unpack, &u[i]))) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread:");
+			pool_fail(p, err);
 			break;
 		}
-		rc = apply(t, fd, j->digest, &e);
-		close(fd);
-		if (rc < 0) {
-			pool_fail(p, &e);
-			break;
-		}
+		u[i].started = 1;
 	}
+	for (i = 0; i < nl; i++)
+		if (u[i].started)
+			pthread_join(u[i].th, NULL);
 	for (i = 0; i < nw; i++) {
 		if (w[i].started)
 			pthread_join(w[i].t, NULL);
 		sbx_registry_close(w[i].g);
 	}
+	free(u);
 	sbx_progress_end();
 	if (p->failed) {
 		*err = p->err;
@@ -364,7 +408,7 @@ sbx_image_pull(const char *refstr, const struct sbx_registry_opts *o,
 	struct sbx_registry *g = NULL;
 	struct sbx_buf body = SBX_BUF_INIT;
 	struct sbx_image_store s = {.lock = -1};
-	struct sbx_image_tree t = {.dfd = -1, .cwd = -1};
+	struct sbx_image_tree t = {.dfd = -1};
 	struct pool p = {.mu = PTHREAD_MUTEX_INITIALIZER,
 	    .cv = PTHREAD_COND_INITIALIZER, .pmu = PTHREAD_MUTEX_INITIALIZER,
 	    .bdfd = -1};
@@ -465,7 +509,8 @@ sbx_image_pull(const char *refstr, const struct sbx_registry_opts *o,
 	json_array_foreach(layers, k, l)
 		lj[k] = job_of(&p, sbx_json_str(l, "digest"),
 		    sbx_json_int(l, "size", 0));
-	if ((have = sbx_image_tree_begin(&t, s.root, digest, err)) < 0 ||
+	if ((have = sbx_image_tree_begin(&t, s.root, digest,
+	    json_array_size(layers), err)) < 0 ||
 	    fetch_unpack(&p, g, lj, json_array_size(layers), &t, !have,
 	    err) < 0 || name_blobs(&p, &fetched, err) < 0 ||
 	    put_blob(&s, digest, &body, err) < 0 ||

@@ -1,19 +1,28 @@
-/* unpack.c - an image's layers applied once, in order, into a root
- * filesystem directory of the store that every sandbox of that image
- * shares (read-only, as its overlay's lower layer):
+/* unpack.c - an image's layers applied once into a root filesystem
+ * directory of the store that every sandbox of that image shares
+ * (read-only, as its overlay's lower layer):
  *
  *   ROOT/rootfs/HEX       HEX: the image manifest's digest
  *
- * OCI whiteouts are applied as they come: ".wh.NAME" removes NAME of the
- * layers below, ".wh..wh..opq" empties its directory of what the layers
- * below put there. Owners, modes, times and hard links are kept (owners
- * only as root); device files are left out (a sandbox has its own /dev);
- * names are checked by libarchive's guards (no absolute path, no "..", no
- * path through a symlink). The tree is made under a temporary name and
- * renamed once whole: a half-made one never has the final name. */
+ * Each layer is unpacked into a directory of its own, all of them at
+ * once (a pull feeds each as its blob comes), under one temporary
+ * directory, ROOT/rootfs/.tmp-HEX-XXXXXX/N; the layers are then flattened
+ * onto the bottom one by renames, bottom up, and that tree is renamed
+ * ROOT/rootfs/HEX once whole: a half-made one never has the final name.
+ *
+ * What a layer cannot do in a directory of its own is noted as it comes
+ * and done at the flattening, to the layers below: its OCI whiteouts
+ * (".wh.NAME" removes NAME, ".wh..wh..opq" empties its directory), its
+ * hard links to files of a layer below, and the owner, mode, times and
+ * extended attributes of its directories that the layers below also have.
+ * Owners, modes, times and hard links are kept (owners only as root);
+ * device files are left out (a sandbox has its own /dev); names are
+ * checked by libarchive's guards (no absolute path, no "..", no path
+ * through a symlink out of the layer). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <search.h>
@@ -22,6 +31,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <archive.h>
@@ -30,8 +40,21 @@
 #include "image/image.h"
 #include "msg.h"
 
+/* inflate.c's, where the tool has it (the remote flavour). */
+#pragma weak sbx_image_tree_apply_blob
+
 #define WH ".wh."
 #define WH_OPQ ".wh..wh..opq"
+
+/* A layer's notes, one after another: a letter, then its strings, each
+ * ending in a NUL. */
+#define NOTE_WHITEOUT 'W' /* DIR NAME: NAME of DIR goes */
+#define NOTE_OPAQUE 'O'   /* DIR: what the layers below put there goes */
+#define NOTE_LINK 'H'     /* NAME TARGET: a hard link to a lower file */
+#define NOTE_DIR 'D'      /* NAME: a directory of the layer's own */
+
+/* The largest notes of a layer (its names, twice at most). */
+#define NOTES_MAX (256u << 20)
 
 static int
 cmp_str(const void *a, const void *b)
@@ -39,36 +62,15 @@ cmp_str(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
-struct layer {
-	void *seen;     /* names this layer wrote (tsearch) */
-	char **names;   /* the same, to free */
-	size_t n, cap;
-};
-
 static void
-seen_add(struct layer *l, const char *name)
+note(struct sbx_buf *b, int kind, const char *s, const char *t)
 {
-	char *s = sbx_xstrdup(name);
+	char k = (char)kind;
 
-	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 256;
-		l->names = sbx_xrealloc(l->names, l->cap * sizeof *l->names);
-	}
-	l->names[l->n++] = s;
-	tsearch(s, &l->seen, cmp_str);
-}
-
-static void
-layer_release(struct layer *l)
-{
-	size_t i;
-
-	while (l->seen)
-		tdelete(*(char **)l->seen, &l->seen, cmp_str);
-	for (i = 0; i < l->n; i++)
-		free(l->names[i]);
-	free(l->names);
-	memset(l, 0, sizeof *l);
+	sbx_buf_add(b, &k, 1);
+	sbx_buf_add(b, s, strlen(s) + 1);
+	if (t)
+		sbx_buf_add(b, t, strlen(t) + 1);
 }
 
 /* Remove name in directory dfd, and all under it; no symlink is
@@ -129,13 +131,26 @@ whiteout(int dfd, const char *rel, const char *name)
 	return rc;
 }
 
-/* ".wh..wh..opq" in directory rel: what the layers below put there
- * goes; what this layer wrote stays. */
+/* A path of the tree at root, every symlink on its way followed as if
+ * root were / (as the unpack chrooted into one tree had it): an fd of
+ * the directory, or -1. */
 static int
-opaque(int dfd, const char *rel, struct layer *l)
+open_in_root(int root, const char *rel)
+{
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+	    .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+
+	if (!*rel)
+		return fcntl(root, F_DUPFD_CLOEXEC, 0);
+	return (int)syscall(SYS_openat2, root, rel, &how, sizeof how);
+}
+
+/* ".wh..wh..opq" in directory rel: what the layers below put there goes
+ * (the layer's own entries come after, at the merge). */
+static int
+opaque(int dfd, const char *rel)
 {
 	struct dirent *e;
-	char *path;
 	DIR *d;
 	int fd = open_beneath(dfd, rel), rc = 0;
 
@@ -145,33 +160,26 @@ opaque(int dfd, const char *rel, struct layer *l)
 		close(fd);
 		return -1;
 	}
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		path = *rel ? sbx_xasprintf("%s/%s", rel, e->d_name) :
-		    sbx_xstrdup(e->d_name);
-		if (!tfind(path, &l->seen, cmp_str) &&
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
 		    sbx_rm_at(dirfd(d), e->d_name) < 0)
 			rc = -1;
-		free(path);
-	}
 	closedir(d);
 	return rc;
 }
 
 /* One layer (a tar, any compression libarchive reads) from fd into the
- * tree at dir (dfd). */
+ * working directory, the layer's own; what it does to the layers below
+ * noted in notes. */
 static int
-apply_layer(int fd, int dfd, const char *digest, int chrooted,
+apply_layer(int fd, const char *digest, int chrooted, struct sbx_buf *notes,
     struct sbx_err *err)
 {
 	struct archive *a = archive_read_new();
 	struct archive *w = archive_write_disk_new();
 	struct archive_entry *ae;
-	struct layer l = {0};
 	struct stat st;
 	char name[4096], *base, *full;
-
 	const char *p;
 	int r, rc = -1, flags;
 	size_t n;
@@ -179,14 +187,15 @@ apply_layer(int fd, int dfd, const char *digest, int chrooted,
 	archive_read_support_format_tar(a);
 	archive_read_support_filter_gzip(a);
 	archive_read_support_filter_zstd(a);
+	/* Not ARCHIVE_EXTRACT_UNLINK: the layer's directory holds only what
+	 * it wrote, and libarchive removes what is in the way when it must
+	 * (a name twice), not an unlink that fails before each file. */
 	flags = ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
 	    ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-	    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_UNLINK |
-	    ARCHIVE_EXTRACT_XATTR;
-	/* Chrooted into the tree, a symlink cannot lead out of it (and
-	 * leads where it would in the image); otherwise libarchive checks
-	 * every component of every name, an open, a stat and a close
-	 * each. */
+	    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_XATTR;
+	/* Chrooted into the layer, a symlink cannot lead out of it;
+	 * otherwise libarchive checks every component of every name, an
+	 * open, a stat and a close each. */
 	if (!chrooted)
 		flags |= ARCHIVE_EXTRACT_SECURE_SYMLINKS;
 	if (geteuid() == 0)
@@ -218,22 +227,14 @@ apply_layer(int fd, int dfd, const char *digest, int chrooted,
 		base = base ? base + 1 : name;
 		if (!strcmp(base, WH_OPQ)) {
 			base[base == name ? 0 : -1] = '\0';
-			if (opaque(dfd, name, &l) < 0) {
-				sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot "
-				    "empty '%s':", digest, name);
-				goto out;
-			}
+			note(notes, NOTE_OPAQUE, name, NULL);
 			continue;
 		}
 		if (!strncmp(base, WH, strlen(WH))) {
 			if (base != name)
 				base[-1] = '\0';
-			if (whiteout(dfd, base == name ? "" : name,
-			    base + strlen(WH)) < 0) {
-				sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot "
-				    "remove '%s':", digest, name);
-				goto out;
-			}
+			note(notes, NOTE_WHITEOUT, base == name ? "" : name,
+			    base + strlen(WH));
 			continue;
 		}
 		switch (archive_entry_filetype(ae)) {
@@ -251,7 +252,7 @@ apply_layer(int fd, int dfd, const char *digest, int chrooted,
 			    "'%s':", digest, name);
 			goto out;
 		}
-		/* Relative: the tree is the working directory. */
+		/* Relative: the layer is the working directory. */
 		archive_entry_set_pathname(ae, name);
 		if ((p = archive_entry_hardlink(ae))) {
 			while (p[0] == '.' && p[1] == '/')
@@ -260,6 +261,11 @@ apply_layer(int fd, int dfd, const char *digest, int chrooted,
 				sbx_err_set(err, SBX_EX_DATA, "layer %s: refused "
 				    "hard link '%s' -> '%s'", digest, name, p);
 				goto out;
+			}
+			/* To a file of a layer below: made at the merge. */
+			if (lstat(p, &st) < 0 && errno == ENOENT) {
+				note(notes, NOTE_LINK, name, p);
+				continue;
 			}
 			full = sbx_xstrdup(p);
 			archive_entry_set_hardlink(ae, full);
@@ -271,7 +277,8 @@ apply_layer(int fd, int dfd, const char *digest, int chrooted,
 			    archive_error_string(a) : archive_error_string(w));
 			goto out;
 		}
-		seen_add(&l, name);
+		if (archive_entry_filetype(ae) == AE_IFDIR)
+			note(notes, NOTE_DIR, name, NULL);
 	}
 	if (r != ARCHIVE_EOF) {
 		sbx_err_set(err, SBX_EX_DATA, "layer %s: bad tar: %s", digest,
@@ -285,59 +292,47 @@ apply_layer(int fd, int dfd, const char *digest, int chrooted,
 	}
 	rc = 0;
 out:
-	layer_release(&l);
 	archive_write_free(w);
 	archive_read_free(a);
 	return rc;
 }
 
-/* The unpacker's end: its socket closed, it exits; 0 when it did so
- * cleanly. */
+/* --- the unpackers: a child per layer, in its directory ------------- */
+
+/* Layer i's unpacker's end: its socket closed, it exits; 0 when it did
+ * so cleanly. */
 static int
-unpacker_end(struct sbx_image_tree *t)
+unpacker_end(struct sbx_image_layer *l)
 {
 	int st = 0;
 
-	if (t->sock >= 0)
-		close(t->sock);
-	t->sock = -1;
-	if (t->pid <= 0)
+	if (l->sock >= 0)
+		close(l->sock);
+	l->sock = -1;
+	if (l->pid <= 0)
 		return 0;
-	while (waitpid(t->pid, &st, 0) < 0 && errno == EINTR)
+	while (waitpid(l->pid, &st, 0) < 0 && errno == EINTR)
 		;
-	t->pid = 0;
+	l->pid = 0;
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-void
-sbx_image_tree_abort(struct sbx_image_tree *t)
-{
-	unpacker_end(t);
-	if (t->tmp)
-		sbx_rmtree(t->tmp);
-	if (t->dfd >= 0)
-		close(t->dfd);
-	if (t->cwd >= 0)
-		close(t->cwd);
-	free(t->tmp);
-	free(t->final);
-	memset(t, 0, sizeof *t);
-	t->dfd = t->cwd = t->sock = -1;
-}
-
-/* The unpacker: chrooted into the tree, it applies each layer that
- * comes (its digest, its fd) and answers with an sbx_err, code 0 when it
- * went in; it ends at its socket's end. */
+/* An unpacker: in its layer's directory (chrooted there as root), it
+ * applies each layer that comes (its digest, its fd) and answers with an
+ * sbx_err (code 0 when it went in) and the layer's notes; it ends at its
+ * socket's end. */
 static void
-unpacker(struct sbx_image_tree *t, int sock)
+unpacker(int dfd, int sock)
 {
+	struct sbx_buf b = SBX_BUF_INIT;
 	struct sbx_msg m;
 	struct sbx_err e;
-	int rc;
+	int rc, root = geteuid() == 0;
 
 	memset(&e, 0, sizeof e);
-	if (fchdir(t->dfd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
-		sbx_err_set(&e, SBX_EX_FAIL, "cannot enter '%s':", t->tmp);
+	if (fchdir(dfd) < 0 || (root && (chroot(".") < 0 || chdir("/") < 0))) {
+		sbx_err_set(&e, SBX_EX_FAIL, "cannot enter a layer's "
+		    "directory:");
 		sbx_msg_send(sock, 1, &e, sizeof e, NULL, 0);
 		_exit(1);
 	}
@@ -345,76 +340,370 @@ unpacker(struct sbx_image_tree *t, int sock)
 		memset(&e, 0, sizeof e);
 		if (m.nfds != 1 || !m.len || m.data[m.len - 1] != '\0')
 			_exit(2);
-		rc = apply_layer(m.fds[0], t->dfd, m.data, 1, &e);
+		b.len = 0;
+		sbx_buf_add(&b, &e, sizeof e);
+		rc = apply_layer(m.fds[0], m.data, root, &b, &e);
 		sbx_msg_release(&m);
-		if (sbx_msg_send(sock, rc < 0, &e, sizeof e, NULL, 0) < 0)
+		memcpy(b.data, &e, sizeof e);
+		if (sbx_msg_send_max(sock, NOTES_MAX, rc < 0, b.data,
+		    rc < 0 ? sizeof e : b.len, NULL, 0) < 0)
 			_exit(2);
 	}
 	_exit(0);
 }
 
+/* Every layer's directory and unpacker, forked now: before any thread of
+ * a pull (a child forked from a threaded process may find a lock of the
+ * allocator taken for ever). */
 static int
-unpacker_start(struct sbx_image_tree *t, struct sbx_err *err)
+unpackers_start(struct sbx_image_tree *t, struct sbx_err *err)
 {
-	int sv[2];
+	struct sbx_image_layer *l;
+	char nm[32];
+	size_t i, k;
+	int sv[2], dfd;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a socket "
-		    "pair:");
-	if ((t->pid = fork()) < 0) {
-		close(sv[0]);
+	for (i = 0; i < t->n; i++) {
+		l = &t->l[i];
+		snprintf(nm, sizeof nm, "%zu", i);
+		if (mkdirat(t->dfd, nm, 0755) < 0 || fchmodat(t->dfd, nm, 0755,
+		    0) < 0 || (dfd = openat(t->dfd, nm, O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) < 0)
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot create "
+			    "'%s/%s':", t->tmp, nm);
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+		    sv) < 0) {
+			close(dfd);
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot make a "
+			    "socket pair:");
+		}
+		if ((l->pid = fork()) < 0) {
+			close(sv[0]);
+			close(sv[1]);
+			close(dfd);
+			l->pid = 0;
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+		}
+		if (l->pid == 0) {
+			/* The others' ends closed: each ends at its own. */
+			for (k = 0; k < i; k++)
+				close(t->l[k].sock);
+			close(sv[0]);
+			unpacker(dfd, sv[1]);
+		}
 		close(sv[1]);
-		t->pid = 0;
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot fork:");
+		close(dfd);
+		l->sock = sv[0];
 	}
-	if (t->pid == 0) {
-		close(sv[0]);
-		unpacker(t, sv[1]);
-	}
-	close(sv[1]);
-	t->sock = sv[0];
 	return 0;
 }
 
-/* Layer fd applied by the unpacker. */
+/* Layer i from fd, by its unpacker; its notes kept for the merge. */
 static int
-apply_chrooted(struct sbx_image_tree *t, int fd, const char *digest,
+apply_sent(struct sbx_image_tree *t, size_t i, int fd, const char *digest,
     struct sbx_err *err)
 {
+	struct sbx_image_layer *l = &t->l[i];
 	struct sbx_msg m;
-	int rc;
+	int rc = 0;
 
-	if (sbx_msg_send(t->sock, 0, digest, strlen(digest) + 1, &fd, 1) < 0 ||
-	    sbx_msg_recv(t->sock, &m) <= 0) {
-		unpacker_end(t);
+	if (sbx_msg_send(l->sock, 0, digest, strlen(digest) + 1, &fd, 1) < 0 ||
+	    sbx_msg_recv_max(l->sock, NOTES_MAX, &m) <= 0) {
+		unpacker_end(l);
 		return sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
 		    "ended abnormally", digest);
 	}
-	rc = 0;
-	if (m.len == sizeof *err && m.type) {
+	if (m.len < sizeof *err) {
+		rc = sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
+		    "answered nonsense", digest);
+	} else if (m.type) {
 		memcpy(err, m.data, sizeof *err);
 		err->msg[sizeof err->msg - 1] = '\0';
 		err->hint[sizeof err->hint - 1] = '\0';
 		rc = -1;
-	} else if (m.len != sizeof *err) {
-		rc = sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
-		    "answered nonsense", digest);
+	} else {
+		sbx_buf_release(&l->notes);
+		sbx_buf_add(&l->notes, m.data + sizeof *err,
+		    m.len - sizeof *err);
 	}
 	sbx_msg_release(&m);
 	return rc;
 }
 
+/* --- the flattening: each layer renamed onto the ones below --------- */
+
+struct flat {
+	int root;          /* the tree: the bottom layer's directory */
+	void *dirs;        /* the layer's own directories (NOTE_DIR) */
+	const char *digest;
+	char rel[PATH_MAX]; /* where the merge is, in the layer */
+};
+
+/* What a directory of the layer says of itself, given to the tree's of
+ * that name as libarchive gives an entry to a directory that is there:
+ * its owner, mode and extended attributes, not its times. */
+static int
+dir_meta(int from, int to, const struct stat *st)
+{
+	/* Linux's largest list and value (XATTR_LIST_MAX, XATTR_SIZE_MAX). */
+	char *list, *val, *k;
+	ssize_t n, v;
+	int rc = -1;
+
+	if (geteuid() == 0 && fchown(to, st->st_uid, st->st_gid) < 0)
+		return -1;
+	if (fchmod(to, st->st_mode & 07777) < 0)
+		return -1;
+	if ((n = flistxattr(from, NULL, 0)) <= 0)
+		return n == 0 || errno == ENOTSUP ? 0 : -1;
+	list = sbx_xmalloc(2 * 65536);
+	val = list + 65536;
+	if ((n = flistxattr(from, list, 65536)) < 0)
+		goto out;
+	for (k = list; k < list + n; k += strlen(k) + 1)
+		if ((v = fgetxattr(from, k, val, 65536)) < 0 ||
+		    fsetxattr(to, k, val, (size_t)v, 0) < 0)
+			goto out;
+	rc = 0;
+out:
+	free(list);
+	return rc;
+}
+
+/* Directory upper (the layer's, at f->rel) merged into lower (the
+ * tree's): a directory into the one below it, anything else renamed over
+ * what is below. */
+static int
+merge(struct flat *f, int lower, int upper, struct sbx_err *err)
+{
+	struct stat us, ls;
+	struct dirent *e;
+	size_t rl = strlen(f->rel);
+	int fd, lfd, ufd, have, own, rc = -1;
+	DIR *d;
+
+	if ((fd = fcntl(upper, F_DUPFD_CLOEXEC, 0)) < 0 ||
+	    !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot read "
+		    "'%s':", f->digest, f->rel);
+	}
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (snprintf(f->rel + rl, sizeof f->rel - rl, "%s%s",
+		    rl ? "/" : "", e->d_name) >= (int)(sizeof f->rel - rl)) {
+			sbx_err_set(err, SBX_EX_DATA, "layer %s: a name too "
+			    "long under '%s'", f->digest, f->rel);
+			goto out;
+		}
+		if (fstatat(upper, e->d_name, &us, AT_SYMLINK_NOFOLLOW) < 0)
+			goto fail;
+		have = fstatat(lower, e->d_name, &ls, AT_SYMLINK_NOFOLLOW) == 0;
+		lfd = -1;
+		if (S_ISDIR(us.st_mode) && have) {
+			own = tfind(f->rel, &f->dirs, cmp_str) != NULL;
+			if (S_ISDIR(ls.st_mode))
+				lfd = openat(lower, e->d_name, O_RDONLY |
+				    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			/* Through a symlink of a layer below, as a path
+			 * of this layer went through it when the layers
+			 * were applied in one tree; a directory of the
+			 * layer's own replaces the symlink. */
+			else if (S_ISLNK(ls.st_mode) && !own)
+				lfd = open_in_root(f->root, f->rel);
+			if (S_ISDIR(ls.st_mode) && lfd < 0)
+				goto fail;
+		}
+		if (lfd >= 0) {
+			if ((ufd = openat(upper, e->d_name, O_RDONLY |
+			    O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+				close(lfd);
+				goto fail;
+			}
+			rc = merge(f, lfd, ufd, err);
+			if (rc == 0 && own && dir_meta(ufd, lfd, &us) < 0)
+				rc = sbx_err_set(err, SBX_EX_FAIL, "layer %s: "
+				    "cannot set '%s':", f->digest, f->rel);
+			close(ufd);
+			close(lfd);
+			if (rc < 0)
+				goto out;
+			rc = -1;
+			f->rel[rl] = '\0';
+			continue;
+		}
+		/* Over a file a rename replaces it; a directory, or what a
+		 * directory cannot be renamed over, goes first. */
+		if (have && (S_ISDIR(us.st_mode) || S_ISDIR(ls.st_mode)) &&
+		    sbx_rm_at(lower, e->d_name) < 0)
+			goto fail;
+		if (renameat(upper, e->d_name, lower, e->d_name) < 0)
+			goto fail;
+		f->rel[rl] = '\0';
+	}
+	rc = 0;
+	goto out;
+fail:
+	sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot write '%s':",
+	    f->digest, f->rel);
+out:
+	f->rel[rl] = '\0';
+	closedir(d);
+	return rc;
+}
+
+/* The directory of name's parent in the layer at dfd, made when missing
+ * (as libarchive makes one: 0755); *base its last part. */
+static int
+layer_parent(int dfd, char *name, char **base)
+{
+	char *s = strrchr(name, '/'), *p, *q;
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 0), nfd;
+
+	*base = s ? s + 1 : name;
+	if (!s || fd < 0)
+		return fd;
+	*s = '\0';
+	for (p = name; p && fd >= 0; p = q) {
+		if ((q = strchr(p, '/')))
+			*q++ = '\0';
+		if (mkdirat(fd, p, 0755) < 0 && errno != EEXIST)
+			nfd = -1;
+		else
+			nfd = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			    O_CLOEXEC);
+		if (q)
+			q[-1] = '/';
+		close(fd);
+		fd = nfd;
+	}
+	*s = '/';
+	return fd;
+}
+
+/* A hard link of the layer (at dfd) to a file of the tree (or one the
+ * layer linked before it). */
+static int
+link_lower(int root, int dfd, const char *name, const char *target)
+{
+	char nm[4096], tg[4096], *nb, *tb;
+	int nfd, tfd, rc = -1;
+
+	snprintf(nm, sizeof nm, "%s", name);
+	snprintf(tg, sizeof tg, "%s", target);
+	if ((nfd = layer_parent(dfd, nm, &nb)) < 0)
+		return -1;
+	tb = strrchr(tg, '/');
+	if (tb)
+		*tb++ = '\0';
+	tfd = open_in_root(dfd, tb ? tg : "");
+	if (tfd >= 0 && faccessat(tfd, tb ? tb : tg, F_OK,
+	    AT_SYMLINK_NOFOLLOW) < 0) {
+		close(tfd);
+		tfd = -1;
+	}
+	if (tfd < 0)
+		tfd = open_in_root(root, tb ? tg : "");
+	if (tfd >= 0) {
+		(void)unlinkat(nfd, nb, 0);
+		rc = linkat(tfd, tb ? tb : tg, nfd, nb, 0);
+		close(tfd);
+	}
+	close(nfd);
+	return rc;
+}
+
+/* Layer l (at dfd) onto the tree at root: its links to the files below
+ * made in it, its whiteouts and opaque directories applied to the tree,
+ * then its entries merged. */
+static int
+flatten(int root, int dfd, struct sbx_image_layer *l, const char *digest,
+    struct sbx_err *err)
+{
+	struct flat *f = sbx_xcalloc(1, sizeof *f);
+	const char *p = l->notes.data, *end = p + l->notes.len, *s, *t;
+	int rc = -1, kind;
+
+	f->root = root;
+	f->digest = digest;
+	while (p && p < end) {
+		kind = *p++;
+		s = p;
+		p += strlen(p) + 1;
+		t = NULL;
+		if (kind == NOTE_WHITEOUT || kind == NOTE_LINK) {
+			t = p;
+			p += strlen(p) + 1;
+		}
+		if (kind == NOTE_DIR) {
+			tsearch(s, &f->dirs, cmp_str);
+		} else if (kind == NOTE_LINK && link_lower(root, dfd, s,
+		    t) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot write "
+			    "'%s': no '%s' to link to:", digest, s, t);
+			goto out;
+		} else if (kind == NOTE_WHITEOUT && whiteout(root, s, t) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot remove "
+			    "'%s%s%s%s':", digest, s, *s ? "/" : "", WH, t);
+			goto out;
+		} else if (kind == NOTE_OPAQUE && opaque(root, s) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "layer %s: cannot empty "
+			    "'%s':", digest, s);
+			goto out;
+		}
+	}
+	rc = merge(f, root, dfd, err);
+out:
+	while (f->dirs)
+		tdelete(*(char **)f->dirs, &f->dirs, cmp_str);
+	free(f);
+	return rc;
+}
+
+/* --- the tree ------------------------------------------------------- */
+
+void
+sbx_image_tree_abort(struct sbx_image_tree *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		unpacker_end(&t->l[i]);
+		sbx_buf_release(&t->l[i].notes);
+		free(t->l[i].digest);
+	}
+	if (t->tmp)
+		sbx_rmtree(t->tmp);
+	if (t->dfd >= 0)
+		close(t->dfd);
+	free(t->l);
+	free(t->tmp);
+	free(t->final);
+	memset(t, 0, sizeof *t);
+	t->dfd = -1;
+}
+
 int
 sbx_image_tree_begin(struct sbx_image_tree *t, const char *root,
-    const char *digest, struct sbx_err *err)
+    const char *digest, size_t nlayers, struct sbx_err *err)
 {
 	char *parent;
+	size_t i;
 
 	memset(t, 0, sizeof *t);
-	t->dfd = t->cwd = t->sock = -1;
+	t->dfd = -1;
 	t->final = sbx_xasprintf("%s/rootfs/%s", root, digest + 7);
 	if (access(t->final, F_OK) == 0)
 		return 1;
+	/* The bottom layer's directory is the tree: there is one. */
+	t->n = nlayers ? nlayers : 1;
+	t->l = sbx_xcalloc(t->n, sizeof *t->l);
+	for (i = 0; i < t->n; i++) {
+		t->l[i].sock = -1;
+		t->l[i].notes = (struct sbx_buf)SBX_BUF_INIT;
+	}
 	parent = sbx_xasprintf("%s/rootfs", root);
 	if (sbx_mkdirs(parent, 0755, err) < 0) {
 		free(parent);
@@ -428,14 +717,11 @@ sbx_image_tree_begin(struct sbx_image_tree *t, const char *root,
 		t->tmp = NULL;
 		goto fail;
 	}
-	/* An image's / is 0755 whatever mkdtemp made. */
-	if (chmod(t->tmp, 0755) < 0 || (t->dfd = open(t->tmp, O_RDONLY |
-	    O_DIRECTORY | O_CLOEXEC)) < 0 ||
-	    (t->cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+	if ((t->dfd = open(t->tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot open '%s':", t->tmp);
 		goto fail;
 	}
-	if (geteuid() == 0 && unpacker_start(t, err) < 0)
+	if (unpackers_start(t, err) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -444,47 +730,60 @@ fail:
 }
 
 int
-sbx_image_tree_apply(struct sbx_image_tree *t, int fd, const char *digest,
-    struct sbx_err *err)
+sbx_image_tree_apply(struct sbx_image_tree *t, size_t i, int fd,
+    const char *digest, struct sbx_err *err)
 {
-	int rc;
-
-	if (t->sock >= 0)
-		return apply_chrooted(t, fd, digest, err);
-
-	/* libarchive writes relative to the working directory: the tree's,
-	 * while this layer goes in. */
-	if (fchdir(t->dfd) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot enter '%s':",
-		    t->tmp);
-	rc = apply_layer(fd, t->dfd, digest, 0, err);
-	if (fchdir(t->cwd) < 0) {
-		if (rc == 0)
-			sbx_err_set(err, SBX_EX_FAIL, "cannot go back to the "
-			    "working directory:");
-		rc = -1;
-	}
-	return rc;
+	if (i >= t->n || t->l[i].sock < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "layer %s: no unpack for "
+		    "it", digest);
+	free(t->l[i].digest);
+	t->l[i].digest = sbx_xstrdup(digest);
+	return apply_sent(t, i, fd, digest, err);
 }
 
 int
 sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
     struct sbx_err *err)
 {
+	size_t i;
+	int bad = 0, root, lfd;
+	char nm[32];
+
 	*path = NULL;
-	if (unpacker_end(t) < 0)
+	for (i = 0; i < t->n; i++)
+		if (unpacker_end(&t->l[i]) < 0)
+			bad = 1;
+	if (bad)
 		return sbx_err_set(err, SBX_EX_FAIL, "the unpack of '%s' ended "
 		    "abnormally", t->tmp);
 	if (t->tmp) {
-		if (rename(t->tmp, t->final) < 0 && errno != ENOTEMPTY &&
-		    errno != EEXIST)
+		if ((root = openat(t->dfd, "0", O_RDONLY | O_DIRECTORY |
+		    O_NOFOLLOW | O_CLOEXEC)) < 0)
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot open "
+			    "'%s/0':", t->tmp);
+		for (i = 1; i < t->n; i++) {
+			snprintf(nm, sizeof nm, "%zu", i);
+			if ((lfd = openat(t->dfd, nm, O_RDONLY | O_DIRECTORY |
+			    O_NOFOLLOW | O_CLOEXEC)) < 0) {
+				close(root);
+				return sbx_err_set(err, SBX_EX_FAIL, "cannot "
+				    "open '%s/%s':", t->tmp, nm);
+			}
+			bad = flatten(root, lfd, &t->l[i],
+			    t->l[i].digest ? t->l[i].digest : "?", err);
+			close(lfd);
+			if (bad < 0) {
+				close(root);
+				return -1;
+			}
+		}
+		close(root);
+		if (renameat(t->dfd, "0", AT_FDCWD, t->final) < 0 &&
+		    errno != ENOTEMPTY && errno != EEXIST)
 			return sbx_err_set(err, SBX_EX_FAIL, "cannot create "
 			    "'%s':", t->final);
-		/* Someone else's whole tree is as good as ours. */
-		if (access(t->tmp, F_OK) < 0) {
-			free(t->tmp);
-			t->tmp = NULL;
-		}
+		/* Someone else's whole tree is as good as ours; what is
+		 * left of the layers (their emptied directories) goes. */
 	}
 	*path = t->final;
 	t->final = NULL;
@@ -492,41 +791,100 @@ sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
 	return 0;
 }
 
+/* Layers of the store applied by a few threads at once. */
+#define UNPACK_JOBS 3
+
+struct unpack_job {
+	struct sbx_image_tree *t;
+	const char *root;
+	const json_t *layers;
+	pthread_mutex_t mu;
+	size_t next;
+	int failed;
+	struct sbx_err err;
+};
+
+static void *
+unpack_work(void *arg)
+{
+	struct unpack_job *u = arg;
+	struct sbx_err e;
+	const char *d;
+	char *blob;
+	size_t i;
+	int fd, rc;
+
+	for (;;) {
+		pthread_mutex_lock(&u->mu);
+		i = u->next++;
+		rc = u->failed || i >= json_array_size(u->layers);
+		pthread_mutex_unlock(&u->mu);
+		if (rc)
+			break;
+		memset(&e, 0, sizeof e);
+		d = json_string_value(json_array_get(u->layers, i));
+		blob = sbx_xasprintf("%s/blobs/sha256/%s", u->root,
+		    d && strlen(d) > 7 ? d + 7 : "");
+		fd = open(blob, O_RDONLY | O_CLOEXEC);
+		free(blob);
+		if (fd < 0) {
+			sbx_err_set(&e, SBX_EX_FAIL, "layer %s is not in the "
+			    "store (pull the image again):", d ? d : "?");
+			rc = -1;
+		} else {
+			rc = sbx_image_tree_apply_blob ?
+			    sbx_image_tree_apply_blob(u->t, i, fd, d, NULL,
+			    NULL, &e) : sbx_image_tree_apply(u->t, i, fd, d,
+			    &e);
+			close(fd);
+		}
+		if (rc < 0) {
+			pthread_mutex_lock(&u->mu);
+			if (!u->failed)
+				u->err = e;
+			u->failed = 1;
+			pthread_mutex_unlock(&u->mu);
+			break;
+		}
+	}
+	return NULL;
+}
+
 int
 sbx_image_unpack(const char *root, const char *digest, const json_t *layers,
     char **path, struct sbx_err *err)
 {
 	struct sbx_image_tree t;
-	const json_t *l;
-	char *blob;
-	size_t i;
-	int fd, rc;
+	struct unpack_job u = {.t = &t, .root = root, .layers = layers,
+	    .mu = PTHREAD_MUTEX_INITIALIZER};
+	pthread_t th[UNPACK_JOBS];
+	size_t i, nt = 0;
+	int rc;
 
 	*path = NULL;
-	if ((rc = sbx_image_tree_begin(&t, root, digest, err)) < 0)
+	if ((rc = sbx_image_tree_begin(&t, root, digest,
+	    json_array_size(layers), err)) < 0)
 		return -1;
-	if (rc == 0)
-		json_array_foreach(layers, i, l) {
-			const char *d = json_string_value(l);
-
-			blob = sbx_xasprintf("%s/blobs/sha256/%s", root,
-			    d ? d + 7 : "");
-			fd = open(blob, O_RDONLY | O_CLOEXEC);
-			free(blob);
-			if (fd < 0) {
-				sbx_err_set(err, SBX_EX_FAIL, "layer %s is not "
-				    "in the store (pull the image again):",
-				    d ? d : "?");
-				sbx_image_tree_abort(&t);
-				return -1;
-			}
-			rc = sbx_image_tree_apply(&t, fd, d, err);
-			close(fd);
-			if (rc < 0) {
-				sbx_image_tree_abort(&t);
-				return -1;
-			}
+	for (i = 0; rc == 0 && i < UNPACK_JOBS &&
+	    i < json_array_size(layers); i++) {
+		if ((errno = pthread_create(&th[nt], NULL, unpack_work, &u))) {
+			pthread_mutex_lock(&u.mu);
+			if (!u.failed)
+				sbx_err_set(&u.err, SBX_EX_FAIL, "cannot start "
+				    "a thread:");
+			u.failed = 1;
+			pthread_mutex_unlock(&u.mu);
+			break;
 		}
+		nt++;
+	}
+	for (i = 0; i < nt; i++)
+		pthread_join(th[i], NULL);
+	if (u.failed) {
+		*err = u.err;
+		sbx_image_tree_abort(&t);
+		return -1;
+	}
 	if (sbx_image_tree_commit(&t, path, err) < 0) {
 		sbx_image_tree_abort(&t);
 		return -1;

@@ -189,7 +189,7 @@ sbx_registry_push_manifest() {
 }
 
 # An image of the directories $4... (each a layer, the first at the
-# bottom), pushed as repository $1, tag $2; $3 is a JSON object merged into
+# bottom; a file is a layer's tar as it is), pushed as repository $1, tag $2; $3 is a JSON object merged into
 # the image config's "config" (Env, WorkingDir, Cmd...: '{}' for none).
 # Platform: SBX_TEST_PLATFORM (os/arch, default linux/amd64).  Prints the
 # manifest's digest.  Layers are gzip'd tars made with --numeric-owner, so
@@ -205,7 +205,12 @@ sbx_registry_push_image() {
 	os=${os%%/*}
 	tmp=$(mktemp -d) || return 1
 	for d; do
-		tar -C "$d" --numeric-owner -cf "$tmp/l$n.tar" . || return 1
+		if [ -f "$d" ]; then
+			cp "$d" "$tmp/l$n.tar" || return 1
+		else
+			tar -C "$d" --numeric-owner -cf "$tmp/l$n.tar" . ||
+			    return 1
+		fi
 		${SBX_TEST_LAYER_GZIP:-gzip -n -c} <"$tmp/l$n.tar" \
 		    >"$tmp/l$n.tgz" || return 1
 		diffs=$(jq -c --arg d "$(sbx_digest "$tmp/l$n.tar")" \

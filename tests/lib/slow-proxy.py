@@ -4,13 +4,18 @@ parallelism of a pull observable without timing: a GET of blob SLOW is held
 until another blob GET is opened after it (or HOLD seconds have passed, so
 a client that fetches one blob at a time still ends), and every blob GET is
 logged to LOG as "open HEX" when it comes and "done HEX" once answered.
+With WATCH, a glob, blob SLOW is held instead until a file matches it
+(logged "seen") or HOLD seconds have passed (logged "timeout"): what the
+client made while it had none of that blob.
 
-usage: slow-proxy.py PORTFILE UPSTREAM LOG SLOW [HOLD]
+usage: slow-proxy.py PORTFILE UPSTREAM LOG SLOW [HOLD [WATCH]]
 UPSTREAM is HOST:PORT (plain HTTP); SLOW a digest (sha256:HEX).  Binds
 127.0.0.1 on a free port and writes the port to PORTFILE.
 """
+import glob
 import http.server
 import os
+import time
 import re
 import sys
 import threading
@@ -19,6 +24,7 @@ import urllib.request
 
 portfile, upstream, log, slow = sys.argv[1:5]
 hold = float(sys.argv[5]) if len(sys.argv) > 5 else 10.0
+watch = sys.argv[6] if len(sys.argv) > 6 else None
 lock = threading.Lock()
 opened = threading.Condition()
 opens = 0
@@ -45,8 +51,13 @@ class Proxy(http.server.BaseHTTPRequestHandler):
                 opens += 1
                 n = opens
                 opened.notify_all()
-                if digest == slow:
+                if digest == slow and not watch:
                     opened.wait_for(lambda: opens > n, hold)
+        if digest == slow and watch:
+            end = time.monotonic() + hold
+            while not glob.glob(watch) and time.monotonic() < end:
+                time.sleep(0.05)
+            note("seen" if glob.glob(watch) else "timeout")
         req = urllib.request.Request("http://" + upstream + self.path)
         for h in ("Accept", "Authorization"):
             if self.headers.get(h):
