@@ -408,17 +408,39 @@ sbx_cg_find(struct sbx_cgroups *cg, const char *id)
 }
 
 int
-sbx_cg_attach(const struct sbx_cgroups *cg, pid_t pid, struct sbx_err *err)
+sbx_cg_join_open(const struct sbx_cgroups *cg, int *fds, struct sbx_err *err)
 {
-	char val[32];
+	char *p;
 	int i;
 
-	snprintf(val, sizeof val, "%d", (int)pid);
-	for (i = 0; i < cg->n; i++)
-		if (write_file(cg->paths[i], "cgroup.procs", val) < 0)
-			return sbx_err_set(err, SBX_EX_FAIL,
-			    "cannot join cgroup '%s':", cg->paths[i]);
-	return 0;
+	for (i = 0; i < cg->n; i++) {
+		p = sbx_xasprintf("%s/%s", cg->paths[i], cg->paths[i] ==
+		    cg->unified ? "cgroup.procs" : "tasks");
+		fds[i] = open(p, O_WRONLY | O_CLOEXEC);
+		free(p);
+		if (fds[i] < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot join cgroup "
+			    "'%s':", cg->paths[i]);
+			while (i-- > 0)
+				close(fds[i]);
+			return -1;
+		}
+	}
+	return cg->n;
+}
+
+int
+sbx_cg_join(int *fds, int n)
+{
+	int i, rc = 0;
+
+	for (i = 0; i < n; i++) {
+		if (rc == 0 && write(fds[i], "0", 1) != 1)
+			rc = -1;
+		close(fds[i]);
+		fds[i] = -1;
+	}
+	return rc;
 }
 
 static int

@@ -259,6 +259,14 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	char *const argv[] = {"sbx-init", NULL}, *const envp[] = {NULL};
 	int fds[5], i;
 
+	/* Into its cgroups before anything else, by itself: see
+	 * sbx_cg_join (the parent's write of our pid waited 5 to 15 ms for
+	 * an RCU grace period). */
+	if (sbx_cg_join(s->cg_fd, s->ncg) < 0) {
+		sbx_err_set(&err, SBX_EX_FAIL, "cannot join the sandbox's "
+		    "cgroups:");
+		goto fail;
+	}
 	if (read(go_fd, &c, 1) != 1)
 		_exit(1);
 	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
@@ -302,8 +310,7 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	}
 	if (sbx_local_mount_rootfs(s, &err) < 0)
 		goto fail;
-	/* In its cgroups by now (the parent's second byte: joining them
-	 * went on beside the mounts), which are the root of its cgroup
+	/* Its cgroups, joined first thing, are the root of its cgroup
 	 * namespace; nothing of the sandbox's own has run yet. */
 	if (read(go_fd, &c, 1) != 1)
 		_exit(1);
@@ -621,8 +628,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	json_t *meta = NULL;
 	uint32_t slot = 0;
 	ssize_t n = 0;
-	pid_t pid = -1, netd = 0, apid = -1;
-	int n32, joined, netfd = -1, snaplk = -1, vollk = -1; /* sbx-netd's readiness, until it is read */
+	pid_t pid = -1, netd = 0;
+	int netfd = -1, snaplk = -1, vollk = -1; /* sbx-netd's readiness, until it is read */
 	uint64_t disk = spec->disk;
 	int diskfd = -1, disksock = -1;
 	pid_t diskpid = -1;
@@ -850,6 +857,10 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	if (sbx_cg_create(&cg, id, spec, err) < 0)
 		goto fail;
 	cg_made = 1;
+	if ((s.ncg = sbx_cg_join_open(&cg, s.cg_fd, err)) < 0) {
+		s.ncg = 0;
+		goto fail;
+	}
 	s.shm = sbx_limits_shm(spec->memory);
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cp) < 0 ||
@@ -886,6 +897,9 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	close(ep[1]);
 	close(cp[1]);
 	go[0] = ep[1] = cp[1] = -1;
+	for (i = 0; i < s.ncg; i++)
+		close(s.cg_fd[i]);
+	s.ncg = 0;
 	if (is[1] >= 0) {
 		close(is[1]);
 		is[1] = -1;
@@ -910,14 +924,6 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		goto fail;
 	}
 	rc = -1;
-	/* Joining its cgroups waits for an RCU grace period in the kernel
-	 * (the first write of a pid to a v1 cgroup.procs): 5 to 15 ms, most
-	 * of a create. A child of ours waits it out while the sandbox makes
-	 * its root; the sandbox takes its cgroup namespace only after. */
-	if ((apid = fork()) == 0)
-		_exit(sbx_cg_attach(&cg, pid, &ignored) < 0);
-	if (apid < 0 && sbx_cg_attach(&cg, pid, err) < 0)
-		goto fail;
 	/* A sandbox whose root waits for its mounts starts now on what
 	 * needs none of them (its hostname, cgroup namespace, loopback),
 	 * while its disk is finished; not one whose root must wait for
@@ -987,14 +993,6 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	p = sbx_xasprintf("%s/ca.crt", dir);
 	i = spec->network == SBX_NET_ALLOW && access(p, F_OK) == 0;
 	free(p);
-	if (apid > 0) {
-		joined = waitpid(apid, &n32, 0) == apid && WIFEXITED(n32) &&
-		    !WEXITSTATUS(n32);
-		apid = -1;
-		/* Again here, for the reason it failed. */
-		if (!joined && sbx_cg_attach(&cg, pid, err) < 0)
-			goto fail;
-	}
 	if ((!early && write(go[1], &c, 1) != 1) || write(go[1], &c, 1) !=
 	    1 || send_config(cp[0],
 	    spec, workdir, i, json_object_get(iu.config, "Env"), &user) < 0) {
@@ -1070,8 +1068,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	goto out;
 fail:
 	rc = -1;
-	if (apid > 0)
-		waitpid(apid, NULL, 0);
+	for (i = 0; i < s.ncg; i++)
+		close(s.cg_fd[i]);
 	if (disksock >= 0) {
 		/* Its mount, if made, goes with it. */
 		kill(diskpid, SIGKILL);

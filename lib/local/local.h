@@ -235,8 +235,18 @@ int sbx_cg_create(struct sbx_cgroups *cg, const char *id,
     struct sbx_spec *spec, struct sbx_err *err);
 /* Find the existing cgroups of a sandbox. */
 void sbx_cg_find(struct sbx_cgroups *cg, const char *id);
-int sbx_cg_attach(const struct sbx_cgroups *cg, pid_t pid,
+/* For a process that joins cg by itself (sbx_cg_join): the file of each
+ * hierarchy it writes "0" to, opened into fds (cg->n of them, at most 8;
+ * -1 with err). "tasks" on v1: moving the writing thread, current, takes
+ * none of the global lock a move by pid takes, whose release waits for
+ * an RCU grace period (5 to 15 ms here; Linux 6.0 on); cgroup.procs on
+ * v2. Opened by whoever may (root), written by whoever joins. */
+int sbx_cg_join_open(const struct sbx_cgroups *cg, int *fds,
     struct sbx_err *err);
+/* Write "0" to each of the n fds and close them; -1 (errno) if a write
+ * failed. Only system calls (a clone's child calls it), and only by a
+ * single-threaded process: v1 moves the thread that writes. */
+int sbx_cg_join(int *fds, int n);
 /* Kill everything in it and wait (up to ms) for it to empty. */
 int sbx_cg_kill(const struct sbx_cgroups *cg, int ms);
 int sbx_cg_remove(const struct sbx_cgroups *cg);
@@ -285,6 +295,9 @@ struct sbx_local_setup {
 	const char *vol_dst[SBX_LOCAL_VOLUMES_MAX];
 	char *vol_src[SBX_LOCAL_VOLUMES_MAX];
 	int vol_fd[SBX_LOCAL_VOLUMES_MAX];
+	/* Its cgroups, which it joins first thing (sbx_cg_join). */
+	int ncg;
+	int cg_fd[8];
 };
 
 /* Build the rootfs and pivot into it; called in the child, as sandbox
