@@ -48,6 +48,7 @@ struct sbx_qemu_boot {
 	long long start_ms;       /* how long the guest may take to answer */
 	int resume;               /* a stopped sandbox's: its dir stays when
 				   * the starter goes */
+	int no_thp;               /* QEMU without transparent huge pages */
 	const struct sbx_cgroups *cg; /* QEMU's (as root), or NULL */
 	char **env;               /* --env's "K=V" for the guest, or NULL */
 	/* Network allow: QEMU in a network namespace of its own, which
