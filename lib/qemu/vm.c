@@ -537,6 +537,12 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 			    "name=%s", SBX_GUEST_PORT);
 		add(&v, &n, buf);
 	}
+	/* Under TCG a balloon, by which the keeper gives the host back what
+	 * the boot touched and freed of the guest's memory (trim()). */
+	if (tcg) {
+		add(&v, &n, "-device");
+		add(&v, &n, "virtio-balloon-device");
+	}
 	add(&v, &n, "-drive");
 	add(&v, &n, "file=disk.qcow2,if=none,format=qcow2,id=disk");
 	add(&v, &n, "-device");
@@ -725,6 +731,8 @@ start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
 		b.start_ms = START_MS_DEFAULT;
 	b.resume = resume;
 	b.no_thp = !strcmp(accel, "tcg");
+	if (b.no_thp)
+		b.trim = (uint64_t)sbx_json_int(meta, "memory", 0);
 	/* --env's values, a create's only: a stopped sandbox started again
 	 * has lost them, as a local one does. */
 	b.env = spec ? spec->env : NULL;
