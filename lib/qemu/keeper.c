@@ -29,7 +29,8 @@
 			      * queue holds more */
 #define STOP_MS 30000     /* a stop's poweroff, before QEMU is killed */
 #define TRIM_IDLE_MS 500  /* idle so long after the boot: a trim */
-#define TRIM_MIB 32       /* what the balloon takes of the guest's */
+#define TRIM_MIB 32       /* what the balloon takes of the guest's, an
+			   * eighth of a smaller VM's memory at most */
 #define TRIM_MS 3000      /* and how long it may take it */
 
 /* SBX_QEMU_SIG_STOP came. */
@@ -590,8 +591,8 @@ trim(uint64_t memory)
 {
 	struct sbx_err e;
 	json_t *a, *r = NULL;
-	json_int_t want = (json_int_t)(memory - ((uint64_t)TRIM_MIB << 20)),
-	    got, last = -1;
+	uint64_t take = (uint64_t)TRIM_MIB << 20;
+	json_int_t want, got, last = -1;
 	long long end;
 	pid_t pid = fork();
 
@@ -599,6 +600,9 @@ trim(uint64_t memory)
 		return pid;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	close_range(3, ~0u, 0);
+	if (take > memory / 8)
+		take = memory / 8;
+	want = (json_int_t)(memory - take);
 	a = json_pack("{sI}", "value", want);
 	if (sbx_qemu_qmp_call(".", "balloon", a, NULL, &e) == 0) {
 		/* Until it has them, or the guest has no more to give. */

@@ -538,10 +538,12 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 		add(&v, &n, buf);
 	}
 	/* Under TCG a balloon, by which the keeper gives the host back what
-	 * the boot touched and freed of the guest's memory (trim()). */
+	 * the boot touched and freed of the guest's memory (trim()); should
+	 * the guest run out of memory meanwhile, it deflates, no process of
+	 * the guest's is killed for it. */
 	if (tcg) {
 		add(&v, &n, "-device");
-		add(&v, &n, "virtio-balloon-device");
+		add(&v, &n, "virtio-balloon-device,deflate-on-oom=on");
 	}
 	add(&v, &n, "-drive");
 	add(&v, &n, "file=disk.qcow2,if=none,format=qcow2,id=disk");
