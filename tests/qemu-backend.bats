@@ -247,6 +247,40 @@ store_empty_but_shared() {
 	[[ ${cpu[*]} == 200000* ]]
 }
 
+@test "qemu: under TCG the guest keeps only what a sandbox uses (no tracefs files, memory cgroup, Spectre mitigations, AppArmor, loaded modules' files), its balloon trims what the boot freed; QEMU's memory in small pages, its translated code in 16 MiB" {
+	# What the kernel's command line leaves out, seen in the guest.
+	run --separate-stderr sbx-exec -s "$S" -- sh -c '
+	    awk "\$1 == \"memory\" { print \$4 }" /proc/cgroups
+	    cut -d" " -f1 /sys/devices/system/cpu/vulnerabilities/spectre_v2
+	    mkdir -p /tmp/t /tmp/s
+	    mount -t tracefs none /tmp/t && ls -A /tmp/t/events | wc -l; umount /tmp/t
+	    mount -t securityfs none /tmp/s && cat /tmp/s/lsm && echo && umount /tmp/s
+	    ls -A /proc/1/root/sbx/mod | wc -l'
+	assert_success
+	# the memory controller off, no retpolines
+	assert_equal "${lines[0]}" 0
+	assert_equal "${lines[1]}" "Vulnerable;"
+	# no tracefs files (its events' took 9 MiB), landlock and yama of
+	# the LSMs (lockdown and capability are always there), the
+	# initramfs's modules removed once loaded
+	assert_equal "${lines[2]}" 0
+	assert_equal "${lines[3]}" "lockdown,capability,landlock,yama"
+	assert_equal "${lines[4]}" 0
+	# Once idle after its boot (half a second), the VM's balloon took 32
+	# MiB of the guest's free memory, an eighth of a VM of 200M (6400
+	# pages), which QEMU discarded, and gave them back.
+	local i qp
+	for i in $(seq 30); do
+		run --separate-stderr sbx-exec -s "$S" -- awk '$1 ~ /^balloon_(in|de)flate$/ { printf "%s ", $2 }' /proc/vmstat
+		[ "$output" = "6400 6400 " ] && break
+		sleep 1
+	done
+	assert_equal "$output" "6400 6400 "
+	read -r _ _ qp _ <"$(jq -r .ref.dir "$S")/keeper.pid"
+	grep -Eq '^THP_enabled:[[:space:]]+0$' "/proc/$qp/status"
+	tr '\0' '\n' <"/proc/$qp/cmdline" | grep -qx 'tcg,tb-size=16'
+}
+
 @test "qemu: commands run side by side, one a port (four); a fifth waits for a port, then runs" {
 	local i fds=() pids=() o=$BATS_TEST_TMPDIR
 	# Four commands that hold their port until their stdin ends.

@@ -130,6 +130,9 @@ load_modules(void)
 		}
 		if (fd >= 0)
 			close(fd);
+		/* Loaded: its file in the initramfs (RAM) is of no more
+		 * use, and its pages serve the guest's next allocations. */
+		unlink(path);
 	}
 	fclose(f);
 	return rc;
