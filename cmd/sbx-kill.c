@@ -158,7 +158,9 @@ kill_id(const char *id, void *arg)
 		json_decref(ref);
 		return rc;
 	}
-	rc = kill_ref(ref, ctx, sbx_target_from_ref());
+	/* One sbx_ref_find saw needs no second look (a local sandbox's
+	 * info asks its agent and reads its cgroups). */
+	rc = kill_ref(ref, ctx, sbx_target_from_ref() || sbx_ref_found());
 
 	json_decref(ref);
 	return rc;

@@ -152,6 +152,14 @@ ref_of(const json_t *info)
 	return ref;
 }
 
+static int found;
+
+int
+sbx_ref_found(void)
+{
+	return found;
+}
+
 json_t *
 sbx_ref_find(const char *backend, const char *what, struct sbx_err *err)
 {
@@ -161,6 +169,7 @@ sbx_ref_find(const char *backend, const char *what, struct sbx_err *err)
 	struct sbx_err e1;
 	json_t *ref = NULL, *info, *probe, *a, *b;
 
+	found = 0;
 	/* --backend, or a line of sbx-ls: that backend's own names for its
 	 * sandboxes, and not a request more than the tool makes. */
 	if (!backend)
@@ -177,6 +186,7 @@ sbx_ref_find(const char *backend, const char *what, struct sbx_err *err)
 		    !strcmp(sbx_json_str(info, "id"), what)) {
 			ref = ref_of(info);
 			json_decref(info);
+			found = 1;
 			return ref;
 		}
 		json_decref(info);
@@ -185,6 +195,7 @@ sbx_ref_find(const char *backend, const char *what, struct sbx_err *err)
 	sbx_ref_list(NULL, find_one, &f, &e1);
 	if (json_array_size(f.hits) == 1) {
 		ref = ref_of(json_array_get(f.hits, 0));
+		found = 1;
 	} else if (json_array_size(f.hits) > 1) {
 		a = json_array_get(f.hits, 0);
 		b = json_array_get(f.hits, 1);

@@ -320,6 +320,9 @@ int sbx_ref_list(const char *backend, int (*fn)(json_t *info, void *arg),
 #define SBX_REF_PREFIX_MIN 4
 json_t *sbx_ref_find(const char *backend, const char *what,
     struct sbx_err *err);
+/* Whether the last sbx_ref_find saw the sandbox (a backend's info or
+ * listing had it): it existed, and its caller need not ask again. */
+int sbx_ref_found(void);
 
 /* --- target: what a command acts on (ids, stdin, a state file) -------- */
 

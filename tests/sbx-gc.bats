@@ -97,3 +97,20 @@ ls_status() {
 	[ -z "$(ls -A "$SBX_LOCAL_DIR/.trash")" ]
 	[ ! -e "$SBX_LOCAL_DIR/$id" ]
 }
+
+@test "sbx-gc empties a trash of more entries than it has removers (each takes every 8th): all gone, their uid slots freed" {
+	local i id
+	mkdir -p "$SBX_LOCAL_DIR/.trash" "$SBX_LOCAL_DIR/.slots"
+	for ((i = 1; i <= 21; i++)); do
+		id=$(printf 'fee%09x' "$i")
+		mkdir -p "$SBX_LOCAL_DIR/.trash/$id.$i/upper/a"
+		touch "$SBX_LOCAL_DIR/.trash/$id.$i/upper/a/f" "$SBX_LOCAL_DIR/.trash/$id.$i/status"
+		echo "$id" >"$SBX_LOCAL_DIR/.slots/$((60000 + i))"
+	done
+	run --separate-stderr sbx-gc -g 0
+	assert_success
+	[ -z "$(ls -A "$SBX_LOCAL_DIR/.trash")" ] ||
+		fail "left in the trash: $(ls -A "$SBX_LOCAL_DIR/.trash")"
+	[ -z "$(ls "$SBX_LOCAL_DIR/.slots" | grep '^600')" ] ||
+		fail "slots left: $(ls "$SBX_LOCAL_DIR/.slots")"
+}

@@ -796,7 +796,8 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 		    "lower", SBX_DISK_MOUNT};
 
 		for (i = 0; i < 5 + s.nsnap && !rid; i++) {
-			if (!disk && i == 4)
+			/* A disk holds the overlay's work directory. */
+			if ((!disk && i == 4) || (disk && i == 1))
 				continue;
 			p = i < 5 ? sbx_xasprintf("%s/%s", dir, sub[i]) :
 			    sbx_xasprintf("%s/snap%d", dir, i - 5);
