@@ -408,12 +408,16 @@ sbx_cg_find(struct sbx_cgroups *cg, const char *id)
 }
 
 int
-sbx_cg_join_open(const struct sbx_cgroups *cg, int *fds, struct sbx_err *err)
+sbx_cg_join_open(const struct sbx_cgroups *cg, int *fds, int *v2,
+    struct sbx_err *err)
 {
 	char *p;
 	int i;
 
+	*v2 = -1;
 	for (i = 0; i < cg->n; i++) {
+		if (cg->paths[i] == cg->unified)
+			*v2 = i;
 		p = sbx_xasprintf("%s/%s", cg->paths[i], cg->paths[i] ==
 		    cg->unified ? "cgroup.procs" : "tasks");
 		fds[i] = open(p, O_WRONLY | O_CLOEXEC);
@@ -430,12 +434,12 @@ sbx_cg_join_open(const struct sbx_cgroups *cg, int *fds, struct sbx_err *err)
 }
 
 int
-sbx_cg_join(int *fds, int n)
+sbx_cg_join(int *fds, int n, int skip)
 {
 	int i, rc = 0;
 
 	for (i = 0; i < n; i++) {
-		if (rc == 0 && write(fds[i], "0", 1) != 1)
+		if (rc == 0 && i != skip && write(fds[i], "0", 1) != 1)
 			rc = -1;
 		close(fds[i]);
 		fds[i] = -1;

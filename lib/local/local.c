@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <linux/sched.h>
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
@@ -262,7 +263,7 @@ sandbox_child(struct sbx_local_setup *s, int go_fd, int err_fd, int img_sock)
 	/* Into its cgroups before anything else, by itself: see
 	 * sbx_cg_join (the parent's write of our pid waited 5 to 15 ms for
 	 * an RCU grace period). */
-	if (sbx_cg_join(s->cg_fd, s->ncg) < 0) {
+	if (sbx_cg_join(s->cg_fd, s->ncg, s->cg_placed ? s->cg_v2 : -1) < 0) {
 		sbx_err_set(&err, SBX_EX_FAIL, "cannot join the sandbox's "
 		    "cgroups:");
 		goto fail;
@@ -343,6 +344,37 @@ fail:
 	if (write(err_fd, err.msg, strlen(err.msg)) < 0)
 		_exit(2);
 	_exit(1);
+}
+
+/* The sandbox's first process, in its new namespaces (a fork's return:
+ * 0 in it), placed in its cgroup v2 directory unified (NULL: none) by
+ * clone3(CLONE_INTO_CGROUP), which takes none of the global lock that a
+ * write to cgroup.procs takes (an RCU grace period, 5 to 15 ms); where
+ * the kernel cannot, by clone, and it writes its cgroup.procs itself
+ * (s->cg_placed says which it is). */
+static pid_t
+clone_sandbox(struct sbx_local_setup *s, const char *unified)
+{
+	uint64_t ns = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID |
+	    CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET;
+	struct clone_args ca = {.flags = ns | CLONE_INTO_CGROUP,
+	    .exit_signal = SIGCHLD};
+	pid_t pid = -1;
+	int cgfd;
+
+	s->cg_placed = 0;
+	if (unified && s->cg_v2 >= 0 && (cgfd = open(unified, O_RDONLY |
+	    O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		ca.cgroup = (uint64_t)cgfd;
+		s->cg_placed = 1;
+		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof ca);
+		close(cgfd);
+		if (pid >= 0)
+			return pid;
+		s->cg_placed = 0;
+	}
+	return (pid_t)syscall(SYS_clone, ns | SIGCHLD, NULL, NULL, NULL,
+	    NULL);
 }
 
 /* An idmapped view of the image, so that its root owns it in the
@@ -858,7 +890,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	if (sbx_cg_create(&cg, id, spec, err) < 0)
 		goto fail;
 	cg_made = 1;
-	if ((s.ncg = sbx_cg_join_open(&cg, s.cg_fd, err)) < 0) {
+	if ((s.ncg = sbx_cg_join_open(&cg, s.cg_fd, &s.cg_v2, err)) < 0) {
 		s.ncg = 0;
 		goto fail;
 	}
@@ -873,9 +905,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	s.config_fd = cp[1];
 	/* A network namespace of its own whatever the network: allow is
 	 * sbx-netd's way out of it, never the host's namespace. */
-	pid = (pid_t)syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS |
-	    CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
-	    SIGCHLD, NULL, NULL, NULL, NULL);
+	pid = clone_sandbox(&s, cg.unified);
 	if (pid < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot create namespaces:");
 		goto fail;

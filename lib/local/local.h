@@ -240,13 +240,16 @@ void sbx_cg_find(struct sbx_cgroups *cg, const char *id);
  * -1 with err). "tasks" on v1: moving the writing thread, current, takes
  * none of the global lock a move by pid takes, whose release waits for
  * an RCU grace period (5 to 15 ms here; Linux 6.0 on); cgroup.procs on
- * v2. Opened by whoever may (root), written by whoever joins. */
-int sbx_cg_join_open(const struct sbx_cgroups *cg, int *fds,
+ * v2 (*v2: its index, or -1), which takes that lock: a process made by
+ * clone3(CLONE_INTO_CGROUP) is there already and skips it. Opened by
+ * whoever may (root), written by whoever joins. */
+int sbx_cg_join_open(const struct sbx_cgroups *cg, int *fds, int *v2,
     struct sbx_err *err);
-/* Write "0" to each of the n fds and close them; -1 (errno) if a write
- * failed. Only system calls (a clone's child calls it), and only by a
- * single-threaded process: v1 moves the thread that writes. */
-int sbx_cg_join(int *fds, int n);
+/* Write "0" to each of the n fds but fds[skip] (-1: none) and close them
+ * all; -1 (errno) if a write failed. Only system calls (a clone's child
+ * calls it), and only by a single-threaded process: v1 moves the thread
+ * that writes. */
+int sbx_cg_join(int *fds, int n, int skip);
 /* Kill everything in it and wait (up to ms) for it to empty. */
 int sbx_cg_kill(const struct sbx_cgroups *cg, int ms);
 int sbx_cg_remove(const struct sbx_cgroups *cg);
@@ -295,8 +298,9 @@ struct sbx_local_setup {
 	const char *vol_dst[SBX_LOCAL_VOLUMES_MAX];
 	char *vol_src[SBX_LOCAL_VOLUMES_MAX];
 	int vol_fd[SBX_LOCAL_VOLUMES_MAX];
-	/* Its cgroups, which it joins first thing (sbx_cg_join). */
-	int ncg;
+	/* Its cgroups, which it joins first thing (sbx_cg_join), but the
+	 * v2 one (cg_fd[cg_v2]) when clone3 put it there (cg_placed). */
+	int ncg, cg_v2, cg_placed;
 	int cg_fd[8];
 };
 

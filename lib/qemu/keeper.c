@@ -115,13 +115,13 @@ spawn(const struct sbx_qemu_boot *b, const int fd[SBX_GUEST_PORTS],
 	/* Its cgroup: the VM's memory and QEMU's own, --cpus. */
 	if (b->cg) {
 		struct sbx_err e;
-		int fds[8], nfd;
+		int fds[8], nfd, v2;
 
-		if ((nfd = sbx_cg_join_open(b->cg, fds, &e)) < 0) {
+		if ((nfd = sbx_cg_join_open(b->cg, fds, &v2, &e)) < 0) {
 			dprintf(2, "%s\n", e.msg);
 			_exit(1);
 		}
-		if (sbx_cg_join(fds, nfd) < 0) {
+		if (sbx_cg_join(fds, nfd, -1) < 0) {
 			dprintf(2, "cannot join the VM's cgroups: %s\n",
 			    strerror(errno));
 			_exit(1);
