@@ -108,9 +108,23 @@ store_ids() {
 # sbx-gc's ten minutes), then sbx-kill of what a state file still names;
 # then nothing of the sandboxes the store held is left.
 gc_clean() {
-	local store=$1 id ids d p f bad=0
+	local store=$1 id ids d p f busy bad=0
 	shift
 	ids=$(store_ids "$store" | sort -u)
+	# What the killed tool had started may still be at work for a moment
+	# (a forked sbx-netd, not yet exec'd or not yet seen its create gone,
+	# makes its socket in the unfinished sandbox's directory): wait for it
+	# to go (2 s at most; what stays is reported below), or the directory
+	# is young again after it was aged and sbx-gc rightly spares it.
+	for ((p = 0; p < 40; p++)); do
+		busy=$(find /proc/[0-9]*/cwd -maxdepth 0 -lname "$T/w*" 2>/dev/null || true)
+		for d in "$store"/*/; do
+			[ -d "$d" ] && [ ! -e "$d/meta.json" ] || continue
+			grep -qsF -- "${d%/}" /proc/[0-9]*/cmdline && busy=1
+		done
+		[ -n "$busy" ] || break
+		sleep 0.05
+	done
 	for d in "$store"/*/; do
 		[ -d "$d" ] && [ ! -e "$d/meta.json" ] && touch -d '1 hour ago' "$d"
 	done

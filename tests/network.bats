@@ -216,6 +216,24 @@ x.example.test $NETWORLD_X"
 	refute_output --partial "$NETWORLD_HOST"
 }
 
+@test "allow: sbx-netd keeps neither the caller's working directory nor a descriptor of it" {
+	w=$BATS_TEST_TMPDIR/work
+	mkdir "$w"
+	(cd "$w" && sbx-create -q -n allow -s "$BATS_TEST_TMPDIR/s.json")
+	dir=$(jq -r .ref.dir "$BATS_TEST_TMPDIR/s.json")
+	n=0
+	for p in $(grep -lsF -- "$dir" /proc/[0-9]*/cmdline); do
+		p=${p%/cmdline}
+		[ "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" = "sbx-netd $dir - " ] || continue
+		n=$((n + 1))
+		assert_equal "$(readlink "$p/cwd")" /
+		run find "$p/fd" -lname "$w*"
+		assert_output ""
+	done
+	sbx-kill -q -s "$BATS_TEST_TMPDIR/s.json" >/dev/null
+	[ "$n" -ge 1 ]
+}
+
 @test "allow: HTTP to a world server by name, resolved through sbx's DNS by the world's" {
 	local before
 	before=$(grep -c "^dns a.test 1 $NETWORLD_HOST\$" "$NETWORLD_LOG" || true)

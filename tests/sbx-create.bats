@@ -94,3 +94,21 @@ teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 	assert_success
 	assert_output .gitignore
 }
+
+@test "a relative SBX_LOCAL_DIR is the current directory's: the ref names the sandbox by an absolute path, which works from elsewhere" {
+	d=$(mktemp -d /tmp/sbx-rel.XXXXXX)
+	chmod 711 "$d"
+	mkdir -m 711 "$d/store"
+	cd "$d"
+	SBX_LOCAL_DIR=store run --separate-stderr sbx-create -s "$d/s.json"
+	id=$(jq -r .id <<<"$output")
+	cd /
+	dir=$(jq -r .ref.dir "$d/s.json")
+	SBX_LOCAL_DIR=store run --separate-stderr sbx-exec -s "$d/s.json" -- echo hi
+	SBX_LOCAL_DIR=$d/store sbx-kill -q -s "$d/s.json" >/dev/null 2>&1 || true
+	rm -rf "$d"
+	[[ "$id" =~ ^[0-9a-f]{12}$ ]]
+	assert_equal "$dir" "$d/store/$id"
+	assert_success
+	assert_output hi
+}

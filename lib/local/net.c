@@ -372,6 +372,11 @@ netd_child(const char *path, const char *errlog, char *const argv[],
 	    dup2(fd, 2) < 0 || dup2(ready, 3) < 0)
 		_exit(1);
 	syscall(SYS_close_range, 4, ~0U, 0);
+	/* It lives as long as the sandbox: not in the caller's directory,
+	 * which it would keep from being unmounted (its paths are
+	 * absolute). */
+	if (chdir("/") < 0)
+		_exit(1);
 	execve(path, argv, envp);
 	(void)!write(3, "cannot start sbx-netd\n", 22);
 	_exit(1);
