@@ -112,3 +112,15 @@ teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 	assert_success
 	assert_output hi
 }
+
+@test "a directory as the state file: one line saying so, exit 6, nothing made" {
+	mkdir dir
+	before=$(store_paths)
+	run --separate-stderr sbx-create -s dir
+	assert_failure 6
+	assert_equal "$stderr" "sbx-create: 'dir' is a directory, not a JSON file"
+	assert_output ""
+	assert_equal "$(store_paths)" "$before"
+	run -125 --separate-stderr sbx-exec -s dir -- true
+	assert_equal "$stderr" "sbx-exec: 'dir' is a directory, not a JSON file"
+}
