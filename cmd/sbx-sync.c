@@ -127,6 +127,8 @@ static const struct sbx_help help = {
 	1,
 };
 
+static const char shortopts[] = "a:b:hI:L:m:nqs:vVx:z:";
+
 int
 main(int argc, char **argv)
 {
@@ -153,9 +155,17 @@ main(int argc, char **argv)
 	if (argc > 1 && (!strcmp(argv[1], "-V") ||
 	    !strcmp(argv[1], "--version")))
 		sbx_version();
-	if (argc < 2)
+	sbx_opt_cmd_first(argc, argv, shortopts, longopts);
+	if (argc < 2 || argv[1][0] == '-') {
+		/* No command: an unknown option is said first. */
+		sbx_opt_init(&help, argv);
+		while ((c = getopt_long(argc, argv, shortopts, longopts,
+		    NULL)) != -1)
+			if (!sbx_opt_common(c, usage) && c == '?')
+				sbx_usage(usage, SBX_EX_USAGE);
 		sbx_usage_error(usage, "a command is required: push, pull "
 		    "or status");
+	}
 	cmd = argv[1];
 	if (!strcmp(cmd, "push"))
 		push = 1;
@@ -168,7 +178,7 @@ main(int argc, char **argv)
 	argc--;
 	o.exclude = sbx_ignore_new();
 	o.include = sbx_ignore_new();
-	while ((c = getopt_long(argc, argv, "a:b:hI:L:m:nqs:vVx:z:", longopts,
+	while ((c = getopt_long(argc, argv, shortopts, longopts,
 	    NULL)) != -1) {
 		switch (c) {
 		case 'a':

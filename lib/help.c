@@ -298,3 +298,47 @@ sbx_help_opt(int c)
 	bad_option();
 	return 0;
 }
+
+void
+sbx_opt_cmd_first(int argc, char **argv, const char *shortopts,
+    const struct option *longopts)
+{
+	const struct option *lo;
+	const char *a, *p, *q;
+	char *cmd;
+	size_t n;
+	int i = 1, j;
+
+	while (i < argc && argv[i][0] == '-' && argv[i][1] &&
+	    strcmp(argv[i], "--")) {
+		a = argv[i++];
+		if (a[1] == '-') {
+			/* --name VALUE, unless --name=VALUE. */
+			if (strchr(a, '='))
+				continue;
+			n = strlen(a + 2);
+			for (lo = longopts; lo && lo->name; lo++)
+				if (!strncmp(lo->name, a + 2, n) &&
+				    lo->has_arg == required_argument) {
+					i++;
+					break;
+				}
+			continue;
+		}
+		/* -xyz: the first letter that takes a value takes the rest,
+		 * or the next argument. */
+		for (p = a + 1; *p; p++)
+			if ((q = strchr(shortopts, *p)) && *p != ':' &&
+			    q[1] == ':') {
+				if (!p[1])
+					i++;
+				break;
+			}
+	}
+	if (i <= 1 || i >= argc || !strcmp(argv[i], "--"))
+		return;
+	cmd = argv[i];
+	for (j = i; j > 1; j--)
+		argv[j] = argv[j - 1];
+	argv[1] = cmd;
+}

@@ -108,6 +108,11 @@ struct sbx_help {
 void sbx_opt_init(const struct sbx_help *help, char **argv);
 /* SBX_OPT_HELP prints the help and exits; '?' says why on stderr. */
 int sbx_help_opt(int c);
+/* A tool of commands (sbx-sync push ...) whose options may come before
+ * the command too, as git's and docker's: the first argument that is not
+ * an option nor an option's value is moved to argv[1]. */
+void sbx_opt_cmd_first(int argc, char **argv, const char *shortopts,
+    const struct option *longopts);
 
 int sbx_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* "512M", "1G", "4096", "2KiB": binary multiples. */

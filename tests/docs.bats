@@ -14,8 +14,13 @@ longopts() {
 
 # The optstring of tool $1's getopt_long call.
 optstring() {
-	tr -d '\n' <"$TOP/cmd/$1.c" |
-	    sed -n 's/.*getopt_long([^"]*"\([^"]*\)".*/\1/p'
+	local o
+	o=$(tr -d '\n' <"$TOP/cmd/$1.c" |
+	    sed -n 's/.*getopt_long([^,]*,[^,]*,[[:space:]]*"\([^"]*\)".*/\1/p')
+	# Or its own variable, when another call takes it too.
+	[ -n "$o" ] || o=$(sed -n 's/^static const char shortopts\[\] = "\([^"]*\)";$/\1/p' \
+	    "$TOP/cmd/$1.c")
+	printf '%s\n' "$o"
 }
 
 # The short option letters in a usage or SYNOPSIS text on stdin, sorted.

@@ -195,3 +195,27 @@ listed() { jq -r .listed <<<"${output##*$'\n'}"; }
 		[ "$(tail -n 1 "$P/a/b/f")" = "$i" ]
 	done
 }
+
+@test "sbx-sync: options may come before the command, as git's: -s FILE push, -qs FILE pull, --state=FILE status" {
+	new_sandbox
+	make_tree
+	run --separate-stderr sbx-sync -s "$S" -x '*.txt' push "$P"
+	assert_success
+	run sx cat /workspace/src/main.c
+	assert_output 'int main(void) { return 0; }'
+	run sx test -e /workspace/src/deep/er/x.txt
+	assert_failure
+	in_sbx 'echo back >new.c'
+	run --separate-stderr sbx-sync -qs "$S" pull "$P"
+	assert_success
+	assert_equal "$(cat "$P/new.c")" back
+	run --separate-stderr sbx-sync --state="$S" status "$P"
+	assert_success
+	# No command among the options: the usage error, as before.
+	run --separate-stderr sbx-sync -s "$S"
+	assert_failure 2
+	assert_equal "$stderr" "sbx-sync: a command is required: push, pull or status"
+	# An option's value that reads as a command is a value.
+	run --separate-stderr sbx-sync -s push
+	assert_failure 2
+}
