@@ -278,6 +278,8 @@ static const struct sbx_help help = {
 	1,
 };
 
+static const char shortopts[] = "a:b:cf:ho:p:t:qvV";
+
 int
 main(int argc, char **argv)
 {
@@ -291,6 +293,8 @@ main(int argc, char **argv)
 	int c, check = 0, rc, ninsecure = 0, all = 0;
 
 	sbx_prog_set(argv);
+	/* Options may come before the command too. */
+	sbx_opt_cmd_first(argc, argv, shortopts, longopts);
 	if (argc > 1 && (!strcmp(argv[1], "build") ||
 	    !strcmp(argv[1], "hash") || store_cmd(argv[1]))) {
 		/* getopt's argv without the command; the flavour's
@@ -304,7 +308,7 @@ main(int argc, char **argv)
 		argc--;
 	}
 	sbx_opt_init(&help, argv);
-	while ((c = getopt_long(argc, argv, "a:b:cf:ho:p:t:qvV", longopts,
+	while ((c = getopt_long(argc, argv, shortopts, longopts,
 	    NULL)) != -1) {
 		switch (c) {
 		case OPT_ALL:

@@ -183,6 +183,8 @@ static const struct sbx_help help = {
 	1,
 };
 
+static const char shortopts[] = "hm:qvV";
+
 int
 main(int argc, char **argv)
 {
@@ -191,6 +193,8 @@ main(int argc, char **argv)
 	int c, rc = SBX_EX_OK;
 
 	sbx_prog_set(argv);
+	/* Options may come before the command too. */
+	sbx_opt_cmd_first(argc, argv, shortopts, longopts);
 	if (argc > 1 && (!strcmp(argv[1], "set") || !strcmp(argv[1], "ls") ||
 	    !strcmp(argv[1], "rm"))) {
 		sub = argv[1];
@@ -199,7 +203,7 @@ main(int argc, char **argv)
 		argc--;
 	}
 	sbx_opt_init(&help, argv);
-	while ((c = getopt_long(argc, argv, "hm:qvV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			if (!meta)

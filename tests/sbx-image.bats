@@ -40,6 +40,19 @@ same_as_python() {
 	[ -z "$stderr" ]
 }
 
+@test "the options may come before the command: -t NAME hash DIR, -q -t NAME hash" {
+	want=$(sbx-image hash -t my/agent ctx)
+	run --separate-stderr sbx-image -t my/agent hash ctx
+	assert_success
+	assert_output "$want"
+	cd ctx
+	run --separate-stderr sbx-image -q -t my/agent hash
+	assert_success
+	assert_output "$want"
+	run --separate-stderr sbx-image -t hash
+	assert_failure 2
+}
+
 @test "hash takes the current directory by default" {
 	a=$(hash_of ctx)
 	b=$(cd ctx && sbx-image hash | jq_str .hash)

@@ -30,6 +30,17 @@ mode() {
 	[ "$(od -An -c "$STORE/api_key" | tr -d ' \n')" = "$(printf %s "$VALUE" | od -An -c | tr -d ' \n')" ]
 }
 
+@test "the options may come before the command: -m k=v set NAME, -q ls" {
+	run --separate-stderr sbx-secret -m team=b set early <<<"$VALUE"
+	assert_success
+	run jq -c .metadata <<<"$output"
+	assert_output '{"team":"b"}'
+	run --separate-stderr sbx-secret -q ls
+	assert_success
+	assert_output "$(sbx-secret ls -q)"
+	assert_output --partial '"early"'
+}
+
 @test "set keeps all of stdin but one trailing newline" {
 	printf 'a\nb\n\n' | sbx-secret set multi >/dev/null
 	run od -An -c "$STORE/multi"
