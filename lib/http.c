@@ -19,6 +19,7 @@
 #define CONNECT_MS 10000L
 #define DEFAULT_MS 120000L
 #define RETRIES 3
+#define STREAM_BUF (512L << 10) /* curl's buffer for a streamed body */
 /* The longest a 429 may make a request wait before it goes again. */
 #define RETRY_AFTER_MAX 30
 
@@ -375,6 +376,11 @@ once(struct sbx_http *h, const struct sbx_http_req *rq,
 	for (hp = rq->headers; hp && *hp; hp++)
 		hdrs = curl_slist_append(hdrs, *hp);
 	curl_easy_setopt(h->c, CURLOPT_HTTPHEADER, hdrs);
+	/* A streamed body (a blob, a file) read in large pieces: a write and
+	 * a recv per 512 KiB, not per 16 KiB (the handle is reused: each
+	 * request says its own). */
+	curl_easy_setopt(h->c, CURLOPT_BUFFERSIZE, rq->out_fd >= 0 ||
+	    rq->on_body ? STREAM_BUF : (long)CURL_MAX_WRITE_SIZE);
 	curl_easy_setopt(h->c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(h->c, CURLOPT_WRITEDATA, &x);
 	curl_easy_setopt(h->c, CURLOPT_HEADERFUNCTION, on_header);

@@ -532,6 +532,36 @@ gz_bad() {
 	done
 }
 
+# A layer's blob as a plain tar, or zstd, whatever its media type says;
+# and a tar followed by more than the unpack's buffer of zeros.
+layer_plain() { cat; }
+layer_zstd() { zstd -q -c; }
+layer_padded() { cat; head -c 3000000 /dev/zero; }
+
+@test "a layer's blob as gzip, a plain tar or zstd, larger than the unpack's buffer, or with zeros after its tar: every byte in place" {
+	local w=$BATS_TEST_TMPDIR/big how
+	mkdir -p "$w/data"
+	head -c 3000000 /dev/urandom >"$w/data/noise"
+	seq 1 400000 >"$w/data/lines"
+	for how in gzip plain zstd padded; do
+		rm -rf "$SBX_IMAGE_DIR"
+		if [ "$how" = gzip ]; then
+			sbx_registry_push_image t/big $how '{}' \
+			    "$BATS_FILE_TMPDIR/layers/base" "$w" >/dev/null
+		else
+			SBX_TEST_LAYER_GZIP=layer_$how sbx_registry_push_image \
+			    t/big $how '{}' "$BATS_FILE_TMPDIR/layers/base" \
+			    "$w" >/dev/null
+		fi
+		run --separate-stderr sbx-image pull -q "$R/t/big:$how"
+		assert_success
+		root=$(jq_str .rootfs <<<"$output")
+		cmp "$w/data/noise" "$root/data/noise"
+		cmp "$w/data/lines" "$root/data/lines"
+		[ -x "$root/bin/sh" ]
+	done
+}
+
 @test "layers are fetched at once: another blob is asked for while the first layer's is held" {
 	first=$(sbx-image pull "$R/t/three:v1" | jq -r '.layers[0]')
 	[ -n "$first" ]

@@ -164,6 +164,10 @@ struct sbx_image_layer {
 	 * taken for ever) and fed the layer's fd on sock. */
 	int sock;
 	pid_t pid;
+	/* A buffer it shares with us (mapped before the fork): the tar we
+	 * make of its blob (inflated here) it reads there, in RING_SLOTS
+	 * pieces of RING_SLOT bytes, told which on sock, with no copy. */
+	unsigned char *ring;
 	char *digest;
 	struct sbx_buf notes; /* what it does to the layers below */
 };
@@ -180,32 +184,21 @@ int sbx_image_tree_apply(struct sbx_image_tree *t, size_t i, int fd,
 int sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
     struct sbx_err *err);
 void sbx_image_tree_abort(struct sbx_image_tree *t);
-/* Layer i from its blob (gzip inflated on a thread of its own, anything
- * else fed as it is), read as it comes: wait (or NULL for a whole file)
- * returns 0 once the blob holds more than off bytes or is whole, -1 when
- * it will not come whole. In inflate.c, the remote flavour's (libisal):
- * without it sbx_image_unpack gives each blob whole to its unpacker. */
+/* Layer i's tar made by fill, straight into the buffer its unpacker
+ * reads: fill(arg, buf, size) puts up to size bytes of it at buf and
+ * returns their number, 0 at its end, -1 when it cannot (its own error
+ * kept in arg: err is then only that the layer did not come whole). */
+int sbx_image_tree_apply_fill(struct sbx_image_tree *t, size_t i,
+    const char *digest, ssize_t (*fill)(void *arg, unsigned char *buf,
+    size_t size), void *arg, struct sbx_err *err);
+/* Layer i from its blob (gzip inflated by ISA-L, anything else fed as it
+ * is) through apply_fill, read as it comes: wait (or NULL for a whole
+ * file) returns 0 once the blob holds more than off bytes or is whole,
+ * -1 when it will not come whole. In inflate.c, the remote flavour's
+ * (libisal): without it sbx_image_unpack gives each blob whole to its
+ * unpacker. */
 int sbx_image_tree_apply_blob(struct sbx_image_tree *t, size_t i, int fd,
     const char *digest, int (*wait)(void *arg, off_t off), void *arg,
     struct sbx_err *err);
-
-/* A layer's blob fed by a thread into a pipe that the unpacker reads as
- * a tar (inflate.c): a gzip one inflated (ISA-L), anything else as it is;
- * start gives the pipe's read end in *rd; end, once the reader has closed
- * it, joins the thread (-1: the gzip was bad, or the blob unreadable). */
-struct sbx_inflater {
-	pthread_t t;
-	int started;
-	int in, out;    /* the blob (a dup), the pipe's write end */
-	off_t off;      /* read so far */
-	int (*wait)(void *arg, off_t off);
-	void *arg;
-	const char *digest;
-	struct sbx_err err;
-};
-int sbx_inflater_start(struct sbx_inflater *f, int fd, const char *digest,
-    int (*wait)(void *arg, off_t off), void *arg, int *rd,
-    struct sbx_err *err);
-int sbx_inflater_end(struct sbx_inflater *f, struct sbx_err *err);
 
 #endif

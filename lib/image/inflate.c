@@ -1,10 +1,9 @@
-/* inflate.c - a layer's blob fed by a thread of its own into a pipe that
- * the unpacker reads as a plain tar, as the blob comes (a pull's is still
- * being fetched): a gzip one inflated on one core while the tar's files
- * are written on the other. ISA-L's inflate: three to five times zlib's
- * speed. */
+/* inflate.c - a layer's tar made of its blob as the blob comes (a pull's
+ * is still being fetched), straight into the buffer its unpacker reads
+ * (unpack.c's apply_fill): a gzip one inflated here while the unpacker
+ * writes the tar's files on the other core. ISA-L's inflate: three to
+ * five times zlib's speed. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,6 +13,21 @@
 #include "image/image.h"
 
 #define IO_SZ (256 * 1024)
+
+/* A blob read as it comes, inflated when it is gzip. */
+struct src {
+	int in;
+	off_t off;      /* read so far */
+	int (*wait)(void *arg, off_t off);
+	void *arg;
+	const char *digest;
+	struct sbx_err err;
+	struct inflate_state *st;
+	uint8_t *buf;   /* what was read of it, IO_SZ */
+	size_t have, pos; /* not gzip: buf's bytes not yet given, from pos */
+	int kind;       /* 0 not known yet, 'z' gzip, 'r' as it is */
+	int eof;
+};
 
 static void
 restart(struct inflate_state *st)
@@ -48,7 +62,7 @@ why(int r)
 /* Up to n bytes of the blob, as they come: 0 at its end, -1 when it
  * cannot be read (or will not come whole). */
 static ssize_t
-src_read(struct sbx_inflater *f, uint8_t *p, size_t n)
+src_read(struct src *f, uint8_t *p, size_t n)
 {
 	ssize_t r;
 
@@ -63,144 +77,97 @@ src_read(struct sbx_inflater *f, uint8_t *p, size_t n)
 	return r;
 }
 
-static int
-put(int fd, const uint8_t *p, size_t left)
+static ssize_t
+bad_read(struct src *f)
 {
-	ssize_t n;
-
-	for (; left; p += n, left -= (size_t)n)
-		while ((n = write(fd, p, left)) < 0)
-			if (errno != EINTR)
-				return -1;
-	return 0;
+	return sbx_err_set(&f->err, SBX_EX_FAIL, "layer %s: cannot read its "
+	    "blob:", f->digest);
 }
 
-/* Blob f->in as it is, or its gzip members inflated, into f->out. A
- * reader that ends early (its tar is over, or bad: its own error says
- * so) ends it too. */
-static void *
-inflater(void *arg)
+/* The blob as it is, its first bytes from buf. */
+static ssize_t
+fill_raw(struct src *f, unsigned char *out, size_t size)
 {
-	struct sbx_inflater *f = arg;
-	struct inflate_state *st = sbx_xcalloc(1, sizeof *st);
-	uint8_t *in = sbx_xcalloc(2, IO_SZ), *out = in + IO_SZ;
-	size_t have = 0;
+	size_t got = f->have < size ? f->have : size;
 	ssize_t n;
-	int r, eof = 0;
 
-	/* Its first two bytes say whether it is gzip. */
-	while (have < 2 && (n = src_read(f, in + have, IO_SZ - have)) > 0)
-		have += (size_t)n;
-	if (have < 2 || in[0] != 0x1f || in[1] != 0x8b) {
-		if (n < 0)
-			goto bad_read;
-		while (have && put(f->out, in, have) == 0 &&
-		    (n = src_read(f, in, IO_SZ)) > 0)
-			have = (size_t)n;
-		if (n < 0 && errno != EPIPE)
-			goto bad_read;
-		goto done;
+	memcpy(out, f->buf + f->pos, got);
+	f->pos += got;
+	f->have -= got;
+	while (got < size && !f->eof) {
+		if ((n = src_read(f, out + got, size - got)) < 0)
+			return bad_read(f);
+		f->eof = n == 0;
+		got += (size_t)n;
 	}
-	isal_inflate_init(st);
-	st->crc_flag = ISAL_GZIP;
-	st->next_in = in;
-	st->avail_in = (uint32_t)have;
-	for (;;) {
-		if (!st->avail_in && !eof) {
-			if ((n = src_read(f, in, IO_SZ)) < 0)
-				goto bad_read;
-			eof = n == 0;
-			st->next_in = in;
+	return (ssize_t)got;
+}
+
+/* Its gzip members inflated. */
+static ssize_t
+fill_gzip(struct src *f, unsigned char *out, size_t size)
+{
+	struct inflate_state *st = f->st;
+	size_t got = 0, made;
+	ssize_t n;
+	int r;
+
+	while (got < size) {
+		if (!st->avail_in && !f->eof) {
+			if ((n = src_read(f, f->buf, IO_SZ)) < 0)
+				return bad_read(f);
+			f->eof = n == 0;
+			st->next_in = f->buf;
 			st->avail_in = (uint32_t)n;
 		}
 		if (st->block_state == ISAL_BLOCK_FINISH) {
-			if (!st->avail_in && eof)
+			if (!st->avail_in && f->eof)
 				break;
 			if (!st->avail_in)
 				continue;
 			restart(st);    /* another member */
 		}
-		st->next_out = out;
-		st->avail_out = IO_SZ;
-		if ((r = isal_inflate(st)) < 0) {
-			sbx_err_set(&f->err, SBX_EX_DATA, "layer %s: not valid "
-			    "gzip (%s)", f->digest, why(r));
-			break;
-		}
-		have = IO_SZ - st->avail_out;
-		if (!have && eof && !st->avail_in &&
-		    st->block_state != ISAL_BLOCK_FINISH) {
-			sbx_err_set(&f->err, SBX_EX_DATA, "layer %s: its gzip "
-			    "data is cut short", f->digest);
-			break;
-		}
-		if (put(f->out, out, have) < 0)
-			break;
+		st->next_out = out + got;
+		st->avail_out = (uint32_t)(size - got);
+		if ((r = isal_inflate(st)) < 0)
+			return sbx_err_set(&f->err, SBX_EX_DATA, "layer %s: not "
+			    "valid gzip (%s)", f->digest, why(r));
+		made = size - got - st->avail_out;
+		if (!made && f->eof && !st->avail_in &&
+		    st->block_state != ISAL_BLOCK_FINISH)
+			return sbx_err_set(&f->err, SBX_EX_DATA, "layer %s: its "
+			    "gzip data is cut short", f->digest);
+		got += made;
 	}
-	goto done;
-bad_read:
-	sbx_err_set(&f->err, SBX_EX_FAIL, "layer %s: cannot read its blob:",
-	    f->digest);
-done:
-	free(st);
-	free(in);
-	close(f->out);
-	f->out = -1;
-	return NULL;
+	return (ssize_t)got;
 }
 
-int
-sbx_inflater_start(struct sbx_inflater *f, int fd, const char *digest,
-    int (*wait)(void *arg, off_t off), void *arg, int *rd,
-    struct sbx_err *err)
+/* apply_fill's: the next size bytes of the tar at out. */
+static ssize_t
+fill(void *arg, unsigned char *out, size_t size)
 {
-	int pv[2];
+	struct src *f = arg;
+	ssize_t n = 0;
 
-	memset(f, 0, sizeof *f);
-	f->in = f->out = -1;
-	*rd = -1;
-	if (pipe2(pv, O_CLOEXEC) < 0)
-		return sbx_err_set(err, SBX_EX_FAIL, "cannot make a pipe:");
-	/* Fewer, larger turns between the two sides. */
-	(void)fcntl(pv[1], F_SETPIPE_SZ, 1 << 20);
-	if ((f->in = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot read blob %s:", digest);
-		goto fail;
+	if (!f->kind) {
+		/* Its first two bytes say whether it is gzip. */
+		while (f->have < 2 && (n = src_read(f, f->buf + f->have,
+		    IO_SZ - f->have)) > 0)
+			f->have += (size_t)n;
+		if (n < 0)
+			return bad_read(f);
+		f->eof = f->have < 2;
+		f->kind = f->have >= 2 && f->buf[0] == 0x1f &&
+		    f->buf[1] == 0x8b ? 'z' : 'r';
+		if (f->kind == 'z') {
+			isal_inflate_init(f->st);
+			f->st->crc_flag = ISAL_GZIP;
+			f->st->next_in = f->buf;
+			f->st->avail_in = (uint32_t)f->have;
+		}
 	}
-	f->out = pv[1];
-	f->digest = digest;
-	f->wait = wait;
-	f->arg = arg;
-	if ((errno = pthread_create(&f->t, NULL, inflater, f))) {
-		sbx_err_set(err, SBX_EX_FAIL, "cannot start a thread:");
-		goto fail;
-	}
-	f->started = 1;
-	*rd = pv[0];
-	return 0;
-fail:
-	if (f->in >= 0)
-		close(f->in);
-	close(pv[0]);
-	close(pv[1]);
-	f->in = f->out = -1;
-	return -1;
-}
-
-int
-sbx_inflater_end(struct sbx_inflater *f, struct sbx_err *err)
-{
-	if (!f->started)
-		return 0;
-	pthread_join(f->t, NULL);
-	f->started = 0;
-	close(f->in);
-	f->in = -1;
-	if (f->err.code) {
-		*err = f->err;
-		return -1;
-	}
-	return 0;
+	return f->kind == 'z' ? fill_gzip(f, out, size) :
+	    fill_raw(f, out, size);
 }
 
 int
@@ -208,19 +175,22 @@ sbx_image_tree_apply_blob(struct sbx_image_tree *t, size_t i, int fd,
     const char *digest, int (*wait)(void *arg, off_t off), void *arg,
     struct sbx_err *err)
 {
-	struct sbx_inflater f;
+	struct src f = {.in = fd, .wait = wait, .arg = arg,
+	    .digest = digest};
 	struct sbx_err e = {0};
-	int rd, rc;
+	int rc;
 
-	if (sbx_inflater_start(&f, fd, digest, wait, arg, &rd, err) < 0)
-		return -1;
-	rc = sbx_image_tree_apply(t, i, rd, digest, &e);
-	/* The feeder blocked on a pipe no one reads ends now. */
-	close(rd);
+	f.st = sbx_xcalloc(1, sizeof *f.st);
+	f.buf = sbx_xmalloc(IO_SZ);
+	rc = sbx_image_tree_apply_fill(t, i, digest, fill, &f, &e);
 	/* The bad gzip's error before the tar's that it caused. */
-	if (sbx_inflater_end(&f, err) < 0)
-		return -1;
-	if (rc < 0)
+	if (f.err.code) {
+		*err = f.err;
+		rc = -1;
+	} else if (rc < 0) {
 		*err = e;
+	}
+	free(f.st);
+	free(f.buf);
 	return rc;
 }

@@ -29,6 +29,8 @@ struct job {
 	int done;       /* fd is whole and checked, or the blob was in the
 			 * store */
 	int linked;     /* named by this pull */
+	const struct sbx_buf *bytes; /* here already (the manifest), not
+				      * fetched */
 };
 
 struct pool {
@@ -171,12 +173,15 @@ job_of(struct pool *p, const char *digest, long long size)
 	return p->n++;
 }
 
-/* The blobs fetched, named: all, or none (those named here unnamed). */
+/* The blobs fetched (and the manifest), named: all, or none (those named
+ * here unnamed); on disk, with their names, before the index names
+ * them. */
 static int
 name_blobs(struct pool *p, int *fetched, struct sbx_err *err)
 {
 	char fdp[64];
 	size_t i;
+	int any = 0;
 
 	for (i = 0; i < p->n; i++) {
 		if (p->jobs[i].fd < 0)
@@ -184,14 +189,31 @@ name_blobs(struct pool *p, int *fetched, struct sbx_err *err)
 		snprintf(fdp, sizeof fdp, "/proc/self/fd/%d", p->jobs[i].fd);
 		if (linkat(AT_FDCWD, fdp, p->bdfd, p->jobs[i].digest + 7,
 		    AT_SYMLINK_FOLLOW) == 0) {
-			p->jobs[i].linked = 1;
+			p->jobs[i].linked = any = 1;
 		} else if (errno != EEXIST) {
 			sbx_err_set(err, SBX_EX_FAIL, "cannot store blob %s:",
 			    p->jobs[i].digest);
 			return -1;
 		}
-		(*fetched)++;
+		if (!p->jobs[i].bytes)
+			(*fetched)++;
 	}
+	if (any && fsync(p->bdfd) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot store the blobs "
+		    "in '%s':", p->root);
+	return 0;
+}
+
+/* Job j's bytes, here already, into an unnamed file of the store. */
+static int
+put_bytes(struct pool *p, struct job *j, struct sbx_err *err)
+{
+	if ((j->fd = openat(p->bdfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC,
+	    0644)) < 0 || sbx_write_all(j->fd, j->bytes->data,
+	    j->bytes->len) < 0)
+		return sbx_err_set(err, SBX_EX_FAIL, "cannot store blob %s:",
+		    j->digest);
+	j->done = 1;
 	return 0;
 }
 
@@ -283,6 +305,11 @@ fetch_unpack(struct pool *p, struct sbx_registry *g, const size_t *lj,
 	for (i = 0; i < p->n; i++)
 		if (faccessat(p->bdfd, p->jobs[i].digest + 7, F_OK, 0) == 0) {
 			p->jobs[i].done = 1;
+		} else if (p->jobs[i].bytes) {
+			if (put_bytes(p, &p->jobs[i], err) < 0) {
+				free(u);
+				return -1;
+			}
 		} else {
 			p->todo[p->ntodo++] = i;
 			bytes += p->jobs[i].size;
@@ -314,6 +341,14 @@ fetch_unpack(struct pool *p, struct sbx_registry *g, const size_t *lj,
 		}
 		u[i].started = 1;
 	}
+	/* What is here already on disk while the rest comes. */
+	for (i = 0; i < p->n; i++)
+		if (p->jobs[i].bytes && p->jobs[i].fd >= 0 &&
+		    fsync(p->jobs[i].fd) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot store blob %s:",
+			    p->jobs[i].digest);
+			pool_fail(p, err);
+		}
 	for (i = 0; i < nl; i++)
 		if (u[i].started)
 			pthread_join(u[i].th, NULL);
@@ -329,20 +364,6 @@ fetch_unpack(struct pool *p, struct sbx_registry *g, const size_t *lj,
 		return -1;
 	}
 	return 0;
-}
-
-/* Bytes already checked against digest (a manifest) into the store. */
-static int
-put_blob(struct sbx_image_store *s, const char *digest, const struct sbx_buf *b,
-    struct sbx_err *err)
-{
-	char *path = sbx_image_blob_path(s->root, digest);
-	int rc = 0;
-
-	if (access(path, F_OK) < 0)
-		rc = sbx_file_write_atomic(path, b->data, b->len, 0644, 1, err);
-	free(path);
-	return rc;
 }
 
 static int
@@ -501,7 +522,7 @@ sbx_image_pull(const char *refstr, const struct sbx_registry_opts *o,
 		    "'%s':", s.root);
 		goto out;
 	}
-	p.jobs = sbx_xcalloc(json_array_size(layers) + 1, sizeof *p.jobs);
+	p.jobs = sbx_xcalloc(json_array_size(layers) + 2, sizeof *p.jobs);
 	p.todo = sbx_xcalloc(json_array_size(layers) + 1, sizeof *p.todo);
 	lj = sbx_xcalloc(json_array_size(layers) + 1, sizeof *lj);
 	job_of(&p, cfg, sbx_json_int(json_object_get(m, "config"), "size",
@@ -509,11 +530,13 @@ sbx_image_pull(const char *refstr, const struct sbx_registry_opts *o,
 	json_array_foreach(layers, k, l)
 		lj[k] = job_of(&p, sbx_json_str(l, "digest"),
 		    sbx_json_int(l, "size", 0));
+	/* The manifest (checked against its digest) named with the blobs,
+	 * written and synced while they come. */
+	p.jobs[job_of(&p, digest, (long long)body.len)].bytes = &body;
 	if ((have = sbx_image_tree_begin(&t, s.root, digest,
 	    json_array_size(layers), err)) < 0 ||
 	    fetch_unpack(&p, g, lj, json_array_size(layers), &t, !have,
 	    err) < 0 || name_blobs(&p, &fetched, err) < 0 ||
-	    put_blob(&s, digest, &body, err) < 0 ||
 	    sbx_image_tree_commit(&t, &rootfs, err) < 0)
 		goto out;
 	rec = json_pack("{s:s,s:s,s:O,s:I,s:s,s:I}", "digest", digest,

@@ -28,6 +28,7 @@
 #include <search.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -55,6 +56,23 @@
 
 /* The largest notes of a layer (its names, twice at most). */
 #define NOTES_MAX (256u << 20)
+
+/* A layer's shared buffer: pieces the parent fills while its unpacker
+ * reads the others. */
+#define RING_SLOTS 4
+#define RING_SLOT (256u << 10)
+
+/* The frames on an unpacker's socket. Ours: a layer to apply, its blob's
+ * fd given (LAYER_FD) or its tar coming through the buffer (LAYER_RING);
+ * then a piece of it is in (FILLED: a struct piece, len 0 at its end) or
+ * it will not come whole (ABORT). Its: a piece read (FREE: the slot, a
+ * u32), and the answer (OK or FAILED: an sbx_err, then the notes). */
+enum { MSG_OK, MSG_FAILED, MSG_LAYER_FD, MSG_LAYER_RING, MSG_FILLED,
+	MSG_ABORT, MSG_FREE };
+
+struct piece {
+	uint32_t slot, len;
+};
 
 static int
 cmp_str(const void *a, const void *b)
@@ -168,12 +186,64 @@ opaque(int dfd, const char *rel)
 	return rc;
 }
 
-/* One layer (a tar, any compression libarchive reads) from fd into the
- * working directory, the layer's own; what it does to the layers below
- * noted in notes. */
+/* The tar of a layer read from the shared buffer, a piece at a time:
+ * each freed once libarchive asks for the next. */
+struct ring_src {
+	int sock;
+	const unsigned char *ring;
+	long cur;       /* the slot libarchive holds, or -1 */
+	int end;
+};
+
+static ssize_t
+ring_read(struct archive *a, void *arg, const void **buf)
+{
+	struct ring_src *r = arg;
+	struct sbx_msg m;
+	struct piece pc;
+	uint32_t slot;
+
+	if (r->cur >= 0) {
+		slot = (uint32_t)r->cur;
+		r->cur = -1;
+		if (sbx_msg_send(r->sock, MSG_FREE, &slot, sizeof slot, NULL,
+		    0) < 0) {
+			archive_set_error(a, EIO, "its feed is gone");
+			return -1;
+		}
+	}
+	if (r->end)
+		return 0;
+	if (sbx_msg_recv(r->sock, &m) <= 0) {
+		archive_set_error(a, EIO, "its feed is gone");
+		return -1;
+	}
+	if (m.type != MSG_FILLED || m.len != sizeof pc) {
+		sbx_msg_release(&m);
+		archive_set_error(a, EIO, "it did not come whole");
+		return -1;
+	}
+	memcpy(&pc, m.data, sizeof pc);
+	sbx_msg_release(&m);
+	if (pc.slot >= RING_SLOTS || pc.len > RING_SLOT) {
+		archive_set_error(a, EIO, "its feed said nonsense");
+		return -1;
+	}
+	if (!pc.len) {
+		r->end = 1;
+		return 0;
+	}
+	r->cur = pc.slot;
+	*buf = r->ring + (size_t)pc.slot * RING_SLOT;
+	return pc.len;
+}
+
+/* One layer (a tar, any compression libarchive reads) from fd, or from
+ * the shared buffer when src is not NULL, into the working directory,
+ * the layer's own; what it does to the layers below noted in notes. */
 static int
-apply_layer(int fd, const char *digest, int chrooted, struct sbx_buf *notes,
-    struct sbx_err *err)
+apply_layer(int fd, struct ring_src *src, const char *digest, int chrooted,
+    struct sbx_buf *notes, struct sbx_err *err)
 {
 	struct archive *a = archive_read_new();
 	struct archive *w = archive_write_disk_new();
@@ -201,7 +271,8 @@ apply_layer(int fd, const char *digest, int chrooted, struct sbx_buf *notes,
 	if (geteuid() == 0)
 		flags |= ARCHIVE_EXTRACT_OWNER;
 	archive_write_disk_set_options(w, flags);
-	if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
+	if ((src ? archive_read_open(a, src, NULL, ring_read, NULL) :
+	    archive_read_open_fd(a, fd, 1 << 16)) != ARCHIVE_OK) {
 		sbx_err_set(err, SBX_EX_DATA, "layer %s is not a tar: %s",
 		    digest, archive_error_string(a));
 		goto out;
@@ -318,13 +389,14 @@ unpacker_end(struct sbx_image_layer *l)
 }
 
 /* An unpacker: in its layer's directory (chrooted there as root), it
- * applies each layer that comes (its digest, its fd) and answers with an
- * sbx_err (code 0 when it went in) and the layer's notes; it ends at its
- * socket's end. */
+ * applies each layer that comes (its digest, and its fd or its tar
+ * through ring) and answers with an sbx_err (code 0 when it went in) and
+ * the layer's notes; it ends at its socket's end. */
 static void
-unpacker(int dfd, int sock)
+unpacker(int dfd, int sock, const unsigned char *ring)
 {
 	struct sbx_buf b = SBX_BUF_INIT;
+	struct ring_src src;
 	struct sbx_msg m;
 	struct sbx_err e;
 	int rc, root = geteuid() == 0;
@@ -337,16 +409,25 @@ unpacker(int dfd, int sock)
 		_exit(1);
 	}
 	while (sbx_msg_recv(sock, &m) > 0) {
+		/* What was fed of a layer after its tar ended, unread. */
+		if (m.type == MSG_FILLED || m.type == MSG_ABORT) {
+			sbx_msg_release(&m);
+			continue;
+		}
 		memset(&e, 0, sizeof e);
-		if (m.nfds != 1 || !m.len || m.data[m.len - 1] != '\0')
+		if (!m.len || m.data[m.len - 1] != '\0' ||
+		    (m.type == MSG_LAYER_FD && m.nfds != 1) ||
+		    (m.type != MSG_LAYER_FD && m.type != MSG_LAYER_RING))
 			_exit(2);
 		b.len = 0;
 		sbx_buf_add(&b, &e, sizeof e);
-		rc = apply_layer(m.fds[0], m.data, root, &b, &e);
+		src = (struct ring_src){.sock = sock, .ring = ring, .cur = -1};
+		rc = apply_layer(m.nfds ? m.fds[0] : -1, m.type ==
+		    MSG_LAYER_RING ? &src : NULL, m.data, root, &b, &e);
 		sbx_msg_release(&m);
 		memcpy(b.data, &e, sizeof e);
-		if (sbx_msg_send_max(sock, NOTES_MAX, rc < 0, b.data,
-		    rc < 0 ? sizeof e : b.len, NULL, 0) < 0)
+		if (sbx_msg_send_max(sock, NOTES_MAX, rc < 0 ? MSG_FAILED :
+		    MSG_OK, b.data, rc < 0 ? sizeof e : b.len, NULL, 0) < 0)
 			_exit(2);
 	}
 	_exit(0);
@@ -371,6 +452,15 @@ unpackers_start(struct sbx_image_tree *t, struct sbx_err *err)
 		    O_NOFOLLOW | O_CLOEXEC)) < 0)
 			return sbx_err_set(err, SBX_EX_FAIL, "cannot create "
 			    "'%s/%s':", t->tmp, nm);
+		/* Its pages are only made as they are written. */
+		l->ring = mmap(NULL, (size_t)RING_SLOTS * RING_SLOT,
+		    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (l->ring == MAP_FAILED) {
+			l->ring = NULL;
+			close(dfd);
+			return sbx_err_set(err, SBX_EX_FAIL, "cannot map a "
+			    "layer's buffer:");
+		}
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
 		    sv) < 0) {
 			close(dfd);
@@ -389,7 +479,7 @@ unpackers_start(struct sbx_image_tree *t, struct sbx_err *err)
 			for (k = 0; k < i; k++)
 				close(t->l[k].sock);
 			close(sv[0]);
-			unpacker(dfd, sv[1]);
+			unpacker(dfd, sv[1], l->ring);
 		}
 		close(sv[1]);
 		close(dfd);
@@ -398,35 +488,114 @@ unpackers_start(struct sbx_image_tree *t, struct sbx_err *err)
 	return 0;
 }
 
-/* Layer i from fd, by its unpacker; its notes kept for the merge. */
+/* The unpacker of l's answer to layer digest in m (a message taken);
+ * its notes kept for the merge. */
+static int
+answer(struct sbx_image_layer *l, struct sbx_msg *m, const char *digest,
+    struct sbx_err *err)
+{
+	int rc = 0;
+
+	if (m->len < sizeof *err || (m->type != MSG_OK &&
+	    m->type != MSG_FAILED)) {
+		rc = sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
+		    "answered nonsense", digest);
+	} else if (m->type == MSG_FAILED) {
+		memcpy(err, m->data, sizeof *err);
+		err->msg[sizeof err->msg - 1] = '\0';
+		err->hint[sizeof err->hint - 1] = '\0';
+		rc = -1;
+	} else {
+		sbx_buf_release(&l->notes);
+		sbx_buf_add(&l->notes, m->data + sizeof *err,
+		    m->len - sizeof *err);
+	}
+	sbx_msg_release(m);
+	return rc;
+}
+
+static int
+ended(struct sbx_image_layer *l, const char *digest, struct sbx_err *err)
+{
+	unpacker_end(l);
+	return sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack ended "
+	    "abnormally", digest);
+}
+
+/* Layer i from fd, by its unpacker. */
 static int
 apply_sent(struct sbx_image_tree *t, size_t i, int fd, const char *digest,
     struct sbx_err *err)
 {
 	struct sbx_image_layer *l = &t->l[i];
 	struct sbx_msg m;
-	int rc = 0;
 
-	if (sbx_msg_send(l->sock, 0, digest, strlen(digest) + 1, &fd, 1) < 0 ||
-	    sbx_msg_recv_max(l->sock, NOTES_MAX, &m) <= 0) {
-		unpacker_end(l);
-		return sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
-		    "ended abnormally", digest);
+	if (sbx_msg_send(l->sock, MSG_LAYER_FD, digest, strlen(digest) + 1,
+	    &fd, 1) < 0 || sbx_msg_recv_max(l->sock, NOTES_MAX, &m) <= 0)
+		return ended(l, digest, err);
+	return answer(l, &m, digest, err);
+}
+
+int
+sbx_image_tree_apply_fill(struct sbx_image_tree *t, size_t i,
+    const char *digest, ssize_t (*fill)(void *arg, unsigned char *buf,
+    size_t size), void *arg, struct sbx_err *err)
+{
+	struct sbx_image_layer *l = i < t->n ? &t->l[i] : NULL;
+	struct sbx_msg m;
+	struct piece pc;
+	uint32_t slot, nfree = RING_SLOTS, fr[RING_SLOTS];
+	ssize_t n;
+	int fed = 0, bad = 0, rc;
+
+	if (!l || l->sock < 0 || !l->ring)
+		return sbx_err_set(err, SBX_EX_FAIL, "layer %s: no unpack for "
+		    "it", digest);
+	free(l->digest);
+	l->digest = sbx_xstrdup(digest);
+	for (slot = 0; slot < RING_SLOTS; slot++)
+		fr[slot] = slot;
+	if (sbx_msg_send(l->sock, MSG_LAYER_RING, digest, strlen(digest) + 1,
+	    NULL, 0) < 0)
+		return ended(l, digest, err);
+	for (;;) {
+		/* Every free piece filled and sent, till the tar's end. */
+		while (!fed && nfree) {
+			pc.slot = fr[--nfree];
+			n = fill(arg, l->ring + (size_t)pc.slot * RING_SLOT,
+			    RING_SLOT);
+			pc.len = n > 0 ? (uint32_t)n : 0;
+			fed = n <= 0;
+			bad = n < 0;
+			if (sbx_msg_send(l->sock, bad ? MSG_ABORT : MSG_FILLED,
+			    &pc, sizeof pc, NULL, 0) < 0)
+				return ended(l, digest, err);
+		}
+		/* A piece read, or the answer (the tar may end before all
+		 * that was fed). */
+		if (sbx_msg_recv_max(l->sock, NOTES_MAX, &m) <= 0)
+			return ended(l, digest, err);
+		if (m.type != MSG_FREE)
+			break;
+		if (m.len != sizeof slot || nfree >= RING_SLOTS) {
+			sbx_msg_release(&m);
+			unpacker_end(l);
+			return sbx_err_set(err, SBX_EX_FAIL, "layer %s: its "
+			    "unpack answered nonsense", digest);
+		}
+		memcpy(&slot, m.data, sizeof slot);
+		sbx_msg_release(&m);
+		if (slot >= RING_SLOTS) {
+			unpacker_end(l);
+			return sbx_err_set(err, SBX_EX_FAIL, "layer %s: its "
+			    "unpack answered nonsense", digest);
+		}
+		fr[nfree++] = slot;
 	}
-	if (m.len < sizeof *err) {
-		rc = sbx_err_set(err, SBX_EX_FAIL, "layer %s: its unpack "
-		    "answered nonsense", digest);
-	} else if (m.type) {
-		memcpy(err, m.data, sizeof *err);
-		err->msg[sizeof err->msg - 1] = '\0';
-		err->hint[sizeof err->hint - 1] = '\0';
-		rc = -1;
-	} else {
-		sbx_buf_release(&l->notes);
-		sbx_buf_add(&l->notes, m.data + sizeof *err,
-		    m.len - sizeof *err);
-	}
-	sbx_msg_release(&m);
+	rc = answer(l, &m, digest, err);
+	if (bad && rc == 0)
+		rc = sbx_err_set(err, SBX_EX_FAIL, "layer %s: it did not come "
+		    "whole", digest);
 	return rc;
 }
 
@@ -671,6 +840,8 @@ sbx_image_tree_abort(struct sbx_image_tree *t)
 
 	for (i = 0; i < t->n; i++) {
 		unpacker_end(&t->l[i]);
+		if (t->l[i].ring)
+			munmap(t->l[i].ring, (size_t)RING_SLOTS * RING_SLOT);
 		sbx_buf_release(&t->l[i].notes);
 		free(t->l[i].digest);
 	}
