@@ -29,6 +29,7 @@
 			      * queue holds more */
 #define STOP_MS 30000     /* a stop's poweroff, before QEMU is killed */
 #define TRIM_IDLE_MS 500  /* idle so long after the boot: a trim */
+#define TRIM_AGAIN_MS 3000 /* and so long after later activity */
 #define TRIM_MIB 32       /* what the balloon takes of the guest's, an
 			   * eighth of a smaller VM's memory at most */
 #define TRIM_MS 3000      /* and how long it may take it */
@@ -62,7 +63,8 @@ struct keeper {
 	long long paused_at; /* since when it is suspended; 0: it is not */
 	long long stop_end;  /* a stop's deadline; 0: no stop */
 	int off_sent;        /* the guest was told to power off */
-	uint64_t trim;       /* the VM's memory, to trim once (0: none) */
+	uint64_t trim;       /* the VM's memory, to trim (0: never) */
+	long long trimmed;   /* last when the last trim began; -1: none */
 	pid_t trimmer;       /* trim()'s process while it runs */
 };
 
@@ -341,49 +343,78 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 	return -1;
 }
 
-/* QEMU keeps the guest's kernel and initramfs as it loaded them (their
- * files, mapped), for a reset: -no-reboot makes none, so once the guest
- * is up those pages (~40 MiB of its RSS, the initramfs ~1) go back to the
- * page cache, which drops them. Only a page no other VM maps goes (the
- * kernel's rule); without CAP_SYS_NICE nothing does. */
+/* The file pages process pid maps (its binary's, its libraries'), back
+ * to the page cache, which drops them: with files (NULL-ended) only
+ * those files' (paths, "(deleted)" ones too). QEMU keeps the guest's
+ * kernel and initramfs as it loaded them, for a reset: -no-reboot makes
+ * none, so once the guest is up those pages (~40 MiB of its RSS, the
+ * initramfs ~1) are of no use. Of QEMU's own binary and libraries (~21
+ * MiB) an idle VM uses ~4, an exec of true ~1.5 more, faulted in again
+ * (from the page cache while another VM maps them): they were clean
+ * pages the host could reclaim anyway, counted whole in the RSS of
+ * each. Only a page no other process maps goes (the kernel's rule);
+ * without CAP_SYS_NICE nothing does. */
+static void
+drop_files(pid_t pid, char *const *files)
+{
+	struct iovec iov[64];
+	char path[64], line[4400], *e, *name;
+	unsigned long lo, hi, ino;
+	size_t n = 0;
+	int pfd, at, j, last = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return;
+	if ((pfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
+		fclose(f);
+		return;
+	}
+	while (!last) {
+		if (!fgets(line, sizeof line, f))
+			last = 1;
+		else {
+			line[strcspn(line, "\n")] = '\0';
+			/* A guest made again meanwhile: its old files. */
+			if ((e = strstr(line, " (deleted)")) && !e[10])
+				*e = '\0';
+			at = 0;
+			if (sscanf(line, "%lx-%lx %*s %*s %*s %lu %n", &lo, &hi,
+			    &ino, &at) < 3 || !ino || !at)
+				continue;
+			name = line + at;
+			for (j = 0; files && files[j]; j++)
+				if (!strcmp(name, files[j]))
+					break;
+			if (files && !files[j])
+				continue;
+			iov[n++] = (struct iovec){(void *)lo, hi - lo};
+		}
+		if (n && (last || n == sizeof iov / sizeof *iov)) {
+			syscall(SYS_process_madvise, pfd, iov, n, MADV_PAGEOUT,
+			    0);
+			n = 0;
+		}
+	}
+	close(pfd);
+	fclose(f);
+}
+
+/* The kernel and initramfs QEMU loaded (drop_files), once the guest is
+ * up. */
 static void
 drop_loaded(const struct sbx_qemu_boot *b, pid_t qemu)
 {
-	struct iovec iov[8];
-	char path[64], line[4400], *file[2] = {NULL, NULL}, *e;
-	unsigned long lo, hi;
-	size_t i, n = 0, len;
-	FILE *f;
-	int pfd, j;
+	char *file[3] = {NULL, NULL, NULL};
+	size_t i, n = 0;
 
-	for (i = 0; b->argv[i] && b->argv[i + 1]; i++)
-		if (!strcmp(b->argv[i], "-kernel"))
-			file[0] = b->argv[i + 1];
-		else if (!strcmp(b->argv[i], "-initrd"))
-			file[1] = b->argv[i + 1];
-	snprintf(path, sizeof path, "/proc/%d/maps", (int)qemu);
-	if (!(f = fopen(path, "re")))
-		return;
-	while (n < sizeof iov / sizeof *iov && fgets(line, sizeof line, f)) {
-		line[strcspn(line, "\n")] = '\0';
-		/* A guest made again meanwhile: its old files. */
-		if ((e = strstr(line, " (deleted)")) && !e[10])
-			*e = '\0';
-		for (j = 0; j < 2; j++) {
-			if (!file[j] || strlen(line) <= (len =
-			    strlen(file[j])) || strcmp(line + strlen(line) -
-			    len, file[j]) || line[strlen(line) - len - 1] !=
-			    ' ' || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
-				continue;
-			iov[n++] = (struct iovec){(void *)lo, hi - lo};
-			break;
-		}
-	}
-	fclose(f);
-	if (!n || (pfd = (int)syscall(SYS_pidfd_open, qemu, 0)) < 0)
-		return;
-	syscall(SYS_process_madvise, pfd, iov, n, MADV_PAGEOUT, 0);
-	close(pfd);
+	for (i = 0; b->argv[i] && b->argv[i + 1] && n < 2; i++)
+		if (!strcmp(b->argv[i], "-kernel") ||
+		    !strcmp(b->argv[i], "-initrd"))
+			file[n++] = b->argv[i + 1];
+	if (n)
+		drop_files(qemu, file);
 }
 
 static void
@@ -586,21 +617,23 @@ free_slot(struct keeper *k)
 	return NULL;
 }
 
-/* The guest's memory its boot touched and freed, given back to the
- * host, by a process of ours (QMP waits): its balloon inflated by
- * TRIM_MIB takes free pages of the guest's, the last freed first, which
- * QEMU discards (madvise); deflated, they are the guest's again,
- * untouched on the host. Under TCG: 12 MiB of an idle VM's RSS (the
- * freed parts of the kernel's image, the initramfs's), in ~0.2 s. */
+/* The guest's memory its boot (or its commands) touched and freed,
+ * given back to the host, by a process of ours (QMP waits): its balloon
+ * inflated by TRIM_MIB takes free pages of the guest's, the last freed
+ * first, which QEMU discards (madvise); deflated, they are the guest's
+ * again, untouched on the host. Under TCG: 12 MiB of an idle VM's RSS
+ * (the freed parts of the kernel's image, the initramfs's), in ~0.2 s.
+ * Then the file pages QEMU and the keeper map and an idle VM does not
+ * use (drop_files): ~16 MiB more. */
 static pid_t
-trim(uint64_t memory)
+trim(uint64_t memory, pid_t qemu)
 {
 	struct sbx_err e;
 	json_t *a, *r = NULL;
 	uint64_t take = (uint64_t)TRIM_MIB << 20;
 	json_int_t want, got, last = -1;
 	long long end;
-	pid_t pid = fork();
+	pid_t keeper = getpid(), pid = fork();
 
 	if (pid != 0)
 		return pid;
@@ -628,6 +661,8 @@ trim(uint64_t memory)
 	a = json_pack("{sI}", "value", (json_int_t)memory);
 	sbx_qemu_qmp_call(".", "balloon", a, NULL, &e);
 	json_decref(a);
+	drop_files(qemu, NULL);
+	drop_files(keeper, NULL);
 	_exit(0);
 }
 
@@ -674,18 +709,23 @@ serve(struct keeper *k, const sigset_t *mask)
 			if ((long long)k->timeout * 1000 - idle < wait)
 				wait = (long long)k->timeout * 1000 - idle;
 		}
-		/* Once, when idle after the boot. */
+		/* When idle after the boot, and again when idle after
+		 * later activity (a command's freed memory, the code QEMU
+		 * ran for it). */
 		if (k->trimmer > 0 && waitpid(k->trimmer, NULL, WNOHANG) ==
 		    k->trimmer)
 			k->trimmer = 0;
-		if (k->trim && !stop_asked && !busy(k) && !suspended(k,
-		    now)) {
+		if (k->trim && !k->trimmer && k->last != k->trimmed &&
+		    !stop_asked && !busy(k) && !suspended(k, now)) {
+			long long after = k->trimmed < 0 ? TRIM_IDLE_MS :
+			    TRIM_AGAIN_MS;
+
 			idle = now - k->last;
-			if (idle >= TRIM_IDLE_MS) {
-				k->trimmer = trim(k->trim);
-				k->trim = 0;
-			} else if (TRIM_IDLE_MS - idle < wait) {
-				wait = TRIM_IDLE_MS - idle;
+			if (idle >= after) {
+				k->trimmer = trim(k->trim, k->qemu);
+				k->trimmed = k->last;
+			} else if (after - idle < wait) {
+				wait = after - idle;
 			}
 		}
 		ts = (struct timespec){wait / 1000, wait % 1000 * 1000000};
@@ -790,7 +830,7 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 	struct sigaction sa = {.sa_handler = on_stop};
 	sigset_t block, mask;
 	struct keeper k = {.ready = ready, .timeout = b->timeout,
-	    .nports = 1, .trim = b->trim};
+	    .nports = 1, .trim = b->trim, .trimmed = -1};
 	int sp[2], null, gate, i, theirs[SBX_GUEST_PORTS];
 	char pids[128];
 
