@@ -247,7 +247,7 @@ store_empty_but_shared() {
 	[[ ${cpu[*]} == 200000* ]]
 }
 
-@test "qemu: under TCG the guest keeps only what a sandbox uses (no tracefs files, memory cgroup, Spectre mitigations, AppArmor, loaded modules' files), its balloon trims what the boot freed, and again after activity; QEMU's memory in small pages, its translated code in 16 MiB" {
+@test "qemu: under TCG the guest keeps only what a sandbox uses (no tracefs files, memory cgroup, Spectre mitigations, AppArmor, loaded modules' files, fault-around), its balloon trims what the boot freed, and again after activity; QEMU's memory in small pages, its translated code in 16 MiB" {
 	# What the kernel's command line leaves out, seen in the guest.
 	run --separate-stderr sbx-exec -s "$S" -- sh -c '
 	    awk "\$1 == \"memory\" { print \$4 }" /proc/cgroups
@@ -255,7 +255,8 @@ store_empty_but_shared() {
 	    mkdir -p /tmp/t /tmp/s
 	    mount -t tracefs none /tmp/t && ls -A /tmp/t/events | wc -l; umount /tmp/t
 	    mount -t securityfs none /tmp/s && cat /tmp/s/lsm && echo && umount /tmp/s
-	    ls -A /proc/1/root/sbx/mod | wc -l'
+	    ls -A /proc/1/root/sbx/mod | wc -l
+	    mount -t debugfs none /tmp/t && cat /tmp/t/fault_around_bytes; umount /tmp/t'
 	assert_success
 	# the memory controller off, no retpolines
 	assert_equal "${lines[0]}" 0
@@ -266,6 +267,8 @@ store_empty_but_shared() {
 	assert_equal "${lines[2]}" 0
 	assert_equal "${lines[3]}" "lockdown,capability,landlock,yama"
 	assert_equal "${lines[4]}" 0
+	# a page fault maps its page alone, not the 64 KiB around it
+	assert_equal "${lines[5]}" 4096
 	# Once idle after its boot (half a second), the VM's balloon took 32
 	# MiB of the guest's free memory, an eighth of a VM of 200M (6400
 	# pages), which QEMU discarded, and gave them back; so again each
