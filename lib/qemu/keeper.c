@@ -68,6 +68,7 @@ struct keeper {
 	long long trimmed;   /* last when the last trim began; -1: none */
 	pid_t trimmer;       /* trim()'s process while it runs */
 	int ram;             /* the guest's memory (a memfd), or -1 */
+	int zeroed;          /* its pages of zeros were given back */
 };
 
 /* QEMU's argv with the other ends of our ports as its fds 3 and on (the
@@ -700,9 +701,9 @@ punch(int ram, off_t at, off_t len)
 
 /* The guest's pages that hold only zeros, given back to the host: a
  * hole punched in its memory reads as zeros, as they did, until the
- * guest writes there again. Under TCG ~18 MiB of an idle VM's RSS: the
- * kernel's .bss (cleared at boot, ~14 MiB of it never written again),
- * free pages. QEMU is stopped (SIGSTOP: no vCPU, device or QMP command
+ * guest writes there again. Under TCG ~18 MiB of an idle VM's RSS after
+ * its boot: the kernel's .bss (cleared at boot, ~14 MiB of it never
+ * written again), free pages. QEMU is stopped (SIGSTOP: no vCPU, device or QMP command
  * writes meanwhile) for the ~30 ms of the scan. */
 static void
 zero_pages(struct keeper *k)
@@ -798,9 +799,15 @@ serve(struct keeper *k, const sigset_t *mask)
 		if (k->trimmer > 0 && waitpid(k->trimmer, NULL, WNOHANG) ==
 		    k->trimmer) {
 			k->trimmer = 0;
-			if (k->ram >= 0 && !stop_asked && !busy(k) &&
-			    !suspended(k, now))
+			/* Once: what a boot leaves, not what a command does
+			 * (its freed pages are not cleared), scanned while
+			 * the VM stands still (~30 ms here, longer for a VM
+			 * that holds GiBs). */
+			if (k->ram >= 0 && !k->zeroed && !stop_asked &&
+			    !busy(k) && !suspended(k, now)) {
 				zero_pages(k);
+				k->zeroed = 1;
+			}
 		}
 		if (k->trim && !k->trimmer && k->last != k->trimmed &&
 		    !stop_asked && !busy(k) && !suspended(k, now)) {
