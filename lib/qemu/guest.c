@@ -241,6 +241,33 @@ cmdline(const char *key, char *buf, size_t size)
 	return 1;
 }
 
+/* The kernel's fault-around (how much of a file a page fault maps
+ * around its page, 64 KiB by default) as sbx.fault_around= says: under
+ * TCG 4 KiB, the faulting page alone, by which the guest's own work in
+ * an exec of true went 2.83 -> 2.17 ms of its clock (a static busybox's
+ * start mapped, then unmapped at its exit, pages it never touched).
+ * debugfs is the knob's only place. */
+static void
+fault_around(void)
+{
+	char v[32];
+	int fd;
+
+	if (!cmdline("sbx.fault_around", v, sizeof v))
+		return;
+	if (mount("debugfs", "/sys/kernel/debug", "debugfs", MS_NOSUID |
+	    MS_NODEV | MS_NOEXEC, NULL) < 0) {
+		say("cannot mount debugfs: %s", strerror(errno));
+		return;
+	}
+	if ((fd = open("/sys/kernel/debug/fault_around_bytes", O_WRONLY |
+	    O_CLOEXEC)) < 0 || write(fd, v, strlen(v)) < 0)
+		say("cannot set fault_around_bytes: %s", strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	umount("/sys/kernel/debug");
+}
+
 /* The hostname the kernel's command line says (the sandbox's name or
  * id). */
 static void
@@ -1052,6 +1079,7 @@ sbx_guest_main(void)
 		say("%s", "the guest may lack a driver");
 	mount_root();
 	hostname();
+	fault_around();
 	net_up();
 	if (cmdline("sbx.ports", v, sizeof v)) {
 		long want = strtol(v, NULL, 10);

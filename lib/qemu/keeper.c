@@ -29,9 +29,11 @@
 			      * queue holds more */
 #define STOP_MS 30000     /* a stop's poweroff, before QEMU is killed */
 #define TRIM_IDLE_MS 500  /* idle so long after the boot: a trim */
+#define TRIM_AGAIN_MS 3000 /* and so long after later activity */
 #define TRIM_MIB 32       /* what the balloon takes of the guest's, an
 			   * eighth of a smaller VM's memory at most */
 #define TRIM_MS 3000      /* and how long it may take it */
+#define RAM_FD (3 + SBX_GUEST_PORTS) /* QEMU's fd of the guest's memory */
 
 /* SBX_QEMU_SIG_STOP came. */
 static volatile sig_atomic_t stop_asked;
@@ -62,42 +64,57 @@ struct keeper {
 	long long paused_at; /* since when it is suspended; 0: it is not */
 	long long stop_end;  /* a stop's deadline; 0: no stop */
 	int off_sent;        /* the guest was told to power off */
-	uint64_t trim;       /* the VM's memory, to trim once (0: none) */
+	uint64_t trim;       /* the VM's memory, to trim (0: never) */
+	long long trimmed;   /* last when the last trim began; -1: none */
 	pid_t trimmer;       /* trim()'s process while it runs */
+	int ram;             /* the guest's memory (a memfd), or -1 */
+	int zeroed;          /* its pages of zeros were given back */
 };
 
 /* QEMU's argv with the other ends of our ports as its fds 3 and on (the
- * chardevs sbx0, sbx1 ... of b->argv's ports), in dir. With net, in a
- * network namespace of its own: *gate then a socket on which it says a
- * byte once it is there and waits for one before it runs QEMU. */
+ * chardevs sbx0, sbx1 ... of b->argv's ports), in dir; with ram (>= 0)
+ * the guest's memory in that memfd (RAM_FD). With net, in a network
+ * namespace of its own: *gate then a socket on which it says a byte once
+ * it is there and waits for one before it runs QEMU. */
 static pid_t
 spawn(const struct sbx_qemu_boot *b, const int fd[SBX_GUEST_PORTS],
-    int *gate)
+    int ram, int *gate)
 {
-	char **argv, c = 0, *dev[SBX_GUEST_PORTS];
+	char **argv, c = 0, *dev[SBX_GUEST_PORTS + 1];
 	size_t n = 0;
 	pid_t keeper = getpid(), pid;
-	int log, g[2] = {-1, -1}, i, hi[SBX_GUEST_PORTS];
+	int log, g[2] = {-1, -1}, i, hi[SBX_GUEST_PORTS + 1];
 
 	while (b->argv[n])
 		n++;
-	argv = sbx_xcalloc(n + 2 * SBX_GUEST_PORTS + 1, sizeof *argv);
+	argv = sbx_xcalloc(n + 2 * SBX_GUEST_PORTS + 5, sizeof *argv);
 	memcpy(argv, b->argv, n * sizeof *argv);
 	for (i = 0; i < SBX_GUEST_PORTS; i++) {
 		dev[i] = sbx_xasprintf("socket,id=sbx%d,fd=%d", i, 3 + i);
-		argv[n + 2 * (size_t)i] = "-chardev";
-		argv[n + 2 * (size_t)i + 1] = dev[i];
+		argv[n++] = "-chardev";
+		argv[n++] = dev[i];
+	}
+	dev[SBX_GUEST_PORTS] = NULL;
+	if (ram >= 0) {
+		/* Shared: the keeper's fd to it punches holes (zero_pages). */
+		dev[SBX_GUEST_PORTS] = sbx_xasprintf("memory-backend-file,"
+		    "id=sbx-ram,size=%llu,mem-path=/proc/self/fd/%d,share=on",
+		    (unsigned long long)b->trim, RAM_FD);
+		argv[n++] = "-object";
+		argv[n++] = dev[SBX_GUEST_PORTS];
+		argv[n++] = "-machine";
+		argv[n++] = "memory-backend=sbx-ram";
 	}
 	*gate = -1;
 	if (b->net && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
 	    g) < 0) {
-		for (i = 0; i < SBX_GUEST_PORTS; i++)
+		for (i = 0; i <= SBX_GUEST_PORTS; i++)
 			free(dev[i]);
 		free(argv);
 		return -1;
 	}
 	if ((pid = fork()) != 0) {
-		for (i = 0; i < SBX_GUEST_PORTS; i++)
+		for (i = 0; i <= SBX_GUEST_PORTS; i++)
 			free(dev[i]);
 		free(argv);
 		if (g[1] >= 0)
@@ -135,17 +152,22 @@ spawn(const struct sbx_qemu_boot *b, const int fd[SBX_GUEST_PORTS],
 		_exit(1);
 	/* Above where they go first: none is overwritten by another. */
 	for (i = 0; i < SBX_GUEST_PORTS; i++)
-		if ((hi[i] = fcntl(fd[i], F_DUPFD, 3 + SBX_GUEST_PORTS)) < 0)
+		if ((hi[i] = fcntl(fd[i], F_DUPFD, RAM_FD + 1)) < 0)
 			_exit(1);
+	if (ram >= 0 && (hi[SBX_GUEST_PORTS] = fcntl(ram, F_DUPFD,
+	    RAM_FD + 1)) < 0)
+		_exit(1);
 	for (i = 0; i < SBX_GUEST_PORTS; i++)
 		if (dup2(hi[i], 3 + i) < 0)
 			_exit(1);
+	if (ram >= 0 && dup2(hi[SBX_GUEST_PORTS], RAM_FD) < 0)
+		_exit(1);
 	log = open("qemu.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (log >= 0) {
 		dup2(log, 1);
 		dup2(log, 2);
 	}
-	close_range(3 + SBX_GUEST_PORTS, ~0u, 0);
+	close_range(ram >= 0 ? RAM_FD + 1 : RAM_FD, ~0u, 0);
 	/* Under TCG, the guest's RAM and the translated code in small
 	 * pages: QEMU asks for huge ones (madvise), and each 2 MiB of them
 	 * the guest or TCG touched at all stayed resident (~4 MiB of an
@@ -341,49 +363,82 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 	return -1;
 }
 
-/* QEMU keeps the guest's kernel and initramfs as it loaded them (their
- * files, mapped), for a reset: -no-reboot makes none, so once the guest
- * is up those pages (~40 MiB of its RSS, the initramfs ~1) go back to the
- * page cache, which drops them. Only a page no other VM maps goes (the
- * kernel's rule); without CAP_SYS_NICE nothing does. */
+/* The file pages process pid maps (its binary's, its libraries'), back
+ * to the page cache, which drops them: with files (NULL-ended) only
+ * those files' (paths, "(deleted)" ones too). QEMU keeps the guest's
+ * kernel and initramfs as it loaded them, for a reset: -no-reboot makes
+ * none, so once the guest is up those pages (~40 MiB of its RSS, the
+ * initramfs ~1) are of no use. Of QEMU's own binary and libraries (~21
+ * MiB) an idle VM uses ~4, an exec of true ~1.5 more, faulted in again
+ * (from the page cache while another VM maps them): they were clean
+ * pages the host could reclaim anyway, counted whole in the RSS of
+ * each. Only a page no other process maps goes (the kernel's rule);
+ * without CAP_SYS_NICE nothing does. */
+static void
+drop_files(pid_t pid, char *const *files)
+{
+	struct iovec iov[64];
+	char path[64], line[4400], *e, *name;
+	unsigned long lo, hi, ino;
+	size_t n = 0;
+	int pfd, at, j, last = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return;
+	if ((pfd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0) {
+		fclose(f);
+		return;
+	}
+	while (!last) {
+		if (!fgets(line, sizeof line, f))
+			last = 1;
+		else {
+			line[strcspn(line, "\n")] = '\0';
+			/* A guest made again meanwhile: its old files. */
+			if ((e = strstr(line, " (deleted)")) && !e[10])
+				*e = '\0';
+			at = 0;
+			if (sscanf(line, "%lx-%lx %*s %*s %*s %lu %n", &lo, &hi,
+			    &ino, &at) < 3 || !ino || !at)
+				continue;
+			name = line + at;
+			/* Not the guest's memory (RAM_FD's): its pages would
+			 * leave QEMU's page tables, not the host's memory. */
+			if (!strncmp(name, "/memfd:", 7))
+				continue;
+			for (j = 0; files && files[j]; j++)
+				if (!strcmp(name, files[j]))
+					break;
+			if (files && !files[j])
+				continue;
+			iov[n++] = (struct iovec){(void *)lo, hi - lo};
+		}
+		if (n && (last || n == sizeof iov / sizeof *iov)) {
+			syscall(SYS_process_madvise, pfd, iov, n, MADV_PAGEOUT,
+			    0);
+			n = 0;
+		}
+	}
+	close(pfd);
+	fclose(f);
+}
+
+/* The kernel and initramfs QEMU loaded (drop_files), once the guest is
+ * up. */
 static void
 drop_loaded(const struct sbx_qemu_boot *b, pid_t qemu)
 {
-	struct iovec iov[8];
-	char path[64], line[4400], *file[2] = {NULL, NULL}, *e;
-	unsigned long lo, hi;
-	size_t i, n = 0, len;
-	FILE *f;
-	int pfd, j;
+	char *file[3] = {NULL, NULL, NULL};
+	size_t i, n = 0;
 
-	for (i = 0; b->argv[i] && b->argv[i + 1]; i++)
-		if (!strcmp(b->argv[i], "-kernel"))
-			file[0] = b->argv[i + 1];
-		else if (!strcmp(b->argv[i], "-initrd"))
-			file[1] = b->argv[i + 1];
-	snprintf(path, sizeof path, "/proc/%d/maps", (int)qemu);
-	if (!(f = fopen(path, "re")))
-		return;
-	while (n < sizeof iov / sizeof *iov && fgets(line, sizeof line, f)) {
-		line[strcspn(line, "\n")] = '\0';
-		/* A guest made again meanwhile: its old files. */
-		if ((e = strstr(line, " (deleted)")) && !e[10])
-			*e = '\0';
-		for (j = 0; j < 2; j++) {
-			if (!file[j] || strlen(line) <= (len =
-			    strlen(file[j])) || strcmp(line + strlen(line) -
-			    len, file[j]) || line[strlen(line) - len - 1] !=
-			    ' ' || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
-				continue;
-			iov[n++] = (struct iovec){(void *)lo, hi - lo};
-			break;
-		}
-	}
-	fclose(f);
-	if (!n || (pfd = (int)syscall(SYS_pidfd_open, qemu, 0)) < 0)
-		return;
-	syscall(SYS_process_madvise, pfd, iov, n, MADV_PAGEOUT, 0);
-	close(pfd);
+	for (i = 0; b->argv[i] && b->argv[i + 1] && n < 2; i++)
+		if (!strcmp(b->argv[i], "-kernel") ||
+		    !strcmp(b->argv[i], "-initrd"))
+			file[n++] = b->argv[i + 1];
+	if (n)
+		drop_files(qemu, file);
 }
 
 static void
@@ -586,21 +641,23 @@ free_slot(struct keeper *k)
 	return NULL;
 }
 
-/* The guest's memory its boot touched and freed, given back to the
- * host, by a process of ours (QMP waits): its balloon inflated by
- * TRIM_MIB takes free pages of the guest's, the last freed first, which
- * QEMU discards (madvise); deflated, they are the guest's again,
- * untouched on the host. Under TCG: 12 MiB of an idle VM's RSS (the
- * freed parts of the kernel's image, the initramfs's), in ~0.2 s. */
+/* The guest's memory its boot (or its commands) touched and freed,
+ * given back to the host, by a process of ours (QMP waits): its balloon
+ * inflated by TRIM_MIB takes free pages of the guest's, the last freed
+ * first, which QEMU discards (madvise); deflated, they are the guest's
+ * again, untouched on the host. Under TCG: 12 MiB of an idle VM's RSS
+ * (the freed parts of the kernel's image, the initramfs's), in ~0.2 s.
+ * Then the file pages QEMU and the keeper map and an idle VM does not
+ * use (drop_files): ~16 MiB more. */
 static pid_t
-trim(uint64_t memory)
+trim(uint64_t memory, pid_t qemu)
 {
 	struct sbx_err e;
 	json_t *a, *r = NULL;
 	uint64_t take = (uint64_t)TRIM_MIB << 20;
 	json_int_t want, got, last = -1;
 	long long end;
-	pid_t pid = fork();
+	pid_t keeper = getpid(), pid = fork();
 
 	if (pid != 0)
 		return pid;
@@ -628,7 +685,69 @@ trim(uint64_t memory)
 	a = json_pack("{sI}", "value", (json_int_t)memory);
 	sbx_qemu_qmp_call(".", "balloon", a, NULL, &e);
 	json_decref(a);
+	drop_files(qemu, NULL);
+	drop_files(keeper, NULL);
 	_exit(0);
+}
+
+/* Punch the pages of [at, at + len) out of the guest's memory. */
+static void
+punch(int ram, off_t at, off_t len)
+{
+	if (len > 0)
+		fallocate(ram, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at,
+		    len);
+}
+
+/* The guest's pages that hold only zeros, given back to the host: a
+ * hole punched in its memory reads as zeros, as they did, until the
+ * guest writes there again. Under TCG ~18 MiB of an idle VM's RSS after
+ * its boot: the kernel's .bss (cleared at boot, ~14 MiB of it never
+ * written again), free pages. QEMU is stopped (SIGSTOP: no vCPU, device or QMP command
+ * writes meanwhile) for the ~30 ms of the scan. */
+static void
+zero_pages(struct keeper *k)
+{
+	static const char zero[4096];
+	static char buf[1 << 16];
+	off_t size = lseek(k->ram, 0, SEEK_END), off = 0, data, hole, run;
+	ssize_t n, i;
+	int st;
+
+	if (size <= 0 || kill(k->qemu, SIGSTOP) < 0)
+		return;
+	while (waitpid(k->qemu, &st, WUNTRACED) < 0)
+		if (errno != EINTR)
+			return;
+	if (!WIFSTOPPED(st)) {
+		k->qemu = 0; /* it ended: serve() sees it */
+		return;
+	}
+	while (off < size && (data = lseek(k->ram, off, SEEK_DATA)) >= 0) {
+		if ((hole = lseek(k->ram, data, SEEK_HOLE)) < 0)
+			hole = size;
+		for (run = -1, off = data; off < hole; off += n) {
+			n = pread(k->ram, buf, (size_t)(hole - off) < sizeof buf ?
+			    (size_t)(hole - off) : sizeof buf, off);
+			if (n <= 0) {
+				hole = off;
+				break;
+			}
+			for (i = 0; i + 4096 <= n; i += 4096)
+				if (memcmp(buf + i, zero, 4096)) {
+					if (run >= 0)
+						punch(k->ram, run, off + i -
+						    run);
+					run = -1;
+				} else if (run < 0) {
+					run = off + i;
+				}
+		}
+		if (run >= 0)
+			punch(k->ram, run, off - run);
+		off = hole;
+	}
+	kill(k->qemu, SIGCONT);
 }
 
 /* The relay: for each port, each side is read while the queue to the
@@ -674,18 +793,33 @@ serve(struct keeper *k, const sigset_t *mask)
 			if ((long long)k->timeout * 1000 - idle < wait)
 				wait = (long long)k->timeout * 1000 - idle;
 		}
-		/* Once, when idle after the boot. */
+		/* When idle after the boot, and again when idle after
+		 * later activity (a command's freed memory, the code QEMU
+		 * ran for it). */
 		if (k->trimmer > 0 && waitpid(k->trimmer, NULL, WNOHANG) ==
-		    k->trimmer)
+		    k->trimmer) {
 			k->trimmer = 0;
-		if (k->trim && !stop_asked && !busy(k) && !suspended(k,
-		    now)) {
+			/* Once: what a boot leaves, not what a command does
+			 * (its freed pages are not cleared), scanned while
+			 * the VM stands still (~30 ms here, longer for a VM
+			 * that holds GiBs). */
+			if (k->ram >= 0 && !k->zeroed && !stop_asked &&
+			    !busy(k) && !suspended(k, now)) {
+				zero_pages(k);
+				k->zeroed = 1;
+			}
+		}
+		if (k->trim && !k->trimmer && k->last != k->trimmed &&
+		    !stop_asked && !busy(k) && !suspended(k, now)) {
+			long long after = k->trimmed < 0 ? TRIM_IDLE_MS :
+			    TRIM_AGAIN_MS;
+
 			idle = now - k->last;
-			if (idle >= TRIM_IDLE_MS) {
-				k->trimmer = trim(k->trim);
-				k->trim = 0;
-			} else if (TRIM_IDLE_MS - idle < wait) {
-				wait = TRIM_IDLE_MS - idle;
+			if (idle >= after) {
+				k->trimmer = trim(k->trim, k->qemu);
+				k->trimmed = k->last;
+			} else if (after - idle < wait) {
+				wait = after - idle;
 			}
 		}
 		ts = (struct timespec){wait / 1000, wait % 1000 * 1000000};
@@ -790,7 +924,7 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 	struct sigaction sa = {.sa_handler = on_stop};
 	sigset_t block, mask;
 	struct keeper k = {.ready = ready, .timeout = b->timeout,
-	    .nports = 1, .trim = b->trim};
+	    .nports = 1, .trim = b->trim, .trimmed = -1, .ram = -1};
 	int sp[2], null, gate, i, theirs[SBX_GUEST_PORTS];
 	char pids[128];
 
@@ -820,7 +954,14 @@ keeper_main(const struct sbx_qemu_boot *b, int ready)
 		    .to_port = SBX_BUF_INIT, .to_client = SBX_BUF_INIT};
 		theirs[i] = sp[1];
 	}
-	if ((k.qemu = spawn(b, theirs, &gate)) < 0) {
+	/* Under TCG (trim) the guest's memory is a memfd of ours, which
+	 * QEMU maps shared. */
+	if (b->trim && ((k.ram = memfd_create("sbx-ram", MFD_CLOEXEC)) < 0 ||
+	    ftruncate(k.ram, (off_t)b->trim) < 0)) {
+		tell(ready, "cannot make its memory: %s%s", strerror(errno), "");
+		_exit(1);
+	}
+	if ((k.qemu = spawn(b, theirs, k.ram, &gate)) < 0) {
 		tell(ready, "cannot start QEMU: %s%s", strerror(errno), "");
 		_exit(1);
 	}

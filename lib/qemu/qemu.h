@@ -50,8 +50,8 @@ struct sbx_qemu_boot {
 				   * the starter goes */
 	int no_thp;               /* QEMU without transparent huge pages */
 	uint64_t trim;            /* the VM's memory, which its balloon
-				   * trims once idle after the boot; 0:
-				   * no balloon */
+				   * trims when idle after the boot and
+				   * after later activity; 0: no balloon */
 	const struct sbx_cgroups *cg; /* QEMU's (as root), or NULL */
 	char **env;               /* --env's "K=V" for the guest, or NULL */
 	/* Network allow: QEMU in a network namespace of its own, which

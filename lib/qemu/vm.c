@@ -511,12 +511,14 @@ qemu_argv(const char *qemu, const char *accel, uint64_t memory,
 	 * does not speculate: TCG's code is the host's), no zeroing of the
 	 * kernel's allocations, and of the LSMs only landlock and yama
 	 * (nothing loads an AppArmor policy in the VM): ~6% of an exec, in
-	 * the guest's instructions. */
+	 * the guest's instructions. And a page fault maps its page alone,
+	 * not the 64 KiB around it (guest.c: fault_around). */
 	snprintf(buf, sizeof buf, "console=ttyS0 quiet panic=-1 "
 	    "cryptomgr.notests=1 initcall_blacklist=tracer_init_tracefs "
 	    "cgroup_disable=memory cgroup.memory=nokmem%s sbx.hostname=%s "
 	    "sbx.ports=%d", tcg ? " mitigations=off init_on_alloc=0 "
-	    "lsm=landlock,yama" : "", hostname, SBX_GUEST_PORTS);
+	    "lsm=landlock,yama sbx.fault_around=4096" : "", hostname,
+	    SBX_GUEST_PORTS);
 	add(&v, &n, buf);
 	/* The ports' device on PCI, the disk and NIC on virtio-mmio: the
 	 * guest gives each port's queue a 4 KiB buffer per entry, and
