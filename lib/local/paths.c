@@ -201,20 +201,23 @@ sbx_local_lock(const char *dir, int exclusive)
  * leaves its directories to several of them. */
 #define TRASH_WORKERS 8
 
-/* Remove the trash t's entry name: its uid slot and name first, where
- * they still name it (a kill killed after its rename left them taken). */
+/* Remove the trash t's entry name: first the end of its sandbox, which
+ * its kill did not wait for (its processes, cgroups and disk), then its
+ * uid slot and name, where they still name it (a kill killed after its
+ * rename left them taken). */
 static int
 trash_remove(const char *t, const char *name)
 {
 	char *p = sbx_xasprintf("%s/%s", t, name), *id = sbx_xstrdup(name);
 	int rc;
 
-	/* ID.PID */
+	/* ID.PID. Its directory stays until its processes and cgroups
+	 * are gone: what a killed remover left, sbx-gc finds here. */
 	id[strcspn(id, ".")] = '\0';
-	if (sbx_local_valid_id(id))
-		sbx_local_release_of(p, id);
+	rc = sbx_local_valid_id(id) ? sbx_local_release_of(p, id) : 0;
 	free(id);
-	rc = sbx_rmtree(p);
+	if (rc == 0)
+		rc = sbx_rmtree(p);
 	free(p);
 	return rc;
 }
@@ -315,7 +318,7 @@ sbx_local_trash(const char *dir, const char *id)
 	if ((mkdir(t, 0700) < 0 && errno != EEXIST) || rename(dir, p) < 0) {
 		free(p);
 		free(t);
-		return sbx_rmtree(dir);
+		return -1;
 	}
 	free(p);
 	/* Held: its holder looks again once done. */
