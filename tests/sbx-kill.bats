@@ -72,17 +72,6 @@ cleaned_up() {
 	fi
 }
 
-# True when the store's trash holds nothing within 5 s.
-trash_emptied() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ -n "$(ls -A "$SBX_LOCAL_DIR/.trash")" ] || return 0
-		sleep 0.05
-	done
-	echo "left in the trash: $(ls -A "$SBX_LOCAL_DIR/.trash")" >&2
-	return 1
-}
-
 @test "sbx-kill leaves a sandbox's files to the remover at work, which looks again when done" {
 	local id dir holder
 	new_sandbox
