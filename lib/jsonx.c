@@ -157,8 +157,12 @@ sbx_time_fmt(long long epoch, char *buf, size_t n)
 	time_t t = (time_t)epoch;
 	struct tm tm;
 
+	/* Not strftime: it reads the local time zone (/etc/localtime, six
+	 * system calls of each command that writes a state), which a UTC
+	 * time does not need. */
 	gmtime_r(&t, &tm);
-	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
+	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 int

@@ -184,8 +184,12 @@ print(n)' "$img"
 	run sbx-kill -s s.json
 	assert_success
 	[ ! -e "$dir" ]
+	# In the trash until its remover has waited for the loop device.
+	trash_emptied
 	assert_equal "$(loops_of "$dir/")" ""
+	assert_equal "$(loops_of "$SBX_LOCAL_DIR/.trash/")" ""
 	assert_equal "$(mounts_of "$dir/")" ""
+	assert_equal "$(mounts_of "$SBX_LOCAL_DIR/.trash/")" ""
 }
 
 @test "sbx-gc leaves no loop device, mount or image of what it collects" {

@@ -138,7 +138,12 @@ gc_clean() {
 			[ "$status" -eq 0 ] || { echo "sbx-kill: $status $stderr"; return 1; }
 		fi
 	done
-	# sbx-netd goes when its sandbox's init does: give it a moment.
+	# A kill's remover (the processes' end, the cgroups, the slot) is
+	# done once it lets go of the trash's lock; sbx-netd goes when its
+	# sandbox's init does: give it a moment.
+	if [ -d "$store/.trash" ]; then
+		flock -w 20 "$store/.trash" true || { echo "the trash's lock is still held"; return 1; }
+	fi
 	for ((p = 0; p < 20; p++)); do
 		leftovers "$store" "$ids" >/dev/null || break
 		sleep 0.05

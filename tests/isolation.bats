@@ -472,6 +472,10 @@ for name, nr in (("keyctl", 250), ("add_key", 248), ("bpf", 321),
 	run sbx-kill -s s.json
 	assert_success
 	assert_output "{\"backend\":\"local\",\"id\":\"$id\",\"status\":\"killed\"}"
+	[ ! -e "$dir" ]
+	# Every process was sent SIGKILL; their end, the cgroups and the
+	# directory are the kill's remover's, done when the trash is empty.
+	trash_emptied
 	dead "$init"
 	dead "$sleeper"
 	run ls -d /sys/fs/cgroup/*/sbx/"$id"

@@ -77,8 +77,30 @@ ls_status() {
 	! grep -rqx -- "$id" "$SBX_LOCAL_DIR/.slots" || fail "a slot still names $id"
 }
 
+@test "sbx-gc ends a sandbox whose kill was killed after its cgroup.kill and its move to the trash: no process, cgroup or slot left" {
+	local id slot pid c
+	new_sandbox
+	id=$(sid)
+	pid=$(init_pid)
+	slot=$(jq -r .slot "$SBX_LOCAL_DIR/$id/meta.json")
+	# The kill leaves the processes' end to the trash's remover: here
+	# the remover never began, and the processes still run (as they
+	# would in a kernel slow to end them).
+	mkdir -p "$SBX_LOCAL_DIR/.trash"
+	mv "$SBX_LOCAL_DIR/$id" "$SBX_LOCAL_DIR/.trash/$id.1"
+	alive "$pid"
+	run --separate-stderr sbx-gc -g 0
+	assert_success
+	[ -z "$(ls -A "$SBX_LOCAL_DIR/.trash")" ]
+	dead "$pid"
+	for c in /sys/fs/cgroup/*/sbx/"$id"; do
+		[ ! -e "$c" ] || fail "cgroup left: $c"
+	done
+	[ ! -e "$SBX_LOCAL_DIR/.slots/$slot" ]
+}
+
 @test "sbx-gc removes what a killed remover left in the trash" {
-	local id holder
+	local id holder c
 	new_sandbox
 	id=$(sid)
 	# The kill's remover, killed before it began: the trash's lock is
@@ -96,6 +118,9 @@ ls_status() {
 	[ "$stderr" = "sbx-gc: 0 killed, 0 kept (grace), 0 checked" ]
 	[ -z "$(ls -A "$SBX_LOCAL_DIR/.trash")" ]
 	[ ! -e "$SBX_LOCAL_DIR/$id" ]
+	for c in /sys/fs/cgroup/*/sbx/"$id"; do
+		[ ! -e "$c" ] || fail "cgroup left: $c"
+	done
 }
 
 @test "sbx-gc empties a trash of more entries than it has removers (each takes every 8th): all gone, their uid slots freed" {

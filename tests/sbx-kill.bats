@@ -60,26 +60,16 @@ cleaned_up() {
 	run sbx-kill -s s.json
 	assert_success
 	[ ! -e "$dir" ]
+	[ -z "$(ls_status "$id")" ]
+	# Its files went to the store's trash, which a remover of the kill's
+	# own empties after it, once its processes and cgroups are gone
+	# (the kill signalled them all and did not wait).
+	trash_emptied
 	cleaned_up "$id"
 	if alive "$pid"; then
 		echo "init $pid still alive" >&2
 		return 1
 	fi
-	[ -z "$(ls_status "$id")" ]
-	# Its files went to the store's trash, which a remover of the kill's
-	# own empties after it.
-	trash_emptied
-}
-
-# True when the store's trash holds nothing within 5 s.
-trash_emptied() {
-	local i
-	for ((i = 0; i < 100; i++)); do
-		[ -n "$(ls -A "$SBX_LOCAL_DIR/.trash")" ] || return 0
-		sleep 0.05
-	done
-	echo "left in the trash: $(ls -A "$SBX_LOCAL_DIR/.trash")" >&2
-	return 1
 }
 
 @test "sbx-kill leaves a sandbox's files to the remover at work, which looks again when done" {
@@ -92,14 +82,16 @@ trash_emptied() {
 	run sbx-kill -s s.json
 	assert_success
 	[ ! -e "$dir" ]
-	cleaned_up "$id"
+	[ -z "$(ls_status "$id")" ]
 	[ -n "$(ls -A "$SBX_LOCAL_DIR/.trash")" ]
 	release_trash "$holder" TERM
-	# The next kill's remover takes it too.
+	# The next kill's remover takes it too, its cgroups first.
 	new_sandbox
 	run sbx-kill -s s.json
 	assert_success
 	trash_emptied
+	cleaned_up "$id"
+	cleaned_up "$(sid)"
 }
 
 @test "sbx-kill --keep keeps the directory and its files but no live process" {

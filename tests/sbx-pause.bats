@@ -83,8 +83,11 @@ cg() { echo "/sys/fs/cgroup/unified/sbx/$(sid)"; }
 	sbx-pause -s "$BATS_TEST_TMPDIR/s.json" >/dev/null
 	run sbx-kill -s "$BATS_TEST_TMPDIR/s.json"
 	assert_success
-	dead "$pid"
 	[ ! -e "$SBX_LOCAL_DIR/$(sid)" ]
+	# Its end and its cgroups are the kill's remover's (cgroup.kill
+	# reaches frozen processes too): done when the trash is empty.
+	trash_emptied
+	dead "$pid"
 	[ ! -e "$(cg)" ]
 }
 

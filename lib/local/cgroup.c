@@ -487,6 +487,12 @@ kill_listed(const char *dir)
 }
 
 int
+sbx_cg_kill_start(const struct sbx_cgroups *cg)
+{
+	return cg->unified ? write_file(cg->unified, "cgroup.kill", "1") : -1;
+}
+
+int
 sbx_cg_kill(const struct sbx_cgroups *cg, int ms)
 {
 	struct timespec ts = {0, 2 * 1000 * 1000};

@@ -182,15 +182,20 @@ release_slot(const char *root, json_t *meta, const char *id)
 	free(dir);
 }
 
-void
+int
 sbx_local_release_of(const char *dir, const char *id)
 {
 	json_t *meta = sbx_local_meta(dir);
+	struct sbx_err err = {0};
+	int rc = sbx_local_reap(dir, id, meta, &err);
 
-	release_slot(sbx_local_root(), meta, id);
+	/* Its uid is free only once none of its processes is left. */
+	if (rc == 0)
+		release_slot(sbx_local_root(), meta, id);
 	sbx_local_release_name(sbx_local_root(), sbx_json_str(meta, "name"),
 	    id);
 	json_decref(meta);
+	return rc;
 }
 
 void
@@ -1170,24 +1175,15 @@ live_init(json_t *meta)
 	return pid;
 }
 
-static int
-local_kill(json_t *ref, int keep, struct sbx_err *err)
+int
+sbx_local_reap(const char *dir, const char *id, json_t *meta,
+    struct sbx_err *err)
 {
-	const char *want = sbx_json_str(ref, "id");
-	char *id = NULL, *dir = sbx_local_find(want, &id), *p;
 	struct sbx_cgroups cg;
-	json_t *meta;
-	pid_t pid;
+	pid_t pid = live_init(meta);
 	int i, rc = 0;
 
-	if (!dir)
-		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
-		    want);
-	json_object_set_new(ref, "id", json_string(id));
-	meta = sbx_local_meta(dir);
 	sbx_cg_find(&cg, id);
-	pid = live_init(meta);
-	sbx_local_net_stop_of(meta);
 	if (cg.n && sbx_cg_kill(&cg, 5000) < 0)
 		rc = sbx_err_set(err, SBX_EX_FAIL,
 		    "processes of '%s' did not die", id);
@@ -1207,6 +1203,40 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 	    2000) < 0)
 		sbx_note("the disk of '%s' is still on a loop device, until "
 		    "what holds it lets go", id);
+	return rc;
+}
+
+/* Killed: every process of it sent SIGKILL, its directory out of the
+ * store (or, with keep, marked killed). Where cgroup.kill did it, the
+ * processes' end, their cgroups' and the disk's are left to the
+ * trash's remover (sbx_local_reap before it removes the directory): a
+ * killed process never runs again, and its mounts go with its mount
+ * namespace's last one. */
+static int
+local_kill(json_t *ref, int keep, struct sbx_err *err)
+{
+	const char *want = sbx_json_str(ref, "id");
+	char *id = NULL, *dir = sbx_local_find(want, &id), *p;
+	struct sbx_cgroups cg;
+	json_t *meta;
+	int rc = 0, later;
+
+	if (!dir)
+		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
+		    want);
+	json_object_set_new(ref, "id", json_string(id));
+	meta = sbx_local_meta(dir);
+	sbx_local_net_stop_of(meta);
+	sbx_cg_find(&cg, id);
+	later = !keep && sbx_cg_kill_start(&cg) == 0;
+	sbx_cg_release(&cg);
+	if (later && sbx_local_trash(dir, id) < 0) {
+		later = 0;
+		sbx_note("cannot move '%s' to the trash (%s): removing it here",
+		    dir, strerror(errno));
+	}
+	if (!later)
+		rc = sbx_local_reap(dir, id, meta, err);
 	if (keep) {
 		p = sbx_xasprintf("%s/status", dir);
 		FILE *f = fopen(p, "ae");
@@ -1223,12 +1253,16 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 		unlink(p);
 		free(p);
 	} else {
-		/* Out of the way at once; its removal (15 ms seen for the
-		 * disk's image alone) is no part of the kill's wait. */
-		if (!rc && sbx_local_trash(dir, id) < 0)
+		/* Not renamed to the trash above: its removal here, after
+		 * its end (15 ms seen for the disk's image alone). */
+		if (!later && !rc && sbx_local_trash(dir, id) < 0 &&
+		    sbx_rmtree(dir) < 0)
 			rc = sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s':",
 			    dir);
-		release_slot(sbx_local_root(), meta, id);
+		/* Its uid slot the remover frees, once its processes are
+		 * gone; its name at once, for the next sandbox of it. */
+		if (!later && !rc)
+			release_slot(sbx_local_root(), meta, id);
 		sbx_local_release_name(sbx_local_root(), sbx_json_str(meta,
 		    "name"), id);
 	}

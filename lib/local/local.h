@@ -91,11 +91,21 @@ void sbx_local_new_id(char *id);
 /* Drop root/.names/name if it still names id (name NULL: nothing). */
 /* Remove a killed sandbox's directory dir: renamed into ROOT/.trash at
  * once, removed there by a process of its own that the caller does not
- * wait for (sbx-gc removes what one killed left: sbx_local_sweep). */
+ * wait for (sbx-gc removes what one killed left: sbx_local_sweep), after
+ * sbx_local_reap; -1 (errno) when it could not be renamed there. */
 int sbx_local_trash(const char *dir, const char *id);
+/* The end of sandbox id whose directory (or what is left of it) is dir,
+ * killed by cgroup.kill and not waited for: wait for its processes to
+ * end (its mounts go with the last), remove its cgroups, wait for its
+ * disk's loop device to let go; -1 (err) when a process would not die
+ * or a cgroup stays. */
+int sbx_local_reap(const char *dir, const char *id, json_t *meta,
+    struct sbx_err *err);
 /* What sandbox id, whose directory (or what is left of it) is dir, holds
- * in the store: its uid slot and its name, where they still name it. */
-void sbx_local_release_of(const char *dir, const char *id);
+ * on the host: its processes and cgroups (sbx_local_reap), then in the
+ * store its uid slot and its name, where they still name it; -1 when
+ * its processes or cgroups stay (the slot and name stay taken then). */
+int sbx_local_release_of(const char *dir, const char *id);
 /* A store's lock, DIR/.lock, held until the fd is closed: shared while a
  * sandbox or a snapshot comes to stand on what is in DIR (snapshots,
  * volumes) until its meta.json says so, exclusive while rm looks for
@@ -252,6 +262,10 @@ int sbx_cg_join_open(const struct sbx_cgroups *cg, int *fds, int *v2,
 int sbx_cg_join(int *fds, int n, int skip);
 /* Kill everything in it and wait (up to ms) for it to empty. */
 int sbx_cg_kill(const struct sbx_cgroups *cg, int ms);
+/* v2: send every process in it SIGKILL (cgroup.kill: none of them runs
+ * again) without waiting for their end; -1 where that cannot be done
+ * (no v2 cgroup, or a kernel before 5.14): sbx_cg_kill then. */
+int sbx_cg_kill_start(const struct sbx_cgroups *cg);
 int sbx_cg_remove(const struct sbx_cgroups *cg);
 /* Freeze (on) or thaw the whole sandbox and wait (up to ms) for it. */
 int sbx_cg_freeze(const struct sbx_cgroups *cg, int on, int ms);

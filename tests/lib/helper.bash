@@ -64,9 +64,28 @@ sbx_setup_backends() {
 }
 
 # Every path of the local store, sorted, but its trash: what kills put
-# there a remover of their own removes a moment later.
+# there a remover of their own removes a moment later. Once that remover
+# is done (it lets go of the trash's lock): it frees the uid slots (and
+# removes the cgroups) of what it removes.
 store_paths() {
+	if [ -d "$SBX_LOCAL_DIR/.trash" ]; then
+		flock -w 20 "$SBX_LOCAL_DIR/.trash" true ||
+			echo "the trash's lock is still held" >&2
+	fi
 	find "$SBX_LOCAL_DIR" -path "$SBX_LOCAL_DIR/.trash" -prune -o -print | sort
+}
+
+# True when the store's trash holds nothing within 5 s: a kill's remover
+# has ended what the kill left to it (the sandboxes' processes, their
+# cgroups, loop devices and uid slots) and removed their directories.
+trash_emptied() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ -n "$(ls -A "$SBX_LOCAL_DIR/.trash" 2>/dev/null)" ] || return 0
+		sleep 0.05
+	done
+	echo "left in the trash: $(ls -A "$SBX_LOCAL_DIR/.trash")" >&2
+	return 1
 }
 
 # A stand-in for a kill's remover at work: a process holding the lock of
