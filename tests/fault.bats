@@ -45,6 +45,7 @@ teardown() {
 	sbxd_stop
 	sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
 	if [ -n "${STORE2:-}" ]; then
+		trash_emptied "$STORE2" 2>/dev/null || true
 		rm -rf "$STORE2"
 	fi
 	if [ -n "${FULL:-}" ]; then

@@ -106,6 +106,7 @@ teardown() { sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true; }
 	dir=$(jq -r .ref.dir "$d/s.json")
 	SBX_LOCAL_DIR=store run --separate-stderr sbx-exec -s "$d/s.json" -- echo hi
 	SBX_LOCAL_DIR=$d/store sbx-kill -q -s "$d/s.json" >/dev/null 2>&1 || true
+	trash_emptied "$d/store" || true
 	rm -rf "$d"
 	[[ "$id" =~ ^[0-9a-f]{12}$ ]]
 	assert_equal "$dir" "$d/store/$id"

@@ -40,6 +40,9 @@ sbx_setup_file() {
 sbx_teardown_file() {
 	[ -n "${SBX_LOCAL_DIR:-}" ] && [ -d "$SBX_LOCAL_DIR" ] || return 0
 	sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
+	# The kills' removers end the sandboxes and remove their cgroups:
+	# the store goes after them, or those cgroups stay on the host.
+	trash_emptied 2>/dev/null || sbx-gc -g 0 >/dev/null 2>&1 || true
 	rm -rf "$SBX_LOCAL_DIR"
 	[ -z "${SBX_LOG_DIR:-}" ] || rm -rf "$SBX_LOG_DIR"
 }
@@ -79,12 +82,12 @@ store_paths() {
 # has ended what the kill left to it (the sandboxes' processes, their
 # cgroups, loop devices and uid slots) and removed their directories.
 trash_emptied() {
-	local i
+	local i t=${1:-$SBX_LOCAL_DIR}/.trash
 	for ((i = 0; i < 100; i++)); do
-		[ -n "$(ls -A "$SBX_LOCAL_DIR/.trash" 2>/dev/null)" ] || return 0
+		[ -n "$(ls -A "$t" 2>/dev/null)" ] || return 0
 		sleep 0.05
 	done
-	echo "left in the trash: $(ls -A "$SBX_LOCAL_DIR/.trash")" >&2
+	echo "left in the trash: $(ls -A "$t")" >&2
 	return 1
 }
 
