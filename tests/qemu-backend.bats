@@ -499,9 +499,16 @@ store_empty_but_shared() {
 	sbx-create -b qemu --image "$BATS_FILE_TMPDIR/root" -s "$BATS_TEST_TMPDIR/x.json" >/dev/null 2>&1 &
 	pid=$!
 	for ((i = 0; i < 300; i++)); do
-		[ -n "$(find "$SBX_QEMU_DIR" -name keeper.pid ! -path '*/'"$(jq -r .ref.id "$S")"'/*')" ] && break
+		kf=$(find "$SBX_QEMU_DIR" -name keeper.pid ! -path '*/'"$(jq -r .ref.id "$S")"'/*')
+		[ -n "$kf" ] && break
 		sleep 0.05
 	done
+	[ -n "$kf" ]
+	new=$(basename "$(dirname "$kf")")
+	# As root QEMU has a cgroup (made before the keeper starts).
+	if [ "$(id -u)" = 0 ]; then
+		[ -n "$(find /sys/fs/cgroup -maxdepth 4 -type d -path "*/sbx/qemu-$new")" ]
+	fi
 	kill -9 "$pid"
 	wait "$pid" || true
 	for ((i = 0; i < 100; i++)); do
@@ -509,6 +516,8 @@ store_empty_but_shared() {
 		sleep 0.05
 	done
 	store_empty_but_shared
+	# nor QEMU's cgroup: the keeper that removed the sandbox removed it
+	[ -z "$(find /sys/fs/cgroup -maxdepth 4 -type d -path "*/sbx/qemu-$new")" ]
 	# The shared VM's keeper, killed: QEMU ends with it.
 	dir=$(vm shared | jq -r .dir)
 	read -r kp _ qp _ <"$dir/keeper.pid"

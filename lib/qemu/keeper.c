@@ -307,9 +307,11 @@ boot(struct keeper *k, const struct sbx_qemu_boot *b, const char *dir)
 		if (poll(p, 2, 100) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents & (POLLERR | POLLHUP)) {
-			/* sbx-create is gone: so is what it was making; a
-			 * resume's sandbox stays stopped. */
+			/* sbx-create is gone: so is what it was making, QEMU's
+			 * cgroup with it; a resume's sandbox stays stopped. */
 			stop_qemu(k);
+			if (b->cg)
+				sbx_cg_remove(b->cg);
 			if (!b->resume)
 				sbx_rmtree(dir);
 			_exit(1);
