@@ -495,6 +495,29 @@ store_empty_but_shared() {
 	store_empty_but_shared
 }
 
+@test "qemu: sbx-gc removes QEMU's empty cgroups made over 10 minutes ago (a store removed under its VMs), not a young one, nor another's" {
+	[ "$(id -u)" = 0 ] || skip "QEMU's cgroups are root's"
+	local b bases=() old=qemu-0123456789ab young=qemu-ba9876543210 odd=qemu-notasandbox
+	mapfile -t bases < <(find /sys/fs/cgroup -mindepth 1 -maxdepth 2 -type d -name sbx)
+	[ "${#bases[@]}" -gt 0 ]
+	for b in "${bases[@]}"; do
+		mkdir "$b/$old" "$b/$young" "$b/$odd"
+		touch -d '11 minutes ago' "$b/$old" "$b/$odd"
+	done
+	run --separate-stderr sbx-gc -b qemu -g 0
+	for b in "${bases[@]}"; do
+		[ ! -e "$b/$old" ] || r="$b/$old left"
+		[ -e "$b/$young" ] || r="$b/$young removed"
+		[ -e "$b/$odd" ] || r="$b/$odd removed"
+		rmdir "$b/$old" "$b/$young" "$b/$odd" 2>/dev/null || true
+	done
+	assert_success
+	[ -z "${r:-}" ] || fail "$r"
+	# the shared VM lives on
+	run --separate-stderr sbx-exec -s "$S" -- echo alive
+	assert_output alive
+}
+
 @test "qemu: kill -9 of sbx-create mid-boot leaves nothing; a keeper killed leaves a dead sandbox that sbx-gc removes" {
 	sbx-create -b qemu --image "$BATS_FILE_TMPDIR/root" -s "$BATS_TEST_TMPDIR/x.json" >/dev/null 2>&1 &
 	pid=$!

@@ -15,6 +15,13 @@ teardown() {
 	fi
 	sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
 	rm -rf "${SBX_LOCAL_DIR:?}"/0123456789ab
+	# The empty cgroups of sandboxes a test ended elsewhere.
+	if [ -e "$BATS_TEST_TMPDIR/cgroup-ids" ]; then
+		while read -r id; do
+			find /sys/fs/cgroup -mindepth 2 -maxdepth 3 -type d \
+			    -path "*/sbx/$id" -exec rmdir {} + 2>/dev/null || true
+		done <"$BATS_TEST_TMPDIR/cgroup-ids"
+	fi
 }
 
 # The status sbx-ls gives sandbox $1 (empty when not listed).
@@ -97,6 +104,59 @@ ls_status() {
 		[ ! -e "$c" ] || fail "cgroup left: $c"
 	done
 	[ ! -e "$SBX_LOCAL_DIR/.slots/$slot" ]
+}
+
+# The cgroups (every hierarchy's) of sandbox id $1.
+cgroups_of() {
+	find /sys/fs/cgroup -mindepth 2 -maxdepth 3 -type d -path "*/sbx/$1"
+}
+
+# A sandbox of another store, dead (its init killed: its cgroups empty),
+# that store then removed (rm -rf) with it: its id on stdout.
+dead_elsewhere() {
+	local other id pid i
+	other=$(mktemp -d /tmp/sbx-test.XXXXXX)
+	chmod 711 "$other"
+	SBX_LOCAL_DIR=$other sbx-create -s "$BATS_TEST_TMPDIR/$1.json" >/dev/null
+	id=$(sid "$BATS_TEST_TMPDIR/$1.json")
+	pid=$(init_pid "$BATS_TEST_TMPDIR/$1.json")
+	echo "$id" >>"$BATS_TEST_TMPDIR/cgroup-ids"
+	kill -KILL "$pid"
+	for ((i = 0; i < 200; i++)); do
+		! grep -qs "populated 1" $(cgroups_of "$id" | sed 's,$,/cgroup.events,') && break
+		sleep 0.02
+	done
+	rm -rf "$other"
+	echo "$id"
+}
+
+@test "sbx-gc removes the empty cgroups a sandbox of a removed store left, made over 10 minutes ago; not a live or young one's" {
+	[ "$(id -u)" = 0 ] || skip "the sandboxes' cgroups are root's"
+	local old young live c
+	old=$(dead_elsewhere old)
+	young=$(dead_elsewhere young)
+	new_sandbox
+	live=$(sid)
+	[ -n "$(cgroups_of "$old")" ]
+	[ -n "$(cgroups_of "$young")" ]
+	cgroups_of "$old" | xargs touch -d '11 minutes ago'
+	cgroups_of "$live" | xargs touch -d '1 hour ago'
+	run --separate-stderr sbx-gc -g 0
+	assert_success
+	[ -z "$(cgroups_of "$old")" ]
+	# Made just now: it may be a create's, its init not in it yet.
+	[ -n "$(cgroups_of "$young")" ]
+	[ -n "$(cgroups_of "$live")" ]
+	[ "$(ls_status "$live")" = running ]
+	run sx echo alive
+	assert_output alive
+	# A dry run removes nothing.
+	cgroups_of "$young" | xargs touch -d '11 minutes ago'
+	run --separate-stderr sbx-gc -n -g 0
+	assert_success
+	[ -n "$(cgroups_of "$young")" ]
+	run --separate-stderr sbx-gc -g 0
+	[ -z "$(cgroups_of "$young")" ]
 }
 
 @test "sbx-gc removes what a killed remover left in the trash" {

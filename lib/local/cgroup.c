@@ -704,3 +704,48 @@ sbx_cg_freeze(const struct sbx_cgroups *cg, int on, int ms)
 		waited++;
 	}
 }
+
+int
+sbx_cg_sweep(int (*mine)(const char *name), long long before)
+{
+	struct sbx_cgroups cg;
+	struct dirent *e;
+	struct stat st;
+	json_t *names = json_object();
+	const char *name;
+	char *base;
+	void *tmp;
+	DIR *d;
+	int i, n = 0, keep;
+	json_t *v;
+
+	if (nhiers < 0)
+		discover();
+	for (i = 0; i < nhiers; i++) {
+		if (!(base = base_dir(&hiers[i])))
+			continue;
+		if ((d = opendir(base))) {
+			while ((e = readdir(d)))
+				if (e->d_type == DT_DIR && mine(e->d_name))
+					json_object_set_new(names, e->d_name,
+					    json_true());
+			closedir(d);
+		}
+		free(base);
+	}
+	json_object_foreach_safe(names, tmp, name, v) {
+		sbx_cg_find(&cg, name);
+		/* With a process, or made (or given a per-exec child)
+		 * within the age of a create: a sandbox's, at work (and
+		 * rmdir refuses a cgroup with a process in it anyway). */
+		keep = !cg.n || populated(&cg);
+		for (i = 0; i < cg.n && !keep; i++)
+			keep = stat(cg.paths[i], &st) < 0 ||
+			    st.st_mtime >= before - SBX_CG_SWEEP_AGE;
+		if (!keep && sbx_cg_remove(&cg) == 0)
+			n++;
+		sbx_cg_release(&cg);
+	}
+	json_decref(names);
+	return n;
+}

@@ -1804,6 +1804,15 @@ local_image_cmd(const json_t *ref, struct sbx_err *err)
 	return a;
 }
 
+/* sbx-gc: the empty cgroups of sandboxes gone out of our sight (their
+ * store removed before its kills' removers were done), of this store
+ * or another's. */
+static int
+local_sweep(long long before)
+{
+	return sbx_cg_sweep(sbx_local_valid_id, before);
+}
+
 /* Weak here: the ops table alone does not link the file operations
  * (and libarchive) into every tool, only sbx_files_of's callers. */
 extern const struct sbx_files sbx_local_files __attribute__((weak));
@@ -1815,6 +1824,7 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.exec = sbx_local_exec,
 	.kill = local_kill,
 	.list = local_list,
+	.sweep = local_sweep,
 	.info = local_info,
 	.files = &sbx_local_files,
 	.net_rules = sbx_local_net_rules,

@@ -267,6 +267,14 @@ int sbx_cg_kill(const struct sbx_cgroups *cg, int ms);
  * (no v2 cgroup, or a kernel before 5.14): sbx_cg_kill then. */
 int sbx_cg_kill_start(const struct sbx_cgroups *cg);
 int sbx_cg_remove(const struct sbx_cgroups *cg);
+/* sbx-gc: the cgroups named for which mine() is 1, empty (no process
+ * in them or below) and made more than SBX_CG_SWEEP_AGE seconds before
+ * the epoch second before, removed; how many. A sandbox's cgroup is
+ * empty only once it ended (its init, or QEMU, is in it): such are
+ * what a kill whose store was removed under its remover left, or a
+ * store's whose sandboxes were never killed. */
+#define SBX_CG_SWEEP_AGE 600
+int sbx_cg_sweep(int (*mine)(const char *name), long long before);
 /* Freeze (on) or thaw the whole sandbox and wait (up to ms) for it. */
 int sbx_cg_freeze(const struct sbx_cgroups *cg, int on, int ms);
 long long sbx_cg_read_ll(const char *dir, const char *file);

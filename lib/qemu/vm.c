@@ -1607,6 +1607,21 @@ qemu_about(void)
 	return json_pack("{ss}", "accel", sbx_config_get("qemu.accel", "tcg"));
 }
 
+/* QEMU's cgroup, qemu-ID. */
+static int
+qemu_cgroup_name(const char *name)
+{
+	return !strncmp(name, "qemu-", 5) && sbx_local_valid_id(name + 5);
+}
+
+/* sbx-gc: QEMU's empty cgroups, as local's (a VM's is empty only once
+ * QEMU ended). */
+static int
+qemu_sweep(long long before)
+{
+	return sbx_cg_sweep(qemu_cgroup_name, before);
+}
+
 /* Weak here, as local's: only sbx_files_of's callers link them. */
 extern const struct sbx_files sbx_qemu_files __attribute__((weak));
 
@@ -1621,6 +1636,7 @@ const struct sbx_backend_ops sbx_qemu_ops = {
 	.pause = qemu_pause,
 	.resume = qemu_resume,
 	.stats = qemu_stats,
+	.sweep = qemu_sweep,
 	/* The sessions' server is sbx-init again, copied onto the VM's
 	 * disk and started by an exec, as on docker. */
 	.shell = sbx_shell_remote,
