@@ -138,25 +138,29 @@ sbx_cred_get(const char *env, const char *name, char **where)
 }
 
 char *
+sbx_abs_path(const char *path)
+{
+	char *cwd, *abs;
+
+	if (*path == '/' || !(cwd = getcwd(NULL, 0)))
+		return sbx_xstrdup(path);
+	abs = sbx_xasprintf("%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", path);
+	free(cwd);
+	return abs;
+}
+
+char *
 sbx_config_dir(const char *key, const char *sub, int state)
 {
 	const char *x, *home, *xdg = state ? "XDG_STATE_HOME" :
 	    "XDG_DATA_HOME";
 
-	if ((x = sbx_config_get(key, NULL)) && *x) {
-		char *cwd, *abs;
-
-		/* A relative one is the current directory's, made absolute
-		 * once: what records it (a state file's dir) is read from
-		 * other directories, and the helpers that outlive us do not
-		 * keep the caller's. */
-		if (*x == '/' || !(cwd = getcwd(NULL, 0)))
-			return sbx_xstrdup(x);
-		abs = sbx_xasprintf("%s%s%s", cwd, strcmp(cwd, "/") ? "/" :
-		    "", x);
-		free(cwd);
-		return abs;
-	}
+	/* A relative one is the current directory's, made absolute once:
+	 * what records it (a state file's dir) is read from other
+	 * directories, and the helpers that outlive us do not keep the
+	 * caller's. */
+	if ((x = sbx_config_get(key, NULL)) && *x)
+		return sbx_abs_path(x);
 	if (geteuid() == 0)
 		return sbx_xasprintf("/var/lib/sbx/%s", sub);
 	if ((x = getenv(xdg)) && *x == '/')

@@ -237,6 +237,8 @@ int sbx_config_env(const char *key, char *env, size_t n);
  * /var/lib/sbx/SUB for root, else $XDG_DATA_HOME/sbx/SUB (state:
  * $XDG_STATE_HOME), else ~/.local/share (~/.local/state)/sbx/SUB. */
 char *sbx_config_dir(const char *key, const char *sub, int state);
+/* path, absolute: a relative one is the current directory's (malloc'd). */
+char *sbx_abs_path(const char *path);
 /* The credentials directory (DESIGN.md 8), allocated:
  * $XDG_CONFIG_HOME/sbx/credentials, else ~/.config/sbx/credentials;
  * NULL when neither variable is set. */

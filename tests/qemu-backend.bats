@@ -112,15 +112,22 @@ store_empty_but_shared() {
 	assert_failure 1
 }
 
-@test "qemu: the image's User runs its commands, -u root overrides it; create's -e over the image's Env, exec's -e over both, and -e's values written nowhere" {
+@test "qemu: the image's User runs its commands, -u root overrides it; create's -e over the image's Env, exec's -e over both, and -e's values written nowhere; a relative qemu.guest and qemu.binary" {
 	local r=$BATS_TEST_TMPDIR/root3 s=$BATS_TEST_TMPDIR/u.json
 	sbx_busybox_root "$r"
 	sbx_registry_push_image t/bb user '{"Env":["PATH=/usr/bin:/bin","FROM=image","KEEP=image"],"User":"1000:1001"}' "$r" >/dev/null
 	sbx-image pull -q "$SBX_TEST_REGISTRY/t/bb:user" >/dev/null
 	SBX_TEST_SECRET=s3cr3t-$RANDOM-qemu
 	export SBX_TEST_SECRET
-	sbx-create -b qemu --image "$SBX_TEST_REGISTRY/t/bb:user" --memory 128M \
-	    -e FROM=create -e SBX_TEST_SECRET -s "$s" >/dev/null
+	# Its guest and QEMU named relative to the directory sbx-create
+	# runs in: what QEMU, started in the sandbox's directory, is given
+	# is absolute.
+	mkdir -p elsewhere/bin
+	ln -s "$SBX_QEMU_GUEST" elsewhere/g
+	ln -s "$(command -v qemu-system-x86_64)" elsewhere/bin/qemu
+	(cd elsewhere && SBX_QEMU_GUEST=g SBX_QEMU_BINARY=bin/qemu \
+	    sbx-create -b qemu --image "$SBX_TEST_REGISTRY/t/bb:user" --memory 128M \
+	    -e FROM=create -e SBX_TEST_SECRET -s "$s" >/dev/null)
 	run --separate-stderr sbx-exec -s "$s" -- sh -c 'id -u; id -g'
 	assert_success
 	assert_output $'1000\n1001'

@@ -32,6 +32,21 @@ sbx_qemu_root(void)
 	return root;
 }
 
+/* The QEMU to run: qemu.binary, looked for in PATH when it names no
+ * directory; a relative path is the current directory's (the keeper
+ * starts QEMU in the sandbox's directory). */
+static const char *
+qemu_binary(void)
+{
+	static char *bin;
+	const char *v = sbx_config_get("qemu.binary", NULL);
+
+	if (!bin)
+		bin = v && *v && strchr(v, '/') ? sbx_abs_path(v) :
+		    sbx_xstrdup(v && *v ? v : "qemu-system-x86_64");
+	return bin;
+}
+
 const char *
 sbx_qemu_guest_dir(void)
 {
@@ -40,8 +55,10 @@ sbx_qemu_guest_dir(void)
 
 	if (dir)
 		return dir;
-	if (v)
-		dir = sbx_xstrdup(v);
+	/* Relative: the current directory's, as QEMU (started in the
+	 * sandbox's directory) and a later command must find it. */
+	if (v && *v)
+		dir = sbx_abs_path(v);
 	else if ((c = getenv("XDG_CACHE_HOME")) && *c == '/')
 		dir = sbx_xasprintf("%s/sbx/qemu", c);
 	else
@@ -686,7 +703,7 @@ static int
 start_vm(const char *dir, json_t *meta, const struct sbx_spec *spec,
     int resume, struct sbx_err *err)
 {
-	const char *qemu = sbx_config_get("qemu.binary", "qemu-system-x86_64");
+	const char *qemu = qemu_binary();
 	const char *start = sbx_config_get("qemu.start_timeout", NULL);
 	const char *accel = sbx_json_str(meta, "accel");
 	const char *id = sbx_json_str(meta, "id");
@@ -784,7 +801,7 @@ static int qemu_kill(json_t *ref, int keep, struct sbx_err *err);
 static int
 qemu_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
-	const char *qemu = sbx_config_get("qemu.binary", "qemu-system-x86_64");
+	const char *qemu = qemu_binary();
 	const char *accel = sbx_config_get("qemu.accel", "tcg");
 	struct sbx_image_use iu = {0};
 	char id[SBX_ID_LEN + 1], *dir = NULL, *rootfs = NULL, *snapdir = NULL;
