@@ -26,14 +26,15 @@ sbx_json_load_object(const char *path, struct sbx_err *err)
 	}
 	o = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!o) {
+		int st = stat(path, &sb);
+
 		if (je.position == 0 && access(path, R_OK) < 0)
 			sbx_err_set(err, SBX_EX_FAIL, "cannot read '%s':",
 			    path);
-		else if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+		else if (st == 0 && S_ISDIR(sb.st_mode))
 			sbx_err_set(err, SBX_EX_DATA, "'%s' is a directory, not "
 			    "a JSON file", path);
-		else if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
-		    sb.st_size == 0)
+		else if (st == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0)
 			sbx_err_set(err, SBX_EX_DATA, "'%s' is empty", path);
 		else
 			sbx_err_set(err, SBX_EX_DATA,

@@ -719,8 +719,11 @@ zero_pages(struct keeper *k)
 	if (size <= 0 || kill(k->qemu, SIGSTOP) < 0)
 		return;
 	while (waitpid(k->qemu, &st, WUNTRACED) < 0)
-		if (errno != EINTR)
+		if (errno != EINTR) {
+			/* Not seen stopped: not left stopped either. */
+			kill(k->qemu, SIGCONT);
 			return;
+		}
 	if (!WIFSTOPPED(st)) {
 		k->qemu = 0; /* it ended: serve() sees it */
 		return;
