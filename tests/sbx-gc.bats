@@ -55,6 +55,21 @@ ls_status() {
 	[ ! -e "$SBX_LOCAL_DIR/0123456789ab" ]
 }
 
+# A process the create left (sbx-netd making its socket) writes in the
+# directory after its birth: a later mtime (here set ahead, as a birth
+# cannot be set back) does not make it younger.
+@test "a sandbox being created is dated by its directory's birth, not by what is written there since" {
+	local now
+	mkdir "$SBX_LOCAL_DIR/0123456789ab"
+	now=$(date +%s)
+	touch -d '+1 hour' "$SBX_LOCAL_DIR/0123456789ab"
+	run --separate-stderr sbx-ls -j
+	assert_success
+	jq_true --argjson now "$now" 'select(.id == "0123456789ab") |
+	    .creating and .created_at_epoch >= $now - 5 and
+	    .created_at_epoch <= $now + 5' <<<"$output"
+}
+
 @test "sbx-gc with no store yet exits 0 and creates nothing" {
 	run --separate-stderr env SBX_LOCAL_DIR="$BATS_TEST_TMPDIR/none" sbx-gc -o 0
 	assert_success

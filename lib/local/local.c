@@ -1350,13 +1350,12 @@ info_of(const char *id)
 	long long cpu;
 	const char *st = "dead";
 	struct sbx_cgroups cg;
-	struct stat sb;
 
 	created = sbx_json_int(meta, "created_at_epoch", 0);
 	/* No meta.json: sbx-create is still at work on it (or died at it),
 	 * since the directory's time. sbx-gc must leave it alone. */
-	if (!meta && stat(dir, &sb) == 0)
-		created = sb.st_mtime;
+	if (!meta && (created = sbx_local_dir_born(dir)) < 0)
+		created = 0;
 	sbx_cg_find(&cg, id);
 	if (live_init(meta)) {
 		st = frozen(&cg) ? "paused" : "running";

@@ -117,6 +117,12 @@ int sbx_local_volumes_lock(int exclusive);
 void sbx_local_release_name(const char *root, const char *name,
     const char *id);
 int sbx_local_valid_id(const char *id);
+/* When the directory dir was made, in epoch seconds, for a sandbox's
+ * that has no meta.json yet: its birth time (what a process the create
+ * left writes there does not move it), or its mtime when that is older
+ * (set back by hand) or the filesystem keeps no birth time; -1 when it
+ * cannot be read. */
+long long sbx_local_dir_born(const char *dir);
 /* The sandbox directory for an id or a name; NULL when there is none. */
 char *sbx_local_find(const char *id_or_name, char **id_out);
 /* The same in another store of sandbox directories (the qemu backend's:

@@ -36,6 +36,19 @@ sbx_local_valid_id(const char *id)
 	return i == SBX_ID_LEN;
 }
 
+long long
+sbx_local_dir_born(const char *dir)
+{
+	struct statx sx;
+
+	if (statx(AT_FDCWD, dir, 0, STATX_MTIME | STATX_BTIME, &sx) < 0)
+		return -1;
+	if ((sx.stx_mask & STATX_BTIME) && sx.stx_btime.tv_sec <
+	    sx.stx_mtime.tv_sec)
+		return sx.stx_btime.tv_sec;
+	return sx.stx_mtime.tv_sec;
+}
+
 char *
 sbx_local_find(const char *id_or_name, char **id_out)
 {

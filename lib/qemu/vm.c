@@ -1118,8 +1118,8 @@ info_of(const char *id)
 	pid_t kp, qp, cp;
 	int how = sbx_local_paused(dir, NULL);
 
-	if (!meta && stat(dir, &sb) == 0)
-		created = sb.st_mtime;
+	if (!meta && (created = sbx_local_dir_born(dir)) < 0)
+		created = 0;
 	sbx_qemu_pids(dir, &kp, &qp);
 	pids_in(dir, "creator.pid", &cp, NULL);
 	if (kp && qp) {
