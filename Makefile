@@ -189,7 +189,8 @@ $(BIN)/remote/%: $(BUILD)/cmd/%.o $(REMOTE_LINK)
 	$(MSG) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(REMOTE_LIBS) $(LDLIBS)
 
-# sbx-create alone imports a directory as a docker image (libarchive):
+# sbx-create alone imports a directory as a docker image (libarchive),
+# and makes an image's tree again after a boot (sbx_image_unpack):
 # -u pulls in lib/docker/image.c, which the other tools' weak reference
 # leaves out. libarchive linked in statically, as sbx-sync's: shared, it
 # would cost every docker create ~18 ms more to start.
@@ -197,7 +198,8 @@ CREATE_STATIC_LIBS = -Wl,-Bstatic $(SYNC_STATIC_LIBS) -Wl,-Bdynamic
 $(BIN)/remote/sbx-create: $(BUILD)/cmd/sbx-create.o $(REMOTE_LINK)
 	@mkdir -p $(@D)
 	$(MSG) LD $@
-	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_import -o $@ $^ \
+	$(Q)$(CC) $(LDFLAGS) -Wl,-u,sbx_docker_import -Wl,-u,sbx_image_unpack \
+		-o $@ $^ \
 		$(if $(STATIC),$(CREATE_STATIC_LIBS),$(SYNC_LIBS)) \
 		$(REMOTE_LIBS) $(LDLIBS)
 
@@ -251,6 +253,15 @@ $(BIN)/sbx-sync $(BIN)/sbx-cp $(BIN)/sbx-image: \
 	@mkdir -p $(@D)
 	$(MSG) LD $@
 	$(Q)$(CC) $(STATIC) $(LDFLAGS) -o $@ $^ \
+		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
+
+# sbx-create makes an image's tree again from its blobs when it was made
+# before the last boot and not synced (lib/image/store.c): the unpack,
+# by its weak reference, and libarchive.
+$(BIN)/sbx-create: $(BUILD)/cmd/sbx-create.o $(BUILD)/libsbx.a
+	@mkdir -p $(@D)
+	$(MSG) LD $@
+	$(Q)$(CC) $(STATIC) $(LDFLAGS) -Wl,-u,sbx_image_unpack -o $@ $^ \
 		$(if $(STATIC),$(SYNC_STATIC_LIBS),$(SYNC_LIBS)) $(LDLIBS)
 
 # sbx-snapshot exports a qemu snapshot through two VMs (lib/snapdiff.c,

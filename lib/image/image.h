@@ -184,6 +184,12 @@ int sbx_image_tree_apply(struct sbx_image_tree *t, size_t i, int fd,
 int sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
     struct sbx_err *err);
 void sbx_image_tree_abort(struct sbx_image_tree *t);
+/* Tree ROOT/rootfs/HEX (its path) made in this boot and not synced:
+ * ROOT/rootfs/.unsynced-HEX holds this boot's id, synced before the
+ * tree gets its name. sbx_image_lookup makes a tree whose mark is of
+ * another boot again from its blobs (synced as they came), syncs it and
+ * removes the mark. */
+int sbx_image_mark_unsynced(const char *tree, struct sbx_err *err);
 /* Layer i's tar made by fill, straight into the buffer its unpacker
  * reads: fill(arg, buf, size) puts up to size bytes of it at buf and
  * returns their number, 0 at its end, -1 when it cannot (its own error

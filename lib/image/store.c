@@ -166,6 +166,107 @@ use_copy(struct sbx_image_use *to, const struct sbx_image_use *from)
 	to->config = json_incref(from->config);
 }
 
+/* This boot's id (the kernel's random boot_id), "" when unknown. */
+static const char *
+boot_id(void)
+{
+	static char id[64];
+	int fd;
+	ssize_t n;
+
+	if (!*id && (fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY |
+	    O_CLOEXEC)) >= 0) {
+		n = read(fd, id, sizeof id - 1);
+		close(fd);
+		id[n > 0 ? n : 0] = '\0';
+		id[strcspn(id, "\n")] = '\0';
+	}
+	return id;
+}
+
+/* ROOT/rootfs/.unsynced-HEX of tree ROOT/rootfs/HEX (malloc'd). */
+static char *
+mark_of(const char *tree)
+{
+	const char *b = strrchr(tree, '/');
+
+	return sbx_xasprintf("%.*s/.unsynced-%s", (int)(b - tree), tree,
+	    b + 1);
+}
+
+int
+sbx_image_mark_unsynced(const char *tree, struct sbx_err *err)
+{
+	char *m = mark_of(tree);
+	const char *id = boot_id();
+	int rc = 0;
+
+	if (*id && sbx_file_write_atomic(m, id, strlen(id), 0644, 1, err) < 0)
+		rc = -1;
+	free(m);
+	return rc;
+}
+
+/* Weak: the tools that make sandboxes of images (sbx-create, sbxd) link
+ * the unpack (libarchive); in another, a tree is used as it is. */
+extern int sbx_image_unpack(const char *root, const char *digest,
+    const json_t *layers, char **path, struct sbx_err *err)
+    __attribute__((weak));
+
+/* The tree of image rec (its path) whole: one marked unsynced in an
+ * earlier boot may have lost files in a crash, so it is made again from
+ * the blobs (under the store's lock), synced, and its mark removed. */
+static int
+tree_whole(const json_t *rec, const char *tree, struct sbx_err *err)
+{
+	struct sbx_image_store s;
+	char *m = mark_of(tree), *mark, *old = NULL, *path = NULL;
+	const char *b = strrchr(m, '/');
+	char *dir = sbx_xasprintf("%.*s", (int)(b - m), m);
+	int rc = -1, fd;
+
+	mark = sbx_image_unpack ? sbx_local_read_small(dir, b + 1) : NULL;
+	if (!mark || !*boot_id() || !strncmp(mark, boot_id(),
+	    strlen(boot_id()))) {
+		rc = 0;
+		goto out;
+	}
+	if (sbx_image_store_open(&s, err) < 0)
+		goto out;
+	/* Another command may have made it again meanwhile. */
+	if (access(m, F_OK) == 0) {
+		old = sbx_xasprintf("%s/.tmp-old-%s", dir, strrchr(tree,
+		    '/') + 1);
+		sbx_rmtree(old);
+		if ((rename(tree, old) < 0 && errno != ENOENT) ||
+		    sbx_rmtree(old) < 0) {
+			sbx_err_set(err, SBX_EX_FAIL, "cannot remove '%s', "
+			    "made before the last boot and maybe torn:", tree);
+		} else if (sbx_image_unpack(s.root, sbx_json_str(rec, "digest"),
+		    json_object_get(rec, "layers"), &path, err) == 0) {
+			if ((fd = open(dir, O_RDONLY | O_DIRECTORY |
+			    O_CLOEXEC)) < 0 || syncfs(fd) < 0 ||
+			    unlink(m) < 0 || fsync(fd) < 0)
+				sbx_err_set(err, SBX_EX_FAIL, "cannot sync "
+				    "'%s':", tree);
+			else
+				rc = 0;
+			if (fd >= 0)
+				close(fd);
+		}
+	} else {
+		rc = 0;
+	}
+	sbx_image_store_close(&s);
+out:
+	free(mark);
+	free(m);
+	free(dir);
+	free(old);
+	free(path);
+	return rc;
+}
+
 int
 sbx_image_lookup(const char *ref, struct sbx_image_use *u,
     struct sbx_err *err)
@@ -208,6 +309,8 @@ sbx_image_lookup(const char *ref, struct sbx_image_use *u,
 	u->config_digest = sbx_json_str(rec, "config") ?
 	    sbx_xstrdup(sbx_json_str(rec, "config")) : NULL;
 	u->rootfs = sbx_xasprintf("%s/rootfs/%s", s.root, u->digest + 7);
+	if (tree_whole(rec, u->rootfs, err) < 0)
+		goto out;
 	u->config = image_config(s.root, u->config_digest);
 	free(last.ref);
 	sbx_image_use_release(&last.u);
@@ -449,6 +552,14 @@ prune(struct sbx_image_store *s, int all, json_t *sum, struct sbx_err *err)
 	p = sbx_xasprintf("%s/rootfs", s->root);
 	if ((dir = opendir(p))) {
 		while ((d = readdir(dir))) {
+			/* The mark of a tree that goes (or went) goes. */
+			if (!strncmp(d->d_name, ".unsynced-", 10)) {
+				snprintf(key, sizeof key, "sha256:%s",
+				    d->d_name + 10);
+				if (!json_object_get(keep, key))
+					unlinkat(dirfd(dir), d->d_name, 0);
+				continue;
+			}
 			if (d->d_name[0] == '.' && strncmp(d->d_name, ".tmp-", 5))
 				continue;
 			snprintf(key, sizeof key, "sha256:%s", d->d_name);

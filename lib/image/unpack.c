@@ -949,6 +949,12 @@ sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
 			}
 		}
 		close(root);
+		/* Its files are not synced (a pull would wait for 100 MB
+		 * to reach the disk): the mark of this boot, on the disk
+		 * before the tree has its name, says it may be torn after
+		 * a crash; a later boot makes it again (sbx_image_lookup). */
+		if (sbx_image_mark_unsynced(t->final, err) < 0)
+			return -1;
 		if (renameat(t->dfd, "0", AT_FDCWD, t->final) < 0 &&
 		    errno != ENOTEMPTY && errno != EEXIST)
 			return sbx_err_set(err, SBX_EX_FAIL, "cannot create "
