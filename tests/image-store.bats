@@ -302,8 +302,9 @@ here"
 	run --separate-stderr sbx-image prune
 	assert_success
 	jq_true '.freed > 0' <<<"$output"
-	# the trees and their marks (.unsynced-HEX)
+	# the trees and their marks
 	[ -z "$(ls -A "$SBX_IMAGE_DIR/rootfs")" ]
+	[ -z "$(ls -A "$SBX_IMAGE_DIR/unsynced")" ]
 	[ -z "$(ls "$SBX_IMAGE_DIR/blobs/sha256")" ]
 }
 
@@ -316,7 +317,7 @@ here"
 	sbx-image pull "$R/t/app:v1" >/dev/null
 	hex=$(sbx-image inspect "$R/t/app:v1" | jq -r '.digest | ltrimstr("sha256:")')
 	tree=$SBX_IMAGE_DIR/rootfs/$hex
-	mark=$SBX_IMAGE_DIR/rootfs/.unsynced-$hex
+	mark=$SBX_IMAGE_DIR/unsynced/$hex
 	assert_equal "$(cat "$mark")" "$(cat /proc/sys/kernel/random/boot_id)"
 	# In this boot it is used as it is.
 	: >"$tree/app/top"

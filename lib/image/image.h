@@ -185,7 +185,7 @@ int sbx_image_tree_commit(struct sbx_image_tree *t, char **path,
     struct sbx_err *err);
 void sbx_image_tree_abort(struct sbx_image_tree *t);
 /* Tree ROOT/rootfs/HEX (its path) made in this boot and not synced:
- * ROOT/rootfs/.unsynced-HEX holds this boot's id, synced before the
+ * ROOT/unsynced/HEX holds this boot's id, synced before the
  * tree gets its name. sbx_image_lookup makes a tree whose mark is of
  * another boot again from its blobs (synced as they came), syncs it and
  * removes the mark. */

@@ -184,26 +184,42 @@ boot_id(void)
 	return id;
 }
 
-/* ROOT/rootfs/.unsynced-HEX of tree ROOT/rootfs/HEX (malloc'd). */
+/* ROOT/unsynced/HEX of tree ROOT/rootfs/HEX (malloc'd). */
 static char *
 mark_of(const char *tree)
 {
-	const char *b = strrchr(tree, '/');
+	const char *b = strrchr(tree, '/'), *r = b;
 
-	return sbx_xasprintf("%.*s/.unsynced-%s", (int)(b - tree), tree,
-	    b + 1);
+	while (r > tree && r[-1] != '/')
+		r--;
+	return sbx_xasprintf("%.*sunsynced%s", (int)(r - tree), tree, b);
 }
 
 int
 sbx_image_mark_unsynced(const char *tree, struct sbx_err *err)
 {
-	char *m = mark_of(tree);
+	char *m = mark_of(tree), *dir = sbx_xstrdup(m);
 	const char *id = boot_id();
-	int rc = 0;
+	int rc = 0, fd;
 
-	if (*id && sbx_file_write_atomic(m, id, strlen(id), 0644, 1, err) < 0)
-		rc = -1;
+	*strrchr(dir, '/') = '\0';
+	if (!*id)
+		goto out;
+	/* Made once: its own name on the disk too. */
+	if (mkdir(dir, 0755) == 0) {
+		*strrchr(dir, '/') = '\0';
+		if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+			fsync(fd);
+			close(fd);
+		}
+	} else if (errno != EEXIST) {
+		rc = sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", dir);
+		goto out;
+	}
+	rc = sbx_file_write_atomic(m, id, strlen(id), 0644, 1, err);
+out:
 	free(m);
+	free(dir);
 	return rc;
 }
 
@@ -235,8 +251,11 @@ tree_whole(const json_t *rec, const char *tree, struct sbx_err *err)
 		goto out;
 	/* Another command may have made it again meanwhile. */
 	if (access(m, F_OK) == 0) {
-		old = sbx_xasprintf("%s/.tmp-old-%s", dir, strrchr(tree,
-		    '/') + 1);
+		/* Beside it, where a prune removes what a killed create
+		 * left of it. */
+		b = strrchr(tree, '/');
+		old = sbx_xasprintf("%.*s/.tmp-%s-old", (int)(b - tree), tree,
+		    b + 1);
 		sbx_rmtree(old);
 		if ((rename(tree, old) < 0 && errno != ENOENT) ||
 		    sbx_rmtree(old) < 0) {
@@ -552,14 +571,6 @@ prune(struct sbx_image_store *s, int all, json_t *sum, struct sbx_err *err)
 	p = sbx_xasprintf("%s/rootfs", s->root);
 	if ((dir = opendir(p))) {
 		while ((d = readdir(dir))) {
-			/* The mark of a tree that goes (or went) goes. */
-			if (!strncmp(d->d_name, ".unsynced-", 10)) {
-				snprintf(key, sizeof key, "sha256:%s",
-				    d->d_name + 10);
-				if (!json_object_get(keep, key))
-					unlinkat(dirfd(dir), d->d_name, 0);
-				continue;
-			}
 			if (d->d_name[0] == '.' && strncmp(d->d_name, ".tmp-", 5))
 				continue;
 			snprintf(key, sizeof key, "sha256:%s", d->d_name);
@@ -573,6 +584,17 @@ prune(struct sbx_image_store *s, int all, json_t *sum, struct sbx_err *err)
 				rc = -1;
 			else
 				ntrees++;
+		}
+		closedir(dir);
+	}
+	free(p);
+	/* The marks of trees gone (sbx_image_mark_unsynced). */
+	p = sbx_xasprintf("%s/unsynced", s->root);
+	if ((dir = opendir(p))) {
+		while ((d = readdir(dir))) {
+			snprintf(key, sizeof key, "sha256:%s", d->d_name);
+			if (d->d_name[0] != '.' && !json_object_get(keep, key))
+				unlinkat(dirfd(dir), d->d_name, 0);
 		}
 		closedir(dir);
 	}
