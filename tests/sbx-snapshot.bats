@@ -245,6 +245,34 @@ make_changes() {
 	assert_output p
 }
 
+# Killed (strace kills it as it opens cgroup.freeze a second time: to
+# thaw) while the sandbox is frozen for the copy's second pass: a process
+# of its own thaws the sandbox; the half-made snapshot, no meta.json, is
+# removed by the next one.
+@test "sbx-snapshot killed while the sandbox is frozen: the sandbox runs on, and the next snapshot removes the half-made one" {
+	local f n
+	sbx-create -s s.json >/dev/null
+	f=$(find /sys/fs/cgroup -path "*/sbx/$(sid)/cgroup.freeze" | head -1)
+	[ -n "$f" ] || skip "no cgroup v2 freezer for the sandbox"
+	run strace -qq -f -o /dev/null -P "$f" -e trace=openat \
+	    -e inject=openat:signal=KILL:when=2 sbx-snapshot -s s.json
+	assert_equal "$status" 137
+	for ((n = 0; n < 100; n++)); do
+		grep -qx "frozen 0" "${f%/*}/cgroup.events" && break
+		sleep 0.05
+	done
+	grep -qx "frozen 0" "${f%/*}/cgroup.events"
+	[ "$(ls_line "$(sid)" | jq -r .status)" = running ]
+	run timeout 10 sbx-exec -s s.json -- echo alive
+	assert_output alive
+	n=$(find "$SBX_LOCAL_DIR/.snapshots" -mindepth 1 -maxdepth 1 -name 'snp-*' | wc -l)
+	assert_equal "$n" 1
+	sbx-snapshot -s s.json >/dev/null
+	assert_equal "$(sbx-snapshot ls -j | wc -l)" 1
+	n=$(find "$SBX_LOCAL_DIR/.snapshots" -mindepth 1 -maxdepth 1 -name 'snp-*' | wc -l)
+	assert_equal "$n" 1
+}
+
 @test "a snapshot of a stopped sandbox (its disk not mounted) has its files" {
 	sbx-create -s s.json >/dev/null
 	in_sb s.json sh -c 'echo st >/workspace/st'

@@ -8,11 +8,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -952,6 +955,100 @@ snap_meta(const char *sid, const char *id, const char *name, json_t *sm,
 	return m;
 }
 
+/* What a killed sbx-snapshot (or rm) left in the store at root: a
+ * snapshot's directory with no meta.json. Only while no take is at work
+ * (each holds the store's lock shared): the lock is tried exclusive,
+ * never waited for. */
+static void
+clean_stale(const char *root)
+{
+	char *p = sbx_xasprintf("%s/.lock", root);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	struct dirent *e;
+	DIR *d;
+
+	free(p);
+	if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) < 0 || !(d = opendir(root))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (!sbx_snap_valid_id(e->d_name))
+			continue;
+		p = sbx_xasprintf("%s/%s/meta.json", root, e->d_name);
+		if (access(p, F_OK) < 0 && errno == ENOENT) {
+			*strrchr(p, '/') = '\0';
+			sbx_rmtree(p);
+		}
+		free(p);
+	}
+	closedir(d);
+	close(fd);
+}
+
+/* A process that thaws the sandbox of cg (dir its directory) should we
+ * die while it is frozen for the copy (^C, a kill): it waits on a pipe
+ * whose other end (*wfd) we close after the thaw, having written "d"; at
+ * its end without it, it thaws the sandbox unless the user has paused
+ * it meanwhile. Its pid, or -1. */
+static pid_t
+thaw_guard(const struct sbx_cgroups *cg, const char *dir, int *wfd)
+{
+	int p[2], null;
+	pid_t pid;
+	char c = 0, *paused;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	if ((pid = fork()) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		setsid();
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		close(p[1]);
+		/* Nothing of our caller's held open (a state file's lock, a
+		 * pipe it waits on), nor its working directory. */
+		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		if (dup2(p[0], 3) == 3)
+			close_range(4, ~0u, 0);
+		if (chdir("/") < 0)
+			_exit(1);
+		while (read(3, &c, 1) < 0 && errno == EINTR)
+			;
+		paused = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
+		if (c != 'd' && access(paused, F_OK) < 0)
+			sbx_cg_freeze(cg, 0, 5000);
+		_exit(0);
+	}
+	close(p[0]);
+	*wfd = p[1];
+	return pid;
+}
+
+/* The guard told the sandbox is thawed, and gone. */
+static void
+thaw_guard_end(pid_t pid, int wfd)
+{
+	if (pid <= 0)
+		return;
+	if (write(wfd, "d", 1) != 1) {
+		/* It thaws it, as it would have been. */
+	}
+	close(wfd);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
 json_t *
 sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 {
@@ -961,6 +1058,8 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 	struct copy c = {.root = -1, .err = err};
 	struct sbx_cgroups cg = {0};
 	int src = -1, mfd = -1, froze = 0, named = 0, made = 0, i, lk = -1;
+	int gw = -1;
+	pid_t guard = -1;
 	mode_t mask = (mode_t)-1;
 	long long t0 = 0, t1 = 0;
 	json_t *sm = NULL, *layers = NULL, *out = NULL, *parent;
@@ -978,6 +1077,7 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 	}
 	/* Its parents (a sandbox made --from) stay until this one's
 	 * meta.json names them. */
+	clean_stale(sbx_snap_root());
 	lk = sbx_local_lock(sbx_snap_root(), 0);
 	p = sbx_xasprintf("%s/meta.json", dir);
 	sm = json_load_file(p, 0, NULL);
@@ -1077,6 +1177,7 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 	 * for the copy, so that it is of one moment. */
 	p = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
 	if (access(p, F_OK) < 0 && (cg.unified || cg.freezer)) {
+		guard = thaw_guard(&cg, dir, &gw);
 		if (sbx_cg_freeze(&cg, 1, 5000) < 0) {
 			sbx_cg_freeze(&cg, 0, 1000);
 			sbx_err_set(err, SBX_EX_FAIL, "cannot freeze '%s':", id);
@@ -1115,6 +1216,7 @@ out:
 		umask(mask);
 	if (!out && froze && t1 == 0)
 		sbx_cg_freeze(&cg, 0, 5000);
+	thaw_guard_end(guard, gw);
 	if (!out && named)
 		sbx_local_release_name(sbx_snap_root(), name, sid);
 	if (!out && made)
