@@ -236,6 +236,15 @@ int sbx_xfer_exec_get(const json_t *ref, const char *dir,
 const struct sbx_files *sbx_files_of(const json_t *ref, struct sbx_err *err);
 /* Wait for a job; its error, if any, in err. */
 int sbx_job_wait(struct sbx_job *job, struct sbx_err *err);
+/* A guard: a process of ours that outlives us, to undo what we would
+ * leave half-done should we die (^C, kill -9). In us: its pid, and *wfd
+ * the pipe we tell it through (sbx_guard_end), or -1. In it: 0, once we
+ * told it we are done (*done 1) or died (*done 0); it then undoes, or
+ * not, and _exits. In a session of its own, deaf to ^C, TERM and HUP, in
+ * /, holding nothing of ours. */
+pid_t sbx_guard_start(int *wfd, int *done);
+/* Tell guard pid, its pipe wfd, whether we are done, and wait for it. */
+void sbx_guard_end(pid_t pid, int wfd, int done);
 /* Fork a job with a pipe: the parent gets its end in *fd, the child (0)
  * its own in *child_end and the error pipe in job->errfd; the pipe goes
  * to the child when to_child. */

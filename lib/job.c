@@ -2,6 +2,7 @@
  * its failure, as the backends' file transfers run them */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,4 +124,59 @@ sbx_job_transfer(int to_child, int (*child)(const json_t *ref,
 		_exit(0);
 	}
 	return pid < 0 ? -1 : 0;
+}
+
+pid_t
+sbx_guard_start(int *wfd, int *done)
+{
+	int p[2], null;
+	pid_t pid;
+	char c = 0;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	if ((pid = fork()) < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		setsid();
+		signal(SIGINT, SIG_IGN);
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		close(p[1]);
+		/* Nothing of our caller's held open (a state file's lock, a
+		 * pipe it waits on), nor its working directory. */
+		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
+			dup2(null, 0);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		if (dup2(p[0], 3) == 3)
+			close_range(4, ~0u, 0);
+		if (chdir("/") < 0)
+			_exit(1);
+		while (read(3, &c, 1) < 0 && errno == EINTR)
+			;
+		/* "d": it is done; EOF alone: its caller is gone. */
+		*done = c == 'd';
+		return 0;
+	}
+	close(p[0]);
+	*wfd = p[1];
+	return pid;
+}
+
+void
+sbx_guard_end(pid_t pid, int wfd, int done)
+{
+	if (pid <= 0)
+		return;
+	if (done && write(wfd, "d", 1) != 1) {
+		/* It undoes, as it would have had we died. */
+	}
+	close(wfd);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 }

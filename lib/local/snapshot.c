@@ -8,14 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -988,65 +986,22 @@ clean_stale(const char *root)
 }
 
 /* A process that thaws the sandbox of cg (dir its directory) should we
- * die while it is frozen for the copy (^C, a kill): it waits on a pipe
- * whose other end (*wfd) we close after the thaw, having written "d"; at
- * its end without it, it thaws the sandbox unless the user has paused
- * it meanwhile. Its pid, or -1. */
+ * die while it is frozen for the copy (^C, a kill), unless the user has
+ * paused it meanwhile. */
 static pid_t
 thaw_guard(const struct sbx_cgroups *cg, const char *dir, int *wfd)
 {
-	int p[2], null;
-	pid_t pid;
-	char c = 0, *paused;
+	char *paused;
+	int done;
+	pid_t pid = sbx_guard_start(wfd, &done);
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -1;
-	if ((pid = fork()) < 0) {
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
 	if (pid == 0) {
-		setsid();
-		signal(SIGINT, SIG_IGN);
-		signal(SIGTERM, SIG_IGN);
-		signal(SIGHUP, SIG_IGN);
-		close(p[1]);
-		/* Nothing of our caller's held open (a state file's lock, a
-		 * pipe it waits on), nor its working directory. */
-		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		if (dup2(p[0], 3) == 3)
-			close_range(4, ~0u, 0);
-		if (chdir("/") < 0)
-			_exit(1);
-		while (read(3, &c, 1) < 0 && errno == EINTR)
-			;
 		paused = sbx_xasprintf("%s/" SBX_PAUSED_FILE, dir);
-		if (c != 'd' && access(paused, F_OK) < 0)
+		if (!done && access(paused, F_OK) < 0)
 			sbx_cg_freeze(cg, 0, 5000);
 		_exit(0);
 	}
-	close(p[0]);
-	*wfd = p[1];
 	return pid;
-}
-
-/* The guard told the sandbox is thawed, and gone. */
-static void
-thaw_guard_end(pid_t pid, int wfd)
-{
-	if (pid <= 0)
-		return;
-	if (write(wfd, "d", 1) != 1) {
-		/* It thaws it, as it would have been. */
-	}
-	close(wfd);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
 }
 
 json_t *
@@ -1216,7 +1171,7 @@ out:
 		umask(mask);
 	if (!out && froze && t1 == 0)
 		sbx_cg_freeze(&cg, 0, 5000);
-	thaw_guard_end(guard, gw);
+	sbx_guard_end(guard, gw, 1);
 	if (!out && named)
 		sbx_local_release_name(sbx_snap_root(), name, sid);
 	if (!out && made)

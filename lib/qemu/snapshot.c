@@ -289,59 +289,20 @@ out:
 }
 
 /* A process of its own that continues the VM of dir should we end
- * before we say we did (a kill -9 mid-copy): it reads fd's other end. */
+ * before we say we did (a kill -9 mid-copy). */
 static pid_t
 guard_start(const char *dir, int *wfd)
 {
-	int p[2], null;
-	pid_t pid;
-	char c = 0;
+	struct sbx_err e;
+	int done;
+	pid_t pid = sbx_guard_start(wfd, &done);
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -1;
-	if ((pid = fork()) < 0) {
-		close(p[0]);
-		close(p[1]);
-		return -1;
-	}
 	if (pid == 0) {
-		struct sbx_err e;
-
-		setsid();
-		signal(SIGINT, SIG_IGN);
-		signal(SIGTERM, SIG_IGN);
-		signal(SIGHUP, SIG_IGN);
-		close(p[1]);
-		/* Nothing of our caller's held open (a pipe it waits on). */
-		if ((null = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0) {
-			dup2(null, 0);
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		if (dup2(p[0], 3) == 3)
-			close_range(4, ~0u, 0);
-		while (read(3, &c, 1) < 0 && errno == EINTR)
-			;
-		/* "d": it was continued; EOF: its caller is gone. */
-		if (c != 'd')
+		if (!done)
 			sbx_qemu_qmp(dir, "cont", &e);
 		_exit(0);
 	}
-	close(p[0]);
-	*wfd = p[1];
 	return pid;
-}
-
-static void
-guard_end(pid_t pid, int wfd, int continued)
-{
-	if (pid <= 0)
-		return;
-	if (continued)
-		(void)!write(wfd, "d", 1);
-	close(wfd);
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
 }
 
 /* The meta.json of a new snapshot of the sandbox whose meta is sm. */
@@ -443,7 +404,7 @@ copy_disk(const char *dir, const char *id, const json_t *sm,
 		free(fb);
 	}
 out:
-	guard_end(guard, wfd, !stopped);
+	sbx_guard_end(guard, wfd, !stopped);
 	free(base);
 	free(from);
 	free(to);
