@@ -1805,10 +1805,12 @@ local_image_cmd(const json_t *ref, struct sbx_err *err)
 
 /* sbx-gc: the empty cgroups of sandboxes gone out of our sight (their
  * store removed before its kills' removers were done), of this store
- * or another's. */
+ * or another's; half-made snapshots. */
 static int
 local_sweep(long long before)
 {
+	/* And what a killed sbx-snapshot left half-made. */
+	sbx_snap_clean_stale(sbx_snap_root());
 	return sbx_cg_sweep(sbx_local_valid_id, before);
 }
 

@@ -207,6 +207,10 @@ char *sbx_snap_tree(const char *sid);
  * backend's own): ROOT/snp-HEX/meta.json, ROOT/.names/NAME -> snp-HEX.
  * An id of one: snp- and a sandbox id. */
 int sbx_snap_valid_id(const char *s);
+/* What a killed sbx-snapshot (or rm) left in the snapshot store at root:
+ * a snapshot's directory with no meta.json, removed while no take is at
+ * work (tried, never waited for); the next take and sbx-gc call it. */
+void sbx_snap_clean_stale(const char *root);
 /* The directory of snapshot id_or_name in root (its id in *id_out, to
  * free), NULL when there is none. */
 char *sbx_snap_find_in(const char *root, const char *id_or_name,

@@ -957,8 +957,8 @@ snap_meta(const char *sid, const char *id, const char *name, json_t *sm,
  * snapshot's directory with no meta.json. Only while no take is at work
  * (each holds the store's lock shared): the lock is tried exclusive,
  * never waited for. */
-static void
-clean_stale(const char *root)
+void
+sbx_snap_clean_stale(const char *root)
 {
 	char *p = sbx_xasprintf("%s/.lock", root);
 	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -1032,7 +1032,7 @@ sbx_local_snapshot(const json_t *ref, const char *name, struct sbx_err *err)
 	}
 	/* Its parents (a sandbox made --from) stay until this one's
 	 * meta.json names them. */
-	clean_stale(sbx_snap_root());
+	sbx_snap_clean_stale(sbx_snap_root());
 	lk = sbx_local_lock(sbx_snap_root(), 0);
 	p = sbx_xasprintf("%s/meta.json", dir);
 	sm = json_load_file(p, 0, NULL);
