@@ -133,6 +133,25 @@ start_server() {
 	[ "$(cat /proc/sys/kernel/hostname)" = "$before" ]
 }
 
+@test "masked /proc directories are empty and read-only, with no filesystem of their own" {
+	local d found=
+	for d in acpi scsi; do [ -d "/proc/$d" ] && found="$found $d"; done
+	[ -n "$found" ] || skip "no /proc/acpi or /proc/scsi on this kernel"
+	new_sandbox
+	for d in $found; do
+		run sx sh -c "ls -A /proc/$d | wc -l; mkdir /proc/$d/x"
+		assert_failure
+		assert_line 0
+		assert_output --partial "Read-only file system"
+		# /dev's tmpfs's (its empty /dev/pts under devpts): a
+		# superblock more a sandbox costs every memory cgroup of the
+		# host a slot in its shrinker map.
+		run sx stat -c %d "/proc/$d" /dev
+		assert_success
+		assert_equal "${lines[0]}" "${lines[1]}"
+	done
+}
+
 # --- files ------------------------------------------------------------------
 
 @test "host files are unchanged after the sandbox writes everywhere it can" {

@@ -149,24 +149,31 @@ accounts(const struct sbx_local_setup *s, const char *root,
 	return rc;
 }
 
-/* Mask one /proc entry: /dev/null over files, a read-only bind over
- * directories. Entries this kernel lacks are skipped. */
+/* Mask one /proc entry: /dev/null over files, over directories a
+ * read-only bind of /dev/pts as /dev's tmpfs has it (empty, and hidden
+ * by devpts next), not a tmpfs of their own: a superblock costs every
+ * memory cgroup of the host a slot in its shrinker map (each sandbox
+ * has one), about 1 KiB per 64 superblocks. Entries this kernel lacks
+ * are skipped. */
 static int
 mask_proc(const char *root, const char *entry, int ro, struct sbx_err *err)
 {
-	char *p = sbx_xasprintf("%s/proc/%s", root, entry);
+	char *p = sbx_xasprintf("%s/proc/%s", root, entry), *empty = NULL;
 	struct stat st;
 	int rc = 0;
 
 	if (lstat(p, &st) == 0) {
-		if (ro)
+		if (ro) {
 			rc = bind_ro(p, p, err);
-		else if (mount(S_ISDIR(st.st_mode) ? "tmpfs" : "/dev/null", p,
-		    S_ISDIR(st.st_mode) ? "tmpfs" : NULL,
-		    S_ISDIR(st.st_mode) ? MS_RDONLY : MS_BIND, NULL) < 0)
+		} else if (S_ISDIR(st.st_mode)) {
+			empty = sbx_xasprintf("%s/dev/pts", root);
+			rc = bind_ro(empty, p, err);
+		} else if (mount("/dev/null", p, NULL, MS_BIND, NULL) < 0) {
 			rc = sbx_err_set(err, SBX_EX_FAIL,
 			    "cannot mask '%s':", p);
+		}
 	}
+	free(empty);
 	free(p);
 	return rc;
 }
@@ -197,18 +204,15 @@ mount_proc(const char *root, struct sbx_err *err)
 	return rc;
 }
 
+/* /dev, a small tmpfs: its nodes, bound from the host's, and the empty
+ * directory /dev/pts (mount_proc masks with it). */
 static int
-mount_dev(const char *root, uint64_t shm, struct sbx_err *err)
+mount_dev(const char *root, struct sbx_err *err)
 {
 	static const char *const nodes[] = {
 		"null", "zero", "full", "random", "urandom", "tty",
 	};
-	static const char *const links[][2] = {
-		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"},
-		{"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
-		{"/proc/self/fd/2", "stderr"},
-	};
-	char *dev = sbx_xasprintf("%s/dev", root), *p, *src, opts[64];
+	char *dev = sbx_xasprintf("%s/dev", root), *p, *src;
 	size_t i;
 	int fd, rc = -1;
 
@@ -233,8 +237,35 @@ mount_dev(const char *root, uint64_t shm, struct sbx_err *err)
 		free(src);
 	}
 	p = sbx_xasprintf("%s/pts", dev);
-	if (mkdir(p, 0755) < 0 || mount("devpts", p, "devpts",
-	    MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0) {
+	if (mkdir(p, 0755) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", p);
+		free(p);
+		goto out;
+	}
+	free(p);
+	rc = 0;
+out:
+	free(dev);
+	return rc;
+}
+
+/* The rest of /dev, once /proc is masked: devpts, /dev/shm, the links;
+ * then /dev read-only. */
+static int
+finish_dev(const char *root, uint64_t shm, struct sbx_err *err)
+{
+	static const char *const links[][2] = {
+		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"},
+		{"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
+		{"/proc/self/fd/2", "stderr"},
+	};
+	char *dev = sbx_xasprintf("%s/dev", root), *p, opts[64];
+	size_t i;
+	int rc = -1;
+
+	p = sbx_xasprintf("%s/pts", dev);
+	if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+	    "newinstance,ptmxmode=0666,mode=0620") < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev/pts:");
 		free(p);
 		goto out;
@@ -454,8 +485,8 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 			goto out;
 	}
 	rc = -1;
-	if (mount_volumes(s, root, err) < 0 || mount_proc(root, err) < 0 ||
-	    mount_dev(root, s->shm, err) < 0)
+	if (mount_volumes(s, root, err) < 0 || mount_dev(root, err) < 0 ||
+	    mount_proc(root, err) < 0 || finish_dev(root, s->shm, err) < 0)
 		goto out;
 	p = sbx_xasprintf("%s/sys", root);
 	/* sysfs goes with a network namespace of our own (every sandbox
