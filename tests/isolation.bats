@@ -152,6 +152,21 @@ start_server() {
 	done
 }
 
+@test "the host image's /dev is a directory of its skeleton's tmpfs, read-only, not a tmpfs of its own" {
+	new_sandbox
+	run sx sh -c 'grep " /dev " /proc/self/mountinfo'
+	assert_success
+	# mountinfo's 4th field: the mount's root in its filesystem.
+	assert_equal "$(cut -d' ' -f4 <<<"$output")" /dev
+	assert_output --regexp ' ro,nosuid,noexec[, ]'
+	run sx sh -c ': >/dev/x'
+	assert_failure
+	assert_output --partial "Read-only file system"
+	run sx sh -c 'echo ok >/dev/null && ls /dev/pts/ptmx /dev/shm >/dev/null && echo ok'
+	assert_success
+	assert_output ok
+}
+
 # --- files ------------------------------------------------------------------
 
 @test "host files are unchanged after the sandbox writes everywhere it can" {

@@ -12,6 +12,10 @@
 
 #include "local.h"
 
+/* The tmpfs of /dev; the skeleton's, which holds /dev's too. */
+#define DEV_OPTS "mode=0755,size=64k,nr_inodes=64"
+#define SKEL_OPTS "mode=0755,size=128k,nr_inodes=320"
+
 /* What the host image shows of the host, read-only. */
 static const char *const host_dirs[] = {
 	"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
@@ -204,20 +208,26 @@ mount_proc(const char *root, struct sbx_err *err)
 	return rc;
 }
 
-/* /dev, a small tmpfs: its nodes, bound from the host's, and the empty
- * directory /dev/pts (mount_proc masks with it). */
+/* /dev, a small tmpfs (or, given from, that directory of the skeleton's
+ * tmpfs): its nodes, bound from the host's, and the empty directory
+ * /dev/pts (mount_proc masks with it). */
 static int
-mount_dev(const char *root, struct sbx_err *err)
+mount_dev(const char *root, const char *from, struct sbx_err *err)
 {
 	static const char *const nodes[] = {
 		"null", "zero", "full", "random", "urandom", "tty",
+	};
+	struct mount_attr a = {
+		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+		.attr_clr = MOUNT_ATTR_NODEV,
 	};
 	char *dev = sbx_xasprintf("%s/dev", root), *p, *src;
 	size_t i;
 	int fd, rc = -1;
 
-	if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
-	    "mode=0755,size=64k,nr_inodes=64") < 0) {
+	if (from ? mount(from, dev, NULL, MS_BIND, NULL) < 0 ||
+	    mount_setattr(AT_FDCWD, dev, 0, &a, sizeof a) < 0 :
+	    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, DEV_OPTS) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev:");
 		goto out;
 	}
@@ -252,7 +262,7 @@ out:
 /* The rest of /dev, once /proc is masked: devpts, /dev/shm, the links;
  * then /dev read-only. */
 static int
-finish_dev(const char *root, uint64_t shm, struct sbx_err *err)
+finish_dev(const char *root, uint64_t shm, int skel, struct sbx_err *err)
 {
 	static const char *const links[][2] = {
 		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"},
@@ -297,7 +307,7 @@ finish_dev(const char *root, uint64_t shm, struct sbx_err *err)
 	}
 	/* Nothing more may be created in /dev. */
 	if (mount(NULL, dev, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID |
-	    MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0) {
+	    MS_NOEXEC, skel ? SKEL_OPTS : DEV_OPTS) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot make /dev read-only:");
 		goto out;
 	}
@@ -372,7 +382,10 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 {
 	char *root = sbx_xasprintf("%s/rootfs", s->dir);
 	char *lower = sbx_xasprintf("%s/lower", s->dir);
+	char *skel = sbx_xasprintf("%s/root", lower);
+	char *devdir = sbx_xasprintf("%s/dev", lower);
 	char *opts = NULL, *p, *snaps = NULL;
+	const char *base;
 	size_t i;
 	int rc = -1;
 
@@ -385,13 +398,16 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the image:");
 		goto out;
 	}
+	/* The skeleton in root/, and in dev/ what /dev shows: one tmpfs,
+	 * not two (see mask_proc: a superblock is not free). */
 	if (!s->image && (mount("tmpfs", lower, "tmpfs", MS_NOSUID | MS_NODEV,
-	    "mode=0755,size=64k,nr_inodes=256") < 0 ||
-	    make_skeleton(lower, s->workdir, s->accounts, err) < 0)) {
+	    SKEL_OPTS) < 0 || mkdir(skel, 0755) < 0 || mkdir(devdir, 0755) < 0 ||
+	    make_skeleton(skel, s->workdir, s->accounts, err) < 0)) {
 		if (!err->msg[0])
 			sbx_err_set(err, SBX_EX_FAIL, "cannot mount the skeleton:");
 		goto out;
 	}
+	base = !s->image ? skel : s->image_fd < 0 ? s->image : lower;
 	if (!plain_path(s->dir) || (s->image && s->image_fd < 0 &&
 	    !plain_path(s->image))) {
 		sbx_err_set(err, SBX_EX_USAGE,
@@ -437,14 +453,12 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 		opts = sbx_xasprintf("lowerdir=%s%s%s%s,upperdir=%s/"
 		    SBX_DISK_MOUNT "/upper,workdir=%s/" SBX_DISK_MOUNT
 		    "/work%s", s->image ? s->dir : "", s->image ? "/upper:" :
-		    "", snaps, s->image && s->image_fd < 0 ? s->image : lower,
-		    s->dir, s->dir, s->rootless || s->uid_base ? ",userxattr" :
-		    "");
+		    "", snaps, base, s->dir, s->dir, s->rootless ||
+		    s->uid_base ? ",userxattr" : "");
 	} else
 		opts = sbx_xasprintf("lowerdir=%s%s,upperdir=%s/upper,"
-		    "workdir=%s/work%s", snaps, s->image && s->image_fd < 0 ?
-		    s->image : lower, s->dir, s->dir, s->rootless ||
-		    s->uid_base ? ",userxattr" : "");
+		    "workdir=%s/work%s", snaps, base, s->dir, s->dir,
+		    s->rootless || s->uid_base ? ",userxattr" : "");
 	if (mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, opts) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the overlay:");
 		goto out;
@@ -485,8 +499,9 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 			goto out;
 	}
 	rc = -1;
-	if (mount_volumes(s, root, err) < 0 || mount_dev(root, err) < 0 ||
-	    mount_proc(root, err) < 0 || finish_dev(root, s->shm, err) < 0)
+	if (mount_volumes(s, root, err) < 0 || mount_dev(root, s->image ? NULL :
+	    devdir, err) < 0 || mount_proc(root, err) < 0 ||
+	    finish_dev(root, s->shm, !s->image, err) < 0)
 		goto out;
 	p = sbx_xasprintf("%s/sys", root);
 	/* sysfs goes with a network namespace of our own (every sandbox
@@ -512,6 +527,8 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 out:
 	free(snaps);
 	free(opts);
+	free(devdir);
+	free(skel);
 	free(root);
 	free(lower);
 	return rc;
