@@ -152,13 +152,20 @@ start_server() {
 	done
 }
 
-@test "the host image's /dev is a directory of its skeleton's tmpfs, read-only, not a tmpfs of its own" {
+@test "the host image's /dev and /dev/shm are directories of its skeleton's tmpfs, /dev read-only, not tmpfs of their own" {
 	new_sandbox
 	run sx sh -c 'grep " /dev " /proc/self/mountinfo'
 	assert_success
 	# mountinfo's 4th field: the mount's root in its filesystem.
 	assert_equal "$(cut -d' ' -f4 <<<"$output")" /dev
 	assert_output --regexp ' ro,nosuid,noexec[, ]'
+	run sx sh -c 'grep " /dev/shm " /proc/self/mountinfo'
+	assert_success
+	assert_equal "$(cut -d' ' -f4 <<<"$output")" /shm
+	assert_output --regexp ' rw,nosuid,nodev[, ]'
+	run sx sh -c 'echo x >/dev/shm/f && cat /dev/shm/f'
+	assert_success
+	assert_output x
 	run sx sh -c ': >/dev/x'
 	assert_failure
 	assert_output --partial "Read-only file system"

@@ -12,9 +12,8 @@
 
 #include "local.h"
 
-/* The tmpfs of /dev; the skeleton's, which holds /dev's too. */
+/* The tmpfs of /dev, where no skeleton holds it. */
 #define DEV_OPTS "mode=0755,size=64k,nr_inodes=64"
-#define SKEL_OPTS "mode=0755,size=128k,nr_inodes=320"
 
 /* What the host image shows of the host, read-only. */
 static const char *const host_dirs[] = {
@@ -259,11 +258,16 @@ out:
 	return rc;
 }
 
-/* The rest of /dev, once /proc is masked: devpts, /dev/shm, the links;
- * then /dev read-only. */
+/* The rest of /dev, once /proc is masked: devpts, /dev/shm (a tmpfs of
+ * its own, or, given shmdir, that directory of the skeleton's tmpfs,
+ * whose size is /dev/shm's), the links; then /dev read-only. */
 static int
-finish_dev(const char *root, uint64_t shm, int skel, struct sbx_err *err)
+finish_dev(const char *root, uint64_t shm, const char *shmdir,
+    struct sbx_err *err)
 {
+	struct mount_attr a = {
+		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	};
 	static const char *const links[][2] = {
 		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"},
 		{"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
@@ -289,8 +293,9 @@ finish_dev(const char *root, uint64_t shm, int skel, struct sbx_err *err)
 		    (unsigned long long)shm);
 	else
 		snprintf(opts, sizeof opts, "mode=1777");
-	if (mkdir(p, 01777) < 0 || mount("tmpfs", p, "tmpfs",
-	    MS_NOSUID | MS_NODEV, opts) < 0) {
+	if (mkdir(p, 01777) < 0 || (shmdir ? mount(shmdir, p, NULL, MS_BIND,
+	    NULL) < 0 || mount_setattr(AT_FDCWD, p, 0, &a, sizeof a) < 0 :
+	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev/shm:");
 		free(p);
 		goto out;
@@ -305,9 +310,12 @@ finish_dev(const char *root, uint64_t shm, int skel, struct sbx_err *err)
 		}
 		free(p);
 	}
-	/* Nothing more may be created in /dev. */
-	if (mount(NULL, dev, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID |
-	    MS_NOEXEC, skel ? SKEL_OPTS : DEV_OPTS) < 0) {
+	/* Nothing more may be created in /dev (the skeleton's tmpfs holds
+	 * /dev/shm too: its mount read-only, not the filesystem). */
+	a.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	if (shmdir ? mount_setattr(AT_FDCWD, dev, 0, &a, sizeof a) < 0 :
+	    mount(NULL, dev, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+	    MS_NOEXEC, DEV_OPTS) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot make /dev read-only:");
 		goto out;
 	}
@@ -384,6 +392,7 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 	char *lower = sbx_xasprintf("%s/lower", s->dir);
 	char *skel = sbx_xasprintf("%s/root", lower);
 	char *devdir = sbx_xasprintf("%s/dev", lower);
+	char *shmdir = sbx_xasprintf("%s/shm", lower);
 	char *opts = NULL, *p, *snaps = NULL;
 	const char *base;
 	size_t i;
@@ -398,15 +407,26 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the image:");
 		goto out;
 	}
-	/* The skeleton in root/, and in dev/ what /dev shows: one tmpfs,
-	 * not two (see mask_proc: a superblock is not free). */
-	if (!s->image && (mount("tmpfs", lower, "tmpfs", MS_NOSUID | MS_NODEV,
-	    SKEL_OPTS) < 0 || mkdir(skel, 0755) < 0 || mkdir(devdir, 0755) < 0 ||
+	/* The skeleton in root/, in dev/ what /dev shows and in shm/
+	 * /dev/shm's files: one tmpfs, not three (see mask_proc: a
+	 * superblock is not free), of /dev/shm's size (sbx_limits_shm:
+	 * within the memory limit; without one, as before, tmpfs's half
+	 * of the host's memory); the rest holds no data. */
+	p = s->shm ? sbx_xasprintf("mode=0755,size=%llu",
+	    (unsigned long long)s->shm) : sbx_xstrdup("mode=0755");
+	rc = !s->image ? mount("tmpfs", lower, "tmpfs", MS_NOSUID | MS_NODEV,
+	    p) : 0;
+	free(p);
+	if (!s->image && (rc < 0 || mkdir(skel, 0755) < 0 ||
+	    mkdir(devdir, 0755) < 0 || mkdir(shmdir, 01777) < 0 ||
+	    chmod(shmdir, 01777) < 0 ||
 	    make_skeleton(skel, s->workdir, s->accounts, err) < 0)) {
 		if (!err->msg[0])
 			sbx_err_set(err, SBX_EX_FAIL, "cannot mount the skeleton:");
+		rc = -1;
 		goto out;
 	}
+	rc = -1;
 	base = !s->image ? skel : s->image_fd < 0 ? s->image : lower;
 	if (!plain_path(s->dir) || (s->image && s->image_fd < 0 &&
 	    !plain_path(s->image))) {
@@ -501,7 +521,7 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 	rc = -1;
 	if (mount_volumes(s, root, err) < 0 || mount_dev(root, s->image ? NULL :
 	    devdir, err) < 0 || mount_proc(root, err) < 0 ||
-	    finish_dev(root, s->shm, !s->image, err) < 0)
+	    finish_dev(root, s->shm, s->image ? NULL : shmdir, err) < 0)
 		goto out;
 	p = sbx_xasprintf("%s/sys", root);
 	/* sysfs goes with a network namespace of our own (every sandbox
@@ -527,6 +547,7 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 out:
 	free(snaps);
 	free(opts);
+	free(shmdir);
 	free(devdir);
 	free(skel);
 	free(root);
