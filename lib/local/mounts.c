@@ -12,9 +12,6 @@
 
 #include "local.h"
 
-/* The tmpfs of /dev, where no skeleton holds it. */
-#define DEV_OPTS "mode=0755,size=64k,nr_inodes=64"
-
 /* What the host image shows of the host, read-only. */
 static const char *const host_dirs[] = {
 	"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt",
@@ -207,11 +204,22 @@ mount_proc(const char *root, struct sbx_err *err)
 	return rc;
 }
 
-/* /dev, a small tmpfs (or, given from, that directory of the skeleton's
- * tmpfs): its nodes, bound from the host's, and the empty directory
- * /dev/pts (mount_proc masks with it). */
+/* The options of the tmpfs that holds /dev and /dev/shm: /dev/shm's
+ * size (sbx_limits_shm: within the memory limit; without one, as before,
+ * tmpfs's half of the host's memory); the rest holds no data. */
+static char *
+shm_opts(uint64_t shm)
+{
+	return shm ? sbx_xasprintf("mode=0755,size=%llu",
+	    (unsigned long long)shm) : sbx_xstrdup("mode=0755");
+}
+
+/* /dev: a tmpfs of /dev/shm's size (or, given from, that directory of
+ * the skeleton's, which has it); its nodes, bound from the host's, and
+ * the empty directory /dev/pts (mount_proc masks with it). */
 static int
-mount_dev(const char *root, const char *from, struct sbx_err *err)
+mount_dev(const char *root, const char *from, uint64_t shm,
+    struct sbx_err *err)
 {
 	static const char *const nodes[] = {
 		"null", "zero", "full", "random", "urandom", "tty",
@@ -221,12 +229,13 @@ mount_dev(const char *root, const char *from, struct sbx_err *err)
 		.attr_clr = MOUNT_ATTR_NODEV,
 	};
 	char *dev = sbx_xasprintf("%s/dev", root), *p, *src;
+	char *opts = shm_opts(shm);
 	size_t i;
 	int fd, rc = -1;
 
 	if (from ? mount(from, dev, NULL, MS_BIND, NULL) < 0 ||
 	    mount_setattr(AT_FDCWD, dev, 0, &a, sizeof a) < 0 :
-	    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, DEV_OPTS) < 0) {
+	    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, opts) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev:");
 		goto out;
 	}
@@ -254,26 +263,29 @@ mount_dev(const char *root, const char *from, struct sbx_err *err)
 	free(p);
 	rc = 0;
 out:
+	free(opts);
 	free(dev);
 	return rc;
 }
 
-/* The rest of /dev, once /proc is masked: devpts, /dev/shm (a tmpfs of
- * its own, or, given shmdir, that directory of the skeleton's tmpfs,
- * whose size is /dev/shm's), the links; then /dev read-only. */
+/* The rest of /dev, once /proc is masked: devpts, /dev/shm (a directory
+ * of /dev's tmpfs, bound on itself: not a tmpfs of its own, see
+ * mask_proc), the links; then /dev's mount read-only (not its
+ * filesystem: /dev/shm is on it). */
 static int
-finish_dev(const char *root, uint64_t shm, const char *shmdir,
-    struct sbx_err *err)
+finish_dev(const char *root, struct sbx_err *err)
 {
+	/* /dev/shm as it was: executable, no devices, no setuid. */
 	struct mount_attr a = {
 		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+		.attr_clr = MOUNT_ATTR_NOEXEC,
 	};
 	static const char *const links[][2] = {
 		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"},
 		{"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
 		{"/proc/self/fd/2", "stderr"},
 	};
-	char *dev = sbx_xasprintf("%s/dev", root), *p, opts[64];
+	char *dev = sbx_xasprintf("%s/dev", root), *p;
 	size_t i;
 	int rc = -1;
 
@@ -286,16 +298,9 @@ finish_dev(const char *root, uint64_t shm, const char *shmdir,
 	}
 	free(p);
 	p = sbx_xasprintf("%s/shm", dev);
-	/* Within the memory limit (sbx_limits_shm); without one, as
-	 * before: tmpfs's half of the host's memory. */
-	if (shm)
-		snprintf(opts, sizeof opts, "mode=1777,size=%llu",
-		    (unsigned long long)shm);
-	else
-		snprintf(opts, sizeof opts, "mode=1777");
-	if (mkdir(p, 01777) < 0 || (shmdir ? mount(shmdir, p, NULL, MS_BIND,
-	    NULL) < 0 || mount_setattr(AT_FDCWD, p, 0, &a, sizeof a) < 0 :
-	    mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)) {
+	if (mkdir(p, 01777) < 0 || chmod(p, 01777) < 0 ||
+	    mount(p, p, NULL, MS_BIND, NULL) < 0 ||
+	    mount_setattr(AT_FDCWD, p, 0, &a, sizeof a) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev/shm:");
 		free(p);
 		goto out;
@@ -310,12 +315,10 @@ finish_dev(const char *root, uint64_t shm, const char *shmdir,
 		}
 		free(p);
 	}
-	/* Nothing more may be created in /dev (the skeleton's tmpfs holds
-	 * /dev/shm too: its mount read-only, not the filesystem). */
+	/* Nothing more may be created in /dev. */
 	a.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
-	if (shmdir ? mount_setattr(AT_FDCWD, dev, 0, &a, sizeof a) < 0 :
-	    mount(NULL, dev, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID |
-	    MS_NOEXEC, DEV_OPTS) < 0) {
+	a.attr_clr = 0;
+	if (mount_setattr(AT_FDCWD, dev, 0, &a, sizeof a) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot make /dev read-only:");
 		goto out;
 	}
@@ -392,7 +395,6 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 	char *lower = sbx_xasprintf("%s/lower", s->dir);
 	char *skel = sbx_xasprintf("%s/root", lower);
 	char *devdir = sbx_xasprintf("%s/dev", lower);
-	char *shmdir = sbx_xasprintf("%s/shm", lower);
 	char *opts = NULL, *p, *snaps = NULL;
 	const char *base;
 	size_t i;
@@ -407,19 +409,15 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the image:");
 		goto out;
 	}
-	/* The skeleton in root/, in dev/ what /dev shows and in shm/
-	 * /dev/shm's files: one tmpfs, not three (see mask_proc: a
-	 * superblock is not free), of /dev/shm's size (sbx_limits_shm:
-	 * within the memory limit; without one, as before, tmpfs's half
-	 * of the host's memory); the rest holds no data. */
-	p = s->shm ? sbx_xasprintf("mode=0755,size=%llu",
-	    (unsigned long long)s->shm) : sbx_xstrdup("mode=0755");
+	/* The skeleton in root/, and in dev/ what /dev (and /dev/shm)
+	 * show: one tmpfs, not two (see mask_proc: a superblock is not
+	 * free). */
+	p = shm_opts(s->shm);
 	rc = !s->image ? mount("tmpfs", lower, "tmpfs", MS_NOSUID | MS_NODEV,
 	    p) : 0;
 	free(p);
 	if (!s->image && (rc < 0 || mkdir(skel, 0755) < 0 ||
-	    mkdir(devdir, 0755) < 0 || mkdir(shmdir, 01777) < 0 ||
-	    chmod(shmdir, 01777) < 0 ||
+	    mkdir(devdir, 0755) < 0 ||
 	    make_skeleton(skel, s->workdir, s->accounts, err) < 0)) {
 		if (!err->msg[0])
 			sbx_err_set(err, SBX_EX_FAIL, "cannot mount the skeleton:");
@@ -520,8 +518,8 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 	}
 	rc = -1;
 	if (mount_volumes(s, root, err) < 0 || mount_dev(root, s->image ? NULL :
-	    devdir, err) < 0 || mount_proc(root, err) < 0 ||
-	    finish_dev(root, s->shm, s->image ? NULL : shmdir, err) < 0)
+	    devdir, s->shm, err) < 0 || mount_proc(root, err) < 0 ||
+	    finish_dev(root, err) < 0)
 		goto out;
 	p = sbx_xasprintf("%s/sys", root);
 	/* sysfs goes with a network namespace of our own (every sandbox
@@ -547,7 +545,6 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 out:
 	free(snaps);
 	free(opts);
-	free(shmdir);
 	free(devdir);
 	free(skel);
 	free(root);
