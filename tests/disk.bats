@@ -160,6 +160,20 @@ print(n)' "$img"
 	[ -n "$output" ] && [ "$output" -le 6 ] || fail "the image has $output data extents"
 }
 
+@test "the disk's ext4 is mounted with no cache of attribute blocks, no barriers, no inode table zeroing or bitmap prefetch" {
+	new_sandbox --disk 1G
+	local dev
+	dev=$(loops_of "$(jq -r .ref.dir s.json)/disk.img" | cut -d: -f1)
+	[ -n "$dev" ] || fail "no loop device for the disk"
+	run cat "/proc/fs/ext4/${dev#/dev/}/options"
+	assert_success
+	# nombcache: 8 KiB of hash table and a shrinker less a sandbox.
+	assert_line nombcache
+	assert_line nobarrier
+	assert_line noinit_itable
+	assert_line no_prefetch_block_bitmaps
+}
+
 @test "--disk 0 and limits.disk 0: no quota, no image, no loop device" {
 	new_sandbox --disk 0
 	local dir

@@ -133,6 +133,48 @@ start_server() {
 	[ "$(cat /proc/sys/kernel/hostname)" = "$before" ]
 }
 
+@test "masked /proc directories are empty and read-only, with no filesystem of their own" {
+	local d found=
+	for d in acpi scsi; do [ -d "/proc/$d" ] && found="$found $d"; done
+	[ -n "$found" ] || skip "no /proc/acpi or /proc/scsi on this kernel"
+	new_sandbox
+	for d in $found; do
+		run sx sh -c "ls -A /proc/$d | wc -l; mkdir /proc/$d/x"
+		assert_failure
+		assert_line 0
+		assert_output --partial "Read-only file system"
+		# /dev's tmpfs's (its empty /dev/pts under devpts): a
+		# superblock more a sandbox costs every memory cgroup of the
+		# host a slot in its shrinker map.
+		run sx stat -c %d "/proc/$d" /dev
+		assert_success
+		assert_equal "${lines[0]}" "${lines[1]}"
+	done
+}
+
+@test "the host image's /dev and /dev/shm are directories of its skeleton's tmpfs, /dev read-only, not tmpfs of their own" {
+	new_sandbox
+	run sx sh -c 'grep " /dev " /proc/self/mountinfo'
+	assert_success
+	# mountinfo's 4th field: the mount's root in its filesystem.
+	assert_equal "$(cut -d' ' -f4 <<<"$output")" /dev
+	assert_output --regexp ' ro,nosuid,noexec[, ]'
+	run sx sh -c 'grep " /dev/shm " /proc/self/mountinfo'
+	assert_success
+	assert_equal "$(cut -d' ' -f4 <<<"$output")" /dev/shm
+	# Its mount's options as a tmpfs of its own had them.
+	assert_equal "$(cut -d' ' -f6 <<<"$output")" rw,nosuid,nodev,relatime
+	run sx sh -c 'echo x >/dev/shm/f && cat /dev/shm/f'
+	assert_success
+	assert_output x
+	run sx sh -c ': >/dev/x'
+	assert_failure
+	assert_output --partial "Read-only file system"
+	run sx sh -c 'echo ok >/dev/null && ls /dev/pts/ptmx /dev/shm >/dev/null && echo ok'
+	assert_success
+	assert_output ok
+}
+
 # --- files ------------------------------------------------------------------
 
 @test "host files are unchanged after the sandbox writes everywhere it can" {

@@ -570,6 +570,23 @@ x"
 	assert_output 1777
 }
 
+@test "--image DIR: /dev/shm is a directory of /dev's tmpfs, of /dev/shm's size, writable; /dev read-only" {
+	make_image "$PWD/img"
+	new_sandbox --image "$PWD/img" --memory 256M
+	run sbx-exec -s s.json -w / -- sh -c 'grep " /dev/shm " /proc/self/mountinfo'
+	assert_success
+	# mountinfo's 4th field: the mount's root in its filesystem, /dev's
+	# (one superblock less a sandbox than a tmpfs of its own).
+	assert_equal "$(cut -d' ' -f4 <<<"$output")" /shm
+	assert_equal "$(cut -d' ' -f6 <<<"$output")" rw,nosuid,nodev,relatime
+	# Half the memory limit, as /dev/shm's own tmpfs had.
+	assert_output --partial ' rw,size=131072k,'
+	run sbx-exec -s s.json -w / -- sh -c 'echo x >/dev/shm/f && cat /dev/shm/f && touch /dev/x'
+	assert_failure
+	assert_line x
+	assert_output --partial "Read-only file system"
+}
+
 # --- rootless -----------------------------------------------------------------
 
 @test "rootless: uid 65534 can create, exec and kill; it is root inside, mapped to 65534" {

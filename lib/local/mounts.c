@@ -149,24 +149,31 @@ accounts(const struct sbx_local_setup *s, const char *root,
 	return rc;
 }
 
-/* Mask one /proc entry: /dev/null over files, a read-only bind over
- * directories. Entries this kernel lacks are skipped. */
+/* Mask one /proc entry: /dev/null over files, over directories a
+ * read-only bind of /dev/pts as /dev's tmpfs has it (empty, and hidden
+ * by devpts next), not a tmpfs of their own: a superblock costs every
+ * memory cgroup of the host a slot in its shrinker map (each sandbox
+ * has one), about 1 KiB per 64 superblocks. Entries this kernel lacks
+ * are skipped. */
 static int
 mask_proc(const char *root, const char *entry, int ro, struct sbx_err *err)
 {
-	char *p = sbx_xasprintf("%s/proc/%s", root, entry);
+	char *p = sbx_xasprintf("%s/proc/%s", root, entry), *empty = NULL;
 	struct stat st;
 	int rc = 0;
 
 	if (lstat(p, &st) == 0) {
-		if (ro)
+		if (ro) {
 			rc = bind_ro(p, p, err);
-		else if (mount(S_ISDIR(st.st_mode) ? "tmpfs" : "/dev/null", p,
-		    S_ISDIR(st.st_mode) ? "tmpfs" : NULL,
-		    S_ISDIR(st.st_mode) ? MS_RDONLY : MS_BIND, NULL) < 0)
+		} else if (S_ISDIR(st.st_mode)) {
+			empty = sbx_xasprintf("%s/dev/pts", root);
+			rc = bind_ro(empty, p, err);
+		} else if (mount("/dev/null", p, NULL, MS_BIND, NULL) < 0) {
 			rc = sbx_err_set(err, SBX_EX_FAIL,
 			    "cannot mask '%s':", p);
+		}
 	}
+	free(empty);
 	free(p);
 	return rc;
 }
@@ -197,23 +204,38 @@ mount_proc(const char *root, struct sbx_err *err)
 	return rc;
 }
 
+/* The options of the tmpfs that holds /dev and /dev/shm: /dev/shm's
+ * size (sbx_limits_shm: within the memory limit; without one, as before,
+ * tmpfs's half of the host's memory); the rest holds no data. */
+static char *
+shm_opts(uint64_t shm)
+{
+	return shm ? sbx_xasprintf("mode=0755,size=%llu",
+	    (unsigned long long)shm) : sbx_xstrdup("mode=0755");
+}
+
+/* /dev: a tmpfs of /dev/shm's size (or, given from, that directory of
+ * the skeleton's, which has it); its nodes, bound from the host's, and
+ * the empty directory /dev/pts (mount_proc masks with it). */
 static int
-mount_dev(const char *root, uint64_t shm, struct sbx_err *err)
+mount_dev(const char *root, const char *from, uint64_t shm,
+    struct sbx_err *err)
 {
 	static const char *const nodes[] = {
 		"null", "zero", "full", "random", "urandom", "tty",
 	};
-	static const char *const links[][2] = {
-		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"},
-		{"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
-		{"/proc/self/fd/2", "stderr"},
+	struct mount_attr a = {
+		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC,
+		.attr_clr = MOUNT_ATTR_NODEV,
 	};
-	char *dev = sbx_xasprintf("%s/dev", root), *p, *src, opts[64];
+	char *dev = sbx_xasprintf("%s/dev", root), *p, *src;
+	char *opts = shm_opts(shm);
 	size_t i;
 	int fd, rc = -1;
 
-	if (mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC,
-	    "mode=0755,size=64k,nr_inodes=64") < 0) {
+	if (from ? mount(from, dev, NULL, MS_BIND, NULL) < 0 ||
+	    mount_setattr(AT_FDCWD, dev, 0, &a, sizeof a) < 0 :
+	    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, opts) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev:");
 		goto out;
 	}
@@ -233,23 +255,52 @@ mount_dev(const char *root, uint64_t shm, struct sbx_err *err)
 		free(src);
 	}
 	p = sbx_xasprintf("%s/pts", dev);
-	if (mkdir(p, 0755) < 0 || mount("devpts", p, "devpts",
-	    MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620") < 0) {
+	if (mkdir(p, 0755) < 0) {
+		sbx_err_set(err, SBX_EX_FAIL, "cannot create '%s':", p);
+		free(p);
+		goto out;
+	}
+	free(p);
+	rc = 0;
+out:
+	free(opts);
+	free(dev);
+	return rc;
+}
+
+/* The rest of /dev, once /proc is masked: devpts, /dev/shm (a directory
+ * of /dev's tmpfs, bound on itself: not a tmpfs of its own, see
+ * mask_proc), the links; then /dev's mount read-only (not its
+ * filesystem: /dev/shm is on it). */
+static int
+finish_dev(const char *root, struct sbx_err *err)
+{
+	/* /dev/shm as it was: executable, no devices, no setuid. */
+	struct mount_attr a = {
+		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+		.attr_clr = MOUNT_ATTR_NOEXEC,
+	};
+	static const char *const links[][2] = {
+		{"pts/ptmx", "ptmx"}, {"/proc/self/fd", "fd"},
+		{"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"},
+		{"/proc/self/fd/2", "stderr"},
+	};
+	char *dev = sbx_xasprintf("%s/dev", root), *p;
+	size_t i;
+	int rc = -1;
+
+	p = sbx_xasprintf("%s/pts", dev);
+	if (mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
+	    "newinstance,ptmxmode=0666,mode=0620") < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev/pts:");
 		free(p);
 		goto out;
 	}
 	free(p);
 	p = sbx_xasprintf("%s/shm", dev);
-	/* Within the memory limit (sbx_limits_shm); without one, as
-	 * before: tmpfs's half of the host's memory. */
-	if (shm)
-		snprintf(opts, sizeof opts, "mode=1777,size=%llu",
-		    (unsigned long long)shm);
-	else
-		snprintf(opts, sizeof opts, "mode=1777");
-	if (mkdir(p, 01777) < 0 || mount("tmpfs", p, "tmpfs",
-	    MS_NOSUID | MS_NODEV, opts) < 0) {
+	if (mkdir(p, 01777) < 0 || chmod(p, 01777) < 0 ||
+	    mount(p, p, NULL, MS_BIND, NULL) < 0 ||
+	    mount_setattr(AT_FDCWD, p, 0, &a, sizeof a) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount /dev/shm:");
 		free(p);
 		goto out;
@@ -265,8 +316,9 @@ mount_dev(const char *root, uint64_t shm, struct sbx_err *err)
 		free(p);
 	}
 	/* Nothing more may be created in /dev. */
-	if (mount(NULL, dev, NULL, MS_REMOUNT | MS_RDONLY | MS_NOSUID |
-	    MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0) {
+	a.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC;
+	a.attr_clr = 0;
+	if (mount_setattr(AT_FDCWD, dev, 0, &a, sizeof a) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot make /dev read-only:");
 		goto out;
 	}
@@ -341,7 +393,10 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 {
 	char *root = sbx_xasprintf("%s/rootfs", s->dir);
 	char *lower = sbx_xasprintf("%s/lower", s->dir);
+	char *skel = sbx_xasprintf("%s/root", lower);
+	char *devdir = sbx_xasprintf("%s/dev", lower);
 	char *opts = NULL, *p, *snaps = NULL;
+	const char *base;
 	size_t i;
 	int rc = -1;
 
@@ -354,13 +409,23 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the image:");
 		goto out;
 	}
-	if (!s->image && (mount("tmpfs", lower, "tmpfs", MS_NOSUID | MS_NODEV,
-	    "mode=0755,size=64k,nr_inodes=256") < 0 ||
-	    make_skeleton(lower, s->workdir, s->accounts, err) < 0)) {
+	/* The skeleton in root/, and in dev/ what /dev (and /dev/shm)
+	 * show: one tmpfs, not two (see mask_proc: a superblock is not
+	 * free). */
+	p = shm_opts(s->shm);
+	rc = !s->image ? mount("tmpfs", lower, "tmpfs", MS_NOSUID | MS_NODEV,
+	    p) : 0;
+	free(p);
+	if (!s->image && (rc < 0 || mkdir(skel, 0755) < 0 ||
+	    mkdir(devdir, 0755) < 0 ||
+	    make_skeleton(skel, s->workdir, s->accounts, err) < 0)) {
 		if (!err->msg[0])
 			sbx_err_set(err, SBX_EX_FAIL, "cannot mount the skeleton:");
+		rc = -1;
 		goto out;
 	}
+	rc = -1;
+	base = !s->image ? skel : s->image_fd < 0 ? s->image : lower;
 	if (!plain_path(s->dir) || (s->image && s->image_fd < 0 &&
 	    !plain_path(s->image))) {
 		sbx_err_set(err, SBX_EX_USAGE,
@@ -406,14 +471,12 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 		opts = sbx_xasprintf("lowerdir=%s%s%s%s,upperdir=%s/"
 		    SBX_DISK_MOUNT "/upper,workdir=%s/" SBX_DISK_MOUNT
 		    "/work%s", s->image ? s->dir : "", s->image ? "/upper:" :
-		    "", snaps, s->image && s->image_fd < 0 ? s->image : lower,
-		    s->dir, s->dir, s->rootless || s->uid_base ? ",userxattr" :
-		    "");
+		    "", snaps, base, s->dir, s->dir, s->rootless ||
+		    s->uid_base ? ",userxattr" : "");
 	} else
 		opts = sbx_xasprintf("lowerdir=%s%s,upperdir=%s/upper,"
-		    "workdir=%s/work%s", snaps, s->image && s->image_fd < 0 ?
-		    s->image : lower, s->dir, s->dir, s->rootless ||
-		    s->uid_base ? ",userxattr" : "");
+		    "workdir=%s/work%s", snaps, base, s->dir, s->dir,
+		    s->rootless || s->uid_base ? ",userxattr" : "");
 	if (mount("overlay", root, "overlay", MS_NOSUID | MS_NODEV, opts) < 0) {
 		sbx_err_set(err, SBX_EX_FAIL, "cannot mount the overlay:");
 		goto out;
@@ -454,8 +517,9 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 			goto out;
 	}
 	rc = -1;
-	if (mount_volumes(s, root, err) < 0 || mount_proc(root, err) < 0 ||
-	    mount_dev(root, s->shm, err) < 0)
+	if (mount_volumes(s, root, err) < 0 || mount_dev(root, s->image ? NULL :
+	    devdir, s->shm, err) < 0 || mount_proc(root, err) < 0 ||
+	    finish_dev(root, err) < 0)
 		goto out;
 	p = sbx_xasprintf("%s/sys", root);
 	/* sysfs goes with a network namespace of our own (every sandbox
@@ -481,6 +545,8 @@ sbx_local_mount_rootfs(const struct sbx_local_setup *s, struct sbx_err *err)
 out:
 	free(snaps);
 	free(opts);
+	free(devdir);
+	free(skel);
 	free(root);
 	free(lower);
 	return rc;
