@@ -218,9 +218,19 @@ sbx_now(void)
 int
 sbx_mkdirs(const char *path, int mode, struct sbx_err *err)
 {
-	char *p = sbx_xstrdup(path), *s;
+	char *p, *s;
+	struct stat st;
 	int rc = 0;
 
+	/* There already, as it mostly is: one call that takes no lock,
+	 * where a mkdir of each component locked each parent (a fleet's
+	 * creates, each making the store's path). */
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	/* Or in a directory that is: one call, not one a component. */
+	if (mkdir(path, (mode_t)mode) == 0)
+		return 0;
+	p = sbx_xstrdup(path);
 	for (s = p + 1; (s = strchr(s, '/')); s++) {
 		*s = '\0';
 		if (mkdir(p, 0755) < 0 && errno != EEXIST) {

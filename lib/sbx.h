@@ -277,10 +277,16 @@ int sbx_state_read(struct sbx_state *st, const char *path,
     struct sbx_err *err);
 /* Stamp updated_at and write atomically. */
 int sbx_state_save(struct sbx_state *st, struct sbx_err *err);
+/* Write path (the state's, or a file of its such as its baseline)
+ * atomically, mode 0600, under st's lock: the lock file says meanwhile
+ * that a temp file may be left, for the next sbx_state_open to remove. */
+int sbx_state_write(struct sbx_state *st, const char *path,
+    const char *data, size_t n, int durable, struct sbx_err *err);
 void sbx_state_release(struct sbx_state *st);
 /* Remove the temp files a killed writer of path left (path.tmpXXXXXX,
  * path.baseline.tmpXXXXXX), when no one holds its lock; -1 when someone
- * does. sbx_state_open does the same under its lock. */
+ * does. sbx_state_open does the same under its lock, when a writer's mark
+ * in the lock file says there may be some (sbx_state_write). */
 int sbx_state_tidy(const char *path);
 /* A new state object for a sandbox just created from spec. */
 struct sbx_spec;

@@ -175,6 +175,7 @@ int
 sbx_state_open(struct sbx_state *st, const char *path, struct sbx_err *err)
 {
 	char *lock = sbx_xasprintf("%s.lock", path);
+	struct stat sb;
 	int rc = -1;
 
 	memset(st, 0, sizeof *st);
@@ -205,7 +206,13 @@ sbx_state_open(struct sbx_state *st, const char *path, struct sbx_err *err)
 		close(st->lockfd);
 		st->lockfd = -1;
 	}
-	remove_temps(path);
+	/* A writer marks the lock file while its temp file may exist (see
+	 * sbx_state_write): only a marked one has temps to look for, and a
+	 * directory of a thousand state files is not read at each open. */
+	if (fstat(st->lockfd, &sb) == 0 && sb.st_size > 0) {
+		remove_temps(path);
+		(void)!ftruncate(st->lockfd, 0);
+	}
 	/* None yet; or an empty one, all a crash leaves of a state file of
 	 * this host's sandboxes (written without fsync: sbx-state(5)), which
 	 * names nothing: a new one is made there. */
@@ -243,10 +250,25 @@ sbx_state_save(struct sbx_state *st, struct sbx_err *err)
 		return sbx_err_set(err, SBX_EX_FAIL, "cannot encode state");
 	/* The newline keeps the file friendly to cat and diff. */
 	char *text = sbx_xasprintf("%s\n", s);
-	rc = sbx_file_write_atomic(st->path, text, strlen(text), 0600,
-	    !st->lazy, err);
+	rc = sbx_state_write(st, st->path, text, strlen(text), !st->lazy, err);
 	free(text);
 	free(s);
+	return rc;
+}
+
+int
+sbx_state_write(struct sbx_state *st, const char *path, const char *data,
+    size_t n, int durable, struct sbx_err *err)
+{
+	int rc, marked = 0;
+
+	/* One byte in the lock file: a temp file of ours may be there. */
+	if (st->lockfd >= 0)
+		marked = pwrite(st->lockfd, "w", 1, 0) == 1;
+	rc = sbx_file_write_atomic(path, data, n, 0600, durable, err);
+	/* (Left marked, the next open only looks in vain.) */
+	if (marked)
+		(void)!ftruncate(st->lockfd, 0);
 	return rc;
 }
 

@@ -522,7 +522,9 @@ baseline_save(const struct sbx_sync_opts *o, struct sbx_manifest *m,
 		put_escaped(&b, e->path);
 		sbx_buf_add(&b, "\n", 1);
 	}
-	rc = sbx_file_write_atomic(path, b.data, b.len, 0600, 0, err);
+	rc = o->state && o->state->lockfd >= 0 ? sbx_state_write(o->state,
+	    path, b.data, b.len, 0, err) : sbx_file_write_atomic(path, b.data,
+	    b.len, 0600, 0, err);
 	sbx_buf_release(&b);
 	if (rc == 0 && o->state) {
 		s = strrchr(path, '/');

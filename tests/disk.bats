@@ -133,7 +133,7 @@ sandbox_ids() {
 	[ "$inodes" = $(((10 << 30) / 16384)) ]
 }
 
-@test "a new disk is the template's copy: upper/ and work/ already on it, no backup superblocks, its data at the start of the image" {
+@test "a new disk is the template's copy: upper/ and work/ already on it, no backup superblocks, small directories inline, its data at the start of the image" {
 	new_sandbox --disk 1G
 	local img
 	img="$(jq -r .ref.dir s.json)/disk.img"
@@ -144,6 +144,8 @@ sandbox_ids() {
 	run dumpe2fs -h "$img"
 	assert_success
 	assert_line --regexp '^Filesystem features:.* sparse_super2( |$)'
+	# The overlay's work/work, made at each mount, takes no block.
+	assert_line --regexp '^Filesystem features:.* inline_data( |$)'
 	# What the image holds: the metadata packed at its start, so a copy
 	# of the template is a few calls (one data extent per group of
 	# blocks with backup superblocks: 17 for 10G without this).

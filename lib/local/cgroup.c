@@ -286,7 +286,8 @@ sbx_cg_create(struct sbx_cgroups *cg, const char *id, struct sbx_spec *spec,
 			continue;
 		if (!(base = base_dir(h)))
 			continue;
-		if (mkdir(base, 0755) < 0 && errno != EEXIST) {
+		if (access(base, F_OK) < 0 && mkdir(base, 0755) < 0 &&
+		    errno != EEXIST) {
 			free(base);
 			continue;
 		}

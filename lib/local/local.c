@@ -108,7 +108,9 @@ claim_slot(const char *root, const char *id, uint32_t *slot,
 	uint32_t start, i, s;
 	int fd, w, rc = -1;
 
-	mkdir(dir, 0700);
+	/* (A mkdir of one there locks the store, as each create's does.) */
+	if (access(dir, F_OK) < 0)
+		mkdir(dir, 0700);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	/* A full disk is not a lack of uid ranges. */
 	if (fd < 0) {

@@ -248,6 +248,42 @@ t_save_no_temp(void)
 	free(d);
 }
 
+/* A killed writer's temp is looked for only when the lock file says one
+ * may be there: the open of one state file among thousands reads no
+ * directory, and the saves leave the lock file unmarked. */
+static void
+t_temps_by_mark(void)
+{
+	char *d = test_dir("mark"), *p = path_in(d, "state.json");
+	char *lock = path_in(d, "state.json.lock");
+	char *tmp = path_in(d, "state.json.tmpAbC123");
+	struct sbx_state st;
+	struct sbx_err err = {0};
+	struct stat sb;
+
+	CHECK(sbx_state_open(&st, p, &err) == 0);
+	json_decref(st.root);
+	st.root = sample_root();
+	CHECK(sbx_state_save(&st, &err) == 0);
+	CHECK(fstat(st.lockfd, &sb) == 0 && sb.st_size == 0);
+	sbx_state_release(&st);
+	/* Unmarked: a temp file there is no writer's of ours. */
+	put(tmp, "x");
+	CHECK(sbx_state_open(&st, p, &err) == 0);
+	sbx_state_release(&st);
+	CHECK(exists(tmp));
+	/* Marked (a writer killed before its rename): removed, unmarked. */
+	put(lock, "w");
+	CHECK(sbx_state_open(&st, p, &err) == 0);
+	CHECK(!exists(tmp));
+	CHECK(fstat(st.lockfd, &sb) == 0 && sb.st_size == 0);
+	sbx_state_release(&st);
+	free(tmp);
+	free(lock);
+	free(p);
+	free(d);
+}
+
 static void
 t_unknown_fields(void)
 {
@@ -784,6 +820,8 @@ static const struct tap_test tests[] = {
 	{"sbx_state_save writes valid JSON, mode 0600, with a fresh "
 	    "updated_at", t_save},
 	{"sbx_state_save leaves no temp file behind", t_save_no_temp},
+	{"sbx_state_open removes temp files only when a writer marked the "
+	    "lock file, and unmarks it", t_temps_by_mark},
 	{"unknown fields survive sbx_state_open and sbx_state_save",
 	    t_unknown_fields},
 	{"an empty state file is none to a writer, refused (6) by a reader, and stays unchanged",
