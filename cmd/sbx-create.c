@@ -481,7 +481,7 @@ main(int argc, char **argv)
 	json_t *ref = NULL, *old = NULL;
 	const char *proxy = NULL;
 	struct sbx_net_proxy np;
-	int c, rc = SBX_EX_OK, reuse = 0;
+	int c, rc = SBX_EX_OK, reuse = 0, taken = 0;
 	const char *disk_arg = NULL;
 	unsigned given = 0; /* the limits a flag set */
 	const char *from = NULL;
@@ -724,7 +724,10 @@ main(int argc, char **argv)
 			 * budget goes on. A killed one starts afresh. */
 			old = json_incref(st.root);
 	}
-	if (be->ops->create(&spec, &ref, &err) < 0) {
+	/* One made ahead (local.warm), else a new one. */
+	if ((be->ops->warm_take && (taken = be->ops->warm_take(&spec, &ref,
+	    &err)) < 0) || (!taken && be->ops->create(&spec, &ref,
+	    &err) < 0)) {
 		/* No state file came of it: no lock file is left either. */
 		if (state)
 			sbx_state_release(&st);
@@ -776,6 +779,9 @@ main(int argc, char **argv)
 		json_decref(out);
 	} else
 		sbx_out_json(ref);
+	/* Made full again for the creates to come, once this one is out. */
+	if (be->ops->warm_fill)
+		be->ops->warm_fill(&spec);
 done:
 	json_decref(ref);
 	json_decref(old);

@@ -218,6 +218,11 @@ reason_of(const json_t *o, struct ctx *ctx, const char **kept)
 			return NULL;
 		}
 		r = "dead";
+	} else if (json_is_true(json_object_get(o, "warm")) &&
+	    !strcmp(st, "running")) {
+		/* Ended by its own idle timeout when no create takes it. */
+		*kept = "it is made ahead for creates (local.warm)";
+		return NULL;
 	} else if (!strcmp(st, "expired")) {
 		r = "expired";
 	} else if (gone && !young) {

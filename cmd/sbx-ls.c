@@ -91,7 +91,8 @@ print_row(const struct ctx *ctx, json_t *o)
 			    "%s%s=%s", len ? "," : "", k, json_string_value(v));
 	/* Ids 12 wide, as docker's: a prefix of 4 or more finds one. */
 	printf("%-12.12s  %-7s  %-14.14s  ", sbx_json_str(o, "id"),
-	    be ? be : "-", name ? name : "-");
+	    be ? be : "-", name ? name : json_is_true(json_object_get(o,
+	    "warm")) ? "(warm)" : "-");
 	/* The padding outside the colour: a row still splits on blanks. */
 	if ((sgr = status_colour(ctx, st)))
 		printf("\033[%sm%s\033[0m%*s", sgr, st, st && strlen(st) < 8 ?

@@ -344,3 +344,28 @@ sbx_backend_at(size_t i)
 {
 	return i < NBACKENDS ? &backends[i] : NULL;
 }
+
+/* A spec as JSON (sbxd's workers, local.warm's pool keys). */
+json_t *
+sbx_spec_json(const struct sbx_spec *s)
+{
+	json_t *env = json_array();
+	size_t i;
+
+	for (i = 0; s->env && s->env[i]; i++)
+		json_array_append_new(env, json_string(s->env[i]));
+	return json_pack("{s:s?,s:I,s:I,s:I,s:i,s:I,s:b,s:i,s:I,s:O?,s:o,"
+	    "s:s?,s:s?,s:s?,s:b,s:s?,s:O?,s:O?,s:O?,s:O?,s:O?,s:s?,s:O?}",
+	    "image",
+	    s->image,
+	    "memory", (json_int_t)s->memory, "cpus_milli",
+	    (json_int_t)s->cpus_milli, "pids", (json_int_t)s->pids,
+	    "limits_default", (int)s->limits_default, "disk",
+	    (json_int_t)s->disk, "disk_default", s->disk_default, "network",
+	    (int)s->network, "timeout", (json_int_t)s->timeout, "labels",
+	    s->labels, "env", env, "workdir", s->workdir, "name", s->name,
+	    "runtime", s->runtime, "pull", s->pull, "endpoint", s->endpoint,
+	    "net_rules", s->net_rules, "net_inject", s->net_inject,
+	    "egress_proxy", s->egress_proxy, "ports", s->ports, "start",
+	    s->start, "from", s->from, "volumes", s->volumes);
+}

@@ -148,6 +148,15 @@ sbx_mono_ms(void)
 }
 
 void
+sbx_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+void
 sbx_hex_put(struct sbx_buf *b, const void *p, size_t n)
 {
 	static const char digits[] = "0123456789abcdef";

@@ -206,6 +206,8 @@ int sbx_write_all(int fd, const void *buf, size_t n);
 uint64_t sbx_fnv1a(uint64_t h, const void *p, size_t n);
 /* CLOCK_MONOTONIC in milliseconds: for durations and deadlines. */
 long long sbx_mono_ms(void);
+/* Sleep ms milliseconds (signals that interrupt it aside). */
+void sbx_sleep_ms(long ms);
 
 /* --- jsonx: small helpers over jansson -------------------------------- */
 
@@ -799,6 +801,14 @@ struct sbx_backend_ops {
 	 * left on this host, made before the epoch second before, removed;
 	 * how many. NULL: nothing is left. */
 	int (*sweep)(long long before);
+	/* sbx-create's pool of sandboxes made ahead (local.warm): one made
+	 * for a spec like spec (its labels, env and timeout aside) taken
+	 * and given those: 1 and *ref; 0: none to take. NULL: no pool. */
+	int (*warm_take)(const struct sbx_spec *spec, json_t **ref,
+	    struct sbx_err *err);
+	/* After a create, the pool for spec made full again by a process
+	 * of its own that outlives the caller (whose files it closes). */
+	void (*warm_fill)(const struct sbx_spec *spec);
 };
 
 /* A row of the backend table (lib/backend.c): what a backend is, as
@@ -850,6 +860,8 @@ const char *sbx_backend_default(void);
 int sbx_backend_need(const struct sbx_backend *be, unsigned caps,
     struct sbx_err *err);
 /* sbx_backend_need for what a spec asks of sbx-create. */
+/* The spec as a JSON object (every field; env's values too). */
+json_t *sbx_spec_json(const struct sbx_spec *s);
 int sbx_backend_check_spec(const struct sbx_backend *be,
     const struct sbx_spec *spec, struct sbx_err *err);
 /* What pause does without --mode: "suspend", "stop" or "none". */

@@ -11,15 +11,6 @@
 /* How often --ready is tried. */
 #define READY_POLL_MS 100
 
-static void
-nap(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
-
 /* A JSON array of strings as a NULL-terminated argv (borrowed strings). */
 static char **
 argv_of(const json_t *a)
@@ -129,7 +120,7 @@ ready(const struct sbx_backend *be, const json_t *ref, const char *cmd,
 			return 0;
 		if (sbx_mono_ms() + READY_POLL_MS > end)
 			break;
-		nap(READY_POLL_MS);
+		sbx_sleep_ms(READY_POLL_MS);
 	}
 	return sbx_err_set(err, SBX_EX_FAIL, "the ready command did not "
 	    "succeed within %s (its last exit status %d)",

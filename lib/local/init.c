@@ -81,6 +81,30 @@ touch(void)
 	ag.last_mono = sbx_mono_ms();
 }
 
+/* K=V into the environment of commands: a name given again replaces its
+ * value (a second entry would hide behind the first). ag.env has room
+ * (made for all that can come). */
+static int
+env_set(const char *s)
+{
+	size_t j, len;
+
+	if (!strchr(s, '='))
+		return -1;
+	len = (size_t)(strchr(s, '=') - s) + 1;
+	for (j = 0; j < ag.nenv; j++)
+		if (!strncmp(ag.env[j], s, len))
+			break;
+	if (j < ag.nenv) {
+		explicit_bzero(ag.env[j], strlen(ag.env[j]));
+		free(ag.env[j]);
+	} else {
+		ag.nenv++;
+	}
+	ag.env[j] = sbx_xstrdup(s);
+	return 0;
+}
+
 static int
 read_config(void)
 {
@@ -98,23 +122,10 @@ read_config(void)
 	}
 	ag.workdir = sbx_xstrdup(s);
 	ag.env = sbx_xcalloc(n + 1, sizeof *ag.env);
-	/* The defaults, then --env: a name given again replaces its value
-	 * (a second entry would hide behind the first). */
-	for (i = 0; i < n; i++) {
-		size_t j, len;
-
-		if (!(s = sbx_msg_get_str(&m)) || !strchr(s, '='))
+	/* The defaults, then --env. */
+	for (i = 0; i < n; i++)
+		if (!(s = sbx_msg_get_str(&m)) || env_set(s) < 0)
 			break;
-		len = (size_t)(strchr(s, '=') - s) + 1;
-		for (j = 0; j < ag.nenv; j++)
-			if (!strncmp(ag.env[j], s, len))
-				break;
-		if (j < ag.nenv)
-			free(ag.env[j]);
-		else
-			ag.nenv++;
-		ag.env[j] = sbx_xstrdup(s);
-	}
 	/* Who commands run as: set, uid, gid, then the groups. */
 	if (i < n || sbx_msg_get_u32(&m, &n) < 0 || (ag.user.set = !!n,
 	    sbx_msg_get_u32(&m, &ag.user.uid) < 0) ||
@@ -700,6 +711,32 @@ resumed(long long ms)
 	sbx_sess_resumed(ms);
 }
 
+/* SBX_MSG_ADOPT: a sandbox made ahead (local.warm) taken by a create:
+ * its idle timeout and its --env (u64 seconds, u32 n, n K=V), over the
+ * environment it was made with. Answered with SBX_MSG_INFOREP. */
+static void
+adopt(int sock, struct sbx_msg *m)
+{
+	uint64_t timeout;
+	uint32_t n, i;
+	const char *s;
+
+	if (sbx_msg_get_u64(m, &timeout) < 0 || sbx_msg_get_u32(m, &n) < 0 ||
+	    n > 4096)
+		return;
+	ag.env = sbx_xrealloc(ag.env, (ag.nenv + n + 1) * sizeof *ag.env);
+	for (i = 0; i < n; i++)
+		if (!(s = sbx_msg_get_str(m)) || env_set(s) < 0)
+			break;
+	ag.env[ag.nenv] = NULL;
+	sbx_sess_setup(ag.workdir, ag.env, session_prep, touch);
+	if (i < n)
+		return;
+	ag.timeout = timeout;
+	touch();
+	reply_info(sock);
+}
+
 static void
 serve(int sock)
 {
@@ -740,6 +777,8 @@ serve(int sock)
 		else if (m.type == SBX_MSG_RESUMED && !sbx_msg_get_u64(&m,
 		    &frozen_ms))
 			resumed((long long)frozen_ms);
+		else if (m.type == SBX_MSG_ADOPT)
+			adopt(sock, &m);
 		close(sock);
 	}
 	sbx_msg_release(&m);

@@ -576,7 +576,8 @@ send_config(int fd, const struct sbx_spec *spec, const char *workdir, int ca,
 
 static json_t *
 make_meta(const struct sbx_spec *spec, const char *id, const char *image,
-    const char *workdir, pid_t pid, uid_t base, long long slot)
+    const char *workdir, pid_t pid, uid_t base, long long slot,
+    const char *warm)
 {
 	json_t *m = json_object(), *envk = json_array();
 	size_t i;
@@ -613,6 +614,8 @@ make_meta(const struct sbx_spec *spec, const char *id, const char *image,
 	    json_null());
 	if (spec->start)
 		json_object_set(m, "start", spec->start);
+	if (warm)
+		json_object_set_new(m, "warm", json_string(warm));
 	return m;
 }
 
@@ -646,10 +649,11 @@ snap_layers(const char *from, json_t **layers, char **snaps,
 }
 
 /* Create a sandbox, or (rid) start a stopped one again over its files:
- * the same id, directory, uid range and name. */
+ * the same id, directory, uid range and name. warm: made ahead for
+ * local.warm's pool, the key it is made for. */
 static int
 start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
-    json_t **ref, struct sbx_err *err)
+    const char *warm, json_t **ref, struct sbx_err *err)
 {
 	/* What it gets: a default limit it cannot have is left out. */
 	struct sbx_spec got = *asked, *spec = &got;
@@ -1058,7 +1062,7 @@ start_sandbox(const struct sbx_spec *asked, const char *rid, json_t *oldmeta,
 	}
 	json_decref(meta);
 	meta = make_meta(spec, id, host ? "host" : image, workdir, pid,
-	    s.uid_base, rootless ? -1 : (long long)slot);
+	    s.uid_base, rootless ? -1 : (long long)slot, warm);
 	if (rid)
 		json_object_set(meta, "created_at_epoch", json_object_get(
 		    oldmeta, "created_at_epoch"));
@@ -1175,6 +1179,12 @@ live_init(json_t *meta)
 	if (pid <= 0 || !st || sbx_local_starttime(pid) != st)
 		return 0;
 	return pid;
+}
+
+pid_t
+sbx_local_live(json_t *meta)
+{
+	return live_init(meta);
 }
 
 int
@@ -1392,6 +1402,8 @@ info_of(const char *id)
 	json_object_set_new(o, "dir", json_string(dir));
 	if (!meta)
 		json_object_set_new(o, "creating", json_true());
+	else if (sbx_json_str(meta, "warm"))
+		json_object_set_new(o, "warm", json_true());
 	sbx_cg_release(&cg);
 	json_decref(meta);
 	free(dir);
@@ -1536,7 +1548,7 @@ local_resume(json_t *ref, struct sbx_err *err)
 	if (how == 't') {
 		/* Stopped: a new agent over the same files. */
 		spec_of(meta, &spec);
-		if (start_sandbox(&spec, id, meta, &nref, err) < 0)
+		if (start_sandbox(&spec, id, meta, NULL, &nref, err) < 0)
 			goto out;
 		sbx_local_unmark_paused(dir);
 		json_decref(nref);
@@ -1586,7 +1598,14 @@ out:
 static int
 local_create(const struct sbx_spec *spec, json_t **ref, struct sbx_err *err)
 {
-	return start_sandbox(spec, NULL, NULL, ref, err);
+	return start_sandbox(spec, NULL, NULL, NULL, ref, err);
+}
+
+int
+sbx_local_make_warm(const struct sbx_spec *spec, const char *warm,
+    json_t **ref, struct sbx_err *err)
+{
+	return start_sandbox(spec, NULL, NULL, warm, ref, err);
 }
 
 static int
@@ -1828,6 +1847,8 @@ const struct sbx_backend_ops sbx_local_ops = {
 	.kill = local_kill,
 	.list = local_list,
 	.sweep = local_sweep,
+	.warm_take = sbx_local_warm_take,
+	.warm_fill = sbx_local_warm_fill,
 	.info = local_info,
 	.files = &sbx_local_files,
 	.net_rules = sbx_local_net_rules,

@@ -31,6 +31,7 @@ enum {
 	SBX_MSG_DIRTYREP, /* agent -> client: token, all?, directories */
 	SBX_MSG_SHELL,    /* client -> agent: a shell session call (JSON) */
 	SBX_MSG_SHELLREP, /* agent -> client: its answer (JSON) */
+	SBX_MSG_ADOPT,    /* client -> agent: taken from local.warm's pool */
 };
 
 /* What SBX_MSG_DIRTYREP says of a directory (relative to the workdir). */
@@ -143,6 +144,15 @@ json_t *sbx_local_meta(const char *dir);
  * there. */
 int sbx_local_claim_name(const char *root, const char *name, const char *id,
     struct sbx_err *err);
+/* The init's pid of a sandbox's meta while it runs, else 0. */
+pid_t sbx_local_live(json_t *meta);
+/* A sandbox made ahead for local.warm's pool (warm.c), warm its key. */
+int sbx_local_make_warm(const struct sbx_spec *spec, const char *warm,
+    json_t **ref, struct sbx_err *err);
+/* warm.c: the backend's warm_take and warm_fill (struct sbx_backend_ops). */
+int sbx_local_warm_take(const struct sbx_spec *spec, json_t **ref,
+    struct sbx_err *err);
+void sbx_local_warm_fill(const struct sbx_spec *spec);
 /* Connect to the agent's socket in dir; -1 with errno. */
 int sbx_local_connect(const char *dir);
 /* The same for another socket of dir's (a qemu sandbox's qmp.sock). */

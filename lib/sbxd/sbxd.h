@@ -245,9 +245,8 @@ void sbxd_build_child(json_t *args, int *fds, int nfds)
 /* worker.c: the backend's lifecycle calls, each in a child of its own */
 int sbxd_be_create(const struct sbx_spec *spec, json_t **ref,
     struct sbx_err *err);
-/* The same from the spec as JSON (sbxd_spec_json's) */
+/* The same from the spec as JSON (sbx_spec_json's) */
 int sbxd_be_create_json(json_t *spec, json_t **ref, struct sbx_err *err);
-json_t *sbxd_spec_json(const struct sbx_spec *s);
 /* warm.c: sandboxes made ahead (--warm). take: 1 and the id (idn bytes)
  * and ref of one made as spec asks (labels aside), else 0, and the pool
  * makes spec's from now on. */

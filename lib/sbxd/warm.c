@@ -50,7 +50,7 @@ key_json(const struct sbx_spec *spec, char **text)
 	*text = NULL;
 	if (spec->egress_proxy || spec->net_inject)
 		return NULL;
-	sj = sbxd_spec_json(spec);
+	sj = sbx_spec_json(spec);
 	json_object_del(sj, "labels");
 	if (!(*text = json_dumps(sj, JSON_COMPACT | JSON_SORT_KEYS))) {
 		json_decref(sj);
