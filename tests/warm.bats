@@ -66,6 +66,8 @@ warm_wait() {
 	run sbx-exec -s b.json -- printenv SECRET
 	assert_success
 	assert_output abc
+	# A shell session of it too.
+	[ "$(sbx-shell -s b.json 'echo "[$SECRET]"' | jq_str .output)" = "[abc]" ]
 	ls_line "$b" | jq_true '.status == "running" and .labels == {"who":"me"}
 	    and .timeout == 90 and (has("warm") | not)'
 	# Its meta names the variable, never its value.
