@@ -338,17 +338,24 @@ exec_path(struct spawn *sp, char **argv, char **env)
 	    err);
 }
 
-/* Once for every command, which inherit both (local sandboxes; a
+/* Once for every command, which inherit all three (local sandboxes; a
  * container's engine took every capability already): no capability can
  * come back through an exec, and whatever sbx-create left ignored is not
  * (an ignored signal stays so across execve, a caught one does not),
- * but SIGPIPE, which the agent ignores and spawn_child restores. */
+ * but SIGPIPE, which the agent ignores and spawn_child restores; and the
+ * seccomp denylist, which the agent keeps to as well (it makes none of
+ * those calls). Without it, each command installs its own. */
 static int
 agent_prep(void)
 {
 	sbx_sig_default();
 	signal(SIGPIPE, SIG_IGN);
-	return sbx_local_drop_bounding();
+	if (sbx_local_drop_bounding() < 0)
+		return -1;
+	if (sbx_local_seccomp_once() < 0)
+		logmsg("%s", "no seccomp filter of its own: each command "
+		    "installs one");
+	return 0;
 }
 
 /* The command's side: runs on its own stack in the agent's memory until
