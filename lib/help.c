@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "sbx.h"
 
@@ -24,10 +25,17 @@ static const struct sbx_help_opt common[] = {
 void
 sbx_opt_init(const struct sbx_help *h, char **argv)
 {
+	size_t seed;
+
 	help = h;
 	help_argv = argv;
 	/* Ours name the option and the closest one; see sbx_opt_common. */
 	opterr = 0;
+	/* jansson seeds its hashes at its first object from /dev/urandom
+	 * (an open, a read, a close): one system call instead. */
+	if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) == sizeof seed &&
+	    seed)
+		json_object_seed(seed);
 }
 
 static const struct sbx_help_opt *

@@ -155,15 +155,29 @@ sbx_json_bytes(const char *s, size_t n)
 void
 sbx_time_fmt(long long epoch, char *buf, size_t n)
 {
-	time_t t = (time_t)epoch;
-	struct tm tm;
+	long long days, secs, era, doe, yoe, doy, mp, y, m, d;
 
-	/* Not strftime: it reads the local time zone (/etc/localtime, six
-	 * system calls of each command that writes a state), which a UTC
-	 * time does not need. */
-	gmtime_r(&t, &tm);
-	snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
-	    tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	/* Not strftime, nor gmtime_r: glibc's reads the local time zone
+	 * (/etc/localtime, six system calls of each command that writes a
+	 * state or a log line) on its first call, which a UTC time does
+	 * not need. Days to a date: H. Hinnant's civil_from_days. */
+	days = epoch / 86400;
+	secs = epoch % 86400;
+	if (secs < 0) {
+		secs += 86400;
+		days--;
+	}
+	days += 719468;
+	era = (days >= 0 ? days : days - 146096) / 146097;
+	doe = days - era * 146097;
+	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	mp = (5 * doy + 2) / 153;
+	d = doy - (153 * mp + 2) / 5 + 1;
+	m = mp < 10 ? mp + 3 : mp - 9;
+	y = yoe + era * 400 + (m <= 2);
+	snprintf(buf, n, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", y, m, d,
+	    secs / 3600, secs / 60 % 60, secs % 60);
 }
 
 int

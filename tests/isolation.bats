@@ -325,6 +325,25 @@ start_server() {
 	assert_line --regexp '^Seccomp:[[:space:]]+2$'
 }
 
+@test "the agent keeps to the seccomp filter too, and a command has it once, not twice" {
+	new_sandbox
+	# Installed once, by the agent at its start: every command inherits
+	# it (and does not pay its install, a tenth of a millisecond).
+	run sx cat /proc/1/status
+	assert_success
+	assert_line --regexp '^Seccomp:[[:space:]]+2$'
+	assert_line --regexp '^Seccomp_filters:[[:space:]]+1$'
+	run sx cat /proc/self/status
+	assert_success
+	assert_line --regexp '^Seccomp:[[:space:]]+2$'
+	assert_line --regexp '^Seccomp_filters:[[:space:]]+1$'
+	# A session's shell too (sbx-shell).
+	run sbx-shell -s "$BATS_TEST_TMPDIR/s.json" 'grep Seccomp /proc/$$/status'
+	assert_success
+	# (its JSON's \t and \n)
+	assert_output --partial 'Seccomp:\t2\nSeccomp_filters:\t1\n'
+}
+
 @test "mknod of char and block devices fails" {
 	new_sandbox
 	run sx mknod /tmp/null c 1 3

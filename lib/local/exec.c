@@ -484,13 +484,11 @@ agent_exec(const char *dir, const char *id, int local, int sock,
 		sbx_err_set(err, SBX_EX_EXECFAIL, "command line too long");
 		goto out;
 	}
-	/* Connected last, the request ready: the agent waits 2 s on a
-	 * connection for its request (lx_send), and what comes before it
-	 * here (a cgroup's mkdir, under load) need not be that quick. */
-	if (x.sock < 0 && (x.sock = connect(dir)) < 0) {
-		not_running(dir, x.id, err);
-		goto out;
-	}
+	/* Connected last, by lx_send, the request ready and our signals
+	 * set up: the agent waits 2 s on a connection for its request, and
+	 * what comes before it here (a cgroup's mkdir, under load) need not
+	 * be that quick; and the agent, woken by the connect, finds the
+	 * request there already instead of going back to sleep for it. */
 	rc = sbx_xs_run(&xs, err);
 	/* The command wrote to the caller's fds itself: not through us. */
 	if (!o->tty && !o->capture)

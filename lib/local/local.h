@@ -430,5 +430,11 @@ int sbx_local_harden(const struct sbx_local_user *u);
 int sbx_local_drop_bounding(void);
 /* Only its seccomp filter (sbx-image's RUN steps). */
 int sbx_local_seccomp(void);
+/* The filter on this process itself, once: done by the agent at its
+ * start, it is inherited by every command, whose hardening then skips
+ * it (its install cost 0.12 ms of each exec: the kernel checks the
+ * filter against every system call to cache its verdicts). -1 when it
+ * cannot: each command then installs its own. */
+int sbx_local_seccomp_once(void);
 
 #endif

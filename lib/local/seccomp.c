@@ -108,6 +108,19 @@ sbx_local_seccomp(void)
  * need not ask the kernel again, a capability at a time. */
 static int bounding_dropped;
 
+/* Whether this process has the filter already (sbx_local_seccomp_once):
+ * its children inherit it, and a second copy would only make each of
+ * their system calls run it twice. */
+static int filtered;
+
+int
+sbx_local_seccomp_once(void)
+{
+	if (!filtered && sbx_local_seccomp() == 0)
+		filtered = 1;
+	return filtered ? 0 : -1;
+}
+
 int
 sbx_local_drop_bounding(void)
 {
@@ -147,5 +160,5 @@ sbx_local_harden(const struct sbx_local_user *u)
 		return -1;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -1;
-	return sbx_local_seccomp();
+	return filtered ? 0 : sbx_local_seccomp();
 }

@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sbx.h"
@@ -224,6 +225,41 @@ t_save(void)
 	json_decref(back);
 	free(p);
 	free(d);
+}
+
+/* sbx_time_fmt does its own arithmetic (gmtime_r reads the time zone):
+ * the same text as strftime on gmtime_r's, over leap days, centuries
+ * and before 1970. */
+static void
+t_time_fmt(void)
+{
+	static const long long at[] = {0, -1, 59, 86399, 86400, 951782399,
+	    951782400, 951868800, 4107542399LL, 4107542400LL, 1796676212,
+	    -86401, -2208988800LL, 253402300799LL};
+	char mine[32], want[32];
+	struct tm tm;
+	time_t t;
+	size_t i;
+	long long e;
+
+	for (i = 0; i < sizeof at / sizeof at[0]; i++) {
+		t = (time_t)at[i];
+		sbx_time_fmt(at[i], mine, sizeof mine);
+		strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%SZ",
+		    gmtime_r(&t, &tm));
+		CHECK(!strcmp(mine, want));
+	}
+	for (e = -400LL * 366 * 86400; e < 500LL * 366 * 86400;
+	    e += 86400 * 7 + 3607) {
+		t = (time_t)e;
+		sbx_time_fmt(e, mine, sizeof mine);
+		strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%SZ",
+		    gmtime_r(&t, &tm));
+		if (strcmp(mine, want)) {
+			CHECK(!strcmp(mine, want));
+			break;
+		}
+	}
 }
 
 static void
@@ -831,6 +867,7 @@ static const struct tap_test tests[] = {
 	{"a state file with the wrong schema fails with code 6 and stays "
 	    "unchanged", t_wrong_schema},
 	{"sbx_state_read: missing is code 3, and it takes no lock", t_read},
+	{"sbx_time_fmt writes what strftime does of gmtime_r", t_time_fmt},
 	{"sbx_state_new_root has every documented field", t_new_root},
 	{"sbx_state_set_status closes the running segment", t_status_closes},
 	{"sbx_state_set_status opens one new segment on running",
