@@ -14,6 +14,15 @@ teardown() {
 		kill "$(cat "$BATS_TEST_TMPDIR/holder")" 2>/dev/null || true
 	fi
 	sbx-ls -j 2>/dev/null | sbx-kill -q >/dev/null 2>&1 || true
+	# A store of a test's own.
+	if [ -e "$BATS_TEST_TMPDIR/other-store" ]; then
+		local other
+		other=$(cat "$BATS_TEST_TMPDIR/other-store")
+		SBX_LOCAL_DIR=$other sbx-ls -j 2>/dev/null |
+		    SBX_LOCAL_DIR=$other sbx-kill -q >/dev/null 2>&1 || true
+		SBX_LOCAL_DIR=$other trash_emptied 2>/dev/null || true
+		rm -rf "$other"
+	fi
 }
 
 # The cgroup directories of sandbox $1 that exist, one per line.
@@ -120,3 +129,26 @@ cleaned_up() {
 	[ "$(jq -r .status s.json)" = killed ]
 	[ "$(ls_status "$id")" != running ]
 }
+
+@test "a state file of another store's sandbox: not killed, not gone, exit 1 naming that store" {
+	local other id
+	other=$(mktemp -d /tmp/sbx-other.XXXXXX)
+	chmod 711 "$other"
+	echo "$other" >"$BATS_TEST_TMPDIR/other-store"
+	SBX_LOCAL_DIR=$other sbx-create -s s.json >/dev/null
+	id=$(sid)
+	cp s.json before.json
+	run --separate-stderr sbx-kill -s s.json
+	assert_failure 1
+	assert_output ""
+	[ "$stderr" = "sbx-kill: cannot kill '$id': sandbox '$id' is in the store '$other', not this one ('$SBX_LOCAL_DIR'): kill it with SBX_LOCAL_DIR=$other" ]
+	cmp s.json before.json
+	run sbx-exec -s s.json -- echo alive
+	assert_success
+	assert_output alive
+	SBX_LOCAL_DIR=$other run sbx-kill -s s.json
+	assert_success
+	jq_true '.status == "killed"' <<<"$output"
+	[ ! -e "$other/$id" ]
+}
+

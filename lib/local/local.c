@@ -1224,6 +1224,31 @@ sbx_local_reap(const char *dir, const char *id, json_t *meta,
  * trash's remover (sbx_local_reap before it removes the directory): a
  * killed process never runs again, and its mounts go with its mount
  * namespace's last one. */
+/* A sandbox not in this store but in the one its ref's dir names (made
+ * with another SBX_LOCAL_DIR; sbx-exec reaches it there): -1 and err
+ * saying which store, never "gone" while it may run. Its trash, uid
+ * slot and name are that store's: it is killed from there. */
+static int
+elsewhere(const json_t *ref, struct sbx_err *err)
+{
+	const char *id = sbx_json_str(ref, "id"), *dir = sbx_json_str(ref,
+	    "dir"), *base;
+	char *p;
+	int there;
+
+	if (!id || !dir || !(base = strrchr(dir, '/')) || strcmp(base + 1,
+	    id) || base == dir)
+		return 0;
+	p = sbx_xasprintf("%s/meta.json", dir);
+	there = access(p, F_OK) == 0;
+	free(p);
+	if (!there)
+		return 0;
+	return sbx_err_set(err, SBX_EX_FAIL, "sandbox '%s' is in the store "
+	    "'%.*s', not this one ('%s'): kill it with SBX_LOCAL_DIR=%.*s", id,
+	    (int)(base - dir), dir, sbx_local_root(), (int)(base - dir), dir);
+}
+
 static int
 local_kill(json_t *ref, int keep, struct sbx_err *err)
 {
@@ -1234,8 +1259,8 @@ local_kill(json_t *ref, int keep, struct sbx_err *err)
 	int rc = 0, later;
 
 	if (!dir)
-		return sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
-		    want);
+		return elsewhere(ref, err) < 0 ? -1 : sbx_err_set(err,
+		    SBX_EX_NOSANDBOX, "no sandbox '%s'", want);
 	json_object_set_new(ref, "id", json_string(id));
 	meta = sbx_local_meta(dir);
 	sbx_local_net_stop_of(meta);
