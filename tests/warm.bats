@@ -131,6 +131,23 @@ warm_wait() {
 	assert_success
 }
 
+@test "local.warm: sbx-gc removes a pool's files of sandboxes gone, and the pool left empty" {
+	local w pool
+	sbx-create -s a.json -m 200M >/dev/null
+	warm_wait 1
+	w=$(warm_ids)
+	pool=$(dirname "$(ls "$SBX_LOCAL_DIR"/warm/*/"$w")")
+	run sbx-gc -g 0
+	assert_success
+	[ -e "$pool/$w" ]
+	sbx-kill -q -b local "$w"
+	trash_emptied
+	[ -e "$pool/$w" ]
+	run sbx-gc -g 0
+	assert_success
+	[ ! -e "$pool" ]
+}
+
 @test "local.warm: two creates at once never take the same one" {
 	export SBX_LOCAL_WARM=2
 	local w x y

@@ -1855,8 +1855,10 @@ local_image_cmd(const json_t *ref, struct sbx_err *err)
 static int
 local_sweep(long long before)
 {
-	/* And what a killed sbx-snapshot left half-made. */
+	/* And what a killed sbx-snapshot left half-made; local.warm's
+	 * files of sandboxes gone. */
 	sbx_snap_clean_stale(sbx_snap_root());
+	sbx_local_warm_sweep();
 	return sbx_cg_sweep(sbx_local_valid_id, before);
 }
 

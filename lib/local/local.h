@@ -153,6 +153,9 @@ int sbx_local_make_warm(const struct sbx_spec *spec, const char *warm,
 int sbx_local_warm_take(const struct sbx_spec *spec, json_t **ref,
     struct sbx_err *err);
 void sbx_local_warm_fill(const struct sbx_spec *spec);
+/* sbx-gc: the pools' files of sandboxes gone, and pools left empty,
+ * removed. */
+void sbx_local_warm_sweep(void);
 /* Connect to the agent's socket in dir; -1 with errno. */
 int sbx_local_connect(const char *dir);
 /* The same for another socket of dir's (a qemu sandbox's qmp.sock). */

@@ -349,3 +349,39 @@ sbx_local_warm_fill(const struct sbx_spec *spec)
 	fill(spec, key, n, idle);
 	_exit(0);
 }
+
+void
+sbx_local_warm_sweep(void)
+{
+	char *top = sbx_xasprintf("%s/warm", sbx_local_root()), *p;
+	DIR *d = opendir(top), *pd;
+	struct dirent *e, *f;
+	int fd;
+
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.' || (fd = openat(dirfd(d), e->d_name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			continue;
+		/* A pool its filler is at work on is left alone. */
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && (pd = fdopendir(openat(
+		    fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)))) {
+			while ((f = readdir(pd))) {
+				if (!sbx_local_valid_id(f->d_name))
+					continue;
+				p = sbx_xasprintf("%s/%s", sbx_local_root(),
+				    f->d_name);
+				if (access(p, F_OK) < 0 && errno == ENOENT)
+					unlinkat(fd, f->d_name, 0);
+				free(p);
+			}
+			closedir(pd);
+			/* Empty: a spec no create asks for now. */
+			unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR);
+		}
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+	free(top);
+}
+
