@@ -41,6 +41,9 @@ sock.on('data', (d) => {
     if (end < 0) return
     head = buf.subarray(0, end).toString()
     buf = buf.subarray(end + 4)
+    // Refused: its body is not ours to read, nor is the kept-alive
+    // connection.
+    if (Number(head.split(' ')[1]) !== 101) { sock.destroy(); return }
     sock.write(masked(9, 'hi'))
     if (bad === 'bad') sock.write(Buffer.from([0x81, 0x01, 0x78]))
   }
@@ -64,4 +67,6 @@ sock.on('close', () => {
   const protocol = /\r\nsec-websocket-protocol: (\S+)/i.exec(head ?? '')?.[1] ?? null
   process.stdout.write(JSON.stringify({ status, accept, protocol, frames }) + '\n')
 })
-setTimeout(() => { sock.destroy() }, 20000)
+// A server that never closes is given up on; one that does ends us at
+// once (a pending timer would hold node for its 20 s).
+setTimeout(() => { sock.destroy() }, 20000).unref()
