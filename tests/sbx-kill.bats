@@ -130,7 +130,7 @@ cleaned_up() {
 	[ "$(ls_status "$id")" != running ]
 }
 
-@test "a state file of another store's sandbox: not killed, not gone, exit 1 naming that store" {
+@test "a state file of another store's sandbox: not killed, not gone, not replaced; exit 1 naming that store" {
 	local other id
 	other=$(mktemp -d /tmp/sbx-other.XXXXXX)
 	chmod 711 "$other"
@@ -146,6 +146,12 @@ cleaned_up() {
 	run sbx-exec -s s.json -- echo alive
 	assert_success
 	assert_output alive
+	# Nor is its state file free for a new sandbox of this store.
+	run --separate-stderr sbx-create -s s.json
+	assert_failure 1
+	[ "$stderr" = "sbx-create: state file 's.json' tracks running sandbox '$id'; kill it first" ]
+	cmp s.json before.json
+	[ -z "$(sbx-ls -j)" ]
 	SBX_LOCAL_DIR=$other run sbx-kill -s s.json
 	assert_success
 	jq_true '.status == "killed"' <<<"$output"

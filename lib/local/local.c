@@ -1224,12 +1224,11 @@ sbx_local_reap(const char *dir, const char *id, json_t *meta,
  * trash's remover (sbx_local_reap before it removes the directory): a
  * killed process never runs again, and its mounts go with its mount
  * namespace's last one. */
-/* A sandbox not in this store but in the one its ref's dir names (made
- * with another SBX_LOCAL_DIR; sbx-exec reaches it there): -1 and err
- * saying which store, never "gone" while it may run. Its trash, uid
- * slot and name are that store's: it is killed from there. */
-static int
-elsewhere(const json_t *ref, struct sbx_err *err)
+/* The directory of a sandbox not in this store but in the one its ref's
+ * dir names (made with another SBX_LOCAL_DIR; sbx-exec reaches it
+ * there), or NULL. */
+static const char *
+other_dir(const json_t *ref)
 {
 	const char *id = sbx_json_str(ref, "id"), *dir = sbx_json_str(ref,
 	    "dir"), *base;
@@ -1237,16 +1236,28 @@ elsewhere(const json_t *ref, struct sbx_err *err)
 	int there;
 
 	if (!id || !dir || !(base = strrchr(dir, '/')) || strcmp(base + 1,
-	    id) || base == dir)
-		return 0;
+	    id) || base == dir || !sbx_local_valid_id(id))
+		return NULL;
 	p = sbx_xasprintf("%s/meta.json", dir);
 	there = access(p, F_OK) == 0;
 	free(p);
-	if (!there)
+	return there ? dir : NULL;
+}
+
+/* Such a sandbox is never "gone" while it may run: -1 and err saying
+ * which store. Its trash, uid slot and name are that store's: it is
+ * killed from there. */
+static int
+elsewhere(const json_t *ref, struct sbx_err *err)
+{
+	const char *dir = other_dir(ref);
+	int n = dir ? (int)(strrchr(dir, '/') - dir) : 0;
+
+	if (!dir)
 		return 0;
 	return sbx_err_set(err, SBX_EX_FAIL, "sandbox '%s' is in the store "
-	    "'%.*s', not this one ('%s'): kill it with SBX_LOCAL_DIR=%.*s", id,
-	    (int)(base - dir), dir, sbx_local_root(), (int)(base - dir), dir);
+	    "'%.*s', not this one ('%s'): kill it with SBX_LOCAL_DIR=%.*s",
+	    sbx_json_str(ref, "id"), n, dir, sbx_local_root(), n, dir);
 }
 
 static int
@@ -1379,9 +1390,9 @@ cpu_usec(const struct sbx_cgroups *cg)
 }
 
 static json_t *
-info_of(const char *id)
+info_in(const char *dir, const char *id)
 {
-	char *dir = sbx_xasprintf("%s/%s", sbx_local_root(), id), *status;
+	char *status;
 	json_t *meta = sbx_local_meta(dir), *o;
 	long long created, act = 0, procs = -1, mem = -1;
 	long long cpu;
@@ -1431,6 +1442,15 @@ info_of(const char *id)
 		json_object_set_new(o, "warm", json_true());
 	sbx_cg_release(&cg);
 	json_decref(meta);
+	return o;
+}
+
+static json_t *
+info_of(const char *id)
+{
+	char *dir = sbx_xasprintf("%s/%s", sbx_local_root(), id);
+	json_t *o = info_in(dir, id);
+
 	free(dir);
 	return o;
 }
@@ -1647,6 +1667,10 @@ local_info(const json_t *ref, struct sbx_err *err)
 	json_t *o;
 
 	if (!dir) {
+		/* One of another store, as sbx-exec reaches it: what it is
+		 * (a create must not take its state file for free). */
+		if (other_dir(ref))
+			return info_in(other_dir(ref), want);
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
 		    want ? want : "?");
 		return NULL;
