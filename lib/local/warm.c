@@ -341,7 +341,9 @@ sbx_local_warm_fill(const struct sbx_spec *spec)
 		return;
 	}
 	setsid();
-	close_range(0, ~0u, 0);
+	if (close_range(0, ~0u, 0) < 0)
+		for (fd = (int)sysconf(_SC_OPEN_MAX) - 1; fd >= 0; fd--)
+			close(fd);
 	if ((fd = open("/dev/null", O_RDWR)) == 0) {
 		dup2(fd, 1);
 		dup2(fd, 2);
