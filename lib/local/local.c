@@ -1218,12 +1218,6 @@ sbx_local_reap(const char *dir, const char *id, json_t *meta,
 	return rc;
 }
 
-/* Killed: every process of it sent SIGKILL, its directory out of the
- * store (or, with keep, marked killed). Where cgroup.kill did it, the
- * processes' end, their cgroups' and the disk's are left to the
- * trash's remover (sbx_local_reap before it removes the directory): a
- * killed process never runs again, and its mounts go with its mount
- * namespace's last one. */
 /* The directory of a sandbox not in this store but in the one its ref's
  * dir names (made with another SBX_LOCAL_DIR; sbx-exec reaches it
  * there), or NULL. */
@@ -1260,6 +1254,12 @@ elsewhere(const json_t *ref, struct sbx_err *err)
 	    sbx_json_str(ref, "id"), n, dir, sbx_local_root(), n, dir);
 }
 
+/* Killed: every process of it sent SIGKILL, its directory out of the
+ * store (or, with keep, marked killed). Where cgroup.kill did it, the
+ * processes' end, their cgroups' and the disk's are left to the
+ * trash's remover (sbx_local_reap before it removes the directory): a
+ * killed process never runs again, and its mounts go with its mount
+ * namespace's last one. */
 static int
 local_kill(json_t *ref, int keep, struct sbx_err *err)
 {
