@@ -24,16 +24,14 @@ int sbx_local_exec(const json_t *ref, char *const argv[],
 static char *
 sandbox_dir(const json_t *ref, struct sbx_err *err)
 {
-	const char *id = sbx_json_str(ref, "id"), *dir = sbx_json_str(ref,
-	    "dir"), *base;
+	const char *id = sbx_json_str(ref, "id"), *dir;
 	char *found;
 
 	/* The store's own copy first; the ref's dir serves a sandbox made
 	 * with another SBX_LOCAL_DIR (connecting checks that it is ours). */
 	if (id && (found = sbx_local_find(id, NULL)))
 		return found;
-	if (dir && id && (base = strrchr(dir, '/')) && !strcmp(base + 1, id) &&
-	    access(dir, F_OK) == 0)
+	if ((dir = sbx_local_other_dir(ref)))
 		return sbx_xstrdup(dir);
 	sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox: '%s' does not exist",
 	    id ? id : "?");

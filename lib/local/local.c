@@ -1221,8 +1221,8 @@ sbx_local_reap(const char *dir, const char *id, json_t *meta,
 /* The directory of a sandbox not in this store but in the one its ref's
  * dir names (made with another SBX_LOCAL_DIR; sbx-exec reaches it
  * there), or NULL. */
-static const char *
-other_dir(const json_t *ref)
+const char *
+sbx_local_other_dir(const json_t *ref)
 {
 	const char *id = sbx_json_str(ref, "id"), *dir = sbx_json_str(ref,
 	    "dir"), *base;
@@ -1244,7 +1244,7 @@ other_dir(const json_t *ref)
 static int
 elsewhere(const json_t *ref, struct sbx_err *err)
 {
-	const char *dir = other_dir(ref);
+	const char *dir = sbx_local_other_dir(ref);
 	int n = dir ? (int)(strrchr(dir, '/') - dir) : 0;
 
 	if (!dir)
@@ -1662,15 +1662,15 @@ local_list(int (*fn)(json_t *info, void *arg), void *arg, struct sbx_err *err)
 static json_t *
 local_info(const json_t *ref, struct sbx_err *err)
 {
-	const char *want = sbx_json_str(ref, "id");
+	const char *want = sbx_json_str(ref, "id"), *other;
 	char *id = NULL, *dir = want ? sbx_local_find(want, &id) : NULL;
 	json_t *o;
 
 	if (!dir) {
 		/* One of another store, as sbx-exec reaches it: what it is
 		 * (a create must not take its state file for free). */
-		if (other_dir(ref))
-			return info_in(other_dir(ref), want);
+		if ((other = sbx_local_other_dir(ref)))
+			return info_in(other, want);
 		sbx_err_set(err, SBX_EX_NOSANDBOX, "no sandbox '%s'",
 		    want ? want : "?");
 		return NULL;

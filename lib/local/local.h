@@ -144,6 +144,9 @@ json_t *sbx_local_meta(const char *dir);
  * there. */
 int sbx_local_claim_name(const char *root, const char *name, const char *id,
     struct sbx_err *err);
+/* The directory a ref names of a sandbox not in this store but in the
+ * one of another SBX_LOCAL_DIR (its meta.json there), or NULL. */
+const char *sbx_local_other_dir(const json_t *ref);
 /* The init's pid of a sandbox's meta while it runs, else 0. */
 pid_t sbx_local_live(json_t *meta);
 /* A sandbox made ahead for local.warm's pool (warm.c), warm its key. */
